@@ -1,0 +1,143 @@
+"""Resolve every element of a wgmma operand to its absolute shared-memory byte address.
+
+Canonical layouts of PTX 9.7.15.5.1.2.1.3, in bytes, with W the swizzle width (16 for none)
+and T = 128 / element bits. A core matrix is 8 rows of 16 contiguous bytes.
+
+  K-major  (row r of M/N, column k):     chunk c = k // T
+     none:      (r//8)*SBO + (r%8)*16 + c*LBO + byte(k%T)
+     swizzled:  (r//8)*SBO + (r%8)*W  + c*16  + byte(k%T)          (LBO unused)
+  MN-major (row r of M/N, column k):
+     none:      (r//T)*SBO + (k%8)*16 + (k//8)*LBO + byte(r%T)
+     swizzled:  (r//(T*W/16))*LBO + (k%8)*W + (k//8)*SBO + byte(r%(T*W/16))
+
+then address = Swizzle(start + offset, base offset) on the absolute address (swizzle.py).
+"""
+import numpy as np
+from numba import njit
+
+from .arch import SMEM_WINDOW, check_arch
+from .descriptors import GmmaDescriptor, SwizzleMode, as_descriptor
+from .dtypes import SM90_MN_MAJOR_DTYPES, element_type, parse_major
+from .errors import DescriptorError, LayoutError
+from .swizzle import swizzle_address
+
+
+@njit(cache=True)
+def _resolve(start, lbo, sbo, sw_bits, sw_base, sw_shift, base_offset, width, k_major, elem_bits, out):
+    rows, cols = out.shape
+    per_chunk = 128 // elem_bits
+    swizzled = sw_bits > 0
+    per_atom = per_chunk * (width // 16)  # MN elements in one swizzled row
+    for r in range(rows):
+        for k in range(cols):
+            if k_major:
+                byte = ((k % per_chunk) * elem_bits) >> 3
+                if swizzled:
+                    off = (r >> 3) * sbo + (r & 7) * width + (k // per_chunk) * 16 + byte
+                else:
+                    off = (r >> 3) * sbo + (r & 7) * 16 + (k // per_chunk) * lbo + byte
+            elif swizzled:
+                off = (r // per_atom) * lbo + (k & 7) * width + (k >> 3) * sbo + ((r % per_atom) * elem_bits >> 3)
+            else:
+                off = (r // per_chunk) * sbo + (k & 7) * 16 + (k >> 3) * lbo + ((r % per_chunk) * elem_bits >> 3)
+            out[r, k] = swizzle_address(start + off, sw_bits, sw_base, sw_shift, base_offset)
+
+
+def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
+    etype = element_type(dtype)
+    if not k_major and etype.name not in SM90_MN_MAJOR_DTYPES:
+        raise LayoutError("major", f"MN-major needs a 16-bit type on {arch} (PTX: imm-trans only for "
+                                   f".f16/.bf16); {etype.name} must be K-major")
+    for name, value in (("rows", rows), ("k", k)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise LayoutError(name, f"must be a positive integer, got {value!r}")
+    T = etype.per_chunk
+    if k_major:
+        if rows % 8:
+            raise LayoutError("rows", f"{rows} is not a whole number of 8-row core matrices")
+        if k % T:
+            raise LayoutError("k", f"{k} {etype.name} elements do not fill whole 16-byte core-matrix rows "
+                                   f"({T} per row)")
+        if desc.swizzle is not SwizzleMode.NONE and k * etype.bits > 8 * desc.swizzle.bytes:
+            raise LayoutError("k", f"{k} {etype.name} elements span {k * etype.bits // 8} bytes of K, but a "
+                                   f"{desc.swizzle.value}-swizzled K-major row holds {desc.swizzle.bytes}; "
+                                   "advance the start address for the next K block")
+    else:
+        if rows % T:
+            raise LayoutError("rows", f"{rows} is not a whole number of 16-byte chunks ({T} {etype.name} each)")
+        if k % 8:
+            raise LayoutError("k", f"{k} is not a whole number of 8-row core matrices along K (MN-major)")
+    return etype
+
+
+def operand_addresses(desc, *, rows: int, k: int, dtype: str, major: str = "K", arch: str = "sm90") -> np.ndarray:
+    """(rows, k) int64 array: the absolute shared-memory byte address of element (row, k).
+
+    row is M for A and N for B; for b1 the address is that of the byte holding the bit.
+    """
+    check_arch(arch)
+    desc = as_descriptor(desc).check(arch)
+    k_major = parse_major(major)
+    etype = _check_shape(desc, rows, k, dtype, k_major, arch)
+    sw = desc.swizzle.swizzle
+    base_offset = desc.base_offset if desc.swizzle is not SwizzleMode.NONE else 0
+    out = np.empty((int(rows), int(k)), dtype=np.int64)
+    _resolve(desc.start_address, desc.lbo, desc.sbo, sw.bits, sw.base, sw.shift, base_offset,
+             desc.swizzle.bytes, k_major, etype.bits, out)
+    last = int(out.max()) + max(etype.bits // 8, 1)
+    if last > SMEM_WINDOW[arch]:
+        r, c = np.unravel_index(int(out.argmax()), out.shape)
+        raise DescriptorError("start_address, lbo, sbo", f"element ({r}, {c}) resolves to {int(out[r, c]):#x}, "
+                                                         f"past the end of the {arch} shared window "
+                                                         f"({SMEM_WINDOW[arch]:#x})")
+    return out
+
+
+def core_matrix_rows(desc, *, rows: int, k: int, dtype: str, major: str = "K", arch: str = "sm90") -> np.ndarray:
+    """Addresses of the 16-byte rows of every 8x16B core matrix the operand reads.
+
+    Shape (mn_blocks, k_blocks, 8). K-major: core matrix (i, j) holds M/N rows 8i..8i+7 and the
+    j-th 16-byte chunk of K; its row p is M/N row 8i+p. MN-major: core matrix (i, j) holds the
+    i-th 16-byte chunk of M/N and K rows 8j..8j+7; its row p is K row 8j+p.
+    """
+    addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
+    T = element_type(dtype).per_chunk
+    if parse_major(major):
+        firsts = addrs[:, ::T]  # (rows, k/T): first element of each 16-byte row
+        return np.ascontiguousarray(firsts.reshape(rows // 8, 8, k // T).transpose(0, 2, 1))
+    firsts = addrs[::T, :]  # (rows/T, k)
+    return np.ascontiguousarray(firsts.reshape(rows // T, k // 8, 8))
+
+
+def canonical_layout(desc, *, dtype: str | None = None, major: str = "K") -> str:
+    """The PTX canonical layout of the operand in CuTe notation, instantiated for this descriptor.
+
+    Units are elements of `dtype` (bytes when dtype is None); m and k count repeats of the atom.
+    """
+    desc = as_descriptor(desc)
+    bits = element_type(dtype).bits if dtype else 8
+    T = 128 // bits
+    k_major = parse_major(major)
+    w = desc.swizzle.bytes // 16  # 16-byte chunks per swizzled row (1 without swizzle)
+
+    def el(nbytes):  # a byte stride in elements
+        return f"{nbytes * 8 // bits}" if nbytes * 8 % bits == 0 else f"{nbytes}B"
+
+    if k_major and desc.swizzle is SwizzleMode.NONE:
+        shape, stride = f"((8,m),({T},2k))", f"(({T},{el(desc.sbo)}),(1,{el(desc.lbo)}))"
+    elif k_major:
+        shape, stride = f"((8,m),({T},2k))", f"(({w * T},{el(desc.sbo)}),(1,{T}))"
+    elif desc.swizzle is SwizzleMode.NONE:
+        shape, stride = f"(({T},1,m),(8,k))", f"((1,{T},{el(desc.sbo)}),({T},{el(desc.lbo)}))"
+    else:
+        shape, stride = f"(({T},{w},m),(8,k))", f"((1,{T},{el(desc.lbo)}),({w * T},{el(desc.sbo)}))"
+    return f"{desc.swizzle.swizzle} o {shape}:{stride}"
+
+
+def footprint(desc, *, rows: int, k: int, dtype: str, major: str = "K", arch: str = "sm90"):
+    """(lowest, highest + 1) byte address the operand touches."""
+    addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
+    return int(addrs.min()), int(addrs.max()) + max(element_type(dtype).bits // 8, 1)
+
+
+__all__ = ["operand_addresses", "core_matrix_rows", "canonical_layout", "footprint", "DescriptorError"]

@@ -1,0 +1,15 @@
+"""Per-architecture constants."""
+from .errors import TcemuError
+
+# Shared-memory window per CTA as the descriptors address it (bytes).
+# sm90: 228 KiB (CUDA Programming Guide, compute capability 9.0); dynamic shared
+# memory started at 0x400 in our captures (traces/*.npz, meta "smem_base").
+SMEM_WINDOW = {"sm90": 228 * 1024}
+
+ARCHES = tuple(SMEM_WINDOW)
+
+
+def check_arch(arch: str) -> str:
+    if arch not in SMEM_WINDOW:
+        raise TcemuError("arch", f"{arch!r} is not supported; expected one of {', '.join(ARCHES)}")
+    return arch

@@ -1,0 +1,168 @@
+"""sm90 wgmma matrix descriptor (PTX 9.7.15.5.1.2.2, "Matrix Descriptor Format").
+
+    bits  0-13  start address >> 4        bits 49-51  base offset
+    bits 16-29  LBO >> 4                  bits 62-63  layout type (swizzle)
+    bits 32-45  SBO >> 4                  all others reserved
+
+Fields are held in bytes; encode() applies matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4.
+"""
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import List, NamedTuple
+
+from .arch import SMEM_WINDOW, check_arch
+from .dtypes import parse_major
+from .errors import DescriptorError
+from .swizzle import SWIZZLE_128B, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_NONE, Swizzle
+
+
+class SwizzleMode(Enum):
+    NONE = "none"
+    B32 = "32B"
+    B64 = "64B"
+    B128 = "128B"
+
+    @property
+    def swizzle(self) -> Swizzle:
+        return _SWIZZLES[self]
+
+    @property
+    def bytes(self) -> int:
+        """Swizzle width: bytes of one swizzled row (16 for no swizzle: one core-matrix row)."""
+        return self.swizzle.atom_bytes
+
+    @classmethod
+    def parse(cls, value) -> "SwizzleMode":
+        if isinstance(value, cls):
+            return value
+        text = str(value).strip().upper().removesuffix("B").removeprefix("SW")
+        for mode in cls:
+            if text == mode.value.upper().removesuffix("B") or (text in ("0", "INTERLEAVE") and mode is cls.NONE):
+                return mode
+        raise DescriptorError("swizzle", f"{value!r} is not a swizzle mode; expected none, 32B, 64B or 128B")
+
+
+_SWIZZLES = {SwizzleMode.NONE: SWIZZLE_NONE, SwizzleMode.B32: SWIZZLE_32B,
+             SwizzleMode.B64: SWIZZLE_64B, SwizzleMode.B128: SWIZZLE_128B}
+# Layout-type field, bits 62-63 (PTX 9.7.15.5.1.2.2).
+_SM90_LAYOUT_CODE = {SwizzleMode.NONE: 0, SwizzleMode.B128: 1, SwizzleMode.B64: 2, SwizzleMode.B32: 3}
+_SM90_LAYOUT_MODE = {v: k for k, v in _SM90_LAYOUT_CODE.items()}
+
+
+class Finding(NamedTuple):
+    field: str
+    rule: str
+    severity: str  # "error": the descriptor is unusable; "warning": legal but likely not meant
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.field}: {self.rule}"
+
+
+_FIELD_MAX = 1 << 18  # 14-bit fields hold bytes >> 4
+_ADDRESS_FIELDS = (("start_address", 0), ("lbo", 16), ("sbo", 32))
+_BASE_OFFSET_SHIFT, _LAYOUT_SHIFT = 49, 62
+SM90_RESERVED_MASK = ((1 << 64) - 1) & ~(
+    (0x3FFF << 0) | (0x3FFF << 16) | (0x3FFF << 32) | (0x7 << _BASE_OFFSET_SHIFT) | (0x3 << _LAYOUT_SHIFT))
+
+
+def _reserved_bit_list(bits: int) -> str:
+    return ", ".join(str(i) for i in range(64) if bits >> i & 1)
+
+
+@dataclass(frozen=True)
+class GmmaDescriptor:
+    """A wgmma shared-memory matrix descriptor; byte-valued fields, as the PTX defines them."""
+
+    start_address: int = 0
+    lbo: int = 0  # leading dimension byte offset
+    sbo: int = 0  # stride dimension byte offset
+    base_offset: int = 0
+    swizzle: SwizzleMode = SwizzleMode.NONE
+    reserved_bits: int = field(default=0, compare=True)  # raw reserved bits, kept so decode/encode round-trip
+
+    def __post_init__(self):
+        object.__setattr__(self, "swizzle", SwizzleMode.parse(self.swizzle))
+        for name in ("start_address", "lbo", "sbo", "base_offset", "reserved_bits"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise DescriptorError(name, f"must be an integer, got {type(value).__name__} {value!r}")
+
+    @classmethod
+    def decode(cls, value) -> "GmmaDescriptor":
+        """Fields of a 64-bit descriptor (an int, or a hex string such as '0x4000004000010040')."""
+        if isinstance(value, str):
+            try:
+                value = int(value.replace("_", ""), 0)
+            except ValueError:
+                raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 64:
+            raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {value!r}")
+        start, lbo, sbo = ((value >> shift & 0x3FFF) << 4 for _, shift in _ADDRESS_FIELDS)
+        return cls(start, lbo, sbo, value >> _BASE_OFFSET_SHIFT & 0x7,
+                   _SM90_LAYOUT_MODE[value >> _LAYOUT_SHIFT & 0x3], value & SM90_RESERVED_MASK)
+
+    def encode(self) -> int:
+        """The 64-bit descriptor. Raises DescriptorError naming a field that does not fit its encoding."""
+        errors = list(self._encoding_findings())
+        if errors:
+            raise DescriptorError(errors[0].field, errors[0].rule)
+        value = self.reserved_bits | self.base_offset << _BASE_OFFSET_SHIFT
+        value |= _SM90_LAYOUT_CODE[self.swizzle] << _LAYOUT_SHIFT
+        for name, shift in _ADDRESS_FIELDS:
+            value |= (getattr(self, name) & 0x3FFFF) >> 4 << shift
+        return value
+
+    def _encoding_findings(self):
+        for name, _ in _ADDRESS_FIELDS:
+            value = getattr(self, name)
+            if not 0 <= value < _FIELD_MAX:
+                yield Finding(name, f"{value:#x} does not fit: the 14-bit field holds bytes >> 4, "
+                                    f"so 0 <= {name} < 0x40000", "error")
+            elif value % 16:
+                yield Finding(name, f"{value:#x} is not a multiple of 16 bytes (the field holds bytes >> 4)", "error")
+        if not 0 <= self.base_offset <= 7:
+            yield Finding("base_offset", f"{self.base_offset} does not fit the 3-bit field (0..7)", "error")
+        if self.reserved_bits & ~SM90_RESERVED_MASK:
+            yield Finding("reserved_bits", f"{self.reserved_bits:#x} sets bits that are not reserved", "error")
+
+    def validate(self, arch: str = "sm90", major: str | None = None) -> List[Finding]:
+        """Every rule the descriptor breaks (errors) and every field the hardware will ignore (warnings)."""
+        check_arch(arch)
+        findings = list(self._encoding_findings())
+        if self.reserved_bits & SM90_RESERVED_MASK:
+            findings.append(Finding("reserved_bits", f"bits {_reserved_bit_list(self.reserved_bits)} are reserved "
+                                                     "and must be 0 (PTX 9.7.15.5.1.2.2)", "error"))
+        window = SMEM_WINDOW[arch]
+        if 0 <= self.start_address < _FIELD_MAX and self.start_address >= window:
+            findings.append(Finding("start_address", f"{self.start_address:#x} lies beyond the {window // 1024} KiB "
+                                                     f"shared-memory window of {arch} (ends at {window:#x})", "error"))
+        if self.swizzle is SwizzleMode.NONE and self.base_offset:
+            findings.append(Finding("base_offset", f"{self.base_offset} is ignored without swizzle (PTX: valid for "
+                                                   "swizzled modes only; measured in traces/)", "warning"))
+        if self.swizzle is SwizzleMode.B32 and self.base_offset & ~1:
+            findings.append(Finding("base_offset", f"{self.base_offset}: 32B swizzle uses only bit 0 of the base "
+                                                   "offset (XOR term is 1 bit wide)", "warning"))
+        if self.swizzle is SwizzleMode.B64 and self.base_offset & ~3:
+            findings.append(Finding("base_offset", f"{self.base_offset}: 64B swizzle uses only bits 0-1 of the base "
+                                                   "offset (XOR term is 2 bits wide)", "warning"))
+        if major is not None and parse_major(major) and self.swizzle is not SwizzleMode.NONE and self.lbo not in (0, 16):
+            findings.append(Finding("lbo", f"{self.lbo:#x} is ignored for swizzled K-major operands "
+                                           "(PTX: 'not used, assumed to be 1')", "warning"))
+        return findings
+
+    def check(self, arch: str = "sm90") -> "GmmaDescriptor":
+        """self, or DescriptorError listing every error-level finding."""
+        errors = [f for f in self.validate(arch) if f.severity == "error"]
+        if errors:
+            raise DescriptorError(", ".join(f.field for f in errors), "; ".join(f.rule for f in errors))
+        return self
+
+    def __str__(self) -> str:
+        text = (f"GmmaDescriptor(start_address={self.start_address:#x}, lbo={self.lbo:#x}, sbo={self.sbo:#x}, "
+                f"base_offset={self.base_offset}, swizzle={self.swizzle.value}")
+        return text + (f", reserved_bits={self.reserved_bits:#x})" if self.reserved_bits else ")")
+
+
+def as_descriptor(desc) -> GmmaDescriptor:
+    """A GmmaDescriptor from a GmmaDescriptor, a 64-bit int or a hex string."""
+    return desc if isinstance(desc, GmmaDescriptor) else GmmaDescriptor.decode(desc)

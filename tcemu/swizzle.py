@@ -1,0 +1,41 @@
+"""Swizzle atoms: CuTe's Swizzle<B, M, S> acting on absolute shared-memory byte addresses.
+
+Swizzle<B, M, S> XORs the B-bit field at bit M (the 16-byte chunk, M = 4) with the B-bit
+field S bits above it (the 128-byte line, M + S = 7). The hardware takes the upper field
+from the *absolute* address, less the descriptor's base offset, modulo 2^B
+(traces/wgmma_addresses_*.npz; lead in shared/notes/hardware-leads.md).
+"""
+from typing import NamedTuple
+
+from numba import njit
+
+
+class Swizzle(NamedTuple):
+    bits: int   # B: how many chunk bits are permuted (0 = identity)
+    base: int   # M: lowest permuted bit (log2 of the 16-byte chunk)
+    shift: int  # S: distance to the bits that select the permutation
+
+    @property
+    def atom_bytes(self) -> int:
+        """Bytes in one swizzled row: 16 * 2^B (the swizzle width, e.g. 128B)."""
+        return (1 << self.base) << self.bits if self.bits else 16
+
+    def __call__(self, addr: int, base_offset: int = 0) -> int:
+        return swizzle_address(addr, self.bits, self.base, self.shift, base_offset)
+
+    def __str__(self) -> str:
+        return f"Swizzle<{self.bits},{self.base},{self.shift}>"
+
+
+@njit(cache=True, inline="always")
+def swizzle_address(addr, bits, base, shift, base_offset):
+    """addr with bits [base, base+bits) ^= ((addr >> (base+shift)) - base_offset) mod 2^bits."""
+    mask = (1 << bits) - 1
+    return addr ^ ((((addr >> (base + shift)) - base_offset) & mask) << base)
+
+
+# sm90 layout types (PTX 9.7.15.5.1.2.2, bits 62-63) and their swizzles (PTX canonical layouts table).
+SWIZZLE_NONE = Swizzle(0, 4, 3)
+SWIZZLE_32B = Swizzle(1, 4, 3)
+SWIZZLE_64B = Swizzle(2, 4, 3)
+SWIZZLE_128B = Swizzle(3, 4, 3)
