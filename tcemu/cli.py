@@ -1,0 +1,106 @@
+"""The tcemu command line: decode, addresses, replay."""
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from .addressing import canonical_layout, core_matrix_rows, operand_addresses
+from .descriptors import GmmaDescriptor
+from .errors import TcemuError
+from .traces import replay, trace_paths
+
+
+def _decode(args) -> int:
+    desc = GmmaDescriptor.decode(args.descriptor)
+    print(f"descriptor     {desc.encode():#018x}  ({args.arch})")
+    print(f"start_address  {desc.start_address:#x}")
+    print(f"lbo            {desc.lbo:#x} ({desc.lbo} bytes)")
+    print(f"sbo            {desc.sbo:#x} ({desc.sbo} bytes)")
+    print(f"base_offset    {desc.base_offset}")
+    print(f"swizzle        {desc.swizzle.value} ({desc.swizzle.swizzle}, rows of {desc.swizzle.bytes} bytes)")
+    if desc.reserved_bits:
+        print(f"reserved bits  {desc.reserved_bits:#x}")
+    unit = args.dtype or "bytes"
+    for major in ([args.major] if args.major else ["K", "MN"]):
+        try:
+            print(f"{major}-major layout ({unit}): {canonical_layout(desc, dtype=args.dtype, major=major)}")
+        except TcemuError as e:
+            print(f"{major}-major layout: {e}")
+    findings = desc.validate(args.arch, major=args.major)
+    for f in findings:
+        print(f)
+    if not findings:
+        print("no findings")
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def _addresses(args) -> int:
+    kw = dict(rows=args.rows, k=args.k, dtype=args.dtype, major=args.major, arch=args.arch)
+    addrs = operand_addresses(args.descriptor, **kw)
+    if args.json:
+        json.dump({"descriptor": args.descriptor, **kw, "addresses": addrs.tolist(),
+                   "core_matrix_rows": core_matrix_rows(args.descriptor, **kw).tolist()}, sys.stdout)
+        print()
+        return 0
+    with np.printoptions(threshold=sys.maxsize, linewidth=200, formatter={"int": lambda v: f"{v:#07x}"}):
+        print("# rows: M (operand A) or N (operand B) index; columns: K index")
+        print(addrs)
+    return 0
+
+
+def _replay(args) -> int:
+    paths = trace_paths(args.paths)
+    if not paths:
+        print("no traces found", file=sys.stderr)
+        return 2
+    ok = True
+    print(f"{'trace':<32} {'group':<16} {'cases':>7} {'matched':>7} {'values':>10} {'matched':>10}")
+    for path in paths:
+        result = replay(path)
+        name = path.rsplit("/", 1)[-1]
+        for group, g in sorted(result.groups.items()):
+            flag = "" if g.cases == g.cases_matched else "  MISMATCH"
+            print(f"{name:<32} {group:<16} {g.cases:>7} {g.cases_matched:>7} {g.values:>10} "
+                  f"{g.values_matched:>10}{flag}")
+        total = [sum(getattr(g, f) for g in result.groups.values())
+                 for f in ("cases", "cases_matched", "values", "values_matched")]
+        print(f"{name:<32} {'total':<16} {total[0]:>7} {total[1]:>7} {total[2]:>10} {total[3]:>10}")
+        for line in result.mismatches:
+            print("  " + line)
+        ok &= result.ok
+    print("all traces match" if ok else "MISMATCHES FOUND")
+    return 0 if ok else 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="tcemu", description="Bit-accurate CPU emulator of tensor-core operand reads.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("decode", help="decode and validate a matrix descriptor")
+    p.add_argument("descriptor", help="64-bit descriptor, e.g. 0x4000004000010040")
+    p.add_argument("--arch", default="sm90")
+    p.add_argument("--dtype", help="element type for the layout's units (default: bytes)")
+    p.add_argument("--major", choices=["K", "MN"], help="operand major-ness (default: show both)")
+    p.set_defaults(run=_decode)
+    p = sub.add_parser("addresses", help="absolute shared-memory address of every operand element")
+    p.add_argument("descriptor")
+    p.add_argument("--rows", type=int, required=True, help="M (operand A) or N (operand B)")
+    p.add_argument("--k", type=int, required=True)
+    p.add_argument("--dtype", required=True)
+    p.add_argument("--major", default="K", choices=["K", "MN"])
+    p.add_argument("--arch", default="sm90")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_addresses)
+    p = sub.add_parser("replay", help="replay hardware traces and print a match table")
+    p.add_argument("paths", nargs="+", help="trace files or directories of them")
+    p.set_defaults(run=_replay)
+    args = ap.parse_args(argv)
+    try:
+        return args.run(args)
+    except TcemuError as e:
+        print(f"tcemu: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

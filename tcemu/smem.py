@@ -1,0 +1,110 @@
+"""The CTA's shared memory as a byte array, addressed absolutely (as descriptors address it)."""
+import numpy as np
+
+from .addressing import operand_addresses
+from .arch import SMEM_WINDOW, check_arch
+from .dtypes import SM90_OPERAND_DTYPES, element_type, parse_major
+from .errors import SharedMemoryError
+
+_BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+
+
+def _as_bits(values, bits: int, field: str) -> np.ndarray:
+    """Raw bit patterns of `values`: float arrays of the right width are viewed, integers range-checked."""
+    values = np.asarray(values)
+    if values.dtype.kind in "fV" or values.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        if values.dtype.itemsize * 8 != bits:
+            raise SharedMemoryError(field, f"{values.dtype} has {values.dtype.itemsize * 8} bits; "
+                                           f"this element type stores {bits}")
+        return values.view(_BITS_DTYPE[bits])
+    if values.dtype.kind not in "iub":
+        raise SharedMemoryError(field, f"{values.dtype} is neither an integer bit pattern nor a {bits}-bit float")
+    if values.size and (values.min() < -(1 << (bits - 1)) or values.max() >= 1 << bits):
+        raise SharedMemoryError(field, f"values do not fit in {bits} bits")
+    return values.astype(np.int64) & ((1 << bits) - 1)
+
+
+class SharedMemory:
+    """Byte-addressed shared memory of one CTA: `arch`'s window (sm90: 228 KiB), zero-filled."""
+
+    def __init__(self, arch: str = "sm90", data=None):
+        self.arch = check_arch(arch)
+        self.data = np.zeros(SMEM_WINDOW[arch], np.uint8)
+        if data is not None:
+            self.write(0, data)
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    def _check(self, lo: int, hi: int, what: str):
+        if lo < 0 or hi > self.size:
+            raise SharedMemoryError(what, f"bytes [{lo:#x}, {hi:#x}) fall outside the {self.arch} shared window "
+                                          f"[0, {self.size:#x})")
+
+    def read(self, address: int, nbytes: int) -> np.ndarray:
+        self._check(address, address + nbytes, "address")
+        return self.data[address:address + nbytes].copy()
+
+    def write(self, address: int, data) -> None:
+        raw = np.frombuffer(bytes(data), np.uint8) if isinstance(data, (bytes, bytearray)) else \
+            np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        self._check(address, address + raw.size, "address")
+        self.data[address:address + raw.size] = raw
+
+    def _element_addresses(self, addresses, bits: int) -> np.ndarray:
+        addresses = np.asarray(addresses, np.int64)
+        nbytes = bits // 8
+        if addresses.size:
+            self._check(int(addresses.min()), int(addresses.max()) + nbytes, "addresses")
+            if np.any(addresses % nbytes):
+                bad = int(addresses.ravel()[np.argmax(addresses.ravel() % nbytes != 0)])
+                raise SharedMemoryError("addresses", f"{bad:#x} is not aligned to the {nbytes}-byte element size")
+        return addresses
+
+    def gather(self, addresses, dtype: str) -> np.ndarray:
+        """Raw bit patterns (uint8/16/32) of the elements at byte `addresses` (any shape)."""
+        bits = _byte_element_bits(dtype)
+        addresses = self._element_addresses(addresses, bits)
+        out = np.zeros(addresses.shape, np.uint32)
+        for b in range(bits // 8):
+            out |= self.data[addresses + b].astype(np.uint32) << (8 * b)  # little-endian
+        return out.astype(_BITS_DTYPE[bits])
+
+    def scatter(self, addresses, values, dtype: str) -> None:
+        """Store `values` (bit patterns, or floats of the element's width) at byte `addresses`."""
+        bits = _byte_element_bits(dtype)
+        addresses = self._element_addresses(addresses, bits)
+        raw = np.broadcast_to(_as_bits(values, bits, "values"), addresses.shape).astype(np.int64)
+        for b in range(bits // 8):
+            self.data[addresses + b] = (raw >> (8 * b)) & 0xFF
+
+    def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K") -> np.ndarray:
+        """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element)."""
+        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
+        if element_type(dtype).bits == 1:
+            return (self.data[addrs] >> (np.arange(k) % 8).astype(np.uint8)) & 1  # bit k%8: see README
+        return self.gather(addrs, dtype)
+
+    def write_operand(self, desc, values, *, dtype: str, major: str = "K") -> None:
+        """Lay the (rows, k) matrix `values` into shared memory where the descriptor reads it."""
+        values = np.asarray(values)
+        if values.ndim != 2:
+            raise SharedMemoryError("values", f"must be a (rows, k) matrix, got shape {values.shape}")
+        rows, k = values.shape
+        parse_major(major)
+        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
+        if element_type(dtype).bits == 1:
+            bits = _as_bits(values, 1, "values").astype(np.uint8)
+            shift = (np.arange(k) % 8).astype(np.uint8)
+            np.bitwise_and.at(self.data, addrs, ~(np.uint8(1) << shift) & 0xFF)
+            np.bitwise_or.at(self.data, addrs, bits << shift)
+            return
+        self.scatter(addrs, values, dtype)
+
+
+def _byte_element_bits(dtype: str) -> int:
+    etype = element_type(dtype, allowed=SM90_OPERAND_DTYPES + ("f32", "s32"))
+    if etype.bits == 1:
+        raise SharedMemoryError("dtype", "b1 elements are bits, not bytes: use read_operand/write_operand")
+    return etype.bits
