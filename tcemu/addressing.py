@@ -43,6 +43,9 @@ def _resolve(start, lbo, sbo, sw_bits, sw_base, sw_shift, base_offset, width, k_
             out[r, k] = swizzle_address(start + off, sw_bits, sw_base, sw_shift, base_offset)
 
 
+MAX_ELEMENTS = 1 << 24  # far beyond any operand: wgmma reads at most 256 x 256 b1 elements
+
+
 def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
     etype = element_type(dtype)
     if not k_major and etype.name not in SM90_MN_MAJOR_DTYPES:
@@ -51,6 +54,10 @@ def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
     for name, value in (("rows", rows), ("k", k)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
             raise LayoutError(name, f"must be a positive integer, got {value!r}")
+    rows, k = int(rows), int(k)
+    if rows * k > MAX_ELEMENTS:
+        raise LayoutError("rows, k", f"{rows} x {k} elements exceed the {MAX_ELEMENTS:,}-element limit "
+                                     "(the 228 KiB window holds at most 1,867,776 b1 elements)")
     T = etype.per_chunk
     if k_major:
         if rows % 8:

@@ -9,19 +9,57 @@ from .errors import SharedMemoryError
 _BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
+def _numeric_array(values, field: str) -> np.ndarray:
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as e:
+        raise SharedMemoryError(field, f"not a numeric array ({e})") from None
+    if arr.dtype.kind not in "biuf" and arr.dtype.name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        raise SharedMemoryError(field, f"must be numbers or bit patterns, got {arr.dtype}")
+    return arr
+
+
 def _as_bits(values, bits: int, field: str) -> np.ndarray:
     """Raw bit patterns of `values`: float arrays of the right width are viewed, integers range-checked."""
-    values = np.asarray(values)
-    if values.dtype.kind in "fV" or values.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    values = _numeric_array(values, field)
+    if values.dtype.kind not in "iub":  # a float of some kind: its bits, if the width matches
         if values.dtype.itemsize * 8 != bits:
             raise SharedMemoryError(field, f"{values.dtype} has {values.dtype.itemsize * 8} bits; "
                                            f"this element type stores {bits}")
-        return values.view(_BITS_DTYPE[bits])
-    if values.dtype.kind not in "iub":
-        raise SharedMemoryError(field, f"{values.dtype} is neither an integer bit pattern nor a {bits}-bit float")
+        return np.ascontiguousarray(values).view(_BITS_DTYPE[bits]).astype(np.int64)
     if values.size and (values.min() < -(1 << (bits - 1)) or values.max() >= 1 << bits):
         raise SharedMemoryError(field, f"values do not fit in {bits} bits")
     return values.astype(np.int64) & ((1 << bits) - 1)
+
+
+def _address(value, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise SharedMemoryError(field, f"must be an integer byte address, got {value!r}")
+    return int(value)
+
+
+def _address_array(addresses) -> np.ndarray:
+    try:
+        arr = np.asarray(addresses)
+    except (ValueError, TypeError) as e:
+        raise SharedMemoryError("addresses", f"not an array of integers ({e})") from None
+    if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
+        raise SharedMemoryError("addresses", f"must be integers, got {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise SharedMemoryError("addresses", "an address exceeds int64")
+    return arr.astype(np.int64)
+
+
+def _raw_bytes(data) -> np.ndarray:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(data), np.uint8)
+    try:
+        arr = np.ascontiguousarray(data)
+    except (ValueError, TypeError) as e:
+        raise SharedMemoryError("data", f"not bytes or a numeric array ({e})") from None
+    if arr.dtype.kind not in "biufV" or arr.dtype.hasobject:
+        raise SharedMemoryError("data", f"must be bytes or a numeric array, got {arr.dtype}")
+    return arr.reshape(-1).view(np.uint8)
 
 
 class SharedMemory:
@@ -43,17 +81,19 @@ class SharedMemory:
                                           f"[0, {self.size:#x})")
 
     def read(self, address: int, nbytes: int) -> np.ndarray:
+        address, nbytes = _address(address, "address"), _address(nbytes, "nbytes")
+        if nbytes < 0:
+            raise SharedMemoryError("nbytes", f"must not be negative, got {nbytes}")
         self._check(address, address + nbytes, "address")
         return self.data[address:address + nbytes].copy()
 
     def write(self, address: int, data) -> None:
-        raw = np.frombuffer(bytes(data), np.uint8) if isinstance(data, (bytes, bytearray)) else \
-            np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        address, raw = _address(address, "address"), _raw_bytes(data)
         self._check(address, address + raw.size, "address")
         self.data[address:address + raw.size] = raw
 
     def _element_addresses(self, addresses, bits: int) -> np.ndarray:
-        addresses = np.asarray(addresses, np.int64)
+        addresses = _address_array(addresses)
         nbytes = bits // 8
         if addresses.size:
             self._check(int(addresses.min()), int(addresses.max()) + nbytes, "addresses")
@@ -75,7 +115,10 @@ class SharedMemory:
         """Store `values` (bit patterns, or floats of the element's width) at byte `addresses`."""
         bits = _byte_element_bits(dtype)
         addresses = self._element_addresses(addresses, bits)
-        raw = np.broadcast_to(_as_bits(values, bits, "values"), addresses.shape).astype(np.int64)
+        try:
+            raw = np.broadcast_to(_as_bits(values, bits, "values"), addresses.shape).astype(np.int64)
+        except ValueError as e:
+            raise SharedMemoryError("values", f"shape does not match the addresses {addresses.shape} ({e})") from None
         for b in range(bits // 8):
             self.data[addresses + b] = (raw >> (8 * b)) & 0xFF
 
@@ -88,7 +131,7 @@ class SharedMemory:
 
     def write_operand(self, desc, values, *, dtype: str, major: str = "K") -> None:
         """Lay the (rows, k) matrix `values` into shared memory where the descriptor reads it."""
-        values = np.asarray(values)
+        values = _numeric_array(values, "values")
         if values.ndim != 2:
             raise SharedMemoryError("values", f"must be a (rows, k) matrix, got shape {values.shape}")
         rows, k = values.shape

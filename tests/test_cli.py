@@ -1,0 +1,43 @@
+"""The tcemu command line."""
+import json
+
+from tcemu import GmmaDescriptor, operand_addresses
+from tcemu.cli import main
+
+
+def test_decode(capsys):
+    assert main(["decode", "0x4000004000010040", "--dtype", "bf16"]) == 0
+    out = capsys.readouterr().out
+    assert "start_address  0x400" in out and "sbo            0x400 (1024 bytes)" in out
+    assert "K-major layout (bf16): Swizzle<3,4,3> o ((8,m),(8,2k)):((64,512),(1,8))" in out
+    assert "MN-major layout (bf16): Swizzle<3,4,3> o ((8,8,m),(8,k)):((1,8,8),(64,512))" in out
+    assert "no findings" in out
+
+
+def test_decode_reports_findings_and_fails(capsys):
+    value = GmmaDescriptor(start_address=0x39000, base_offset=2).encode() | 1 << 15
+    assert main(["decode", hex(value)]) == 1
+    out = capsys.readouterr().out
+    assert "error: start_address: 0x39000 lies beyond" in out
+    assert "error: reserved_bits: bits 15 are reserved" in out
+    assert "warning: base_offset: 2 is ignored without swizzle" in out
+
+
+def test_addresses_json(capsys):
+    desc = hex(GmmaDescriptor(0x400, 16, 512, 0, "64B").encode())
+    assert main(["addresses", desc, "--rows", "64", "--k", "16", "--dtype", "bf16", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["addresses"] == operand_addresses(desc, rows=64, k=16, dtype="bf16").tolist()
+    assert len(doc["core_matrix_rows"]) == 8 and len(doc["core_matrix_rows"][0]) == 2
+
+
+def test_addresses_error_names_field(capsys):
+    assert main(["addresses", "0x0", "--rows", "64", "--k", "8", "--dtype", "tf32", "--major", "MN"]) == 2
+    assert "LayoutError: major: MN-major needs a 16-bit type" in capsys.readouterr().err
+
+
+def test_replay_table_and_exit_codes(capsys, tmp_path):
+    assert main(["replay", "traces"]) == 0
+    out = capsys.readouterr().out
+    assert "bf16 MN 128B B" in out and out.rstrip().endswith("all traces match")
+    assert main(["replay", str(tmp_path)]) == 2
