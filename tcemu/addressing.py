@@ -121,10 +121,12 @@ def canonical_layout(desc, *, dtype: str | None = None, major: str = "K") -> str
 
     Units are elements of `dtype` (bytes when dtype is None); m and k count repeats of the atom.
     """
-    desc = as_descriptor(desc)
-    bits = element_type(dtype).bits if dtype else 8
-    T = 128 // bits
+    desc = as_descriptor(desc).check()
     k_major = parse_major(major)
+    bits = 8 if dtype is None else element_type(dtype).bits
+    if not k_major and dtype is not None and dtype not in SM90_MN_MAJOR_DTYPES:
+        raise LayoutError("major", f"MN-major needs a 16-bit type on sm90; {dtype} must be K-major")
+    T = 128 // bits
     w = desc.swizzle.bytes // 16  # 16-byte chunks per swizzled row (1 without swizzle)
 
     def el(nbytes):  # a byte stride in elements

@@ -10,6 +10,6 @@ ARCHES = tuple(SMEM_WINDOW)
 
 
 def check_arch(arch: str) -> str:
-    if arch not in SMEM_WINDOW:
+    if not isinstance(arch, str) or arch not in SMEM_WINDOW:
         raise TcemuError("arch", f"{arch!r} is not supported; expected one of {', '.join(ARCHES)}")
     return arch

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import List, NamedTuple
 
+import numpy as np
+
 from .arch import SMEM_WINDOW, check_arch
 from .dtypes import parse_major
 from .errors import DescriptorError
@@ -84,8 +86,9 @@ class GmmaDescriptor:
         object.__setattr__(self, "swizzle", SwizzleMode.parse(self.swizzle))
         for name in ("start_address", "lbo", "sbo", "base_offset", "reserved_bits"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise DescriptorError(name, f"must be an integer, got {type(value).__name__} {value!r}")
+            object.__setattr__(self, name, int(value))
 
     @classmethod
     def decode(cls, value) -> "GmmaDescriptor":
@@ -95,8 +98,9 @@ class GmmaDescriptor:
                 value = int(value.replace("_", ""), 0)
             except ValueError:
                 raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 64:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 1 << 64:
             raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {value!r}")
+        value = int(value)
         start, lbo, sbo = ((value >> shift & 0x3FFF) << 4 for _, shift in _ADDRESS_FIELDS)
         return cls(start, lbo, sbo, value >> _BASE_OFFSET_SHIFT & 0x7,
                    _SM90_LAYOUT_MODE[value >> _LAYOUT_SHIFT & 0x3], value & SM90_RESERVED_MASK)
