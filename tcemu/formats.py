@@ -267,6 +267,8 @@ def _as_bits(bits, width: int, field: str = "bits") -> np.ndarray:
         if bad:
             raise FormatError(field, f"pattern {int(bad[0])} is outside [0, 2^{width})")
         return np.array([int(v) for v in flat], dtype=np.int64).reshape(arr.shape)
+    if arr.dtype.kind == "f" and arr.size == 0:  # np.asarray([]) is float64
+        return arr.astype(np.int64)
     if arr.dtype.kind not in "biu":
         raise FormatError(field, f"expected integer bit patterns, got {arr.dtype}")
     if arr.size and arr.dtype.kind != "b":
@@ -294,9 +296,11 @@ def _as_values(values) -> np.ndarray:
     if kind == "b":
         return arr.astype(np.float64)
     if kind in "iu":
-        if arr.size and (arr.max() > 2**53 or (kind == "i" and arr.min() < -2**53)):
-            raise FormatError("values", "integers beyond 2^53 are not exactly float64; round them first")
-        return arr.astype(np.float64)
+        conv = arr.astype(np.float64)
+        big = np.abs(conv) >= 2.0**53  # only there can int -> float64 round
+        if big.any() and any(int(v) != int(c) for v, c in zip(arr[big].tolist(), conv[big].tolist())):
+            raise FormatError("values", "an integer is not exactly a float64; round it first")
+        return conv
     if kind == "f":
         if arr.dtype.itemsize <= 8:
             return arr.astype(np.float64)

@@ -68,6 +68,7 @@ class SharedMemory:
     def __init__(self, arch: str = "sm90", data=None):
         self.arch = check_arch(arch)
         self.data = np.zeros(SMEM_WINDOW[arch], np.uint8)
+        self.written = np.zeros(SMEM_WINDOW[arch], bool)  # operand reads of unwritten bytes are errors
         if data is not None:
             self.write(0, data)
 
@@ -91,6 +92,7 @@ class SharedMemory:
         address, raw = _address(address, "address"), _raw_bytes(data)
         self._check(address, address + raw.size, "address")
         self.data[address:address + raw.size] = raw
+        self.written[address:address + raw.size] = True
 
     def _element_addresses(self, addresses, bits: int) -> np.ndarray:
         addresses = _address_array(addresses)
@@ -121,10 +123,17 @@ class SharedMemory:
             raise SharedMemoryError("values", f"shape does not match the addresses {addresses.shape} ({e})") from None
         for b in range(bits // 8):
             self.data[addresses + b] = (raw >> (8 * b)) & 0xFF
+            self.written[addresses + b] = True
 
     def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K") -> np.ndarray:
         """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element)."""
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
+        nbytes = max(element_type(dtype).bits // 8, 1)
+        unwritten = ~np.logical_and.reduce([self.written[addrs + b] for b in range(nbytes)])
+        if unwritten.any():
+            r, c = np.argwhere(unwritten)[0]
+            raise SharedMemoryError("desc", f"element ({r}, {c}) reads {int(addrs[r, c]):#x}, which was never "
+                                            f"written ({int(unwritten.sum())} such elements)")
         if element_type(dtype).bits == 1:
             return (self.data[addrs] >> (np.arange(k) % 8).astype(np.uint8)) & 1  # bit k%8: see README
         return self.gather(addrs, dtype)
@@ -142,6 +151,7 @@ class SharedMemory:
             shift = (np.arange(k) % 8).astype(np.uint8)
             np.bitwise_and.at(self.data, addrs, ~(np.uint8(1) << shift) & 0xFF)
             np.bitwise_or.at(self.data, addrs, bits << shift)
+            self.written[addrs] = True
             return
         self.scatter(addrs, values, dtype)
 

@@ -4,6 +4,7 @@ A trace is a NumPy .npz archive read with allow_pickle=False. Its `meta` member 
 (bytes as uint8) naming the format ("tcemu-trace"), version, kind, arch and provenance; the other
 members are plain numeric columns documented in meta["columns"] and traces/README.md.
 """
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import numpy as np
 from .addressing import operand_addresses
 from .descriptors import GmmaDescriptor
 from .errors import TcemuError, TraceError
+from .smem import SharedMemory
 
 FORMAT, VERSION = "tcemu-trace", 1
 
@@ -30,7 +32,9 @@ class Trace:
 
 
 _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "rows", "k", "n", "offsets",
-                                         "addresses")}
+                                         "addresses"),
+             "wgmma_numerics": ("seed", "inst", "steps", "scale_d", "digest", "diag_case", "diag_offsets",
+                                "diag_regs")}
 
 
 def load_trace(path: str) -> Trace:
@@ -103,7 +107,80 @@ def _replay_addresses(trace: Trace, result: ReplayResult, max_report: int):
                                      f"hardware {int(hw[r, c]):#x}, tcemu {int(model[r, c]):#x}")
 
 
-_REPLAYERS = {"wgmma_operand_addresses": _replay_addresses}
+def thread_digests(regs: np.ndarray) -> np.ndarray:
+    """(128,) uint32: blake2b(digest_size=4) of each thread's raw registers as little-endian words."""
+    return np.array([int.from_bytes(hashlib.blake2b(np.ascontiguousarray(r, "<u4").tobytes(), digest_size=4)
+                                    .digest(), "little") for r in regs], np.uint32)
+
+
+# Shared-memory placement used by scripts/capture_numerics.cu: no swizzle, A at +0, B at +4096.
+_NUMERICS_BASE, _B_OFF = 0x400, 4096
+
+
+def _numerics_descriptor(offset, rows, mn_major):
+    if mn_major:  # SBO: next 8 MN elements; LBO: next 8 K
+        return GmmaDescriptor(_NUMERICS_BASE + offset, lbo=(rows // 8) * 128, sbo=128)
+    return GmmaDescriptor(_NUMERICS_BASE + offset, lbo=128, sbo=256)
+
+
+def _write_numerics_operand(smem, desc, bits, dtype, mn_major):
+    if dtype == "b1":  # the capture writes raw bytes of each row's 32-byte K extent
+        smem.scatter(operand_addresses(desc, rows=bits.shape[0], k=32, dtype="u8"), bits, "u8")
+    else:
+        smem.write_operand(desc, bits, dtype=dtype, major="MN" if mn_major else "K")
+
+
+def numerics_case_registers(trace: Trace, i: int) -> np.ndarray:
+    """tcemu's raw D registers (128, nregs) for case i of a wgmma_numerics trace."""
+    from . import seeds
+    from .fragments import to_d_registers
+    from .wgmma import K_OF, OUT_NUMPY, wgmma
+    cols = trace.columns
+    kind, n, ta, tb, sa, sb, rega = trace.meta["instantiations"][int(cols["inst"][i])]
+    atype, btype, dtype, satf = trace.meta["kinds"][kind]
+    seed = int(cols["seed"][i])
+    K = K_OF[atype]
+    c = seeds.c_bits(seed, kind, n).view(OUT_NUMPY[dtype])
+    scale_d = bool(cols["scale_d"][i])
+    da, db = _numerics_descriptor(0, 64, ta), _numerics_descriptor(_B_OFF, n, tb)
+    for step in range(int(cols["steps"][i])):
+        smem = SharedMemory()
+        a_regs = seeds.a_register_bits(seed, kind, step) if rega else None
+        if not rega:
+            _write_numerics_operand(smem, da, seeds.operand_bits(seed, kind, step, "A", 64), atype, ta)
+        _write_numerics_operand(smem, db, seeds.operand_bits(seed, kind, step, "B", n), btype, tb)
+        c = wgmma(smem, None if rega else da, db, shape=f"m64n{n}k{K}", dtype_a=atype, dtype_b=btype,
+                  dtype_d=dtype, trans_a=bool(ta), trans_b=bool(tb), c=c, scale_d=scale_d or step > 0,
+                  scale_a=sa, scale_b=sb, satfinite=bool(satf), a_regs=a_regs)
+    return to_d_registers(c.view(np.uint16 if dtype == "f16" else np.uint32), dtype)
+
+
+def _replay_numerics(trace: Trace, result: ReplayResult, max_report: int):
+    cols, meta = trace.columns, trace.meta
+    diag = {int(c): j for j, c in enumerate(cols["diag_case"])}
+    for i in range(cols["seed"].size):
+        kind, n, ta, tb, sa, sb, rega = meta["instantiations"][int(cols["inst"][i])]
+        atype, btype, dtype, satf = meta["kinds"][kind]
+        form = (f"{atype}.{btype}->{dtype}{'.sat' if satf else ''}"
+                + (" regA" if rega else "") + (" trans" if ta or tb else "") + (" neg" if -1 in (sa, sb) else ""))
+        group = result.groups.setdefault(form, GroupResult())
+        regs = numerics_case_registers(trace, i)
+        same = thread_digests(regs) == cols["digest"][i]
+        if i in diag:
+            lo, hi = cols["diag_offsets"][diag[i]], cols["diag_offsets"][diag[i] + 1]
+            hw = cols["diag_regs"][lo:hi].reshape(regs.shape)
+            same &= np.all(hw == regs, axis=1)
+        group.cases += 1
+        group.values += regs.size
+        group.values_matched += int(same.sum()) * regs.shape[1]
+        group.cases_matched += bool(same.all())
+        if not same.all() and len(result.mismatches) < max_report:
+            t = int(np.flatnonzero(~same)[0])
+            result.mismatches.append(f"case {i} {form} n={n} steps={int(cols['steps'][i])} seed={int(cols['seed'][i])}: "
+                                     f"{int((~same).sum())} of 128 threads differ (first: thread {t})")
+
+
+_REPLAYERS = {"wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics}
 
 
 def replay(trace, max_report: int = 10) -> ReplayResult:

@@ -1,0 +1,218 @@
+"""The fused dot-product unit: exact products, one alignment, truncation, one final rounding.
+
+Model (MMA-Sim, arXiv 2511.10909; Khattak & Mikaitis, arXiv 2512.07004), checked bit for bit on an
+H200 (traces/wgmma_numerics_sm90.npz):
+  1. operands decode to (sign, integer significand, exponent); subnormals keep emin;
+  2. products are exact; a product's alignment exponent is ea + eb, not renormalised;
+  3. C joins the same sum, aligned by its own exponent;
+  4. E = the largest alignment exponent, zero terms counting as `zero_exp`;
+  5. every term is truncated toward zero to a multiple of 2^(E - F); the terms are summed exactly;
+  6. the sum is rounded once to the output format.
+NaN in, inf * 0 or +inf + -inf give the canonical NaN; otherwise an inf gives a signed inf; an exact
+zero is -0 only when every term is -0, and a nonzero sum that rounds to zero gives +0 (H200 trace:
+60 of 60 such outputs).
+
+Decoded operands are int64 arrays (..., 5): class, sign, significand, lsb exponent, alignment exponent.
+"""
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .formats import FINITE, INF, NAN, ZERO, decode_float, format_args, get_format
+
+CLS, SIGN, SIG, LSB, ALIGN = range(5)
+RZ, RNE = 0, 1
+
+
+class FdpUnit(NamedTuple):
+    """Design constants of one fused dot-product unit."""
+    frac_bits: int         # F: bits kept below the largest alignment exponent
+    out_format: str        # "f32" or "f16"
+    keep_bits: int         # fraction bits kept in the result (23 f32, 13 f32 from fp8, 10 f16)
+    rounding: int          # RZ or RNE, applied once to the sum
+    zero_exp: int = -133   # alignment exponent of a zero term (product or C); -126 and MMA-Sim's
+                           # "zero operand = -126" both fail traces/wgmma_numerics_sm90.npz
+
+
+@njit(cache=True)
+def _decode_kernel(flat, exp_bits, man_bits, bias, special, signed, shift, negate, normalise, res):
+    for i in range(flat.size):
+        cls, sign, sig, exp = decode_float(flat[i], exp_bits, man_bits, bias, special, signed, shift)
+        res[i, CLS] = cls
+        res[i, SIGN] = sign ^ negate
+        res[i, SIG] = sig
+        res[i, LSB] = exp
+        if normalise and sig > 0:  # exponent of the leading bit, whatever the encoding
+            n = 0
+            while (sig >> n) > 1:
+                n += 1
+            res[i, ALIGN] = exp + n
+        else:                      # exponent of the implicit-bit position: emin for subnormals
+            res[i, ALIGN] = exp + man_bits
+
+
+def decode_operand(bits, fmt: str, negate: bool = False, normalise: bool = False) -> np.ndarray:
+    """(..., 5) int64 decoded view of raw bit patterns; `negate` flips every sign (imm-scale = -1)."""
+    bits = np.asarray(bits)
+    out = np.empty((bits.size, 5), np.int64)
+    _decode_kernel(bits.astype(np.int64).ravel(), *format_args(fmt), int(negate), normalise, out)
+    return out.reshape(bits.shape + (5,))
+
+
+@njit(cache=True, inline="always")
+def _shift(x, n):
+    """x * 2^n truncated toward zero, for x >= 0."""
+    if n >= 0:
+        return x << n
+    if n <= -63:
+        return np.int64(0)
+    return x >> (-n)
+
+
+@njit(cache=True)
+def round_to_float(mag, u, keep, out_man, emin, bias, emax_field, rounding):
+    """(exponent field, mantissa) of mag * 2^u (mag > 0) rounded once to a float with `keep` fraction
+    bits stored in `out_man` mantissa bits; overflow gives inf."""
+    nb = 0
+    while (mag >> nb) > 0:
+        nb += 1
+    e = max(nb - 1 + u, emin)
+    grid = e - keep  # exponent of the last kept bit
+    drop = grid - u
+    if drop <= 0:
+        q = mag << (-drop)
+    elif drop >= 63:  # far below half an ulp of the smallest subnormal (mag < 2^62)
+        q = np.int64(0)
+    else:
+        q = mag >> drop
+        if rounding == RNE:
+            rem = mag & ((np.int64(1) << drop) - 1)
+            half = np.int64(1) << (drop - 1)
+            if rem > half or (rem == half and (q & 1) == 1):
+                q += 1
+    if q >> (keep + 1):  # rounding carried into a new binade
+        q >>= 1
+        grid += 1
+    if q >> keep:
+        field = grid + keep + bias
+        mant = (q - (np.int64(1) << keep)) << (out_man - keep)
+    else:
+        field = np.int64(0)
+        mant = q << (out_man - keep)
+    if field >= emax_field:  # overflow: inf
+        field = emax_field
+        mant = np.int64(0)
+    return field, mant
+
+
+@njit(cache=True)
+def _fdp_kernel(A, B, C, c_present, F, zero_exp, keep, out_man, emin, bias, emax_field, rounding,
+                sign_shift, nan_bits, out):
+    M, K = A.shape[0], A.shape[1]
+    N = B.shape[0]
+    for m in range(M):
+        for n in range(N):
+            nan = False
+            pinf = False
+            ninf = False
+            all_neg_zero = True
+            E = np.int64(-(1 << 40))
+            for k in range(K):
+                ca, cb = A[m, k, CLS], B[n, k, CLS]
+                s = A[m, k, SIGN] ^ B[n, k, SIGN]
+                if ca == NAN or cb == NAN:
+                    nan = True
+                elif ca == INF or cb == INF:
+                    if ca == ZERO or cb == ZERO:
+                        nan = True
+                    elif s:
+                        ninf = True
+                    else:
+                        pinf = True
+                elif ca == ZERO or cb == ZERO:
+                    E = max(E, zero_exp)
+                    all_neg_zero = all_neg_zero and s == 1
+                else:
+                    E = max(E, A[m, k, ALIGN] + B[n, k, ALIGN])
+                    all_neg_zero = False
+            if c_present:
+                cc = C[m, n, CLS]
+                if cc == NAN:
+                    nan = True
+                elif cc == INF:
+                    if C[m, n, SIGN]:
+                        ninf = True
+                    else:
+                        pinf = True
+                elif cc == ZERO:
+                    E = max(E, zero_exp)
+                    all_neg_zero = all_neg_zero and C[m, n, SIGN] == 1
+                else:
+                    E = max(E, C[m, n, ALIGN])
+                    all_neg_zero = False
+            if nan or (pinf and ninf):
+                out[m, n] = nan_bits
+                continue
+            if pinf or ninf:
+                out[m, n] = (np.int64(ninf) << sign_shift) | (emax_field << out_man)
+                continue
+            u = E - F
+            S = np.int64(0)
+            for k in range(K):
+                if A[m, k, CLS] == FINITE and B[n, k, CLS] == FINITE:
+                    t = _shift(A[m, k, SIG] * B[n, k, SIG], A[m, k, LSB] + B[n, k, LSB] - u)
+                    S += -t if A[m, k, SIGN] ^ B[n, k, SIGN] else t
+            if c_present and C[m, n, CLS] == FINITE:
+                t = _shift(C[m, n, SIG], C[m, n, LSB] - u)
+                S += -t if C[m, n, SIGN] else t
+            if S == 0:
+                out[m, n] = np.int64(all_neg_zero) << sign_shift
+                continue
+            field, mant = round_to_float(abs(S), u, keep, out_man, emin, bias, emax_field, rounding)
+            negative = S < 0 and (field | mant) != 0  # a sum that underflows to zero gives +0
+            out[m, n] = (np.int64(negative) << sign_shift) | (field << out_man) | mant
+
+
+def fused_dot(A, B, C, unit: FdpUnit) -> np.ndarray:
+    """D[m, n] = the unit's fused sum of A[m, k] * B[n, k] over k (and C[m, n] if C is not None).
+
+    A (M, K, 5), B (N, K, 5), C (M, N, 5) decoded operands; returns raw output bits (uint32 / uint16).
+    """
+    fmt = get_format(unit.out_format)
+    out = np.empty((A.shape[0], B.shape[0]), np.int64)
+    c = C if C is not None else np.zeros((1, 1, 5), np.int64)
+    emax_field = (1 << fmt.exp_bits) - 1
+    nan_bits = (1 << (fmt.bits - 1)) - 1  # canonical NaN: 0x7fffffff / 0x7fff
+    _fdp_kernel(A, B, c, C is not None, unit.frac_bits, unit.zero_exp, unit.keep_bits, fmt.man_bits,
+                1 - fmt.bias, fmt.bias, emax_field, unit.rounding, fmt.bits - 1, nan_bits, out)
+    return out.astype(np.uint32 if fmt.bits == 32 else np.uint16)
+
+
+@njit(cache=True)
+def _int_kernel(A, B, C, c_present, satfinite, popc, out):
+    M, K = A.shape
+    N = B.shape[0]
+    for m in range(M):
+        for n in range(N):
+            s = C[m, n] if c_present else np.int64(0)
+            for k in range(K):
+                if popc:
+                    x = A[m, k] & B[n, k]
+                    while x:  # popcount of one 8-bit chunk
+                        s += x & 1
+                        x >>= 1
+                else:
+                    s += A[m, k] * B[n, k]
+            if satfinite:
+                s = min(max(s, -(1 << 31)), (1 << 31) - 1)
+            out[m, n] = s
+
+
+def integer_dot(A, B, C, *, satfinite=False, popc=False) -> np.ndarray:
+    """int32 D = C + sum(A * B) (popc: C + popcount(A AND B) over byte chunks), exact, wrapping mod 2^32
+    unless `satfinite` clamps the exact sum to the s32 range. A (M, K), B (N, K), C (M, N) int arrays."""
+    out = np.empty((A.shape[0], B.shape[0]), np.int64)
+    c = np.asarray(C, np.int64) if C is not None else np.zeros((1, 1), np.int64)
+    _int_kernel(np.asarray(A, np.int64), np.asarray(B, np.int64), c, C is not None, satfinite, popc, out)
+    return out.astype(np.uint32).view(np.int32)  # wrap mod 2^32

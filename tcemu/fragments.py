@@ -1,0 +1,85 @@
+"""Register fragments of wgmma: which (row, column) of A or D each thread's register holds.
+
+Thread t of the warpgroup is lane l = t % 32 of warp w = t // 32; g = l // 4 and q = l % 4.
+A (PTX 9.7.15.5.1.1, Figures 148/150/152/154), register i in 0..3, row 16w + g + 8*(i % 2):
+  tf32: one element,  column q + 4*(i // 2)
+  16-bit: two, column 2q + 8*(i // 2) + e           (e = 0 low half, 1 high half)
+  8-bit: four, column 4q + 16*(i // 2) + e          (e-th byte)
+  b1: 32 bits, column 32q + 128*(i // 2) + e        (bit e)
+D (Figures 149/151/153/155): f32/s32 register i holds (16w + g + 8*((i // 2) % 2), 8*(i // 4) + 2q + i % 2);
+  f16 register j packs the f32-numbered elements 2j (low half) and 2j + 1 (high half).
+Register layouts of D and of 16-bit A were confirmed on an H200 (traces/wgmma_numerics_sm90.npz).
+"""
+import numpy as np
+
+from .dtypes import element_type
+from .errors import LayoutError
+
+
+def a_coords(dtype: str):
+    """(rows, cols) int arrays of shape (128, 4, per_register) for A held in registers."""
+    bits = element_type(dtype).bits
+    per = 32 // bits
+    t = np.arange(128)[:, None, None]
+    i = np.arange(4)[None, :, None]
+    e = np.arange(per)[None, None, :]
+    w, g, q = t // 32, (t % 32) // 4, t % 4
+    row = 16 * w + g + 8 * (i % 2) + 0 * e
+    col = per * q + 4 * per * (i // 2) + e
+    return row, col
+
+
+def to_a_registers(bits: np.ndarray, dtype: str) -> np.ndarray:
+    """(128, 4) uint32 registers holding the (64, K) raw-bit matrix A (b1: a 0/1 matrix)."""
+    row, col = a_coords(dtype)
+    bits_per = 32 // row.shape[2]
+    vals = np.asarray(bits, np.uint64)[row, col] & np.uint64((1 << bits_per) - 1)
+    shifts = (np.arange(row.shape[2], dtype=np.uint64) * np.uint64(bits_per))[None, None, :]
+    return np.bitwise_or.reduce(vals << shifts, axis=2).astype(np.uint32)
+
+
+def from_a_registers(regs: np.ndarray, dtype: str) -> np.ndarray:
+    """The (64, K) raw-bit matrix A held by (128, 4) uint32 registers (b1: 0/1 per element)."""
+    regs = np.asarray(regs)
+    if regs.shape != (128, 4):
+        raise LayoutError("a_regs", f"must be 128 threads x 4 registers, got shape {regs.shape}")
+    row, col = a_coords(dtype)
+    per = row.shape[2]
+    bits_per = 32 // per
+    out = np.zeros((64, 8 * per), np.uint32)  # K = 8 registers' worth of columns per row
+    shifts = (np.arange(per, dtype=np.uint64) * np.uint64(bits_per))[None, None, :]
+    vals = (regs.astype(np.uint64)[:, :, None] >> shifts) & np.uint64((1 << bits_per) - 1)
+    out[row, col] = vals
+    return out
+
+
+def d_coords(n: int, dtype_d: str):
+    """(rows, cols) of shape (128, N/2): the f32/s32 numbering of D's fragment."""
+    t = np.arange(128)[:, None]
+    i = np.arange(n // 2)[None, :]
+    w, g, q = t // 32, (t % 32) // 4, t % 4
+    return 16 * w + g + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * q + i % 2
+
+
+def to_d_registers(d_bits: np.ndarray, dtype_d: str) -> np.ndarray:
+    """(128, N/2) uint32 registers (N/4 for f16) holding the (64, N) raw-bit matrix D."""
+    d_bits = np.asarray(d_bits)
+    row, col = d_coords(d_bits.shape[1], dtype_d)
+    vals = d_bits[row, col].astype(np.uint32)
+    if dtype_d == "f16":
+        return (vals[:, 0::2] & 0xFFFF) | (vals[:, 1::2] << 16)
+    return vals
+
+
+def from_d_registers(regs: np.ndarray, n: int, dtype_d: str) -> np.ndarray:
+    """The (64, N) raw-bit matrix D (uint32, or uint16 for f16) held by the registers."""
+    regs = np.asarray(regs, np.uint32)
+    row, col = d_coords(n, dtype_d)
+    if dtype_d == "f16":
+        vals = np.empty((128, n // 2), np.uint32)
+        vals[:, 0::2], vals[:, 1::2] = regs & 0xFFFF, regs >> 16
+        out = np.empty((64, n), np.uint16)
+    else:
+        vals, out = regs, np.empty((64, n), np.uint32)
+    out[row, col] = vals
+    return out

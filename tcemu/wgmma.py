@@ -1,0 +1,118 @@
+"""wgmma.mma_async (sm_90a): D = A * B (+ C), A and B read from shared memory through matrix
+descriptors (A optionally from registers), with the hardware's arithmetic (fdp.py).
+
+Legal forms (PTX 9.7.15.5): m64nNk8 tf32 -> f32; m64nNk16 f16 -> f16/f32, bf16 -> f32;
+m64nNk32 e4m3/e5m2 (any mix) -> f16/f32, s8/u8 (any mix) -> s32 (optionally .satfinite);
+m64nNk256 b1 -> s32 (.and.popc). N: multiples of 8 up to 256; s32 takes 8, 16, 24 and multiples of 16.
+imm-scale-a/b (+-1) for floating types; imm-trans-a/b (MN-major) for f16/bf16 only.
+"""
+import re
+
+import numpy as np
+
+from .dtypes import SM90_MN_MAJOR_DTYPES
+from .errors import LayoutError
+from .fdp import RNE, RZ, FdpUnit, decode_operand, fused_dot, integer_dot
+from .formats import decode_int
+from .fragments import from_a_registers
+from .smem import SharedMemory
+
+K_OF = {"tf32": 8, "f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32, "b1": 256}
+_FP8 = ("e4m3", "e5m2")
+_INT8 = ("s8", "u8")
+OUT_NUMPY = {"f32": np.float32, "f16": np.float16, "s32": np.int32}
+
+
+def fdp_unit(dtype_a: str, dtype_d: str) -> FdpUnit:
+    """Design constants of the Hopper dot-product unit for an operand type and accumulator.
+
+    F = 25 for tf32/f16/bf16, 13 for fp8; f32 results round toward zero (fp8 keeping 13 fraction bits),
+    f16 results to nearest even (hardware-leads.md; MMA-Sim; traces/wgmma_numerics_sm90.npz)."""
+    frac = 13 if dtype_a in _FP8 else 25
+    if dtype_d == "f16":
+        return FdpUnit(frac, "f16", 10, RNE)
+    return FdpUnit(frac, "f32", 13 if dtype_a in _FP8 else 23, RZ)
+
+
+def legal_n(n: int, dtype_d: str) -> bool:
+    if dtype_d == "s32":
+        return n in (8, 16, 24) or (n % 16 == 0 and 32 <= n <= 256)
+    return n % 8 == 0 and 8 <= n <= 256
+
+
+def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite):
+    """(N, K) of a legal wgmma form; LayoutError naming the first broken rule otherwise."""
+    m = re.fullmatch(r"m(\d+)n(\d+)k(\d+)", str(shape))
+    if not m:
+        raise LayoutError("shape", f"{shape!r} is not of the form m64nNkK")
+    M, N, K = map(int, m.groups())
+    if dtype_a not in K_OF:
+        raise LayoutError("dtype_a", f"{dtype_a!r} is not a wgmma multiplicand type ({', '.join(K_OF)})")
+    pairs = {"tf32": ("tf32",), "f16": ("f16",), "bf16": ("bf16",), "e4m3": _FP8, "e5m2": _FP8,
+             "s8": _INT8, "u8": _INT8, "b1": ("b1",)}
+    if dtype_b not in pairs[dtype_a]:
+        raise LayoutError("dtype_b", f"{dtype_b!r} cannot pair with {dtype_a} (allowed: {', '.join(pairs[dtype_a])})")
+    accs = {"tf32": ("f32",), "bf16": ("f32",), "f16": ("f16", "f32"), "s8": ("s32",), "u8": ("s32",),
+            "b1": ("s32",)}.get(dtype_a, ("f16", "f32"))
+    if dtype_d not in accs:
+        raise LayoutError("dtype_d", f"{dtype_d!r} is not an accumulator for {dtype_a} (allowed: {', '.join(accs)})")
+    if M != 64:
+        raise LayoutError("shape", f"M = {M}: wgmma is m64 only")
+    if K != K_OF[dtype_a]:
+        raise LayoutError("shape", f"K = {K}: {dtype_a} takes k{K_OF[dtype_a]}")
+    if not legal_n(N, dtype_d):
+        rule = "8, 16, 24 or a multiple of 16 up to 256" if dtype_d == "s32" else "a multiple of 8 up to 256"
+        raise LayoutError("shape", f"N = {N} is not legal for {dtype_d} accumulators ({rule})")
+    for name, flag in (("trans_a", trans_a), ("trans_b", trans_b)):
+        if flag and dtype_a not in SM90_MN_MAJOR_DTYPES:
+            raise LayoutError(name, f"transpose (MN-major) needs f16/bf16, not {dtype_a}")
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if s not in (1, -1):
+            raise LayoutError(name, f"imm-scale must be 1 or -1, got {s!r}")
+        if s == -1 and dtype_d == "s32":
+            raise LayoutError(name, f"imm-scale applies to floating-point types only, not {dtype_a}")
+    if satfinite and (dtype_d != "s32" or dtype_a == "b1"):
+        raise LayoutError("satfinite", "only integer (s8/u8) wgmma with s32 accumulators takes .satfinite")
+    return N, K
+
+
+def _accumulator(c, n, dtype_d):
+    c = np.asarray(c)
+    want = OUT_NUMPY[dtype_d]
+    if c.shape != (64, n):
+        raise LayoutError("c", f"must have shape (64, {n}), got {c.shape}")
+    if c.dtype != want:
+        raise LayoutError("c", f"must be a {np.dtype(want).name} array for {dtype_d} accumulators, got {c.dtype}")
+    return c
+
+
+def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype_d: str,
+          trans_a: bool = False, trans_b: bool = False, c=None, scale_d: bool = True,
+          scale_a: int = 1, scale_b: int = 1, satfinite: bool = False, a_regs=None) -> np.ndarray:
+    """One wgmma.mma_async: the (64, N) result as float32, float16 or int32.
+
+    `smem` is a SharedMemory or a uint8 array of absolute shared addresses. `c` (the accumulator
+    before the instruction, same dtype as the result) is added when `scale_d` is true; c=None means
+    D = A * B. `a_regs` (128 threads x 4 uint32 registers) replaces A's descriptor (desc_a=None).
+    """
+    N, K = check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite)
+    if not isinstance(smem, SharedMemory):
+        smem = SharedMemory(data=np.asarray(smem, np.uint8))
+    if a_regs is not None:
+        if desc_a is not None or trans_a:
+            raise LayoutError("a_regs", "A comes from registers or from desc_a, not both (and takes no trans_a)")
+        a_bits = from_a_registers(a_regs, dtype_a)
+    else:
+        a_bits = smem.read_operand(desc_a, rows=64, k=K, dtype=dtype_a, major="MN" if trans_a else "K")
+    b_bits = smem.read_operand(desc_b, rows=N, k=K, dtype=dtype_b, major="MN" if trans_b else "K")
+    c = _accumulator(c, N, dtype_d) if (scale_d and c is not None) else None
+    if dtype_d == "s32":
+        if dtype_a == "b1":
+            d = integer_dot(a_bits, b_bits, c, popc=True)
+        else:
+            d = integer_dot(decode_int(a_bits, dtype_a), decode_int(b_bits, dtype_b), c, satfinite=satfinite)
+        return d
+    A = decode_operand(a_bits, dtype_a, negate=scale_a == -1)
+    B = decode_operand(b_bits, dtype_b, negate=scale_b == -1)
+    C = decode_operand(c.view(np.uint32 if dtype_d == "f32" else np.uint16), dtype_d) if c is not None else None
+    return fused_dot(A, B, C, fdp_unit(dtype_a, dtype_d)).view(OUT_NUMPY[dtype_d])

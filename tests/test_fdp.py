@@ -1,0 +1,157 @@
+"""The fused dot-product engine against an independent exact-rational reference, and its special rules."""
+import math
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from tcemu import formats
+from tcemu.fdp import RNE, RZ, FdpUnit, decode_operand, fused_dot, integer_dot
+
+BF16_F32 = FdpUnit(25, "f32", 23, RZ)
+F16_F16 = FdpUnit(25, "f16", 10, RNE)
+FP8_F32 = FdpUnit(13, "f32", 13, RZ)
+
+
+def value_exp(bits, fmt):
+    """(exact Fraction value, alignment exponent) of one element: exponent of the implicit bit, emin if subnormal."""
+    f = formats.FLOAT_FORMATS[fmt]
+    v = Fraction(float(formats.decode(np.array([bits]), fmt)[0]))
+    e = max(math.floor(math.log2(abs(v))), f.emin) if v else None
+    if v and abs(v) < Fraction(2) ** f.emin:
+        e = f.emin
+    return v, e
+
+
+def round_fraction(x: Fraction, out: str, keep: int, rounding: int) -> int:
+    """Bits of x rounded once (RZ or RNE) to `out` with `keep` fraction bits; overflow -> inf."""
+    f = formats.FLOAT_FORMATS[out]
+    neg, x = x < 0, abs(x)
+    e = max(math.floor(math.log2(x)), f.emin)
+    ulp = Fraction(2) ** (e - keep)
+    q, r = divmod(x, ulp)
+    if rounding == RNE and (r > ulp / 2 or (r == ulp / 2 and q % 2)):
+        q += 1
+    y = q * ulp
+    bits = formats.encode(np.array([float(y)]), out, rounding="rz")[0]  # y is representable (or overflows)
+    if y >= Fraction(2) ** (f.emin + (1 << f.exp_bits) - 2):  # 2^(emax + 1)
+        bits = ((1 << f.exp_bits) - 1) << f.man_bits
+    return int(bits) | (int(neg) << (f.bits - 1))
+
+
+def reference(a_bits, b_bits, c_bits, fa, fb, fc, unit: FdpUnit):
+    """The model of fdp.py, in exact rationals (finite, nonzero-sum inputs only)."""
+    terms = []
+    for x, y in zip(a_bits, b_bits):
+        (va, ea), (vb, eb) = value_exp(x, fa), value_exp(y, fb)
+        terms.append((va * vb, unit.zero_exp if va == 0 or vb == 0 else ea + eb))
+    if c_bits is not None:
+        vc, ec = value_exp(c_bits, fc)
+        terms.append((vc, unit.zero_exp if vc == 0 else ec))
+    E = max(e for _, e in terms)
+    unit_ = Fraction(2) ** (E - unit.frac_bits)
+    total = sum(math.trunc(v / unit_) * unit_ for v, _ in terms)
+    return None if total == 0 else round_fraction(total, unit.out_format, unit.keep_bits, unit.rounding)
+
+
+def finite_bits(fmt, draw_int):
+    f = formats.FLOAT_FORMATS[fmt]
+    while True:
+        b = draw_int(0, (1 << f.bits) - 1)
+        if np.isfinite(formats.decode(np.array([b]), fmt)[0]):
+            return b
+
+
+@pytest.mark.parametrize("fa,fc,unit,k", [("bf16", "f32", BF16_F32, 16), ("f16", "f16", F16_F16, 16),
+                                          ("e4m3", "f32", FP8_F32, 32), ("e5m2", "f32", FP8_F32, 32)])
+@given(data=st.data())
+def test_engine_matches_exact_reference(fa, fc, unit, k, data):
+    draw = lambda lo, hi: data.draw(st.integers(lo, hi))
+    a = [finite_bits(fa, draw) for _ in range(k)]
+    b = [finite_bits(fa, draw) for _ in range(k)]
+    c = finite_bits(fc, draw) if data.draw(st.booleans()) else None
+    want = reference(a, b, c, fa, fa, fc, unit)
+    A = decode_operand(np.array([a], np.uint32), fa)
+    B = decode_operand(np.array([b], np.uint32), fa)
+    C = decode_operand(np.array([[c]], np.uint32), fc) if c is not None else None
+    got = int(fused_dot(A, B, C, unit)[0, 0])
+    if want is None:  # exact zero: sign from the -0 rule, checked elsewhere
+        assert got & ~(1 << (formats.FLOAT_FORMATS[unit.out_format].bits - 1)) == 0
+    else:
+        assert got == want, (a, b, c)
+
+
+def bf16(*values):
+    return np.array(values, ml_dtypes.bfloat16).view(np.uint16)
+
+
+def dot(a, b, c=None, unit=BF16_F32, fmt="bf16", cfmt="f32"):
+    C = None if c is None else decode_operand(np.array([[c]], np.uint32), cfmt)
+    return int(fused_dot(decode_operand(a[None], fmt), decode_operand(b[None], fmt), C, unit)[0, 0])
+
+
+def test_truncation_below_the_largest_exponent():
+    # 2^0 + 2^-30: the small term lies below 2^(0 - 25) and is truncated away before the sum.
+    assert dot(bf16(1.0, 2.0 ** -30), bf16(1.0, 1.0)) == 0x3F800000
+    # 2^0 + 2^-24 survives (F = 25), then RZ to f32 drops it: still 1.0; 3 * 2^-24 + 1 keeps 2^-23.
+    assert dot(bf16(1.0, 2.0 ** -23), bf16(1.0, 1.0)) == 0x3F800001
+    # products are not renormalised: 1.5 * 1.5 = 2.25 aligns at 2^0, so a 2^-25 term survives and rounds off
+    assert dot(bf16(1.5, 2.0 ** -25, -(2.0 ** -25)), bf16(1.5, 1.0, 1.0)) == np.float32(2.25).view(np.uint32)
+
+
+def test_round_toward_zero_f32_and_nearest_even_f16():
+    # 1 + 2^-24 + 2^-24*(1/2): exact sum needs 26 bits; RZ drops the tail (RNE would round up).
+    assert dot(bf16(1.0, 2.0 ** -24, 2.0 ** -25), bf16(1.0, 1.0, 1.0)) == 0x3F800000
+    assert dot(bf16(-1.0, -(2.0 ** -23), -(2.0 ** -24)), bf16(1.0, 1.0, 1.0)) == 0xBF800001
+    # f16 RNE: 1 + 2^-11 (a tie) rounds to even 1.0; 1 + 3*2^-11 rounds up to 1 + 2^-9.
+    h = lambda *v: np.array(v, np.float16).view(np.uint16)
+    assert dot(h(1.0, 2.0 ** -11), h(1.0, 1.0), unit=F16_F16, fmt="f16") == 0x3C00
+    assert dot(h(1.0, 3 * 2.0 ** -11), h(1.0, 1.0), unit=F16_F16, fmt="f16") == 0x3C02
+
+
+def test_special_values():
+    nan32, nan16 = 0x7FFFFFFF, 0x7FFF
+    inf = float("inf")
+    assert dot(bf16(inf, 1.0), bf16(0.0, 1.0)) == nan32               # inf * 0
+    assert dot(bf16(inf, inf), bf16(1.0, -1.0)) == nan32              # +inf + -inf
+    assert dot(bf16(float("nan"), 1.0), bf16(1.0, 1.0)) == nan32      # NaN in
+    assert dot(bf16(inf, 2.0 ** 100), bf16(-1.0, 1.0)) == 0xFF800000  # a single -inf
+    assert dot(bf16(1.0), bf16(1.0), c=0x7F800000) == 0x7F800000      # inf from C
+    h = np.array([np.inf, 0.0], np.float16).view(np.uint16)
+    assert dot(h, np.array([0.0, 1.0], np.float16).view(np.uint16), unit=F16_F16, fmt="f16") == nan16
+
+
+def test_signed_zero_rule():
+    assert dot(bf16(-0.0, 0.0), bf16(1.0, -1.0)) == 0x80000000        # every term -0
+    assert dot(bf16(-0.0, 0.0), bf16(1.0, 1.0)) == 0                  # one +0 term
+    assert dot(bf16(1.0, -1.0), bf16(1.0, 1.0)) == 0                  # cancellation
+    assert dot(bf16(-0.0), bf16(1.0), c=0x80000000) == 0x80000000     # -0 products and -0 C
+    assert dot(bf16(-0.0), bf16(1.0), c=0) == 0
+
+
+def test_overflow_and_subnormal_results():
+    big = bf16(2.0 ** 127, 2.0 ** 127)
+    assert dot(big, bf16(2.0, 2.0)) == 0x7F800000                     # 2^129 overflows f32
+    tiny = dot(bf16(2.0 ** -100), bf16(2.0 ** -40))                   # 2^-140: f32 subnormal
+    assert tiny == np.float32(2.0 ** -140).view(np.uint32)
+
+
+def test_fp8_result_keeps_13_fraction_bits():
+    e4 = lambda *v: np.array(v, ml_dtypes.float8_e4m3fn).view(np.uint8)
+    # 256 + 1/64: 2^-6 is 14 bits below 2^8 -> truncated (F = 13 on the sum)
+    assert dot(e4(16.0, 0.125), e4(16.0, 0.125), unit=FP8_F32, fmt="e4m3") == np.float32(256.0).view(np.uint32)
+    # 256 + 2^-5 = 2^8 * (1 + 2^-13): kept
+    assert dot(e4(16.0, 0.25), e4(16.0, 0.125), unit=FP8_F32, fmt="e4m3") == np.float32(256 + 2 ** -5).view(np.uint32)
+
+
+def test_integer_dot_wraps_and_saturates():
+    a = np.full((1, 32), 127)
+    b = np.full((1, 32), 127)
+    c = np.array([[2 ** 31 - 1]])
+    assert integer_dot(a, b, c)[0, 0] == np.int64(2 ** 31 - 1 + 32 * 127 * 127 - 2 ** 32)
+    assert integer_dot(a, b, c, satfinite=True)[0, 0] == 2 ** 31 - 1
+    assert integer_dot(-a, b, -c - 1, satfinite=True)[0, 0] == -(2 ** 31)
+    bits = np.array([[1, 0, 1, 1]])
+    assert integer_dot(bits, np.array([[1, 1, 1, 0]]), np.array([[5]]), popc=True)[0, 0] == 7
