@@ -1,5 +1,11 @@
 """Throughput of tcemu's hot paths, each printed next to a reference measured in the same run.
 
+wgmma: fused dot products per second through the whole tcemu.wgmma() call (descriptor decode,
+address resolution, shared-memory gather, operand decode, engine) for m64n256 bf16 (K=16), e4m3
+(K=32) and tf32 (K=8) with a nonzero f32 accumulator, and the time of one m64n256k16 bf16 wgmma;
+next to a numpy float64 matmul of the same shape (same run) and the MMA-Sim anchor measured on this
+machine class (shared/notes/hardware-leads.md: 9,100 bf16 dot products/s, 1.77 s per m64n256k16).
+
     python scripts/bench.py
 
 operand_addresses: element addresses per second for a 128x64 bf16 K-major 128B-swizzled operand
@@ -23,13 +29,17 @@ import numpy as np  # noqa: E402
 import tcemu  # noqa: E402
 
 
-def rate(fn, items, min_time=1.0):
+def rate(fn, items, min_time=0.4, repeats=5):
+    """Median over `repeats` timed windows of items processed per second."""
     fn()
-    n, t0 = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - t0) < min_time:
-        fn()
-        n += 1
-    return n * items / elapsed
+    rates = []
+    for _ in range(repeats):
+        n, t0 = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - t0) < min_time:
+            fn()
+            n += 1
+        rates.append(n * items / elapsed)
+    return float(np.median(rates))
 
 
 def first_call_seconds(cache_dir):
@@ -39,6 +49,34 @@ def first_call_seconds(cache_dir):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     return float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
                                 text=True).stdout)
+
+
+MMASIM_DOTS_PER_S, MMASIM_WGMMA_S = 9_100, 1.77  # anchor: hardware-leads.md, "Speed anchor"
+
+
+def wgmma_bench():
+    import ml_dtypes
+
+    from tcemu.smem import SharedMemory
+    from tcemu.wgmma import wgmma
+    rng = np.random.default_rng(0)
+    rows = []
+    for dtype, np_type, k in (("bf16", ml_dtypes.bfloat16, 16), ("e4m3", ml_dtypes.float8_e4m3fn, 32),
+                              ("tf32", np.float32, 8)):
+        a = rng.standard_normal((64, k)).astype(np_type)
+        b = rng.standard_normal((256, k)).astype(np_type)
+        c = rng.standard_normal((64, 256)).astype(np.float32)
+        smem = SharedMemory()
+        da = tcemu.GmmaDescriptor(0x400, 16, 1024, 0, "128B")
+        db = tcemu.GmmaDescriptor(0x2400, 16, 1024, 0, "128B")
+        smem.write_operand(da, a, dtype=dtype)
+        smem.write_operand(db, b, dtype=dtype)
+        call = lambda: wgmma(smem, da, db, shape=f"m64n256k{k}", dtype_a=dtype, dtype_b=dtype, dtype_d="f32", c=c)
+        dots = rate(call, 64 * 256)
+        a64, b64, c64 = a.astype(np.float64), b.astype(np.float64).T, c.astype(np.float64)
+        ref = rate(lambda: a64 @ b64 + c64, 64 * 256)
+        rows.append((dtype, k, dots, ref))
+    return rows
 
 
 def main():
@@ -64,7 +102,7 @@ def main():
         ref_name = "pycute canonical-layout oracle (tests)"
     except ImportError:
         reference, ref_name = None, "unavailable (install nvidia-cutlass --no-deps for pycute)"
-    ref = rate(lambda: reference(desc, **kw), 128 * 64, 2.0) if reference else float("nan")
+    ref = rate(lambda: reference(desc, **kw), 128 * 64, 1.0, 1) if reference else float("nan")
     if reference is not None:
         assert np.array_equal(reference(desc, **kw), tcemu.operand_addresses(desc, **kw))
 
@@ -79,6 +117,18 @@ def main():
     print(f"{'first call in a fresh process, empty numba cache (s)':<58} {cold:>14.2f}")
     print(f"{'first call in a fresh process, warm numba cache (s)':<58} {warm:>14.2f}")
     print("target: > 50,000,000 addresses/s for the 128x64 bf16 operand, single core")
+    print()
+    print(f"{'wgmma m64n256, f32 accumulator':<34} {'tcemu dots/s':>14} {'numpy f64 dots/s':>17} "
+          f"{'MMA-Sim anchor':>15} {'vs MMA-Sim':>11}")
+    for dtype, k, dots, ref in wgmma_bench():
+        print(f"{dtype + ' K=' + str(k):<34} {dots:>14,.0f} {ref:>17,.0f} {MMASIM_DOTS_PER_S:>15,} "
+              f"{dots / MMASIM_DOTS_PER_S:>10,.0f}x")
+        if dtype == "bf16":
+            one = 64 * 256 / dots
+            numpy_one = 64 * 256 / ref
+    print(f"one m64n256k16 bf16 wgmma: tcemu {one * 1e3:.3f} ms, numpy float64 matmul {numpy_one * 1e3:.3f} ms, "
+          f"MMA-Sim {MMASIM_WGMMA_S:.2f} s")
+    print("target: > 20,000,000 dot products/s on one core; one m64n256k16 in under 1 ms")
 
 
 if __name__ == "__main__":

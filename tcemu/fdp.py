@@ -107,70 +107,127 @@ def round_to_float(mag, u, keep, out_man, emin, bias, emax_field, rounding):
 
 
 @njit(cache=True)
+def _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bias, emax_field, rounding,
+                 sign_shift, nan_bits):
+    """One output, every rule: special values, the -0 rule, underflow to +0."""
+    K = A.shape[1]
+    nan = False
+    pinf = False
+    ninf = False
+    all_neg_zero = True
+    E = np.int64(-(1 << 40))
+    for k in range(K):
+        ca, cb = A[m, k, CLS], B[n, k, CLS]
+        s = A[m, k, SIGN] ^ B[n, k, SIGN]
+        if ca == NAN or cb == NAN:
+            nan = True
+        elif ca == INF or cb == INF:
+            if ca == ZERO or cb == ZERO:
+                nan = True
+            elif s:
+                ninf = True
+            else:
+                pinf = True
+        elif ca == ZERO or cb == ZERO:
+            E = max(E, zero_exp)
+            all_neg_zero = all_neg_zero and s == 1
+        else:
+            E = max(E, A[m, k, ALIGN] + B[n, k, ALIGN])
+            all_neg_zero = False
+    if c_present:
+        cc = C[m, n, CLS]
+        if cc == NAN:
+            nan = True
+        elif cc == INF:
+            if C[m, n, SIGN]:
+                ninf = True
+            else:
+                pinf = True
+        elif cc == ZERO:
+            E = max(E, zero_exp)
+            all_neg_zero = all_neg_zero and C[m, n, SIGN] == 1
+        else:
+            E = max(E, C[m, n, ALIGN])
+            all_neg_zero = False
+    if nan or (pinf and ninf):
+        return nan_bits
+    if pinf or ninf:
+        return (np.int64(ninf) << sign_shift) | (emax_field << out_man)
+    u = E - F
+    S = np.int64(0)
+    for k in range(K):
+        if A[m, k, CLS] == FINITE and B[n, k, CLS] == FINITE:
+            t = _shift(A[m, k, SIG] * B[n, k, SIG], A[m, k, LSB] + B[n, k, LSB] - u)
+            S += -t if A[m, k, SIGN] ^ B[n, k, SIGN] else t
+    if c_present and C[m, n, CLS] == FINITE:
+        t = _shift(C[m, n, SIG], C[m, n, LSB] - u)
+        S += -t if C[m, n, SIGN] else t
+    if S == 0:
+        return np.int64(all_neg_zero) << sign_shift
+    field, mant = round_to_float(abs(S), u, keep, out_man, emin, bias, emax_field, rounding)
+    negative = S < 0 and (field | mant) != 0  # a sum that underflows to zero gives +0
+    return (np.int64(negative) << sign_shift) | (field << out_man) | mant
+
+
+_NO_TERM = -(1 << 29)  # alignment of a zero element in the fast path: never the maximum
+
+
+@njit(cache=True)
+def _split(X, zero_exp):
+    """Contiguous signed significands, lsb and alignment exponents of finite/zero elements, and
+    per-row flags: any NaN/inf, any zero."""
+    R, K = X.shape[0], X.shape[1]
+    sig = np.empty((R, K), np.int32)  # significands < 2^24, exponents well inside int32
+    lsb = np.empty((R, K), np.int32)
+    align = np.empty((R, K), np.int32)
+    special = np.zeros(R, np.bool_)
+    zero = np.zeros(R, np.bool_)
+    for r in range(R):
+        for k in range(K):
+            c = X[r, k, CLS]
+            sig[r, k] = -X[r, k, SIG] if X[r, k, SIGN] else X[r, k, SIG]
+            lsb[r, k] = X[r, k, LSB]
+            align[r, k] = X[r, k, ALIGN] if c == FINITE else _NO_TERM
+            special[r] |= c == NAN or c == INF
+            zero[r] |= c == ZERO
+    return sig, lsb, align, special, zero
+
+
+@njit(cache=True)
 def _fdp_kernel(A, B, C, c_present, F, zero_exp, keep, out_man, emin, bias, emax_field, rounding,
                 sign_shift, nan_bits, out):
     M, K = A.shape[0], A.shape[1]
     N = B.shape[0]
-    for m in range(M):
-        for n in range(N):
-            nan = False
-            pinf = False
-            ninf = False
-            all_neg_zero = True
-            E = np.int64(-(1 << 40))
+    a_sig, a_lsb, a_al, a_sp, a_z = _split(A, zero_exp)
+    b_sig, b_lsb, b_al, b_sp, b_z = _split(B, zero_exp)
+    for n in range(N):  # A's split rows (M x K int32) stay in L1 while B streams
+        for m in range(M):
+            c_cls = C[m, n, CLS] if c_present else ZERO
+            if a_sp[m] or b_sp[n] or c_cls == NAN or c_cls == INF:
+                out[m, n] = _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bias,
+                                         emax_field, rounding, sign_shift, nan_bits)
+                continue
+            E = np.int64(zero_exp) if (a_z[m] or b_z[n] or (c_present and c_cls == ZERO)) else np.int64(_NO_TERM)
             for k in range(K):
-                ca, cb = A[m, k, CLS], B[n, k, CLS]
-                s = A[m, k, SIGN] ^ B[n, k, SIGN]
-                if ca == NAN or cb == NAN:
-                    nan = True
-                elif ca == INF or cb == INF:
-                    if ca == ZERO or cb == ZERO:
-                        nan = True
-                    elif s:
-                        ninf = True
-                    else:
-                        pinf = True
-                elif ca == ZERO or cb == ZERO:
-                    E = max(E, zero_exp)
-                    all_neg_zero = all_neg_zero and s == 1
-                else:
-                    E = max(E, A[m, k, ALIGN] + B[n, k, ALIGN])
-                    all_neg_zero = False
-            if c_present:
-                cc = C[m, n, CLS]
-                if cc == NAN:
-                    nan = True
-                elif cc == INF:
-                    if C[m, n, SIGN]:
-                        ninf = True
-                    else:
-                        pinf = True
-                elif cc == ZERO:
-                    E = max(E, zero_exp)
-                    all_neg_zero = all_neg_zero and C[m, n, SIGN] == 1
-                else:
-                    E = max(E, C[m, n, ALIGN])
-                    all_neg_zero = False
-            if nan or (pinf and ninf):
-                out[m, n] = nan_bits
-                continue
-            if pinf or ninf:
-                out[m, n] = (np.int64(ninf) << sign_shift) | (emax_field << out_man)
-                continue
+                E = max(E, np.int64(a_al[m, k]) + b_al[n, k])
+            if c_present and c_cls == FINITE:
+                E = max(E, C[m, n, ALIGN])
             u = E - F
             S = np.int64(0)
-            for k in range(K):
-                if A[m, k, CLS] == FINITE and B[n, k, CLS] == FINITE:
-                    t = _shift(A[m, k, SIG] * B[n, k, SIG], A[m, k, LSB] + B[n, k, LSB] - u)
-                    S += -t if A[m, k, SIGN] ^ B[n, k, SIGN] else t
-            if c_present and C[m, n, CLS] == FINITE:
+            for k in range(K):  # every lsb <= E: truncate |p| * 2^(lsb - u) as (|p| << F) >> (E - lsb)
+                p = np.int64(a_sig[m, k]) * b_sig[n, k]
+                neg = p >> 63
+                t = (((p ^ neg) - neg) << F) >> min(E - a_lsb[m, k] - b_lsb[n, k], 63)
+                S += (t ^ neg) - neg
+            if c_present and c_cls == FINITE:
                 t = _shift(C[m, n, SIG], C[m, n, LSB] - u)
                 S += -t if C[m, n, SIGN] else t
-            if S == 0:
-                out[m, n] = np.int64(all_neg_zero) << sign_shift
+            if S == 0:  # the sign of an exact zero needs every term: take the general path
+                out[m, n] = _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bias,
+                                         emax_field, rounding, sign_shift, nan_bits)
                 continue
             field, mant = round_to_float(abs(S), u, keep, out_man, emin, bias, emax_field, rounding)
-            negative = S < 0 and (field | mant) != 0  # a sum that underflows to zero gives +0
+            negative = S < 0 and (field | mant) != 0
             out[m, n] = (np.int64(negative) << sign_shift) | (field << out_man) | mant
 
 

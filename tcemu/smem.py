@@ -7,6 +7,7 @@ from .dtypes import SM90_OPERAND_DTYPES, element_type, parse_major
 from .errors import SharedMemoryError
 
 _BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+_LE = {8: np.dtype("u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}  # shared memory is little-endian
 
 
 def _numeric_array(values, field: str) -> np.ndarray:
@@ -108,10 +109,7 @@ class SharedMemory:
         """Raw bit patterns (uint8/16/32) of the elements at byte `addresses` (any shape)."""
         bits = _byte_element_bits(dtype)
         addresses = self._element_addresses(addresses, bits)
-        out = np.zeros(addresses.shape, np.uint32)
-        for b in range(bits // 8):
-            out |= self.data[addresses + b].astype(np.uint32) << (8 * b)  # little-endian
-        return out.astype(_BITS_DTYPE[bits])
+        return self.data.view(_LE[bits])[addresses // (bits // 8)]  # aligned: one typed gather
 
     def scatter(self, addresses, values, dtype: str) -> None:
         """Store `values` (bit patterns, or floats of the element's width) at byte `addresses`."""
@@ -128,8 +126,9 @@ class SharedMemory:
     def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K") -> np.ndarray:
         """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element)."""
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
-        nbytes = max(element_type(dtype).bits // 8, 1)
-        unwritten = ~np.logical_and.reduce([self.written[addrs + b] for b in range(nbytes)])
+        bits = max(element_type(dtype).bits, 8)
+        full = int.from_bytes(b"\x01" * (bits // 8), "little")  # every byte of the element written
+        unwritten = self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full
         if unwritten.any():
             r, c = np.argwhere(unwritten)[0]
             raise SharedMemoryError("desc", f"element ({r}, {c}) reads {int(addrs[r, c]):#x}, which was never "
