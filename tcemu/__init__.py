@@ -5,6 +5,6 @@ from .errors import DescriptorError, LayoutError, SharedMemoryError, TcemuError,
 from .fragments import from_a_registers, from_d_registers, to_a_registers, to_d_registers
 from .smem import SharedMemory
 from .swizzle import Swizzle
-from .wgmma import wgmma
+from .hopper import wgmma
 
 __version__ = "0.1.0"

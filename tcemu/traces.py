@@ -134,7 +134,7 @@ def numerics_case_registers(trace: Trace, i: int) -> np.ndarray:
     """tcemu's raw D registers (128, nregs) for case i of a wgmma_numerics trace."""
     from . import seeds
     from .fragments import to_d_registers
-    from .wgmma import K_OF, OUT_NUMPY, wgmma
+    from .hopper import K_OF, OUT_NUMPY, wgmma
     cols = trace.columns
     kind, n, ta, tb, sa, sb, rega = trace.meta["instantiations"][int(cols["inst"][i])]
     atype, btype, dtype, satf = trace.meta["kinds"][kind]
