@@ -36,27 +36,21 @@ class FdpUnit(NamedTuple):
 
 
 @njit(cache=True)
-def _decode_kernel(flat, exp_bits, man_bits, bias, special, signed, shift, negate, normalise, res):
+def _decode_kernel(flat, exp_bits, man_bits, bias, special, signed, shift, negate, res):
     for i in range(flat.size):
         cls, sign, sig, exp = decode_float(flat[i], exp_bits, man_bits, bias, special, signed, shift)
         res[i, CLS] = cls
         res[i, SIGN] = sign ^ negate
         res[i, SIG] = sig
         res[i, LSB] = exp
-        if normalise and sig > 0:  # exponent of the leading bit, whatever the encoding
-            n = 0
-            while (sig >> n) > 1:
-                n += 1
-            res[i, ALIGN] = exp + n
-        else:                      # exponent of the implicit-bit position: emin for subnormals
-            res[i, ALIGN] = exp + man_bits
+        res[i, ALIGN] = exp + man_bits  # the implicit-bit position: emin for subnormals
 
 
-def decode_operand(bits, fmt: str, negate: bool = False, normalise: bool = False) -> np.ndarray:
+def decode_operand(bits, fmt: str, negate: bool = False) -> np.ndarray:
     """(..., 5) int64 decoded view of raw bit patterns; `negate` flips every sign (imm-scale = -1)."""
     bits = np.asarray(bits)
     out = np.empty((bits.size, 5), np.int64)
-    _decode_kernel(bits.astype(np.int64).ravel(), *format_args(fmt), int(negate), normalise, out)
+    _decode_kernel(bits.astype(np.int64).ravel(), *format_args(fmt), int(negate), out)
     return out.reshape(bits.shape + (5,))
 
 
@@ -173,12 +167,11 @@ _NO_TERM = -(1 << 29)  # alignment of a zero element in the fast path: never the
 
 
 @njit(cache=True)
-def _split(X, zero_exp):
-    """Contiguous signed significands, lsb and alignment exponents of finite/zero elements, and
-    per-row flags: any NaN/inf, any zero."""
+def _split(X):
+    """Contiguous signed significands and alignment exponents (zero elements: _NO_TERM), per-row
+    flags (any NaN/inf, any zero), and the operand's mantissa bits (alignment - lsb, one format)."""
     R, K = X.shape[0], X.shape[1]
     sig = np.empty((R, K), np.int32)  # significands < 2^24, exponents well inside int32
-    lsb = np.empty((R, K), np.int32)
     align = np.empty((R, K), np.int32)
     special = np.zeros(R, np.bool_)
     zero = np.zeros(R, np.bool_)
@@ -186,11 +179,10 @@ def _split(X, zero_exp):
         for k in range(K):
             c = X[r, k, CLS]
             sig[r, k] = -X[r, k, SIG] if X[r, k, SIGN] else X[r, k, SIG]
-            lsb[r, k] = X[r, k, LSB]
             align[r, k] = X[r, k, ALIGN] if c == FINITE else _NO_TERM
             special[r] |= c == NAN or c == INF
             zero[r] |= c == ZERO
-    return sig, lsb, align, special, zero
+    return sig, align, special, zero, X[0, 0, ALIGN] - X[0, 0, LSB]
 
 
 @njit(cache=True)
@@ -198,8 +190,9 @@ def _fdp_kernel(A, B, C, c_present, F, zero_exp, keep, out_man, emin, bias, emax
                 sign_shift, nan_bits, out):
     M, K = A.shape[0], A.shape[1]
     N = B.shape[0]
-    a_sig, a_lsb, a_al, a_sp, a_z = _split(A, zero_exp)
-    b_sig, b_lsb, b_al, b_sp, b_z = _split(B, zero_exp)
+    a_sig, a_al, a_sp, a_z, a_man = _split(A)
+    b_sig, b_al, b_sp, b_z, b_man = _split(B)
+    man = a_man + b_man  # lsb of a product = its alignment exponent - man
     for n in range(N):  # A's split rows (M x K int32) stay in L1 while B streams
         for m in range(M):
             c_cls = C[m, n, CLS] if c_present else ZERO
@@ -217,7 +210,7 @@ def _fdp_kernel(A, B, C, c_present, F, zero_exp, keep, out_man, emin, bias, emax
             for k in range(K):  # every lsb <= E: truncate |p| * 2^(lsb - u) as (|p| << F) >> (E - lsb)
                 p = np.int64(a_sig[m, k]) * b_sig[n, k]
                 neg = p >> 63
-                t = (((p ^ neg) - neg) << F) >> min(E - a_lsb[m, k] - b_lsb[n, k], 63)
+                t = (((p ^ neg) - neg) << F) >> min(E + man - a_al[m, k] - b_al[n, k], 63)
                 S += (t ^ neg) - neg
             if c_present and c_cls == FINITE:
                 t = _shift(C[m, n, SIG], C[m, n, LSB] - u)
