@@ -7,7 +7,7 @@ import numpy as np
 
 from .addressing import canonical_layout, core_matrix_rows, operand_addresses
 from .descriptors import GmmaDescriptor
-from .errors import TcemuError
+from .errors import TcemuError  # noqa: F401  (raised by _heatmap)
 from .traces import replay, trace_paths
 
 
@@ -47,6 +47,59 @@ def _addresses(args) -> int:
         print("# rows: M (operand A) or N (operand B) index; columns: K index")
         print(addrs)
     return 0
+
+
+def _banks(args) -> int:
+    from .banks import bank_conflicts, parse_op, pattern_from_descriptor, pattern_from_expression
+    op = parse_op(args.op)
+    if sum(x is not None for x in (args.addresses, args.pattern, args.desc)) != 1:
+        print("tcemu: error: give exactly one of --addresses, --pattern, --desc", file=sys.stderr)
+        return 2
+    if args.addresses is not None:
+        try:
+            addrs = [int(a, 0) for a in args.addresses.replace(",", " ").split()]
+        except ValueError:
+            print("tcemu: error: --addresses takes integers (0x.. for hex)", file=sys.stderr)
+            return 2
+    elif args.pattern is not None:
+        addrs = pattern_from_expression(args.pattern)
+    else:
+        rows = pattern_from_expression(args.rows_expr)
+        cols = pattern_from_expression(args.cols_expr)
+        addrs = pattern_from_descriptor(args.desc, rows, cols, tile_rows=args.tile_rows, tile_k=args.tile_k,
+                                        dtype=args.dtype, major=args.major)
+    report = bank_conflicts(op, addrs, mask=int(args.mask, 0))
+    print(report.table())
+    if args.png:
+        _heatmap(report, np.asarray(addrs), int(args.mask, 0), args.png)
+        print(f"wrote {args.png}")
+    return 0
+
+
+def _heatmap(report, addrs, mask, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise TcemuError("png", "needs matplotlib: pip install 'tcemu[pictures]'") from None
+    op = report.op
+    grid = np.zeros((32, 32))
+    for t in range(op.threads_used):
+        if op.matrices or mask >> t & 1:
+            for w in range(max(op.width // 4, 1)):
+                grid[t, (int(addrs[t]) // 4 + w) % 32] += 1
+    fig, ax = plt.subplots(figsize=(8, 7))
+    ax.imshow(grid, cmap="viridis", aspect="auto")
+    ax.set_xlabel("bank")
+    ax.set_ylabel("thread (lane)")
+    ax.set_title(f"{op.name}: {report.wavefronts} wavefronts (ideal {report.ideal})")
+    for i, p in enumerate(report.phases):
+        if p.threads:
+            ax.axhline(min(p.threads) - 0.5, color="white", lw=0.5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def _replay(args) -> int:
@@ -91,6 +144,20 @@ def main(argv=None) -> int:
     p.add_argument("--arch", default="sm90")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_addresses)
+    p = sub.add_parser("banks", help="bank conflicts of one warp-wide shared-memory instruction")
+    p.add_argument("--op", required=True, help="e.g. ld.shared.v4.b32, ldmatrix.x4.trans, stmatrix.x2")
+    p.add_argument("--addresses", help="32 byte addresses, space- or comma-separated")
+    p.add_argument("--pattern", help="address as an expression of the thread index t, e.g. '(t%%8)*128+(t//8)*16'")
+    p.add_argument("--desc", help="descriptor of a tile; thread t accesses (--rows-expr, --cols-expr) of it")
+    p.add_argument("--rows-expr", default="t % 8")
+    p.add_argument("--cols-expr", default="0")
+    p.add_argument("--tile-rows", type=int, default=64)
+    p.add_argument("--tile-k", type=int, default=64)
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--major", default="K", choices=["K", "MN"])
+    p.add_argument("--mask", default="0xffffffff", help="active threads (ld/st)")
+    p.add_argument("--png", help="write a lanes x banks heat map")
+    p.set_defaults(run=_banks)
     p = sub.add_parser("replay", help="replay hardware traces and print a match table")
     p.add_argument("paths", nargs="+", help="trace files or directories of them")
     p.set_defaults(run=_replay)

@@ -34,7 +34,8 @@ class Trace:
 _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "rows", "k", "n", "offsets",
                                          "addresses"),
              "wgmma_numerics": ("seed", "inst", "steps", "scale_d", "digest", "diag_case", "diag_offsets",
-                                "diag_regs")}
+                                "diag_regs"),
+             "smem_wavefronts": ("op", "mask", "addr", "ld_wavefronts", "st_wavefronts")}
 
 
 def load_trace(path: str) -> Trace:
@@ -180,7 +181,32 @@ def _replay_numerics(trace: Trace, result: ReplayResult, max_report: int):
                                      f"{int((~same).sum())} of 128 threads differ (first: thread {t})")
 
 
-_REPLAYERS = {"wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics}
+def _replay_wavefronts(trace: Trace, result: ReplayResult, max_report: int):
+    from .banks import parse_op, wavefronts_batch
+    cols, ops = trace.columns, trace.meta["ops"]
+    for index, name in enumerate(ops):
+        rows = np.flatnonzero(cols["op"] == index)
+        if rows.size == 0:
+            continue
+        op = parse_op(name)
+        masks = np.where(op.matrices, 0xFFFFFFFF, cols["mask"][rows].astype(np.int64))
+        model = wavefronts_batch(op, cols["addr"][rows], masks)
+        hw = cols[f"{op.metric}_wavefronts"][rows]
+        other = cols[f"{'st' if op.metric == 'ld' else 'ld'}_wavefronts"][rows]
+        same = (model == hw) & (other == 0)
+        group = result.groups.setdefault(op.name, GroupResult())
+        group.cases += rows.size
+        group.cases_matched += int(same.sum())
+        group.values += int(hw.sum())
+        group.values_matched += int(np.minimum(model, hw)[same].sum())
+        for j in np.flatnonzero(~same)[:max(0, max_report - len(result.mismatches))]:
+            i = int(rows[j])
+            result.mismatches.append(f"pattern {i} {op.name} mask {int(cols['mask'][i]):#010x}: ncu {int(hw[j])} "
+                                     f"wavefronts, tcemu {int(model[j])}")
+
+
+_REPLAYERS = {"wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
+              "smem_wavefronts": _replay_wavefronts}
 
 
 def replay(trace, max_report: int = 10) -> ReplayResult:
