@@ -79,6 +79,18 @@ def wgmma_bench():
     return rows
 
 
+def banks_bench():
+    from tcemu.banks import bank_conflicts, wavefronts_batch
+    rng = np.random.default_rng(0)
+    rows = []
+    for op, width in (("ld.shared.b32", 4), ("st.shared.v4.b32", 16), ("ldmatrix.x4", 16)):
+        addrs = rng.integers(0, 1024, (100_000, 32)) * width
+        batch = rate(lambda: wavefronts_batch(op, addrs), addrs.shape[0])
+        single = rate(lambda: bank_conflicts(op, addrs[0]), 1)
+        rows.append((op, batch, single))
+    return rows
+
+
 def main():
     desc = tcemu.GmmaDescriptor(start_address=0x400, lbo=16, sbo=1024, swizzle="128B")
     kw = dict(rows=128, k=64, dtype="bf16", major="K")
@@ -129,6 +141,11 @@ def main():
     print(f"one m64n256k16 bf16 wgmma: tcemu {one * 1e3:.3f} ms, numpy float64 matmul {numpy_one * 1e3:.3f} ms, "
           f"MMA-Sim {MMASIM_WGMMA_S:.2f} s")
     print("target: > 20,000,000 dot products/s on one core; one m64n256k16 in under 1 ms")
+    print()
+    print(f"{'bank conflicts (random addresses)':<34} {'batch /s':>14} {'one call /s':>17}")
+    for op, batch, single in banks_bench():
+        print(f"{op:<34} {batch:>14,.0f} {single:>17,.0f}")
+    print("target: > 1,000,000 single-instruction analyses/s, batched")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@ Runs on the GPU host with numpy alone. Exact command used for traces/smem_wavefr
     python3 scripts/capture_banks.py --binary /tmp/banks --seed 5 --per-op 60 --extra-wide-loads 1500 \\
         --budget 480 --out traces/smem_wavefronts_sm90.npz
 
+Confirmation set (traces/smem_wavefronts_targeted_sm90.npz), patterns from scripts/banks_targeted.py:
+
+    python3 scripts/capture_banks.py --binary /tmp/banks --seed 6 --targeted --out traces/smem_wavefronts_targeted_sm90.npz
+
 Each pattern: an op (OPS), an active mask (ld/st only), 32 per-thread byte offsets into dynamic
 shared memory (aligned to the access width). ncu (--clock-control none) reports
 l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum and ..._op_st.sum for every launch.
@@ -106,16 +110,21 @@ def main():
                     help="more patterns for each 64/128-bit load, where the textbook model fails")
     ap.add_argument("--budget", type=float, default=420, help="seconds of ncu time to spend at most")
     ap.add_argument("--chunk", type=int, default=300)
+    ap.add_argument("--targeted", action="store_true",
+                    help="capture the confirmation set of scripts/banks_targeted.py instead of random patterns")
     ap.add_argument("--out", required=True)
     ap.add_argument("--workdir", default="/tmp")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     recs = []
-    for i in range(args.per_op):
+    for i in range(0 if args.targeted else args.per_op):
         for op in range(len(OPS)):
             mask, addr = pattern(rng, op)
             recs.append(np.concatenate([[op, mask - 2**32 if mask >= 2**31 else mask], addr]).astype(np.int64))
-    for i in range(args.extra_wide_loads):
+    if args.targeted:
+        import banks_targeted
+        recs = list(banks_targeted.targeted(rng)[0])
+    for i in range(0 if args.targeted else args.extra_wide_loads):
         for op in (3, 4, 5, 6):
             mask, addr = pattern(rng, op)
             recs.append(np.concatenate([[op, mask - 2**32 if mask >= 2**31 else mask], addr]).astype(np.int64))
@@ -140,7 +149,8 @@ def main():
     meta["smem_base"] = "dynamic shared memory, 128-byte aligned (bank = offset / 4 mod 32)"
     here = os.path.dirname(os.path.abspath(__file__))
     meta["sources"] = {f"scripts/{f}": hashlib.sha256(open(os.path.join(here, f), "rb").read()).hexdigest()
-                       for f in ("capture_banks.cu", "capture_banks.py", "capture_addresses.py")}
+                       for f in ("capture_banks.cu", "capture_banks.py", "capture_addresses.py",
+                                 "banks_targeted.py")}
     np.savez_compressed(args.out, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
                         op=recs[:, 0].astype(np.uint8), mask=recs[:, 1].astype(np.int64).astype(np.uint32),
                         addr=recs[:, 2:].astype(np.int32), ld_wavefronts=res[:, 0].astype(np.int32),

@@ -113,3 +113,21 @@ def test_core_matrix_banks():
     for mode in ("none", "32B", "64B"):
         desc = tcemu.GmmaDescriptor(0x480, 128, 1024, 3, mode)
         assert core_matrix_banks(desc, rows=16, k=16, dtype="bf16").tolist() == [[1, 1], [1, 1]], mode
+
+
+@pytest.mark.parametrize("op,addrs,mask,waves", [
+    # every pair (t, t^1) shares: 16-byte load served per half-warp, 8-byte load per warp
+    ("ld.shared.v4.b32", (T // 2) * 16, 0xFFFFFFFF, 2),
+    ("st.shared.v4.b32", (T // 2) * 16, 0xFFFFFFFF, 4),          # stores never merge
+    ("ld.shared.v2.b32", (T // 2) * 8, 0xFFFFFFFF, 1),
+    ("ld.shared.v4.b32", ((T & ~2) % 8) * 16, 0xFFFFFFFF, 2),    # pairs (t, t^2), 4 addresses repeated
+    ("ld.shared.v4.b32", np.zeros(32, int), 0xFFFFFFFF, 2),      # all one address: one per half-warp
+    ("ld.shared.v4.b32", T * 16, 0x00000201, 1),                 # lanes 0 and 9: partners inactive
+    ("ld.shared.v4.b32", T * 16, 0x00010001, 2),                 # lanes 0 and 16: half-warps never merge
+    ("ld.shared.b64", T * 8, 0x00020001, 1),                     # lanes 0 and 17 (8-byte): the warp merges
+    ("st.shared.b64", T * 8, 0x00020001, 2),
+    ("ld.shared.v4.b32", T * 16, 0x00000107, 2),                 # 0-1 and 0-2 differ: no merge, textbook
+])
+def test_wide_load_pair_rule(op, addrs, mask, waves):
+    assert bank_conflicts(op, addrs, mask=mask).wavefronts == waves
+    assert wavefronts_batch(op, np.asarray(addrs)[None], np.array([mask]))[0] == waves
