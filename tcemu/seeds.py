@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .errors import TcemuError
+
 __all__ = ["NUMERICS_KINDS", "FORMAT_IDS", "FMTS", "KindFormats", "KIND_FORMATS", "CaseParams", "mix64", "rnd",
            "special_bits", "gen_float", "gen_int32", "gen_elem", "case_params", "case_params_formats",
            "kind_formats", "fill_k", "instruction_k", "operand_bits", "operand_smem", "c_bits",
@@ -90,11 +92,7 @@ def register_a_stream(step: int) -> int:
 
 def mix64(z) -> np.ndarray:
     """splitmix64's finaliser on uint64 (any shape; other integer inputs are reinterpreted as uint64)."""
-    z = np.asarray(z)
-    if z.dtype != np.uint64:
-        if z.dtype.kind not in "iu":
-            raise TypeError(f"mix64 needs integers, got {z.dtype}")
-        z = z.astype(np.uint64)
+    z = _as_r(z)
     with np.errstate(over="ignore"):
         z = z + _GOLDEN
         z = (z ^ (z >> _S30)) * _MUL1
@@ -109,7 +107,7 @@ def rnd(seed: int, stream: int, index) -> np.ndarray:
     stream = int(stream) & _MASK32
     idx = np.asarray(index)
     if idx.dtype.kind not in "iu":
-        raise TypeError(f"rnd index must be integers, got {idx.dtype}")
+        raise TcemuError("index", f"rnd index must be integers, got {idx.dtype}")
     idx = idx.astype(np.uint64) & _M32
     return mix64(seed ^ mix64(_U64(stream << 32) | idx))
 
@@ -199,7 +197,7 @@ def _as_r(r) -> np.ndarray:
     r = np.asarray(r)
     if r.dtype != np.uint64:
         if r.dtype.kind not in "iu":
-            raise TypeError(f"expected uint64 random words, got {r.dtype}")
+            raise TcemuError("r", f"expected integer (uint64) random words, got {r.dtype}")
         r = r.astype(np.uint64)
     return r
 
