@@ -205,7 +205,7 @@ def _as_r(r) -> np.ndarray:
 def gen_float(r, fmt: int, center: int, params: CaseParams) -> np.ndarray:
     """The kernel's gen_float, elementwise on uint64 words r: uint32 bit patterns of format `fmt` (0..5)."""
     if not 0 <= int(fmt) < len(FMTS):
-        raise ValueError(f"gen_float format must be 0..5, got {fmt}")
+        raise TcemuError("fmt", f"gen_float format must be 0..5, got {fmt}")
     return _gen_float(_as_r(r), int(fmt), center, params).astype(np.uint32)
 
 
@@ -225,29 +225,29 @@ def _kind(kind) -> int:
     if isinstance(kind, (tuple, list)):
         key = tuple(kind)
         if key not in NUMERICS_KINDS:
-            raise ValueError(f"unknown numerics kind {kind!r}")
+            raise TcemuError("kind", f"unknown numerics kind {kind!r}")
         return NUMERICS_KINDS.index(key)
     if isinstance(kind, bool) or not isinstance(kind, (int, np.integer)) or not 0 <= int(kind) < len(NUMERICS_KINDS):
-        raise ValueError(f"kind must be an index 0..{len(NUMERICS_KINDS) - 1} or a NUMERICS_KINDS tuple, got {kind!r}")
+        raise TcemuError("kind", f"kind must be an index 0..{len(NUMERICS_KINDS) - 1} or a NUMERICS_KINDS tuple, got {kind!r}")
     return int(kind)
 
 
 def _step(step) -> int:
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= int(step) < (1 << 27):
-        raise ValueError(f"step must be a non-negative integer, got {step!r}")
+        raise TcemuError("step", f"step must be a non-negative integer, got {step!r}")
     return int(step)
 
 
 def _which(which) -> str:
     w = str(which).upper()
     if w not in ("A", "B"):
-        raise ValueError(f"which must be 'A' or 'B', got {which!r}")
+        raise TcemuError("which", f"which must be 'A' or 'B', got {which!r}")
     return w
 
 
 def _count(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 < int(value) <= (1 << 20):
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise TcemuError(name, f"{name} must be a positive integer, got {value!r}")
     return int(value)
 
 
@@ -323,13 +323,13 @@ def operand_smem(seed: int, kind, step: int, which: str, rows: int, mn_major: bo
     k = np.arange(K)[None, :]
     if mn_major:
         if bits != 16:
-            raise ValueError("the capture kernel writes MN-major operands only for 16-bit kinds")
+            raise TcemuError("mn_major", "the capture kernel writes MN-major operands only for 16-bit kinds")
         if rows % 8:
-            raise ValueError(f"rows must be a multiple of 8, got {rows}")
+            raise TcemuError("rows", f"rows must be a multiple of 8, got {rows}")
         addr = (r // 8) * 128 + (k % 8) * 16 + (k // 8) * (rows // 8) * 128 + (r % 8) * 2
     else:
         if rows % 8:
-            raise ValueError(f"rows must be a multiple of 8, got {rows}")
+            raise TcemuError("rows", f"rows must be a multiple of 8, got {rows}")
         kb = k * eb
         addr = (r // 8) * 256 + (r % 8) * 16 + (kb // 16) * 128 + kb % 16
     img = np.zeros(rows * 32, np.uint8)
