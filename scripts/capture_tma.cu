@@ -92,6 +92,11 @@ int main(int argc, char** argv) {
   uint8_t *g, *dout;
   CK(cudaMalloc(&g, GLOBAL_BYTES));
   CK(cudaMalloc(&dout, WINDOW));
+  CK(cudaFuncSetAttribute(load<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, WINDOW));
+  CK(cudaFuncSetAttribute(load<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, WINDOW));
+  CK(cudaFuncSetAttribute(load<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, WINDOW));
+  CK(cudaFuncSetAttribute(load<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, WINDOW));
+  CK(cudaFuncSetAttribute(load<5>, cudaFuncAttributeMaxDynamicSharedMemorySize, WINDOW));
   fill_global<<<256, 256>>>(g, GLOBAL_BYTES);
   CK(cudaDeviceSynchronize());
   FILE* o = fopen(argv[2], "wb");

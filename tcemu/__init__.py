@@ -3,8 +3,10 @@ from .addressing import canonical_layout, core_matrix_rows, footprint, operand_a
 from .descriptors import Finding, GmmaDescriptor, SwizzleMode
 from .errors import DescriptorError, LayoutError, SharedMemoryError, TcemuError, TraceError
 from .fragments import from_a_registers, from_d_registers, to_a_registers, to_d_registers
+from .banks import bank_conflicts
 from .smem import SharedMemory
 from .swizzle import Swizzle
+from .tma import tma_load
 from .hopper import wgmma
 
 __version__ = "0.1.0"

@@ -123,6 +123,16 @@ class SharedMemory:
             self.data[addresses + b] = (raw >> (8 * b)) & 0xFF
             self.written[addresses + b] = True
 
+    def scatter_bytes(self, addresses, raw) -> None:
+        """Store element i's bytes raw[i] (shape (n, element bytes), uint8) from byte address addresses[i]."""
+        addresses = _address_array(addresses).ravel()
+        raw = np.asarray(raw, np.uint8).reshape(addresses.size, -1)
+        spots = addresses[:, None] + np.arange(raw.shape[1])
+        if spots.size:
+            self._check(int(spots.min()), int(spots.max()) + 1, "addresses")
+        self.data[spots] = raw
+        self.written[spots] = True
+
     def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K") -> np.ndarray:
         """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element)."""
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)

@@ -35,7 +35,13 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
                                          "addresses"),
              "wgmma_numerics": ("seed", "inst", "steps", "scale_d", "digest", "diag_case", "diag_offsets",
                                 "diag_regs"),
-             "smem_wavefronts": ("op", "mask", "addr", "ld_wavefronts", "st_wavefronts")}
+             "smem_wavefronts": ("op", "mask", "addr", "ld_wavefronts", "st_wavefronts"),
+             "tma_tile_loads": ("case", "refused", "timed_out", "offsets", "positions", "values")}
+
+# The record layout of scripts/capture_tma.py (CASE_DTYPE), field for field.
+TMA_CASE = np.dtype([("dtype", "<i4"), ("rank", "<i4"), ("swizzle", "<i4"), ("dst", "<i4"), ("gaddr", "<i8"),
+                     ("gdim", "<i8", 5), ("gstride", "<i8", 4), ("box", "<i4", 5), ("estride", "<i4", 5),
+                     ("coord", "<i4", 5), ("pad", "<i4")])
 
 
 def load_trace(path: str) -> Trace:
@@ -205,8 +211,45 @@ def _replay_wavefronts(trace: Trace, result: ReplayResult, max_report: int):
                                      f"wavefronts, tcemu {int(model[j])}")
 
 
+def _replay_tma(trace: Trace, result: ReplayResult, max_report: int):
+    from .tma import capture_global_bytes, capture_prefill, tensor_view, tma_load
+    cols, meta = trace.columns, trace.meta
+    cases = np.ascontiguousarray(cols["case"]).view(TMA_CASE).ravel()
+    gbytes = capture_global_bytes(int(meta["global_bytes"]))
+    window = int(meta["window_bytes"])
+    prefill = capture_prefill(window)
+    for i, cs in enumerate(cases):
+        rank, es = int(cs["rank"]), (1, 2, 4)[int(cs["dtype"])]
+        mode = ("none", "32B", "64B", "128B")[int(cs["swizzle"])]
+        group = result.groups.setdefault(f"rank {rank} u{8 * es} {mode}", GroupResult())
+        want = prefill.copy()
+        lo, hi = cols["offsets"][i], cols["offsets"][i + 1]
+        want[cols["positions"][lo:hi]] = cols["values"][lo:hi]
+        smem = SharedMemory()
+        smem.write(0, prefill)  # dst is relative to a 1024-aligned base: absolute address bits agree
+        if not (cols["refused"][i] or cols["timed_out"][i]):
+            tensor = tensor_view(gbytes, int(cs["gaddr"]), es, [int(x) for x in cs["gdim"][:rank]],
+                                 [int(x) for x in cs["gstride"][:rank - 1]])
+            tma_load(smem, int(cs["dst"]), tensor, box=[int(x) for x in cs["box"][:rank]],
+                     coords=[int(x) for x in cs["coord"][:rank]],
+                     element_strides=[int(x) for x in cs["estride"][:rank]], swizzle=mode)
+        same = smem.data[:window] == want
+        group.cases += 1
+        group.cases_matched += bool(same.all())
+        group.values += window
+        group.values_matched += int(same.sum())
+        if not same.all() and len(result.mismatches) < max_report:
+            first = int(np.flatnonzero(~same)[0])
+            result.mismatches.append(f"case {i} {group_name(cs)}: {int((~same).sum())} bytes differ, first at "
+                                     f"+{first:#x}")
+
+
+def group_name(cs) -> str:
+    return f"rank {int(cs['rank'])} box {list(cs['box'][:int(cs['rank'])])} dst {int(cs['dst']):#x}"
+
+
 _REPLAYERS = {"wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
-              "smem_wavefronts": _replay_wavefronts}
+              "smem_wavefronts": _replay_wavefronts, "tma_tile_loads": _replay_tma}
 
 
 def replay(trace, max_report: int = 10) -> ReplayResult:

@@ -1,0 +1,75 @@
+"""TMA tile loads: the writer side of a descriptor bug, and the rules the hardware enforces."""
+import numpy as np
+import pytest
+
+import tcemu
+from tcemu.smem import SharedMemory
+from tcemu.tma import TmaError, tensor_view, tma_load
+
+
+def tile(rows=128, cols=64):
+    return (np.arange(rows * cols, dtype=np.uint16) * 7 + 1).reshape(rows, cols)
+
+
+@pytest.mark.parametrize("dst", [0x400, 0x480, 0x2000, 0x2380])
+def test_tma_128b_tile_is_what_a_128b_descriptor_reads(dst):
+    """CuTe's mainloop pairing: TMA with 128B swizzle writes a 64-column bf16 tile that a K-major
+    128B-swizzled descriptor (SBO 1024) reads back exactly. Both swizzle absolute address bits, so the
+    matching base offset is 0 even at a destination that is not 1024-aligned; the PTX formula
+    (dst >> 7) & 7 then reads other elements (traces: wgmma and TMA captures)."""
+    g = tile()
+    smem = SharedMemory()
+    tma_load(smem, dst, g, box=[64, 64], coords=[0, 32], swizzle="128B")
+    for kblock in range(4):  # advance the start 32 bytes per K block, as CuTe does
+        d = tcemu.GmmaDescriptor(dst + 32 * kblock, 16, 1024, 0, "128B")
+        assert np.array_equal(smem.read_operand(d, rows=64, k=16, dtype="bf16"), g[32:96, 16 * kblock:16 * kblock + 16])
+    if (dst >> 7) & 7:
+        wrong = tcemu.GmmaDescriptor(dst, 16, 1024, (dst >> 7) & 7, "128B")
+        assert not np.array_equal(smem.read_operand(wrong, rows=64, k=16, dtype="bf16"), g[32:96, :16])
+
+
+def test_unswizzled_rows_are_dense_and_oob_is_zero():
+    g = tile(8, 24)
+    smem = SharedMemory()
+    addrs = tma_load(smem, 0x800, g, box=[16, 4], coords=[16, 6])  # columns 16..31, rows 6..9
+    assert addrs.shape == (4, 16) and addrs[1, 0] == 0x800 + 32     # pitch = box inner size
+    got = smem.gather(addrs, "f16")
+    want = np.zeros((4, 16), np.uint16)
+    want[:2, :8] = g[6:8, 16:24]                                     # rows 8, 9 and columns 24.. are outside
+    assert np.array_equal(got, want)
+
+
+def test_swizzled_rows_take_a_whole_span_and_element_strides():
+    g = tile(32, 16)
+    smem = SharedMemory()
+    addrs = tma_load(smem, 0x1000, g, box=[8, 8], coords=[0, 0], element_strides=[1, 2], swizzle="64B")
+    assert addrs.shape == (4, 8)                                     # ceil(8 / 2) rows
+    assert [int(a) & ~15 for a in addrs[:, 0]] == [0x1000, 0x1040, 0x1090, 0x10D0]  # 64-byte rows, swizzled chunk
+    assert np.array_equal(smem.gather(addrs, "f16"), g[0:8:2, 0:8])
+
+
+def test_tensor_view_matches_driver_parameters():
+    buf = np.arange(4096, dtype=np.uint8)
+    v = tensor_view(buf, 32, 2, dims=[10, 3], strides=[48])          # rows of 10 u16, 48-byte pitch
+    assert v.shape == (3, 10) and int(v[1, 0]) == 80 | 81 << 8
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(box=[64, 8], coords=[0, 0], swizzle="64B"), "box"),        # 128 bytes > 64B span
+    (dict(box=[12, 8], coords=[0, 0]), "box"),                       # 24 bytes: not a multiple of 16
+    (dict(box=[8, 300], coords=[0, 0]), "box"),
+    (dict(box=[8, 8], coords=[4, 0]), "coords"),                     # 8 bytes into the row: illegal instruction
+    (dict(box=[8, 8], coords=[0, 0], element_strides=[1, 9]), "element_strides"),
+    (dict(box=[8, 8], coords=[0, 0], swizzle="16B"), "swizzle"),
+    (dict(box=[8], coords=[0, 0]), "box"),
+    (dict(box=[8, 8], coords=[0, 0], oob_fill="nan"), "oob_fill"),
+])
+def test_refusals_name_the_field(kw, field):
+    with pytest.raises(TmaError) as e:
+        tma_load(SharedMemory(), 0x400, tile(16, 64), **kw)
+    assert e.value.field == field
+
+
+def test_misaligned_destination():
+    with pytest.raises(TmaError, match="smem_addr: 1088: the destination must be 128-byte aligned"):
+        tma_load(SharedMemory(), 0x440, tile(16, 64), box=[8, 8], coords=[0, 0])
