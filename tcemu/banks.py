@@ -314,7 +314,11 @@ def pattern_from_expression(expr: str) -> np.ndarray:
         if isinstance(n.op, (ast.LShift, ast.RShift)) and not 0 <= b < 64:
             raise BankError("pattern", f"{expr!r}: shift by {b} at t = {t}")
         return ops[type(n.op)]()
-    return np.array([ev(tree, t) for t in range(32)], np.int64)
+    values = [ev(tree, t) for t in range(32)]
+    bad = [t for t, v in enumerate(values) if not -(1 << 40) < v < 1 << 40]
+    if bad:
+        raise BankError("pattern", f"{expr!r} gives {values[bad[0]]} at t = {bad[0]}, not a shared-memory address")
+    return np.array(values, np.int64)
 
 
 def pattern_from_descriptor(desc, rows, cols, *, tile_rows: int, tile_k: int, dtype: str,
