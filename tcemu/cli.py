@@ -102,6 +102,13 @@ def _heatmap(report, addrs, mask, path):
     plt.close(fig)
 
 
+def _explain(args) -> int:
+    from .explain import explain, lint
+    print(explain(args.descriptor, dtype=args.dtype, major=args.major, rows=args.rows, k=args.k, arch=args.arch))
+    return 1 if any(f.severity == "error" for f in lint(args.descriptor, dtype=args.dtype, major=args.major,
+                                                         rows=args.rows, k=args.k)) else 0
+
+
 def _replay(args) -> int:
     paths = trace_paths(args.paths)
     if not paths:
@@ -144,6 +151,14 @@ def main(argv=None) -> int:
     p.add_argument("--arch", default="sm90")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_addresses)
+    p = sub.add_parser("explain", help="a descriptor in plain words, with lints for known traps")
+    p.add_argument("descriptor")
+    p.add_argument("--arch", default="sm90")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--major", default="K", choices=["K", "MN"])
+    p.add_argument("--rows", type=int, default=64, help="M (A) or N (B)")
+    p.add_argument("--k", type=int, help="K elements (default: one instruction's K)")
+    p.set_defaults(run=_explain)
     p = sub.add_parser("banks", help="bank conflicts of one warp-wide shared-memory instruction")
     p.add_argument("--op", required=True, help="e.g. ld.shared.v4.b32, ldmatrix.x4.trans, stmatrix.x2")
     p.add_argument("--addresses", help="32 byte addresses, space- or comma-separated")

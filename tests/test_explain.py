@@ -1,0 +1,42 @@
+"""explain / lint: each known trap gives its finding; canonical descriptors give none."""
+import pytest
+
+from tcemu import GmmaDescriptor
+from tcemu.cli import main
+from tcemu.explain import explain, lint
+
+
+def fields(desc, **kw):
+    return [(f.field, f.severity) for f in lint(desc, **kw)]
+
+
+@pytest.mark.parametrize("desc,kw", [
+    (GmmaDescriptor(0x400, 16, 1024, 0, "128B"), dict(dtype="bf16")),
+    (GmmaDescriptor(0x480, 16, 1024, 0, "128B"), dict(dtype="bf16")),          # inside the atom: fine
+    (GmmaDescriptor(0x400, 128, 256, 0, "none"), dict(dtype="tf32")),
+    (GmmaDescriptor(0x400, 1024, 128, 0, "none"), dict(dtype="f16", major="MN")),
+    (GmmaDescriptor(0x800, 512, 256, 0, "32B"), dict(dtype="bf16", major="MN")),
+])
+def test_canonical_descriptors_are_clean(desc, kw):
+    assert lint(desc, **kw) == []
+
+
+def test_each_trap():
+    assert ("lbo", "warning") in fields(GmmaDescriptor(0x400, 0x100, 1024, 0, "128B"), dtype="bf16")
+    assert ("sbo", "warning") in fields(GmmaDescriptor(0x400, 16, 1024 * 16, 0, "128B"), dtype="bf16")  # bytes, unshifted
+    assert ("sbo", "warning") in fields(GmmaDescriptor(0x400, 16, 1024 // 16, 0, "128B"), dtype="bf16")  # shifted twice
+    assert ("start_address", "warning") in fields(GmmaDescriptor(0x40, 16, 1024, 0, "128B"), dtype="bf16")
+    assert ("base_offset", "warning") in fields(GmmaDescriptor(0x480, 16, 1024, 1, "128B"), dtype="bf16")
+    overlap = lint(GmmaDescriptor(0x400, 128, 64, 0, "none"), dtype="bf16")  # SBO 64 < 128-byte core matrix
+    assert [(f.field, f.severity) for f in overlap] == [("lbo, sbo", "warning")]
+    assert overlap[0].rule.startswith("strides overlap: elements (4, 0) and (8, 0) share bytes at 0x440")
+    assert ("start_address, lbo, sbo", "error") in fields(GmmaDescriptor(0x38F00, 16, 1024, 0, "128B"), dtype="bf16")
+    assert ("major", "error") in fields(GmmaDescriptor(0x400, 16, 1024, 0, "128B"), dtype="tf32", major="MN")
+
+
+def test_explain_text_and_cli(capsys):
+    text = explain(GmmaDescriptor(0x400, 16, 1024, 0, "128B"), dtype="bf16")
+    assert "Swizzle<3,4,3>: 16-byte chunk bits [4, 7)" in text and "(0, 0): 0x00400 0x00490" in text
+    assert text.endswith("no findings")
+    assert main(["explain", hex(GmmaDescriptor(0x38F00, 16, 1024, 0, "128B").encode())]) == 1
+    assert "error: start_address, lbo, sbo" in capsys.readouterr().out
