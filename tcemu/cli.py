@@ -103,10 +103,22 @@ def _heatmap(report, addrs, mask, path):
 
 
 def _explain(args) -> int:
-    from .explain import explain, lint
+    from .explain import INSTRUCTION_K, explain, lint
     print(explain(args.descriptor, dtype=args.dtype, major=args.major, rows=args.rows, k=args.k, arch=args.arch))
+    for path in filter(None, (args.png, args.svg)):
+        from .pictures import operand_map
+        operand_map(args.descriptor, path, rows=args.rows, k=args.k or INSTRUCTION_K[args.dtype], dtype=args.dtype,
+                    major=args.major)
+        print(f"wrote {path}")
     return 1 if any(f.severity == "error" for f in lint(args.descriptor, dtype=args.dtype, major=args.major,
                                                          rows=args.rows, k=args.k)) else 0
+
+
+def _swizzle_picture(args) -> int:
+    from .pictures import swizzle_atom
+    swizzle_atom(args.mode, args.png, base_offset=args.base_offset)
+    print(f"wrote {args.png}")
+    return 0
 
 
 def _replay(args) -> int:
@@ -158,7 +170,14 @@ def main(argv=None) -> int:
     p.add_argument("--major", default="K", choices=["K", "MN"])
     p.add_argument("--rows", type=int, default=64, help="M (A) or N (B)")
     p.add_argument("--k", type=int, help="K elements (default: one instruction's K)")
+    p.add_argument("--png", help="draw the operand's shared-memory map")
+    p.add_argument("--svg", help="the same as SVG")
     p.set_defaults(run=_explain)
+    p = sub.add_parser("swizzle", help="draw a swizzle atom")
+    p.add_argument("mode", help="none, 32B, 64B or 128B")
+    p.add_argument("--base-offset", type=int, default=0)
+    p.add_argument("--png", required=True)
+    p.set_defaults(run=lambda a: _swizzle_picture(a))
     p = sub.add_parser("banks", help="bank conflicts of one warp-wide shared-memory instruction")
     p.add_argument("--op", required=True, help="e.g. ld.shared.v4.b32, ldmatrix.x4.trans, stmatrix.x2")
     p.add_argument("--addresses", help="32 byte addresses, space- or comma-separated")

@@ -1,0 +1,83 @@
+"""Pictures in the style of the PTX layout figures (matplotlib, optional: pip install 'tcemu[pictures]').
+
+An operand map draws shared memory as 128-byte lines of eight 16-byte chunks; each chunk an operand
+element lives in is coloured by its core matrix and labelled with the first element it holds.
+"""
+import numpy as np
+
+from .addressing import core_matrix_rows, operand_addresses
+from .descriptors import SwizzleMode, as_descriptor
+from .dtypes import element_type, parse_major
+from .errors import TcemuError
+
+
+def _plt():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError:
+        raise TcemuError("png", "pictures need matplotlib: pip install 'tcemu[pictures]'") from None
+
+
+def operand_map(desc, path: str, *, rows: int, k: int, dtype: str, major: str = "K", operand: str = "A"):
+    """Draw where every 16-byte chunk of the operand lives (PNG or SVG by the file's extension).
+    Returns (first line address, {(line, chunk): label})."""
+    plt = _plt()
+    desc = as_descriptor(desc)
+    addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major)
+    cm = core_matrix_rows(desc, rows=rows, k=k, dtype=dtype, major=major)  # (i, j, 8) row addresses
+    lo = int(addrs.min()) // 128 * 128
+    lines = (int(addrs.max()) - lo) // 128 + 1
+    if lines > 256:
+        raise TcemuError("rows", f"the operand spans {lines} lines of 128 bytes; draw at most 256")
+    color = np.full((lines, 8), -1.0)
+    labels = {}
+    T = element_type(dtype).per_chunk
+    k_major = parse_major(major)
+    for (i, j, p), a in np.ndenumerate(cm):
+        line, chunk = (int(a) - lo) // 128, (int(a) % 128) // 16
+        color[line, chunk] = (i * cm.shape[1] + j) % 20
+        r, c = (8 * i + p, j * T) if k_major else (i * T, 8 * j + p)
+        labels[(line, chunk)] = f"{operand}{r},{c}"
+    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.32 * lines + 1.2)))
+    masked = np.ma.masked_less(color, 0)
+    ax.imshow(masked, cmap="tab20", vmin=0, vmax=19, aspect="auto")
+    for (line, chunk), text in labels.items():
+        ax.text(chunk, line, text, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(8), [f"+{16 * c}" for c in range(8)])
+    ax.set_yticks(range(lines), [f"{lo + 128 * n:#x}" for n in range(lines)], fontsize=7)
+    ax.set_xlabel("16-byte chunk within the 128-byte line")
+    ax.set_title(f"{desc}\n{rows}x{k} {dtype}, {'K' if k_major else 'MN'}-major; colour = core matrix, "
+                 "label = first element", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return lo, labels
+
+
+def swizzle_atom(mode, path: str, *, base_offset: int = 0):
+    """Draw one swizzle atom: logical chunk c of row r (label r,c) at its physical chunk.
+    Returns the (rows, chunks) grid of logical chunk numbers by physical position."""
+    plt = _plt()
+    mode = SwizzleMode.parse(mode)
+    sw = mode.swizzle
+    width = mode.bytes // 16
+    rows = 8 if mode is not SwizzleMode.NONE else 1
+    grid = np.zeros((rows, width))
+    fig, ax = plt.subplots(figsize=(1.1 * width + 1.5, 0.6 * rows + 1.4))
+    for r in range(rows):
+        for c in range(width):
+            phys = sw(r * mode.bytes + 16 * c, base_offset if sw.bits else 0) - r * mode.bytes
+            grid[r, phys // 16] = c
+            ax.text(phys // 16, r, f"{r},{c}", ha="center", va="center", fontsize=8)
+    ax.imshow(grid, cmap="tab10", vmin=0, vmax=9, aspect="auto")
+    ax.set_xticks(range(width), [f"+{16 * c}" for c in range(width)])
+    ax.set_yticks(range(rows), [f"row {r}" for r in range(rows)])
+    ax.set_title(f"{mode.value} swizzle atom ({sw}), base offset {base_offset}: label = row, logical chunk",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return grid.astype(int)
