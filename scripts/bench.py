@@ -105,13 +105,13 @@ def main():
 
     try:
         from pycute import Swizzle
-        from test_addressing_oracle import ptx_layout
+        from tcemu.oracle import ptx_layout
 
         def reference(d, rows, k, dtype, major):  # per element, plain Python: CuTe layout then swizzle
             L = ptx_layout(16, major == "K", 128, rows, k, d.lbo, d.sbo)
             sw = Swizzle(3, 4, 3)
             return np.array([[sw(d.start_address + L(r, c)) for c in range(k)] for r in range(rows)])
-        ref_name = "pycute canonical-layout oracle (tests)"
+        ref_name = "pycute canonical-layout oracle (tcemu.oracle)"
     except ImportError:
         reference, ref_name = None, "unavailable (install nvidia-cutlass --no-deps for pycute)"
     ref = rate(lambda: reference(desc, **kw), 128 * 64, 1.0, 1) if reference else float("nan")

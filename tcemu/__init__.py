@@ -10,3 +10,7 @@ from .tma import tma_load
 from .hopper import wgmma
 
 __version__ = "0.1.0"
+__all__ = ["canonical_layout", "core_matrix_rows", "footprint", "operand_addresses", "Finding", "GmmaDescriptor",
+           "SwizzleMode", "DescriptorError", "LayoutError", "SharedMemoryError", "TcemuError", "TraceError",
+           "from_a_registers", "from_d_registers", "to_a_registers", "to_d_registers", "bank_conflicts",
+           "SharedMemory", "Swizzle", "tma_load", "wgmma"]

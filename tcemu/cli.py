@@ -121,6 +121,18 @@ def _swizzle_picture(args) -> int:
     return 0
 
 
+def _fuzz(args) -> int:
+    from .fuzz import campaign
+    result = campaign(seconds=args.seconds, seed=args.seed)
+    rate = result["cases"] / max(result["seconds"], 1e-9)
+    print(f"{result['cases']} cases ({result['elements']:,} addresses) in {result['seconds']:.1f} s, {rate:,.0f} cases/s")
+    if result["disagreement"]:
+        print("DISAGREEMENT, minimal reproducer:\n  " + result["disagreement"])
+        return 1
+    print("tcemu and the pycute formulation agree on every case")
+    return 0
+
+
 def _replay(args) -> int:
     paths = trace_paths(args.paths)
     if not paths:
@@ -192,6 +204,10 @@ def main(argv=None) -> int:
     p.add_argument("--mask", default="0xffffffff", help="active threads (ld/st)")
     p.add_argument("--png", help="write a lanes x banks heat map")
     p.set_defaults(run=_banks)
+    p = sub.add_parser("fuzz", help="fuzz address resolution against CuTe's layout algebra (pycute)")
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=_fuzz)
     p = sub.add_parser("replay", help="replay hardware traces and print a match table")
     p.add_argument("paths", nargs="+", help="trace files or directories of them")
     p.set_defaults(run=_replay)

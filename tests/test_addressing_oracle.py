@@ -4,7 +4,6 @@ Oracle = the PTX canonical layouts (PTX 9.7.15.5.1.2.1.3), written as pycute Lay
 composed with CuTe's Swizzle<B,4,3> the way the H200 applies it (traces/wgmma_addresses_sm90.npz):
 on the absolute address, with the base offset b0 moving the pattern origin by 128*b0 bytes.
 """
-import functools
 import json
 import pathlib
 
@@ -12,6 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 from pycute import Layout, Swizzle
+
+from tcemu.oracle import oracle
 
 import tcemu
 from tcemu import DescriptorError, GmmaDescriptor, LayoutError
@@ -21,42 +22,6 @@ WIDTH = {"none": 16, "32B": 32, "64B": 64, "128B": 128}  # swizzle width W: byte
 INSTR_K = {32: 8, 16: 16, 8: 32, 1: 256}  # K of one wgmma (PTX 9.7.15.5.1.1)
 WINDOW = 228 * 1024  # sm90 shared window (CUDA guide, cc 9.0)
 TRACE = pathlib.Path(__file__).resolve().parents[1] / "traces" / "wgmma_addresses_sm90.npz"
-
-
-def chunk_mode(bits):
-    """(shape, byte stride) of the T elements in a 16-byte chunk; b1: 8 bits share a byte."""
-    T = 128 // bits
-    return (T, bits // 8) if bits >= 8 else ((8, T // 8), (0, 1))
-
-
-def ptx_layout(bits, k_major, W, rows, k, lbo, sbo):
-    """The PTX canonical layout in bytes; coordinates (MN row, K column) for both majors."""
-    T = 128 // bits
-    ts, td = chunk_mode(bits)
-    if k_major:  # ((8,m),(T,2k)): none ((1T,SBO),(1,LBO)); swizzled ((W/16*T,SBO),(1,T))
-        mn_stride, kc_stride = (16, lbo) if W == 16 else (W, 16)
-        return Layout(((8, rows // 8), (ts, k // T)), ((mn_stride, sbo), (td, kc_stride)))
-    atoms = -(-rows // (T * W // 16))  # MN-major: ((T,W/16,m),(8,k))
-    if W == 16:  # ((1,T,SBO),(1T,LBO)): 1T elements = 16 bytes
-        return Layout(((ts, 1, atoms), (8, k // 8)), ((td, 16, sbo), (16, lbo)))
-    return Layout(((ts, W // 16, atoms), (8, k // 8)), ((td, 16, lbo), (W, sbo)))
-
-
-@functools.lru_cache(maxsize=256)
-def layout_offsets(bits, k_major, W, rows, k, lbo, sbo):
-    L = ptx_layout(bits, k_major, W, rows, k, lbo, sbo)
-    out = np.array([[L(r, c) for c in range(k)] for r in range(rows)], np.int64)
-    out.setflags(write=False)
-    return out
-
-
-def oracle(start, lbo, sbo, b0, W, bits, k_major, rows, k):
-    """Hardware rule (H200 trace): Swizzle(start + L - 128*b0) + 128*b0; no swizzle ignores b0."""
-    addr = start + layout_offsets(bits, k_major, W, rows, k, lbo, sbo)
-    if W == 16:
-        return addr
-    sw = Swizzle(W.bit_length() - 5, 4, 3)  # B = 1, 2, 3 for 32/64/128B; elementwise on the array
-    return sw(addr - 128 * b0) + 128 * b0
 
 
 def dense_strides(bits, k_major, W, rows, k):

@@ -1,6 +1,5 @@
 """Replay of every hardware trace in traces/: every captured value must match."""
 import glob
-import io
 import json
 import os
 

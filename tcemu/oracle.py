@@ -1,0 +1,56 @@
+"""An independent formulation of operand addressing, for fuzzing and tests: the PTX canonical
+layouts (9.7.15.5.1.2.1.3) written as CuTe layouts with CuTe's own Python layout algebra (pycute,
+from the nvidia-cutlass wheel: pip install --no-deps nvidia-cutlass), and the measured swizzle rule
+Swizzle(start + L - 128*b0) + 128*b0 (base offset ignored without swizzle). It shares no code with
+addressing.py.
+"""
+import functools
+
+import numpy as np
+
+from .errors import TcemuError
+
+
+def _pycute():
+    try:
+        import pycute
+        return pycute
+    except ImportError:
+        raise TcemuError("oracle", "needs pycute: pip install --no-deps nvidia-cutlass") from None
+
+
+def chunk_mode(bits):
+    """(shape, byte stride) of the T elements in a 16-byte chunk; b1: 8 bits share a byte."""
+    T = 128 // bits
+    return (T, bits // 8) if bits >= 8 else ((8, T // 8), (0, 1))
+
+
+def ptx_layout(bits, k_major, W, rows, k, lbo, sbo):
+    """The PTX canonical layout in bytes; coordinates (MN row, K column) for both majors."""
+    Layout = _pycute().Layout
+    T = 128 // bits
+    ts, td = chunk_mode(bits)
+    if k_major:  # ((8,m),(T,2k)): none ((1T,SBO),(1,LBO)); swizzled ((W/16*T,SBO),(1,T))
+        mn_stride, kc_stride = (16, lbo) if W == 16 else (W, 16)
+        return Layout(((8, rows // 8), (ts, k // T)), ((mn_stride, sbo), (td, kc_stride)))
+    atoms = -(-rows // (T * W // 16))  # MN-major: ((T,W/16,m),(8,k))
+    if W == 16:  # ((1,T,SBO),(1T,LBO)): 1T elements = 16 bytes
+        return Layout(((ts, 1, atoms), (8, k // 8)), ((td, 16, sbo), (16, lbo)))
+    return Layout(((ts, W // 16, atoms), (8, k // 8)), ((td, 16, lbo), (W, sbo)))
+
+
+@functools.lru_cache(maxsize=256)
+def layout_offsets(bits, k_major, W, rows, k, lbo, sbo):
+    L = ptx_layout(bits, k_major, W, rows, k, lbo, sbo)
+    out = np.array([[L(r, c) for c in range(k)] for r in range(rows)], np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def oracle(start, lbo, sbo, b0, W, bits, k_major, rows, k):
+    """Hardware rule (H200 trace): Swizzle(start + L - 128*b0) + 128*b0; no swizzle ignores b0."""
+    addr = start + layout_offsets(bits, k_major, W, rows, k, lbo, sbo)
+    if W == 16:
+        return addr
+    sw = _pycute().Swizzle(W.bit_length() - 5, 4, 3)  # B = 1, 2, 3 for 32/64/128B
+    return sw(addr - 128 * b0) + 128 * b0

@@ -1,0 +1,59 @@
+"""Hypothesis strategies for tcemu inputs (needs hypothesis: pip install 'tcemu[test]').
+
+    from tcemu.strategies import operands
+    @given(operands())
+    def test_my_kernel_layout(case): desc, rows, k, dtype, major = case; ...
+"""
+from hypothesis import strategies as st
+
+from .arch import SMEM_WINDOW
+from .descriptors import SM90_RESERVED_MASK, GmmaDescriptor, SwizzleMode
+from .dtypes import SM90_MN_MAJOR_DTYPES, SM90_OPERAND_DTYPES, element_type
+from .hopper import K_OF
+
+WINDOW = SMEM_WINDOW["sm90"]
+
+
+def descriptor_values():
+    """Any 64-bit value: what a buggy kernel might hand the tensor core."""
+    return st.integers(0, (1 << 64) - 1)
+
+
+@st.composite
+def valid_descriptors(draw, swizzles=tuple(SwizzleMode), max_stride=4096):
+    mode = draw(st.sampled_from(swizzles))
+    return GmmaDescriptor(16 * draw(st.integers(0x40, 0x2000)), 16 * draw(st.integers(0, max_stride // 16)),
+                          16 * draw(st.integers(0, max_stride // 16)),
+                          draw(st.integers(0, 7)) if mode is not SwizzleMode.NONE else 0, mode)
+
+
+@st.composite
+def invalid_descriptors(draw):
+    """Descriptors that validate() rejects: reserved bits set, or a start beyond the window."""
+    d = draw(valid_descriptors())
+    if draw(st.booleans()):
+        bits = draw(st.integers(1, (1 << 64) - 1)) & SM90_RESERVED_MASK
+        return GmmaDescriptor.decode(d.encode() | (bits or 1 << 14))
+    return GmmaDescriptor(16 * draw(st.integers(WINDOW // 16, (1 << 14) - 1)), d.lbo, d.sbo, d.base_offset, d.swizzle)
+
+
+@st.composite
+def operands(draw, dtypes=SM90_OPERAND_DTYPES, majors=("K", "MN")):
+    """(desc, rows, k, dtype, major) that operand_addresses accepts: the instruction's K, rows a legal M/N."""
+    dtype = draw(st.sampled_from(dtypes))
+    major = draw(st.sampled_from([m for m in majors if m == "K" or dtype in SM90_MN_MAJOR_DTYPES]))
+    desc = draw(valid_descriptors())
+    rows = 8 * draw(st.integers(1, 32))
+    if major == "MN":
+        rows = max(rows // element_type(dtype).per_chunk, 1) * element_type(dtype).per_chunk
+    return desc, rows, K_OF[dtype], dtype, major
+
+
+def wgmma_forms():
+    """(shape, dtype_a, dtype_b, dtype_d) of legal wgmma forms."""
+    pairs = [("tf32", "tf32", "f32"), ("f16", "f16", "f32"), ("f16", "f16", "f16"), ("bf16", "bf16", "f32")]
+    pairs += [(a, b, d) for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2") for d in ("f32", "f16")]
+    pairs += [(a, b, "s32") for a in ("s8", "u8") for b in ("s8", "u8")] + [("b1", "b1", "s32")]
+    return st.sampled_from(pairs).flatmap(lambda p: st.sampled_from(
+        [n for n in range(8, 257, 8) if p[2] != "s32" or n in (8, 16, 24) or n % 16 == 0]).map(
+        lambda n: (f"m64n{n}k{K_OF[p[0]]}",) + p))
