@@ -16,8 +16,8 @@ import numpy as np
 from numba import njit
 
 from .arch import SMEM_WINDOW, check_arch
-from .descriptors import GmmaDescriptor, SwizzleMode, as_descriptor
-from .dtypes import SM90_MN_MAJOR_DTYPES, element_type, parse_major
+from .descriptors import GmmaDescriptor, SwizzleMode, as_arch_descriptor
+from .dtypes import MN_MAJOR_DTYPES, OPERAND_DTYPES, element_type, parse_major
 from .errors import DescriptorError, LayoutError
 from .swizzle import swizzle_address
 
@@ -47,10 +47,12 @@ MAX_ELEMENTS = 1 << 24  # far beyond any operand: wgmma reads at most 256 x 256 
 
 
 def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
-    etype = element_type(dtype)
-    if not k_major and etype.name not in SM90_MN_MAJOR_DTYPES:
-        raise LayoutError("major", f"MN-major needs a 16-bit type on {arch} (PTX: imm-trans only for "
-                                   f".f16/.bf16); {etype.name} must be K-major")
+    etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
+    if not k_major and etype.name not in MN_MAJOR_DTYPES[arch]:
+        rule = "imm-trans only for .f16/.bf16" if arch == "sm90" else "no transpose for packed fp4"
+        raise LayoutError("major", f"{etype.name} must be K-major on {arch} (PTX: {rule})")
+    if k_major and desc.swizzle is SwizzleMode.B128_BASE32B:
+        raise LayoutError("major", "128B_base32B swizzle is MN-major only (CuTe static-asserts K-major)")
     for name, value in (("rows", rows), ("k", k)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
             raise LayoutError(name, f"must be a positive integer, got {value!r}")
@@ -83,7 +85,7 @@ def operand_addresses(desc, *, rows: int, k: int, dtype: str, major: str = "K", 
     row is M for A and N for B; for b1 the address is that of the byte holding the bit.
     """
     check_arch(arch)
-    desc = as_descriptor(desc).check(arch)
+    desc = as_arch_descriptor(desc, arch).check(arch)
     k_major = parse_major(major)
     etype = _check_shape(desc, rows, k, dtype, k_major, arch)
     sw = desc.swizzle.swizzle
@@ -91,7 +93,7 @@ def operand_addresses(desc, *, rows: int, k: int, dtype: str, major: str = "K", 
     out = np.empty((int(rows), int(k)), dtype=np.int64)
     _resolve(desc.start_address, desc.lbo, desc.sbo, sw.bits, sw.base, sw.shift, base_offset,
              desc.swizzle.bytes, k_major, etype.bits, out)
-    last = int(out.max()) + max(etype.bits // 8, 1)
+    last = int(out.max()) + max(etype.bits // 8, 1)  # (b1 / fp4: the byte holding the element)
     if last > SMEM_WINDOW[arch]:
         r, c = np.unravel_index(int(out.argmax()), out.shape)
         raise DescriptorError("start_address, lbo, sbo", f"element ({r}, {c}) resolves to {int(out[r, c]):#x}, "
@@ -108,7 +110,7 @@ def core_matrix_rows(desc, *, rows: int, k: int, dtype: str, major: str = "K", a
     i-th 16-byte chunk of M/N and K rows 8j..8j+7; its row p is K row 8j+p.
     """
     addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
-    T = element_type(dtype).per_chunk
+    T = element_type(dtype, allowed=OPERAND_DTYPES[arch]).per_chunk
     if parse_major(major):
         firsts = addrs[:, ::T]  # (rows, k/T): first element of each 16-byte row
         return np.ascontiguousarray(firsts.reshape(rows // 8, 8, k // T).transpose(0, 2, 1))
@@ -116,16 +118,16 @@ def core_matrix_rows(desc, *, rows: int, k: int, dtype: str, major: str = "K", a
     return np.ascontiguousarray(firsts.reshape(rows // T, k // 8, 8))
 
 
-def canonical_layout(desc, *, dtype: str | None = None, major: str = "K") -> str:
+def canonical_layout(desc, *, dtype: str | None = None, major: str = "K", arch: str = "sm90") -> str:
     """The PTX canonical layout of the operand in CuTe notation, instantiated for this descriptor.
 
     Units are elements of `dtype` (bytes when dtype is None); m and k count repeats of the atom.
     """
-    desc = as_descriptor(desc).check()
+    desc = as_arch_descriptor(desc, arch).check(arch)
     k_major = parse_major(major)
-    bits = 8 if dtype is None else element_type(dtype).bits
-    if not k_major and dtype is not None and dtype not in SM90_MN_MAJOR_DTYPES:
-        raise LayoutError("major", f"MN-major needs a 16-bit type on sm90; {dtype} must be K-major")
+    bits = 8 if dtype is None else element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits
+    if not k_major and dtype is not None and dtype not in MN_MAJOR_DTYPES[arch]:
+        raise LayoutError("major", f"{dtype} must be K-major on {arch}")
     T = 128 // bits
     w = desc.swizzle.bytes // 16  # 16-byte chunks per swizzled row (1 without swizzle)
 
@@ -146,7 +148,7 @@ def canonical_layout(desc, *, dtype: str | None = None, major: str = "K") -> str
 def footprint(desc, *, rows: int, k: int, dtype: str, major: str = "K", arch: str = "sm90"):
     """(lowest, highest + 1) byte address the operand touches."""
     addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
-    return int(addrs.min()), int(addrs.max()) + max(element_type(dtype).bits // 8, 1)
+    return int(addrs.min()), int(addrs.max()) + max(element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits // 8, 1)
 
 
 __all__ = ["operand_addresses", "core_matrix_rows", "canonical_layout", "footprint", "DescriptorError"]

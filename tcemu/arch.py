@@ -4,7 +4,7 @@ from .errors import TcemuError
 # Shared-memory window per CTA as the descriptors address it (bytes).
 # sm90: 228 KiB (CUDA Programming Guide, compute capability 9.0); dynamic shared
 # memory started at 0x400 in our captures (traces/*.npz, meta "smem_base").
-SMEM_WINDOW = {"sm90": 228 * 1024}
+SMEM_WINDOW = {"sm90": 228 * 1024, "sm100": 228 * 1024}  # sm100: 228 KiB per SM (CUDA guide, cc 10.0)
 
 ARCHES = tuple(SMEM_WINDOW)
 

@@ -11,7 +11,7 @@ from typing import List, Optional
 import numpy as np
 
 from .addressing import operand_addresses
-from .descriptors import GmmaDescriptor, SwizzleMode
+from .descriptors import SM90_SWIZZLES, GmmaDescriptor, SwizzleMode
 from .dtypes import element_type, parse_major
 from .errors import LayoutError, TcemuError
 
@@ -67,7 +67,7 @@ def suggest_descriptor(written, *, dtype: str, major: str = "K") -> Optional[Gmm
     k_major = parse_major(major)
     T = etype.per_chunk
     best, best_wrong = None, w.size + 1
-    for mode, b0 in product(SwizzleMode, range(8)):
+    for mode, b0 in product(SM90_SWIZZLES, range(8)):
         if mode is SwizzleMode.NONE and b0:
             continue
         sw = mode.swizzle

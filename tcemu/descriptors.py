@@ -15,7 +15,7 @@ import numpy as np
 from .arch import SMEM_WINDOW, check_arch
 from .dtypes import parse_major
 from .errors import DescriptorError
-from .swizzle import SWIZZLE_128B, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_NONE, Swizzle
+from .swizzle import SWIZZLE_128B, SWIZZLE_128B_BASE32B, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_NONE, Swizzle
 
 
 class SwizzleMode(Enum):
@@ -23,6 +23,7 @@ class SwizzleMode(Enum):
     B32 = "32B"
     B64 = "64B"
     B128 = "128B"
+    B128_BASE32B = "128B_base32B"  # sm100 only: 128B swizzle with 32-byte atoms, MN-major only
 
     @property
     def swizzle(self) -> Swizzle:
@@ -38,17 +39,21 @@ class SwizzleMode(Enum):
         if isinstance(value, cls):
             return value
         text = str(value).strip().upper().removesuffix("B").removeprefix("SW")
+        if text.replace("_", "").replace("ATOM", "BASE") in ("128BBASE32", "128BASE32"):
+            return cls.B128_BASE32B
         for mode in cls:
             if text == mode.value.upper().removesuffix("B") or (text in ("0", "INTERLEAVE") and mode is cls.NONE):
                 return mode
-        raise DescriptorError("swizzle", f"{value!r} is not a swizzle mode; expected none, 32B, 64B or 128B")
+        raise DescriptorError("swizzle", f"{value!r} is not a swizzle mode; expected none, 32B, 64B, 128B "
+                                         "or 128B_base32B (sm100)")
 
 
-_SWIZZLES = {SwizzleMode.NONE: SWIZZLE_NONE, SwizzleMode.B32: SWIZZLE_32B,
-             SwizzleMode.B64: SWIZZLE_64B, SwizzleMode.B128: SWIZZLE_128B}
+_SWIZZLES = {SwizzleMode.NONE: SWIZZLE_NONE, SwizzleMode.B32: SWIZZLE_32B, SwizzleMode.B64: SWIZZLE_64B,
+             SwizzleMode.B128: SWIZZLE_128B, SwizzleMode.B128_BASE32B: SWIZZLE_128B_BASE32B}
 # Layout-type field, bits 62-63 (PTX 9.7.15.5.1.2.2).
 _SM90_LAYOUT_CODE = {SwizzleMode.NONE: 0, SwizzleMode.B128: 1, SwizzleMode.B64: 2, SwizzleMode.B32: 3}
 _SM90_LAYOUT_MODE = {v: k for k, v in _SM90_LAYOUT_CODE.items()}
+SM90_SWIZZLES = (SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128)
 
 
 class Finding(NamedTuple):
@@ -82,9 +87,15 @@ class GmmaDescriptor:
     swizzle: SwizzleMode = SwizzleMode.NONE
     reserved_bits: int = field(default=0, compare=True)  # raw reserved bits, kept so decode/encode round-trip
 
+    _LAYOUT_CODE = _SM90_LAYOUT_CODE
+    _INT_FIELDS = ("start_address", "lbo", "sbo", "base_offset", "reserved_bits")
+
     def __post_init__(self):
         object.__setattr__(self, "swizzle", SwizzleMode.parse(self.swizzle))
-        for name in ("start_address", "lbo", "sbo", "base_offset", "reserved_bits"):
+        if self.swizzle not in self._LAYOUT_CODE:
+            raise DescriptorError("swizzle", f"{self.swizzle.value} has no layout-type code in this descriptor "
+                                             f"({', '.join(m.value for m in self._LAYOUT_CODE)})")
+        for name in self._INT_FIELDS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise DescriptorError(name, f"must be an integer, got {type(value).__name__} {value!r}")
@@ -93,14 +104,7 @@ class GmmaDescriptor:
     @classmethod
     def decode(cls, value) -> "GmmaDescriptor":
         """Fields of a 64-bit descriptor (an int, or a hex string such as '0x4000004000010040')."""
-        if isinstance(value, str):
-            try:
-                value = int(value.replace("_", ""), 0)
-            except ValueError:
-                raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 1 << 64:
-            raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {value!r}")
-        value = int(value)
+        value = _descriptor_int(value)
         start, lbo, sbo = ((value >> shift & 0x3FFF) << 4 for _, shift in _ADDRESS_FIELDS)
         return cls(start, lbo, sbo, value >> _BASE_OFFSET_SHIFT & 0x7,
                    _SM90_LAYOUT_MODE[value >> _LAYOUT_SHIFT & 0x3], value & SM90_RESERVED_MASK)
@@ -170,3 +174,106 @@ class GmmaDescriptor:
 def as_descriptor(desc) -> GmmaDescriptor:
     """A GmmaDescriptor from a GmmaDescriptor, a 64-bit int or a hex string."""
     return desc if isinstance(desc, GmmaDescriptor) else GmmaDescriptor.decode(desc)
+
+
+# ---- sm100: the tcgen05 shared-memory descriptor (PTX 9.7.16; CuTe UMMA::SmemDescriptor) ----
+#   bits  0-13 start >> 4    16-29 LBO >> 4    32-45 SBO >> 4    46-47 version (1 on sm100)
+#   bits 49-51 base offset   52 LBO mode       61-63 layout type; all others reserved
+_SM100_LAYOUT_CODE = {SwizzleMode.NONE: 0, SwizzleMode.B128_BASE32B: 1, SwizzleMode.B128: 2,
+                      SwizzleMode.B64: 4, SwizzleMode.B32: 6}
+_SM100_LAYOUT_MODE = {v: k for k, v in _SM100_LAYOUT_CODE.items()}
+SM100_SWIZZLES = SM90_SWIZZLES + (SwizzleMode.B128_BASE32B,)
+SM100_RESERVED_MASK = ((1 << 64) - 1) & ~((0x3FFF << 0) | (0x3FFF << 16) | (0x3FFF << 32) | (0x3 << 46) |
+                                         (0x7 << 49) | (1 << 52) | (0x7 << 61))
+
+
+@dataclass(frozen=True)
+class UmmaDescriptor(GmmaDescriptor):
+    """A tcgen05 (sm100) shared-memory matrix descriptor; byte-valued fields."""
+
+    version: int = 1
+    lbo_mode: int = 0
+
+    _LAYOUT_CODE = _SM100_LAYOUT_CODE
+    _INT_FIELDS = GmmaDescriptor._INT_FIELDS + ("version", "lbo_mode")
+
+    @classmethod
+    def decode(cls, value) -> "UmmaDescriptor":
+        value = _descriptor_int(value)
+        code = value >> 61 & 0x7
+        if code not in _SM100_LAYOUT_MODE:
+            raise DescriptorError("swizzle", f"layout type {code} (bits 61-63) is unused on sm100; expected 0 none, "
+                                             "1 128B_base32B, 2 128B, 4 64B, 6 32B")
+        start, lbo, sbo = ((value >> shift & 0x3FFF) << 4 for _, shift in _ADDRESS_FIELDS)
+        return cls(start, lbo, sbo, value >> 49 & 0x7, _SM100_LAYOUT_MODE[code], value & SM100_RESERVED_MASK,
+                   value >> 46 & 0x3, value >> 52 & 1)
+
+    def encode(self) -> int:
+        errors = list(self._encoding_findings())
+        if errors:
+            raise DescriptorError(errors[0].field, errors[0].rule)
+        value = self.reserved_bits | self.base_offset << 49 | self.version << 46 | self.lbo_mode << 52
+        value |= _SM100_LAYOUT_CODE[self.swizzle] << 61
+        for name, shift in _ADDRESS_FIELDS:
+            value |= (getattr(self, name) & 0x3FFFF) >> 4 << shift
+        return value
+
+    def _encoding_findings(self):
+        yield from (f for f in super()._encoding_findings() if f.field != "reserved_bits")
+        if self.reserved_bits & ~SM100_RESERVED_MASK:
+            yield Finding("reserved_bits", f"{self.reserved_bits:#x} sets bits that are not reserved", "error")
+        if not 0 <= self.version <= 3:
+            yield Finding("version", f"{self.version} does not fit the 2-bit field", "error")
+        if self.lbo_mode not in (0, 1):
+            yield Finding("lbo_mode", f"{self.lbo_mode} does not fit the 1-bit field", "error")
+
+    def validate(self, arch: str = "sm100", major: str | None = None) -> List[Finding]:
+        check_arch(arch)
+        findings = list(self._encoding_findings())
+        if self.reserved_bits & SM100_RESERVED_MASK:
+            findings.append(Finding("reserved_bits", f"bits {_reserved_bit_list(self.reserved_bits)} are reserved "
+                                                     "and must be 0", "error"))
+        if 0 <= self.version <= 3 and self.version != 1:
+            findings.append(Finding("version", f"{self.version}: sm100 descriptors carry version 1 (bits 46-47; "
+                                               "CuTe sets it, hand-built descriptors often miss it)", "error"))
+        window = SMEM_WINDOW[arch]
+        if 0 <= self.start_address < _FIELD_MAX and self.start_address >= window:
+            findings.append(Finding("start_address", f"{self.start_address:#x} lies beyond the {window // 1024} KiB "
+                                                     f"shared-memory window of {arch}", "error"))
+        if self.lbo_mode == 1:
+            findings.append(Finding("lbo_mode", "1 (LBO holds an absolute address) is documented for sm_103a only, "
+                                                "with 128B swizzle, K-major and base offset 0; tcemu does not model "
+                                                "it", "error"))
+        if self.swizzle is SwizzleMode.NONE and self.base_offset:
+            findings.append(Finding("base_offset", f"{self.base_offset} is ignored without swizzle", "warning"))
+        if major is not None and parse_major(major) and self.swizzle is SwizzleMode.B128_BASE32B:
+            findings.append(Finding("swizzle", "128B_base32B is MN-major only (CuTe static-asserts K-major)", "error"))
+        return findings
+
+    def check(self, arch: str = "sm100") -> "UmmaDescriptor":
+        return super().check(arch)
+
+    def __str__(self) -> str:
+        return (super().__str__().replace("GmmaDescriptor", "UmmaDescriptor")[:-1]
+                + f", version={self.version}, lbo_mode={self.lbo_mode})")
+
+
+def _descriptor_int(value) -> int:
+    if isinstance(value, str):
+        try:
+            value = int(value.replace("_", ""), 0)
+        except ValueError:
+            raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 1 << 64:
+        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {value!r}")
+    return int(value)
+
+
+def as_arch_descriptor(desc, arch: str):
+    """The descriptor for `arch`: sm90 GmmaDescriptor, sm100 UmmaDescriptor (ints are decoded as such)."""
+    cls = UmmaDescriptor if arch == "sm100" else GmmaDescriptor
+    if isinstance(desc, GmmaDescriptor):
+        if type(desc) is not cls:
+            raise DescriptorError("desc", f"a {type(desc).__name__} cannot describe an {arch} operand; use {cls.__name__}")
+        return desc
+    return cls.decode(desc)

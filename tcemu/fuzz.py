@@ -7,7 +7,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .addressing import operand_addresses
-from .descriptors import GmmaDescriptor, SwizzleMode
+from .descriptors import SM90_SWIZZLES, GmmaDescriptor, SwizzleMode
 from .errors import TcemuError
 from .hopper import K_OF
 from .oracle import oracle
@@ -19,7 +19,7 @@ BITS = {"tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "u8": 8, "b1": 1}
 def random_case(rng):
     dtype = str(rng.choice(DTYPES))
     major = "MN" if dtype in ("f16", "bf16") and rng.random() < 0.5 else "K"
-    mode = SwizzleMode(rng.choice([m.value for m in SwizzleMode]))
+    mode = SM90_SWIZZLES[int(rng.integers(0, len(SM90_SWIZZLES)))]
     desc = GmmaDescriptor(16 * int(rng.integers(0x40, 0x2000)), 16 * int(rng.integers(0, 256)),
                           16 * int(rng.integers(0, 256)), int(rng.integers(0, 8)) if mode is not SwizzleMode.NONE else 0,
                           mode)

@@ -7,7 +7,7 @@
 from hypothesis import strategies as st
 
 from .arch import SMEM_WINDOW
-from .descriptors import SM90_RESERVED_MASK, GmmaDescriptor, SwizzleMode
+from .descriptors import SM90_RESERVED_MASK, SM90_SWIZZLES, GmmaDescriptor, SwizzleMode
 from .dtypes import SM90_MN_MAJOR_DTYPES, SM90_OPERAND_DTYPES, element_type
 from .hopper import K_OF
 
@@ -20,7 +20,7 @@ def descriptor_values():
 
 
 @st.composite
-def valid_descriptors(draw, swizzles=tuple(SwizzleMode), max_stride=4096):
+def valid_descriptors(draw, swizzles=SM90_SWIZZLES, max_stride=4096):
     mode = draw(st.sampled_from(swizzles))
     return GmmaDescriptor(16 * draw(st.integers(0x40, 0x2000)), 16 * draw(st.integers(0, max_stride // 16)),
                           16 * draw(st.integers(0, max_stride // 16)),

@@ -17,8 +17,8 @@ class Swizzle(NamedTuple):
 
     @property
     def atom_bytes(self) -> int:
-        """Bytes in one swizzled row: 16 * 2^B (the swizzle width, e.g. 128B)."""
-        return (1 << self.base) << self.bits if self.bits else 16
+        """Bytes in one swizzled row (the swizzle width, e.g. 128B): the span the permuted bits address."""
+        return 1 << (self.base + self.bits) if self.bits else 16
 
     def __call__(self, addr: int, base_offset: int = 0) -> int:
         return swizzle_address(addr, self.bits, self.base, self.shift, base_offset)
@@ -39,3 +39,5 @@ SWIZZLE_NONE = Swizzle(0, 4, 3)
 SWIZZLE_32B = Swizzle(1, 4, 3)
 SWIZZLE_64B = Swizzle(2, 4, 3)
 SWIZZLE_128B = Swizzle(3, 4, 3)
+# sm100 "128B with 32-byte atoms" (MN-major only): CuTe's Swizzle<2,5,2>, bits [5,7) ^= bits [7,9).
+SWIZZLE_128B_BASE32B = Swizzle(2, 5, 2)

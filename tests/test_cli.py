@@ -33,7 +33,7 @@ def test_addresses_json(capsys):
 
 def test_addresses_error_names_field(capsys):
     assert main(["addresses", "0x0", "--rows", "64", "--k", "8", "--dtype", "tf32", "--major", "MN"]) == 2
-    assert "LayoutError: major: MN-major needs a 16-bit type" in capsys.readouterr().err
+    assert "LayoutError: major: tf32 must be K-major on sm90 (PTX: imm-trans only for .f16/.bf16)" in capsys.readouterr().err
 
 
 def test_replay_table_and_exit_codes(capsys, tmp_path):
