@@ -1,0 +1,137 @@
+"""tcgen05 instruction descriptors (PTX 9.7.16.4.2, Tables 42-44): a 32-bit value whose layout
+depends on the instruction's .kind, which the value does not encode (decode takes it).
+
+Table 42 (tf32, f16, f8f6f4, i8): 0-1 sparsity selector, 2 sparse, 3 saturate, 4-5 D type, 7-9 A type,
+10-12 B type, 13/14 negate A/B, 15/16 transpose A/B, 17-22 N >> 3, 24-28 M >> 4, 30-31 max shift (.ws).
+Tables 43/44 (mxf8f6f4, mxf4, mxf4nvf4): 2 sparse, 4-5 B scale-factor id, 7-9 A type, 10-12 (mxf4*:
+10-11) B type, 13-16 negate/transpose, 17-22 N >> 3, 23 scale type, 27-28 M >> 7, 29-30 A scale-factor
+id, 31 (mxf4*) K = 96. Not silicon-verified: PTX text and CuTe only.
+"""
+from dataclasses import dataclass
+
+from .errors import DescriptorError
+
+KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
+BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
+_F8F6F4 = {"e4m3": 0, "e5m2": 1, "e2m3": 3, "e3m2": 4, "e2m1": 5}
+TYPE_CODES = {"tf32": {"tf32": 2}, "f16": {"f16": 0, "bf16": 1}, "f8f6f4": _F8F6F4, "i8": {"u8": 0, "s8": 1},
+              "mxf8f6f4": _F8F6F4, "mxf4": {"e2m1": 1}, "mxf4nvf4": {"e2m1": 1}}
+D_CODES = {"tf32": {"f32": 1}, "f16": {"f16": 0, "f32": 1}, "f8f6f4": {"f16": 0, "f32": 1}, "i8": {"s32": 2}}
+SCALE_CODES = {"mxf8f6f4": {"ue8m0": 1}, "mxf4": {"ue8m0": 1}, "mxf4nvf4": {"ue4m3": 0, "ue8m0": 1}}
+
+
+def _field(value, lo, width):
+    return value >> lo & ((1 << width) - 1)
+
+
+def _name(codes, code, field):
+    for name, c in codes.items():
+        if c == code:
+            return name
+    raise DescriptorError(field, f"code {code} is not defined ({', '.join(f'{n} = {c}' for n, c in codes.items())})")
+
+
+@dataclass(frozen=True)
+class InstrDescriptor:
+    kind: str
+    dtype_a: str
+    dtype_b: str
+    m: int
+    n: int
+    dtype_d: str = "f32"         # Table 42 kinds; block-scaled kinds accumulate in f32
+    negate_a: bool = False
+    negate_b: bool = False
+    transpose_a: bool = False    # MN-major A
+    transpose_b: bool = False
+    sparse: bool = False
+    sparsity_selector: int = 0   # Table 42
+    saturate: bool = False       # i8
+    max_shift: int = 0           # Table 42: .ws B-reuse shift code
+    scale_type: str = "ue8m0"    # block-scaled
+    a_scale_id: int = 0
+    b_scale_id: int = 0
+    k96: bool = False            # mxf4*: dense K = 96 instead of 64
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise DescriptorError("kind", f"{self.kind!r}: expected one of {', '.join(KINDS)}")
+
+    @classmethod
+    def decode(cls, value, kind: str) -> "InstrDescriptor":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:
+            raise DescriptorError("descriptor", f"must be an unsigned 32-bit integer, got {value!r}")
+        if kind not in KINDS:
+            raise DescriptorError("kind", f"{kind!r}: expected one of {', '.join(KINDS)}")
+        codes = TYPE_CODES[kind]
+        common = dict(dtype_a=_name(codes, _field(value, 7, 3), "dtype_a"),
+                      dtype_b=_name(codes, _field(value, 10, 2 if kind in ("mxf4", "mxf4nvf4") else 3), "dtype_b"),
+                      negate_a=bool(value >> 13 & 1), negate_b=bool(value >> 14 & 1),
+                      transpose_a=bool(value >> 15 & 1), transpose_b=bool(value >> 16 & 1),
+                      n=_field(value, 17, 6) << 3, sparse=bool(value >> 2 & 1))
+        if kind in BLOCK_SCALED:
+            desc = cls(kind, m=_field(value, 27, 2) << 7, scale_type=_name(SCALE_CODES[kind], value >> 23 & 1,
+                                                                           "scale_type"),
+                       a_scale_id=_field(value, 29, 2), b_scale_id=_field(value, 4, 2),
+                       k96=bool(value >> 31 & 1) if kind != "mxf8f6f4" else False, **common)
+        else:
+            desc = cls(kind, m=_field(value, 24, 5) << 4, dtype_d=_name(D_CODES[kind], _field(value, 4, 2), "dtype_d"),
+                       sparsity_selector=_field(value, 0, 2), saturate=bool(value >> 3 & 1),
+                       max_shift=_field(value, 30, 2), **common)
+        if desc.encode() != value:
+            raise DescriptorError("reserved", f"{value:#010x} sets bits that are reserved for .kind::{kind} "
+                                              f"({value ^ desc.encode():#010x})")
+        return desc
+
+    def encode(self) -> int:
+        for f in self.validate(strict=False):
+            raise DescriptorError(f[0], f[1])
+        codes = TYPE_CODES[self.kind]
+        v = (codes[self.dtype_a] << 7 | codes[self.dtype_b] << 10 | self.negate_a << 13 | self.negate_b << 14
+             | self.transpose_a << 15 | self.transpose_b << 16 | (self.n >> 3) << 17 | self.sparse << 2)
+        if self.kind in BLOCK_SCALED:
+            return (v | SCALE_CODES[self.kind][self.scale_type] << 23 | (self.m >> 7) << 27 | self.a_scale_id << 29
+                    | self.b_scale_id << 4 | (self.k96 << 31 if self.kind != "mxf8f6f4" else 0))
+        return (v | D_CODES[self.kind][self.dtype_d] << 4 | (self.m >> 4) << 24 | self.sparsity_selector
+                | self.saturate << 3 | self.max_shift << 30)
+
+    def validate(self, strict: bool = True):
+        """[(field, rule)] for every broken rule; strict adds the shape rules beyond the encoding."""
+        out = []
+        codes = TYPE_CODES[self.kind]
+        for name in ("dtype_a", "dtype_b"):
+            if getattr(self, name) not in codes:
+                out.append((name, f"{getattr(self, name)!r} is not a .kind::{self.kind} type ({', '.join(codes)})"))
+        scaled = self.kind in BLOCK_SCALED
+        if not scaled and self.dtype_d not in D_CODES[self.kind]:
+            out.append(("dtype_d", f"{self.dtype_d!r} is not a .kind::{self.kind} accumulator "
+                                   f"({', '.join(D_CODES[self.kind])})"))
+        if scaled and self.scale_type not in SCALE_CODES[self.kind]:
+            out.append(("scale_type", f"{self.scale_type!r}: .kind::{self.kind} takes {', '.join(SCALE_CODES[self.kind])}"))
+        m_unit, m_bits = (128, 2) if scaled else (16, 5)
+        if not (isinstance(self.m, int) and self.m % m_unit == 0 and 0 <= self.m >> (m_unit.bit_length() - 1) < 1 << m_bits):
+            out.append(("m", f"{self.m!r} does not fit: the field holds M / {m_unit} in {m_bits} bits"))
+        if not (isinstance(self.n, int) and self.n % 8 == 0 and 0 <= self.n >> 3 < 64):
+            out.append(("n", f"{self.n!r} does not fit: the field holds N / 8 in 6 bits"))
+        for name, top in (("sparsity_selector", 3), ("max_shift", 3), ("a_scale_id", 3), ("b_scale_id", 3)):
+            if not 0 <= getattr(self, name) <= top:
+                out.append((name, f"{getattr(self, name)} does not fit its 2-bit field"))
+        if self.saturate and self.kind != "i8":
+            out.append(("saturate", "only .kind::i8 saturates"))
+        if self.kind == "i8" and (self.negate_a or self.negate_b):
+            out.append(("negate_a" if self.negate_a else "negate_b", ".kind::i8 cannot negate (Table 42)"))
+        if self.kind in ("mxf4", "mxf4nvf4") and (self.transpose_a or self.transpose_b):
+            out.append(("transpose_a" if self.transpose_a else "transpose_b", "packed fp4 cannot be transposed (Table 44)"))
+        if self.kind in ("mxf4", "mxf4nvf4") and (self.a_scale_id % 2 or self.b_scale_id % 2):
+            out.append(("a_scale_id" if self.a_scale_id % 2 else "b_scale_id", "mxf4 scale-factor ids are 0 or 2"))
+        if scaled and (self.sparsity_selector or self.max_shift or self.saturate):
+            out.append(("sparsity_selector", f".kind::{self.kind} has no such field"))
+        if strict and not out:
+            legal_m = (128, 256) if scaled else (64, 128, 256)
+            if self.m not in legal_m:
+                out.append(("m", f"M = {self.m}: .kind::{self.kind} takes {legal_m} (256 with cta_group::2)"))
+            step = 8 if self.m == 64 or scaled else 16
+            if not (step <= self.n <= 256 and self.n % step == 0):
+                out.append(("n", f"N = {self.n}: M = {self.m} takes N from {step} to 256 in steps of {step}"))
+        return out
+
+
