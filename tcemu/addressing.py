@@ -8,7 +8,9 @@ and T = 128 / element bits. A core matrix is 8 rows of 16 contiguous bytes.
      swizzled:  (r//8)*SBO + (r%8)*W  + c*16  + byte(k%T)          (LBO unused)
   MN-major (row r of M/N, column k):
      none:      (r//T)*SBO + (k%8)*16 + (k//8)*LBO + byte(r%T)
-     swizzled:  (r//(T*W/16))*LBO + (k%8)*W + (k//8)*SBO + byte(r%(T*W/16))
+     swizzled:  (r//(T*W/16))*LBO + (k%A)*W + (k//A)*SBO + byte(r%(T*W/16))
+  with A = 8 rows per swizzle atom (4 for sm100's 128B_base32B, Swizzle<2,5,2>: CuTe's
+  Layout_MN_SW128_32B_Atom, tests/test_cute_umma.py); swizzled K-major rows step the same way.
 
 then address = Swizzle(start + offset, base offset) on the absolute address (swizzle.py).
 """
@@ -28,16 +30,18 @@ def _resolve(start, lbo, sbo, sw_bits, sw_base, sw_shift, base_offset, width, k_
     per_chunk = 128 // elem_bits
     swizzled = sw_bits > 0
     per_atom = per_chunk * (width // 16)  # MN elements in one swizzled row
+    atom_rows = 1 << sw_shift             # rows of one swizzle atom: 8, or 4 for Swizzle<2,5,2> (CuTe)
     for r in range(rows):
         for k in range(cols):
             if k_major:
                 byte = ((k % per_chunk) * elem_bits) >> 3
                 if swizzled:
-                    off = (r >> 3) * sbo + (r & 7) * width + (k // per_chunk) * 16 + byte
+                    off = (r // atom_rows) * sbo + (r % atom_rows) * width + (k // per_chunk) * 16 + byte
                 else:
                     off = (r >> 3) * sbo + (r & 7) * 16 + (k // per_chunk) * lbo + byte
             elif swizzled:
-                off = (r // per_atom) * lbo + (k & 7) * width + (k >> 3) * sbo + ((r % per_atom) * elem_bits >> 3)
+                off = (r // per_atom) * lbo + (k % atom_rows) * width + (k // atom_rows) * sbo \
+                    + ((r % per_atom) * elem_bits >> 3)
             else:
                 off = (r // per_chunk) * sbo + (k & 7) * 16 + (k >> 3) * lbo + ((r % per_chunk) * elem_bits >> 3)
             out[r, k] = swizzle_address(start + off, sw_bits, sw_base, sw_shift, base_offset)

@@ -3,7 +3,8 @@ depends on the instruction's .kind, which the value does not encode (decode take
 
 Table 42 (tf32, f16, f8f6f4, i8): 0-1 sparsity selector, 2 sparse, 3 saturate, 4-5 D type, 7-9 A type,
 10-12 B type, 13/14 negate A/B, 15/16 transpose A/B, 17-22 N >> 3, 24-28 M >> 4, 30-31 max shift (.ws).
-Tables 43/44 (mxf8f6f4, mxf4, mxf4nvf4): 2 sparse, 4-5 B scale-factor id, 7-9 A type, 10-12 (mxf4*:
+Tables 43/44 (mxf8f6f4, mxf4, mxf4nvf4): 0-1 sparsity selector (reserved in the PTX text; CuTe writes
+it, and CuTe wins here: tests/test_cute_umma.py), 2 sparse, 4-5 B scale-factor id, 7-9 A type, 10-12 (mxf4*:
 10-11) B type, 13-16 negate/transpose, 17-22 N >> 3, 23 scale type, 27-28 M >> 7, 29-30 A scale-factor
 id, 31 (mxf4*) K = 96. Not silicon-verified: PTX text and CuTe only.
 """
@@ -71,6 +72,7 @@ class InstrDescriptor:
         if kind in BLOCK_SCALED:
             desc = cls(kind, m=_field(value, 27, 2) << 7, scale_type=_name(SCALE_CODES[kind], value >> 23 & 1,
                                                                            "scale_type"),
+                       sparsity_selector=_field(value, 0, 2),  # PTX marks bits 0-1 reserved; CuTe writes them
                        a_scale_id=_field(value, 29, 2), b_scale_id=_field(value, 4, 2),
                        k96=bool(value >> 31 & 1) if kind != "mxf8f6f4" else False, **common)
         else:
@@ -90,6 +92,7 @@ class InstrDescriptor:
              | self.transpose_a << 15 | self.transpose_b << 16 | (self.n >> 3) << 17 | self.sparse << 2)
         if self.kind in BLOCK_SCALED:
             return (v | SCALE_CODES[self.kind][self.scale_type] << 23 | (self.m >> 7) << 27 | self.a_scale_id << 29
+                    | self.sparsity_selector
                     | self.b_scale_id << 4 | (self.k96 << 31 if self.kind != "mxf8f6f4" else 0))
         return (v | D_CODES[self.kind][self.dtype_d] << 4 | (self.m >> 4) << 24 | self.sparsity_selector
                 | self.saturate << 3 | self.max_shift << 30)
@@ -123,8 +126,8 @@ class InstrDescriptor:
             out.append(("transpose_a" if self.transpose_a else "transpose_b", "packed fp4 cannot be transposed (Table 44)"))
         if self.kind in ("mxf4", "mxf4nvf4") and (self.a_scale_id % 2 or self.b_scale_id % 2):
             out.append(("a_scale_id" if self.a_scale_id % 2 else "b_scale_id", "mxf4 scale-factor ids are 0 or 2"))
-        if scaled and (self.sparsity_selector or self.max_shift or self.saturate):
-            out.append(("sparsity_selector", f".kind::{self.kind} has no such field"))
+        if scaled and (self.max_shift or self.saturate):
+            out.append(("max_shift" if self.max_shift else "saturate", f".kind::{self.kind} has no such field"))
         if strict and not out:
             legal_m = (128, 256) if scaled else (64, 128, 256)
             if self.m not in legal_m:

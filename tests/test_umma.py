@@ -73,8 +73,8 @@ def test_blog_example_mnmajor_sw64():
 @pytest.mark.parametrize("dtype,bits", [("bf16", 16), ("tf32", 32), ("e4m3", 8)])
 def test_128b_base32b_is_cute_swizzle_2_5_2(dtype, bits):
     T = 128 // bits
-    desc = UmmaDescriptor(BASE, 2048, 1024, 0, "128B_base32B")  # LBO: next 8T of MN, SBO: next 8 of K
-    canon = Layout(((T, 8, 2), (8, 2)), ((bits // 8, 16, 2048), (128, 1024)))
+    desc = UmmaDescriptor(BASE, 2048, 512, 0, "128B_base32B")  # LBO: next 8T of MN, SBO: next 4 of K
+    canon = Layout(((T, 8, 2), (4, 4)), ((bits // 8, 16, 2048), (128, 512)))  # atom: 4 K-rows of 128 B (CuTe)
     want = swizzled(canon, Swizzle(2, 5, 2), 16 * T, 16)
     got = tcemu.operand_addresses(desc, rows=16 * T, k=16, dtype=dtype, major="MN", arch="sm100")
     assert np.array_equal(got, want)
