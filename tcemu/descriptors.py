@@ -88,6 +88,7 @@ class GmmaDescriptor:
     reserved_bits: int = field(default=0, compare=True)  # raw reserved bits, kept so decode/encode round-trip
 
     _LAYOUT_CODE = _SM90_LAYOUT_CODE
+    _RESERVED_MASK = SM90_RESERVED_MASK
     _INT_FIELDS = ("start_address", "lbo", "sbo", "base_offset", "reserved_bits")
 
     def __post_init__(self):
@@ -130,20 +131,25 @@ class GmmaDescriptor:
                 yield Finding(name, f"{value:#x} is not a multiple of 16 bytes (the field holds bytes >> 4)", "error")
         if not 0 <= self.base_offset <= 7:
             yield Finding("base_offset", f"{self.base_offset} does not fit the 3-bit field (0..7)", "error")
-        if self.reserved_bits & ~SM90_RESERVED_MASK:
+        if self.reserved_bits & ~self._RESERVED_MASK:
             yield Finding("reserved_bits", f"{self.reserved_bits:#x} sets bits that are not reserved", "error")
 
-    def validate(self, arch: str = "sm90", major: str | None = None) -> List[Finding]:
-        """Every rule the descriptor breaks (errors) and every field the hardware will ignore (warnings)."""
+    def _common_findings(self, arch: str) -> List[Finding]:
+        """Encoding rules, reserved bits set, and a start beyond the architecture's window."""
         check_arch(arch)
         findings = list(self._encoding_findings())
-        if self.reserved_bits & SM90_RESERVED_MASK:
+        if self.reserved_bits & self._RESERVED_MASK:
             findings.append(Finding("reserved_bits", f"bits {_reserved_bit_list(self.reserved_bits)} are reserved "
-                                                     "and must be 0 (PTX 9.7.15.5.1.2.2)", "error"))
+                                                     "and must be 0", "error"))
         window = SMEM_WINDOW[arch]
         if 0 <= self.start_address < _FIELD_MAX and self.start_address >= window:
             findings.append(Finding("start_address", f"{self.start_address:#x} lies beyond the {window // 1024} KiB "
                                                      f"shared-memory window of {arch} (ends at {window:#x})", "error"))
+        return findings
+
+    def validate(self, arch: str = "sm90", major: str | None = None) -> List[Finding]:
+        """Every rule the descriptor breaks (errors) and every field the hardware will ignore (warnings)."""
+        findings = self._common_findings(arch)
         if self.swizzle is SwizzleMode.NONE and self.base_offset:
             findings.append(Finding("base_offset", f"{self.base_offset} is ignored without swizzle (PTX: valid for "
                                                    "swizzled modes only; measured in traces/)", "warning"))
@@ -195,6 +201,7 @@ class UmmaDescriptor(GmmaDescriptor):
     lbo_mode: int = 0
 
     _LAYOUT_CODE = _SM100_LAYOUT_CODE
+    _RESERVED_MASK = SM100_RESERVED_MASK
     _INT_FIELDS = GmmaDescriptor._INT_FIELDS + ("version", "lbo_mode")
 
     @classmethod
@@ -219,27 +226,17 @@ class UmmaDescriptor(GmmaDescriptor):
         return value
 
     def _encoding_findings(self):
-        yield from (f for f in super()._encoding_findings() if f.field != "reserved_bits")
-        if self.reserved_bits & ~SM100_RESERVED_MASK:
-            yield Finding("reserved_bits", f"{self.reserved_bits:#x} sets bits that are not reserved", "error")
+        yield from super()._encoding_findings()
         if not 0 <= self.version <= 3:
             yield Finding("version", f"{self.version} does not fit the 2-bit field", "error")
         if self.lbo_mode not in (0, 1):
             yield Finding("lbo_mode", f"{self.lbo_mode} does not fit the 1-bit field", "error")
 
     def validate(self, arch: str = "sm100", major: str | None = None) -> List[Finding]:
-        check_arch(arch)
-        findings = list(self._encoding_findings())
-        if self.reserved_bits & SM100_RESERVED_MASK:
-            findings.append(Finding("reserved_bits", f"bits {_reserved_bit_list(self.reserved_bits)} are reserved "
-                                                     "and must be 0", "error"))
+        findings = self._common_findings(arch)
         if 0 <= self.version <= 3 and self.version != 1:
             findings.append(Finding("version", f"{self.version}: sm100 descriptors carry version 1 (bits 46-47; "
                                                "CuTe sets it, hand-built descriptors often miss it)", "error"))
-        window = SMEM_WINDOW[arch]
-        if 0 <= self.start_address < _FIELD_MAX and self.start_address >= window:
-            findings.append(Finding("start_address", f"{self.start_address:#x} lies beyond the {window // 1024} KiB "
-                                                     f"shared-memory window of {arch}", "error"))
         if self.lbo_mode == 1:
             findings.append(Finding("lbo_mode", "1 (LBO holds an absolute address) is documented for sm_103a only, "
                                                 "with 128B swizzle, K-major and base offset 0; tcemu does not model "
