@@ -19,10 +19,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .formats import FINITE, INF, NAN, ZERO, decode_float, format_args, get_format
+from .formats import FINITE, INF, NAN, RNE, RZ, ZERO, decode_float, format_args, get_format
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
-RZ, RNE = 0, 1
+__all__ = ["FdpUnit", "RNE", "RZ", "decode_operand", "fused_dot", "integer_dot", "round_to_float"]
 
 
 class FdpUnit(NamedTuple):
@@ -100,6 +100,14 @@ def round_to_float(mag, u, keep, out_man, emin, bias, emax_field, rounding):
     return field, mant
 
 
+@njit(cache=True, inline="always")
+def _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift):
+    """Bits of the nonzero exact sum S * 2^u rounded once; a sum that underflows to zero is +0."""
+    field, mant = round_to_float(abs(S), u, keep, out_man, emin, bias, emax_field, rounding)
+    negative = S < 0 and (field | mant) != 0
+    return (np.int64(negative) << sign_shift) | (field << out_man) | mant
+
+
 @njit(cache=True)
 def _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bias, emax_field, rounding,
                  sign_shift, nan_bits):
@@ -158,9 +166,7 @@ def _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bia
         S += -t if C[m, n, SIGN] else t
     if S == 0:
         return np.int64(all_neg_zero) << sign_shift
-    field, mant = round_to_float(abs(S), u, keep, out_man, emin, bias, emax_field, rounding)
-    negative = S < 0 and (field | mant) != 0  # a sum that underflows to zero gives +0
-    return (np.int64(negative) << sign_shift) | (field << out_man) | mant
+    return _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift)
 
 
 _NO_TERM = -(1 << 29)  # alignment of a zero element in the fast path: never the maximum
@@ -219,9 +225,7 @@ def _fdp_kernel(A, B, C, c_present, F, zero_exp, keep, out_man, emin, bias, emax
                 out[m, n] = _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bias,
                                          emax_field, rounding, sign_shift, nan_bits)
                 continue
-            field, mant = round_to_float(abs(S), u, keep, out_man, emin, bias, emax_field, rounding)
-            negative = S < 0 and (field | mant) != 0
-            out[m, n] = (np.int64(negative) << sign_shift) | (field << out_man) | mant
+            out[m, n] = _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift)
 
 
 def fused_dot(A, B, C, unit: FdpUnit) -> np.ndarray:

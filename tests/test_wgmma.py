@@ -8,6 +8,7 @@ from tcemu import LayoutError, SharedMemoryError
 from tcemu.fragments import (a_coords, from_a_registers, from_d_registers, to_a_registers, to_d_registers)
 from tcemu.smem import SharedMemory
 from tcemu.traces import load_trace, numerics_case_registers, thread_digests
+from tcemu.fdp import RNE
 from tcemu.hopper import check_form, wgmma
 
 DA = tcemu.GmmaDescriptor(0x400, 16, 1024, 0, "128B")
@@ -150,7 +151,7 @@ def _failures(unit_change, kinds, limit=40):
 @pytest.mark.parametrize("change,kinds", [
     ({"frac_bits": 24}, ("bf16",)),                 # one bit fewer kept below the maximum
     ({"frac_bits": 26}, ("tf32",)),
-    ({"rounding": 1}, ("bf16",)),                   # nearest-even instead of toward zero for f32
+    ({"rounding": RNE}, ("bf16",)),                 # nearest-even instead of toward zero for f32
     ({"keep_bits": 23}, ("e4m3",)),                 # fp8 -> f32 keeps 13 fraction bits, not 23
     ({"zero_exp": -126}, ("tf32", "bf16")),
 ])
