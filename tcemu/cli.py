@@ -7,7 +7,7 @@ import numpy as np
 
 from .addressing import canonical_layout, core_matrix_rows, operand_addresses
 from .descriptors import GmmaDescriptor
-from .errors import TcemuError  # noqa: F401  (raised by _heatmap)
+from .errors import TcemuError
 from .traces import replay, trace_paths
 
 
@@ -71,35 +71,10 @@ def _banks(args) -> int:
     report = bank_conflicts(op, addrs, mask=int(args.mask, 0))
     print(report.table())
     if args.png:
-        _heatmap(report, np.asarray(addrs), int(args.mask, 0), args.png)
+        from .pictures import bank_heatmap
+        bank_heatmap(report, np.asarray(addrs), int(args.mask, 0), args.png)
         print(f"wrote {args.png}")
     return 0
-
-
-def _heatmap(report, addrs, mask, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise TcemuError("png", "needs matplotlib: pip install 'tcemu[pictures]'") from None
-    op = report.op
-    grid = np.zeros((32, 32))
-    for t in range(op.threads_used):
-        if op.matrices or mask >> t & 1:
-            for w in range(max(op.width // 4, 1)):
-                grid[t, (int(addrs[t]) // 4 + w) % 32] += 1
-    fig, ax = plt.subplots(figsize=(8, 7))
-    ax.imshow(grid, cmap="viridis", aspect="auto")
-    ax.set_xlabel("bank")
-    ax.set_ylabel("thread (lane)")
-    ax.set_title(f"{op.name}: {report.wavefronts} wavefronts (ideal {report.ideal})")
-    for i, p in enumerate(report.phases):
-        if p.threads:
-            ax.axhline(min(p.threads) - 0.5, color="white", lw=0.5)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def _explain(args) -> int:

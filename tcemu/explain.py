@@ -7,8 +7,8 @@ from .addressing import canonical_layout, core_matrix_rows, operand_addresses
 from .descriptors import Finding, SwizzleMode, as_descriptor
 from .dtypes import element_type, parse_major
 from .errors import TcemuError
+from .hopper import K_OF as INSTRUCTION_K
 
-INSTRUCTION_K = {"tf32": 8, "f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32, "b1": 256}
 DYNAMIC_SMEM_BASE = 0x400  # where dynamic shared memory started in every capture (traces/*.npz)
 
 

@@ -8,12 +8,12 @@ import numpy as np
 
 from .addressing import operand_addresses
 from .descriptors import SM90_SWIZZLES, GmmaDescriptor, SwizzleMode
+from .dtypes import element_type
 from .errors import TcemuError
 from .hopper import K_OF
 from .oracle import oracle
 
 DTYPES = ("tf32", "f16", "bf16", "e4m3", "u8", "b1")
-BITS = {"tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "u8": 8, "b1": 1}
 
 
 def random_case(rng):
@@ -33,7 +33,7 @@ def disagrees(case, emulator: Callable = operand_addresses) -> bool:
         got = emulator(desc, rows=rows, k=k, dtype=dtype, major=major)
     except TcemuError:
         return False  # outside the window: both formulations are undefined there
-    want = oracle(desc.start_address, desc.lbo, desc.sbo, desc.base_offset, desc.swizzle.bytes, BITS[dtype],
+    want = oracle(desc.start_address, desc.lbo, desc.sbo, desc.base_offset, desc.swizzle.bytes, element_type(dtype).bits,
                   major == "K", rows, k)
     return not np.array_equal(got, want)
 
@@ -63,7 +63,7 @@ def reproducer(case) -> str:
     desc, rows, k, dtype, major = case
     return (f"tcemu.operand_addresses({hex(desc.encode())}, rows={rows}, k={k}, dtype={dtype!r}, major={major!r})"
             f"  # differs from tcemu.oracle.oracle({desc.start_address:#x}, {desc.lbo:#x}, {desc.sbo:#x}, "
-            f"{desc.base_offset}, {desc.swizzle.bytes}, {BITS[dtype]}, {major == 'K'}, {rows}, {k})")
+            f"{desc.base_offset}, {desc.swizzle.bytes}, {element_type(dtype).bits}, {major == 'K'}, {rows}, {k})")
 
 
 def campaign(*, seconds: float = 10.0, cases: Optional[int] = None, seed: int = 0, progress=sys.stderr,

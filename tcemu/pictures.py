@@ -81,3 +81,25 @@ def swizzle_atom(mode, path: str, *, base_offset: int = 0):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return grid.astype(int)
+
+
+def bank_heatmap(report, addrs, mask: int, path: str):
+    """A lanes x banks heat map of one instruction's bank demand (tcemu banks --png)."""
+    plt = _plt()
+    op = report.op
+    grid = np.zeros((32, 32))
+    for t in range(op.threads_used):
+        if op.matrices or mask >> t & 1:
+            for w in range(max(op.width // 4, 1)):
+                grid[t, (int(addrs[t]) // 4 + w) % 32] += 1
+    fig, ax = plt.subplots(figsize=(8, 7))
+    ax.imshow(grid, cmap="viridis", aspect="auto")
+    ax.set_xlabel("bank")
+    ax.set_ylabel("thread (lane)")
+    ax.set_title(f"{op.name}: {report.wavefronts} wavefronts (ideal {report.ideal})")
+    for p in report.phases:
+        if p.threads:
+            ax.axhline(min(p.threads) - 0.5, color="white", lw=0.5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

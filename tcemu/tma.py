@@ -10,22 +10,22 @@ wgmma with base offset 0. Elements outside the tensor are written as zero.
 """
 import numpy as np
 
+from .descriptors import SM90_SWIZZLES, SwizzleMode
 from .errors import TcemuError
-from .swizzle import SWIZZLE_128B, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_NONE
-
-SWIZZLES = {"none": SWIZZLE_NONE, "32B": SWIZZLE_32B, "64B": SWIZZLE_64B, "128B": SWIZZLE_128B}
 
 
 class TmaError(TcemuError):
     """Tensor-map parameters the driver refuses, or a load the hardware faults on."""
 
 
-def _swizzle(mode) -> str:
-    text = str(mode).strip().upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_").removesuffix("B")
-    for name in SWIZZLES:
-        if text == name.upper().removesuffix("B") or (text == "0" and name == "none"):
-            return name
-    raise TmaError("swizzle", f"{mode!r} is not a Hopper TMA swizzle (none, 32B, 64B, 128B)")
+def _swizzle(mode) -> SwizzleMode:
+    try:
+        parsed = SwizzleMode.parse(str(mode).strip().upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_"))
+    except TcemuError:
+        parsed = None
+    if parsed not in SM90_SWIZZLES:
+        raise TmaError("swizzle", f"{mode!r} is not a Hopper TMA swizzle (none, 32B, 64B, 128B)")
+    return parsed
 
 
 def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None, swizzle="none",
@@ -52,12 +52,12 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
     if not all(1 <= e <= 8 for e in est):
         raise TmaError("element_strides", f"{est}: each is 1..8")
     mode = _swizzle(swizzle)
-    sw = SWIZZLES[mode]
+    sw = mode.swizzle
     inner = box[0] * es
     if inner % 16:
         raise TmaError("box", f"box[0] * element size = {inner} bytes must be a multiple of 16")
-    if mode != "none" and inner > sw.atom_bytes:
-        raise TmaError("box", f"box[0] spans {inner} bytes, more than the {mode} swizzle span")
+    if mode is not SwizzleMode.NONE and inner > sw.atom_bytes:
+        raise TmaError("box", f"box[0] spans {inner} bytes, more than the {mode.value} swizzle span")
     strides = tensor.strides[::-1]  # bytes, dimension 0 first
     if strides[0] != es or any(s % 16 for s in strides[1:]) or any(s <= 0 for s in strides):
         raise TmaError("tensor", f"byte strides {strides[1:]} of dimensions 1.. must be positive multiples of 16, "
@@ -78,7 +78,7 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
     values = np.zeros(idx.shape[1], tensor.dtype)
     values[inside] = tensor[tuple(gcoord[::-1][:, inside])]
     row = np.ravel_multi_index(tuple(idx[1:][::-1]), counts[1:][::-1]) if rank > 1 else np.zeros(idx.shape[1], int)
-    pitch = inner if mode == "none" else sw.atom_bytes
+    pitch = inner if mode is SwizzleMode.NONE else sw.atom_bytes
     addr = smem_addr + row * pitch + idx[0] * es
     addr = addr ^ ((((addr >> (sw.base + sw.shift)) & ((1 << sw.bits) - 1)) << sw.base) if sw.bits else 0)
     smem.scatter_bytes(addr, np.ascontiguousarray(values).view(np.uint8).reshape(-1, es))
