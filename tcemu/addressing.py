@@ -53,7 +53,7 @@ MAX_ELEMENTS = 1 << 24  # far beyond any operand: wgmma reads at most 256 x 256 
 def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
     etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
     if not k_major and etype.name not in MN_MAJOR_DTYPES[arch]:
-        rule = "imm-trans only for .f16/.bf16" if arch == "sm90" else "no transpose for packed fp4"
+        rule = "imm-trans only for .f16/.bf16" if arch == "sm90" else "transposes take 8-, 16- and 32-bit elements only (9.7.16.10.3)"
         raise LayoutError("major", f"{etype.name} must be K-major on {arch} (PTX: {rule})")
     if k_major and desc.swizzle is SwizzleMode.B128_BASE32B:
         raise LayoutError("major", "128B_base32B swizzle is MN-major only (CuTe static-asserts K-major)")

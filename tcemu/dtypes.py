@@ -27,7 +27,7 @@ _TYPES = [
     ElementType("u8", 8, "int"),
     ElementType("s32", 32, "int"),
     ElementType("b1", 1, "bits"),
-    ElementType("e2m3", 8, "float"),  # fp6 in an 8-bit container (kind::f8f6f4 / mxf8f6f4 shared memory)
+    ElementType("e2m3", 8, "float"),  # fp6: 16 per 16-byte chunk (kind::f8f6f4 / mxf8f6f4, PTX .b6x16_p32)
     ElementType("e3m2", 8, "float"),
     ElementType("e2m1", 4, "float"),  # fp4, two per byte (kind::mxf4 / mxf4nvf4)
 ]
@@ -37,9 +37,10 @@ DTYPES = {t.name: t for t in _TYPES}
 SM90_OPERAND_DTYPES = ("tf32", "f16", "bf16", "e4m3", "e5m2", "s8", "u8", "b1")
 # Only 16-bit multiplicands may be MN-major (imm-trans-a/b) on sm90 (PTX 9.7.15.5.1.2).
 SM90_MN_MAJOR_DTYPES = ("f16", "bf16")
-# tcgen05 multiplicands (PTX 9.7.16, Table 42-44); transposes are allowed except for packed fp4 (mxf4*).
+# tcgen05 multiplicands (PTX 9.7.16, Table 42-44); fp6/fp4 are K-major only (PTX 9.7.16.10.3 lists
+# transposes for 8-, 16- and 32-bit elements; CuTe's UMMA descriptor comment agrees).
 SM100_OPERAND_DTYPES = ("tf32", "f16", "bf16", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "s8", "u8")
-SM100_MN_MAJOR_DTYPES = ("tf32", "f16", "bf16", "e4m3", "e5m2", "e2m3", "e3m2", "s8", "u8")
+SM100_MN_MAJOR_DTYPES = ("tf32", "f16", "bf16", "e4m3", "e5m2", "s8", "u8")
 OPERAND_DTYPES = {"sm90": SM90_OPERAND_DTYPES, "sm100": SM100_OPERAND_DTYPES}
 MN_MAJOR_DTYPES = {"sm90": SM90_MN_MAJOR_DTYPES, "sm100": SM100_MN_MAJOR_DTYPES}
 

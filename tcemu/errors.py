@@ -24,3 +24,7 @@ class SharedMemoryError(TcemuError):
 
 class TraceError(TcemuError):
     """A trace file that is malformed, of an unknown format, or inconsistent."""
+
+
+class TmemError(TcemuError):
+    """A tensor-memory address, layout or read that tcgen05 does not allow."""

@@ -22,7 +22,7 @@ from numba import njit
 from .formats import FINITE, INF, NAN, RNE, RZ, ZERO, decode_float, format_args, get_format
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
-__all__ = ["FdpUnit", "RNE", "RZ", "decode_operand", "fused_dot", "integer_dot", "round_to_float"]
+__all__ = ["FdpUnit", "RNE", "RZ", "decode_operand", "fused_dot", "grouped_dot", "integer_dot", "round_to_float"]
 
 
 class FdpUnit(NamedTuple):
@@ -241,6 +241,75 @@ def fused_dot(A, B, C, unit: FdpUnit) -> np.ndarray:
     _fdp_kernel(A, B, c, C is not None, unit.frac_bits, unit.zero_exp, unit.keep_bits, fmt.man_bits,
                 1 - fmt.bias, fmt.bias, emax_field, unit.rounding, fmt.bits - 1, nan_bits, out)
     return out.astype(np.uint32 if fmt.bits == 32 else np.uint16)
+
+
+@njit(cache=True)
+def _grouped_kernel(A, B, C, c_present, SA, SB, group, unit_exp, F, zero_exp, keep, out_man, emin, bias, emax_field,
+                    rounding, sign_shift, nan_bits, out):
+    M, K = A.shape[0], A.shape[1]
+    N = B.shape[0]
+    for m in range(M):
+        for n in range(N):
+            nan, inf = False, False
+            for g in range(K // group):
+                nan |= SA[m, g, CLS] == NAN or SB[n, g, CLS] == NAN
+            if c_present:
+                nan |= C[m, n, CLS] == NAN
+                inf = C[m, n, CLS] == INF
+            if nan:
+                out[m, n] = nan_bits
+                continue
+            if inf:
+                out[m, n] = (C[m, n, SIGN] << sign_shift) | (emax_field << out_man)
+                continue
+            E = np.int64(-(1 << 40))
+            all_neg_zero = True
+            if c_present:
+                E = max(E, C[m, n, ALIGN] if C[m, n, CLS] == FINITE else zero_exp)
+                all_neg_zero = C[m, n, CLS] == ZERO and C[m, n, SIGN] == 1
+            for g in range(K // group):  # a group counts at its scales' exponents, whatever its sum
+                E = max(E, SA[m, g, ALIGN] + SB[n, g, ALIGN] if SA[m, g, CLS] == FINITE and SB[n, g, CLS] == FINITE
+                        else zero_exp)
+            u = E - F
+            S = np.int64(0)
+            for g in range(K // group):
+                P = np.int64(0)  # the group's exact sum in units of 2^unit_exp
+                for k in range(g * group, (g + 1) * group):
+                    s = A[m, k, SIGN] ^ B[n, k, SIGN]
+                    if A[m, k, CLS] == FINITE and B[n, k, CLS] == FINITE:
+                        p = (A[m, k, SIG] * B[n, k, SIG]) << (A[m, k, LSB] + B[n, k, LSB] - unit_exp)
+                        P += -p if s else p
+                        all_neg_zero = False
+                    else:
+                        all_neg_zero = all_neg_zero and s == 1
+                if P == 0 or SA[m, g, CLS] != FINITE or SB[n, g, CLS] != FINITE:
+                    continue
+                t = _shift(abs(P) * SA[m, g, SIG] * SB[n, g, SIG], unit_exp + SA[m, g, LSB] + SB[n, g, LSB] - u)
+                S += -t if P < 0 else t
+            if c_present and C[m, n, CLS] == FINITE:
+                t = _shift(C[m, n, SIG], C[m, n, LSB] - u)
+                S += -t if C[m, n, SIGN] else t
+            if S == 0:
+                out[m, n] = np.int64(all_neg_zero) << sign_shift
+            else:
+                out[m, n] = _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift)
+
+
+def grouped_dot(A, B, C, SA, SB, unit: FdpUnit, group: int = 16) -> np.ndarray:
+    """D[m, n] of the grouped block-scaled unit (tcgen05 kind::mxf4 / mxf4nvf4, MMA-Sim's model):
+    each group of `group` products is summed exactly, scaled by SA[m, g] * SB[n, g], and joins one fused
+    sum (with C) aligned at the scales' exponents, not at the group's own magnitude.
+
+    A (M, K, 5), B (N, K, 5) decoded elements of a format with no inf/NaN; SA (M, K/group, 5),
+    SB (N, K/group, 5) decoded scales; C (M, N, 5) or None. Returns raw f32 bits (uint32)."""
+    fmt = get_format(unit.out_format)
+    out = np.empty((A.shape[0], B.shape[0]), np.int64)
+    c = C if C is not None else np.zeros((1, 1, 5), np.int64)
+    unit_exp = int(A[..., LSB].min(initial=0)) + int(B[..., LSB].min(initial=0))  # lsb of the smallest product
+    _grouped_kernel(A, B, c, C is not None, SA, SB, group, unit_exp, unit.frac_bits, unit.zero_exp, unit.keep_bits,
+                    fmt.man_bits, 1 - fmt.bias, fmt.bias, (1 << fmt.exp_bits) - 1, unit.rounding, fmt.bits - 1,
+                    (1 << (fmt.bits - 1)) - 1, out)
+    return out.astype(np.uint32)
 
 
 @njit(cache=True)

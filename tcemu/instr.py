@@ -97,8 +97,8 @@ class InstrDescriptor:
         return (v | D_CODES[self.kind][self.dtype_d] << 4 | (self.m >> 4) << 24 | self.sparsity_selector
                 | self.saturate << 3 | self.max_shift << 30)
 
-    def validate(self, strict: bool = True):
-        """[(field, rule)] for every broken rule; strict adds the shape rules beyond the encoding."""
+    def validate(self, strict: bool = True, cta_group=None):
+        """[(field, rule)] for every broken rule; strict adds the shape rules of PTX Table 39."""
         out = []
         codes = TYPE_CODES[self.kind]
         for name in ("dtype_a", "dtype_b"):
@@ -118,6 +118,8 @@ class InstrDescriptor:
         for name, top in (("sparsity_selector", 3), ("max_shift", 3), ("a_scale_id", 3), ("b_scale_id", 3)):
             if not 0 <= getattr(self, name) <= top:
                 out.append((name, f"{getattr(self, name)} does not fit its 2-bit field"))
+        if self.kind == "f16" and self.dtype_d == "f16" and "bf16" in (self.dtype_a, self.dtype_b):
+            out.append(("dtype_d", "an f16 accumulator needs f16 A and B, not bf16 (PTX Table 39)"))
         if self.saturate and self.kind != "i8":
             out.append(("saturate", "only .kind::i8 saturates"))
         if self.kind == "i8" and (self.negate_a or self.negate_b):
@@ -129,12 +131,31 @@ class InstrDescriptor:
         if scaled and (self.max_shift or self.saturate):
             out.append(("max_shift" if self.max_shift else "saturate", f".kind::{self.kind} has no such field"))
         if strict and not out:
-            legal_m = (128, 256) if scaled else (64, 128, 256)
-            if self.m not in legal_m:
-                out.append(("m", f"M = {self.m}: .kind::{self.kind} takes {legal_m} (256 with cta_group::2)"))
-            step = 8 if self.m == 64 or scaled else 16
-            if not (step <= self.n <= 256 and self.n % step == 0):
-                out.append(("n", f"N = {self.n}: M = {self.m} takes N from {step} to 256 in steps of {step}"))
+            out += shape_findings(self.kind, self.m, self.n, cta_group)
         return out
 
 
+def shape_findings(kind: str, m: int, n: int, cta_group=None, *, transposed_8bit_b: bool = False):
+    """[(field, rule)] for an M/N that PTX Table 39 (tcgen05 kinds and shapes) does not list.
+
+    cta_group::1: M 64 or 128 (block-scaled kinds: 128 only), N 8..256 step 8; cta_group::2: M 128 or
+    256, N 16..256 step 16. i8: N in {8, 16, 24, 32, 48, ..., 256} (::2: 32..256 step 32). 8-bit MN-major
+    B doubles the N step (PTX Table 50). cta_group=None takes ::2 for M = 256 and ::1 otherwise."""
+    if cta_group is None:
+        cta_group = 2 if m == 256 else 1
+    if cta_group not in (1, 2):
+        return [("cta_group", f"{cta_group!r}: tcgen05 takes cta_group 1 or 2")]
+    scaled = kind in BLOCK_SCALED
+    legal_m = ((128,) if scaled else (64, 128)) if cta_group == 1 else (128, 256)
+    if m not in legal_m:
+        return [("m", f"M = {m}: .kind::{kind} with cta_group::{cta_group} takes M in {legal_m} (PTX Table 39)")]
+    step = 8 * cta_group * (2 if transposed_8bit_b else 1)
+    if kind == "i8" and cta_group == 1 and not transposed_8bit_b:
+        ok, rule = n in (8, 16, 24, 32) or (n % 16 == 0 and 48 <= n <= 256), "8, 16, 24, 32, then 48..256 step 16"
+    else:
+        step *= 2 if kind == "i8" else 1
+        ok, rule = n % step == 0 and step <= n <= 256, f"{step}..256 in steps of {step}"
+    if not ok:
+        why = " (8-bit MN-major B, PTX Table 50)" if transposed_8bit_b else " (PTX Table 39)"
+        return [("n", f"N = {n}: .kind::{kind} M = {m} cta_group::{cta_group} takes N {rule}{why}")]
+    return []

@@ -6,6 +6,7 @@ from .arch import SMEM_WINDOW, check_arch
 from .dtypes import SM90_OPERAND_DTYPES, element_type, parse_major
 from .errors import SharedMemoryError
 
+SUBBYTE = {"e2m1": 4, "e2m3": 6, "e3m2": 6}  # value bits of the sm100 fp4/fp6 operand types
 _BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 _LE = {8: np.dtype("u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}  # shared memory is little-endian
 
@@ -133,27 +134,64 @@ class SharedMemory:
         self.data[spots] = raw
         self.written[spots] = True
 
-    def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K") -> np.ndarray:
-        """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element)."""
+    def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K", padded=None) -> np.ndarray:
+        """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element).
+
+        Sub-byte floats (sm100): e2m1 packs two per byte, even k in the low nibble (kind::mxf4*); with
+        `padded` (kind::f8f6f4 / mxf8f6f4; always for fp6) every 16-byte chunk holds 16 packed values
+        then padding (PTX .b4x16_p64 / .b6x16_p32), addressed like 8-bit elements."""
+        if dtype in SUBBYTE:
+            return self._subbyte(desc, rows, k, dtype, major, padded, None)
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
         bits = max(element_type(dtype).bits, 8)
         full = int.from_bytes(b"\x01" * (bits // 8), "little")  # every byte of the element written
-        unwritten = self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full
-        if unwritten.any():
-            r, c = np.argwhere(unwritten)[0]
-            raise SharedMemoryError("desc", f"element ({r}, {c}) reads {int(addrs[r, c]):#x}, which was never "
-                                            f"written ({int(unwritten.sum())} such elements)")
+        self._check_written(self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full, addrs)
         if element_type(dtype).bits == 1:
             return (self.data[addrs] >> (np.arange(k) % 8).astype(np.uint8)) & 1  # bit k%8: see README
         return self.gather(addrs, dtype)
 
-    def write_operand(self, desc, values, *, dtype: str, major: str = "K") -> None:
+    @staticmethod
+    def _check_written(unwritten, addrs):
+        if unwritten.any():
+            r, c = np.argwhere(unwritten)[0]
+            raise SharedMemoryError("desc", f"element ({r}, {c}) reads {int(addrs[r, c]):#x}, which was never "
+                                            f"written ({int(unwritten.sum())} such elements)")
+
+    def _subbyte(self, desc, rows, k, dtype, major, padded, values):
+        """Read (values None) or write the sub-byte operand: the bytes each element spans and its shift."""
+        width = SUBBYTE[dtype]
+        padded = width == 6 if padded is None else bool(padded)
+        if width == 6 and not padded:
+            raise SharedMemoryError("padded", f"{dtype} lives in shared memory only in the padded 16-per-16-byte "
+                                              "form (PTX .b6x16_p32)")
+        addrs = operand_addresses(desc, rows=rows, k=k, dtype="u8" if padded else dtype, major=major, arch=self.arch)
+        if padded:  # element i of a 16-byte chunk: bits [width*i, width*(i+1)) of the chunk
+            bit = width * (addrs & 15)
+            lo, shift = (addrs & ~15) + (bit >> 3), bit & 7
+        else:       # two per byte: even k in the low nibble (MMA-Sim's unpacking; not silicon-verified)
+            lo, shift = addrs, 4 * (np.arange(k)[None, :] % 2) + 0 * addrs
+        hi = lo + ((shift + width - 1) >> 3)  # fp6 may straddle two bytes
+        mask = (1 << width) - 1
+        if values is None:
+            self._check_written(~(self.written[lo] & self.written[hi]), addrs)
+            word = self.data[lo].astype(np.int64) | self.data[hi].astype(np.int64) << 8
+            return ((word >> shift) & mask).astype(np.uint8)
+        bits = _as_bits(values, width, "values")
+        for spot, part in ((lo, (bits << shift) & 0xFF), (hi, (bits << shift) >> 8)):
+            keep = ~((mask << shift) >> (8 if spot is hi else 0)) & 0xFF
+            np.bitwise_and.at(self.data, spot, keep.astype(np.uint8))
+            np.bitwise_or.at(self.data, spot, part.astype(np.uint8))
+            self.written[spot] = True
+
+    def write_operand(self, desc, values, *, dtype: str, major: str = "K", padded=None) -> None:
         """Lay the (rows, k) matrix `values` into shared memory where the descriptor reads it."""
         values = _numeric_array(values, "values")
         if values.ndim != 2:
             raise SharedMemoryError("values", f"must be a (rows, k) matrix, got shape {values.shape}")
         rows, k = values.shape
         parse_major(major)
+        if dtype in SUBBYTE:
+            return self._subbyte(desc, rows, k, dtype, major, padded, values)
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
         if element_type(dtype).bits == 1:
             bits = _as_bits(values, 1, "values").astype(np.uint8)

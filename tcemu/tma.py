@@ -7,29 +7,47 @@ Box row r (all dimensions >= 1, dimension 1 fastest) starts at smem_addr + r * p
 box's inner size in bytes without swizzle, and the whole swizzle span (32/64/128 bytes) with one; only
 the box's own bytes are written. The swizzle is Swizzle<B,4,3> on the absolute shared address, as for
 wgmma with base offset 0. Elements outside the tensor are written as zero.
+
+sm100 adds three 128-byte modes (CUDA driver API CUtensorMapSwizzle; PTX 5.5.7 pattern tables; not
+silicon-verified): 128B_ATOM_32B permutes 32-byte chunks over 4 lines, CuTe's Swizzle<2,5,2> (the UMMA
+descriptor's 128B_base32B); 128B_ATOM_64B swaps the two 64-byte halves of odd lines, Swizzle<1,6,1>
+(CuTe's Swizzle<2,6,S> cannot fit a 128-byte span); 128B_ATOM_32B_FLIP_8B is ATOM_32B that also swaps
+the 8-byte halves of every 16 bytes on odd lines (address bit 3 ^= bit 7, our reading of the PTX text).
 """
 import numpy as np
 
+from .arch import check_arch
 from .descriptors import SM90_SWIZZLES, SwizzleMode
 from .errors import TcemuError
+from .swizzle import Swizzle
 
 
 class TmaError(TcemuError):
     """Tensor-map parameters the driver refuses, or a load the hardware faults on."""
 
 
-def _swizzle(mode) -> SwizzleMode:
+# sm100's TMA-only modes: (swizzle, flip the 8-byte halves of odd 128-byte lines).
+SM100_TMA_SWIZZLES = {"128B_ATOM_32B": (Swizzle(2, 5, 2), False), "128B_ATOM_32B_FLIP_8B": (Swizzle(2, 5, 2), True),
+                      "128B_ATOM_64B": (Swizzle(1, 6, 1), False)}
+
+
+def _swizzle(mode, arch):
+    """(name, Swizzle, flip) of a TMA swizzle mode on `arch`."""
+    text = str(mode).strip().upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_")
+    if text in SM100_TMA_SWIZZLES and check_arch(arch) == "sm100":
+        return (text, *SM100_TMA_SWIZZLES[text])
     try:
-        parsed = SwizzleMode.parse(str(mode).strip().upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_"))
+        parsed = SwizzleMode.parse(text)
     except TcemuError:
         parsed = None
     if parsed not in SM90_SWIZZLES:
-        raise TmaError("swizzle", f"{mode!r} is not a Hopper TMA swizzle (none, 32B, 64B, 128B)")
-    return parsed
+        extra = ", 128B_ATOM_32B, 128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B on sm100" if arch == "sm100" else ""
+        raise TmaError("swizzle", f"{mode!r} is not a {arch} TMA swizzle (none, 32B, 64B, 128B{extra})")
+    return parsed.value, parsed.swizzle, False
 
 
 def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None, swizzle="none",
-             oob_fill: str = "zero") -> np.ndarray:
+             oob_fill: str = "zero", arch=None) -> np.ndarray:
     """Emulate one tile-mode TMA load of `tensor` (a numpy array; its last axis is TMA dimension 0,
     its shape and byte strides give globalDim and globalStrides) into `smem` at absolute `smem_addr`.
 
@@ -51,13 +69,13 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
         raise TmaError("box", f"{box}: every box dimension is 1..256 elements")
     if not all(1 <= e <= 8 for e in est):
         raise TmaError("element_strides", f"{est}: each is 1..8")
-    mode = _swizzle(swizzle)
-    sw = mode.swizzle
+    name, sw, flip = _swizzle(swizzle, arch or getattr(smem, "arch", "sm90"))
+    span = 128 if flip or name in SM100_TMA_SWIZZLES else sw.atom_bytes
     inner = box[0] * es
     if inner % 16:
         raise TmaError("box", f"box[0] * element size = {inner} bytes must be a multiple of 16")
-    if mode is not SwizzleMode.NONE and inner > sw.atom_bytes:
-        raise TmaError("box", f"box[0] spans {inner} bytes, more than the {mode.value} swizzle span")
+    if sw.bits and inner > span:
+        raise TmaError("box", f"box[0] spans {inner} bytes, more than the {name} swizzle span ({span} bytes)")
     strides = tensor.strides[::-1]  # bytes, dimension 0 first
     if strides[0] != es or any(s % 16 for s in strides[1:]) or any(s <= 0 for s in strides):
         raise TmaError("tensor", f"byte strides {strides[1:]} of dimensions 1.. must be positive multiples of 16, "
@@ -78,9 +96,11 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
     values = np.zeros(idx.shape[1], tensor.dtype)
     values[inside] = tensor[tuple(gcoord[::-1][:, inside])]
     row = np.ravel_multi_index(tuple(idx[1:][::-1]), counts[1:][::-1]) if rank > 1 else np.zeros(idx.shape[1], int)
-    pitch = inner if mode is SwizzleMode.NONE else sw.atom_bytes
+    pitch = span if sw.bits else inner
     addr = smem_addr + row * pitch + idx[0] * es
     addr = addr ^ ((((addr >> (sw.base + sw.shift)) & ((1 << sw.bits) - 1)) << sw.base) if sw.bits else 0)
+    if flip:
+        addr = addr ^ (((addr >> 7) & 1) << 3)
     smem.scatter_bytes(addr, np.ascontiguousarray(values).view(np.uint8).reshape(-1, es))
     return addr.reshape(counts[::-1])
 

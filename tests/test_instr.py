@@ -55,9 +55,17 @@ def test_refusals_name_the_field(kw, field):
 
 
 def test_shape_rules():
-    assert InstrDescriptor("f16", "f16", "f16", m=128, n=24).validate() == [("n", "N = 24: M = 128 takes N from 16 "
-                                                                                  "to 256 in steps of 16")]
+    """PTX Table 39: cta_group::1 steps N by 8 (M = 64 or 128), cta_group::2 by 16; i8 skips 40."""
+    assert InstrDescriptor("f16", "f16", "f16", m=128, n=24).validate() == []
+    assert InstrDescriptor("f16", "f16", "f16", m=128, n=24).validate(cta_group=2) == [
+        ("n", "N = 24: .kind::f16 M = 128 cta_group::2 takes N 16..256 in steps of 16 (PTX Table 39)")]
     assert InstrDescriptor("f16", "f16", "f16", m=64, n=24).validate() == []
+    assert InstrDescriptor("f16", "f16", "f16", m=64, n=24).validate(cta_group=2)[0][0] == "m"
+    assert InstrDescriptor("f16", "f16", "f16", m=256, n=24).validate()[0][0] == "n"  # M = 256 implies ::2
+    i8 = [n for n in range(8, 257, 8) if not InstrDescriptor("i8", "s8", "s8", m=64, n=n, dtype_d="s32").validate()]
+    assert i8 == [8, 16, 24, 32] + list(range(48, 257, 16))
+    assert InstrDescriptor("mxf8f6f4", "e4m3", "e4m3", m=128, n=8).validate() == []
+    assert InstrDescriptor("f16", "bf16", "bf16", m=64, n=8, dtype_d="f16").validate()[0][0] == "dtype_d"
     with pytest.raises(DescriptorError, match="kind"):
         InstrDescriptor("f32", "f16", "f16", m=64, n=8)
     with pytest.raises(DescriptorError, match="reserved"):

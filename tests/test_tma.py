@@ -73,3 +73,36 @@ def test_refusals_name_the_field(kw, field):
 def test_misaligned_destination():
     with pytest.raises(TmaError, match="smem_addr: 1088: the destination must be 128-byte aligned"):
         tma_load(SharedMemory(), 0x440, tile(16, 64), box=[8, 8], coords=[0, 0])
+
+
+@pytest.mark.parametrize("dst", [0x400, 0x680])
+def test_sm100_atom_32b_tile_is_what_a_128b_base32b_descriptor_reads(dst):
+    """TMA 128B_ATOM_32B writes an MN-major tf32 tile (32 M x 8 K per 4-line atom) that the UMMA
+    descriptor's 128B_base32B mode (the same Swizzle<2,5,2>) reads back; 128B does not."""
+    g = (np.arange(8 * 32, dtype=np.uint32) * np.uint32(0x9E3779B1)).reshape(8, 32)  # (K, M), distinct values
+    smem = SharedMemory("sm100")
+    tma_load(smem, dst, g, box=[32, 8], coords=[0, 0], swizzle="128B_ATOM_32B")
+    d = tcemu.UmmaDescriptor(start_address=dst, lbo=4096, sbo=512, swizzle="128B_base32B", version=1)
+    assert np.array_equal(smem.read_operand(d, rows=32, k=8, dtype="tf32", major="MN"), g.T)
+    wrong = tcemu.UmmaDescriptor(start_address=dst, lbo=4096, sbo=1024, swizzle="128B", version=1)
+    assert not np.array_equal(smem.read_operand(wrong, rows=32, k=8, dtype="tf32", major="MN"), g.T)
+
+
+def test_sm100_modes_permute_lines_as_the_pattern_tables_say():
+    """One 128-byte line per box row, u8 elements valued by their column: where each 16-byte chunk of
+    line r lands (PTX 5.5.7 pattern tables; the flip swaps 8-byte halves on odd lines)."""
+    g = np.tile(np.arange(128, dtype=np.uint8), (8, 1))
+    chunks = {}
+    for mode in ("128B_ATOM_32B", "128B_ATOM_64B", "128B_ATOM_32B_FLIP_8B"):
+        smem = SharedMemory("sm100")
+        addrs = tma_load(smem, 0x800, g, box=[128, 8], coords=[0, 0], swizzle=mode)
+        chunks[mode] = ((addrs[:, ::16] - 0x800) % 128 // 16).tolist()
+        if mode.endswith("FLIP_8B"):
+            assert (addrs[1, 0] - 0x800) % 16 == 8 and (addrs[0, 0] - 0x800) % 16 == 0
+    assert chunks["128B_ATOM_32B"][1] == [2, 3, 0, 1, 6, 7, 4, 5] and chunks["128B_ATOM_32B"][3] == [6, 7, 4, 5, 2, 3, 0, 1]
+    assert chunks["128B_ATOM_32B"][4] == list(range(8))  # 4-line pattern
+    assert chunks["128B_ATOM_64B"][1] == [4, 5, 6, 7, 0, 1, 2, 3] and chunks["128B_ATOM_64B"][2] == list(range(8))
+    assert chunks["128B_ATOM_32B_FLIP_8B"] == chunks["128B_ATOM_32B"]
+    with pytest.raises(TmaError, match="sm90 TMA swizzle") as e:
+        tma_load(SharedMemory(), 0x800, g, box=[128, 8], coords=[0, 0], swizzle="128B_ATOM_32B")
+    assert e.value.field == "swizzle"

@@ -1,0 +1,253 @@
+"""tcgen05.mma (sm_100a): D = A * B (+ D), B and (usually) A read from shared memory through UMMA
+descriptors, A optionally from tensor memory, shapes and types from the instruction descriptor (instr.py).
+
+What each rule rests on (none of it is silicon-verified; docs/blackwell.md):
+  shapes, kinds, scale_vec sizes, operand forms: PTX 9.7.16 (Tables 39, 49-50, 54-55);
+  operand layouts in shared memory: CuTe's UMMA layouts (tests/test_cute_umma.py); fp4/fp6 padding in
+  shared memory: PTX .b4x16_p64 / .b6x16_p32; tensor-memory maps: CuTe (tmem.py);
+  arithmetic: the published measured models (MMA-Sim, arXiv 2511.10909; Khattak & Mikaitis, arXiv
+  2512.07004): one fused sum of all K products and D, F = 25 (35 for kind::mxf4*), f32 toward zero,
+  f16 to nearest even; mxf8f6f4 adds the ue8m0 scale exponents to each product; mxf4* sums groups of 16
+  exactly and aligns each at its scales' exponents (fdp.grouped_dot). Zero terms count at 2^-133 (2^-139
+  for mxf4*), as the published tables say and our H200 captures showed for Hopper (MMA-Sim's code uses
+  2^-126, which the Hopper silicon rejects).
+"""
+import numpy as np
+
+from .descriptors import SwizzleMode, as_arch_descriptor
+from .errors import LayoutError
+from .fdp import CLS, LSB, RNE, RZ, FdpUnit, decode_operand, fused_dot, grouped_dot, integer_dot
+from .formats import NAN, decode_int
+from .instr import BLOCK_SCALED, InstrDescriptor, shape_findings
+from .smem import SharedMemory
+from .tmem import TensorMemory
+
+K_OF_KIND = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
+OUT_NUMPY = {"f32": np.float32, "f16": np.float16, "s32": np.int32}
+_SUBBYTE = ("e2m1", "e2m3", "e3m2")
+_GROUPED = ("mxf4", "mxf4nvf4")
+
+
+def fdp_unit(kind: str, dtype_d: str) -> FdpUnit:
+    """Design constants of the Blackwell dot-product unit (MMA-Sim; Khattak & Mikaitis; not silicon-verified)."""
+    if kind in _GROUPED:
+        return FdpUnit(35, "f32", 23, RZ, zero_exp=-139)
+    if dtype_d == "f16":
+        return FdpUnit(25, "f16", 10, RNE)
+    return FdpUnit(25, "f32", 23, RZ)
+
+
+def _idesc(idesc, kind) -> InstrDescriptor:
+    if isinstance(idesc, InstrDescriptor):
+        if kind is not None and kind != idesc.kind:
+            raise LayoutError("kind", f"{kind!r} disagrees with the instruction descriptor's .kind::{idesc.kind}")
+        return idesc
+    if kind is None:
+        raise LayoutError("kind", "a raw instruction descriptor does not say its .kind: pass kind=")
+    return InstrDescriptor.decode(idesc, kind)
+
+
+def block_size(d: InstrDescriptor, requested=None) -> int:
+    """Elements of K per scale factor (PTX Tables 54-55): mxf8f6f4 and mxf4 32; mxf4nvf4 16 (.scale_vec::4X,
+    the only size for ue4m3 scales) or 32 (.scale_vec::2X, ue8m0), which must then be said."""
+    legal = {"mxf8f6f4": (32,), "mxf4": (32,)}.get(d.kind, (16,) if d.scale_type == "ue4m3" else (16, 32))
+    if requested is None:
+        if len(legal) > 1:
+            raise LayoutError("block_size", ".kind::mxf4nvf4 with ue8m0 scales needs block_size 16 (.block16) "
+                                            "or 32 (.block32): PTX requires the qualifier")
+        return legal[0]
+    if requested not in legal:
+        raise LayoutError("block_size", f"{requested!r}: .kind::{d.kind} with {d.scale_type} scales takes {legal}")
+    return requested
+
+
+def check_form(d: InstrDescriptor, cta_group, a_from_tmem: bool, desc_a, desc_b, scale_input_d):
+    """Refuse what the hardware refuses or tcemu does not model, naming the field and the rule."""
+    for f, rule in d.validate(strict=False):
+        raise LayoutError(f, rule)
+    eight_bit_b = d.transpose_b and d.dtype_b in ("e4m3", "e5m2", "s8", "u8")
+    for f, rule in shape_findings(d.kind, d.m, d.n, cta_group, transposed_8bit_b=eight_bit_b):
+        raise LayoutError(f, rule)
+    for name, on, why in (("sparse", d.sparse, "sparse tcgen05.mma is not modelled"),
+                          ("k96", d.k96, "K = 96 is sm_103a only; tcemu models sm_100a"),
+                          ("max_shift", d.max_shift, "B-reuse shifts belong to tcgen05.mma.ws, not modelled")):
+        if on:
+            raise LayoutError(name, why)
+    if scale_input_d and (d.kind not in ("tf32", "f16") or not 0 <= scale_input_d <= 15):
+        raise LayoutError("scale_input_d", f"{scale_input_d!r}: an immediate 0..15, for .kind::tf32 and "
+                                           ".kind::f16 only (PTX 9.7.16.10.9)")
+    if a_from_tmem:
+        if d.transpose_a:
+            raise LayoutError("transpose_a", "A read from tensor memory is K-major (PTX Table 51)")
+        if d.m == 128 and cta_group == 1 and d.n % 16:
+            raise LayoutError("n", f"N = {d.n}: with A in tensor memory M = 128 takes N in steps of 16 "
+                                   "(CuTe's SM100 TS atoms; not in PTX Table 39)")
+    for name, desc, mn in (("desc_a", desc_a, d.transpose_a), ("desc_b", desc_b, d.transpose_b)):
+        if desc is None:
+            continue
+        atom32 = as_arch_descriptor(desc, "sm100").swizzle is SwizzleMode.B128_BASE32B
+        if mn and (d.kind == "tf32") != atom32:
+            raise LayoutError(name, "MN-major tf32 needs the 128B swizzle with 32-byte atoms, and no other kind "
+                                    "may use that mode (PTX 9.7.16.10.3)")
+
+
+def _pair(obj, cta_group, field, make=None):
+    objs = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    if len(objs) != cta_group:
+        raise LayoutError(field, f"cta_group::{cta_group} needs {cta_group} of them (one per CTA of the pair)")
+    return [make(o) if make else o for o in objs]
+
+
+def _as_smem(s):
+    return s if isinstance(s, SharedMemory) else SharedMemory("sm100", data=np.asarray(s, np.uint8))
+
+
+def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group):
+    """Raw (rows, K) bits of one CTA's part of A or B."""
+    dtype = d.dtype_a if which == "a" else d.dtype_b
+    f8f6f4 = d.kind in ("f8f6f4", "mxf8f6f4")
+    if a_tmem is not None:
+        bits = {"tf32": 32, "f16": 16, "bf16": 16}.get(dtype, 4 if d.kind in _GROUPED else 8)
+        container = dtype if f8f6f4 and dtype in _SUBBYTE else None
+        return tmem_obj.read_a(a_tmem, rows, K, bits, cta_group, container=container)
+    major = "MN" if (d.transpose_a if which == "a" else d.transpose_b) else "K"
+    padded = f8f6f4 if dtype in _SUBBYTE else None
+    return smem.read_operand(desc, rows=rows, k=K, dtype=dtype, major=major, padded=padded)
+
+
+def _scales(d, scale, rows_per_cta, nsf, sf_id, tmems, field, cta_group):
+    """(rows, nsf) raw scale bytes from an array or from tensor memory (cta_group::1)."""
+    if scale is None:
+        raise LayoutError(field, f".kind::{d.kind} is block-scaled: pass the scale factors (an array or a "
+                                 "tensor-memory address)")
+    if isinstance(scale, (int, np.integer)) and not isinstance(scale, bool):
+        if cta_group != 1 or tmems is None:
+            raise LayoutError(field, "scale factors from tensor memory need tmem= and cta_group::1 (the 2x2 "
+                                     "scale layout of cta_group::2 is not modelled: pass arrays)")
+        return tmems[0].read_scales(scale, rows_per_cta, nsf, sf_id, field)
+    arr = np.asarray(scale)
+    if arr.dtype.kind not in "iu" or arr.shape != (rows_per_cta * cta_group, nsf):
+        raise LayoutError(field, f"must be a ({rows_per_cta * cta_group}, {nsf}) array of raw scale bytes "
+                                 f"(one per {d.kind} block of K), got {arr.dtype} {arr.shape}")
+    return arr.astype(np.int64) & 0xFF
+
+
+def _lane_mask(words, cta_group, cta):
+    if words is None:
+        return None
+    words = np.asarray(words, np.uint64).ravel()
+    if words.size != 4 * cta_group:
+        raise LayoutError("disable_output_lane", f"cta_group::{cta_group} takes {4 * cta_group} 32-bit words")
+    w = words[4 * cta:4 * cta + 4]
+    return ((w[:, None] >> np.arange(32, dtype=np.uint64)) & 1).astype(bool).ravel()
+
+
+def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None, enable_input_d: bool = True,
+                scale_input_d: int = 0, tmem=None, d_tmem=None, a_tmem=None, scale_a=None, scale_b=None,
+                block_size_k=None, disable_output_lane=None) -> np.ndarray:
+    """One tcgen05.mma: the (M, N) result D as float32, float16 or int32.
+
+    smem: the CTA's SharedMemory (sm100) or a uint8 array of it; for cta_group=2 a pair, one per CTA:
+      A's rows [0, M/2) and B's columns [0, N/2) come from the first, the rest from the second, through the
+      same descriptors (CuTe's 2-SM atoms).
+    a: A's matrix descriptor (UmmaDescriptor, int or hex); None with a_tmem= (A in tensor memory).
+    idesc: an InstrDescriptor, or its 32-bit value with kind=.
+    c: the (M, N) accumulator to add when enable_input_d (float32/float16/int32, D's type); or d_tmem= with
+      tmem= to read D from tensor memory and write the result back (disable_output_lane keeps lanes).
+    scale_input_d: D = A * B + D * 2^-scale_input_d (tf32/f16 kinds), applied exactly.
+    scale_a, scale_b: block-scaled kinds: raw scale bytes, (M, K / block) and (N, K / block), or
+      tensor-memory addresses (cta_group 1); the instruction descriptor's scale-factor ids pick the bytes.
+    block_size_k: 16 or 32 (.block16 / .block32) where the kind leaves a choice.
+    """
+    d = _idesc(idesc, kind)
+    if cta_group not in (1, 2):
+        raise LayoutError("cta_group", f"{cta_group!r}: 1 or 2")
+    if (a is None) == (a_tmem is None):
+        raise LayoutError("a", "A comes from a shared-memory descriptor or from a_tmem=, exactly one of them")
+    check_form(d, cta_group, a_tmem is not None, a, desc_b, scale_input_d)
+    smems = _pair(smem, cta_group, "smem", _as_smem)
+    tmems = _pair(tmem, cta_group, "tmem") if tmem is not None else None
+    if (a_tmem is not None or d_tmem is not None) and tmems is None:
+        raise LayoutError("tmem", "a_tmem= and d_tmem= address tensor memory: pass tmem=")
+    for t in tmems or ():
+        if not isinstance(t, TensorMemory):
+            raise LayoutError("tmem", f"must be a TensorMemory, got {type(t).__name__}")
+    M, N, K = d.m, d.n, K_OF_KIND[d.kind]
+    mc, nc = M // cta_group, N // cta_group
+    scaled = (_scaled_inputs(d, scale_a, scale_b, mc, nc, tmems, cta_group, block_size_k)
+              if d.kind in BLOCK_SCALED else (None, None, 0))
+    if d.kind not in BLOCK_SCALED and (scale_a is not None or scale_b is not None or block_size_k is not None):
+        raise LayoutError("scale_a" if scale_a is not None else "scale_b" if scale_b is not None else "block_size_k",
+                          f".kind::{d.kind} is not block-scaled")
+    a_bits = np.concatenate([_operand_bits(d, "a", s, a, t, a_tmem, mc, K, cta_group)
+                             for s, t in zip(smems, tmems or [None] * cta_group)])
+    b_bits = np.concatenate([_operand_bits(d, "b", s, desc_b, None, None, nc, K, cta_group) for s in smems])
+
+    c_bits = None
+    if enable_input_d:
+        if d_tmem is not None:
+            c_bits = np.concatenate([t.read_d(d_tmem, M, N, d.dtype_d, cta_group) for t in tmems])
+        elif c is not None:
+            c_bits = _accumulator(c, M, N, d.dtype_d)
+    out = _arithmetic(d, a_bits, b_bits, c_bits, scale_input_d, *scaled)
+    if d_tmem is not None:
+        for i, t in enumerate(tmems):
+            t.write_d(d_tmem, out[i * mc:(i + 1) * mc], M, d.dtype_d, cta_group,
+                      keep_lanes=_lane_mask(disable_output_lane, cta_group, i))
+    elif disable_output_lane is not None:
+        raise LayoutError("disable_output_lane", "masks lanes of D in tensor memory: pass d_tmem= and tmem=")
+    return out.view(OUT_NUMPY[d.dtype_d])
+
+
+def _scaled_inputs(d, scale_a, scale_b, mc, nc, tmems, cta_group, requested):
+    for name in ("scale_a", "scale_b"):
+        if (scale_a if name == "scale_a" else scale_b) is None:
+            raise LayoutError(name, f".kind::{d.kind} is block-scaled: pass {name}")
+    bs = block_size(d, requested)
+    nsf = K_OF_KIND[d.kind] // bs
+    sa = _scales(d, scale_a, mc, nsf, d.a_scale_id, tmems, "scale_a", cta_group)
+    sb = _scales(d, scale_b, nc, nsf, d.b_scale_id, tmems, "scale_b", cta_group)
+    return sa, sb, bs
+
+
+def _accumulator(c, M, N, dtype_d):
+    c = np.asarray(c)
+    want = OUT_NUMPY[dtype_d]
+    if c.shape != (M, N) or c.dtype != want:
+        raise LayoutError("c", f"must be a ({M}, {N}) {np.dtype(want).name} array for {dtype_d} D, "
+                               f"got {c.dtype} {c.shape}")
+    return c.view({"f32": np.uint32, "f16": np.uint16, "s32": np.uint32}[dtype_d])
+
+
+def _arithmetic(d, a_bits, b_bits, c_bits, scale_input_d, sa, sb, bs):
+    """Raw D bits from raw operand bits (data flows descriptor -> addresses -> bytes -> values -> D)."""
+    if d.kind == "i8":
+        c = c_bits.view(np.int32) if c_bits is not None else None
+        return integer_dot(decode_int(a_bits, d.dtype_a), decode_int(b_bits, d.dtype_b), c,
+                           satfinite=d.saturate).view(np.uint32)
+    A = decode_operand(a_bits, d.dtype_a, negate=d.negate_a)
+    B = decode_operand(b_bits, d.dtype_b, negate=d.negate_b)
+    C = decode_operand(c_bits, d.dtype_d) if c_bits is not None else None
+    if C is not None and scale_input_d:
+        C[..., LSB:] -= scale_input_d  # D * 2^-s: both exponents (lsb, alignment) move, exactly
+    unit = fdp_unit(d.kind, d.dtype_d)
+    if d.kind == "mxf8f6f4":  # ue8m0 scales (one per 32 = K): add their exponents to every product's
+        A, B = _fold_scale(A, sa), _fold_scale(B, sb)
+        return fused_dot(A, B, C, unit)
+    if d.kind in _GROUPED:
+        group = 16
+        SA = np.repeat(decode_operand(sa, d.scale_type), bs // group, axis=1)
+        SB = np.repeat(decode_operand(sb, d.scale_type), bs // group, axis=1)
+        return grouped_dot(A, B, C, SA, SB, unit, group)
+    return fused_dot(A, B, C, unit)
+
+
+def _fold_scale(X, scale_bits):
+    """X's elements times their row's ue8m0 scale 2^e (one scale covers all K = 32): exponents move by e;
+    a NaN scale (0xFF) makes every element NaN."""
+    S = decode_operand(scale_bits[:, 0], "ue8m0")  # (rows, 5)
+    X = X.copy()
+    nan = S[:, CLS] == NAN
+    X[..., LSB:] += np.where(nan, 0, S[:, LSB])[:, None, None]  # LSB and ALIGN
+    X[nan, :, CLS] = NAN
+    return X
