@@ -78,15 +78,19 @@ def _banks(args) -> int:
 
 
 def _explain(args) -> int:
-    from .explain import INSTRUCTION_K, explain, lint
-    print(explain(args.descriptor, dtype=args.dtype, major=args.major, rows=args.rows, k=args.k, arch=args.arch))
+    from .explain import explain, instruction_k, lint
+    text = explain(args.descriptor, dtype=args.dtype, major=args.major, rows=args.rows, k=args.k, arch=args.arch,
+                   instr=args.instr, kind=args.kind, operand=args.operand)
+    print(text)
+    if args.instr is not None:  # the operand's shape came from the instruction descriptor
+        return 1 if "error" in text else 0
     for path in filter(None, (args.png, args.svg)):
         from .pictures import operand_map
-        operand_map(args.descriptor, path, rows=args.rows, k=args.k or INSTRUCTION_K[args.dtype], dtype=args.dtype,
-                    major=args.major)
+        operand_map(args.descriptor, path, rows=args.rows, k=args.k or instruction_k(args.dtype, args.arch),
+                    dtype=args.dtype, major=args.major, arch=args.arch)
         print(f"wrote {path}")
     return 1 if any(f.severity == "error" for f in lint(args.descriptor, dtype=args.dtype, major=args.major,
-                                                         rows=args.rows, k=args.k)) else 0
+                                                         rows=args.rows, k=args.k, arch=args.arch)) else 0
 
 
 def _swizzle_picture(args) -> int:
@@ -157,6 +161,10 @@ def main(argv=None) -> int:
     p.add_argument("--major", default="K", choices=["K", "MN"])
     p.add_argument("--rows", type=int, default=64, help="M (A) or N (B)")
     p.add_argument("--k", type=int, help="K elements (default: one instruction's K)")
+    p.add_argument("--instr", help="sm100: a tcgen05 instruction descriptor (32-bit); with --kind, it sets the "
+                                   "operand's type, major-ness and extent")
+    p.add_argument("--kind", choices=["tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4"])
+    p.add_argument("--operand", default="a", choices=["a", "b"], help="with --instr: which operand the descriptor is")
     p.add_argument("--png", help="draw the operand's shared-memory map")
     p.add_argument("--svg", help="the same as SVG")
     p.set_defaults(run=_explain)

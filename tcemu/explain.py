@@ -4,9 +4,9 @@ from typing import List
 import numpy as np
 
 from .addressing import canonical_layout, core_matrix_rows, operand_addresses
-from .descriptors import Finding, SwizzleMode, as_descriptor
-from .dtypes import element_type, parse_major
-from .errors import TcemuError
+from .descriptors import Finding, SwizzleMode, as_arch_descriptor
+from .dtypes import OPERAND_DTYPES, element_type, parse_major
+from .errors import LayoutError, TcemuError
 from .hopper import K_OF as INSTRUCTION_K
 
 DYNAMIC_SMEM_BASE = 0x400  # where dynamic shared memory started in every capture (traces/*.npz)
@@ -23,19 +23,26 @@ def dense_strides(desc, dtype: str, major: str, rows: int, k: int):
     return 8 * w * max(k // 8, 1), 8 * w
 
 
-def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None) -> List[Finding]:
+def instruction_k(dtype: str, arch: str = "sm90") -> int:
+    """K of one instruction: wgmma's per type; tcgen05 reads 32 bytes of K (fp4/fp6 padded to bytes
+    except packed e2m1, 64)."""
+    etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
+    return INSTRUCTION_K[etype.name] if arch == "sm90" else 256 // etype.bits
+
+
+def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None, arch: str = "sm90") -> List[Finding]:
     """Findings beyond validate(): traps that give silently wrong results."""
-    desc = as_descriptor(desc)
-    k = k or INSTRUCTION_K[element_type(dtype).name]
-    out = list(desc.validate(major=major))
+    desc = as_arch_descriptor(desc, arch)
+    k = k or instruction_k(dtype, arch)
+    out = list(desc.validate(arch, major=major))
     if any(f.severity == "error" for f in out):
         return out
     try:
-        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major)
+        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
     except TcemuError as e:
         return out + [Finding(e.field, e.rule, "error")]
-    nbytes = max(element_type(dtype).bits // 8, 1)
-    if element_type(dtype).bits >= 8:
+    nbytes = max(element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits // 8, 1)
+    if nbytes > 1 or element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits == 8:
         flat = addrs.ravel()
         order = np.argsort(flat, kind="stable")
         dup = np.flatnonzero(flat[order][1:] < flat[order][:-1] + nbytes)
@@ -61,27 +68,63 @@ def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None) -> List[
     return out
 
 
-def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=None, arch: str = "sm90") -> str:
-    desc = as_descriptor(desc)
-    etype = element_type(dtype)
-    k = k or INSTRUCTION_K[etype.name]
+def describe_instruction(idesc) -> List[str]:
+    """A tcgen05 instruction descriptor in words, with the shape rules it breaks (PTX Table 39)."""
+    d = idesc
+    major = lambda t: "MN-major" if t else "K-major"  # noqa: E731
+    lines = [f"instruction: .kind::{d.kind} M = {d.m}, N = {d.n}; A {d.dtype_a} {major(d.transpose_a)}"
+             f"{' negated' if d.negate_a else ''}, B {d.dtype_b} {major(d.transpose_b)}"
+             f"{' negated' if d.negate_b else ''}, D " + ("f32" if d.kind in ("mxf8f6f4", "mxf4", "mxf4nvf4")
+                                                          else d.dtype_d)]
+    if d.kind in ("mxf8f6f4", "mxf4", "mxf4nvf4"):
+        lines.append(f"block scales: {d.scale_type}, A's from byte {d.a_scale_id} and B's from byte {d.b_scale_id} "
+                     "of their tensor-memory cells")
+    lines += [f"error: {f}: {rule}" for f, rule in d.validate()]
+    return lines
+
+
+def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=None, arch: str = "sm90",
+            instr=None, kind=None, operand: str = "a") -> str:
+    """`desc` in plain words. With a tcgen05 instruction descriptor (`instr`, an InstrDescriptor or its value
+    with `kind`), the operand's type, major-ness and extent come from it (operand "a" or "b")."""
+    lines = []
+    if instr is not None:
+        from .instr import InstrDescriptor
+        d = instr if isinstance(instr, InstrDescriptor) else InstrDescriptor.decode(int(str(instr), 0), kind)
+        arch = "sm100"
+        if operand not in ("a", "b"):
+            raise LayoutError("operand", f"{operand!r}: 'a' or 'b'")
+        dtype, mn = (d.dtype_a, d.transpose_a) if operand == "a" else (d.dtype_b, d.transpose_b)
+        major, rows, k = ("MN" if mn else "K"), (d.m if operand == "a" else d.n), None
+        lines += describe_instruction(d)
+    desc = as_arch_descriptor(desc, arch)
+    etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
+    k = k or instruction_k(etype.name, arch)
     sw = desc.swizzle.swizzle
-    lines = [f"{desc}  ({arch}, read as {rows} x {k} {etype.name}, {'K' if parse_major(major) else 'MN'}-major)"]
+    lines.insert(0, f"{desc}  ({arch}, read as {rows} x {k} {etype.name}, {'K' if parse_major(major) else 'MN'}-major)")
     if desc.swizzle is SwizzleMode.NONE:
         lines.append("swizzle: none; the operand is built from 8x16-byte core matrices placed by LBO and SBO")
     else:
-        lines.append(f"swizzle: {desc.swizzle.value} = {sw}: 16-byte chunk bits [4, {4 + sw.bits}) of every absolute "
-                     f"address are XORed with bits [7, {7 + sw.bits}) (minus the base offset {desc.base_offset}); "
-                     f"the pattern repeats every {128 << sw.bits} bytes")
+        hi = sw.base + sw.shift
+        lines.append(f"swizzle: {desc.swizzle.value} = {sw}: bits [{sw.base}, {sw.base + sw.bits}) of every absolute "
+                     f"address are XORed with bits [{hi}, {hi + sw.bits}) (minus the base offset {desc.base_offset}); "
+                     f"the pattern repeats every {1 << (hi + sw.bits)} bytes")
     try:
-        lines.append(f"layout: {canonical_layout(desc, dtype=etype.name, major=major)}  (elements; m, k count atoms)")
-        rows_of = core_matrix_rows(desc, rows=rows, k=k, dtype=etype.name, major=major)
+        lines.append(f"layout: {canonical_layout(desc, dtype=etype.name, major=major, arch=arch)}  "
+                     "(elements; m, k count atoms)")
+        rows_of = core_matrix_rows(desc, rows=rows, k=k, dtype=etype.name, major=major, arch=arch)
         lines.append("first core matrices (16-byte row addresses):")
         for i in range(min(2, rows_of.shape[0])):
             for j in range(min(2, rows_of.shape[1])):
                 lines.append(f"  ({i}, {j}): " + " ".join(f"{int(a):#07x}" for a in rows_of[i, j]))
     except TcemuError as e:
         lines.append(f"layout: cannot be resolved: {e}")
-    findings = lint(desc, dtype=etype.name, major=major, rows=rows, k=k)
+    findings = lint(desc, dtype=etype.name, major=major, rows=rows, k=k, arch=arch)
+    if instr is not None:  # rules tying this operand's descriptor to the instruction (blackwell.check_form)
+        from .blackwell import check_form
+        try:
+            check_form(d, None, False, *((desc, None) if operand == "a" else (None, desc)), 0)
+        except TcemuError as e:
+            findings.append(Finding(e.field, e.rule, "error"))
     lines += [str(f) for f in findings] or ["no findings"]
     return "\n".join(lines)

@@ -6,7 +6,7 @@ element lives in is coloured by its core matrix and labelled with the first elem
 import numpy as np
 
 from .addressing import core_matrix_rows, operand_addresses
-from .descriptors import SwizzleMode, as_descriptor
+from .descriptors import SwizzleMode, as_arch_descriptor
 from .dtypes import element_type, parse_major
 from .errors import TcemuError
 
@@ -21,13 +21,14 @@ def _plt():
         raise TcemuError("png", "pictures need matplotlib: pip install 'tcemu[pictures]'") from None
 
 
-def operand_map(desc, path: str, *, rows: int, k: int, dtype: str, major: str = "K", operand: str = "A"):
+def operand_map(desc, path: str, *, rows: int, k: int, dtype: str, major: str = "K", operand: str = "A",
+                arch: str = "sm90"):
     """Draw where every 16-byte chunk of the operand lives (PNG or SVG by the file's extension).
     Returns (first line address, {(line, chunk): label})."""
     plt = _plt()
-    desc = as_descriptor(desc)
-    addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major)
-    cm = core_matrix_rows(desc, rows=rows, k=k, dtype=dtype, major=major)  # (i, j, 8) row addresses
+    desc = as_arch_descriptor(desc, arch)
+    addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
+    cm = core_matrix_rows(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)  # (i, j, 8) row addresses
     lo = int(addrs.min()) // 128 * 128
     lines = (int(addrs.max()) - lo) // 128 + 1
     if lines > 256:

@@ -1,6 +1,8 @@
 """explain / lint: each known trap gives its finding; canonical descriptors give none."""
 import pytest
 
+import tcemu
+
 from tcemu import GmmaDescriptor
 from tcemu.cli import main
 from tcemu.explain import explain, lint
@@ -36,7 +38,28 @@ def test_each_trap():
 
 def test_explain_text_and_cli(capsys):
     text = explain(GmmaDescriptor(0x400, 16, 1024, 0, "128B"), dtype="bf16")
-    assert "Swizzle<3,4,3>: 16-byte chunk bits [4, 7)" in text and "(0, 0): 0x00400 0x00490" in text
+    assert "Swizzle<3,4,3>: bits [4, 7) of every absolute address" in text and "(0, 0): 0x00400 0x00490" in text
     assert text.endswith("no findings")
     assert main(["explain", hex(GmmaDescriptor(0x38F00, 16, 1024, 0, "128B").encode())]) == 1
     assert "error: start_address, lbo, sbo" in capsys.readouterr().out
+
+
+def test_sm100_missing_version_bit_is_named():
+    """An sm90-style value handed to tcgen05: the layout code lands on 128B, the version bit is missing."""
+    text = explain(0x4000004000010040, arch="sm100")
+    assert "version=0" in text and "error: version: 0: sm100 descriptors carry version 1" in text
+
+
+def test_explain_with_an_instruction_descriptor():
+    idesc = tcemu.InstrDescriptor("f16", "bf16", "bf16", m=128, n=256, transpose_a=True, transpose_b=True)
+    ok = tcemu.UmmaDescriptor(start_address=0x400, lbo=0x2000, sbo=0x400, swizzle="128B", version=1)
+    text = explain(ok, instr=idesc.encode(), kind="f16")
+    assert "read as 128 x 16 bf16, MN-major" in text and ".kind::f16 M = 128, N = 256" in text
+    assert text.endswith("no findings")
+    assert "read as 256 x 16 bf16" in explain(ok, instr=idesc, operand="b")
+    atom32 = tcemu.UmmaDescriptor(start_address=0x400, lbo=0x100, sbo=0x400, swizzle="128B_base32B", version=1)
+    text = explain(atom32, instr=idesc)
+    assert "Swizzle<2,5,2>: bits [5, 7) of every absolute address are XORed with bits [7, 9)" in text
+    assert "error: desc_a: MN-major tf32 needs the 128B swizzle with 32-byte atoms" in text
+    bad = tcemu.InstrDescriptor("i8", "s8", "s8", m=64, n=40, dtype_d="s32")
+    assert "error: n: N = 40" in explain(ok, instr=bad)
