@@ -79,6 +79,35 @@ def wgmma_bench():
     return rows
 
 
+def tcgen05_bench():
+    """tcgen05.mma M=128 N=256 through the whole call: f16 (K=16), f8f6f4 e4m3 x e2m1 (K=32, padded fp4),
+    mxf4nvf4 (K=64, ue4m3 scales, grouped engine); the numpy reference is a float64 matmul of the shape."""
+    from tcemu import InstrDescriptor, SharedMemory, UmmaDescriptor, tcgen05_mma
+    rng = np.random.default_rng(0)
+    rows = []
+    for kind, ta, tb, k in (("f16", "f16", "f16", 16), ("f8f6f4", "e4m3", "e2m1", 32), ("mxf4nvf4", "e2m1", "e2m1", 64)):
+        smem = SharedMemory("sm100")
+        da = UmmaDescriptor(start_address=0x400, lbo=16, sbo=1024, swizzle="128B", version=1)
+        db = UmmaDescriptor(start_address=0x10400, lbo=16, sbo=1024, swizzle="128B", version=1)
+        width = {"f16": 16, "e4m3": 8}.get
+        smem.write_operand(da, rng.integers(0, 1 << (width(ta) or 4), (128, k)) & 0x3BFF, dtype=ta,
+                           padded=kind == "f8f6f4")
+        smem.write_operand(db, rng.integers(0, 1 << (width(tb) or 4), (256, k)) & 0x3BFF, dtype=tb,
+                           padded=kind == "f8f6f4")
+        c = rng.standard_normal((128, 256)).astype(np.float32)
+        extra = {}
+        if kind == "mxf4nvf4":
+            d = InstrDescriptor(kind, ta, tb, m=128, n=256, scale_type="ue4m3")
+            extra = dict(scale_a=rng.integers(0x30, 0x40, (128, 4)), scale_b=rng.integers(0x30, 0x40, (256, 4)))
+        else:
+            d = InstrDescriptor(kind, ta, tb, m=128, n=256)
+        dots = rate(lambda: tcgen05_mma(smem, da, db, d, c=c, **extra), 128 * 256)
+        a64, b64, c64 = rng.standard_normal((128, k)), rng.standard_normal((k, 256)), c.astype(np.float64)
+        ref = rate(lambda: a64 @ b64 + c64, 128 * 256)
+        rows.append((f"{kind} {ta}x{tb} K={k}", dots, ref))
+    return rows
+
+
 def banks_bench():
     from tcemu.banks import bank_conflicts, wavefronts_batch
     rng = np.random.default_rng(0)
@@ -141,6 +170,10 @@ def main():
     print(f"one m64n256k16 bf16 wgmma: tcemu {one * 1e3:.3f} ms, numpy float64 matmul {numpy_one * 1e3:.3f} ms, "
           f"MMA-Sim {MMASIM_WGMMA_S:.2f} s")
     print("target: > 20,000,000 dot products/s on one core; one m64n256k16 in under 1 ms")
+    print()
+    print(f"{'tcgen05.mma M=128 N=256, f32 acc.':<34} {'tcemu dots/s':>14} {'numpy f64 dots/s':>17}")
+    for name, dots, ref in tcgen05_bench():
+        print(f"{name:<34} {dots:>14,.0f} {ref:>17,.0f}   one instruction: {128 * 256 / dots * 1e3:.2f} ms")
     print()
     print(f"{'bank conflicts (random addresses)':<34} {'batch /s':>14} {'one call /s':>17}")
     for op, batch, single in banks_bench():

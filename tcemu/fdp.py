@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .errors import LayoutError
 from .formats import FINITE, INF, NAN, RNE, RZ, ZERO, decode_float, format_args, get_format
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
@@ -244,55 +245,44 @@ def fused_dot(A, B, C, unit: FdpUnit) -> np.ndarray:
 
 
 @njit(cache=True)
-def _grouped_kernel(A, B, C, c_present, SA, SB, group, unit_exp, F, zero_exp, keep, out_man, emin, bias, emax_field,
+def _grouped_kernel(P, A, B, C, c_present, SA, SB, unit_exp, F, zero_exp, keep, out_man, emin, bias, emax_field,
                     rounding, sign_shift, nan_bits, out):
-    M, K = A.shape[0], A.shape[1]
-    N = B.shape[0]
+    M, N, G = P.shape
     for m in range(M):
         for n in range(N):
-            nan, inf = False, False
-            for g in range(K // group):
+            nan = False
+            for g in range(G):
                 nan |= SA[m, g, CLS] == NAN or SB[n, g, CLS] == NAN
             if c_present:
                 nan |= C[m, n, CLS] == NAN
-                inf = C[m, n, CLS] == INF
             if nan:
                 out[m, n] = nan_bits
                 continue
-            if inf:
+            if c_present and C[m, n, CLS] == INF:
                 out[m, n] = (C[m, n, SIGN] << sign_shift) | (emax_field << out_man)
                 continue
             E = np.int64(-(1 << 40))
-            all_neg_zero = True
             if c_present:
-                E = max(E, C[m, n, ALIGN] if C[m, n, CLS] == FINITE else zero_exp)
-                all_neg_zero = C[m, n, CLS] == ZERO and C[m, n, SIGN] == 1
-            for g in range(K // group):  # a group counts at its scales' exponents, whatever its sum
-                E = max(E, SA[m, g, ALIGN] + SB[n, g, ALIGN] if SA[m, g, CLS] == FINITE and SB[n, g, CLS] == FINITE
-                        else zero_exp)
+                E = C[m, n, ALIGN] if C[m, n, CLS] == FINITE else np.int64(zero_exp)
+            for g in range(G):  # a group counts at its scales' exponents, whatever its sum
+                finite = SA[m, g, CLS] == FINITE and SB[n, g, CLS] == FINITE
+                E = max(E, SA[m, g, ALIGN] + SB[n, g, ALIGN] if finite else zero_exp)
             u = E - F
             S = np.int64(0)
-            for g in range(K // group):
-                P = np.int64(0)  # the group's exact sum in units of 2^unit_exp
-                for k in range(g * group, (g + 1) * group):
-                    s = A[m, k, SIGN] ^ B[n, k, SIGN]
-                    if A[m, k, CLS] == FINITE and B[n, k, CLS] == FINITE:
-                        p = (A[m, k, SIG] * B[n, k, SIG]) << (A[m, k, LSB] + B[n, k, LSB] - unit_exp)
-                        P += -p if s else p
-                        all_neg_zero = False
-                    else:
-                        all_neg_zero = all_neg_zero and s == 1
-                if P == 0 or SA[m, g, CLS] != FINITE or SB[n, g, CLS] != FINITE:
-                    continue
-                t = _shift(abs(P) * SA[m, g, SIG] * SB[n, g, SIG], unit_exp + SA[m, g, LSB] + SB[n, g, LSB] - u)
-                S += -t if P < 0 else t
+            for g in range(G):
+                if P[m, n, g] != 0 and SA[m, g, CLS] == FINITE and SB[n, g, CLS] == FINITE:
+                    t = _shift(abs(P[m, n, g]) * SA[m, g, SIG] * SB[n, g, SIG], unit_exp + SA[m, g, LSB] + SB[n, g, LSB] - u)
+                    S += -t if P[m, n, g] < 0 else t
             if c_present and C[m, n, CLS] == FINITE:
                 t = _shift(C[m, n, SIG], C[m, n, LSB] - u)
                 S += -t if C[m, n, SIGN] else t
-            if S == 0:
-                out[m, n] = np.int64(all_neg_zero) << sign_shift
-            else:
+            if S != 0:
                 out[m, n] = _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift)
+                continue
+            neg = not c_present or (C[m, n, CLS] == ZERO and C[m, n, SIGN] == 1)  # -0 only if every term is -0
+            for k in range(A.shape[1]):
+                neg = neg and (A[m, k, CLS] == ZERO or B[n, k, CLS] == ZERO) and (A[m, k, SIGN] ^ B[n, k, SIGN]) == 1
+            out[m, n] = np.int64(neg) << sign_shift
 
 
 def grouped_dot(A, B, C, SA, SB, unit: FdpUnit, group: int = 16) -> np.ndarray:
@@ -300,15 +290,29 @@ def grouped_dot(A, B, C, SA, SB, unit: FdpUnit, group: int = 16) -> np.ndarray:
     each group of `group` products is summed exactly, scaled by SA[m, g] * SB[n, g], and joins one fused
     sum (with C) aligned at the scales' exponents, not at the group's own magnitude.
 
-    A (M, K, 5), B (N, K, 5) decoded elements of a format with no inf/NaN; SA (M, K/group, 5),
+    A (M, K, 5), B (N, K, 5) decoded elements of a format with no inf/NaN (e2m1); SA (M, K/group, 5),
     SB (N, K/group, 5) decoded scales; C (M, N, 5) or None. Returns raw f32 bits (uint32)."""
     fmt = get_format(unit.out_format)
+    lsb_a, lsb_b = int(A[..., LSB].min(initial=0)), int(B[..., LSB].min(initial=0))
+
+    def fixed(X, lsb):  # signed significands on one grid: small integers (e2m1: |x| * 2 <= 12)
+        v = np.where(X[..., CLS] == FINITE, X[..., SIG] << (X[..., LSB] - lsb), 0)
+        return np.where(X[..., SIGN] == 1, -v, v)
+
+    a, b = fixed(A, lsb_a).astype(np.float64), fixed(B, lsb_b).astype(np.float64)
+    G = A.shape[1] // group
+    P = np.empty((A.shape[0], B.shape[0], G), np.int64)
+    for g in range(G):  # float64 matmul of small integers is exact (|sum| < 2^53) and fast
+        span = slice(g * group, (g + 1) * group)
+        P[:, :, g] = a[:, span] @ b[:, span].T
     out = np.empty((A.shape[0], B.shape[0]), np.int64)
     c = C if C is not None else np.zeros((1, 1, 5), np.int64)
-    unit_exp = int(A[..., LSB].min(initial=0)) + int(B[..., LSB].min(initial=0))  # lsb of the smallest product
-    _grouped_kernel(A, B, c, C is not None, SA, SB, group, unit_exp, unit.frac_bits, unit.zero_exp, unit.keep_bits,
-                    fmt.man_bits, 1 - fmt.bias, fmt.bias, (1 << fmt.exp_bits) - 1, unit.rounding, fmt.bits - 1,
-                    (1 << (fmt.bits - 1)) - 1, out)
+    if np.abs(a).max(initial=0) * np.abs(b).max(initial=0) * group >= 2 ** 53:
+        raise LayoutError("dtype", "grouped_dot takes narrow elements (e2m1): these significands are too wide "
+                                   "for an exact group sum")
+    _grouped_kernel(P, A, B, c, C is not None, SA, SB, lsb_a + lsb_b, unit.frac_bits,
+                    unit.zero_exp, unit.keep_bits, fmt.man_bits, 1 - fmt.bias, fmt.bias, (1 << fmt.exp_bits) - 1,
+                    unit.rounding, fmt.bits - 1, (1 << (fmt.bits - 1)) - 1, out)
     return out.astype(np.uint32)
 
 
