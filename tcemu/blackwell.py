@@ -53,11 +53,11 @@ def block_size(d: InstrDescriptor, requested=None) -> int:
     legal = {"mxf8f6f4": (32,), "mxf4": (32,)}.get(d.kind, (16,) if d.scale_type == "ue4m3" else (16, 32))
     if requested is None:
         if len(legal) > 1:
-            raise LayoutError("block_size", ".kind::mxf4nvf4 with ue8m0 scales needs block_size 16 (.block16) "
-                                            "or 32 (.block32): PTX requires the qualifier")
+            raise LayoutError("block_size_k", ".kind::mxf4nvf4 with ue8m0 scales needs block_size_k 16 (.block16) "
+                                              "or 32 (.block32): PTX requires the qualifier")
         return legal[0]
     if requested not in legal:
-        raise LayoutError("block_size", f"{requested!r}: .kind::{d.kind} with {d.scale_type} scales takes {legal}")
+        raise LayoutError("block_size_k", f"{requested!r}: .kind::{d.kind} with {d.scale_type} scales takes {legal}")
     return requested
 
 
@@ -117,9 +117,6 @@ def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group):
 
 def _scales(d, scale, rows_per_cta, nsf, sf_id, tmems, field, cta_group):
     """(rows, nsf) raw scale bytes from an array or from tensor memory (cta_group::1)."""
-    if scale is None:
-        raise LayoutError(field, f".kind::{d.kind} is block-scaled: pass the scale factors (an array or a "
-                                 "tensor-memory address)")
     if isinstance(scale, (int, np.integer)) and not isinstance(scale, bool):
         if cta_group != 1 or tmems is None:
             raise LayoutError(field, "scale factors from tensor memory need tmem= and cta_group::1 (the 2x2 "
@@ -179,6 +176,8 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
     if d.kind not in BLOCK_SCALED and (scale_a is not None or scale_b is not None or block_size_k is not None):
         raise LayoutError("scale_a" if scale_a is not None else "scale_b" if scale_b is not None else "block_size_k",
                           f".kind::{d.kind} is not block-scaled")
+    if d.kind in BLOCK_SCALED and disable_output_lane is not None:
+        raise LayoutError("disable_output_lane", "the block-scaled forms take no lane mask (PTX 9.7.16.10.9)")
     a_bits = np.concatenate([_operand_bits(d, "a", s, a, t, a_tmem, mc, K, cta_group)
                              for s, t in zip(smems, tmems or [None] * cta_group)])
     b_bits = np.concatenate([_operand_bits(d, "b", s, desc_b, None, None, nc, K, cta_group) for s in smems])
@@ -200,9 +199,11 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
 
 
 def _scaled_inputs(d, scale_a, scale_b, mc, nc, tmems, cta_group, requested):
-    for name in ("scale_a", "scale_b"):
-        if (scale_a if name == "scale_a" else scale_b) is None:
-            raise LayoutError(name, f".kind::{d.kind} is block-scaled: pass {name}")
+    """(scale_a bytes, scale_b bytes, block size) of a block-scaled kind."""
+    for name, value in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if value is None:
+            raise LayoutError(name, f".kind::{d.kind} is block-scaled: pass {name} (an array or a tensor-memory "
+                                    "address)")
     bs = block_size(d, requested)
     nsf = K_OF_KIND[d.kind] // bs
     sa = _scales(d, scale_a, mc, nsf, d.a_scale_id, tmems, "scale_a", cta_group)

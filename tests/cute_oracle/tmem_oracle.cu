@@ -1,0 +1,160 @@
+// Peer oracle for tcemu: where tcgen05.mma's D, A and scale factors sit in tensor memory, as CuTe
+// lays them out.
+//
+// Host-only program: it #includes CuTe (nvidia-cutlass wheel) and calls CuTe's own builders;
+// nothing of CuTe is copied here. D and A fragments come from CuTe's MMA path
+// (make_tiled_mma(op) -> partition_shape_C/A -> make_tensor<FrgTypeC/A>, i.e. UMMA::tmem_frg_1sm /
+// tmem_frg_2sm::make); scale factors from UMMA::tmem_sf_frg::make (the traits' FrgTypeSFA/SFB).
+//
+// Output, one JSON object per line on stdout: {"rec": "d" | "a" | "sf", case fields, "rows", "cols",
+// "tiles": [T1, T2], "shift", "lane": [...], "col": [...], "idx": [...]}. For every element, in the
+// order (t2, t1, i, k) of the fragment's coordinate ((i, k), t1, t2), CuTe's tmem_ptr for it
+// (tensor.data() + tensor.layout()(coord), what Tensor::operator() dereferences) read through
+// tmem_ptr's own fields: dp_ (lane), col_ (column) and idx_ (top byte, where tmem_ptr::operator+
+// rotates the sub-word index: rotr(offset, shift), shift = tmem_ptr<T>::OffsetShift =
+// log2(32 / bits)). For "sf" records i runs over the whole first mode, replicas included
+// (i = row + MN * copy) and k over K (k / VS is the factor).
+//
+// Build: nvcc -std=c++17 -x c++ -O1 -DNDEBUG -I<cutlass include> tmem_oracle.cu -o tmem_oracle
+
+#include <cstdint>
+#include <cstdio>
+
+#include <cutlass/version.h>
+#include <cute/tensor.hpp>
+#include <cute/atom/mma_traits_sm100.hpp>
+
+using namespace cute;
+
+template <class T> struct TypeName;
+#define TCEMU_NAME(T, s) template <> struct TypeName<T> { static constexpr char const* value = s; };
+TCEMU_NAME(tfloat32_t, "tf32")
+TCEMU_NAME(half_t, "f16")
+TCEMU_NAME(uint8_t, "u8")
+TCEMU_NAME(float, "f32")
+TCEMU_NAME(int32_t, "s32")
+TCEMU_NAME(float_e2m1_t, "e2m1")
+TCEMU_NAME(float_ue8m0_t, "ue8m0")
+TCEMU_NAME(float_ue4m3_t, "ue4m3")
+#undef TCEMU_NAME
+
+// One record: `head` is the JSON text of the case fields (without braces).
+template <class Tensor>
+void dump(char const* rec, char const* head, Tensor const& t) {
+  using T = typename remove_cvref_t<decltype(t.data())>::value_type;
+  int const rows = int(size<0, 0>(t)), cols = int(size<0, 1>(t));
+  int const t1 = int(size<1>(t)), t2 = int(size<2>(t));
+  static_assert(decltype(rank(t))::value == 3, "expected ((rows, cols), tiles, tiles)");
+  printf("{\"rec\":\"%s\",%s,\"rows\":%d,\"cols\":%d,\"tiles\":[%d,%d],\"shift\":%d", rec, head, rows, cols, t1, t2,
+         int(tmem_ptr<T>::OffsetShift));
+  char const* field[3] = {"lane", "col", "idx"};
+  for (int f = 0; f < 3; ++f) {
+    printf(",\"%s\":[", field[f]);
+    char const* sep = "";
+    for (int b = 0; b < t2; ++b)
+      for (int a = 0; a < t1; ++a)
+        for (int i = 0; i < rows; ++i)
+          for (int k = 0; k < cols; ++k) {
+            auto p = t.data() + t.layout()(make_coord(make_coord(i, k), a, b));
+            printf("%s%d", sep, f == 0 ? int(p.dp_) : f == 1 ? int(p.col_) : int(p.idx_));
+            sep = ",";
+          }
+    printf("]");
+  }
+  printf("}\n");
+}
+
+constexpr auto K_ = UMMA::Major::K;
+
+// D (and, for TS atoms, A) of one MMA atom over an (M_TILE x N) or (M_TILE x K_TILE) CTA tile.
+template <class Op, int N_SM, int M, int N, int M_TILE = M>
+void d_case(char const* op) {
+  auto mma = make_tiled_mma(Op{});
+  using C = typename decltype(mma)::ValTypeC;
+  Tensor d = partition_fragment_C(mma, Shape<Int<M_TILE>, Int<N>>{});
+  char head[256];
+  snprintf(head, sizeof head, "\"op\":\"%s\",\"n_sm\":%d,\"m\":%d,\"n\":%d,\"dtype\":\"%s\"", op, N_SM, M, N,
+           TypeName<C>::value);
+  dump("d", head, d);
+}
+
+template <class Op, int N_SM, int M, int N, int K_TILE, int M_TILE = M>
+void a_case(char const* op) {
+  auto mma = make_tiled_mma(Op{});
+  using A = typename decltype(mma)::ValTypeA;
+  Tensor a = make_tensor<typename decltype(mma)::FrgTypeA>(partition_shape_A(mma, Shape<Int<M_TILE>, Int<K_TILE>>{}));
+  char head[256];
+  snprintf(head, sizeof head, "\"op\":\"%s\",\"n_sm\":%d,\"m\":%d,\"n\":%d,\"dtype\":\"%s\",\"bits\":%d", op, N_SM, M,
+           N, TypeName<A>::value, int(sizeof_bits_v<A>));
+  dump("a", head, a);
+  d_case<Op, N_SM, M, N, M_TILE>(op);  // a TS atom's D (NonInterleaved, int32 storage)
+}
+
+// Scale factors: tmem_sf_frg over one MMA's ((MN, (VS, NSF)), 1, 1), K = VS * NSF.
+template <class SF, int VS, int NSF, int N_SM, bool IsSFA, int MN,
+          UMMA::TmemAllocMode Mode = UMMA::TmemAllocMode::ScaleFactorDuplicated4by1>
+void sf_case(char const* mode) {
+  Tensor s = UMMA::tmem_sf_frg<SF, VS, N_SM, IsSFA, Mode>::make(
+      make_shape(make_shape(Int<MN>{}, make_shape(Int<VS>{}, Int<NSF>{})), _1{}, _1{}));
+  char head[256];
+  snprintf(head, sizeof head, "\"which\":\"%s\",\"n_sm\":%d,\"mn\":%d,\"vs\":%d,\"nsf\":%d,\"sf\":\"%s\",\"mode\":\"%s\"",
+           IsSFA ? "sfa" : "sfb", N_SM, MN, VS, NSF, TypeName<SF>::value, mode);
+  dump("sf", head, s);
+}
+
+template <class SF, int VS, int NSF>
+void sf_grid() {
+  sf_case<SF, VS, NSF, 1, true, 128>("4x1");
+  sf_case<SF, VS, NSF, 1, false, 128>("4x1");
+  sf_case<SF, VS, NSF, 1, false, 256>("4x1");
+  sf_case<SF, VS, NSF, 2, true, 128>("4x1");   // cta_group::2, M = 256: 128 rows per CTA
+  sf_case<SF, VS, NSF, 2, false, 256>("4x1");
+  sf_case<SF, VS, NSF, 2, true, 64>("4x1");    // cta_group::2, M = 128: SFA stays 4x1
+  sf_case<SF, VS, NSF, 2, false, 256, UMMA::TmemAllocMode::ScaleFactorDuplicated2by2>("2x2");  // ... SFB 2x2
+}
+
+template <class C>
+void d_grid_1sm() {
+  d_case<SM100_MMA_F16BF16_SS<half_t, half_t, C, 128, 8, K_, K_>, 1, 128, 8>("F16BF16_SS");
+  d_case<SM100_MMA_F16BF16_SS<half_t, half_t, C, 128, 64, K_, K_>, 1, 128, 64>("F16BF16_SS");
+  d_case<SM100_MMA_F16BF16_SS<half_t, half_t, C, 128, 256, K_, K_>, 1, 128, 256>("F16BF16_SS");
+  d_case<SM100_MMA_F16BF16_SS<half_t, half_t, C, 64, 8, K_, K_>, 1, 64, 8>("F16BF16_SS");
+  d_case<SM100_MMA_F16BF16_SS<half_t, half_t, C, 64, 64, K_, K_>, 1, 64, 64>("F16BF16_SS");
+  d_case<SM100_MMA_F16BF16_SS<half_t, half_t, C, 64, 256, K_, K_>, 1, 64, 256>("F16BF16_SS");
+  // Two M = 64 atoms stacked in M: Interleaved puts the second at lane base 16.
+  d_case<SM100_MMA_F16BF16_SS<half_t, half_t, C, 64, 64, K_, K_>, 1, 64, 64, 128>("F16BF16_SS");
+}
+
+template <class C>
+void d_grid_2sm() {
+  d_case<SM100_MMA_F16BF16_2x1SM_SS<half_t, half_t, C, 256, 64, K_, K_>, 2, 256, 64>("F16BF16_2x1SM_SS");
+  d_case<SM100_MMA_F16BF16_2x1SM_SS<half_t, half_t, C, 256, 256, K_, K_>, 2, 256, 256>("F16BF16_2x1SM_SS");
+  d_case<SM100_MMA_F16BF16_2x1SM_SS<half_t, half_t, C, 128, 64, K_, K_>, 2, 128, 64>("F16BF16_2x1SM_SS");
+  d_case<SM100_MMA_F16BF16_2x1SM_SS<half_t, half_t, C, 128, 256, K_, K_>, 2, 128, 256>("F16BF16_2x1SM_SS");
+}
+
+int main() {
+  setvbuf(stdout, nullptr, _IOFBF, 1 << 20);
+  printf("{\"rec\":\"meta\",\"cutlass\":\"%d.%d.%d\"}\n", CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH);
+  d_grid_1sm<float>();
+  d_grid_1sm<half_t>();
+  d_grid_2sm<float>();
+  d_grid_2sm<half_t>();
+  // A in tensor memory (TS atoms, NonInterleaved), two MMAs deep in K.
+  a_case<SM100_MMA_TF32_TS<tfloat32_t, tfloat32_t, float, 128, 64, K_, K_>, 1, 128, 64, 16>("TF32_TS");
+  a_case<SM100_MMA_TF32_TS<tfloat32_t, tfloat32_t, float, 64, 64, K_, K_>, 1, 64, 64, 16>("TF32_TS");
+  a_case<SM100_MMA_F16BF16_TS<half_t, half_t, float, 128, 64, K_, K_>, 1, 128, 64, 32>("F16BF16_TS");
+  a_case<SM100_MMA_F16BF16_TS<half_t, half_t, half_t, 64, 64, K_, K_>, 1, 64, 64, 32>("F16BF16_TS");
+  a_case<SM100_MMA_S8_TS<uint8_t, uint8_t, int32_t, 128, 64, K_, K_>, 1, 128, 64, 64>("S8_TS");
+  a_case<SM100_MMA_S8_TS<uint8_t, uint8_t, int32_t, 64, 64, K_, K_>, 1, 64, 64, 64>("S8_TS");
+  // Two M = 64 TS atoms stacked in M: NonInterleaved keeps lane base 0 (next columns instead).
+  a_case<SM100_MMA_F16BF16_TS<half_t, half_t, float, 64, 64, K_, K_>, 1, 64, 64, 16, 128>("F16BF16_TS");
+  // cta_group::2 TS atoms (A Duplicated).
+  a_case<SM100_MMA_F16BF16_2x1SM_TS<half_t, half_t, float, 256, 64, K_, K_>, 2, 256, 64, 32>("F16BF16_2x1SM_TS");
+  a_case<SM100_MMA_F16BF16_2x1SM_TS<half_t, half_t, float, 128, 64, K_, K_>, 2, 128, 64, 32>("F16BF16_2x1SM_TS");
+  // Scale factors, K = 64: 16-element blocks (4 per row, ue4m3) and 32-element blocks (2 per row, ue8m0).
+  sf_grid<float_ue4m3_t, 16, 4>();
+  sf_grid<float_ue8m0_t, 32, 2>();
+  printf("{\"rec\":\"end\"}\n");
+  return 0;
+}
