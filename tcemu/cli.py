@@ -169,7 +169,7 @@ def main(argv=None) -> int:
     p.add_argument("--svg", help="the same as SVG")
     p.set_defaults(run=_explain)
     p = sub.add_parser("swizzle", help="draw a swizzle atom")
-    p.add_argument("mode", help="none, 32B, 64B or 128B")
+    p.add_argument("mode", help="none, 32B, 64B, 128B or 128B_base32B (sm100)")
     p.add_argument("--base-offset", type=int, default=0)
     p.add_argument("--png", required=True)
     p.set_defaults(run=lambda a: _swizzle_picture(a))

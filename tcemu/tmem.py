@@ -2,8 +2,8 @@
 address is lane << 16 | column (9.7.16.1.1).
 
 Where tcgen05.mma puts D and finds A and the block scales (PTX 9.7.16.10.4-5, whose pictures we could not
-read; the lane/column maps below follow CuTe's tmem_frg / tmem_sf_frg, nvidia-cutlass 4.2, and are not
-silicon-verified):
+read; the lane/column maps below follow CuTe's tmem_frg / tmem_sf_frg, nvidia-cutlass 4.2, element by element in
+tests/test_cute_tmem.py, and are not silicon-verified):
   D, cta_group::1, M = 128 (layout D): row r in lane r, column n.  M = 64 (layout F, half the data path):
   row r in lane base + r % 16 + 32 * (r // 16), base 0 or 16.  cta_group::2, per CTA: M = 256 (layout A) as
   M = 128; M = 128 (layout B, 2x2): local row r in lane r + 64 * (n // (N/2)), column n % (N/2).
@@ -116,7 +116,9 @@ class TensorMemory:
 
     # A: a K-major operand -------------------------------------------------------------------------------
     def _a_cells(self, address, m, k, bits, cta_group):
-        lanes = row_lanes(m, cta_group, split_address(address, "a_tmem")[0])
+        # m counts this CTA's rows; row_lanes takes the instruction's M (CuTe's 2x1SM TS atoms: M = 256 puts
+        # a CTA's 128 rows of A at lanes 0-127; M = 128 duplicates its 64 rows into lanes 64-127, not modelled)
+        lanes = row_lanes(m * cta_group, cta_group, split_address(address, "a_tmem")[0])
         per = 32 // bits
         kk = np.arange(k)
         return (np.broadcast_to(lanes[:, None], (lanes.size, k)), np.broadcast_to(kk // per, (lanes.size, k)),

@@ -418,6 +418,21 @@ def test_cta_pair_equals_two_halves():
         assert np.array_equal(tms[i].read_d(0, 256, 64, "f32", cta_group=2), half.view(np.uint32))
 
 
+def test_cta_pair_with_a_in_tensor_memory():
+    """cta_group::2 M = 256 with A in each CTA's tensor memory (lanes 0-127, CuTe's 2-SM TS atoms) gives the
+    bits of A from shared memory."""
+    rng = np.random.default_rng(10)
+    a, b = rng.standard_normal((256, 16)).astype(np.float16), rng.standard_normal((64, 16)).astype(np.float16)
+    pair = [place(a[:128], b[:32], "f16", "f16")[0], place(a[128:], b[32:], "f16", "f16")[0]]
+    d = InstrDescriptor("f16", "f16", "f16", m=256, n=64)
+    want = tcgen05_mma(pair, desc(A_AT), desc(B_AT), d, cta_group=2)
+    tms = [TensorMemory(), TensorMemory()]
+    for i in range(2):
+        tms[i].write_a(8, a[128 * i:128 * i + 128].view(np.uint16), 16, cta_group=2)
+    got = tcgen05_mma(pair, None, desc(B_AT), d, cta_group=2, tmem=tms, a_tmem=8)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
 # ---- refusals name the field and the rule -------------------------------------------------------------
 
 @pytest.mark.parametrize("kw,field,match", [

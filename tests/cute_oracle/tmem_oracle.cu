@@ -90,15 +90,19 @@ void a_case(char const* op) {
   d_case<Op, N_SM, M, N, M_TILE>(op);  // a TS atom's D (NonInterleaved, int32 storage)
 }
 
-// Scale factors: tmem_sf_frg over one MMA's ((MN, (VS, NSF)), 1, 1), K = VS * NSF.
+// Scale factors: tmem_sf_frg over one MMA's ((MN, (VS, NSF)), 1, 1), K = VS * NSF. sf_id: the
+// fragment starts sf_id bytes into its cells (tmem_ptr + sf_id; CuTe's block-scaled MMA traits take
+// the instruction descriptor's scale-factor id from the top two bits of that address).
 template <class SF, int VS, int NSF, int N_SM, bool IsSFA, int MN,
           UMMA::TmemAllocMode Mode = UMMA::TmemAllocMode::ScaleFactorDuplicated4by1>
-void sf_case(char const* mode) {
-  Tensor s = UMMA::tmem_sf_frg<SF, VS, N_SM, IsSFA, Mode>::make(
+void sf_case(char const* mode, int sf_id = 0) {
+  Tensor s0 = UMMA::tmem_sf_frg<SF, VS, N_SM, IsSFA, Mode>::make(
       make_shape(make_shape(Int<MN>{}, make_shape(Int<VS>{}, Int<NSF>{})), _1{}, _1{}));
+  Tensor s = make_tensor(s0.data() + sf_id, s0.layout());
   char head[256];
-  snprintf(head, sizeof head, "\"which\":\"%s\",\"n_sm\":%d,\"mn\":%d,\"vs\":%d,\"nsf\":%d,\"sf\":\"%s\",\"mode\":\"%s\"",
-           IsSFA ? "sfa" : "sfb", N_SM, MN, VS, NSF, TypeName<SF>::value, mode);
+  snprintf(head, sizeof head,
+           "\"which\":\"%s\",\"n_sm\":%d,\"mn\":%d,\"vs\":%d,\"nsf\":%d,\"sf\":\"%s\",\"mode\":\"%s\",\"sf_id\":%d",
+           IsSFA ? "sfa" : "sfb", N_SM, MN, VS, NSF, TypeName<SF>::value, mode, sf_id);
   dump("sf", head, s);
 }
 
@@ -152,9 +156,22 @@ int main() {
   // cta_group::2 TS atoms (A Duplicated).
   a_case<SM100_MMA_F16BF16_2x1SM_TS<half_t, half_t, float, 256, 64, K_, K_>, 2, 256, 64, 32>("F16BF16_2x1SM_TS");
   a_case<SM100_MMA_F16BF16_2x1SM_TS<half_t, half_t, float, 128, 64, K_, K_>, 2, 128, 64, 32>("F16BF16_2x1SM_TS");
+  // Packed e2m1 A (8 per column): CuTe has no TS atom for it (no SM100_MMA_MXF4_TS); the builder alone.
+  {
+    Tensor a = UMMA::tmem_frg_1sm<float_e2m1_t, float_e2m1_t, UMMA::TmemAllocMode::NonInterleaved>::make(
+        make_shape(make_shape(_128{}, _64{}), _1{}, _1{}));
+    dump("a", "\"op\":\"tmem_frg_1sm\",\"n_sm\":1,\"m\":128,\"n\":0,\"dtype\":\"e2m1\",\"bits\":4", a);
+  }
   // Scale factors, K = 64: 16-element blocks (4 per row, ue4m3) and 32-element blocks (2 per row, ue8m0).
   sf_grid<float_ue4m3_t, 16, 4>();
   sf_grid<float_ue8m0_t, 32, 2>();
+  // A second scale-factor id: byte 2 for two factors per row (mxf4), bytes 1-3 for one (mxf8f6f4, K = 32).
+  sf_case<float_ue8m0_t, 32, 2, 1, true, 128>("4x1", 2);
+  sf_case<float_ue8m0_t, 32, 2, 1, false, 256>("4x1", 2);
+  for (int id = 1; id < 4; ++id) {
+    sf_case<float_ue8m0_t, 32, 1, 1, true, 128>("4x1", id);
+    sf_case<float_ue8m0_t, 32, 1, 1, false, 128>("4x1", id);
+  }
   printf("{\"rec\":\"end\"}\n");
   return 0;
 }
