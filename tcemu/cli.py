@@ -1,4 +1,4 @@
-"""The tcemu command line: decode, addresses, replay."""
+"""The tcemu command line: decode, instr, addresses, explain, swizzle, banks, fuzz, replay."""
 import argparse
 import json
 import sys
@@ -6,25 +6,28 @@ import sys
 import numpy as np
 
 from .addressing import canonical_layout, core_matrix_rows, operand_addresses
-from .descriptors import GmmaDescriptor
+from .descriptors import UmmaDescriptor, as_arch_descriptor
 from .errors import TcemuError
 from .traces import replay, trace_paths
 
 
 def _decode(args) -> int:
-    desc = GmmaDescriptor.decode(args.descriptor)
+    desc = as_arch_descriptor(args.descriptor, args.arch)
     print(f"descriptor     {desc.encode():#018x}  ({args.arch})")
     print(f"start_address  {desc.start_address:#x}")
     print(f"lbo            {desc.lbo:#x} ({desc.lbo} bytes)")
     print(f"sbo            {desc.sbo:#x} ({desc.sbo} bytes)")
     print(f"base_offset    {desc.base_offset}")
     print(f"swizzle        {desc.swizzle.value} ({desc.swizzle.swizzle}, rows of {desc.swizzle.bytes} bytes)")
+    if isinstance(desc, UmmaDescriptor):
+        print(f"version        {desc.version}")
+        print(f"lbo_mode       {desc.lbo_mode}")
     if desc.reserved_bits:
         print(f"reserved bits  {desc.reserved_bits:#x}")
     unit = args.dtype or "bytes"
     for major in ([args.major] if args.major else ["K", "MN"]):
         try:
-            print(f"{major}-major layout ({unit}): {canonical_layout(desc, dtype=args.dtype, major=major)}")
+            print(f"{major}-major layout ({unit}): {canonical_layout(desc, dtype=args.dtype, major=major, arch=args.arch)}")
         except TcemuError as e:
             print(f"{major}-major layout: {e}")
     findings = desc.validate(args.arch, major=args.major)
@@ -91,6 +94,19 @@ def _explain(args) -> int:
         print(f"wrote {path}")
     return 1 if any(f.severity == "error" for f in lint(args.descriptor, dtype=args.dtype, major=args.major,
                                                          rows=args.rows, k=args.k, arch=args.arch)) else 0
+
+
+def _instr(args) -> int:
+    from .explain import describe_instruction
+    from .instr import InstrDescriptor
+    d = InstrDescriptor.decode(args.value, args.kind)
+    print(f"instruction descriptor {d.encode():#010x} (.kind::{d.kind})")
+    for line in describe_instruction(d):
+        print(line)
+    for name in ("sparse", "saturate", "max_shift", "k96", "sparsity_selector"):
+        if getattr(d, name):
+            print(f"{name}: {getattr(d, name)}")
+    return 1 if d.validate() else 0
 
 
 def _swizzle_picture(args) -> int:
@@ -168,6 +184,10 @@ def main(argv=None) -> int:
     p.add_argument("--png", help="draw the operand's shared-memory map")
     p.add_argument("--svg", help="the same as SVG")
     p.set_defaults(run=_explain)
+    p = sub.add_parser("instr", help="decode and check a tcgen05 instruction descriptor (sm100)")
+    p.add_argument("value", help="the 32-bit value, e.g. 0x8400490")
+    p.add_argument("--kind", required=True, choices=["tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4"])
+    p.set_defaults(run=_instr)
     p = sub.add_parser("swizzle", help="draw a swizzle atom")
     p.add_argument("mode", help="none, 32B, 64B, 128B or 128B_base32B (sm100)")
     p.add_argument("--base-offset", type=int, default=0)

@@ -90,7 +90,7 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
     lines = []
     if instr is not None:
         from .instr import InstrDescriptor
-        d = instr if isinstance(instr, InstrDescriptor) else InstrDescriptor.decode(int(str(instr), 0), kind)
+        d = instr if isinstance(instr, InstrDescriptor) else InstrDescriptor.decode(instr, kind)
         arch = "sm100"
         if operand not in ("a", "b"):
             raise LayoutError("operand", f"{operand!r}: 'a' or 'b'")

@@ -10,6 +10,8 @@ id, 31 (mxf4*) K = 96. Not silicon-verified: PTX text and CuTe only.
 """
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import DescriptorError
 
 KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
@@ -59,8 +61,15 @@ class InstrDescriptor:
 
     @classmethod
     def decode(cls, value, kind: str) -> "InstrDescriptor":
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:
+        """Fields of a 32-bit value (an int, or a string such as '0x8400490') read as .kind::`kind`."""
+        if isinstance(value, str):
+            try:
+                value = int(value.replace("_", ""), 0)
+            except ValueError:
+                raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 1 << 32:
             raise DescriptorError("descriptor", f"must be an unsigned 32-bit integer, got {value!r}")
+        value = int(value)
         if kind not in KINDS:
             raise DescriptorError("kind", f"{kind!r}: expected one of {', '.join(KINDS)}")
         codes = TYPE_CODES[kind]

@@ -41,3 +41,21 @@ def test_replay_table_and_exit_codes(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "bf16 MN 128B B" in out and out.rstrip().endswith("all traces match")
     assert main(["replay", str(tmp_path)]) == 2
+
+
+def test_decode_sm100(capsys):
+    assert main(["decode", "0x4000404000010040", "--arch", "sm100", "--dtype", "bf16", "--major", "K"]) == 0
+    out = capsys.readouterr().out
+    assert "version        1" in out and "K-major layout (bf16): Swizzle<3,4,3>" in out and "no findings" in out
+    assert main(["decode", "0x4000004000010040", "--arch", "sm100"]) == 1  # the sm90 value: no version bit
+    assert "error: version: 0: sm100 descriptors carry version 1" in capsys.readouterr().out
+
+
+def test_instr(capsys):
+    assert main(["instr", "0x8400490", "--kind", "f16"]) == 0
+    assert "instruction: .kind::f16 M = 128, N = 256; A bf16 K-major, B bf16 K-major, D f32" in capsys.readouterr().out
+    bad = hex(__import__("tcemu").InstrDescriptor("i8", "s8", "s8", m=64, n=40, dtype_d="s32").encode())
+    assert main(["instr", bad, "--kind", "i8"]) == 1
+    assert "error: n: N = 40" in capsys.readouterr().out
+    assert main(["instr", "0x20400490", "--kind", "f16"]) == 2
+    assert "DescriptorError: reserved: 0x20400490 sets bits that are reserved" in capsys.readouterr().err

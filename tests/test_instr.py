@@ -1,4 +1,5 @@
 """tcgen05 instruction descriptors: PTX Tables 42-44, every field, round trips, refusals."""
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
@@ -70,3 +71,10 @@ def test_shape_rules():
         InstrDescriptor("f32", "f16", "f16", m=64, n=8)
     with pytest.raises(DescriptorError, match="reserved"):
         InstrDescriptor.decode(1 << 23 | 1 << 4 | 2 << 7 | 2 << 10 | 1 << 17 | 4 << 24, "tf32")
+
+
+def test_decode_accepts_numpy_and_hex_strings():
+    d = InstrDescriptor("f16", "bf16", "bf16", m=128, n=256)
+    assert InstrDescriptor.decode(np.uint32(d.encode()), "f16") == d == InstrDescriptor.decode(hex(d.encode()), "f16")
+    with pytest.raises(DescriptorError, match="integer literal"):
+        InstrDescriptor.decode("0xzz", "f16")
