@@ -11,8 +11,9 @@ from typing import List, Optional
 import numpy as np
 
 from .addressing import operand_addresses
-from .descriptors import SM90_SWIZZLES, GmmaDescriptor, SwizzleMode
-from .dtypes import element_type, parse_major
+from .arch import check_arch
+from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor, as_arch_descriptor
+from .dtypes import OPERAND_DTYPES, element_type, parse_major
 from .errors import LayoutError, TcemuError
 
 
@@ -42,15 +43,15 @@ def _written(written) -> np.ndarray:
 
 
 def check_operand(written, desc, *, dtype: str, major: str = "K", operand: str = "A",
-                  max_lines: int = 8) -> CheckReport:
+                  max_lines: int = 8, arch: str = "sm90") -> CheckReport:
     """Compare where the writer put every element with where the descriptor reads it."""
     w = _written(written)
     rows, k = w.shape
-    read = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major)
+    desc = as_arch_descriptor(desc, check_arch(arch))
+    read = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
     holder = {int(a): (r, c) for (r, c), a in np.ndenumerate(w)}
     bad = np.argwhere(read != w)
-    report = CheckReport(desc if isinstance(desc, GmmaDescriptor) else GmmaDescriptor.decode(desc), operand,
-                         w.size, len(bad))
+    report = CheckReport(desc, operand, w.size, len(bad))
     for r, c in bad[:max_lines]:
         a = int(read[r, c])
         what = f"which holds {operand}[{holder[a][0]}, {holder[a][1]}]" if a in holder else "which the writer never wrote"
@@ -58,20 +59,23 @@ def check_operand(written, desc, *, dtype: str, major: str = "K", operand: str =
     return report
 
 
-def suggest_descriptor(written, *, dtype: str, major: str = "K") -> Optional[GmmaDescriptor]:
-    """A descriptor that reads every element exactly where `written` puts it, or LayoutError saying why
-    none exists (the closest candidate and what it gets wrong)."""
+def suggest_descriptor(written, *, dtype: str, major: str = "K", arch: str = "sm90") -> Optional[GmmaDescriptor]:
+    """A descriptor (GmmaDescriptor; UmmaDescriptor on sm100) that reads every element exactly where `written`
+    puts it, or LayoutError saying why none exists (the closest candidate and what it gets wrong)."""
     w = _written(written)
     rows, k = w.shape
-    etype = element_type(dtype)
+    etype = element_type(dtype, allowed=OPERAND_DTYPES[check_arch(arch)])
     k_major = parse_major(major)
     T = etype.per_chunk
     best, best_wrong = None, w.size + 1
-    for mode, b0 in product(SM90_SWIZZLES, range(8)):
-        if mode is SwizzleMode.NONE and b0:
+    make = (lambda *f: UmmaDescriptor(*f, version=1)) if arch == "sm100" else GmmaDescriptor
+    for mode, b0 in product(SM100_SWIZZLES if arch == "sm100" else SM90_SWIZZLES, range(8)):
+        if (mode is SwizzleMode.NONE and b0) or (mode is SwizzleMode.B128_BASE32B and k_major):
             continue
         sw = mode.swizzle
-        unswz = w ^ (((((w >> 7) - b0) & ((1 << sw.bits) - 1)) << 4) if sw.bits else 0)  # swizzle is an involution
+        atom_rows = 1 << sw.shift  # K rows of an MN-major atom: 8, or 4 for 128B_base32B
+        hi = sw.base + sw.shift    # the swizzle is an involution: apply it again to undo it
+        unswz = w ^ (((((w >> hi) - b0) & ((1 << sw.bits) - 1)) << sw.base) if sw.bits else 0)
         start = int(unswz[0, 0])
         # strides from the unswizzled placement (K-major: rows 8 apart, K chunks; MN-major: the other way)
         if k_major:
@@ -80,12 +84,12 @@ def suggest_descriptor(written, *, dtype: str, major: str = "K") -> Optional[Gmm
         else:
             per = T * (mode.bytes // 16)
             sbo = (int(unswz[T, 0] - start) if rows > T else 0) if mode is SwizzleMode.NONE else \
-                (int(unswz[0, 8] - start) if k > 8 else 0)
+                (int(unswz[0, atom_rows] - start) if k > atom_rows else 0)
             lbo = (int(unswz[0, 8] - start) if k > 8 else 0) if mode is SwizzleMode.NONE else \
                 (int(unswz[per, 0] - start) if rows > per else 0)
         try:
-            cand = GmmaDescriptor(start, lbo, sbo, b0, mode)
-            got = operand_addresses(cand, rows=rows, k=k, dtype=dtype, major=major)
+            cand = make(start, lbo, sbo, b0, mode)
+            got = operand_addresses(cand, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
         except TcemuError:
             continue
         wrong = int(np.count_nonzero(got != w))
@@ -95,6 +99,6 @@ def suggest_descriptor(written, *, dtype: str, major: str = "K") -> Optional[Gmm
             best, best_wrong = cand, wrong
     if best is None:
         raise LayoutError("written", "no descriptor of any swizzle mode can even be formed for this placement")
-    report = check_operand(w, best, dtype=dtype, major=major, max_lines=3)
+    report = check_operand(w, best, dtype=dtype, major=major, max_lines=3, arch=arch)
     raise LayoutError("written", f"no canonical {'K' if k_major else 'MN'}-major layout reads this placement; "
                                  f"closest: {report}")
