@@ -46,13 +46,64 @@ def _swizzle(mode, arch):
     return parsed.value, parsed.swizzle, False
 
 
+# sm100 sub-byte data types (CUtensorMapDataType; PTX 5.5.1.1): (bits per element, data bytes per 16 elements
+# in shared memory, the rest of each 16 bytes being padding that is left unwritten). ALIGN8B copies packed
+# bytes as they are (kind::mxf4*); ALIGN16B spreads 16 elements over 16 bytes (.b4x16_p64 / .b6x16_p32), the
+# layout kind::f8f6f4 reads. The driver takes box[0] = 128 for ALIGN16B and 128B / 128B_ATOM_32B / none only.
+PACKED_TYPES = {"16U4_ALIGN8B": (4, None), "16U4_ALIGN16B": (4, 8), "16U6_ALIGN16B": (6, 12)}
+
+
 def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None, swizzle="none",
-             oob_fill: str = "zero", arch=None) -> np.ndarray:
+             oob_fill: str = "zero", arch=None, data_type=None) -> np.ndarray:
     """Emulate one tile-mode TMA load of `tensor` (a numpy array; its last axis is TMA dimension 0,
     its shape and byte strides give globalDim and globalStrides) into `smem` at absolute `smem_addr`.
 
     box, coords, element_strides list dimension 0 first, as the driver API does. Returns the (absolute)
-    shared addresses written, shaped like the box (outer dimensions first)."""
+    shared addresses written, shaped like the box (outer dimensions first).
+
+    data_type (sm100): one of PACKED_TYPES; `tensor` then holds packed bytes (dimension 0 counts bytes,
+    box[0] and coords[0] count elements) and the result gives each element's position: the byte holding it
+    (ALIGN8B) or its 8-bit slot in a 16-byte chunk (ALIGN16B, as tcgen05's padded operands are addressed)."""
+    arch = arch or getattr(smem, "arch", "sm90")
+    if data_type is not None:
+        return _packed_load(smem, smem_addr, np.asarray(tensor), list(box), list(coords), element_strides,
+                            swizzle, oob_fill, arch, data_type)
+    return _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch)
+
+
+def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, data_type):
+    name = str(data_type).upper().removeprefix("CU_TENSOR_MAP_DATA_TYPE_")
+    if name not in PACKED_TYPES or check_arch(arch) != "sm100":
+        raise TmaError("data_type", f"{data_type!r}: the packed types are sm100's {', '.join(PACKED_TYPES)}")
+    if tensor.dtype != np.uint8 or not 1 <= tensor.ndim <= 5 or not box or not coords:
+        raise TmaError("tensor", f"a packed {name} tensor is a uint8 array of packed bytes, got {tensor.dtype} "
+                                 f"{tensor.shape}")
+    width, data_bytes = PACKED_TYPES[name]
+    if data_bytes is None:  # ALIGN8B: the packed bytes themselves, two elements per byte
+        if box[0] % 32 or coords[0] % 2:
+            raise TmaError("box" if box[0] % 32 else "coords", f"{name}: box[0] must be a multiple of 32 elements "
+                                                               "(16 bytes) and coords[0] even")
+        addr = _load(smem, smem_addr, tensor, [box[0] // 2] + box[1:], [coords[0] // 2] + coords[1:],
+                     element_strides, swizzle, oob_fill, arch)
+        return np.repeat(addr, 2, axis=-1)
+    group_bytes = 16 * width // 8
+    if box[0] != 128 or coords[0] % 128 or tensor.shape[-1] % (8 * group_bytes):
+        raise TmaError("box" if box[0] != 128 else "coords" if coords[0] % 128 else "tensor",
+                       f"{name}: box[0] is 128 elements, globalDim[0] a multiple of 128 (driver API); tcemu "
+                       "also takes coords[0] in whole boxes")
+    if any(s % 32 for s in tensor.strides[:-1]):
+        raise TmaError("tensor", f"{name}: global strides must be multiples of 32 bytes (driver API)")
+    if _swizzle(swizzle, arch)[0] not in ("none", "128B", "128B_ATOM_32B"):
+        raise TmaError("swizzle", f"{swizzle!r}: {name} loads take none, 128B or 128B_ATOM_32B (driver API)")
+    groups = tensor.reshape(tensor.shape[:-1] + (-1, group_bytes))
+    slots = np.zeros(groups.shape[:-1] + (16,), np.uint8)  # each 16 elements: their packed bytes, then padding
+    slots[..., :group_bytes] = groups
+    return _load(smem, smem_addr, slots.reshape(tensor.shape[:-1] + (-1,)), box, coords, element_strides, swizzle,
+                 oob_fill, arch, write=lambda i0: i0 % 16 < group_bytes)
+
+
+def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, write=None):
+    """The tile load; `write` (dimension-0 index -> bool) leaves padding positions unwritten."""
     tensor = np.asarray(tensor)
     rank = tensor.ndim
     if not 1 <= rank <= 5:
@@ -69,7 +120,7 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
         raise TmaError("box", f"{box}: every box dimension is 1..256 elements")
     if not all(1 <= e <= 8 for e in est):
         raise TmaError("element_strides", f"{est}: each is 1..8")
-    name, sw, flip = _swizzle(swizzle, arch or getattr(smem, "arch", "sm90"))
+    name, sw, flip = _swizzle(swizzle, arch)
     span = 128 if flip or name in SM100_TMA_SWIZZLES else sw.atom_bytes
     inner = box[0] * es
     if inner % 16:
@@ -101,7 +152,8 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
     addr = addr ^ ((((addr >> (sw.base + sw.shift)) & ((1 << sw.bits) - 1)) << sw.base) if sw.bits else 0)
     if flip:
         addr = addr ^ (((addr >> 7) & 1) << 3)
-    smem.scatter_bytes(addr, np.ascontiguousarray(values).view(np.uint8).reshape(-1, es))
+    keep = write(idx[0]) if write is not None else slice(None)
+    smem.scatter_bytes(addr[keep], np.ascontiguousarray(values).view(np.uint8).reshape(-1, es)[keep])
     return addr.reshape(counts[::-1])
 
 

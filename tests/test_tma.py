@@ -106,3 +106,47 @@ def test_sm100_modes_permute_lines_as_the_pattern_tables_say():
     with pytest.raises(TmaError, match="sm90 TMA swizzle") as e:
         tma_load(SharedMemory(), 0x800, g, box=[128, 8], coords=[0, 0], swizzle="128B_ATOM_32B")
     assert e.value.field == "swizzle"
+
+
+def _pack(values, width):
+    """Rows of `width`-bit values packed little-endian (element i at bit width*i), as uint8 bytes."""
+    rows, n = values.shape
+    bits = (values[:, :, None] >> np.arange(width)) & 1
+    return np.packbits(bits.reshape(rows, n * width), axis=1, bitorder="little")
+
+
+@pytest.mark.parametrize("data_type,dtype,width", [("16U4_ALIGN16B", "e2m1", 4), ("16U6_ALIGN16B", "e2m3", 6)])
+def test_sm100_padded_types_feed_f8f6f4_operands(data_type, dtype, width):
+    """16 packed values then padding per 16 bytes: a 128B K-major descriptor advanced 32 bytes per K block
+    reads the packed tensor's elements (kind::f8f6f4), and the padding bytes are never written."""
+    rng = np.random.default_rng(1)
+    vals = rng.integers(0, 1 << width, (64, 256))
+    g = _pack(vals, width)
+    smem = SharedMemory("sm100")
+    addrs = tma_load(smem, 0x400, g, box=[128, 64], coords=[128, 0], swizzle="128B", data_type=data_type)
+    assert addrs.shape == (64, 128) and smem.written[0x400:0x400 + 64 * 128].sum() == 64 * 8 * width * 2
+    for kb in range(4):
+        d = tcemu.UmmaDescriptor(start_address=0x400 + 32 * kb, lbo=16, sbo=1024, swizzle="128B", version=1)
+        got = smem.read_operand(d, rows=64, k=32, dtype=dtype, padded=True)
+        assert np.array_equal(got, vals[:, 128 + 32 * kb:128 + 32 * kb + 32])
+    with pytest.raises(TmaError, match="box\\[0\\] is 128") as e:
+        tma_load(smem, 0x400, g, box=[64, 64], coords=[0, 0], swizzle="128B", data_type=data_type)
+    assert e.value.field == "box"
+    with pytest.raises(TmaError, match="none, 128B or 128B_ATOM_32B"):
+        tma_load(smem, 0x400, g, box=[128, 64], coords=[0, 0], swizzle="64B", data_type=data_type)
+
+
+def test_sm100_align8b_is_packed_fp4():
+    """16U4_ALIGN8B copies packed bytes: two e2m1 per byte, the layout kind::mxf4* reads (K = 64 per MMA)."""
+    rng = np.random.default_rng(2)
+    vals = rng.integers(0, 16, (32, 256))
+    smem = SharedMemory("sm100")
+    addrs = tma_load(smem, 0x800, _pack(vals, 4), box=[256, 32], coords=[0, 0], swizzle="128B",
+                     data_type="16U4_ALIGN8B")
+    assert addrs.shape == (32, 256) and addrs[0, 0] == addrs[0, 1] == 0x800
+    for kb in range(4):
+        d = tcemu.UmmaDescriptor(start_address=0x800 + 32 * kb, lbo=16, sbo=1024, swizzle="128B", version=1)
+        assert np.array_equal(smem.read_operand(d, rows=32, k=64, dtype="e2m1"), vals[:, 64 * kb:64 * kb + 64])
+    with pytest.raises(TmaError, match="packed types are sm100") as e:
+        tma_load(SharedMemory(), 0x800, _pack(vals, 4), box=[256, 32], coords=[0, 0], data_type="16U4_ALIGN8B")
+    assert e.value.field == "data_type"
