@@ -118,7 +118,7 @@ def _swizzle_picture(args) -> int:
 
 def _fuzz(args) -> int:
     from .fuzz import campaign
-    result = campaign(seconds=args.seconds, seed=args.seed)
+    result = campaign(seconds=args.seconds, seed=args.seed, arch=args.arch)
     rate = result["cases"] / max(result["seconds"], 1e-9)
     print(f"{result['cases']} cases ({result['elements']:,} addresses) in {result['seconds']:.1f} s, {rate:,.0f} cases/s")
     if result["disagreement"]:
@@ -210,6 +210,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("fuzz", help="fuzz address resolution against CuTe's layout algebra (pycute)")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--arch", default="sm90", choices=["sm90", "sm100"])
     p.set_defaults(run=_fuzz)
     p = sub.add_parser("replay", help="replay hardware traces and print a match table")
     p.add_argument("paths", nargs="+", help="trace files or directories of them")

@@ -1,5 +1,6 @@
 """A fuzzing campaign: tcemu's address resolution against the independent pycute formulation
 (tcemu.oracle), with throughput, progress, and a minimal reproducer for any disagreement."""
+import dataclasses
 import sys
 import time
 from typing import Callable, Optional
@@ -7,47 +8,57 @@ from typing import Callable, Optional
 import numpy as np
 
 from .addressing import operand_addresses
-from .descriptors import SM90_SWIZZLES, GmmaDescriptor, SwizzleMode
-from .dtypes import element_type
+from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor
+from .dtypes import MN_MAJOR_DTYPES, element_type
 from .errors import TcemuError
 from .hopper import K_OF
 from .oracle import oracle
 
-DTYPES = ("tf32", "f16", "bf16", "e4m3", "u8", "b1")
+DTYPES = {"sm90": ("tf32", "f16", "bf16", "e4m3", "u8", "b1"), "sm100": ("tf32", "f16", "bf16", "e4m3", "u8")}
 
 
-def random_case(rng):
-    dtype = str(rng.choice(DTYPES))
-    major = "MN" if dtype in ("f16", "bf16") and rng.random() < 0.5 else "K"
-    mode = SM90_SWIZZLES[int(rng.integers(0, len(SM90_SWIZZLES)))]
-    desc = GmmaDescriptor(16 * int(rng.integers(0x40, 0x2000)), 16 * int(rng.integers(0, 256)),
-                          16 * int(rng.integers(0, 256)), int(rng.integers(0, 8)) if mode is not SwizzleMode.NONE else 0,
-                          mode)
+def _arch(desc) -> str:
+    return "sm100" if isinstance(desc, UmmaDescriptor) else "sm90"
+
+
+def random_case(rng, arch: str = "sm90"):
+    dtype = str(rng.choice(DTYPES[arch]))
+    modes = SM100_SWIZZLES if arch == "sm100" else SM90_SWIZZLES
+    mode = modes[int(rng.integers(0, len(modes)))]
+    mn_ok = dtype in MN_MAJOR_DTYPES[arch]
+    major = "MN" if mn_ok and (mode is SwizzleMode.B128_BASE32B or rng.random() < 0.5) else "K"
+    if mode is SwizzleMode.B128_BASE32B and major == "K":
+        mode = SwizzleMode.B128
+    fields = (16 * int(rng.integers(0x40, 0x2000)), 16 * int(rng.integers(0, 256)), 16 * int(rng.integers(0, 256)),
+              int(rng.integers(0, 8)) if mode is not SwizzleMode.NONE else 0, mode)
+    desc = UmmaDescriptor(*fields, version=1) if arch == "sm100" else GmmaDescriptor(*fields)
     rows = 8 * int(rng.choice([1, 2, 8, 16, 32]))
-    return desc, rows, K_OF[dtype], dtype, major
+    k = K_OF[dtype] if arch == "sm90" else 256 // element_type(dtype).bits  # one instruction's K
+    return desc, rows, k, dtype, major
 
 
 def disagrees(case, emulator: Callable = operand_addresses) -> bool:
     desc, rows, k, dtype, major = case
     try:
-        got = emulator(desc, rows=rows, k=k, dtype=dtype, major=major)
+        got = emulator(desc, rows=rows, k=k, dtype=dtype, major=major, arch=_arch(desc))
     except TcemuError:
         return False  # outside the window: both formulations are undefined there
     want = oracle(desc.start_address, desc.lbo, desc.sbo, desc.base_offset, desc.swizzle.bytes, element_type(dtype).bits,
-                  major == "K", rows, k)
+                  major == "K", rows, k, desc.swizzle.value)
     return not np.array_equal(got, want)
 
 
 def shrink(case, emulator: Callable = operand_addresses):
     """Greedily simplify a disagreeing case while it keeps disagreeing."""
     desc, rows, k, dtype, major = case
+    new = dataclasses.replace
     tries = [lambda d, r: (d, 8 if major == "K" else max(8, r // 2)),
-             lambda d, r: (GmmaDescriptor(0x400 + d.start_address % 1024, d.lbo, d.sbo, d.base_offset, d.swizzle), r),
-             lambda d, r: (GmmaDescriptor(d.start_address, 16, d.sbo, d.base_offset, d.swizzle), r),
-             lambda d, r: (GmmaDescriptor(d.start_address, d.lbo, 1024, d.base_offset, d.swizzle), r),
-             lambda d, r: (GmmaDescriptor(d.start_address, d.lbo, d.sbo, 0, d.swizzle), r),
-             lambda d, r: (GmmaDescriptor(d.start_address - d.start_address % 1024 + 0x400 * (d.start_address < 0x400),
-                                          d.lbo, d.sbo, d.base_offset, d.swizzle), r)]
+             lambda d, r: (new(d, start_address=0x400 + d.start_address % 1024), r),
+             lambda d, r: (new(d, lbo=16), r),
+             lambda d, r: (new(d, sbo=1024), r),
+             lambda d, r: (new(d, base_offset=0), r),
+             lambda d, r: (new(d, start_address=d.start_address - d.start_address % 1024 + 0x400 * (d.start_address < 0x400)),
+                           r)]
     changed = True
     while changed:
         changed = False
@@ -61,19 +72,20 @@ def shrink(case, emulator: Callable = operand_addresses):
 
 def reproducer(case) -> str:
     desc, rows, k, dtype, major = case
-    return (f"tcemu.operand_addresses({hex(desc.encode())}, rows={rows}, k={k}, dtype={dtype!r}, major={major!r})"
-            f"  # differs from tcemu.oracle.oracle({desc.start_address:#x}, {desc.lbo:#x}, {desc.sbo:#x}, "
-            f"{desc.base_offset}, {desc.swizzle.bytes}, {element_type(dtype).bits}, {major == 'K'}, {rows}, {k})")
+    return (f"tcemu.operand_addresses({hex(desc.encode())}, rows={rows}, k={k}, dtype={dtype!r}, major={major!r}, "
+            f"arch={_arch(desc)!r})  # differs from tcemu.oracle.oracle({desc.start_address:#x}, {desc.lbo:#x}, "
+            f"{desc.sbo:#x}, {desc.base_offset}, {desc.swizzle.bytes}, {element_type(dtype).bits}, {major == 'K'}, "
+            f"{rows}, {k}, {desc.swizzle.value!r})")
 
 
 def campaign(*, seconds: float = 10.0, cases: Optional[int] = None, seed: int = 0, progress=sys.stderr,
-             emulator: Callable = operand_addresses) -> dict:
+             emulator: Callable = operand_addresses, arch: str = "sm90") -> dict:
     """Run random cases until `seconds` pass (or `cases` are done); stop at the first disagreement."""
     rng = np.random.default_rng(seed)
     n, elements, t0 = 0, 0, time.perf_counter()
     shown = t0
     while (cases is None and time.perf_counter() - t0 < seconds) or (cases is not None and n < cases):
-        case = random_case(rng)
+        case = random_case(rng, arch)
         n += 1
         elements += case[1] * case[2]
         if disagrees(case, emulator):

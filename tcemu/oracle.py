@@ -25,7 +25,12 @@ def chunk_mode(bits):
     return (T, bits // 8) if bits >= 8 else ((8, T // 8), (0, 1))
 
 
-def ptx_layout(bits, k_major, W, rows, k, lbo, sbo):
+# Swizzle<B, M, S> of each layout type (PTX canonical-layouts table; sm100's 32-byte-atom 128B mode as CuTe's
+# Layout_MN_SW128_32B_Atom, whose atoms hold 4 K rows).
+SWIZZLES = {"32B": (1, 4, 3), "64B": (2, 4, 3), "128B": (3, 4, 3), "128B_base32B": (2, 5, 2)}
+
+
+def ptx_layout(bits, k_major, W, rows, k, lbo, sbo, atom_rows=8):
     """The PTX canonical layout in bytes; coordinates (MN row, K column) for both majors."""
     Layout = _pycute().Layout
     T = 128 // bits
@@ -36,21 +41,23 @@ def ptx_layout(bits, k_major, W, rows, k, lbo, sbo):
     atoms = -(-rows // (T * W // 16))  # MN-major: ((T,W/16,m),(8,k))
     if W == 16:  # ((1,T,SBO),(1T,LBO)): 1T elements = 16 bytes
         return Layout(((ts, 1, atoms), (8, k // 8)), ((td, 16, sbo), (16, lbo)))
-    return Layout(((ts, W // 16, atoms), (8, k // 8)), ((td, 16, lbo), (W, sbo)))
+    return Layout(((ts, W // 16, atoms), (atom_rows, k // atom_rows)), ((td, 16, lbo), (W, sbo)))
 
 
 @functools.lru_cache(maxsize=256)
-def layout_offsets(bits, k_major, W, rows, k, lbo, sbo):
-    L = ptx_layout(bits, k_major, W, rows, k, lbo, sbo)
+def layout_offsets(bits, k_major, W, rows, k, lbo, sbo, atom_rows=8):
+    L = ptx_layout(bits, k_major, W, rows, k, lbo, sbo, atom_rows)
     out = np.array([[L(r, c) for c in range(k)] for r in range(rows)], np.int64)
     out.setflags(write=False)
     return out
 
 
-def oracle(start, lbo, sbo, b0, W, bits, k_major, rows, k):
-    """Hardware rule (H200 trace): Swizzle(start + L - 128*b0) + 128*b0; no swizzle ignores b0."""
-    addr = start + layout_offsets(bits, k_major, W, rows, k, lbo, sbo)
-    if W == 16:
-        return addr
-    sw = _pycute().Swizzle(W.bit_length() - 5, 4, 3)  # B = 1, 2, 3 for 32/64/128B
-    return sw(addr - 128 * b0) + 128 * b0
+def oracle(start, lbo, sbo, b0, W, bits, k_major, rows, k, mode=None):
+    """Hardware rule (H200 trace): Swizzle(start + L - 128*b0) + 128*b0; no swizzle ignores b0.
+    `mode` names the layout type (default: the Hopper one of width W)."""
+    mode = mode or {16: "none", 32: "32B", 64: "64B", 128: "128B"}[W]
+    if mode == "none":
+        return start + layout_offsets(bits, k_major, W, rows, k, lbo, sbo)
+    B, M, S = SWIZZLES[mode]
+    addr = start + layout_offsets(bits, k_major, W, rows, k, lbo, sbo, 1 << S)
+    return _pycute().Swizzle(B, M, S)(addr - 128 * b0) + 128 * b0

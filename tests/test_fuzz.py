@@ -15,6 +15,20 @@ def test_campaign_agrees():
     assert (result["cases"], result["disagreement"]) == (25, None) and result["elements"] > 0
 
 
+def test_sm100_campaign_agrees_and_catches_a_wrong_atom():
+    """sm100 cases (UMMA descriptors, 128B_base32B included) agree with the pycute formulation; an emulator
+    that gives the 32-byte-atom mode 8-row atoms (tcemu's first version) is caught."""
+    result = campaign(cases=60, seed=5, progress=None, arch="sm100")
+    assert (result["cases"], result["disagreement"]) == (60, None)
+
+    def eight_row_atoms(desc, **kw):
+        if desc.swizzle is tcemu.SwizzleMode.B128_BASE32B:
+            return operand_addresses(dataclasses.replace(desc, swizzle=tcemu.SwizzleMode.B128), **kw)
+        return operand_addresses(desc, **kw)
+    rep = campaign(cases=200, seed=5, progress=None, arch="sm100", emulator=eight_row_atoms)["disagreement"]
+    assert rep is not None and "arch='sm100'" in rep and "'128B_base32B')" in rep
+
+
 def test_campaign_catches_and_shrinks_a_bug():
     def buggy(desc, **kw):  # forgets the base offset
         return operand_addresses(dataclasses.replace(desc, base_offset=0), **kw)
