@@ -59,9 +59,12 @@ def _round_bits(x: Fraction, out: str) -> int:
         m = round(n)  # Python rounds Fractions half to even
     if m == 0:
         return 0
-    val = float(m * q)
-    bits = int(np.array(val, np.float32 if out == "f32" else np.float16).view(np.uint32 if out == "f32" else np.uint16))
-    return bits | (1 << (f.bits - 1) if x < 0 else 0)
+    sign = 1 << (f.bits - 1) if x < 0 else 0
+    if m * q > f.max_finite:  # overflow: inf (the f32 sums here never get there)
+        return ((1 << f.exp_bits) - 1) << f.man_bits | sign
+    bits = int(np.array(float(m * q), np.float32 if out == "f32" else np.float16).view(np.uint32 if out == "f32"
+                                                                                      else np.uint16))
+    return bits | sign
 
 
 def ref_fused(a, b, c, fmt_a, fmt_b, out, rows, F=25, zero_exp=-133, sa=None, sb=None):
