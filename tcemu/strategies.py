@@ -7,9 +7,10 @@
 from hypothesis import strategies as st
 
 from .arch import SMEM_WINDOW
-from .descriptors import SM90_RESERVED_MASK, SM90_SWIZZLES, GmmaDescriptor, SwizzleMode
+from .descriptors import SM90_RESERVED_MASK, SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor
 from .dtypes import SM90_MN_MAJOR_DTYPES, SM90_OPERAND_DTYPES, element_type
 from .hopper import K_OF
+from .instr import BLOCK_SCALED, D_CODES, KINDS, SCALE_CODES, TYPE_CODES, InstrDescriptor, shape_findings
 
 WINDOW = SMEM_WINDOW["sm90"]
 
@@ -20,11 +21,13 @@ def descriptor_values():
 
 
 @st.composite
-def valid_descriptors(draw, swizzles=SM90_SWIZZLES, max_stride=4096):
-    mode = draw(st.sampled_from(swizzles))
-    return GmmaDescriptor(16 * draw(st.integers(0x40, 0x2000)), 16 * draw(st.integers(0, max_stride // 16)),
-                          16 * draw(st.integers(0, max_stride // 16)),
-                          draw(st.integers(0, 7)) if mode is not SwizzleMode.NONE else 0, mode)
+def valid_descriptors(draw, swizzles=None, max_stride=4096, arch: str = "sm90"):
+    """Descriptors validate() accepts: GmmaDescriptor (sm90) or UmmaDescriptor with the version bit (sm100)."""
+    mode = draw(st.sampled_from(swizzles or (SM100_SWIZZLES if arch == "sm100" else SM90_SWIZZLES)))
+    fields = (16 * draw(st.integers(0x40, 0x2000)), 16 * draw(st.integers(0, max_stride // 16)),
+              16 * draw(st.integers(0, max_stride // 16)), draw(st.integers(0, 7)) if mode is not SwizzleMode.NONE else 0,
+              mode)
+    return UmmaDescriptor(*fields, version=1) if arch == "sm100" else GmmaDescriptor(*fields)
 
 
 @st.composite
@@ -57,3 +60,24 @@ def wgmma_forms():
     return st.sampled_from(pairs).flatmap(lambda p: st.sampled_from(
         [n for n in range(8, 257, 8) if p[2] != "s32" or n in (8, 16, 24) or n % 16 == 0]).map(
         lambda n: (f"m64n{n}k{K_OF[p[0]]}",) + p))
+
+
+@st.composite
+def tcgen05_forms(draw, kinds=KINDS, cta_group: int = 1):
+    """InstrDescriptors of legal tcgen05.mma forms (PTX Tables 39, 42-44) for `cta_group`."""
+    kind = draw(st.sampled_from(kinds))
+    types = list(TYPE_CODES[kind])
+    scaled, packed = kind in BLOCK_SCALED, kind in ("mxf4", "mxf4nvf4")
+    m = draw(st.sampled_from([128] if scaled and cta_group == 1 else [64, 128] if cta_group == 1 else [128, 256]))
+    dtype_a, dtype_b = draw(st.sampled_from(types)), draw(st.sampled_from(types))
+    dtype_d = "f32" if scaled else draw(st.sampled_from(
+        [d for d in D_CODES[kind] if not (d == "f16" and "bf16" in (dtype_a, dtype_b))]))
+    mn_ok = not packed and kind != "tf32"  # tf32 MN-major needs the 32-byte-atom swizzle: keep forms simple
+    transpose_b = mn_ok and dtype_b not in ("e2m1", "e2m3", "e3m2") and draw(st.booleans())
+    eight_bit_b = transpose_b and dtype_b in ("e4m3", "e5m2", "s8", "u8")
+    n = draw(st.sampled_from([n for n in range(8, 257, 8)
+                              if not shape_findings(kind, m, n, cta_group, transposed_8bit_b=eight_bit_b)]))
+    return InstrDescriptor(kind, dtype_a, dtype_b, m=m, n=n, dtype_d=dtype_d,
+                           transpose_a=mn_ok and dtype_a not in ("e2m1", "e2m3", "e3m2") and draw(st.booleans()),
+                           transpose_b=transpose_b, negate_a=kind != "i8" and draw(st.booleans()),
+                           scale_type=draw(st.sampled_from(list(SCALE_CODES.get(kind, {"ue8m0": 1})))))

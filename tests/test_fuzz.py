@@ -7,7 +7,7 @@ import tcemu
 from tcemu import TcemuError, operand_addresses
 from tcemu.fuzz import campaign
 from tcemu.hopper import check_form
-from tcemu.strategies import invalid_descriptors, operands, wgmma_forms
+from tcemu.strategies import invalid_descriptors, operands, tcgen05_forms, valid_descriptors, wgmma_forms
 
 
 def test_campaign_agrees():
@@ -57,3 +57,9 @@ def test_wgmma_forms_strategy(form):
     shape, a, b, d = form
     n, k = check_form(shape, a, b, d, False, False, 1, 1, False)
     assert shape == f"m64n{n}k{k}" and tcemu.hopper.K_OF[a] == k
+
+
+@given(tcgen05_forms(), valid_descriptors(arch="sm100"))
+def test_tcgen05_forms_strategy(d, desc):
+    assert d.validate() == [] and tcemu.InstrDescriptor.decode(d.encode(), d.kind) == d
+    assert isinstance(desc, tcemu.UmmaDescriptor) and desc.validate() == []
