@@ -1,7 +1,7 @@
 """tcgen05.mma (sm_100a): D = A * B (+ D), B and (usually) A read from shared memory through UMMA
 descriptors, A optionally from tensor memory, shapes and types from the instruction descriptor (instr.py).
 
-What each rule rests on (none of it is silicon-verified; docs/blackwell.md):
+What each rule rests on (none of it is silicon-verified; README.md, "Blackwell"):
   shapes, kinds, scale_vec sizes, operand forms: PTX 9.7.16 (Tables 39, 49-50, 54-55);
   operand layouts in shared memory: CuTe's UMMA layouts (tests/test_cute_umma.py); fp4/fp6 padding in
   shared memory: PTX .b4x16_p64 / .b6x16_p32; tensor-memory maps: CuTe (tmem.py);
@@ -16,14 +16,14 @@ import numpy as np
 
 from .descriptors import SwizzleMode, as_arch_descriptor
 from .errors import LayoutError
-from .fdp import CLS, LSB, RNE, RZ, FdpUnit, decode_operand, fused_dot, grouped_dot, integer_dot
+from .fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, grouped_dot,
+                  integer_dot)
 from .formats import NAN, decode_int
 from .instr import BLOCK_SCALED, InstrDescriptor, shape_findings
 from .smem import SharedMemory
 from .tmem import TensorMemory
 
 K_OF_KIND = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
-OUT_NUMPY = {"f32": np.float32, "f16": np.float16, "s32": np.int32}
 _SUBBYTE = ("e2m1", "e2m3", "e3m2")
 _GROUPED = ("mxf4", "mxf4nvf4")
 
@@ -187,7 +187,7 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
         if d_tmem is not None:
             c_bits = np.concatenate([t.read_d(d_tmem, M, N, d.dtype_d, cta_group) for t in tmems])
         elif c is not None:
-            c_bits = _accumulator(c, M, N, d.dtype_d)
+            c_bits = accumulator_bits(c, (M, N), d.dtype_d)
     out = _arithmetic(d, a_bits, b_bits, c_bits, scale_input_d, *scaled)
     if d_tmem is not None:
         for i, t in enumerate(tmems):
@@ -209,15 +209,6 @@ def _scaled_inputs(d, scale_a, scale_b, mc, nc, tmems, cta_group, requested):
     sa = _scales(d, scale_a, mc, nsf, d.a_scale_id, tmems, "scale_a", cta_group)
     sb = _scales(d, scale_b, nc, nsf, d.b_scale_id, tmems, "scale_b", cta_group)
     return sa, sb, bs
-
-
-def _accumulator(c, M, N, dtype_d):
-    c = np.asarray(c)
-    want = OUT_NUMPY[dtype_d]
-    if c.shape != (M, N) or c.dtype != want:
-        raise LayoutError("c", f"must be a ({M}, {N}) {np.dtype(want).name} array for {dtype_d} D, "
-                               f"got {c.dtype} {c.shape}")
-    return c.view({"f32": np.uint32, "f16": np.uint16, "s32": np.uint32}[dtype_d])
 
 
 def _arithmetic(d, a_bits, b_bits, c_bits, scale_input_d, sa, sb, bs):

@@ -81,19 +81,17 @@ def _banks(args) -> int:
 
 
 def _explain(args) -> int:
-    from .explain import explain, instruction_k, lint
+    from .explain import explain, has_errors, instruction_k
     text = explain(args.descriptor, dtype=args.dtype, major=args.major, rows=args.rows, k=args.k, arch=args.arch,
                    instr=args.instr, kind=args.kind, operand=args.operand)
     print(text)
-    if args.instr is not None:  # the operand's shape came from the instruction descriptor
-        return 1 if "error" in text else 0
-    for path in filter(None, (args.png, args.svg)):
-        from .pictures import operand_map
-        operand_map(args.descriptor, path, rows=args.rows, k=args.k or instruction_k(args.dtype, args.arch),
-                    dtype=args.dtype, major=args.major, arch=args.arch)
-        print(f"wrote {path}")
-    return 1 if any(f.severity == "error" for f in lint(args.descriptor, dtype=args.dtype, major=args.major,
-                                                         rows=args.rows, k=args.k, arch=args.arch)) else 0
+    if args.instr is None:  # with --instr the operand's shape comes from the instruction: no picture options
+        for path in filter(None, (args.png, args.svg)):
+            from .pictures import operand_map
+            operand_map(args.descriptor, path, rows=args.rows, k=args.k or instruction_k(args.dtype, args.arch),
+                        dtype=args.dtype, major=args.major, arch=args.arch)
+            print(f"wrote {path}")
+    return 1 if has_errors(text) else 0
 
 
 def _instr(args) -> int:

@@ -7,14 +7,16 @@ from .addressing import canonical_layout, core_matrix_rows, operand_addresses
 from .descriptors import Finding, SwizzleMode, as_arch_descriptor
 from .dtypes import OPERAND_DTYPES, element_type, parse_major
 from .errors import LayoutError, TcemuError
+from .blackwell import K_OF_KIND, check_form
 from .hopper import K_OF as INSTRUCTION_K
+from .instr import InstrDescriptor
 
 DYNAMIC_SMEM_BASE = 0x400  # where dynamic shared memory started in every capture (traces/*.npz)
 
 
-def dense_strides(desc, dtype: str, major: str, rows: int, k: int):
+def dense_strides(desc, dtype: str, major: str, rows: int, k: int, arch: str = "sm90"):
     """(LBO, SBO) in bytes of a densely packed canonical tile (CuTe's make_gmma_desc would produce)."""
-    T = element_type(dtype).per_chunk
+    T = element_type(dtype, allowed=OPERAND_DTYPES[arch]).per_chunk
     w = desc.swizzle.bytes
     if parse_major(major):
         return (128, 128 * (k // T)) if desc.swizzle is SwizzleMode.NONE else (16, 8 * w)
@@ -50,7 +52,7 @@ def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None, arch: st
             i, j = np.unravel_index(order[dup[0]], addrs.shape), np.unravel_index(order[dup[0] + 1], addrs.shape)
             out.append(Finding("lbo, sbo", f"strides overlap: elements {tuple(map(int, i))} and {tuple(map(int, j))} "
                                            f"share bytes at {int(addrs[i]):#x} ({dup.size} such pairs)", "warning"))
-    lbo, sbo = dense_strides(desc, dtype, major, rows, k)
+    lbo, sbo = dense_strides(desc, dtype, major, rows, k, arch)
     for name, have, dense in (("sbo", desc.sbo, sbo), ("lbo", desc.lbo, lbo)):
         used = not (name == "lbo" and parse_major(major) and desc.swizzle is not SwizzleMode.NONE)
         if used and dense and have == 16 * dense:
@@ -66,6 +68,11 @@ def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None, arch: st
                                           f"{desc.base_offset}; tiles written by TMA (or any writer that swizzles "
                                           "absolute addresses) need base offset 0 wherever they start", "warning"))
     return out
+
+
+def has_errors(text: str) -> bool:
+    """Whether explain()'s text reports an error (its findings are printed one per line)."""
+    return any(line.startswith("error:") for line in text.splitlines())
 
 
 def describe_instruction(idesc) -> List[str]:
@@ -89,14 +96,17 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
     with `kind`), the operand's type, major-ness and extent come from it (operand "a" or "b")."""
     lines = []
     if instr is not None:
-        from .instr import InstrDescriptor
         d = instr if isinstance(instr, InstrDescriptor) else InstrDescriptor.decode(instr, kind)
         arch = "sm100"
         if operand not in ("a", "b"):
             raise LayoutError("operand", f"{operand!r}: 'a' or 'b'")
         dtype, mn = (d.dtype_a, d.transpose_a) if operand == "a" else (d.dtype_b, d.transpose_b)
-        major, rows, k = ("MN" if mn else "K"), (d.m if operand == "a" else d.n), None
+        major, rows, k = ("MN" if mn else "K"), (d.m if operand == "a" else d.n), K_OF_KIND[d.kind]
         lines += describe_instruction(d)
+        if dtype == "e2m1" and d.kind in ("f8f6f4", "mxf8f6f4"):  # smem.SUBBYTE's padded form
+            lines.append("e2m1 in this kind sits 16 values per 16 bytes, then padding: its slots are addressed "
+                         "as bytes (u8)")
+            dtype = "u8"
     desc = as_arch_descriptor(desc, arch)
     etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
     k = k or instruction_k(etype.name, arch)
@@ -121,7 +131,6 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
         lines.append(f"layout: cannot be resolved: {e}")
     findings = lint(desc, dtype=etype.name, major=major, rows=rows, k=k, arch=arch)
     if instr is not None:  # rules tying this operand's descriptor to the instruction (blackwell.check_form)
-        from .blackwell import check_form
         try:
             check_form(d, None, False, *((desc, None) if operand == "a" else (None, desc)), 0)
         except TcemuError as e:

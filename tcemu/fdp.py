@@ -23,7 +23,22 @@ from .errors import LayoutError
 from .formats import FINITE, INF, NAN, RNE, RZ, ZERO, decode_float, format_args, get_format
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
-__all__ = ["FdpUnit", "RNE", "RZ", "decode_operand", "fused_dot", "grouped_dot", "integer_dot", "round_to_float"]
+__all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "grouped_dot",
+           "integer_dot", "round_to_float"]
+
+OUT_NUMPY = {"f32": np.float32, "f16": np.float16, "s32": np.int32}  # D's element types as numpy sees them
+_RAW = {"f32": np.uint32, "f16": np.uint16, "s32": np.uint32}
+
+
+def accumulator_bits(c, shape, dtype_d: str) -> np.ndarray:
+    """The raw bits of an accumulator `c` given as a numpy array of D's type and shape; LayoutError on `c`."""
+    c = np.asarray(c)
+    want = OUT_NUMPY[dtype_d]
+    if c.shape != tuple(shape):
+        raise LayoutError("c", f"must have shape {tuple(shape)}, got {c.shape}")
+    if c.dtype != want:
+        raise LayoutError("c", f"must be a {np.dtype(want).name} array for {dtype_d} accumulators, got {c.dtype}")
+    return c.view(_RAW[dtype_d])
 
 
 class FdpUnit(NamedTuple):

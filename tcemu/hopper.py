@@ -12,7 +12,7 @@ import numpy as np
 
 from .dtypes import SM90_MN_MAJOR_DTYPES
 from .errors import LayoutError
-from .fdp import RNE, RZ, FdpUnit, decode_operand, fused_dot, integer_dot
+from .fdp import OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, integer_dot
 from .formats import decode_int
 from .fragments import from_a_registers
 from .smem import SharedMemory
@@ -20,7 +20,6 @@ from .smem import SharedMemory
 K_OF = {"tf32": 8, "f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32, "b1": 256}
 _FP8 = ("e4m3", "e5m2")
 _INT8 = ("s8", "u8")
-OUT_NUMPY = {"f32": np.float32, "f16": np.float16, "s32": np.int32}
 
 
 def fdp_unit(dtype_a: str, dtype_d: str) -> FdpUnit:
@@ -76,16 +75,6 @@ def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scal
     return N, K
 
 
-def _accumulator(c, n, dtype_d):
-    c = np.asarray(c)
-    want = OUT_NUMPY[dtype_d]
-    if c.shape != (64, n):
-        raise LayoutError("c", f"must have shape (64, {n}), got {c.shape}")
-    if c.dtype != want:
-        raise LayoutError("c", f"must be a {np.dtype(want).name} array for {dtype_d} accumulators, got {c.dtype}")
-    return c
-
-
 def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype_d: str,
           trans_a: bool = False, trans_b: bool = False, c=None, scale_d: bool = True,
           scale_a: int = 1, scale_b: int = 1, satfinite: bool = False, a_regs=None) -> np.ndarray:
@@ -105,8 +94,9 @@ def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype
     else:
         a_bits = smem.read_operand(desc_a, rows=64, k=K, dtype=dtype_a, major="MN" if trans_a else "K")
     b_bits = smem.read_operand(desc_b, rows=N, k=K, dtype=dtype_b, major="MN" if trans_b else "K")
-    c = _accumulator(c, N, dtype_d) if (scale_d and c is not None) else None
+    c = accumulator_bits(c, (64, N), dtype_d) if (scale_d and c is not None) else None
     if dtype_d == "s32":
+        c = c.view(np.int32) if c is not None else None
         if dtype_a == "b1":
             d = integer_dot(a_bits, b_bits, c, popc=True)
         else:
@@ -114,5 +104,5 @@ def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype
         return d
     A = decode_operand(a_bits, dtype_a, negate=scale_a == -1)
     B = decode_operand(b_bits, dtype_b, negate=scale_b == -1)
-    C = decode_operand(c.view(np.uint32 if dtype_d == "f32" else np.uint16), dtype_d) if c is not None else None
+    C = decode_operand(c, dtype_d) if c is not None else None
     return fused_dot(A, B, C, fdp_unit(dtype_a, dtype_d)).view(OUT_NUMPY[dtype_d])

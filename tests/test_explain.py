@@ -63,3 +63,12 @@ def test_explain_with_an_instruction_descriptor():
     assert "error: desc_a: MN-major tf32 needs the 128B swizzle with 32-byte atoms" in text
     bad = tcemu.InstrDescriptor("i8", "s8", "s8", m=64, n=40, dtype_d="s32")
     assert "error: n: N = 40" in explain(ok, instr=bad)
+
+
+def test_explain_takes_k_and_padding_from_the_instruction():
+    """f8f6f4 reads 32 e2m1 per row from 16-value-per-16-byte slots, not 64 packed ones."""
+    idesc = tcemu.InstrDescriptor("f8f6f4", "e4m3", "e2m1", m=128, n=64)
+    desc = tcemu.UmmaDescriptor(start_address=0x400, lbo=16, sbo=1024, swizzle="128B", version=1)
+    text = explain(desc, instr=idesc, operand="b")
+    assert "read as 64 x 32 u8, K-major" in text and "16 values per 16 bytes" in text and text.endswith("no findings")
+    assert "read as 128 x 64 e2m1" in explain(desc, instr=tcemu.InstrDescriptor("mxf4", "e2m1", "e2m1", m=128, n=64))
