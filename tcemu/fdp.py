@@ -249,14 +249,22 @@ def fused_dot(A, B, C, unit: FdpUnit) -> np.ndarray:
 
     A (M, K, 5), B (N, K, 5), C (M, N, 5) decoded operands; returns raw output bits (uint32 / uint16).
     """
-    fmt = get_format(unit.out_format)
     out = np.empty((A.shape[0], B.shape[0]), np.int64)
-    c = C if C is not None else np.zeros((1, 1, 5), np.int64)
-    emax_field = (1 << fmt.exp_bits) - 1
-    nan_bits = (1 << (fmt.bits - 1)) - 1  # canonical NaN: 0x7fffffff / 0x7fff
-    _fdp_kernel(A, B, c, C is not None, unit.frac_bits, unit.zero_exp, unit.keep_bits, fmt.man_bits,
-                1 - fmt.bias, fmt.bias, emax_field, unit.rounding, fmt.bits - 1, nan_bits, out)
-    return out.astype(np.uint32 if fmt.bits == 32 else np.uint16)
+    _fdp_kernel(A, B, *_accumulator_args(C), *_unit_args(unit), out)
+    return out.astype(np.uint32 if get_format(unit.out_format).bits == 32 else np.uint16)
+
+
+def _accumulator_args(C):
+    """(C, present) for the kernels: numba wants an array even when there is no C."""
+    return (C, True) if C is not None else (np.zeros((1, 1, 5), np.int64), False)
+
+
+def _unit_args(unit: FdpUnit) -> tuple:
+    """The unit's constants in the kernels' order: F, zero exponent, kept bits, then the output format's
+    mantissa bits, emin, bias, all-ones exponent field, rounding, sign position and canonical NaN."""
+    fmt = get_format(unit.out_format)
+    return (unit.frac_bits, unit.zero_exp, unit.keep_bits, fmt.man_bits, 1 - fmt.bias, fmt.bias,
+            (1 << fmt.exp_bits) - 1, unit.rounding, fmt.bits - 1, (1 << (fmt.bits - 1)) - 1)  # NaN: 0x7fffffff
 
 
 @njit(cache=True)
@@ -286,7 +294,8 @@ def _grouped_kernel(P, A, B, C, c_present, SA, SB, unit_exp, F, zero_exp, keep, 
             S = np.int64(0)
             for g in range(G):
                 if P[m, n, g] != 0 and SA[m, g, CLS] == FINITE and SB[n, g, CLS] == FINITE:
-                    t = _shift(abs(P[m, n, g]) * SA[m, g, SIG] * SB[n, g, SIG], unit_exp + SA[m, g, LSB] + SB[n, g, LSB] - u)
+                    t = _shift(abs(P[m, n, g]) * SA[m, g, SIG] * SB[n, g, SIG],
+                               unit_exp + SA[m, g, LSB] + SB[n, g, LSB] - u)
                     S += -t if P[m, n, g] < 0 else t
             if c_present and C[m, n, CLS] == FINITE:
                 t = _shift(C[m, n, SIG], C[m, n, LSB] - u)
@@ -307,27 +316,24 @@ def grouped_dot(A, B, C, SA, SB, unit: FdpUnit, group: int = 16) -> np.ndarray:
 
     A (M, K, 5), B (N, K, 5) decoded elements of a format with no inf/NaN (e2m1); SA (M, K/group, 5),
     SB (N, K/group, 5) decoded scales; C (M, N, 5) or None. Returns raw f32 bits (uint32)."""
-    fmt = get_format(unit.out_format)
     lsb_a, lsb_b = int(A[..., LSB].min(initial=0)), int(B[..., LSB].min(initial=0))
 
     def fixed(X, lsb):  # signed significands on one grid: small integers (e2m1: |x| * 2 <= 12)
         v = np.where(X[..., CLS] == FINITE, X[..., SIG] << (X[..., LSB] - lsb), 0)
         return np.where(X[..., SIGN] == 1, -v, v)
 
-    a, b = fixed(A, lsb_a).astype(np.float64), fixed(B, lsb_b).astype(np.float64)
-    G = A.shape[1] // group
-    P = np.empty((A.shape[0], B.shape[0], G), np.int64)
-    for g in range(G):  # float64 matmul of small integers is exact (|sum| < 2^53) and fast
-        span = slice(g * group, (g + 1) * group)
-        P[:, :, g] = a[:, span] @ b[:, span].T
-    out = np.empty((A.shape[0], B.shape[0]), np.int64)
-    c = C if C is not None else np.zeros((1, 1, 5), np.int64)
+    a, b = fixed(A, lsb_a), fixed(B, lsb_b)
     if np.abs(a).max(initial=0) * np.abs(b).max(initial=0) * group >= 2 ** 53:
         raise LayoutError("dtype", "grouped_dot takes narrow elements (e2m1): these significands are too wide "
                                    "for an exact group sum")
-    _grouped_kernel(P, A, B, c, C is not None, SA, SB, lsb_a + lsb_b, unit.frac_bits,
-                    unit.zero_exp, unit.keep_bits, fmt.man_bits, 1 - fmt.bias, fmt.bias, (1 << fmt.exp_bits) - 1,
-                    unit.rounding, fmt.bits - 1, (1 << (fmt.bits - 1)) - 1, out)
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    G = A.shape[1] // group
+    P = np.empty((A.shape[0], B.shape[0], G), np.int64)
+    for g in range(G):  # float64 matmul of small integers is exact (|sum| < 2^53, checked above) and fast
+        span = slice(g * group, (g + 1) * group)
+        P[:, :, g] = a[:, span] @ b[:, span].T
+    out = np.empty((A.shape[0], B.shape[0]), np.int64)
+    _grouped_kernel(P, A, B, *_accumulator_args(C), SA, SB, lsb_a + lsb_b, *_unit_args(unit), out)
     return out.astype(np.uint32)
 
 
