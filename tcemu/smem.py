@@ -6,7 +6,7 @@ from .arch import SMEM_WINDOW, check_arch
 from .dtypes import SM90_OPERAND_DTYPES, element_type, parse_major
 from .errors import SharedMemoryError
 
-SUBBYTE = {"e2m1": 4, "e2m3": 6, "e3m2": 6}  # value bits of the sm100 fp4/fp6 operand types
+SUBBYTE = {"b1": 1, "e2m1": 4, "e2m3": 6, "e3m2": 6}  # value bits of the operand types narrower than a byte
 _BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 _LE = {8: np.dtype("u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}  # shared memory is little-endian
 
@@ -137,17 +137,16 @@ class SharedMemory:
     def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K", padded=None) -> np.ndarray:
         """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element).
 
-        Sub-byte floats (sm100): e2m1 packs two per byte, even k in the low nibble (kind::mxf4*); with
-        `padded` (kind::f8f6f4 / mxf8f6f4; always for fp6) every 16-byte chunk holds 16 packed values
-        then padding (PTX .b4x16_p64 / .b6x16_p32), addressed like 8-bit elements."""
+        Sub-byte elements pack from the low bits of their byte: b1 column k is bit k % 8 (see README), e2m1
+        (sm100) two per byte, even k in the low nibble (kind::mxf4*). With `padded` (kind::f8f6f4 /
+        mxf8f6f4; always for fp6) every 16-byte chunk holds 16 packed values then padding (PTX .b4x16_p64 /
+        .b6x16_p32), addressed like 8-bit elements."""
         if dtype in SUBBYTE:
             return self._subbyte(desc, rows, k, dtype, major, padded, None)
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
-        bits = max(element_type(dtype).bits, 8)
+        bits = element_type(dtype).bits
         full = int.from_bytes(b"\x01" * (bits // 8), "little")  # every byte of the element written
         self._check_written(self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full, addrs)
-        if element_type(dtype).bits == 1:
-            return (self.data[addrs] >> (np.arange(k) % 8).astype(np.uint8)) & 1  # bit k%8: see README
         return self.gather(addrs, dtype)
 
     @staticmethod
@@ -161,6 +160,8 @@ class SharedMemory:
         """Read (values None) or write the sub-byte operand: the bytes each element spans and its shift."""
         width = SUBBYTE[dtype]
         padded = width == 6 if padded is None else bool(padded)
+        if padded and dtype == "b1":
+            raise SharedMemoryError("padded", "b1 has no padded form")
         if width == 6 and not padded:
             raise SharedMemoryError("padded", f"{dtype} lives in shared memory only in the padded 16-per-16-byte "
                                               "form (PTX .b6x16_p32)")
@@ -168,8 +169,8 @@ class SharedMemory:
         if padded:  # element i of a 16-byte chunk: bits [width*i, width*(i+1)) of the chunk
             bit = width * (addrs & 15)
             lo, shift = (addrs & ~15) + (bit >> 3), bit & 7
-        else:       # two per byte: even k in the low nibble (MMA-Sim's unpacking; not silicon-verified)
-            lo, shift = addrs, 4 * (np.arange(k)[None, :] % 2) + 0 * addrs
+        else:       # packed from the low bits: b1 bit k % 8; e2m1 even k low (MMA-Sim's order; not silicon)
+            lo, shift = addrs, np.broadcast_to(np.arange(k) * width % 8, addrs.shape)
         hi = lo + ((shift + width - 1) >> 3)  # fp6 may straddle two bytes
         mask = (1 << width) - 1
         if values is None:
@@ -193,13 +194,6 @@ class SharedMemory:
         if dtype in SUBBYTE:
             return self._subbyte(desc, rows, k, dtype, major, padded, values)
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
-        if element_type(dtype).bits == 1:
-            bits = _as_bits(values, 1, "values").astype(np.uint8)
-            shift = (np.arange(k) % 8).astype(np.uint8)
-            np.bitwise_and.at(self.data, addrs, ~(np.uint8(1) << shift) & 0xFF)
-            np.bitwise_or.at(self.data, addrs, bits << shift)
-            self.written[addrs] = True
-            return
         self.scatter(addrs, values, dtype)
 
 
