@@ -46,11 +46,11 @@ def _swizzle(mode, arch):
     return parsed.value, parsed.swizzle, False
 
 
-# sm100 sub-byte data types (CUtensorMapDataType; PTX 5.5.1.1): (bits per element, data bytes per 16 elements
-# in shared memory, the rest of each 16 bytes being padding that is left unwritten). ALIGN8B copies packed
+# sm100 sub-byte data types (CUtensorMapDataType; PTX 5.5.1.1): (bits per element, padded: each 16 elements'
+# packed bytes then padding, left unwritten, fill 16 bytes of shared memory). ALIGN8B copies packed
 # bytes as they are (kind::mxf4*); ALIGN16B spreads 16 elements over 16 bytes (.b4x16_p64 / .b6x16_p32), the
 # layout kind::f8f6f4 reads. The driver takes box[0] = 128 for ALIGN16B and 128B / 128B_ATOM_32B / none only.
-PACKED_TYPES = {"16U4_ALIGN8B": (4, None), "16U4_ALIGN16B": (4, 8), "16U6_ALIGN16B": (6, 12)}
+PACKED_TYPES = {"16U4_ALIGN8B": (4, False), "16U4_ALIGN16B": (4, True), "16U6_ALIGN16B": (6, True)}
 
 
 def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None, swizzle="none",
@@ -78,15 +78,15 @@ def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle,
     if tensor.dtype != np.uint8 or not 1 <= tensor.ndim <= 5 or not box or not coords:
         raise TmaError("tensor", f"a packed {name} tensor is a uint8 array of packed bytes, got {tensor.dtype} "
                                  f"{tensor.shape}")
-    width, data_bytes = PACKED_TYPES[name]
-    if data_bytes is None:  # ALIGN8B: the packed bytes themselves, two elements per byte
+    width, padded = PACKED_TYPES[name]
+    if not padded:  # ALIGN8B: the packed bytes themselves, two elements per byte
         if box[0] % 32 or coords[0] % 2:
             raise TmaError("box" if box[0] % 32 else "coords", f"{name}: box[0] must be a multiple of 32 elements "
                                                                "(16 bytes) and coords[0] even")
         addr = _load(smem, smem_addr, tensor, [box[0] // 2] + box[1:], [coords[0] // 2] + coords[1:],
                      element_strides, swizzle, oob_fill, arch)
         return np.repeat(addr, 2, axis=-1)
-    group_bytes = 16 * width // 8
+    group_bytes = 16 * width // 8  # packed bytes of 16 elements: 8 (fp4) or 12 (fp6)
     if box[0] != 128 or coords[0] % 128 or tensor.shape[-1] % (8 * group_bytes):
         raise TmaError("box" if box[0] != 128 else "coords" if coords[0] % 128 else "tensor",
                        f"{name}: box[0] is 128 elements, globalDim[0] a multiple of 128 (driver API); tcemu "
