@@ -20,11 +20,10 @@ from .fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decod
                   integer_dot)
 from .formats import NAN, decode_int
 from .instr import BLOCK_SCALED, InstrDescriptor, shape_findings
-from .smem import SharedMemory
+from .smem import SUBBYTE, SharedMemory
 from .tmem import TensorMemory
 
 K_OF_KIND = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
-_SUBBYTE = ("e2m1", "e2m3", "e3m2")
 _GROUPED = ("mxf4", "mxf4nvf4")
 
 
@@ -108,10 +107,10 @@ def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group):
     f8f6f4 = d.kind in ("f8f6f4", "mxf8f6f4")
     if a_tmem is not None:
         bits = {"tf32": 32, "f16": 16, "bf16": 16}.get(dtype, 4 if d.kind in _GROUPED else 8)
-        container = dtype if f8f6f4 and dtype in _SUBBYTE else None
+        container = dtype if f8f6f4 and dtype in SUBBYTE else None
         return tmem_obj.read_a(a_tmem, rows, K, bits, cta_group, container=container)
     major = "MN" if (d.transpose_a if which == "a" else d.transpose_b) else "K"
-    padded = f8f6f4 if dtype in _SUBBYTE else None
+    padded = f8f6f4 if dtype in SUBBYTE else None
     return smem.read_operand(desc, rows=rows, k=K, dtype=dtype, major=major, padded=padded)
 
 

@@ -17,6 +17,7 @@ tests/test_cute_tmem.py, and are not silicon-verified):
 import numpy as np
 
 from .errors import TmemError
+from .smem import SUBBYTE
 
 LANES, COLUMNS = 128, 512
 
@@ -131,8 +132,7 @@ class TensorMemory:
         cells = self.read(address, lanes, cols, "a_tmem").astype(np.int64)
         out = (cells >> shift) & ((1 << bits) - 1)
         if container is not None:
-            width = 4 if container == "e2m1" else 6
-            out = (out >> CONTAINER_SHIFT[container]) & ((1 << width) - 1)
+            out = (out >> CONTAINER_SHIFT[container]) & ((1 << SUBBYTE[container]) - 1)
         return out
 
     def write_a(self, address, values, bits: int, cta_group: int = 1, container=None) -> None:
