@@ -8,6 +8,7 @@ import numpy as np
 from .addressing import canonical_layout, core_matrix_rows, operand_addresses
 from .descriptors import UmmaDescriptor, as_arch_descriptor
 from .errors import TcemuError
+from .instr import KINDS, InstrDescriptor
 from .traces import replay, trace_paths
 
 
@@ -95,16 +96,14 @@ def _explain(args) -> int:
 
 
 def _instr(args) -> int:
-    from .explain import describe_instruction
-    from .instr import InstrDescriptor
+    from .explain import describe_instruction, has_errors
     d = InstrDescriptor.decode(args.value, args.kind)
-    print(f"instruction descriptor {d.encode():#010x} (.kind::{d.kind})")
-    for line in describe_instruction(d):
-        print(line)
+    text = "\n".join(describe_instruction(d))
+    print(f"instruction descriptor {d.encode():#010x} (.kind::{d.kind})\n{text}")
     for name in ("sparse", "saturate", "max_shift", "k96", "sparsity_selector"):
         if getattr(d, name):
             print(f"{name}: {getattr(d, name)}")
-    return 1 if d.validate() else 0
+    return 1 if has_errors(text) else 0
 
 
 def _swizzle_picture(args) -> int:
@@ -177,14 +176,14 @@ def main(argv=None) -> int:
     p.add_argument("--k", type=int, help="K elements (default: one instruction's K)")
     p.add_argument("--instr", help="sm100: a tcgen05 instruction descriptor (32-bit); with --kind, it sets the "
                                    "operand's type, major-ness and extent")
-    p.add_argument("--kind", choices=["tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4"])
+    p.add_argument("--kind", choices=KINDS)
     p.add_argument("--operand", default="a", choices=["a", "b"], help="with --instr: which operand the descriptor is")
     p.add_argument("--png", help="draw the operand's shared-memory map")
     p.add_argument("--svg", help="the same as SVG")
     p.set_defaults(run=_explain)
     p = sub.add_parser("instr", help="decode and check a tcgen05 instruction descriptor (sm100)")
     p.add_argument("value", help="the 32-bit value, e.g. 0x8400490")
-    p.add_argument("--kind", required=True, choices=["tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4"])
+    p.add_argument("--kind", required=True, choices=KINDS)
     p.set_defaults(run=_instr)
     p = sub.add_parser("swizzle", help="draw a swizzle atom")
     p.add_argument("mode", help="none, 32B, 64B, 128B or 128B_base32B (sm100)")
