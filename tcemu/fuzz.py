@@ -11,7 +11,7 @@ from .addressing import operand_addresses
 from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor
 from .dtypes import MN_MAJOR_DTYPES, element_type
 from .errors import TcemuError
-from .hopper import K_OF
+from .explain import instruction_k
 from .oracle import oracle
 
 DTYPES = {"sm90": ("tf32", "f16", "bf16", "e4m3", "u8", "b1"), "sm100": ("tf32", "f16", "bf16", "e4m3", "u8")}
@@ -33,8 +33,7 @@ def random_case(rng, arch: str = "sm90"):
               int(rng.integers(0, 8)) if mode is not SwizzleMode.NONE else 0, mode)
     desc = UmmaDescriptor(*fields, version=1) if arch == "sm100" else GmmaDescriptor(*fields)
     rows = 8 * int(rng.choice([1, 2, 8, 16, 32]))
-    k = K_OF[dtype] if arch == "sm90" else 256 // element_type(dtype).bits  # one instruction's K
-    return desc, rows, k, dtype, major
+    return desc, rows, instruction_k(dtype, arch), dtype, major
 
 
 def disagrees(case, emulator: Callable = operand_addresses) -> bool:
