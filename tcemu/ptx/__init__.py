@@ -1,0 +1,5 @@
+"""tcemu.ptx: run the PTX of whole sm_90a / sm_100a kernels on the CPU.
+
+The interpreter is built on tcemu's instruction models (wgmma, tcgen05_mma, tma_load, SharedMemory) and is
+never imported by them.
+"""

@@ -1,0 +1,35 @@
+"""Errors of the PTX interpreter: each is a TcemuError naming what was wrong and the rule."""
+from ..errors import TcemuError
+
+
+class PtxError(TcemuError):
+    """Bad input to the interpreter: a kernel argument, a launch setting, an instruction form."""
+
+
+class PtxSyntaxError(PtxError):
+    """Malformed PTX text; `field` is "line L, column C"."""
+
+    def __init__(self, line: int, column: int, rule: str):
+        self.line, self.column = line, column
+        super().__init__(f"line {line}, column {column}", rule)
+
+
+class PtxUnsupported(PtxError):
+    """An instruction or form the interpreter refuses (never skipped): `field` names it."""
+
+
+class KernelFault(PtxError):
+    """Something the running kernel did that the hardware would fault on, hang on, or leave undefined
+    (out-of-bounds access, hazard, deadlock). `field` names the instruction and where it ran."""
+
+
+class MemoryFault(KernelFault):
+    """An access outside every allocation of its state space, or misaligned."""
+
+
+class HazardError(KernelFault):
+    """An ordering mistake between threads, proxies or asynchronous units (a race the hardware does not forgive)."""
+
+
+class Deadlock(KernelFault):
+    """No warp can make progress; the message names every warp's PC and what it waits on."""
