@@ -1,0 +1,266 @@
+"""Execution state of a launch: warps (32 numpy lanes each, own program counter and active mask), CTAs, the
+scheduler.
+
+A warp runs converged with one PC until a branch splits its lanes; then every lane keeps its own PC and the
+warp steps the lanes at the lowest PC first, so the lanes of an if/else or a loop meet again where their paths
+join (the reconvergence of structured code), and warp-synchronous instructions see the lanes that reached
+them. A CTA runs its warps one at a time, each until it blocks (barrier, warpgroup collective, a barrier wait
+that would fail, ...) or exits; a round in which no warp makes progress is a deadlock, reported with every
+warp's PC, source line and what it waits on.
+
+Instruction semantics return a control value: None (next instruction), an int (jump), BLOCK (stay on this
+instruction and run it again later: blocking instructions are written to be re-executed), or DIVERGED.
+"""
+from typing import List, Optional
+
+import numpy as np
+
+from .errors import Deadlock, KernelFault, PtxError
+from .memory import LocalMemory
+from .program import CLASS_ATTR, Program, describe
+
+BLOCK = object()
+DIVERGED = object()
+EXITED = object()
+QUANTUM = 1 << 14
+LANES = np.arange(32, dtype=np.int64)
+_DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+class Warp:
+    def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program):
+        self.cta = cta
+        self.index = index
+        self.prog = prog
+        for cls, attr in CLASS_ATTR.items():
+            setattr(self, attr, np.zeros((max(prog.nregs[cls], 1), 32), _DTYPES[cls]))
+        self.live = np.zeros(32, bool)
+        self.live[:nthreads] = True
+        self.full = nthreads == 32
+        self.pc = 0
+        self.lane_pc: Optional[np.ndarray] = None
+        self.done = nthreads == 0
+        self.wait: Optional[str] = None     # what a blocked warp waits on (deadlock reports)
+        self.tid = index * 32 + LANES       # linear thread index in the CTA
+        self.local = LocalMemory(prog.local_size) if prog.local_size else None
+        self._special = {}
+        self.executed = 0
+        # asynchronous units' per-warp state (ops/*.py own their meaning)
+        self.cp_async_open: list = []       # copies not yet committed
+        self.cp_async_groups: list = []     # committed groups, oldest first
+        self.wgmma_pending: dict = {}       # Slot -> group number (registers an in-flight wgmma writes)
+        self.wgmma_open: list = []          # wgmma issued since the last commit_group
+        self.wgmma_groups: list = []        # committed groups: (number, slots, smem ranges)
+        self.wgmma_dirty: set = set()       # wgmma registers written by other instructions since wgmma.fence
+        self.sync = {}                      # blocking instructions' per-warp records
+
+    @property
+    def warpgroup(self) -> int:
+        return self.index // 4
+
+    def special(self, name: str) -> np.ndarray:
+        v = self._special.get(name)
+        if v is None:
+            v = self.cta.special(name, self)
+            if not name.startswith(("%clock", "%globaltimer")):
+                self._special[name] = v
+        return v
+
+    def lanes(self, m) -> np.ndarray:
+        """Thread indices (in the CTA) of mask m's lanes."""
+        return self.tid[self.live] if m is None and not self.full else (self.tid if m is None else self.tid[m])
+
+    def active(self, m) -> np.ndarray:
+        return self.live if m is None else m
+
+    def where(self) -> str:
+        c = self.cta
+        return f"CTA {c.ctaid}, warp {self.index}"
+
+    def run(self, budget: int) -> int:
+        """Execute until this warp blocks, exits or has run `budget` instructions; the number executed."""
+        code = self.prog.code
+        n = 0
+        try:
+            while n < budget and not self.done:
+                if self.lane_pc is None:
+                    pc = self.pc
+                    r = code[pc](self, None if self.full else self.live)
+                    if r is None:
+                        self.pc = pc + 1
+                    elif r.__class__ is int:
+                        self.pc = r
+                    elif r is BLOCK:
+                        break
+                    # DIVERGED / EXITED: the op updated lane_pc / live
+                else:
+                    live = self.live
+                    pcs = self.lane_pc
+                    pc = int(pcs[live].min())
+                    m = live & (pcs == pc)
+                    r = code[pc](self, m)
+                    if r is None:
+                        pcs[m] = pc + 1
+                    elif r.__class__ is int:
+                        pcs[m] = r
+                    elif r is BLOCK:
+                        break
+                    if not self.done and self.lane_pc is not None:
+                        rest = self.lane_pc[self.live]
+                        if rest.size and (rest == rest[0]).all():
+                            self.pc = int(rest[0])
+                            self.lane_pc = None
+                self.wait = None
+                n += 1
+        except KernelFault as e:
+            raise type(e)(f"{e.field}, {self.where()}", e.rule) from None
+        except PtxError:
+            raise
+        self.executed += n
+        return n
+
+    def current_pc(self) -> int:
+        if self.lane_pc is None:
+            return self.pc
+        return int(self.lane_pc[self.live].min())
+
+    def diverge(self, m, taken: np.ndarray, target: int, pc: int):
+        """Split the executing lanes m: `taken` go to target, the rest to pc + 1."""
+        if self.lane_pc is None:
+            self.lane_pc = np.full(32, pc, np.int64)
+        act = self.active(m)
+        self.lane_pc[act & taken] = target
+        self.lane_pc[act & ~taken] = pc + 1
+        return DIVERGED
+
+    def exit_lanes(self, m):
+        if m is None:
+            self.live[:] = False
+        else:
+            self.live &= ~m
+        self.full = False
+        if not self.live.any():
+            self.done = True
+        return EXITED
+
+
+class Cta:
+    """One CTA: its warps, shared memory, barriers and asynchronous units."""
+
+    def __init__(self, launch, ctaid, prog: Program, shared):
+        self.launch = launch
+        self.ctaid = ctaid
+        self.prog = prog
+        self.shared = shared
+        nthreads = int(np.prod(launch.block))
+        self.nthreads = nthreads
+        self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog)
+                                  for w in range((nthreads + 31) // 32)]
+        self.barriers = {}      # named barrier id -> [arrived threads, generation]
+        self.collectives = {}   # (warpgroup, pc) -> [arrived warps, generation, expected]
+        self.progress = False
+        self.clock = 0
+
+    def special(self, name: str, w: Warp) -> np.ndarray:
+        L = self.launch
+        t = w.tid
+        bx, by, bz = L.block
+        base = name.split(".")[0]
+        axis = "xyz".index(name[-1]) if name[-2] == "." else None
+        if base == "%tid":
+            v = (t % bx, (t // bx) % by, t // (bx * by))[axis]
+        elif base == "%ntid":
+            v = np.full(32, L.block[axis])
+        elif base == "%ctaid":
+            v = np.full(32, self.ctaid[axis])
+        elif base == "%nctaid":
+            v = np.full(32, L.grid[axis])
+        elif base == "%laneid":
+            v = LANES.copy()
+        elif base == "%warpid":
+            v = np.full(32, w.index)
+        elif base == "%nwarpid":
+            v = np.full(32, len(self.warps))
+        elif base in ("%smid", "%gridid"):
+            v = np.zeros(32)
+        elif base == "%nsmid":
+            v = np.full(32, 132)
+        elif base.startswith("%lanemask_"):
+            rel = base[len("%lanemask_"):]
+            one = np.uint64(1) << LANES.astype(np.uint64)
+            v = {"eq": one, "lt": one - np.uint64(1), "le": (one << np.uint64(1)) - np.uint64(1)}.get(rel)
+            if v is None:
+                le = (one << np.uint64(1)) - np.uint64(1)
+                lt = one - np.uint64(1)
+                v = (~lt if rel == "ge" else ~le) & np.uint64(0xFFFFFFFF)
+            v = v & np.uint64(0xFFFFFFFF)
+        elif base in ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%clock_hi", "%globaltimer_hi"):
+            self.clock += 1
+            v = np.full(32, self.launch.clock() + self.clock)
+        elif base == "%dynamic_smem_size":
+            v = np.full(32, L.shared_bytes)
+        elif base in ("%total_smem_size", "%aggr_smem_size"):
+            v = np.full(32, self.shared.hi - self.shared.lo + (self.shared.lo if base == "%aggr_smem_size" else 0))
+        elif base == "%cluster_ctaid":
+            v = np.full(32, (self.ctaid[axis] % L.cluster[axis]))
+        elif base == "%cluster_nctaid":
+            v = np.full(32, L.cluster[axis])
+        elif base == "%cluster_ctarank":
+            c = L.cluster
+            x, y, z = (self.ctaid[i] % c[i] for i in range(3))
+            v = np.full(32, x + c[0] * (y + c[1] * z))
+        elif base == "%cluster_nctarank":
+            v = np.full(32, int(np.prod(L.cluster)))
+        elif base == "%clusterid":
+            v = np.full(32, self.ctaid[axis] // L.cluster[axis])
+        elif base == "%nclusterid":
+            v = np.full(32, L.grid[axis] // L.cluster[axis])
+        elif base == "%is_explicit_cluster":
+            v = np.full(32, L.explicit_cluster)
+        elif base.startswith("%envreg"):
+            v = np.zeros(32)
+        else:
+            raise PtxError(name, "special register not modelled")
+        return np.asarray(v).astype(np.uint64)
+
+    def run(self, max_instructions: int):
+        total = 0
+        while True:
+            self.progress = False
+            alive = False
+            for w in self.warps:
+                if w.done:
+                    continue
+                alive = True
+                n = w.run(QUANTUM)
+                total += n
+                if n:
+                    self.progress = True
+            if not alive:
+                return total
+            if not self.progress:
+                self.deadlock()
+            if total > max_instructions:
+                raise Deadlock(f"CTA {self.ctaid}", f"more than {max_instructions} warp instructions without finishing "
+                                                    f"(a livelock or an unbounded loop?)\n{self.report()}")
+
+    def report(self) -> str:
+        lines = []
+        for w in self.warps:
+            if w.done:
+                lines.append(f"  warp {w.index}: exited")
+                continue
+            pc = w.current_pc()
+            ins = self.prog.instrs[pc] if pc < len(self.prog.instrs) else None
+            what = describe(ins) if ins is not None else f"pc {pc}"
+            lines.append(f"  warp {w.index}: at {what}" + (f"; waits on {w.wait}" if w.wait else ""))
+        for bid, (count, gen) in sorted(self.barriers.items()):
+            if count:
+                lines.append(f"  barrier {bid}: {count} threads arrived (generation {gen})")
+        extra = getattr(self, "barrier_report", None)
+        if extra:
+            lines.extend(extra())
+        return "\n".join(lines)
+
+    def deadlock(self):
+        raise Deadlock(f"CTA {self.ctaid}", "no warp can make progress (hang):\n" + self.report())

@@ -1,0 +1,243 @@
+"""State spaces of a running kernel (PTX ISA 5.1) and the generic address space that maps onto them.
+
+Global memory is the user's numpy buffers, each placed at a device address with unmapped guard space
+between them, so an access past the end of one faults instead of landing in the next (as compute-sanitizer
+would report it). Shared memory is the CTA's `tcemu.SharedMemory`, bounded to the kernel's allocation;
+reading a byte nothing wrote is a fault unless the launch asks for zero-initialised shared memory. Local
+memory is per thread; parameters are one read-only byte buffer per launch.
+
+Generic addresses (PTX 5.1.6): each window below maps one state space; `cvta` adds or removes its base.
+"""
+from dataclasses import dataclass
+from typing import List, Optional
+
+import numpy as np
+
+from .errors import MemoryFault
+
+GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
+GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
+SHARED_WINDOW = 0x1000_0000_0000  # generic address of shared::cta offset 0
+LOCAL_WINDOW = 0x2000_0000_0000
+PARAM_WINDOW = 0x3000_0000_0000
+CONST_WINDOW = 0x4000_0000_0000
+WINDOW_SIZE = 1 << 32
+SMEM_RESERVED = 0x400  # sm90: the first 1 KiB of a CTA's shared window is reserved; dynamic smem starts here
+                       # (hardware-leads.md: dynamic shared memory began at 0x400 in every capture kernel)
+
+WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW, "const": CONST_WINDOW}
+
+
+def generic_space(addr: int) -> str:
+    for space, base in WINDOWS.items():
+        if base <= addr < base + WINDOW_SIZE:
+            return space
+    return "global"
+
+
+@dataclass
+class Allocation:
+    base: int
+    data: np.ndarray   # uint8, the buffer's bytes (a view of the user's array where it is contiguous)
+    name: str
+    writable: bool = True
+
+    @property
+    def end(self) -> int:
+        return self.base + self.data.size
+
+
+class Where:
+    """What a fault message says about the access: instruction, CTA, warp."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class GlobalMemory:
+    """Device allocations addressed by 64-bit global (and generic) addresses."""
+
+    def __init__(self):
+        self.allocs: List[Allocation] = []
+        self._bases = np.zeros(0, np.uint64)
+        self._next = GLOBAL_BASE
+
+    def allocate(self, data: np.ndarray, name: str, writable: bool = True) -> int:
+        """Map a uint8 buffer; returns its device address (256-byte aligned, as cudaMalloc's)."""
+        base = self._next
+        self.allocs.append(Allocation(base, data, name, writable))
+        self._bases = np.array([a.base for a in self.allocs], np.uint64)
+        self._next = (base + data.size + GLOBAL_GUARD + 255) // 256 * 256
+        return base
+
+    def describe(self, addr: int) -> str:
+        """Where an address lies relative to the allocations, in words."""
+        best = None
+        for a in self.allocs:
+            if a.base <= addr < a.end:
+                return f"{addr - a.base} bytes into '{a.name}' ({a.data.size} bytes)"
+            dist = addr - a.end if addr >= a.end else a.base - addr
+            if best is None or dist < best[0]:
+                best = (dist, a, addr >= a.end)
+        if best is None:
+            return "no buffer is mapped"
+        dist, a, after = best
+        return f"{dist} bytes {'past the end of' if after else 'before'} '{a.name}' ({a.data.size} bytes at {a.base:#x})"
+
+    def _locate(self, addrs: np.ndarray, nbytes: int, lanes, where: str):
+        """The allocation holding every access [addr, addr + nbytes) of the active lanes."""
+        if addrs.size == 0:
+            return None, addrs
+        i = int(np.searchsorted(self._bases, addrs[0], side="right")) - 1
+        if i >= 0:
+            a = self.allocs[i]
+            off = addrs - np.uint64(a.base)
+            # a wrapped (negative) offset is huge as uint64, so one comparison checks both ends
+            if int(off.max()) + nbytes <= a.data.size:
+                return a, off.astype(np.int64)
+        for j, addr in enumerate(addrs.tolist()):
+            k = int(np.searchsorted(self._bases, addr, side="right")) - 1
+            if k < 0 or not (self.allocs[k].base <= addr and addr + nbytes <= self.allocs[k].end):
+                raise MemoryFault(where, f"thread {lanes[j]} accesses {nbytes} bytes at global address {addr:#x}, "
+                                         f"outside every allocation: {self.describe(addr)}")
+        # several allocations in one instruction: resolve lane by lane
+        return "multi", addrs
+
+    def load(self, addrs: np.ndarray, nbytes: int, lanes, where: str) -> np.ndarray:
+        a, off = self._locate(addrs, nbytes, lanes, where)
+        if a is None:
+            return np.zeros((0, nbytes), np.uint8)
+        if a == "multi":
+            return np.stack([self.load(addrs[j:j + 1], nbytes, lanes[j:j + 1], where)[0]
+                             for j in range(addrs.size)])
+        return a.data[off[:, None] + np.arange(nbytes)]
+
+    def store(self, addrs: np.ndarray, data: np.ndarray, lanes, where: str) -> None:
+        nbytes = data.shape[1]
+        a, off = self._locate(addrs, nbytes, lanes, where)
+        if a is None:
+            return
+        if a == "multi":
+            for j in range(addrs.size):
+                self.store(addrs[j:j + 1], data[j:j + 1], lanes[j:j + 1], where)
+            return
+        if not a.writable:
+            raise MemoryFault(where, f"thread {lanes[0]} writes to read-only '{a.name}'")
+        a.data[off[:, None] + np.arange(nbytes)] = data
+
+
+class SharedWindow:
+    """A CTA's shared memory: the bytes [lo, hi) of a tcemu.SharedMemory that the launch allocated."""
+
+    def __init__(self, smem, lo: int, hi: int, zero_init: bool):
+        self.smem = smem
+        self.lo, self.hi = lo, hi
+        if zero_init:
+            smem.written[lo:hi] = True
+        self.async_pending = np.zeros(smem.data.size, np.int32)  # bytes an in-flight async copy will write
+        # generic-proxy writes not yet made visible to the async proxy: the epoch of each byte's last write;
+        # a fence.proxy.async (by any warp: an approximation of the happens-before chain) covers every earlier one
+        self.unfenced = np.zeros(smem.data.size, np.int64)
+        self.write_epoch = 0
+        self.fence_epoch = 0
+
+    def check(self, offs: np.ndarray, nbytes: int, lanes, where: str, what: str = "accesses"):
+        if offs.size == 0:
+            return
+        lo, hi = int(offs.min()), int(offs.max()) + nbytes
+        if lo < self.lo or hi > self.hi:
+            bad = offs[(offs < self.lo) | (offs + nbytes > self.hi)]
+            j = int(np.flatnonzero((offs < self.lo) | (offs + nbytes > self.hi))[0])
+            raise MemoryFault(where, f"thread {lanes[j]} {what} {nbytes} bytes at shared address {int(bad[0]):#x}, "
+                                     f"outside the kernel's shared memory [{self.lo:#x}, {self.hi:#x})")
+
+    def load(self, offs: np.ndarray, nbytes: int, lanes, where: str) -> np.ndarray:
+        self.check(offs, nbytes, lanes, where, "reads")
+        spots = offs[:, None] + np.arange(nbytes)
+        if not self.smem.written[spots].all():
+            j, b = np.argwhere(~self.smem.written[spots])[0]
+            raise MemoryFault(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x}, which "
+                                     "nothing wrote (launch with zero_init_shared=True to read zeros)")
+        if self.async_pending[spots].any():
+            j, b = np.argwhere(self.async_pending[spots] != 0)[0]
+            from .errors import HazardError
+            raise HazardError(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x} while an "
+                                     "asynchronous copy to it is still in flight (missing cp.async.wait_group / "
+                                     "barrier wait)")
+        return self.smem.data[spots]
+
+    def store(self, offs: np.ndarray, data: np.ndarray, lanes, where: str, generic: bool = True) -> None:
+        nbytes = data.shape[1]
+        self.check(offs, nbytes, lanes, where, "writes")
+        spots = offs[:, None] + np.arange(nbytes)
+        self.smem.data[spots] = data
+        self.smem.written[spots] = True
+        if generic:
+            self.mark_generic(spots)
+
+    def mark_generic(self, spots):
+        self.write_epoch += 1
+        self.unfenced[spots] = self.write_epoch
+
+    def fence_proxy_async(self):
+        self.fence_epoch = self.write_epoch
+
+    def unfenced_bytes(self, spots) -> np.ndarray:
+        return spots[self.unfenced[spots] > self.fence_epoch]
+
+
+class LocalMemory:
+    """Per-thread local memory of one warp: a (32, size) byte array addressed by offsets."""
+
+    def __init__(self, size: int):
+        self.data = np.zeros((32, max(size, 0)), np.uint8)
+        self.size = size
+
+    def _spots(self, offs, nbytes, lanes, where):
+        if offs.size and (int(offs.min()) < 0 or int(offs.max()) + nbytes > self.size):
+            j = int(np.flatnonzero((offs < 0) | (offs + nbytes > self.size))[0])
+            raise MemoryFault(where, f"thread {lanes[j]} accesses {nbytes} bytes at local offset {int(offs[j])}, "
+                                     f"outside its {self.size}-byte local frame")
+        return offs[:, None] + np.arange(nbytes)
+
+    def load(self, offs, nbytes, lanes, where):
+        spots = self._spots(offs, nbytes, lanes, where)
+        return self.data[(np.asarray(lanes) % 32)[:, None], spots]
+
+    def store(self, offs, data, lanes, where):
+        spots = self._spots(offs, data.shape[1], lanes, where)
+        self.data[(np.asarray(lanes) % 32)[:, None], spots] = data
+
+
+class ByteSpace:
+    """A read-only byte buffer addressed by offsets: kernel parameters, or .const data."""
+
+    def __init__(self, data: np.ndarray, name: str):
+        self.data = data
+        self.name = name
+
+    def load(self, offs, nbytes, lanes, where):
+        if offs.size and (int(offs.min()) < 0 or int(offs.max()) + nbytes > self.data.size):
+            j = int(np.flatnonzero((offs < 0) | (offs + nbytes > self.data.size))[0])
+            raise MemoryFault(where, f"thread {lanes[j]} reads {nbytes} bytes at {self.name} offset {int(offs[j])}, "
+                                     f"outside its {self.data.size} bytes")
+        return self.data[offs[:, None] + np.arange(nbytes)]
+
+    def store(self, offs, data, lanes, where):
+        raise MemoryFault(where, f"thread {lanes[0]} writes to the read-only {self.name} space")
+
+
+def as_bytes(rows: np.ndarray, nbytes: int) -> np.ndarray:
+    """(n, k) unsigned values -> (n, k * itemsize) little-endian bytes, nbytes per row."""
+    rows = np.ascontiguousarray(rows)
+    return rows.view(np.uint8).reshape(rows.shape[0], -1)[:, :nbytes]
+
+
+def from_bytes(raw: np.ndarray, dtype) -> np.ndarray:
+    """(n, k * itemsize) bytes -> (n, k) values of `dtype` (little-endian)."""
+    raw = np.ascontiguousarray(raw)
+    return raw.view(dtype).reshape(raw.shape[0], -1)
+
+
+def optional(x) -> Optional[int]:
+    return None if x is None else int(x)

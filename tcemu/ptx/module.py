@@ -1,0 +1,392 @@
+"""Load a PTX module and launch its kernels on the CPU.
+
+    mod = tcemu.ptx.load("matmul.ptx")            # a path or the PTX text
+    mod.kernels                                    # {name: [Param(name, type, kind, size), ...]}
+    mod.launch("matmul_kernel", grid=(8,), block=(256,), args=[a, b, c, 512, ...], shared_bytes=147456)
+
+Pointer parameters take numpy arrays (their final contents are written back in place, like a device buffer
+copied back) or None (a null pointer); scalar parameters take numbers that fit the `.param` type; byte-array
+parameters (`.param .align 64 .b8 p[128]`, a CUtensorMap or a struct) take bytes of exactly that size.
+"""
+import os
+import struct
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..smem import SharedMemory
+from . import parser as P
+from .errors import KernelFault, PtxError, PtxSyntaxError, PtxUnsupported
+from .machine import Cta
+from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
+from .ops import lookup
+from .program import Program, Symbol
+from .types import ptx_type
+
+SMEM_LIMIT = 227 * 1024  # sm90: the most shared memory one CTA may allocate (static + dynamic)
+MAX_INSTRUCTIONS = 200_000_000
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str      # PTX type of one element
+    kind: str      # "pointer", "scalar" or "bytes"
+    size: int      # bytes
+
+
+def _param_info(v: P.VarDecl) -> Param:
+    t = ptx_type(v.type)
+    if v.count:
+        return Param(v.name, v.type, "bytes", v.size)
+    if v.ptr_space is not None or (t.bits == 64 and t.kind in "ub"):
+        return Param(v.name, v.type, "pointer", 8)
+    return Param(v.name, v.type, "scalar", max(1, t.bits // 8))
+
+
+class Launch:
+    """Everything one launch shares across its CTAs."""
+
+    def __init__(self, grid, block, cluster, shared_bytes, explicit_cluster):
+        self.grid, self.block, self.cluster = grid, block, cluster
+        self.shared_bytes = shared_bytes
+        self.explicit_cluster = int(explicit_cluster)
+        self.gmem = GlobalMemory()
+        self.params: Optional[ByteSpace] = None
+        self.const = ByteSpace(np.zeros(0, np.uint8), "const")
+        self._t0 = time.perf_counter_ns()
+
+    def clock(self) -> int:
+        return (time.perf_counter_ns() - self._t0) & 0xFFFFFFFF
+
+
+def _dim3(value, field: str):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (int(value),)
+    try:
+        dims = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise PtxError(field, f"must be an int or a tuple of up to three ints, got {value!r}") from None
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims) or \
+            any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) for v in value):
+        raise PtxError(field, f"must be 1-3 positive ints, got {value!r}")
+    return dims + (1,) * (3 - len(dims))
+
+
+class Module:
+    def __init__(self, text: str, name: str = "<ptx>"):
+        self.name = name
+        self.tree = P.parse(text)
+        self._programs: Dict[str, Program] = {}
+        if self.tree.address_size != 64:
+            raise PtxUnsupported(".address_size", "only 64-bit addressing is modelled")
+
+    @property
+    def kernels(self) -> Dict[str, List[Param]]:
+        return {n: [_param_info(p) for p in f.params] for n, f in self.tree.functions.items() if f.entry and f.body}
+
+    def program(self, name: str) -> Program:
+        """The compiled kernel (compiling on first use: unsupported instructions are refused here)."""
+        prog = self._programs.get(name)
+        if prog is not None:
+            return prog
+        fn = self.tree.functions.get(name)
+        if fn is None or not fn.entry:
+            raise PtxError("kernel", f"{name!r} is not a kernel of this module; kernels: {', '.join(self.kernels)}")
+        prog = Program(fn, self._module_symbols(), [v for v in self.tree.variables if v.space == "shared"])
+        prog.set_dynamic_base()
+        code = []
+        for pc, ins in enumerate(fn.body):
+            op = lookup(ins)(ins, prog, pc)
+            code.append(_guarded(op, ins, prog) if ins.guard and not getattr(op, "guarded", False) else op)
+        prog.code = [_hazard_checked(op, ins, prog) for op, ins in zip(code, fn.body)]
+        prog.code.append(_fell_off(fn))
+        self._programs[name] = prog
+        return prog
+
+    def _module_symbols(self) -> Dict[str, Symbol]:
+        syms = {}
+        for v in self.tree.variables:
+            if v.space in ("global", "const"):
+                syms[v.name] = Symbol(v.space, 0, v.size)  # addressed per launch (see _place_globals)
+        for name, f in self.tree.functions.items():
+            syms[name] = Symbol("func", 0, 0)
+        return syms
+
+    def launch(self, name: str, *, grid, block, args: Sequence = (), shared_bytes: int = 0,
+               ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
+               max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False):
+        """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics."""
+        prog = self.program(name)
+        grid, block, cluster = _dim3(grid, "grid"), _dim3(block, "block"), _dim3(cluster, "cluster")
+        if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
+            raise PtxError("shared_bytes", f"must be a non-negative int, got {shared_bytes!r}")
+        if not isinstance(zero_init_shared, (bool, np.bool_)):
+            raise PtxError("zero_init_shared", f"must be a bool, got {zero_init_shared!r}")
+        nthreads = int(np.prod(block))
+        if nthreads > 1024:
+            raise PtxError("block", f"{nthreads} threads per CTA; at most 1024")
+        req = prog.fn.directives.get("reqntid")
+        if req and tuple(req) + (1,) * (3 - len(req)) != block:
+            raise PtxError("block", f"the kernel requires .reqntid {tuple(req)}, launched with {block}")
+        mx = prog.fn.directives.get("maxntid")
+        if mx and nthreads > int(np.prod(mx)):
+            raise PtxError("block", f"the kernel allows at most {int(np.prod(mx))} threads (.maxntid), got {nthreads}")
+        total_smem = prog.dynamic_base() - SMEM_RESERVED + int(shared_bytes)
+        if total_smem > SMEM_LIMIT:
+            raise PtxError("shared_bytes", f"{prog.shared_static} static + {shared_bytes} dynamic bytes exceed "
+                                           f"the {SMEM_LIMIT} bytes a CTA may have")
+        for i in range(3):
+            if grid[i] % cluster[i]:
+                raise PtxError("cluster", f"grid {grid} is not a multiple of the cluster shape {cluster}")
+        if any(c != 1 for c in cluster):
+            raise PtxUnsupported("cluster", "clusters of more than one CTA are not modelled yet")
+        L = Launch(grid, block, cluster, int(shared_bytes), "explicitcluster" in prog.fn.directives)
+        writeback = self._bind_args(prog, L, args)
+        every = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+        if ctas is None:
+            chosen = every
+        else:
+            chosen = [_dim3(c, "ctas") for c in ctas]
+            for c in chosen:
+                if any(c[i] >= grid[i] for i in range(3)):
+                    raise PtxError("ctas", f"CTA {c} is outside the grid {grid}")
+        stats = {"ctas": 0, "warp_instructions": 0, "seconds": 0.0}
+        t0 = time.perf_counter()
+        bar = _Progress(len(chosen)) if progress else None
+        try:
+            for ctaid in chosen:
+                smem = SharedMemory("sm90")
+                window = SharedWindow(smem, SMEM_RESERVED, SMEM_RESERVED + total_smem, bool(zero_init_shared))
+                cta = Cta(L, ctaid, prog, window)
+                stats["warp_instructions"] += cta.run(max_instructions)
+                stats["ctas"] += 1
+                if bar:
+                    bar.step()
+        finally:
+            for arr, buf in writeback:
+                arr[...] = buf.view(arr.dtype).reshape(arr.shape)
+            if bar:
+                bar.done()
+        stats["seconds"] = time.perf_counter() - t0
+        return stats
+
+    def _bind_args(self, prog: Program, L: Launch, args):
+        params = prog.fn.params
+        infos = [_param_info(p) for p in params]
+        if isinstance(args, dict):
+            missing = [p.name for p in infos if p.name not in args]
+            extra = [k for k in args if k not in {p.name for p in infos}]
+            if missing or extra:
+                raise PtxError("args", f"missing {missing}, unknown {extra}")
+            args = [args[p.name] for p in infos]
+        args = list(args)
+        if len(args) != len(infos):
+            raise PtxError("args", f"{prog.name} takes {len(infos)} parameters "
+                                   f"({', '.join(p.name for p in infos)}), got {len(args)}")
+        buf = np.zeros(max(prog.param_size, 1), np.uint8)
+        writeback = []
+        for p, info, value in zip(params, infos, args):
+            off = prog.symbols[p.name].address
+            raw = _param_bytes(info, value, L, writeback)
+            buf[off:off + len(raw)] = np.frombuffer(raw, np.uint8)
+        L.params = ByteSpace(buf, "param")
+        self._place_globals(prog, L)
+        return writeback
+
+    def _place_globals(self, prog: Program, L: Launch):
+        const = []
+        for v in self.tree.variables:
+            if v.space not in ("global", "const"):
+                continue
+            data = np.zeros(max(v.size, 1), np.uint8)
+            if v.init:
+                esz = max(1, ptx_type(v.type).bits // 8)
+                for i, x in enumerate(v.init):
+                    if isinstance(x, str):
+                        raise PtxUnsupported(v.name, "initialisers holding addresses are not modelled")
+                    data[i * esz:(i + 1) * esz] = np.frombuffer(int(x & ((1 << (8 * esz)) - 1)).to_bytes(esz, "little"),
+                                                                np.uint8)
+            if v.space == "global":
+                addr = L.gmem.allocate(data, v.name)
+                prog.symbols[v.name] = Symbol("global", addr, v.size)
+            else:
+                const.append((v, data))
+        if const:
+            off, blob = 0, []
+            for v, data in const:
+                align = max(v.align, 1)
+                pad = (-off) % align
+                blob.append(np.zeros(pad, np.uint8))
+                off += pad
+                prog.symbols[v.name] = Symbol("const", off, v.size)
+                blob.append(data)
+                off += data.size
+            L.const = ByteSpace(np.concatenate(blob), "const")
+
+
+def _param_bytes(info: Param, value, L: Launch, writeback) -> bytes:
+    if info.kind == "pointer":
+        if value is None:
+            return (0).to_bytes(8, "little")
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            if not 0 <= int(value) < 1 << 64:
+                raise PtxError(info.name, f"pointer value {value} does not fit 64 bits")
+            return int(value).to_bytes(8, "little")
+        if not isinstance(value, np.ndarray):
+            raise PtxError(info.name, f"a pointer parameter takes a numpy array, None or an int address, "
+                                      f"got {type(value).__name__}")
+        if value.dtype.hasobject:
+            raise PtxError(info.name, "object arrays cannot be device buffers")
+        if value.flags.c_contiguous and value.flags.writeable:
+            data = value.reshape(-1).view(np.uint8)
+        else:
+            data = np.ascontiguousarray(value).reshape(-1).view(np.uint8).copy()
+            if value.flags.writeable:
+                writeback.append((value, data))
+        addr = L.gmem.allocate(data, info.name, writable=bool(value.flags.writeable))
+        return addr.to_bytes(8, "little")
+    if info.kind == "bytes":
+        if isinstance(value, np.ndarray) and value.dtype == np.uint8:
+            value = value.tobytes()
+        elif hasattr(value, "to_bytes") and not isinstance(value, (int, np.integer)):
+            value = value.to_bytes()
+        if not isinstance(value, (bytes, bytearray)):
+            raise PtxError(info.name, f"a .b8[{info.size}] parameter takes {info.size} bytes, got "
+                                      f"{type(value).__name__}")
+        if len(value) != info.size:
+            raise PtxError(info.name, f"takes exactly {info.size} bytes, got {len(value)}")
+        return bytes(value)
+    t = ptx_type(info.type)
+    if t.kind == "f":
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise PtxError(info.name, f"a .{info.type} parameter takes a number, got {type(value).__name__}")
+        fmt = {32: "<f", 64: "<d"}.get(t.bits)
+        if fmt is None:
+            raise PtxUnsupported(info.name, f".{info.type} parameters")
+        raw = struct.pack(fmt, float(value))
+        if float(struct.unpack(fmt, raw)[0]) != float(value) and not np.isnan(float(value)):
+            raise PtxError(info.name, f"{value!r} is not exactly representable as .{info.type}")
+        return raw
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise PtxError(info.name, f"a .{info.type} parameter takes an int, got {type(value).__name__}")
+    v = int(value)
+    lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.kind == "s" else (0, (1 << t.bits) - 1)
+    if t.kind == "b":
+        lo = -(1 << (t.bits - 1))
+    if not lo <= v <= hi:
+        raise PtxError(info.name, f"{v} does not fit .{info.type} [{lo}, {hi}]")
+    return (v & ((1 << t.bits) - 1)).to_bytes(t.bits // 8, "little")
+
+
+def _guarded(op, ins: P.Instruction, prog: Program):
+    slot = prog.slot(P.Reg(ins.guard[0]), ins)
+    i, neg = slot.index, ins.guard[1]
+
+    def guarded(W, m):
+        p = W.rp[i]
+        if neg:
+            p = ~p
+        mm = p if m is None else (p & m)
+        if not mm.any():
+            return None
+        if m is None and mm.all():
+            mm = None
+        return op(W, mm)
+    guarded.wgmma = getattr(op, "wgmma", False)
+    return guarded
+
+
+_NO_DEST = ("st", "stmatrix", "red", "bar", "barrier", "cp", "mbarrier", "wgmma", "tcgen05", "prefetch", "fence",
+            "membar", "bra", "brx", "ret", "exit", "call", "trap", "tensormap", "griddepcontrol", "setmaxnreg",
+            "nanosleep")
+
+
+def _regs_of(op) -> List:
+    if isinstance(op, P.Reg):
+        return [op]
+    if isinstance(op, P.Vec):
+        return [r for o in op.items for r in _regs_of(o)]
+    if isinstance(op, P.Addr):
+        return _regs_of(op.base) + (_regs_of(op.vec) if op.vec is not None else [])
+    if isinstance(op, (P.Not,)):
+        return _regs_of(op.item)
+    if isinstance(op, P.Pair):
+        return _regs_of(op.first) + _regs_of(op.second)
+    return []
+
+
+def _hazard_checked(op, ins: P.Instruction, prog: Program):
+    """Wrap an instruction that touches a wgmma register: it may not while the wgmma is in flight, and its
+    writes make the register dirty until the next wgmma.fence."""
+    if getattr(op, "wgmma", False) or not prog.wgmma_slots:
+        return op
+    refs = {prog.slots[r.name] for o in ins.operands for r in _regs_of(o) if r.name in prog.slots}
+    if ins.guard:
+        refs.add(prog.slots[ins.guard[0]])
+    touched = frozenset(refs & prog.wgmma_slots)
+    if not touched:
+        return op
+    writes = frozenset() if ins.opcode.split(".")[0] in _NO_DEST or not ins.operands else \
+        frozenset({prog.slots[r.name] for r in _regs_of(ins.operands[0]) if r.name in prog.slots} & touched)
+    from .errors import HazardError
+    from .ops import where
+    wh = where(ins)
+    names = {s: n.split("@")[0] for n, s in prog.slots.items()}
+
+    def checked(W, m):
+        if W.wgmma_pending:
+            for s in touched:
+                if s in W.wgmma_pending:
+                    raise HazardError(wh, f"{names[s]} belongs to a wgmma.mma_async still in flight: wait for it "
+                                          "with wgmma.wait_group first")
+        r = op(W, m)
+        if writes:
+            W.wgmma_dirty |= writes
+        return r
+    return checked
+
+
+def _fell_off(fn):
+    def op(W, m):
+        raise KernelFault(fn.name, "execution ran past the last instruction without ret/exit")
+    return op
+
+
+class _Progress:
+    def __init__(self, total):
+        self.total, self.n, self.t0 = total, 0, time.perf_counter()
+
+    def step(self):
+        import sys
+        self.n += 1
+        width = 30
+        done = width * self.n // self.total
+        rate = self.n / max(time.perf_counter() - self.t0, 1e-9)
+        sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {self.n}/{self.total} CTAs {rate:.1f}/s")
+        sys.stderr.flush()
+
+    def done(self):
+        import sys
+        sys.stderr.write("\n")
+
+
+def load(source) -> Module:
+    """A Module from a PTX file path or PTX text."""
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and
+                                           source.endswith(".ptx")):
+        path = os.fspath(source)
+        if not os.path.isfile(path):
+            raise PtxError("path", f"{path} is not a readable file")
+        with open(path, encoding="utf-8", errors="strict") as f:
+            return Module(f.read(), os.path.basename(path))
+    if isinstance(source, bytes):
+        source = source.decode("utf-8")
+    if not isinstance(source, str):
+        raise PtxError("source", f"expected a path or PTX text, got {type(source).__name__}")
+    return Module(source)
+
+
+_ = PtxSyntaxError

@@ -1,0 +1,82 @@
+"""The table from opcode to semantics: each family module registers compile functions
+`compile(ins, prog, pc) -> op(W, m) -> control` under an opcode prefix ("add", "cp.async", "wgmma.mma_async").
+Lookup takes the longest registered prefix of the opcode's dotted parts."""
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+from ..errors import PtxSyntaxError, PtxUnsupported
+from ..parser import Instruction
+from ..types import TYPES, PtxType
+
+OPCODES: Dict[str, Callable] = {}
+
+
+def register(*prefixes: str):
+    def deco(fn):
+        for p in prefixes:
+            OPCODES[p] = fn
+        return fn
+    return deco
+
+
+def lookup(ins: Instruction) -> Callable:
+    parts = ins.opcode.split(".")
+    for n in range(len(parts), 0, -1):
+        fn = OPCODES.get(".".join(parts[:n]))
+        if fn is not None:
+            return fn
+    raise PtxUnsupported(ins.opcode, f"instruction not supported by tcemu's interpreter ({ins.where()})")
+
+
+class Mods:
+    """An opcode's modifiers: `parts` after the base, the types among them, and set-membership tests."""
+
+    def __init__(self, ins: Instruction, skip: int = 1):
+        self.ins = ins
+        self.parts = ins.opcode.split(".")[skip:]
+        self.set = set(self.parts)
+        self.types: List[PtxType] = [TYPES[p] for p in self.parts if p in TYPES]
+
+    def __contains__(self, item) -> bool:
+        return item in self.set
+
+    def type(self, index: int = -1) -> PtxType:
+        if not self.types:
+            raise PtxSyntaxError(self.ins.line, self.ins.col, f"{self.ins.opcode} needs a type")
+        return self.types[index]
+
+    def one_of(self, options, default=None) -> Optional[str]:
+        found = [p for p in self.parts if p in options]
+        if len(found) > 1:
+            raise PtxSyntaxError(self.ins.line, self.ins.col, f"{self.ins.opcode}: conflicting {', '.join(found)}")
+        return found[0] if found else default
+
+    def unsupported(self, rule: str):
+        raise PtxUnsupported(self.ins.opcode, f"{rule} ({self.ins.where()})")
+
+
+def operands(ins: Instruction, n: int, at_least: bool = False):
+    ops = ins.operands
+    if len(ops) != n and not (at_least and len(ops) >= n):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes {n} operands, got {len(ops)}")
+    return ops
+
+
+def where(ins: Instruction) -> str:
+    return f"{ins.text()} ({ins.where()})"
+
+
+def active_any(m) -> bool:
+    return m is None or bool(m.any())
+
+
+FULL = np.ones(32, bool)
+
+
+def mask_array(m) -> np.ndarray:
+    return FULL if m is None else m
+
+
+# family modules register themselves on import
+from . import integer, floating, data, memory_ops, control, wgmma  # noqa: E402,F401

@@ -1,0 +1,397 @@
+"""Control flow and synchronisation: bra, brx.idx, ret/exit, trap, bar/barrier (named, with counts), fences,
+shfl.sync, vote.sync, match.sync, redux.sync, activemask, elect.sync, nanosleep, setmaxnreg, griddepcontrol
+(PTX ISA 9.7.12, 9.7.13).
+
+Blocking instructions (bar.sync, ...) are re-executed until they may proceed: the first execution records
+the warp's arrival in `W.sync`, later ones check whether the barrier completed.
+"""
+import numpy as np
+
+from .. import parser as P
+from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
+from ..machine import BLOCK
+from ..types import TYPES
+from . import Mods, mask_array, operands, register, where
+
+U32 = TYPES["u32"]
+B32 = TYPES["b32"]
+PRED = TYPES["pred"]
+LANE = np.arange(32)
+
+
+def _uniform(W, values, m, what, ins) -> int:
+    v = values if m is None else values[m]
+    if v.size == 0:
+        return 0
+    if not (v == v[0]).all():
+        raise HazardError(where(ins), f"{what} must be the same in every executing thread, got "
+                                      f"{sorted(set(int(x) for x in v))[:4]}")
+    return int(v[0])
+
+
+@register("bra")
+def c_bra(ins, prog, pc):
+    target = ins.operands[0]
+    if not isinstance(target, P.Sym):
+        raise PtxSyntaxError(ins.line, ins.col, "bra takes a label")
+    tpc = prog.label(ins, target.name)
+    guard = ins.guard
+    if guard is None:
+        return lambda W, m: tpc
+    gp = prog.read(P.Reg(guard[0]), PRED, ins)
+    neg = guard[1]
+    uni = "uni" in ins.opcode
+
+    def op(W, m):
+        p = gp(W)
+        if neg:
+            p = ~p
+        act = W.live if m is None else m
+        taken = p & act
+        if not taken.any():
+            return None
+        if (taken == act).all():
+            return tpc
+        if uni:
+            raise HazardError(where(ins), "bra.uni taken by some executing threads and not others")
+        return W.diverge(m, taken, tpc, pc)
+    op.guarded = True
+    return op
+
+
+@register("brx.idx")
+def c_brx(ins, prog, pc):
+    idx, table = ins.operands
+    targets = prog.fn.branch_targets.get(table.name)
+    if targets is None:
+        raise PtxSyntaxError(ins.line, ins.col, f"{table.name} is not a .branchtargets list")
+    pcs = np.array([prog.label(ins, t) for t in targets], np.int64)
+    gi = prog.read(idx, U32, ins)
+    wh = where(ins)
+
+    def op(W, m):
+        i = gi(W).astype(np.int64)
+        act = W.live if m is None else m
+        if (i[act] >= pcs.size).any():
+            raise KernelFault(wh, f"index {int(i[act].max())} past the {pcs.size} targets of {table.name}")
+        dest = pcs[np.minimum(i, pcs.size - 1)]
+        d = dest[act]
+        if (d == d[0]).all():
+            return int(d[0])
+        if W.lane_pc is None:
+            W.lane_pc = np.full(32, pc, np.int64)
+        W.lane_pc[act] = dest[act]
+        from ..machine import DIVERGED
+        return DIVERGED
+    return op
+
+
+@register("ret", "exit")
+def c_exit(ins, prog, pc):
+    if ins.opcode.startswith("ret") and not prog.fn.entry:
+        raise PtxUnsupported(ins.opcode, "calls to .func are not modelled yet")
+
+    def op(W, m):
+        from .memory_ops import drain_cp_async
+        r = W.exit_lanes(m)
+        if W.done:
+            drain_cp_async(W)
+        return r
+    return op
+
+
+@register("trap", "brkpt")
+def c_trap(ins, prog, pc):
+    wh = where(ins)
+
+    def op(W, m):
+        raise KernelFault(wh, f"{ins.opcode} executed by threads {W.lanes(m).tolist()[:8]}")
+    return op
+
+
+@register("call")
+def c_call(ins, prog, pc):
+    raise PtxUnsupported(ins.opcode, f"calls are not modelled yet ({ins.where()}; build with -DNDEBUG and inline "
+                                     "device functions)")
+
+
+@register("nanosleep", "pmevent", "griddepcontrol", "membar", "fence.sc", "fence.acq_rel", "fence.acquire",
+          "fence.release", "fence.mbarrier_init", "fence.proxy.alias", "fence.proxy.tensormap", "fence.op_restrict")
+def c_nop(ins, prog, pc):
+    return lambda W, m: None
+
+
+@register("fence.proxy.async")
+def c_fence_proxy_async(ins, prog, pc):
+    """Generic-proxy writes of this warp's threads become visible to the async proxy (wgmma, TMA)."""
+    def op(W, m):
+        W.cta.shared.fence_proxy_async()
+    return op
+
+
+@register("fence")
+def c_fence(ins, prog, pc):
+    return c_nop(ins, prog, pc)
+
+
+@register("setmaxnreg")
+def c_setmaxnreg(ins, prog, pc):
+    n = operands(ins, 1)[0]
+    if not isinstance(n, P.Imm) or not (24 <= n.value <= 256 and n.value % 8 == 0):
+        raise PtxSyntaxError(ins.line, ins.col, "setmaxnreg takes an immediate in [24, 256], a multiple of 8")
+    return lambda W, m: None
+
+
+# ------------------------------------------------------------------------------------------------ barriers
+
+def barrier_state(cta, bid):
+    B = cta.barriers.get(bid)
+    if B is None:
+        B = cta.barriers[bid] = [0, 0]  # arrived threads, generation
+    return B
+
+
+def _expected(W, count):
+    if count is not None:
+        return count
+    return 32 * sum(1 for w in W.cta.warps if not w.done)
+
+
+@register("bar", "barrier")
+def c_bar(ins, prog, pc):
+    mods = Mods(ins)
+    if "cluster" in mods.parts[:1]:
+        raise PtxUnsupported(ins.opcode, "barrier.cluster is not modelled yet")
+    kind = mods.one_of(("sync", "arrive", "red"))
+    if kind is None:
+        kind = "sync"
+    aligned = ins.opcode.startswith("bar.") or "aligned" in mods
+    ops = list(ins.operands)
+    red_dest = red_src = red_op = None
+    if kind == "red":
+        red_op = mods.one_of(("popc", "and", "or"))
+        red_dest = ops.pop(0)
+        red_src = ops.pop(-1)
+    gid = prog.read(ops[0], U32, ins) if ops else (lambda W: np.zeros(32, np.uint32))
+    gcount = prog.read(ops[1], U32, ins) if len(ops) > 1 else None
+    if kind == "arrive" and gcount is None:
+        raise PtxSyntaxError(ins.line, ins.col, "bar.arrive needs a thread count")
+    sd = prog.write(red_dest, U32 if red_op == "popc" else PRED, ins) if red_dest is not None else None
+    gsrc = prog.read(red_src, PRED, ins) if red_src is not None else None
+    wh = where(ins)
+    key = ("bar", pc)
+
+    def op(W, m):
+        cta = W.cta
+        rec = W.sync.get(key)
+        if rec is None:
+            bid = _uniform(W, gid(W), m, "the barrier id", ins)
+            if not 0 <= bid < 16:
+                raise KernelFault(wh, f"barrier id {bid} is outside 0-15")
+            count = _uniform(W, gcount(W), m, "the barrier's thread count", ins) if gcount is not None else None
+            if count is not None and (count % 32 or count <= 0):
+                raise KernelFault(wh, f"barrier thread count {count} is not a positive multiple of 32")
+            act = mask_array(m) & W.live
+            n = 32 if aligned else int(act.sum())
+            B = barrier_state(cta, bid)
+            if len(B) < 4:
+                B.extend([None, {}])
+            B[0] += n
+            B[2] = count
+            gen = B[1]
+            if gsrc is not None:
+                vals = gsrc(W)[act]
+                part = int(vals.sum()) if red_op == "popc" else (bool(vals.all()) if red_op == "and" else bool(vals.any()))
+                acc = B[3].get(gen)
+                B[3][gen] = part if acc is None else (acc + part if red_op == "popc" else
+                                                      (acc and part) if red_op == "and" else (acc or part))
+            cta.progress = True
+            if B[0] >= _expected(W, count):
+                B[0] = 0
+                B[1] += 1
+                return _finish(W, m, B, gen)
+            if kind == "arrive":
+                return None
+            W.sync[key] = (bid, gen)
+            W.wait = f"barrier {bid} ({B[0]} of {_expected(W, count)} threads arrived)"
+            return BLOCK
+        bid, gen = rec
+        B = cta.barriers[bid]
+        if B[1] == gen and B[0] >= _expected(W, B[2]):  # warps exited since: the rest complete it
+            B[0] = 0
+            B[1] += 1
+        if B[1] > gen:
+            del W.sync[key]
+            return _finish(W, m, B, gen)
+        W.wait = f"barrier {bid} ({B[0]} of {_expected(W, B[2])} threads arrived)"
+        return BLOCK
+
+    def _finish(W, m, B, gen):
+        if sd is not None:
+            val = B[3].get(gen, 0)
+            sd(W, np.full(32, val, np.uint32 if red_op == "popc" else bool), m)
+        return None
+    return op
+
+
+# ------------------------------------------------------------------------------------------------ warp-level
+
+def _members(W, m, gmask, ins):
+    """The member lanes of a .sync warp instruction, checked against the executing lanes."""
+    act = mask_array(m) & W.live
+    mm = _uniform(W, gmask(W), m, "membermask", ins)
+    member = ((mm >> LANE) & 1).astype(bool)
+    if (act & ~member).any():
+        raise HazardError(where(ins), f"lanes {np.flatnonzero(act & ~member).tolist()} execute it but are not in "
+                                      f"membermask {mm:#010x}")
+    if (member & ~act).any():
+        raise HazardError(where(ins), f"membermask {mm:#010x} names lanes {np.flatnonzero(member & ~act).tolist()} "
+                                      "that did not reach this instruction (diverged or exited)")
+    return act
+
+
+@register("shfl")
+def c_shfl(ins, prog, pc):
+    mods = Mods(ins)
+    if "sync" not in mods:
+        raise PtxUnsupported(ins.opcode, "shfl without .sync (pre-sm70) is not supported")
+    mode = mods.one_of(("up", "down", "bfly", "idx"))
+    d, a, b, c, mask = operands(ins, 5)
+    dp = d.second if isinstance(d, P.Pair) else None
+    d = d.first if isinstance(d, P.Pair) else d
+    ga, gb, gc, gm = prog.read(a, B32, ins), prog.read(b, U32, ins), prog.read(c, U32, ins), prog.read(mask, U32, ins)
+    sd = prog.write(d, B32, ins)
+    sp = prog.write(dp, PRED, ins) if dp is not None else None
+
+    def op(W, m):
+        _members(W, m, gm, ins)
+        bval = gb(W) & np.uint32(31)
+        cv = gc(W)
+        cval = (cv & np.uint32(31)).astype(np.int64)
+        seg = ((cv >> np.uint32(8)) & np.uint32(31)).astype(np.int64)
+        lane = LANE
+        bv = bval.astype(np.int64)
+        max_lane = (lane & seg) | (cval & ~seg)
+        min_lane = lane & seg
+        if mode == "up":
+            j = lane - bv
+            pval = j >= max_lane
+        elif mode == "down":
+            j = lane + bv
+            pval = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bv
+            pval = j <= max_lane
+        else:
+            j = min_lane | (bv & ~seg)
+            pval = j <= max_lane
+        j = np.where(pval, j, lane)
+        src = ga(W)
+        sd(W, src[j], m)
+        if sp is not None:
+            sp(W, pval, m)
+    return op
+
+
+@register("vote")
+def c_vote(ins, prog, pc):
+    mods = Mods(ins)
+    mode = mods.one_of(("all", "any", "uni", "ballot"))
+    if "sync" not in mods:
+        raise PtxUnsupported(ins.opcode, "vote without .sync is not supported")
+    d, a, mask = operands(ins, 3)
+    ga, gm = prog.read(a, PRED, ins), prog.read(mask, U32, ins)
+    sd = prog.write(d, B32 if mode == "ballot" else PRED, ins)
+
+    def op(W, m):
+        act = _members(W, m, gm, ins)
+        p = ga(W)
+        if mode == "ballot":
+            bits = int(np.sum((p & act).astype(np.uint64) << LANE.astype(np.uint64)))
+            sd(W, np.full(32, bits, np.uint32), m)
+            return
+        v = p[act]
+        r = v.all() if mode == "all" else v.any() if mode == "any" else (v.all() or not v.any())
+        sd(W, np.full(32, bool(r)), m)
+    return op
+
+
+@register("activemask")
+def c_activemask(ins, prog, pc):
+    sd = prog.write(operands(ins, 1)[0], B32, ins)
+
+    def op(W, m):
+        act = mask_array(m) & W.live
+        sd(W, np.full(32, int(np.sum(act.astype(np.uint64) << LANE.astype(np.uint64))), np.uint32), m)
+    return op
+
+
+@register("elect")
+def c_elect(ins, prog, pc):
+    d, mask = operands(ins, 2)
+    dr = d.first if isinstance(d, P.Pair) else d
+    dp = d.second if isinstance(d, P.Pair) else None
+    gm = prog.read(mask, U32, ins)
+    sd = prog.write(dr, B32, ins)
+    sp = prog.write(dp, PRED, ins) if dp is not None else None
+
+    def op(W, m):
+        act = _members(W, m, gm, ins)
+        leader = int(np.flatnonzero(act)[0]) if act.any() else 0
+        sd(W, np.full(32, leader, np.uint32), m)
+        if sp is not None:
+            sp(W, LANE == leader, m)
+    return op
+
+
+@register("redux")
+def c_redux(ins, prog, pc):
+    mods = Mods(ins)
+    t = mods.type()
+    name = mods.one_of(("add", "min", "max", "and", "or", "xor"))
+    if t.kind == "f":
+        mods.unsupported("floating-point redux")
+    d, a, mask = operands(ins, 3)
+    ga, gm, sd = prog.read(a, t, ins), prog.read(mask, U32, ins), prog.write(d, t, ins)
+
+    def op(W, m):
+        act = _members(W, m, gm, ins)
+        v = ga(W)[act]
+        if t.signed:
+            v = v.view(np.int32)
+        if name == "add":
+            r = int(v.astype(np.int64).sum()) & 0xFFFFFFFF
+        elif name in ("min", "max"):
+            r = int((v.min() if name == "min" else v.max())) & 0xFFFFFFFF
+        else:
+            r = int({"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name].reduce(
+                v.view(np.uint32)))
+        sd(W, np.full(32, r, np.uint32), m)
+    return op
+
+
+@register("match")
+def c_match(ins, prog, pc):
+    mods = Mods(ins)
+    t = mods.type()
+    mode = mods.one_of(("any", "all"))
+    d, a, mask = operands(ins, 3)
+    dp = d.second if isinstance(d, P.Pair) else None
+    d = d.first if isinstance(d, P.Pair) else d
+    ga, gm, sd = prog.read(a, t, ins), prog.read(mask, U32, ins), prog.write(d, B32, ins)
+    sp = prog.write(dp, PRED, ins) if dp is not None else None
+
+    def op(W, m):
+        act = _members(W, m, gm, ins)
+        v = ga(W)
+        same = (v[:, None] == v[None, :]) & act[None, :]
+        masks = np.sum(same.astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1)
+        allmask = int(np.sum(act.astype(np.uint64) << LANE.astype(np.uint64)))
+        if mode == "any":
+            sd(W, masks.astype(np.uint32), m)
+        else:
+            ok = np.all(masks[act] == allmask) if act.any() else True
+            sd(W, np.full(32, allmask if ok else 0, np.uint32), m)
+            if sp is not None:
+                sp(W, np.full(32, bool(ok)), m)
+    return op

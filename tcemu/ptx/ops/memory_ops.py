@@ -1,0 +1,440 @@
+"""Loads, stores and copies between state spaces: ld, st, cp.async (+ commit/wait), ldmatrix, stmatrix,
+prefetch, atom, red (PTX ISA 9.7.9.8-9.7.9.10, 9.7.9.25, 9.7.9.15-16, 9.7.13).
+
+Every access is checked: inside an allocation of its state space, naturally aligned, and (shared memory)
+written before it is read.
+"""
+import numpy as np
+
+from .. import parser as P
+from ..errors import HazardError, MemoryFault, PtxSyntaxError
+from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
+from ..types import CONTAINER, TYPES, resize
+from . import Mods, mask_array, operands, register, where
+
+SPACES = ("global", "shared", "local", "param", "const")
+
+
+def space_of(mods: Mods) -> str:
+    for p in mods.parts:
+        s = p.split("::")[0]
+        if s in SPACES:
+            return s
+    return "generic"
+
+
+def address(prog, op: P.Addr, ins, space: str):
+    """Getter of the per-lane address (uint64) of an address operand."""
+    if not isinstance(op, P.Addr):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} needs an address operand [..], got {P.fmt(op)}")
+    off = np.uint64(op.offset & 0xFFFFFFFFFFFFFFFF)
+    if op.base is None:
+        const = np.full(32, off, np.uint64)
+        return lambda W: const
+    if isinstance(op.base, P.Sym):
+        sym = prog.symbols.get(op.base.name)
+        if sym is None:
+            raise PtxSyntaxError(ins.line, ins.col, f"{op.base.name} is not a declared name")
+        base = sym.address
+        if space == "generic" and sym.space in WINDOWS:
+            base += WINDOWS[sym.space]
+        const = np.full(32, np.uint64((base + op.offset) & 0xFFFFFFFFFFFFFFFF), np.uint64)
+        return lambda W: const
+    slot = prog.slot(op.base, ins)
+    g = prog.read(op.base, TYPES[f"u{slot.cls}"], ins)
+    if slot.cls == 64:
+        return lambda W: g(W) + off
+    return lambda W: g(W).astype(np.uint64) + off if slot.cls != 32 else \
+        (g(W) + np.uint32(op.offset & 0xFFFFFFFF)).astype(np.uint64)
+
+
+def memory(W, space):
+    """The state-space object and an address-to-offset conversion."""
+    if space == "global":
+        return W.cta.launch.gmem
+    if space == "shared":
+        return W.cta.shared
+    if space == "local":
+        if W.local is None:
+            raise MemoryFault("local", "the kernel declares no local memory")
+        return W.local
+    if space == "param":
+        return W.cta.launch.params
+    if space == "const":
+        return W.cta.launch.const
+    raise PtxSyntaxError(0, 0, f"unknown state space {space}")
+
+
+def resolve(W, space, addrs, tids, wh):
+    """[(state space, offsets, lane selector)] for the addresses of the active lanes."""
+    if space != "generic":
+        if space == "global":
+            return [("global", addrs, slice(None))]
+        return [(space, addrs.astype(np.int64), slice(None))]
+    kinds = np.full(addrs.shape, "global", object)
+    out = []
+    for s, base in WINDOWS.items():
+        inside = (addrs >= np.uint64(base)) & (addrs < np.uint64(base + WINDOW_SIZE))
+        if inside.any():
+            out.append((s, (addrs[inside] - np.uint64(base)).astype(np.int64), inside))
+            kinds[inside] = s
+    rest = kinds == "global"
+    if rest.any():
+        out.append(("global", addrs[rest], rest))
+    return out
+
+
+def access(W, space, addrs, tids, nbytes, wh, data=None):
+    """Load (data None) or store `nbytes` per active lane; loads return (n, nbytes) uint8."""
+    if addrs.size and nbytes > 1:
+        mis = (addrs % np.uint64(nbytes)) != 0
+        if mis.any():
+            j = int(np.flatnonzero(mis)[0])
+            raise MemoryFault(wh, f"thread {int(tids[j])} accesses {nbytes} bytes at {int(addrs[j]):#x}, "
+                                  f"not aligned to {nbytes} bytes (misaligned address)")
+    parts = resolve(W, space, addrs, tids, wh)
+    if data is None:
+        if len(parts) == 1:
+            s, offs, _ = parts[0]
+            return memory(W, s).load(offs, nbytes, tids, wh)
+        out = np.zeros((addrs.size, nbytes), np.uint8)
+        for s, offs, sel in parts:
+            out[sel] = memory(W, s).load(offs, nbytes, tids[sel], wh)
+        return out
+    for s, offs, sel in parts:
+        mem = memory(W, s)
+        d = data if isinstance(sel, slice) else data[sel]
+        if s == "shared":
+            mem.store(offs, d, tids if isinstance(sel, slice) else tids[sel], wh)
+        else:
+            mem.store(offs, d, tids if isinstance(sel, slice) else tids[sel], wh)
+
+
+def _vec_parts(ins, op):
+    return list(op.items) if isinstance(op, P.Vec) else [op]
+
+
+@register("ld")
+def c_ld(ins, prog, pc):
+    mods = Mods(ins)
+    t = mods.type()
+    space = space_of(mods)
+    vec = int(next((p[1:] for p in mods.parts if p in ("v2", "v4", "v8")), 1))
+    d, a = ins.operands[0], ins.operands[1]
+    dests = _vec_parts(ins, d)
+    if len(dests) != vec:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} has {len(dests)} destinations for .v{vec}")
+    get_addr = address(prog, a, ins, space)
+    ebytes = max(1, t.bits // 8)
+    if t.bits == 128:
+        raise PtxSyntaxError(ins.line, ins.col, ".b128 loads are not modelled")
+    sets = [prog.write(x, t, ins) for x in dests]
+    wh = where(ins)
+    cont = CONTAINER[max(t.bits, 8)]
+
+    def op(W, m):
+        act = mask_array(m) if m is not None else (W.live if not W.full else None)
+        addrs = get_addr(W) if act is None else get_addr(W)[act]
+        tids = W.tid if act is None else W.tid[act]
+        raw = access(W, space, addrs, tids, ebytes * vec, wh)
+        vals = from_bytes(raw, cont)  # (n, vec)
+        for i, s in enumerate(sets):
+            if act is None:
+                s(W, vals[:, i], None)
+            else:
+                full = np.zeros(32, cont)
+                full[act] = vals[:, i]
+                s(W, full, act)
+    return op
+
+
+@register("st")
+def c_st(ins, prog, pc):
+    mods = Mods(ins)
+    t = mods.type()
+    space = space_of(mods)
+    vec = int(next((p[1:] for p in mods.parts if p in ("v2", "v4", "v8")), 1))
+    a, v = ins.operands[0], ins.operands[1]
+    srcs = _vec_parts(ins, v)
+    if len(srcs) != vec:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} has {len(srcs)} sources for .v{vec}")
+    get_addr = address(prog, a, ins, space)
+    ebytes = max(1, t.bits // 8)
+    gets = [prog.read(x, t, ins) for x in srcs]
+    wh = where(ins)
+
+    def op(W, m):
+        act = m if m is not None else (W.live if not W.full else None)
+        vals = np.stack([g(W) for g in gets], axis=1)  # (32, vec)
+        addrs = get_addr(W)
+        tids = W.tid
+        if act is not None:
+            vals, addrs, tids = vals[act], addrs[act], tids[act]
+        raw = as_bytes(vals, ebytes * vec) if ebytes == vals.dtype.itemsize else \
+            np.ascontiguousarray(vals).view(np.uint8).reshape(vals.shape[0], -1)
+        access(W, space, addrs, tids, ebytes * vec, wh, data=raw)
+    return op
+
+
+@register("prefetch", "prefetchu", "applypriority", "discard", "createpolicy")
+def c_prefetch(ins, prog, pc):
+    if ins.opcode.startswith("createpolicy"):
+        sd = prog.write(ins.operands[0], TYPES["b64"], ins)
+
+        def policy(W, m):  # an opaque cache policy; loads and stores ignore it
+            sd(W, np.zeros(32, np.uint64), m)
+        return policy
+    return lambda W, m: None
+
+
+# ----------------------------------------------------------------------------------------------- cp.async
+
+@register("cp.async")
+def c_cp_async(ins, prog, pc):
+    mods = Mods(ins, skip=2)
+    if "bulk" in mods:
+        from ..errors import PtxUnsupported
+        raise PtxUnsupported(ins.opcode, f"bulk copies are not modelled yet ({ins.where()})")
+    if mods.parts and mods.parts[0] in ("commit_group", "wait_group", "wait_all"):
+        return _cp_async_sync(ins, prog, mods.parts[0])
+    if mods.parts and mods.parts[0] == "mbarrier":
+        from ..errors import PtxUnsupported
+        raise PtxUnsupported(ins.opcode, "cp.async.mbarrier.arrive is not modelled yet")
+    ops = ins.operands
+    dst, src, size = ops[0], ops[1], ops[2]
+    if not isinstance(size, P.Imm) or size.value not in (4, 8, 16):
+        raise PtxSyntaxError(ins.line, ins.col, "cp.async cp-size must be 4, 8 or 16")
+    if "cg" in mods and size.value != 16:
+        raise PtxSyntaxError(ins.line, ins.col, "cp.async.cg copies 16 bytes")
+    nbytes = size.value
+    g_dst = address(prog, dst, ins, "shared")
+    g_src = address(prog, src, ins, "global")
+    g_srcsize = g_ignore = None
+    rest = ops[3:]
+    if "L2::cache_hint" in ins.opcode:
+        rest = rest[:-1]
+    if rest:
+        if isinstance(rest[0], (P.Reg, P.Imm)) and not (isinstance(rest[0], P.Reg) and
+                                                        prog.slot(rest[0], ins).cls == 1):
+            g_srcsize = prog.read(rest[0], TYPES["u32"], ins)
+        else:
+            g_ignore = prog.read(rest[0], TYPES["pred"], ins)
+    wh = where(ins)
+
+    def op(W, m):
+        act = mask_array(m) if m is not None else (W.live if not W.full else np.ones(32, bool))
+        dsts = g_dst(W)[act].astype(np.int64)
+        srcs = g_src(W)[act]
+        tids = W.tid[act]
+        n = np.full(dsts.size, nbytes, np.int64)
+        if g_srcsize is not None:
+            n = np.minimum(g_srcsize(W)[act].astype(np.int64), nbytes)
+        if g_ignore is not None:
+            n = np.where(g_ignore(W)[act], 0, n)
+        if dsts.size and (dsts % nbytes).any():
+            j = int(np.flatnonzero(dsts % nbytes)[0])
+            raise MemoryFault(wh, f"thread {int(tids[j])}: shared destination {int(dsts[j]):#x} is not aligned to "
+                                  f"{nbytes} bytes")
+        data = np.zeros((dsts.size, nbytes), np.uint8)
+        reads = n > 0
+        if reads.any():  # lanes with src-size 0 read nothing (their address may be anything)
+            data[reads] = access(W, "global", srcs[reads], tids[reads], nbytes, wh)
+            keep = np.arange(nbytes)[None, :] < n[:, None]
+            data = np.where(keep, data, 0).astype(np.uint8)
+        sh = W.cta.shared
+        sh.check(dsts, nbytes, tids, wh, "writes")
+        spots = dsts[:, None] + np.arange(nbytes)
+        if np.unique(dsts).size < dsts.size or sh.async_pending[spots].any():
+            raise HazardError(wh, "two asynchronous copies in flight write the same shared bytes (a write-write race)")
+        sh.async_pending[spots] = 1
+        W.cp_async_open.append((spots, data, tids))
+    return op
+
+
+def _apply_copies(W, copies):
+    sh = W.cta.shared
+    for spots, data, tids in copies:
+        sh.smem.data[spots] = data
+        sh.smem.written[spots] = True
+        sh.mark_generic(spots)   # cp.async writes through the generic proxy
+        sh.async_pending[spots] = 0
+
+
+def drain_cp_async(W):
+    """Complete every copy of a warp (at exit: the hardware finishes them even if nobody waits)."""
+    for g in W.cp_async_groups:
+        _apply_copies(W, g)
+    _apply_copies(W, W.cp_async_open)
+    W.cp_async_groups, W.cp_async_open = [], []
+
+
+def _cp_async_sync(ins, prog, which):
+    if which == "commit_group":
+        def commit(W, m):
+            W.cp_async_groups.append(W.cp_async_open)
+            W.cp_async_open = []
+        return commit
+    if which == "wait_all":
+        def wait_all(W, m):
+            W.cp_async_groups.append(W.cp_async_open)
+            W.cp_async_open = []
+            drain_cp_async(W)
+        return wait_all
+    n_op = operands(ins, 1)[0]
+    if not isinstance(n_op, P.Imm):
+        raise PtxSyntaxError(ins.line, ins.col, "cp.async.wait_group takes an immediate")
+    keep = n_op.value
+
+    def wait(W, m):
+        while len(W.cp_async_groups) > keep:
+            _apply_copies(W, W.cp_async_groups.pop(0))
+    return wait
+
+
+# ----------------------------------------------------------------------------------------------- ldmatrix
+
+def _matrix_form(ins, mods):
+    shape = mods.one_of(("m8n8", "m16n16", "m8n16", "m16n8"))
+    if shape != "m8n8" or mods.type().bits != 16:
+        mods.unsupported(f"only .m8n8 .b16 matrices are modelled ({shape})")
+    num = {"x1": 1, "x2": 2, "x4": 4}[mods.one_of(("x1", "x2", "x4"))]
+    return num, "trans" in mods
+
+
+def _row_addresses(W, get_addr, num):
+    """Row r of matrix i comes from the address in thread 8 i + r (PTX 9.7.9.15, Figure 'ldmatrix')."""
+    return get_addr(W)[:8 * num].astype(np.int64).reshape(num, 8)
+
+
+def _warp_wide(W, m, ins):
+    if m is not None and not np.array_equal(m, np.ones(32, bool)):
+        raise HazardError(where(ins), f"{ins.opcode.split('.')[0]} is warp-synchronous (.sync.aligned): all 32 "
+                                      f"threads must execute it together, but only lanes "
+                                      f"{np.flatnonzero(m).tolist()} did")
+
+
+@register("ldmatrix")
+def c_ldmatrix(ins, prog, pc):
+    mods = Mods(ins)
+    num, trans = _matrix_form(ins, mods)
+    dests = _vec_parts(ins, ins.operands[0])
+    if len(dests) != num:
+        raise PtxSyntaxError(ins.line, ins.col, f"ldmatrix .x{num} writes {num} registers")
+    get_addr = address(prog, ins.operands[1], ins, "shared")
+    sets = [prog.write(x, TYPES["b32"], ins) for x in dests]
+    wh = where(ins)
+    lane = np.arange(32)
+
+    def op(W, m):
+        _warp_wide(W, m, ins)
+        rows = _row_addresses(W, get_addr, num)
+        raw = W.cta.shared.load(rows.reshape(-1), 16, W.tid[:8 * num], wh)  # (8 num, 16) bytes
+        mats = from_bytes(raw, np.uint16).reshape(num, 8, 8)
+        for i, s in enumerate(sets):
+            mt = mats[i].T if trans else mats[i]
+            lo = mt[lane // 4, 2 * (lane % 4)].astype(np.uint32)
+            hi = mt[lane // 4, 2 * (lane % 4) + 1].astype(np.uint32)
+            s(W, lo | (hi << np.uint32(16)), None)
+    return op
+
+
+@register("stmatrix")
+def c_stmatrix(ins, prog, pc):
+    mods = Mods(ins)
+    num, trans = _matrix_form(ins, mods)
+    srcs = _vec_parts(ins, ins.operands[1])
+    if len(srcs) != num:
+        raise PtxSyntaxError(ins.line, ins.col, f"stmatrix .x{num} reads {num} registers")
+    get_addr = address(prog, ins.operands[0], ins, "shared")
+    gets = [prog.read(x, TYPES["b32"], ins) for x in srcs]
+    wh = where(ins)
+    lane = np.arange(32)
+
+    def op(W, m):
+        _warp_wide(W, m, ins)
+        rows = _row_addresses(W, get_addr, num)
+        mats = np.zeros((num, 8, 8), np.uint16)
+        for i, g in enumerate(gets):
+            v = g(W)
+            mt = np.zeros((8, 8), np.uint16)
+            mt[lane // 4, 2 * (lane % 4)] = (v & np.uint32(0xFFFF)).astype(np.uint16)
+            mt[lane // 4, 2 * (lane % 4) + 1] = (v >> np.uint32(16)).astype(np.uint16)
+            mats[i] = mt.T if trans else mt
+        raw = np.ascontiguousarray(mats.reshape(num * 8, 8)).view(np.uint8)
+        W.cta.shared.store(rows.reshape(-1), raw, W.tid[:8 * num], wh)
+    return op
+
+
+# ----------------------------------------------------------------------------------------------- atomics
+
+def _atomic_fn(op_name, t):
+    """new = fn(old, b, c) on unsigned containers."""
+    bits = t.bits
+    cont = CONTAINER[bits]
+    if t.kind == "f":
+        if op_name != "add" or t.name not in ("f32", "f64"):
+            return None
+        ft = np.float32 if bits == 32 else np.float64
+        return lambda old, b, c: (old.view(ft) + b.view(ft)).view(cont)
+    sv = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[bits]
+    fns = {
+        "add": lambda o, b, c: (o + b).astype(cont),
+        "and": lambda o, b, c: o & b, "or": lambda o, b, c: o | b, "xor": lambda o, b, c: o ^ b,
+        "exch": lambda o, b, c: b,
+        "cas": lambda o, b, c: np.where(o == b, c, o).astype(cont),
+        "inc": lambda o, b, c: np.where(o >= b, 0, o + 1).astype(cont),
+        "dec": lambda o, b, c: np.where((o == 0) | (o > b), b, o - 1).astype(cont),
+        "min": (lambda o, b, c: np.minimum(o.view(sv), b.view(sv)).view(cont)) if t.signed else
+               (lambda o, b, c: np.minimum(o, b)),
+        "max": (lambda o, b, c: np.maximum(o.view(sv), b.view(sv)).view(cont)) if t.signed else
+               (lambda o, b, c: np.maximum(o, b)),
+    }
+    return fns.get(op_name)
+
+
+@register("atom", "red")
+def c_atom(ins, prog, pc):
+    mods = Mods(ins)
+    t = mods.type()
+    space = space_of(mods)
+    is_red = ins.opcode.startswith("red")
+    name = mods.one_of(("add", "and", "or", "xor", "exch", "cas", "inc", "dec", "min", "max"))
+    if any(p.startswith("v") and p[1:].isdigit() for p in mods.parts):
+        mods.unsupported("vector atomics")
+    fn = _atomic_fn(name, t)
+    if fn is None:
+        mods.unsupported(f"{name} on .{t.name}")
+    ops = ins.operands
+    if is_red:
+        a, b = ops[0], ops[1]
+        c = None
+        dest = None
+    else:
+        dest, a, b = ops[0], ops[1], ops[2]
+        c = ops[3] if name == "cas" else None
+    get_addr = address(prog, a, ins, space)
+    gb = prog.read(b, t, ins)
+    gc = prog.read(c, t, ins) if c is not None else None
+    sd = prog.write(dest, t, ins) if dest is not None else None
+    nbytes = t.bits // 8
+    wh = where(ins)
+    cont = CONTAINER[t.bits]
+
+    def op(W, m):
+        act = mask_array(m) if m is not None else (W.live if not W.full else np.ones(32, bool))
+        addrs, bv = get_addr(W), gb(W)
+        cv = gc(W) if gc is not None else bv
+        out = np.zeros(32, cont)
+        for lane in np.flatnonzero(act):  # one lane after another, in lane order
+            ad = addrs[lane:lane + 1]
+            tid = W.tid[lane:lane + 1]
+            old = from_bytes(access(W, space, ad, tid, nbytes, wh), cont)[:, 0]
+            new = fn(old, bv[lane:lane + 1], cv[lane:lane + 1])
+            access(W, space, ad, tid, nbytes, wh, data=as_bytes(new.reshape(1, 1).astype(cont), nbytes))
+            out[lane] = old[0]
+        if sd is not None:
+            sd(W, out, act)
+    return op
+
+
+_ = (generic_space, resize)

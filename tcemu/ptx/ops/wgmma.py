@@ -1,0 +1,235 @@
+"""wgmma.fence / commit_group / wait_group / mma_async (PTX ISA 9.7.15), executed by tcemu.wgmma.
+
+mma_async is a warpgroup collective: the four warps of a warpgroup reach it, then it runs once with their
+128 threads' registers (descriptors, scale-d and A fragments read from the threads, which must agree). The
+result lands in the accumulator registers at once, but those registers stay *pending* until a
+wgmma.wait_group retires the instruction's group: any other instruction that touches them before then is a
+hazard (PTX 9.7.15.7: "accessing the accumulator register ... without first performing a wgmma.wait_group
+... is undefined behavior"), as is an accumulator or A register written by another instruction since the
+last wgmma.fence. Shared-memory operands must be in the kernel's allocation, written, not the target of an
+asynchronous copy still in flight, and visible to the async proxy (a fence.proxy.async after generic writes).
+"""
+import re
+
+import numpy as np
+
+from ... import hopper
+from ...addressing import operand_addresses
+from ...descriptors import GmmaDescriptor
+from ...errors import TcemuError
+from ...fdp import OUT_NUMPY
+from ...fragments import from_d_registers, to_d_registers
+from .. import parser as P
+from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
+from ..machine import BLOCK
+from ..types import TYPES
+from . import Mods, register, where
+
+B32 = TYPES["b32"]
+U64 = TYPES["u64"]
+PRED = TYPES["pred"]
+_MMA = {"f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1"}
+
+
+@register("wgmma.fence")
+def c_fence(ins, prog, pc):
+    def op(W, m):
+        W.wgmma_dirty.clear()
+    return op
+
+
+@register("wgmma.commit_group")
+def c_commit(ins, prog, pc):
+    def op(W, m):
+        W.wgmma_groups.append(W.wgmma_open)
+        W.wgmma_open = []
+    return op
+
+
+@register("wgmma.wait_group")
+def c_wait(ins, prog, pc):
+    n = ins.operands[0] if ins.operands else None
+    if not isinstance(n, P.Imm):
+        raise PtxSyntaxError(ins.line, ins.col, "wgmma.wait_group takes an immediate group count")
+    keep = n.value
+
+    def op(W, m):
+        while len(W.wgmma_groups) > keep:
+            for slots, _ in W.wgmma_groups.pop(0):
+                for s in slots:
+                    left = W.wgmma_pending.get(s, 0) - 1
+                    if left > 0:
+                        W.wgmma_pending[s] = left
+                    else:
+                        W.wgmma_pending.pop(s, None)
+    return op
+
+
+@register("wgmma.mma_async")
+def c_mma(ins, prog, pc):
+    mods = Mods(ins, skip=2)
+    if "sp" in mods:
+        mods.unsupported("sparse wgmma (.sp) is not modelled yet")
+    shape = next((p for p in mods.parts if re.fullmatch(r"m\d+n\d+k\d+", p)), None)
+    if shape is None:
+        raise PtxSyntaxError(ins.line, ins.col, "wgmma.mma_async needs a shape .m64nNkK")
+    names = [p for p in mods.parts if p in _MMA or p in ("f32", "f16", "s32")]
+    if len(names) != 3:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected .dtype.atype.btype")
+    dtype_d, dtype_a, dtype_b = names
+    satfinite = "satfinite" in mods
+    n = int(re.fullmatch(r"m\d+n(\d+)k\d+", shape).group(1))
+    ops = ins.operands
+    d_vec = ops[0]
+    if not isinstance(d_vec, P.Vec):
+        raise PtxSyntaxError(ins.line, ins.col, "wgmma's D is a vector of registers")
+    d_slots = [prog.slot(r, ins) for r in d_vec.items]
+    nregs = n // 4 if dtype_d == "f16" else n // 2
+    if len(d_slots) != nregs:
+        raise PtxSyntaxError(ins.line, ins.col, f"{shape} .{dtype_d} takes {nregs} D registers, got {len(d_slots)}")
+    a_regs = isinstance(ops[1], P.Vec)
+    a_slots = [prog.slot(r, ins) for r in ops[1].items] if a_regs else []
+    if a_regs and len(a_slots) != 4:
+        raise PtxSyntaxError(ins.line, ins.col, "A in registers takes 4 registers")
+    ga = None if a_regs else prog.read(ops[1], U64, ins)
+    gb = prog.read(ops[2], U64, ins)
+    integer = dtype_d == "s32"
+    rest = ops[3:]
+    gscale = prog.read(rest[0], PRED, ins)
+    imm = [o.value if isinstance(o, P.Imm) else None for o in rest[1:]]
+    if any(v is None for v in imm):
+        raise PtxSyntaxError(ins.line, ins.col, "wgmma's scale and transpose arguments are immediates")
+    scale_a = scale_b = 1
+    trans_a = trans_b = False
+    if not integer:
+        want = 2 + (2 if dtype_a in ("f16", "bf16") else 0) - (1 if a_regs and dtype_a in ("f16", "bf16") else 0)
+        if len(imm) != want:
+            raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes {want} immediates after scale-d")
+        scale_a, scale_b = imm[0], imm[1]
+        if dtype_a in ("f16", "bf16"):
+            if a_regs:
+                trans_b = bool(imm[2])
+            else:
+                trans_a, trans_b = bool(imm[2]), bool(imm[3])
+    elif imm:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes no immediates after scale-d")
+    try:  # the form itself is checked once, at load time
+        _, K = hopper.check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite)
+    except TcemuError as e:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {e}") from None
+    slots = frozenset(d_slots + a_slots)
+    prog.wgmma_slots |= slots
+    wh = where(ins)
+    d_idx = np.array([s.index for s in d_slots])
+    a_idx = np.array([s.index for s in a_slots])
+    key = ("wgmma", pc)
+
+    def execute(cta, warps):
+        descs_b = np.concatenate([gb(w) for w in warps])
+        desc_b = _one(descs_b, "B's descriptor", wh)
+        desc_a = None if a_regs else _one(np.concatenate([ga(w) for w in warps]), "A's descriptor", wh)
+        scale_d = _one(np.concatenate([gscale(w) for w in warps]), "scale-d", wh)
+        for w in warps:
+            dirty = slots & w.wgmma_dirty
+            if dirty:
+                raise HazardError(wh, f"warp {w.index} wrote wgmma register(s) "
+                                      f"{_names(prog, dirty)} since its last wgmma.fence")
+        sh = cta.shared
+        for which, desc, rows, major in (("A", desc_a, 64, trans_a), ("B", desc_b, n, trans_b)):
+            if desc is None:
+                continue
+            _check_operand(sh, GmmaDescriptor.decode(desc), rows, K, dtype_a if which == "A" else dtype_b,
+                           "MN" if major else "K", which, wh)
+        c = None
+        if scale_d:
+            regs = np.concatenate([w.r32[d_idx].T for w in warps])  # (128, nregs)
+            c = from_d_registers(regs, n, dtype_d).view(OUT_NUMPY[dtype_d])
+        a_bits = np.concatenate([w.r32[a_idx].T for w in warps]) if a_regs else None
+        try:
+            d = hopper.wgmma(sh.smem, None if a_regs else desc_a, desc_b, shape=shape, dtype_a=dtype_a,
+                             dtype_b=dtype_b, dtype_d=dtype_d, trans_a=trans_a, trans_b=trans_b, c=c,
+                             scale_d=bool(scale_d), scale_a=scale_a, scale_b=scale_b, satfinite=satfinite,
+                             a_regs=a_bits)
+        except TcemuError as e:
+            raise KernelFault(wh, f"{e}") from None
+        regs = to_d_registers(np.ascontiguousarray(d).view(np.uint16 if dtype_d == "f16" else np.uint32), dtype_d)
+        for i, w in enumerate(warps):
+            w.r32[d_idx] = regs[32 * i:32 * (i + 1)].T
+            for s in slots:
+                w.wgmma_pending[s] = w.wgmma_pending.get(s, 0) + 1
+            w.wgmma_open.append((slots, None))
+
+    def op(W, m):
+        return warpgroup_collective(W, m, key, ins, execute)
+    op.wgmma = True
+    return op
+
+
+def warpgroup_collective(W, m, key, ins, execute):
+    """Run `execute(cta, warps)` once all four warps of W's warpgroup have reached this instruction."""
+    cta = W.cta
+    if m is not None and not np.array_equal(m, np.ones(32, bool)):
+        raise HazardError(where(ins), f"{ins.opcode.split('.')[0]} is .sync.aligned: all 32 threads of warp "
+                                      f"{W.index} must execute it together")
+    wg = W.index // 4
+    ckey = (wg, key)
+    state = cta.collectives.get(ckey)
+    if state is None:
+        state = cta.collectives[ckey] = [set(), 0]
+    rec = W.sync.get(key)
+    if rec is None:
+        if 4 * wg + 3 >= len(cta.warps):
+            raise KernelFault(where(ins), f"warp {W.index}'s warpgroup {wg} has fewer than four warps "
+                                          f"({len(cta.warps)} warps in the CTA)")
+        state[0].add(W.index)
+        cta.progress = True
+        if len(state[0]) == 4:
+            warps = [cta.warps[4 * wg + i] for i in range(4)]
+            state[0] = set()
+            state[1] += 1
+            execute(cta, warps)
+            return None
+        W.sync[key] = state[1]
+        W.wait = f"the other warps of warpgroup {wg} at {ins.opcode.split('.')[0]} (line {ins.line}); " \
+                 f"arrived: {sorted(state[0])}"
+        return BLOCK
+    if state[1] > rec:
+        del W.sync[key]
+        return None
+    return BLOCK
+
+
+def _one(values, what, wh):
+    if values.size and not (values == values[0]).all():
+        raise HazardError(wh, f"{what} differs between the threads of the warpgroup "
+                              f"({sorted(set(int(v) for v in values))[:3]}...)")
+    return int(values[0])
+
+
+def _names(prog, slots):
+    inv = {s: name for name, s in prog.slots.items()}
+    return ", ".join(inv.get(s, str(s)).split("@")[0] for s in sorted(slots))[:200]
+
+
+def _check_operand(sh, desc, rows, k, dtype, major, which, wh):
+    """The operand's bytes are inside the kernel's shared memory, not in flight, and fenced for the async
+    proxy (bytes never written are reported by the read itself)."""
+    try:
+        addrs = operand_addresses(desc, rows=rows, k=k, dtype="u8" if dtype == "b1" else dtype, major=major)
+    except TcemuError as e:
+        raise KernelFault(wh, f"operand {which}: {e}") from None
+    ebytes = 1 if dtype in ("e4m3", "e5m2", "s8", "u8", "b1") else (4 if dtype == "tf32" else 2)
+    lo, hi = int(addrs.min()), int(addrs.max()) + ebytes
+    if lo < sh.lo or hi > sh.hi:
+        raise MemoryFault(wh, f"operand {which} reads shared bytes [{lo:#x}, {hi:#x}) through descriptor "
+                              f"{desc.encode():#018x}, outside the kernel's shared memory [{sh.lo:#x}, {sh.hi:#x})")
+    spots = (addrs.reshape(-1, 1) + np.arange(ebytes)).reshape(-1)
+    if sh.async_pending[spots].any():
+        b = int(spots[sh.async_pending[spots] != 0][0])
+        raise HazardError(wh, f"operand {which} reads shared address {b:#x} while an asynchronous copy to it is "
+                              "still in flight (missing cp.async.wait_group / mbarrier wait before wgmma)")
+    bad = sh.unfenced_bytes(spots)
+    if bad.size:
+        raise HazardError(wh, f"operand {which} reads shared address {int(bad[0]):#x}, written by the generic proxy "
+                              f"(st.shared / cp.async / stmatrix) with no fence.proxy.async since "
+                              f"({bad.size} such bytes)")
