@@ -41,6 +41,8 @@ class Allocation:
     data: np.ndarray   # uint8, the buffer's bytes (a view of the user's array where it is contiguous)
     name: str
     writable: bool = True
+    shape: tuple = ()  # the user's array shape and element size (C order), for naming elements
+    itemsize: int = 1
 
     @property
     def end(self) -> int:
@@ -62,13 +64,27 @@ class GlobalMemory:
         self._bases = np.zeros(0, np.uint64)
         self._next = GLOBAL_BASE
 
-    def allocate(self, data: np.ndarray, name: str, writable: bool = True) -> int:
+    def allocate(self, data: np.ndarray, name: str, writable: bool = True, shape=(), itemsize: int = 1) -> int:
         """Map a uint8 buffer; returns its device address (256-byte aligned, as cudaMalloc's)."""
         base = self._next
-        self.allocs.append(Allocation(base, data, name, writable))
+        self.allocs.append(Allocation(base, data, name, writable, tuple(shape) or (data.size,), itemsize))
         self._bases = np.array([a.base for a in self.allocs], np.uint64)
         self._next = (base + data.size + GLOBAL_GUARD + 255) // 256 * 256
         return base
+
+    def element_index(self, addrs: np.ndarray):
+        """(allocation index, (n, ndim) element indices) of global byte addresses, or None if they are not all
+        element starts inside one allocation."""
+        if addrs.size == 0:
+            return None
+        i = int(np.searchsorted(self._bases, addrs.min(), side="right")) - 1
+        if i < 0:
+            return None
+        a = self.allocs[i]
+        off = addrs.astype(np.int64) - a.base
+        if off.max() >= a.data.size or (off % a.itemsize).any():
+            return None
+        return i, np.stack(np.unravel_index(off // a.itemsize, a.shape), axis=1)
 
     def describe(self, addr: int) -> str:
         """Where an address lies relative to the allocations, in words."""
@@ -140,6 +156,8 @@ class SharedWindow:
         self.unfenced = np.zeros(smem.data.size, np.int64)
         self.write_epoch = 0
         self.fence_epoch = 0
+        # layout provenance: the global byte address each shared byte was copied from (-1: not a copy)
+        self.source = np.full(smem.data.size, -1, np.int64)
 
     def check(self, offs: np.ndarray, nbytes: int, lanes, where: str, what: str = "accesses"):
         if offs.size == 0:
@@ -172,6 +190,7 @@ class SharedWindow:
         spots = offs[:, None] + np.arange(nbytes)
         self.smem.data[spots] = data
         self.smem.written[spots] = True
+        self.source[spots] = -1
         if generic:
             self.mark_generic(spots)
 

@@ -56,6 +56,7 @@ class Launch:
         self.gmem = GlobalMemory()
         self.params: Optional[ByteSpace] = None
         self.const = ByteSpace(np.zeros(0, np.uint8), "const")
+        self.check_layouts = True
         self._t0 = time.perf_counter_ns()
 
     def clock(self) -> int:
@@ -117,14 +118,20 @@ class Module:
 
     def launch(self, name: str, *, grid, block, args: Sequence = (), shared_bytes: int = 0,
                ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
-               max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False):
-        """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics."""
+               max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True):
+        """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
+
+        zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
+        check_layouts: check that every tensor-core operand copied from global memory is a coherent tile of
+        its source array (catches swizzle/LBO/SBO disagreements between writer and descriptor)."""
         prog = self.program(name)
         grid, block, cluster = _dim3(grid, "grid"), _dim3(block, "block"), _dim3(cluster, "cluster")
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
             raise PtxError("shared_bytes", f"must be a non-negative int, got {shared_bytes!r}")
-        if not isinstance(zero_init_shared, (bool, np.bool_)):
-            raise PtxError("zero_init_shared", f"must be a bool, got {zero_init_shared!r}")
+        for flag, value in (("zero_init_shared", zero_init_shared), ("check_layouts", check_layouts),
+                            ("progress", progress)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise PtxError(flag, f"must be a bool, got {value!r}")
         nthreads = int(np.prod(block))
         if nthreads > 1024:
             raise PtxError("block", f"{nthreads} threads per CTA; at most 1024")
@@ -144,6 +151,7 @@ class Module:
         if any(c != 1 for c in cluster):
             raise PtxUnsupported("cluster", "clusters of more than one CTA are not modelled yet")
         L = Launch(grid, block, cluster, int(shared_bytes), "explicitcluster" in prog.fn.directives)
+        L.check_layouts = bool(check_layouts)
         writeback = self._bind_args(prog, L, args)
         every = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         if ctas is None:
@@ -246,7 +254,8 @@ def _param_bytes(info: Param, value, L: Launch, writeback) -> bytes:
             data = np.ascontiguousarray(value).reshape(-1).view(np.uint8).copy()
             if value.flags.writeable:
                 writeback.append((value, data))
-        addr = L.gmem.allocate(data, info.name, writable=bool(value.flags.writeable))
+        addr = L.gmem.allocate(data, info.name, writable=bool(value.flags.writeable), shape=value.shape,
+                               itemsize=value.dtype.itemsize)
         return addr.to_bytes(8, "little")
     if info.kind == "bytes":
         if isinstance(value, np.ndarray) and value.dtype == np.uint8:

@@ -148,7 +148,10 @@ def fmt(o) -> str:
     if isinstance(o, Special):
         return o.name
     if isinstance(o, Vec):
-        return "{" + ", ".join(fmt(i) for i in o.items) + "}"
+        items = [fmt(i) for i in o.items]
+        if len(items) > 6:  # wgmma's 128 accumulators: first, last and the count
+            items = items[:2] + [f"... {len(items) - 4} more ..."] + items[-2:]
+        return "{" + ", ".join(items) + "}"
     if isinstance(o, Addr):
         inner = fmt(o.base) if o.base is not None else ""
         if o.offset:

@@ -236,6 +236,8 @@ def c_cp_async(ins, prog, pc):
             raise MemoryFault(wh, f"thread {int(tids[j])}: shared destination {int(dsts[j]):#x} is not aligned to "
                                   f"{nbytes} bytes")
         data = np.zeros((dsts.size, nbytes), np.uint8)
+        src_bytes = np.where(np.arange(nbytes)[None, :] < n[:, None], srcs.astype(np.int64)[:, None] +
+                             np.arange(nbytes), -1)
         reads = n > 0
         if reads.any():  # lanes with src-size 0 read nothing (their address may be anything)
             data[reads] = access(W, "global", srcs[reads], tids[reads], nbytes, wh)
@@ -247,15 +249,16 @@ def c_cp_async(ins, prog, pc):
         if np.unique(dsts).size < dsts.size or sh.async_pending[spots].any():
             raise HazardError(wh, "two asynchronous copies in flight write the same shared bytes (a write-write race)")
         sh.async_pending[spots] = 1
-        W.cp_async_open.append((spots, data, tids))
+        W.cp_async_open.append((spots, data, src_bytes))
     return op
 
 
 def _apply_copies(W, copies):
     sh = W.cta.shared
-    for spots, data, tids in copies:
+    for spots, data, src in copies:
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
+        sh.source[spots] = src
         sh.mark_generic(spots)   # cp.async writes through the generic proxy
         sh.async_pending[spots] = 0
 

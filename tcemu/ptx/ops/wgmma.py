@@ -138,7 +138,7 @@ def c_mma(ins, prog, pc):
         for which, desc, rows, major in (("A", desc_a, 64, trans_a), ("B", desc_b, n, trans_b)):
             if desc is None:
                 continue
-            _check_operand(sh, GmmaDescriptor.decode(desc), rows, K, dtype_a if which == "A" else dtype_b,
+            _check_operand(cta, GmmaDescriptor.decode(desc), rows, K, dtype_a if which == "A" else dtype_b,
                            "MN" if major else "K", which, wh)
         c = None
         if scale_d:
@@ -211,9 +211,11 @@ def _names(prog, slots):
     return ", ".join(inv.get(s, str(s)).split("@")[0] for s in sorted(slots))[:200]
 
 
-def _check_operand(sh, desc, rows, k, dtype, major, which, wh):
-    """The operand's bytes are inside the kernel's shared memory, not in flight, and fenced for the async
-    proxy (bytes never written are reported by the read itself)."""
+def _check_operand(cta, desc, rows, k, dtype, major, which, wh):
+    """The operand's bytes are inside the kernel's shared memory, not in flight, fenced for the async
+    proxy, and (where they were copied from global memory) a coherent tile of the source array; bytes never
+    written are reported by the read itself."""
+    sh = cta.shared
     try:
         addrs = operand_addresses(desc, rows=rows, k=k, dtype="u8" if dtype == "b1" else dtype, major=major)
     except TcemuError as e:
@@ -233,3 +235,56 @@ def _check_operand(sh, desc, rows, k, dtype, major, which, wh):
         raise HazardError(wh, f"operand {which} reads shared address {int(bad[0]):#x}, written by the generic proxy "
                               f"(st.shared / cp.async / stmatrix) with no fence.proxy.async since "
                               f"({bad.size} such bytes)")
+    if dtype != "b1" and cta.launch.check_layouts:
+        check_provenance(cta.launch.gmem, sh.source[addrs], ebytes, which, desc, wh)
+
+
+def check_provenance(gmem, src, ebytes, which, desc, wh):
+    """Layout check: the (rows, k) operand must be a tile of the global array its bytes were copied from, with
+    one array axis tracking k exactly and every other axis a function of the row alone (wrapped or clamped
+    rows are fine). A swizzle, LBO or SBO that disagrees with how the tile was written breaks this."""
+    known = src >= 0
+    if known.sum() < 2:
+        return
+    r, kk = np.nonzero(known)
+    found = gmem.element_index(src[known])
+    if found is None:
+        return
+    alloc, idx = found
+    a = gmem.allocs[alloc]
+    if a.itemsize != ebytes or idx.shape[1] < 1:
+        return
+    for axis in range(idx.shape[1]):
+        if not (idx[:, axis] - kk == idx[0, axis] - kk[0]).all():
+            continue
+        ok = True
+        for other in range(idx.shape[1]):
+            if other == axis:
+                continue
+            first = np.full(src.shape[0], -1, np.int64)
+            first[r[::-1]] = idx[::-1, other]  # each row's value at its first known element
+            if not (idx[:, other] == first[r]).all():
+                ok = False
+                break
+        if ok:
+            return
+    # name two elements whose sources disagree: within a row along k if one does, else across rows
+    last = idx.shape[1] - 1
+    pairs = None
+    for row in np.unique(r):
+        sel = np.flatnonzero(r == row)
+        off = idx[sel, last] - kk[sel]
+        rest = idx[sel, :last]
+        bad = np.flatnonzero((off != off[0]) | (rest != rest[0]).any(axis=1))
+        if bad.size:
+            pairs = (sel[0], sel[bad[0]])
+            break
+    if pairs is None:  # every row is coherent, but rows disagree on where k starts
+        off = idx[:, last] - kk
+        pairs = (0, int(np.flatnonzero(off != off[0])[0]) if (off != off[0]).any() else 1)
+    p0, p1 = pairs
+    fmt = lambda v: f"{a.name}[{', '.join(str(int(x)) for x in v)}]"
+    raise HazardError(wh, f"operand {which} (descriptor {desc.encode():#018x}) is not a tile of the array its data "
+                          f"was copied from: element ({int(r[p0])}, {int(kk[p0])}) holds {fmt(idx[p0])} but element "
+                          f"({int(r[p1])}, {int(kk[p1])}) holds {fmt(idx[p1])}; the swizzle, LBO or SBO the descriptor "
+                          "gives disagree with the layout the copies wrote (check_layouts=False turns this off)")
