@@ -104,6 +104,18 @@ def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle,
 
 def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, write=None):
     """The tile load; `write` (dimension-0 index -> bool) leaves padding positions unwritten."""
+    addr, values, _, counts, keep = plan_tile(smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill,
+                                               arch, write)
+    es = np.asarray(tensor).dtype.itemsize
+    smem.scatter_bytes(addr[keep], np.ascontiguousarray(values).view(np.uint8).reshape(-1, es)[keep])
+    return addr.reshape(counts[::-1])
+
+
+def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="none", oob_fill="zero", arch="sm90",
+              write=None):
+    """Where a tile-mode load puts each box element, without writing: (shared addresses, values, flat element
+    index into `tensor` or -1 for out-of-bounds zeros, per-dimension counts (dimension 0 first), kept mask).
+    The checks are the driver's and the hardware's (TmaError)."""
     tensor = np.asarray(tensor)
     rank = tensor.ndim
     if not 1 <= rank <= 5:
@@ -146,15 +158,16 @@ def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fi
     inside = np.all((gcoord >= 0) & (gcoord < dims), axis=0)
     values = np.zeros(idx.shape[1], tensor.dtype)
     values[inside] = tensor[tuple(gcoord[::-1][:, inside])]
+    flat = np.full(idx.shape[1], -1, np.int64)
+    flat[inside] = np.ravel_multi_index(tuple(gcoord[::-1][:, inside]), tensor.shape)
     row = np.ravel_multi_index(tuple(idx[1:][::-1]), counts[1:][::-1]) if rank > 1 else np.zeros(idx.shape[1], int)
     pitch = span if sw.bits else inner
     addr = smem_addr + row * pitch + idx[0] * es
     addr = addr ^ ((((addr >> (sw.base + sw.shift)) & ((1 << sw.bits) - 1)) << sw.base) if sw.bits else 0)
     if flip:
         addr = addr ^ (((addr >> 7) & 1) << 3)
-    keep = write(idx[0]) if write is not None else slice(None)
-    smem.scatter_bytes(addr[keep], np.ascontiguousarray(values).view(np.uint8).reshape(-1, es)[keep])
-    return addr.reshape(counts[::-1])
+    keep = write(idx[0]) if write is not None else np.ones(idx.shape[1], bool)
+    return addr, values, flat, counts, keep
 
 
 # Byte patterns of the capture (scripts/capture_tma.cu gbyte/sbyte), to replay it.

@@ -53,6 +53,9 @@ class Warp:
         self.wgmma_groups: list = []        # committed groups: (number, slots, smem ranges)
         self.wgmma_dirty: set = set()       # wgmma registers written by other instructions since wgmma.fence
         self.sync = {}                      # blocking instructions' per-warp records
+        self.mbar_seen: dict = {}           # mbarrier shared offset -> highest phase this warp knows completed
+        self.bulk_open: list = []           # bulk stores since the last cp.async.bulk.commit_group
+        self.bulk_groups: list = []
 
     @property
     def warpgroup(self) -> int:
@@ -156,7 +159,10 @@ class Cta:
         self.nthreads = nthreads
         self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog)
                                   for w in range((nthreads + 31) // 32)]
-        self.barriers = {}      # named barrier id -> [arrived threads, generation]
+        self.barriers = {}      # named barrier id -> [arrived threads, generation, count, reductions, warps]
+        self.mbarriers = {}     # shared offset -> MBarrier (ops/mbarrier.py)
+        self.cluster = [self]   # the CTAs of this CTA's cluster, by rank
+        self.rank = 0
         self.collectives = {}   # (warpgroup, pc) -> [arrived warps, generation, expected]
         self.progress = False
         self.clock = 0
@@ -254,7 +260,7 @@ class Cta:
             ins = self.prog.instrs[pc] if pc < len(self.prog.instrs) else None
             what = describe(ins) if ins is not None else f"pc {pc}"
             lines.append(f"  warp {w.index}: at {what}" + (f"; waits on {w.wait}" if w.wait else ""))
-        for bid, (count, gen) in sorted(self.barriers.items()):
+        for bid, (count, gen, *_) in sorted(self.barriers.items()):
             if count:
                 lines.append(f"  barrier {bid}: {count} threads arrived (generation {gen})")
         extra = getattr(self, "barrier_report", None)

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .errors import MemoryFault
+from .errors import HazardError, MemoryFault
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -158,6 +158,14 @@ class SharedWindow:
         self.fence_epoch = 0
         # layout provenance: the global byte address each shared byte was copied from (-1: not a copy)
         self.source = np.full(smem.data.size, -1, np.int64)
+        # bytes a TMA wrote, completing on mbarrier guard_bar (shared offset) in its phase guard_phase: a reader
+        # must have observed that phase (a successful wait, or knowledge passed on through a barrier)
+        self.guard_bar = np.full(smem.data.size, -1, np.int64)
+        self.guard_phase = np.zeros(smem.data.size, np.int64)
+        self.guarded = False
+        self.wgmma_reading = np.zeros(smem.data.size, np.int32)  # operand bytes of in-flight wgmmas
+        self.bulk_reading = np.zeros(smem.data.size, np.int32)   # source bytes of in-flight bulk stores
+        self.mbar_live = np.zeros(smem.data.size, bool)          # bytes of initialised mbarrier objects
 
     def check(self, offs: np.ndarray, nbytes: int, lanes, where: str, what: str = "accesses"):
         if offs.size == 0:
@@ -169,16 +177,20 @@ class SharedWindow:
             raise MemoryFault(where, f"thread {lanes[j]} {what} {nbytes} bytes at shared address {int(bad[0]):#x}, "
                                      f"outside the kernel's shared memory [{self.lo:#x}, {self.hi:#x})")
 
-    def load(self, offs: np.ndarray, nbytes: int, lanes, where: str) -> np.ndarray:
+    def load(self, offs: np.ndarray, nbytes: int, lanes, where: str, W=None) -> np.ndarray:
         self.check(offs, nbytes, lanes, where, "reads")
         spots = offs[:, None] + np.arange(nbytes)
+        if self.mbar_live[spots].any():
+            raise HazardError(where, f"a generic load reads an initialised mbarrier object at "
+                                     f"{int(spots[self.mbar_live[spots]][0]):#x}")
+        if self.guarded and W is not None:
+            self.check_guard([W], spots, where, "reads")
         if not self.smem.written[spots].all():
             j, b = np.argwhere(~self.smem.written[spots])[0]
             raise MemoryFault(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x}, which "
                                      "nothing wrote (launch with zero_init_shared=True to read zeros)")
         if self.async_pending[spots].any():
             j, b = np.argwhere(self.async_pending[spots] != 0)[0]
-            from .errors import HazardError
             raise HazardError(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x} while an "
                                      "asynchronous copy to it is still in flight (missing cp.async.wait_group / "
                                      "barrier wait)")
@@ -188,11 +200,44 @@ class SharedWindow:
         nbytes = data.shape[1]
         self.check(offs, nbytes, lanes, where, "writes")
         spots = offs[:, None] + np.arange(nbytes)
+        if self.mbar_live[spots].any():
+            raise HazardError(where, f"a generic store overwrites an initialised mbarrier object at "
+                                     f"{int(spots[self.mbar_live[spots]][0]):#x} (mbarrier.inval it first)")
+        self.check_overwrite(spots, where)
+        self.guard_bar[spots] = -1
         self.smem.data[spots] = data
         self.smem.written[spots] = True
         self.source[spots] = -1
         if generic:
             self.mark_generic(spots)
+
+    def check_overwrite(self, spots, where: str, what: str = "writes"):
+        """Bytes an in-flight wgmma or bulk store still reads may not be overwritten."""
+        if self.wgmma_reading[spots].any():
+            b = int(spots[self.wgmma_reading[spots] != 0][0])
+            raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
+                                     "(wait for it with wgmma.wait_group before reusing the stage)")
+        if self.bulk_reading[spots].any():
+            b = int(spots[self.bulk_reading[spots] != 0][0])
+            raise HazardError(where, f"{what} shared address {b:#x}, which a bulk copy to global memory still reads "
+                                     "(cp.async.bulk.wait_group.read first)")
+
+    def check_guard(self, warps, spots, where: str, what: str):
+        """Every reader warp must have observed the mbarrier phase that completes the TMA writes it reads."""
+        spots = np.asarray(spots).reshape(-1)
+        g = self.guard_bar[spots]
+        hit = g >= 0
+        if not hit.any():
+            return
+        pairs = np.unique(np.stack([g[hit], self.guard_phase[spots][hit]], axis=1), axis=0)
+        for bar, phase in pairs.tolist():
+            for w in warps:
+                seen = w.mbar_seen.get(bar, -1)
+                if seen < phase:
+                    b = int(spots[hit][(g[hit] == bar)][0])
+                    raise HazardError(where, f"warp {w.index} {what} shared address {b:#x} written by a TMA that "
+                                             f"completes phase {phase} of the mbarrier at {bar:#x}, but the warp has "
+                                             f"not observed that phase (no successful mbarrier wait on it)")
 
     def mark_generic(self, spots):
         self.write_epoch += 1

@@ -41,7 +41,7 @@ def _param_info(v: P.VarDecl) -> Param:
     t = ptx_type(v.type)
     if v.count:
         return Param(v.name, v.type, "bytes", v.size)
-    if v.ptr_space is not None or (t.bits == 64 and t.kind in "ub"):
+    if v.ptr_space is not None:
         return Param(v.name, v.type, "pointer", 8)
     return Param(v.name, v.type, "scalar", max(1, t.bits // 8))
 
@@ -195,10 +195,10 @@ class Module:
             raise PtxError("args", f"{prog.name} takes {len(infos)} parameters "
                                    f"({', '.join(p.name for p in infos)}), got {len(args)}")
         buf = np.zeros(max(prog.param_size, 1), np.uint8)
-        writeback = []
+        writeback, placed = [], {}
         for p, info, value in zip(params, infos, args):
             off = prog.symbols[p.name].address
-            raw = _param_bytes(info, value, L, writeback)
+            raw = _param_bytes(info, value, L, writeback, placed)
             buf[off:off + len(raw)] = np.frombuffer(raw, np.uint8)
         L.params = ByteSpace(buf, "param")
         self._place_globals(prog, L)
@@ -235,8 +235,10 @@ class Module:
             L.const = ByteSpace(np.concatenate(blob), "const")
 
 
-def _param_bytes(info: Param, value, L: Launch, writeback) -> bytes:
-    if info.kind == "pointer":
+def _param_bytes(info: Param, value, L: Launch, writeback, placed) -> bytes:
+    from .tensormap import TensorMap
+    if info.kind == "pointer" or (isinstance(value, np.ndarray) and info.type in ("u64", "b64", "s64")
+                                  and info.kind == "scalar"):
         if value is None:
             return (0).to_bytes(8, "little")
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -248,16 +250,15 @@ def _param_bytes(info: Param, value, L: Launch, writeback) -> bytes:
                                       f"got {type(value).__name__}")
         if value.dtype.hasobject:
             raise PtxError(info.name, "object arrays cannot be device buffers")
-        if value.flags.c_contiguous and value.flags.writeable:
-            data = value.reshape(-1).view(np.uint8)
-        else:
-            data = np.ascontiguousarray(value).reshape(-1).view(np.uint8).copy()
-            if value.flags.writeable:
-                writeback.append((value, data))
-        addr = L.gmem.allocate(data, info.name, writable=bool(value.flags.writeable), shape=value.shape,
-                               itemsize=value.dtype.itemsize)
-        return addr.to_bytes(8, "little")
+        return _place(value, info.name, L, writeback, placed).to_bytes(8, "little")
     if info.kind == "bytes":
+        if isinstance(value, TensorMap):
+            if info.size != 128:
+                raise PtxError(info.name, f"a tensor map is 128 bytes; this parameter is {info.size}")
+            addr = value.global_address
+            if value.tensor is not None:
+                addr = _place(value.tensor, info.name, L, writeback, placed)
+            return value.to_bytes(addr)
         if isinstance(value, np.ndarray) and value.dtype == np.uint8:
             value = value.tobytes()
         elif hasattr(value, "to_bytes") and not isinstance(value, (int, np.integer)):
@@ -268,7 +269,33 @@ def _param_bytes(info: Param, value, L: Launch, writeback) -> bytes:
         if len(value) != info.size:
             raise PtxError(info.name, f"takes exactly {info.size} bytes, got {len(value)}")
         return bytes(value)
+    return _scalar_bytes(info, value)
+
+
+def _place(value: np.ndarray, name: str, L: Launch, writeback, placed) -> int:
+    """The device address of a numpy array, mapping it once per launch (the same array passed twice, or as a
+    pointer and inside a tensor map, is one allocation)."""
+    key = id(value)
+    if key in placed:
+        return placed[key][0]
+    if value.dtype.hasobject:
+        raise PtxError(name, "object arrays cannot be device buffers")
+    if value.flags.c_contiguous and value.flags.writeable:
+        data = value.reshape(-1).view(np.uint8)
+    else:
+        data = np.ascontiguousarray(value).reshape(-1).view(np.uint8).copy()
+        if value.flags.writeable:
+            writeback.append((value, data))
+    addr = L.gmem.allocate(data, name, writable=bool(value.flags.writeable), shape=value.shape,
+                           itemsize=value.dtype.itemsize)
+    placed[key] = (addr, value)  # keep the array alive while its id is a key
+    return addr
+
+
+def _scalar_bytes(info: Param, value) -> bytes:
     t = ptx_type(info.type)
+    if value is None and t.bits == 64 and t.kind in "ub":  # nvcc declares pointers as plain .u64
+        return bytes(8)
     if t.kind == "f":
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise PtxError(info.name, f"a .{info.type} parameter takes a number, got {type(value).__name__}")

@@ -630,10 +630,10 @@ class _Parser:
             self.error(tok, f"unexpected {tok.text!r} in an operand")
         if tok.text == "_":
             return Sink()
+        scoped = resolve(tok.text)  # registers may be named without % (inline asm: `.reg .pred complete;`)
+        if scoped is not None:
+            return Reg(scoped)
         if tok.text.startswith("%"):
-            scoped = resolve(tok.text)
-            if scoped is not None:
-                return Reg(scoped)
             if "." in tok.text and resolve(tok.text.split(".")[0]) is not None:  # vector register lane %v.x
                 base, lane = tok.text.split(".", 1)
                 return Reg(f"{resolve(base)}.{lane}")
@@ -653,7 +653,7 @@ class _Parser:
         t = self.peek()
         if t.kind == "ident":
             self.next()
-            if t.text.startswith("%") and resolve(t.text) is not None:
+            if resolve(t.text) is not None:
                 base = Reg(resolve(t.text))
             elif t.text.startswith("%") and _SPECIALS.match(t.text):
                 self.error(t, "a special register cannot be an address")

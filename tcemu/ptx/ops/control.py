@@ -146,15 +146,43 @@ def c_setmaxnreg(ins, prog, pc):
 
 def barrier_state(cta, bid):
     B = cta.barriers.get(bid)
-    if B is None:
-        B = cta.barriers[bid] = [0, 0]  # arrived threads, generation
+    if B is None:  # arrived threads, generation, thread count, reductions by generation, arrived warps
+        B = cta.barriers[bid] = [0, 0, None, {}, []]
     return B
+
+
+def share_knowledge(warps):
+    """A barrier orders everything before it: each participant learns every mbarrier phase any of them saw."""
+    merged = {}
+    for w in warps:
+        for bar, ph in w.mbar_seen.items():
+            if merged.get(bar, -1) < ph:
+                merged[bar] = ph
+    for w in warps:
+        w.mbar_seen.update(merged)
+
+
+def _complete(B):
+    share_knowledge(B[4])
+    B[0] = 0
+    B[1] += 1
+    B[4] = []
 
 
 def _expected(W, count):
     if count is not None:
         return count
     return 32 * sum(1 for w in W.cta.warps if not w.done)
+
+
+@register("bar.warp.sync")
+def c_bar_warp(ins, prog, pc):
+    """bar.warp.sync membermask: the member lanes converge here (PTX 9.7.13.2)."""
+    gm = prog.read(operands(ins, 1)[0], U32, ins)
+
+    def op(W, m):
+        _members(W, m, gm, ins)
+    return op
 
 
 @register("bar", "barrier")
@@ -194,9 +222,8 @@ def c_bar(ins, prog, pc):
             act = mask_array(m) & W.live
             n = 32 if aligned else int(act.sum())
             B = barrier_state(cta, bid)
-            if len(B) < 4:
-                B.extend([None, {}])
             B[0] += n
+            B[4].append(W)
             B[2] = count
             gen = B[1]
             if gsrc is not None:
@@ -207,8 +234,7 @@ def c_bar(ins, prog, pc):
                                                       (acc and part) if red_op == "and" else (acc or part))
             cta.progress = True
             if B[0] >= _expected(W, count):
-                B[0] = 0
-                B[1] += 1
+                _complete(B)
                 return _finish(W, m, B, gen)
             if kind == "arrive":
                 return None
@@ -218,8 +244,7 @@ def c_bar(ins, prog, pc):
         bid, gen = rec
         B = cta.barriers[bid]
         if B[1] == gen and B[0] >= _expected(W, B[2]):  # warps exited since: the rest complete it
-            B[0] = 0
-            B[1] += 1
+            _complete(B)
         if B[1] > gen:
             del W.sync[key]
             return _finish(W, m, B, gen)

@@ -96,10 +96,15 @@ def access(W, space, addrs, tids, nbytes, wh, data=None):
     if data is None:
         if len(parts) == 1:
             s, offs, _ = parts[0]
+            if s == "shared":
+                return W.cta.shared.load(offs, nbytes, tids, wh, W)
             return memory(W, s).load(offs, nbytes, tids, wh)
         out = np.zeros((addrs.size, nbytes), np.uint8)
         for s, offs, sel in parts:
-            out[sel] = memory(W, s).load(offs, nbytes, tids[sel], wh)
+            if s == "shared":
+                out[sel] = W.cta.shared.load(offs, nbytes, tids[sel], wh, W)
+            else:
+                out[sel] = memory(W, s).load(offs, nbytes, tids[sel], wh)
         return out
     for s, offs, sel in parts:
         mem = memory(W, s)
@@ -256,6 +261,8 @@ def c_cp_async(ins, prog, pc):
 def _apply_copies(W, copies):
     sh = W.cta.shared
     for spots, data, src in copies:
+        sh.check_overwrite(spots, "cp.async completing")
+        sh.guard_bar[spots] = -1
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
         sh.source[spots] = src
@@ -331,7 +338,7 @@ def c_ldmatrix(ins, prog, pc):
     def op(W, m):
         _warp_wide(W, m, ins)
         rows = _row_addresses(W, get_addr, num)
-        raw = W.cta.shared.load(rows.reshape(-1), 16, W.tid[:8 * num], wh)  # (8 num, 16) bytes
+        raw = W.cta.shared.load(rows.reshape(-1), 16, W.tid[:8 * num], wh, W)  # (8 num, 16) bytes
         mats = from_bytes(raw, np.uint16).reshape(num, 8, 8)
         for i, s in enumerate(sets):
             mt = mats[i].T if trans else mats[i]
@@ -441,3 +448,56 @@ def c_atom(ins, prog, pc):
 
 
 _ = (generic_space, resize)
+
+
+# ----------------------------------------------------------------------------------------------- clusters
+
+CLUSTER_SHIFT = 24  # a shared::cluster address: ((rank + 1) << 24) | offset; offsets below 2^24 are the own CTA's
+
+
+def shared_target(W, addr: int, space: str, wh: str):
+    """(CTA, shared offset) that a shared::cta, shared::cluster or generic address names."""
+    addr = int(addr)
+    if space == "generic":
+        if not WINDOWS["shared"] <= addr < WINDOWS["shared"] + WINDOW_SIZE:
+            raise MemoryFault(wh, f"generic address {addr:#x} is not in the shared window")
+        addr -= WINDOWS["shared"]
+        space = "shared::cluster"
+    if space != "shared::cluster" or addr < 1 << CLUSTER_SHIFT:
+        return W.cta, addr & ((1 << CLUSTER_SHIFT) - 1) if space == "shared::cluster" else addr
+    rank = (addr >> CLUSTER_SHIFT) - 1
+    cl = W.cta.cluster
+    if not 0 <= rank < len(cl):
+        raise MemoryFault(wh, f"shared::cluster address {addr:#x} names CTA rank {rank}; the cluster has {len(cl)}")
+    return cl[rank], addr & ((1 << CLUSTER_SHIFT) - 1)
+
+
+def cluster_space(mods: Mods) -> str:
+    """shared::cta / shared::cluster / generic for instructions whose operand is an mbarrier or a stage."""
+    for p in mods.parts:
+        if p == "shared::cluster":
+            return "shared::cluster"
+        if p in ("shared", "shared::cta"):
+            return "shared::cta"
+    return "generic"
+
+
+@register("mapa")
+def c_mapa(ins, prog, pc):
+    mods = Mods(ins)
+    t = mods.type()
+    d, a, b = operands(ins, 3)
+    ga, gb, sd = prog.read(a, t, ins), prog.read(b, TYPES["u32"], ins), prog.write(d, t, ins)
+    generic = "shared::cluster" not in mods
+    base = np.uint64(WINDOWS["shared"])
+    wh = where(ins)
+
+    def op(W, m):
+        v = ga(W).astype(np.uint64)
+        rank = gb(W).astype(np.uint64)
+        if (rank >= np.uint64(len(W.cta.cluster))).any():
+            raise MemoryFault(wh, f"mapa to CTA rank {int(rank.max())}; the cluster has {len(W.cta.cluster)}")
+        off = ((v - base) if generic else v) & np.uint64((1 << CLUSTER_SHIFT) - 1)
+        r = ((rank + np.uint64(1)) << np.uint64(CLUSTER_SHIFT)) | off
+        sd(W, (r + base if generic else r).astype(CONTAINER[t.bits]), m)
+    return op

@@ -31,6 +31,19 @@ PRED = TYPES["pred"]
 _MMA = {"f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1"}
 
 
+class InFlight:
+    """The shared bytes one wgmma reads, until the first of its warps retires it with wgmma.wait_group."""
+
+    def __init__(self, sh, spots):
+        self.sh, self.spots, self.retired = sh, spots, False
+        sh.wgmma_reading[spots] += 1
+
+    def retire(self):
+        if not self.retired:
+            self.retired = True
+            self.sh.wgmma_reading[self.spots] -= 1
+
+
 @register("wgmma.fence")
 def c_fence(ins, prog, pc):
     def op(W, m):
@@ -55,7 +68,9 @@ def c_wait(ins, prog, pc):
 
     def op(W, m):
         while len(W.wgmma_groups) > keep:
-            for slots, _ in W.wgmma_groups.pop(0):
+            for slots, flight in W.wgmma_groups.pop(0):
+                if flight is not None:
+                    flight.retire()
                 for s in slots:
                     left = W.wgmma_pending.get(s, 0) - 1
                     if left > 0:
@@ -135,11 +150,15 @@ def c_mma(ins, prog, pc):
                 raise HazardError(wh, f"warp {w.index} wrote wgmma register(s) "
                                       f"{_names(prog, dirty)} since its last wgmma.fence")
         sh = cta.shared
+        read = []
         for which, desc, rows, major in (("A", desc_a, 64, trans_a), ("B", desc_b, n, trans_b)):
             if desc is None:
                 continue
-            _check_operand(cta, GmmaDescriptor.decode(desc), rows, K, dtype_a if which == "A" else dtype_b,
-                           "MN" if major else "K", which, wh)
+            spots = _check_operand(cta, GmmaDescriptor.decode(desc), rows, K, dtype_a if which == "A" else dtype_b,
+                                   "MN" if major else "K", which, wh)
+            if sh.guarded:
+                sh.check_guard(warps, spots, wh, f"(wgmma operand {which}) reads")
+            read.append(spots)
         c = None
         if scale_d:
             regs = np.concatenate([w.r32[d_idx].T for w in warps])  # (128, nregs)
@@ -153,11 +172,12 @@ def c_mma(ins, prog, pc):
         except TcemuError as e:
             raise KernelFault(wh, f"{e}") from None
         regs = to_d_registers(np.ascontiguousarray(d).view(np.uint16 if dtype_d == "f16" else np.uint32), dtype_d)
+        flight = InFlight(sh, np.unique(np.concatenate(read)) if read else np.zeros(0, np.int64))
         for i, w in enumerate(warps):
             w.r32[d_idx] = regs[32 * i:32 * (i + 1)].T
             for s in slots:
                 w.wgmma_pending[s] = w.wgmma_pending.get(s, 0) + 1
-            w.wgmma_open.append((slots, None))
+            w.wgmma_open.append((slots, flight))
 
     def op(W, m):
         return warpgroup_collective(W, m, key, ins, execute)
@@ -237,6 +257,7 @@ def _check_operand(cta, desc, rows, k, dtype, major, which, wh):
                               f"({bad.size} such bytes)")
     if dtype != "b1" and cta.launch.check_layouts:
         check_provenance(cta.launch.gmem, sh.source[addrs], ebytes, which, desc, wh)
+    return spots
 
 
 def check_provenance(gmem, src, ebytes, which, desc, wh):
