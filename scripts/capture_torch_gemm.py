@@ -131,7 +131,8 @@ class TorchRunner:
             return fn(), ["profiler unavailable"]
         try:
             from torch.profiler import ProfilerActivity, profile
-            with profile(activities=[ProfilerActivity.CUDA if self.cuda else ProfilerActivity.CPU]) as prof:
+            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+            with profile(activities=acts) as prof:
                 out = fn()
                 self.sync()
             names = []

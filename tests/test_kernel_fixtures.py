@@ -49,6 +49,9 @@ def test_fixture_sha256_and_target(name):
     assert meta["arch"] == ("sm90" if name in SM90 else "sm100")
     assert meta["triton"] and meta["command"].startswith("PYTHONPATH=. python scripts/triton_kernels.py")
     assert meta["block"] == [32 * meta["num_warps"], 1, 1]
+    # rebuilt since the kernels' source last changed (the PTX carries its line numbers)
+    src = (ROOT / "scripts" / "triton_kernels.py").read_bytes()
+    assert meta["source_sha256"] == hashlib.sha256(src).hexdigest()
 
 
 def _ptx_params(ptx):
