@@ -1,0 +1,282 @@
+"""Compile @triton.jit kernels for sm_90a / sm_100a on a machine without a GPU, as a real launch would.
+
+Triton is an optional dependency: it is imported inside the functions, so `import tcemu.triton` works
+without it. What a real launch adds, and `compile_kernel` mimics (Triton 3.x `runtime/jit.py`,
+`backends/compiler.py`: the JIT's specialisation of each argument value):
+
+- a pointer argument whose address is a multiple of 16 gets `tt.divisibility = 16` (every allocation
+  torch or the CUDA driver hands out is), which is what lets Triton emit `cp.async` and vector loads;
+- an integer argument divisible by 16 gets `tt.divisibility = 16`;
+- an integer argument equal to 1 becomes a constexpr (unit strides disappear from the parameter list).
+
+`specialize(fn, values)` applies those three rules to launch values; `compile_kernel` takes the result.
+`kernel_params(ptx, ...)` maps the PTX entry's `.param` list to roles: each declared argument in order,
+a host tensor descriptor expanded to its CUtensorMap (`.param .align 64 .b8 [128]`) then its shape (i32)
+and strides (i64), then the two scratch pointers Triton appends (global, profile; null when their sizes
+in the metadata are 0, otherwise `grid size x size` bytes at the given alignment).
+"""
+import re
+
+from .errors import TcemuError
+
+__all__ = ["TritonError", "ARCHS", "specialize", "compile_kernel", "kernel_params", "entry_params", "launch_grid",
+           "opcode_census"]
+
+ARCHS = {"sm90": 90, "sm100": 100}   # GPUTarget("cuda", cc, 32): Triton emits .target sm_90a / sm_100a
+
+
+class TritonError(TcemuError):
+    """Bad input to the Triton front end (argument specialisation, compile options, PTX params)."""
+
+
+def _triton():
+    try:
+        import triton  # noqa: F401
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+    except ImportError as e:
+        raise TritonError("triton", f"Triton is not installed ({e}); pip install 'tcemu[triton]'") from None
+    return triton, ASTSource, GPUTarget
+
+
+def _arg_names(fn):
+    names = getattr(fn, "arg_names", None)
+    if names is None:
+        raise TritonError("fn", "expected a @triton.jit function (it has no arg_names)")
+    return list(names)
+
+
+def specialize(fn, values):
+    """(signature, constexprs, divisibility) the JIT would derive from launch `values`.
+
+    `values` maps every argument name of `fn` to: a Triton pointer type string such as "*bf16" (taken to be
+    16-byte aligned, as device allocations are), a "tensordesc<...>" type string (host TensorDescriptor),
+    a Python int (1 -> constexpr, multiple of 16 -> divisible; i32 if it fits, else i64) or, for constexpr
+    parameters, their value. Floats and bools are not specialised (fp32 / u1)."""
+    names = _arg_names(fn)
+    missing = [n for n in names if n not in values]
+    extra = [n for n in values if n not in names]
+    if missing or extra:
+        raise TritonError("values", f"must name exactly the arguments of {fn.__name__}: missing {missing}, "
+                                    f"unknown {extra}")
+    const_params = {p.name for p in fn.params if p.is_constexpr}
+    signature, constexprs, divisible = {}, {}, []
+    for name in names:
+        v = values[name]
+        if name in const_params:
+            signature[name], constexprs[name] = "constexpr", v
+        elif isinstance(v, str) and (v.startswith("*") or v.startswith("tensordesc")):
+            signature[name] = v
+            if v.startswith("*"):
+                divisible.append(name)
+        elif isinstance(v, bool):
+            signature[name] = "u1"
+        elif isinstance(v, int):
+            if v == 1:
+                signature[name], constexprs[name] = "constexpr", 1
+            else:
+                signature[name] = "i32" if -2**31 <= v < 2**31 else "i64"
+                if v % 16 == 0:
+                    divisible.append(name)
+        elif isinstance(v, float):
+            signature[name] = "fp32"
+        else:
+            raise TritonError(f"values[{name!r}]", f"expected a pointer type string, a tensordesc type, an int "
+                                                    f"or a float, got {type(v).__name__}")
+    return signature, constexprs, divisible
+
+
+_PARAM = re.compile(r"\.param\s+(?P<decl>[^,)]*?)\s*(?P<name>[A-Za-z_$%][\w$]*)\s*(?:\[(?P<count>\d+)\])?\s*(?=[,)])")
+
+
+def entry_params(ptx):
+    """(entry name, [(ptx name, declaration, bytes, align)]) of the single .entry in `ptx`, in order."""
+    m = re.search(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", ptx)
+    if m is None:
+        raise TritonError("ptx", "no `.entry NAME( ... )` found")
+    if re.search(r"\.entry\s+", ptx[m.end():]):
+        raise TritonError("ptx", "more than one .entry; expected one kernel per module")
+    out = []
+    for p in _PARAM.finditer(m.group(2) + ")"):
+        decl = " ".join(p.group("decl").split())
+        width = re.search(r"\.[bsuf](8|16|32|64)\b", decl)
+        if width is None:
+            raise TritonError(f"param {p.group('name')}", f"cannot read a width from {decl!r}")
+        elem = int(width.group(1)) // 8
+        count = int(p.group("count") or 1)
+        align = re.search(r"\.align\s+(\d+)", decl)
+        align = int(align.group(1)) if align and count > 1 else elem
+        out.append((p.group("name"), decl + (f" [{count}]" if p.group("count") else ""), elem * count, align))
+    return m.group(1), out
+
+
+def _entry_body(ptx):
+    m = re.search(r"\.entry\s+[\w$]+\s*\([^)]*\)[^{]*\{", ptx)
+    if m is None:
+        raise TritonError("ptx", "no `.entry NAME( ... ) {` found")
+    depth, i = 1, m.end()
+    while depth and i < len(ptx):
+        depth += {"{": 1, "}": -1}.get(ptx[i], 0)
+        i += 1
+    return ptx[m.end():i - 1]
+
+
+def opcode_census(ptx):
+    """{opcode with its modifiers: count} of the instructions in the entry's body (directives, labels and
+    debug sections left out; a guard `@%p` does not count)."""
+    body = re.sub(r"//[^\n]*", "", _entry_body(ptx))
+    body = re.sub(r"^\s*\.(?:loc|file)\b[^\n]*$", "", body, flags=re.M)   # debug directives carry no ';'
+    counts = {}
+    for stmt in body.split(";"):
+        s = stmt.strip()
+        while True:   # labels and braces in front of a statement
+            m = re.match(r"(?:[$\w]+:|[{}])\s*", s)
+            if not m:
+                break
+            s = s[m.end():]
+        if not s or s.startswith("."):
+            continue
+        s = re.sub(r"^@!?%?\w+\s+", "", s)
+        op = re.match(r"[A-Za-z_][\w.:]*", s)
+        if op:
+            counts[op.group(0)] = counts.get(op.group(0), 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _desc_rank(ty):
+    m = re.match(r"tensordesc(?:_im2col)?<[^\[>]*\[([^\]]*)\]", ty)
+    if m is None:
+        raise TritonError("signature", f"malformed tensor descriptor type {ty!r}")
+    rank = re.search(r",input_rank=(\d+)", ty)
+    return int(rank.group(1)) if rank else m.group(1).count(",") + 1
+
+
+def kernel_params(ptx, signature):
+    """The PTX entry's .param list with the role of each parameter, checked against `signature`."""
+    entry, params = entry_params(ptx)
+    roles = []
+    for name, ty in signature.items():
+        if ty == "constexpr":
+            continue
+        if ty.startswith("tensordesc"):
+            rank = _desc_rank(ty)
+            roles.append({"role": "tensormap", "arg": name, "type": ty})
+            roles += [{"role": "tensormap_shape", "arg": name, "dim": d, "type": "i32"} for d in range(rank)]
+            roles += [{"role": "tensormap_stride", "arg": name, "dim": d, "type": "i64"} for d in range(rank)]
+        else:
+            roles.append({"role": "pointer" if ty.startswith("*") else "scalar", "arg": name, "type": ty})
+    roles += [{"role": "global_scratch", "arg": None, "type": "*i8"},
+              {"role": "profile_scratch", "arg": None, "type": "*i8"}]
+    if len(roles) != len(params):
+        raise TritonError("ptx", f"{entry} declares {len(params)} .param, the signature expands to {len(roles)} "
+                                 f"({[r['role'] for r in roles]})")
+    size = {"i1": 1, "u1": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8,
+            "fp32": 4, "fp64": 8}
+    out = []
+    for i, ((pname, decl, nbytes, align), role) in enumerate(zip(params, roles)):
+        want = 128 if role["role"] == "tensormap" else 8 if role["type"].startswith("*") else size.get(role["type"])
+        if want is not None and want != nbytes:
+            raise TritonError(f"param {pname}", f"{decl!r} is {nbytes} bytes; {role['role']} {role['arg']} of type "
+                                                f"{role['type']} needs {want}")
+        out.append({"index": i, "ptx_name": pname, "decl": decl, "bytes": nbytes, "align": align, **role})
+    return entry, out
+
+
+def launch_grid(rule, args, constexprs):
+    """Evaluate a grid rule: 3 entries, each a list of factors; a factor is an int, an argument or
+    constexpr name, or [n, block] meaning ceil(n / block)."""
+    env = {**constexprs, **args}
+
+    def val(x):
+        if isinstance(x, int):
+            return x
+        if isinstance(x, str):
+            if x not in env:
+                raise TritonError("grid", f"rule names {x!r}, which is neither an argument nor a constexpr")
+            return int(env[x])
+        if isinstance(x, (list, tuple)) and len(x) == 2:
+            n, b = val(x[0]), val(x[1])
+            return -(-n // b)
+        raise TritonError("grid", f"factor {x!r} is not an int, a name or [n, block]")
+
+    if len(rule) != 3:
+        raise TritonError("grid", "expected 3 dimensions")
+    grid = []
+    for dim in rule:
+        g = 1
+        for f in dim:
+            g *= val(f)
+        grid.append(g)
+    return tuple(grid)
+
+
+def compile_kernel(fn, *, signature, constexprs, num_warps, num_stages, arch="sm90", divisibility="pointers",
+                   grid=None, options=None):
+    """Compile `fn` for sm_90a or sm_100a; returns (ptx text, cubin bytes, metadata dict).
+
+    signature: every argument name -> Triton type ("*bf16", "i32", "tensordesc<bf16[128, 64]>",
+    "constexpr"); constexprs: name -> value for every "constexpr" entry; divisibility: "pointers" (every
+    pointer argument, as a real launch on 16-byte-aligned buffers) or an iterable of argument names that get
+    tt.divisibility 16 (use `specialize` to derive all three from launch values); grid: optional rule for
+    `launch_grid`, stored in the metadata; options: extra Triton compile options."""
+    if arch not in ARCHS:
+        raise TritonError("arch", f"expected one of {sorted(ARCHS)}, got {arch!r}")
+    names = _arg_names(fn)
+    if list(signature) != names:
+        raise TritonError("signature", f"must list the arguments of {fn.__name__} in order: {names}")
+    const_names = [n for n, t in signature.items() if t == "constexpr"]
+    if sorted(const_names) != sorted(constexprs):
+        raise TritonError("constexprs", f"must give exactly the constexpr arguments {const_names}, "
+                                        f"got {sorted(constexprs)}")
+    if divisibility == "pointers":
+        divisibility = [n for n, t in signature.items() if t.startswith("*")]
+    divisibility = list(divisibility)
+    for n in divisibility:
+        t = signature.get(n)
+        if t is None or not (t.startswith("*") or t[0] in "iu"):
+            raise TritonError("divisibility", f"{n!r} is not a pointer or integer argument")
+    triton, ASTSource, GPUTarget = _triton()
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in divisibility}
+    src = ASTSource(fn, signature=dict(signature), constexprs=dict(constexprs), attrs=attrs)
+    opts = {"num_warps": num_warps, "num_stages": num_stages, **(options or {})}
+    compiled = triton.compile(src, target=GPUTarget("cuda", ARCHS[arch], 32), options=opts)
+    ptx, cubin = compiled.asm["ptx"], compiled.asm["cubin"]
+    md = compiled.metadata
+    entry, params = kernel_params(ptx, signature)
+    if entry != md.name:
+        raise TritonError("ptx", f"entry {entry!r} differs from the compiled kernel's name {md.name!r}")
+    target = re.search(r"^\s*\.target\s+(\S+)", ptx, re.M)
+    version = re.search(r"^\s*\.version\s+(\S+)", ptx, re.M)
+    tdm = getattr(md, "tensordesc_meta", None)
+    try:   # which ptxas made the cubin (Triton 3.x backends/nvidia/compiler.py)
+        from triton.backends.nvidia.compiler import get_ptxas_version
+        ptxas = [ln for ln in get_ptxas_version(ARCHS[arch]).splitlines() if "release" in ln][0].strip()
+    except Exception as e:  # provenance is best effort
+        ptxas = f"unknown ({type(e).__name__})"
+    meta = {
+        "entry": entry,
+        "params": params,
+        "signature": dict(signature),
+        "constexprs": {k: (v if isinstance(v, (int, float, bool, str)) or v is None else str(v))
+                       for k, v in constexprs.items()},
+        "divisibility_16": divisibility,
+        "num_warps": md.num_warps,
+        "num_ctas": md.num_ctas,
+        "num_stages": num_stages,
+        "block": [32 * md.num_warps, 1, 1],
+        "shared_bytes": md.shared,
+        "global_scratch_size": md.global_scratch_size,
+        "global_scratch_align": md.global_scratch_align,
+        "profile_scratch_size": md.profile_scratch_size,
+        "profile_scratch_align": md.profile_scratch_align,
+        "tensordesc_meta": [dict(d) for d in tdm] if tdm else [],
+        "grid": grid,
+        "triton": triton.__version__,
+        "ptxas": ptxas,
+        "target": {"backend": "cuda", "arch": ARCHS[arch], "warp_size": 32,
+                   "ptx_target": target.group(1) if target else None,
+                   "ptx_version": version.group(1) if version else None},
+        "options": {k: v for k, v in opts.items()},
+        "opcode_census": opcode_census(ptx),
+    }
+    return ptx, cubin, meta
