@@ -663,6 +663,11 @@ def write_trace(path, meta, infos, outs):
         "bits": bits.astype(np.uint8),
     }
     meta = dict(meta, cases=infos, status_codes=status_codes)
+    # the fixtures themselves travel in the trace, so a replay needs nothing else (sha256 in meta.fixtures)
+    for name in meta.get("fixtures", {}):
+        for ext in ("ptx", "json"):
+            with open(os.path.join(ROOT, meta["fixtures_dir"], f"{name}.{ext}"), "rb") as f:
+                cols[f"fixture_{name}_{ext}"] = np.frombuffer(f.read(), np.uint8)
     np.savez_compressed(path, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **cols)
 
 
@@ -702,7 +707,7 @@ def main():
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": "python3 " + " ".join(sys.argv), "build": "cubins and PTX from scripts/triton_kernels.py "
             "(each fixture's json: command, Triton version, sha256)", "sources": sources(), "fixtures": fixtures,
-            "seed": args.seed, "smem_base": None, "generator": "tcemu/kernel_inputs.py (copy in this script): "
+            "seed": args.seed, "smem_base": None, "fixtures_dir": os.path.relpath(args.fixtures, ROOT), "generator": "tcemu/kernel_inputs.py (copy in this script): "
             "input_bits(dtype, shape, seed, stream), A stream 0, B stream 1, row-major storage index",
             "poison": POISON, "guard_bytes": GUARD,
             "columns": {"seed": "uint64 case seed (inputs: input_bits(dtype, storage shape, seed, stream))",

@@ -280,3 +280,113 @@ def compile_kernel(fn, *, signature, constexprs, num_warps, num_stages, arch="sm
         "opcode_census": opcode_census(ptx),
     }
     return ptx, cubin, meta
+
+
+# ----------------------------------------------------------------------------------------------- on the CPU
+
+class TensorDescriptor:
+    """A host tensor descriptor over a numpy array (Triton's `TensorDescriptor(base, shape, strides,
+    block_shape)` with shape and strides taken from the array): passed where the kernel takes a
+    `tensordesc<...>` argument, it becomes the CUtensorMap, shape and strides parameters."""
+
+    def __init__(self, base, block_shape):
+        import numpy as np
+        if not isinstance(base, np.ndarray):
+            raise TritonError("base", f"must be a numpy array, got {type(base).__name__}")
+        if base.strides[-1] != base.dtype.itemsize:
+            raise TritonError("base", "the last dimension must be contiguous")
+        self.base = base
+        self.block_shape = [int(b) for b in block_shape]
+        self.shape = list(base.shape)
+        self.strides = [s // base.dtype.itemsize for s in base.strides]
+
+
+_PTX_TO_DRIVER = {0: "UINT8", 1: "UINT16", 2: "UINT32", 3: "INT32", 4: "UINT64", 5: "INT64", 6: "FLOAT16",
+                  7: "FLOAT32", 8: "FLOAT32_FTZ", 9: "FLOAT64", 10: "BFLOAT16", 11: "TFLOAT32", 12: "TFLOAT32_FTZ"}
+_SWZ = {0: "none", 1: "32B", 2: "64B", 3: "128B"}
+
+
+def bind_args(meta, values, grid):
+    """Kernel arguments in `.param` order for tcemu.ptx's Module.launch, from the metadata's parameter roles
+    (`kernel_params`) and the launch `values` (argument name -> numpy array, int, float or TensorDescriptor)."""
+    import numpy as np
+    from .ptx.tensormap import encode_tiled
+    tdm = list(meta.get("tensordesc_meta") or [])
+    descs = [p["arg"] for p in meta["params"] if p["role"] == "tensormap"]
+    nprog = int(np.prod(grid))
+    args = []
+    for p in meta["params"]:
+        role, arg = p["role"], p.get("arg")
+        if role in ("pointer", "scalar"):
+            if arg not in values:
+                raise TritonError(arg, "missing launch value")
+            args.append(values[arg])
+        elif role == "tensormap":
+            d = values.get(arg)
+            if not isinstance(d, TensorDescriptor):
+                raise TritonError(arg, f"a tensordesc argument takes a tcemu.triton.TensorDescriptor, got "
+                                       f"{type(d).__name__}")
+            m = tdm[descs.index(arg)] if descs.index(arg) < len(tdm) else {}
+            box = list(m.get("block_size", d.block_shape))[::-1]
+            args.append(encode_tiled(d.base, box, dtype=_PTX_TO_DRIVER.get(m.get("elem_type")),
+                                     swizzle=_SWZ.get(m.get("swizzle", 0), "none")))
+        elif role in ("tensormap_shape", "tensormap_stride"):
+            d = values[arg]
+            args.append((d.shape if role == "tensormap_shape" else d.strides)[p["dim"]])
+        elif role in ("global_scratch", "profile_scratch"):
+            key = "global" if role == "global_scratch" else "profile"
+            size = int(meta.get(f"{key}_scratch_size", 0) or 0)
+            args.append(np.zeros(size * nprog, np.uint8) if size else None)
+        else:
+            raise TritonError(p.get("ptx_name", "param"), f"unknown parameter role {role!r}")
+    return args
+
+
+def run_compiled(ptx, meta, values, *, grid=None, **launch):
+    """Run a compiled kernel (its PTX text or a loaded tcemu.ptx Module, and the metadata of compile_kernel or
+    a fixture json) on the CPU; pointer arguments are numpy arrays, updated in place. Returns launch stats."""
+    from . import ptx as tptx
+    mod = ptx if isinstance(ptx, tptx.Module) else tptx.load(ptx)
+    if grid is None:
+        grid = launch_grid(meta["grid"], {k: v for k, v in values.items() if isinstance(v, int)},
+                           meta.get("constexprs", {}))
+    grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
+    args = bind_args(meta, values, grid)
+    return mod.launch(meta["entry"], grid=grid, block=tuple(meta["block"]), args=args,
+                      shared_bytes=int(meta["shared_bytes"]), **launch)
+
+
+def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launch=None, **values):
+    """Compile `fn` (@triton.jit) for sm_90a as a launch with these values would, and run it on the CPU.
+
+        tcemu.triton.run(matmul_kernel, (8, 1), a_ptr=a, b_ptr=b, c_ptr=c, M=512, ..., BLOCK_M=128, ...)
+
+    numpy arrays become pointers (Triton element types from their dtypes; bfloat16 / float8 from ml_dtypes),
+    TensorDescriptor values become host tensor descriptors; ints and floats are scalars or constexprs."""
+    import numpy as np
+    spec = {}
+    for name, v in values.items():
+        if isinstance(v, np.ndarray):
+            spec[name] = "*" + _triton_dtype(v.dtype)
+        elif isinstance(v, TensorDescriptor):
+            spec[name] = f"tensordesc<{_triton_dtype(v.base.dtype)}{v.block_shape}>"
+        else:
+            spec[name] = v
+    signature, constexprs, divisible = specialize(fn, spec)
+    ptx, _, meta = compile_kernel(fn, signature=signature, constexprs=constexprs, num_warps=num_warps,
+                                  num_stages=num_stages, arch=arch, divisibility=divisible, options=options)
+    runtime = {k: v for k, v in values.items() if signature.get(k) != "constexpr"}
+    if not isinstance(grid, (tuple, list)):
+        grid = (int(grid),)
+    return run_compiled(ptx, meta, runtime, grid=tuple(grid), **(launch or {}))
+
+
+def _triton_dtype(dt):
+    import numpy as np
+    name = getattr(dt, "name", str(dt))
+    table = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64", "float8_e4m3fn": "fp8e4nv",
+             "float8_e5m2": "fp8e5", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16", "int32": "i32",
+             "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "i1"}
+    if name not in table:
+        raise TritonError("dtype", f"no Triton element type for numpy {np.dtype(dt)}")
+    return table[name]

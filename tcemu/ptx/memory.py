@@ -72,6 +72,16 @@ class GlobalMemory:
         self._next = (base + data.size + GLOBAL_GUARD + 255) // 256 * 256
         return base
 
+    def place(self, base: int, data: np.ndarray, name: str, writable: bool = True, shape=(), itemsize: int = 1):
+        """Map a buffer at a chosen device address (a captured launch's own pointers)."""
+        for a in self.allocs:
+            if base < a.end + GLOBAL_GUARD and a.base < base + data.size + GLOBAL_GUARD:
+                raise MemoryFault("buffers", f"buffer at {base:#x} ({data.size} bytes) overlaps or touches '{a.name}'")
+        self.allocs.append(Allocation(base, data, name, writable, tuple(shape) or (data.size,), itemsize))
+        self.allocs.sort(key=lambda a: a.base)
+        self._bases = np.array([a.base for a in self.allocs], np.uint64)
+        self._next = max(self._next, (self.allocs[-1].end + GLOBAL_GUARD + 255) // 256 * 256)
+
     def element_index(self, addrs: np.ndarray):
         """(allocation index, (n, ndim) element indices) of global byte addresses, or None if they are not all
         element starts inside one allocation."""

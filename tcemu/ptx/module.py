@@ -118,12 +118,15 @@ class Module:
 
     def launch(self, name: str, *, grid, block, args: Sequence = (), shared_bytes: int = 0,
                ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
-               max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True):
+               max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
+               param_bytes=None, buffers=()):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
         check_layouts: check that every tensor-core operand copied from global memory is a coherent tile of
-        its source array (catches swizzle/LBO/SBO disagreements between writer and descriptor)."""
+        its source array (catches swizzle/LBO/SBO disagreements between writer and descriptor).
+        param_bytes: the whole parameter space as bytes (a captured launch's blob), instead of `args`; then
+        `buffers` lists (device address, numpy array) pairs to map at exactly those addresses."""
         prog = self.program(name)
         grid, block, cluster = _dim3(grid, "grid"), _dim3(block, "block"), _dim3(cluster, "cluster")
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
@@ -152,7 +155,10 @@ class Module:
             raise PtxUnsupported("cluster", "clusters of more than one CTA are not modelled yet")
         L = Launch(grid, block, cluster, int(shared_bytes), "explicitcluster" in prog.fn.directives)
         L.check_layouts = bool(check_layouts)
-        writeback = self._bind_args(prog, L, args)
+        if param_bytes is not None:
+            writeback = self._bind_blob(prog, L, param_bytes, buffers)
+        else:
+            writeback = self._bind_args(prog, L, args)
         every = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         if ctas is None:
             chosen = every
@@ -201,6 +207,27 @@ class Module:
             raw = _param_bytes(info, value, L, writeback, placed)
             buf[off:off + len(raw)] = np.frombuffer(raw, np.uint8)
         L.params = ByteSpace(buf, "param")
+        self._place_globals(prog, L)
+        return writeback
+
+    def _bind_blob(self, prog: Program, L: Launch, blob, buffers):
+        if isinstance(blob, np.ndarray):
+            blob = blob.tobytes()
+        if not isinstance(blob, (bytes, bytearray)):
+            raise PtxError("param_bytes", f"must be bytes, got {type(blob).__name__}")
+        if len(blob) != prog.param_size:
+            raise PtxError("param_bytes", f"{prog.name}'s parameters take {prog.param_size} bytes, got {len(blob)}")
+        writeback = []
+        for addr, arr in sorted(buffers, key=lambda b: int(b[0])):
+            if not isinstance(arr, np.ndarray) or arr.dtype.hasobject:
+                raise PtxError("buffers", "each buffer is (device address, numpy array)")
+            if arr.flags.c_contiguous and arr.flags.writeable:
+                data = arr.reshape(-1).view(np.uint8)
+            else:
+                data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8).copy()
+                writeback.append((arr, data))
+            L.gmem.place(int(addr), data, f"buffer@{int(addr):#x}", shape=arr.shape, itemsize=arr.dtype.itemsize)
+        L.params = ByteSpace(np.frombuffer(bytes(blob), np.uint8).copy(), "param")
         self._place_globals(prog, L)
         return writeback
 
