@@ -75,8 +75,8 @@ class GlobalMemory:
     def place(self, base: int, data: np.ndarray, name: str, writable: bool = True, shape=(), itemsize: int = 1):
         """Map a buffer at a chosen device address (a captured launch's own pointers)."""
         for a in self.allocs:
-            if base < a.end + GLOBAL_GUARD and a.base < base + data.size + GLOBAL_GUARD:
-                raise MemoryFault("buffers", f"buffer at {base:#x} ({data.size} bytes) overlaps or touches '{a.name}'")
+            if base < a.end and a.base < base + data.size:
+                raise MemoryFault("buffers", f"buffer at {base:#x} ({data.size} bytes) overlaps '{a.name}'")
         self.allocs.append(Allocation(base, data, name, writable, tuple(shape) or (data.size,), itemsize))
         self.allocs.sort(key=lambda a: a.base)
         self._bases = np.array([a.base for a in self.allocs], np.uint64)
