@@ -53,7 +53,7 @@ class Warp:
         self.wgmma_groups: list = []        # committed groups: (number, slots, smem ranges)
         self.wgmma_dirty: set = set()       # wgmma registers written by other instructions since wgmma.fence
         self.sync = {}                      # blocking instructions' per-warp records
-        self.mbar_seen: dict = {}           # mbarrier shared offset -> highest phase this warp knows completed
+        self.mbar_seen: dict = {}           # (CTA rank, mbarrier offset) -> highest phase this warp knows completed
         self.bulk_open: list = []           # bulk stores since the last cp.async.bulk.commit_group
         self.bulk_groups: list = []
 
@@ -163,6 +163,7 @@ class Cta:
         self.mbarriers = {}     # shared offset -> MBarrier (ops/mbarrier.py)
         self.cluster = [self]   # the CTAs of this CTA's cluster, by rank
         self.rank = 0
+        self.cluster_barrier = ClusterBarrier([self])
         self.collectives = {}   # (warpgroup, pc) -> [arrived warps, generation, expected]
         self.progress = False
         self.clock = 0
@@ -230,25 +231,7 @@ class Cta:
         return np.asarray(v).astype(np.uint64)
 
     def run(self, max_instructions: int):
-        total = 0
-        while True:
-            self.progress = False
-            alive = False
-            for w in self.warps:
-                if w.done:
-                    continue
-                alive = True
-                n = w.run(QUANTUM)
-                total += n
-                if n:
-                    self.progress = True
-            if not alive:
-                return total
-            if not self.progress:
-                self.deadlock()
-            if total > max_instructions:
-                raise Deadlock(f"CTA {self.ctaid}", f"more than {max_instructions} warp instructions without finishing "
-                                                    f"(a livelock or an unbounded loop?)\n{self.report()}")
+        return run_ctas([self], max_instructions)
 
     def report(self) -> str:
         lines = []
@@ -270,3 +253,45 @@ class Cta:
 
     def deadlock(self):
         raise Deadlock(f"CTA {self.ctaid}", "no warp can make progress (hang):\n" + self.report())
+
+
+class ClusterBarrier:
+    """barrier.cluster: every thread of every CTA in the cluster arrives, then waits (PTX 9.7.13.4)."""
+
+    def __init__(self, ctas):
+        self.ctas = ctas
+        self.arrived = 0
+        self.generation = 0
+        self.warps = []
+
+    def expected(self) -> int:
+        return 32 * sum(1 for c in self.ctas for w in c.warps if not w.done)
+
+
+def run_ctas(ctas, max_instructions: int) -> int:
+    """Run the warps of these CTAs (one CTA, or the CTAs of a cluster) until all exit; Deadlock otherwise."""
+    total = 0
+    warps = [w for c in ctas for w in c.warps]
+    while True:
+        progress = False
+        alive = False
+        for c in ctas:
+            c.progress = False
+        for w in warps:
+            if w.done:
+                continue
+            alive = True
+            n = w.run(QUANTUM)
+            total += n
+            if n:
+                progress = True
+        if not alive:
+            return total
+        if not progress and not any(c.progress for c in ctas):
+            where = ctas[0].ctaid if len(ctas) == 1 else f"cluster of CTAs {[c.ctaid for c in ctas]}"
+            raise Deadlock(f"CTA {where}" if len(ctas) == 1 else where, "no warp can make progress (hang):\n" +
+                           "\n".join((f"CTA {c.ctaid}:\n" if len(ctas) > 1 else "") + c.report() for c in ctas))
+        if total > max_instructions:
+            raise Deadlock(f"CTA {ctas[0].ctaid}", f"more than {max_instructions} warp instructions without "
+                                                  f"finishing (a livelock or an unbounded loop?)\n" +
+                           "\n".join(c.report() for c in ctas))

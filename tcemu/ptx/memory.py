@@ -176,6 +176,7 @@ class SharedWindow:
         self.wgmma_reading = np.zeros(smem.data.size, np.int32)  # operand bytes of in-flight wgmmas
         self.bulk_reading = np.zeros(smem.data.size, np.int32)   # source bytes of in-flight bulk stores
         self.mbar_live = np.zeros(smem.data.size, bool)          # bytes of initialised mbarrier objects
+        self.rank = 0                                            # the CTA's rank in its cluster
 
     def check(self, offs: np.ndarray, nbytes: int, lanes, where: str, what: str = "accesses"):
         if offs.size == 0:
@@ -242,7 +243,7 @@ class SharedWindow:
         pairs = np.unique(np.stack([g[hit], self.guard_phase[spots][hit]], axis=1), axis=0)
         for bar, phase in pairs.tolist():
             for w in warps:
-                seen = w.mbar_seen.get(bar, -1)
+                seen = w.mbar_seen.get((self.rank, bar), -1)
                 if seen < phase:
                     b = int(spots[hit][(g[hit] == bar)][0])
                     raise HazardError(where, f"warp {w.index} {what} shared address {b:#x} written by a TMA that "

@@ -19,7 +19,7 @@ import numpy as np
 from ..smem import SharedMemory
 from . import parser as P
 from .errors import KernelFault, PtxError, PtxSyntaxError, PtxUnsupported
-from .machine import Cta
+from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
 from .program import Program, Symbol
@@ -151,8 +151,11 @@ class Module:
         for i in range(3):
             if grid[i] % cluster[i]:
                 raise PtxError("cluster", f"grid {grid} is not a multiple of the cluster shape {cluster}")
-        if any(c != 1 for c in cluster):
-            raise PtxUnsupported("cluster", "clusters of more than one CTA are not modelled yet")
+        req = prog.fn.directives.get("reqnctapercluster")
+        if req and tuple(req) + (1,) * (3 - len(req)) != cluster:
+            raise PtxError("cluster", f"the kernel requires .reqnctapercluster {tuple(req)}, launched with {cluster}")
+        if int(np.prod(cluster)) > 16:
+            raise PtxError("cluster", f"{int(np.prod(cluster))} CTAs per cluster; at most 16 (8 portable)")
         L = Launch(grid, block, cluster, int(shared_bytes), "explicitcluster" in prog.fn.directives)
         L.check_layouts = bool(check_layouts)
         if param_bytes is not None:
@@ -169,14 +172,29 @@ class Module:
                     raise PtxError("ctas", f"CTA {c} is outside the grid {grid}")
         stats = {"ctas": 0, "warp_instructions": 0, "seconds": 0.0}
         t0 = time.perf_counter()
-        bar = _Progress(len(chosen)) if progress else None
+        # the clusters holding the chosen CTAs, each run as one (its CTAs' warps interleave)
+        groups = {}
+        for c in chosen:
+            groups.setdefault(tuple(c[i] // cluster[i] for i in range(3)), None)
+        bar = _Progress(len(groups)) if progress else None
         try:
-            for ctaid in chosen:
-                smem = SharedMemory("sm90")
-                window = SharedWindow(smem, SMEM_RESERVED, SMEM_RESERVED + total_smem, bool(zero_init_shared))
-                cta = Cta(L, ctaid, prog, window)
-                stats["warp_instructions"] += cta.run(max_instructions)
-                stats["ctas"] += 1
+            for corner in groups:
+                ctas = []
+                for rank in range(int(np.prod(cluster))):
+                    x, y, z = rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1])
+                    ctaid = (corner[0] * cluster[0] + x, corner[1] * cluster[1] + y, corner[2] * cluster[2] + z)
+                    smem = SharedMemory("sm90")
+                    window = SharedWindow(smem, SMEM_RESERVED, SMEM_RESERVED + total_smem, bool(zero_init_shared))
+                    window.rank = rank
+                    cta = Cta(L, ctaid, prog, window)
+                    cta.rank = rank
+                    ctas.append(cta)
+                cbar = ClusterBarrier(ctas)
+                for cta in ctas:
+                    cta.cluster = ctas
+                    cta.cluster_barrier = cbar
+                stats["warp_instructions"] += run_ctas(ctas, max_instructions)
+                stats["ctas"] += len(ctas)
                 if bar:
                     bar.step()
         finally:

@@ -188,8 +188,6 @@ def c_bar_warp(ins, prog, pc):
 @register("bar", "barrier")
 def c_bar(ins, prog, pc):
     mods = Mods(ins)
-    if "cluster" in mods.parts[:1]:
-        raise PtxUnsupported(ins.opcode, "barrier.cluster is not modelled yet")
     kind = mods.one_of(("sync", "arrive", "red"))
     if kind is None:
         kind = "sync"
@@ -257,6 +255,48 @@ def c_bar(ins, prog, pc):
             sd(W, np.full(32, val, np.uint32 if red_op == "popc" else bool), m)
         return None
     return op
+
+
+@register("barrier.cluster")
+def c_barrier_cluster(ins, prog, pc):
+    """barrier.cluster.arrive / .wait: all threads of the cluster's CTAs arrive, then wait for the phase."""
+    mods = Mods(ins, skip=2)
+    kind = mods.one_of(("arrive", "wait"))
+    aligned = "aligned" in mods
+    key = ("cbar", "arrival")  # shared by every barrier.cluster instruction: one arrival per phase per warp
+
+    def arrive(W, m):
+        B = W.cta.cluster_barrier
+        if key in W.sync:
+            raise HazardError(where(ins), "barrier.cluster.arrive twice without a barrier.cluster.wait between")
+        act = mask_array(m) & W.live
+        B.arrived += 32 if aligned else int(act.sum())
+        B.warps.append(W)
+        W.sync[key] = B.generation
+        W.cta.progress = True
+        if B.arrived >= B.expected():
+            _cluster_complete(B)
+
+    def wait(W, m):
+        B = W.cta.cluster_barrier
+        gen = W.sync.get(key)
+        if gen is None:
+            raise HazardError(where(ins), "barrier.cluster.wait without a preceding barrier.cluster.arrive")
+        if B.generation == gen and B.arrived >= B.expected():
+            _cluster_complete(B)
+        if B.generation > gen:
+            del W.sync[key]
+            return None
+        W.wait = f"barrier.cluster ({B.arrived} of {B.expected()} threads of the cluster arrived)"
+        return BLOCK
+    return arrive if kind == "arrive" else wait
+
+
+def _cluster_complete(B):
+    share_knowledge(B.warps)
+    B.arrived = 0
+    B.generation += 1
+    B.warps = []
 
 
 # ------------------------------------------------------------------------------------------------ warp-level

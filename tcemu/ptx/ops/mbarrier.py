@@ -70,8 +70,9 @@ class MBarrier:
 
     def observe(self, W):
         """W saw phases up to self.phase - 1 complete."""
-        if W.mbar_seen.get(self.offset, -1) < self.phase - 1:
-            W.mbar_seen[self.offset] = self.phase - 1
+        key = (self.cta.rank, self.offset)
+        if W.mbar_seen.get(key, -1) < self.phase - 1:
+            W.mbar_seen[key] = self.phase - 1
         share_knowledge_from(W, self.knowledge)
 
 

@@ -13,10 +13,13 @@ from ..types import CONTAINER, TYPES, resize
 from . import Mods, mask_array, operands, register, where
 
 SPACES = ("global", "shared", "local", "param", "const")
+CLUSTER_SHIFT = 24  # a shared::cluster address: ((rank + 1) << 24) | offset; offsets below 2^24 are the own CTA's
 
 
 def space_of(mods: Mods) -> str:
     for p in mods.parts:
+        if p == "shared::cluster":
+            return "shared::cluster"
         s = p.split("::")[0]
         if s in SPACES:
             return s
@@ -50,6 +53,11 @@ def address(prog, op: P.Addr, ins, space: str):
 
 def memory(W, space):
     """The state-space object and an address-to-offset conversion."""
+    if isinstance(space, tuple):  # ("remote", rank): another CTA's shared memory (distributed shared memory)
+        cl = W.cta.cluster
+        if not 0 <= space[1] < len(cl):
+            raise MemoryFault("shared::cluster", f"CTA rank {space[1]} is outside the cluster of {len(cl)}")
+        return cl[space[1]].shared
     if space == "global":
         return W.cta.launch.gmem
     if space == "shared":
@@ -70,17 +78,43 @@ def resolve(W, space, addrs, tids, wh):
     if space != "generic":
         if space == "global":
             return [("global", addrs, slice(None))]
+        if space == "shared::cluster":
+            return _cluster_parts(W, addrs.astype(np.int64), slice(None), wh)
         return [(space, addrs.astype(np.int64), slice(None))]
     kinds = np.full(addrs.shape, "global", object)
     out = []
     for s, base in WINDOWS.items():
         inside = (addrs >= np.uint64(base)) & (addrs < np.uint64(base + WINDOW_SIZE))
         if inside.any():
-            out.append((s, (addrs[inside] - np.uint64(base)).astype(np.int64), inside))
+            offs = (addrs[inside] - np.uint64(base)).astype(np.int64)
+            if s == "shared":
+                out.extend(_cluster_parts(W, offs, inside, wh))
+            else:
+                out.append((s, offs, inside))
             kinds[inside] = s
     rest = kinds == "global"
     if rest.any():
         out.append(("global", addrs[rest], rest))
+    return out
+
+
+def _cluster_parts(W, offs, sel, wh):
+    """Split shared::cluster offsets by the CTA they name: ("shared", ...) for the own CTA, ("remote", ...)."""
+    remote = offs >= (1 << CLUSTER_SHIFT)
+    if not remote.any():
+        return [("shared", offs, sel)]
+    base_sel = np.ones(offs.size, bool) if isinstance(sel, slice) else sel
+    idx = np.flatnonzero(base_sel)
+    out = []
+    if (~remote).any():
+        m = np.zeros(offs.size if isinstance(sel, slice) else sel.size, bool)
+        m[idx[~remote]] = True
+        out.append(("shared", offs[~remote], m))
+    for rank in np.unique(offs[remote] >> CLUSTER_SHIFT):
+        pick = remote & ((offs >> CLUSTER_SHIFT) == rank)
+        m = np.zeros(offs.size if isinstance(sel, slice) else sel.size, bool)
+        m[idx[pick]] = True
+        out.append((("remote", int(rank) - 1), offs[pick] & ((1 << CLUSTER_SHIFT) - 1), m))
     return out
 
 
@@ -94,7 +128,7 @@ def access(W, space, addrs, tids, nbytes, wh, data=None):
                                   f"not aligned to {nbytes} bytes (misaligned address)")
     parts = resolve(W, space, addrs, tids, wh)
     if data is None:
-        if len(parts) == 1:
+        if len(parts) == 1 and isinstance(parts[0][2], slice):
             s, offs, _ = parts[0]
             if s == "shared":
                 return W.cta.shared.load(offs, nbytes, tids, wh, W)
@@ -109,10 +143,7 @@ def access(W, space, addrs, tids, nbytes, wh, data=None):
     for s, offs, sel in parts:
         mem = memory(W, s)
         d = data if isinstance(sel, slice) else data[sel]
-        if s == "shared":
-            mem.store(offs, d, tids if isinstance(sel, slice) else tids[sel], wh)
-        else:
-            mem.store(offs, d, tids if isinstance(sel, slice) else tids[sel], wh)
+        mem.store(offs, d, tids if isinstance(sel, slice) else tids[sel], wh)
 
 
 def _vec_parts(ins, op):
@@ -452,9 +483,6 @@ _ = (generic_space, resize)
 
 # ----------------------------------------------------------------------------------------------- clusters
 
-CLUSTER_SHIFT = 24  # a shared::cluster address: ((rank + 1) << 24) | offset; offsets below 2^24 are the own CTA's
-
-
 def shared_target(W, addr: int, space: str, wh: str):
     """(CTA, shared offset) that a shared::cta, shared::cluster or generic address names."""
     addr = int(addr)
@@ -480,6 +508,23 @@ def cluster_space(mods: Mods) -> str:
         if p in ("shared", "shared::cta"):
             return "shared::cta"
     return "generic"
+
+
+@register("getctarank")
+def c_getctarank(ins, prog, pc):
+    mods = Mods(ins)
+    t = mods.type()
+    d, a = operands(ins, 2)
+    ga, sd = prog.read(a, t, ins), prog.write(d, TYPES["u32"], ins)
+    generic = "shared::cluster" not in mods
+    base = np.uint64(WINDOWS["shared"])
+
+    def op(W, m):
+        v = ga(W).astype(np.uint64)
+        off = (v - base) if generic else v
+        rank = (off >> np.uint64(CLUSTER_SHIFT)).astype(np.int64)
+        sd(W, np.where(rank == 0, W.cta.rank, rank - 1).astype(np.uint32), m)
+    return op
 
 
 @register("mapa")
