@@ -209,6 +209,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--arch", default="sm90", choices=["sm90", "sm100"])
     p.set_defaults(run=_fuzz)
+    from .ptx.cli import add_parser as add_run
+    add_run(sub)
     p = sub.add_parser("replay", help="replay hardware traces and print a match table")
     p.add_argument("paths", nargs="+", help="trace files or directories of them")
     p.set_defaults(run=_replay)

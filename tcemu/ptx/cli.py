@@ -1,0 +1,125 @@
+"""`tcemu run`: launch a PTX kernel on the CPU from the command line.
+
+    tcemu run matmul.ptx --kernel matmul_kernel --grid 8 --block 256 --shared 147456 \\
+        --arg random:bf16:512x512:1 --arg random:bf16:512x512:2 --arg zeros:f16:512x512 \\
+        --arg 512 --arg 512 --arg 512 --arg 512 --arg 512 --arg 512 --arg null --arg null --save out/
+
+An --arg is one kernel parameter, in order: an int or a float (scalars), `null` (a null pointer), a `.npy`
+file (loaded without pickles), `zeros:TYPE:SHAPE`, `random:TYPE:SHAPE[:SEED]` (tcemu.kernel_inputs' seeded
+bit patterns; TYPE bf16, f16, f32 or e4m3) or `tensormap:ARG:BOX[:SWIZZLE]` (a tensor map over the array
+given as argument number ARG, box dimension 0 first, e.g. `tensormap:0:64x128:128B`). SHAPE and BOX are
+`x`-separated. --save writes every array argument after the run as DIR/arg<i>.npy.
+"""
+import os
+
+import numpy as np
+
+from ..errors import TcemuError
+from .errors import PtxError
+
+_DT = {"bf16": np.uint16, "f16": np.float16, "f32": np.float32, "e4m3": np.uint8, "u8": np.uint8, "s8": np.int8,
+       "u16": np.uint16, "u32": np.uint32, "s32": np.int32, "u64": np.uint64, "s64": np.int64, "f64": np.float64}
+
+
+def _dims(text: str, field: str):
+    try:
+        dims = tuple(int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise PtxError(field, f"{text!r} is not an x-separated list of ints") from None
+    if not dims or any(d < 1 for d in dims) or np.prod(dims, dtype=np.float64) > 2**31:
+        raise PtxError(field, f"{text!r}: dimensions must be positive and hold at most 2^31 elements")
+    return dims
+
+
+def parse_arg(text: str, previous: list, index: int):
+    field = f"--arg {index}"
+    t = text.strip()
+    if t == "null":
+        return None
+    try:
+        return int(t, 0)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    if t.endswith(".npy"):
+        if not os.path.isfile(t):
+            raise PtxError(field, f"{t} is not a file")
+        try:
+            arr = np.load(t, allow_pickle=False)
+        except (ValueError, OSError) as e:
+            raise PtxError(field, f"cannot read {t} as a .npy array ({e})") from None
+        return np.ascontiguousarray(arr)
+    parts = t.split(":")
+    kind = parts[0]
+    if kind in ("zeros", "random"):
+        if len(parts) not in (3, 4) or parts[1] not in _DT:
+            raise PtxError(field, f"{t!r}: expected {kind}:TYPE:SHAPE[:SEED], TYPE one of {', '.join(_DT)}")
+        shape = _dims(parts[2], field)
+        if kind == "zeros":
+            return np.zeros(shape, _DT[parts[1]])
+        from ..kernel_inputs import input_bits
+        if parts[1] not in ("bf16", "f16", "f32", "e4m3"):
+            raise PtxError(field, "random arrays are bf16, f16, f32 or e4m3")
+        seed = int(parts[3]) if len(parts) == 4 and parts[3].isdigit() else 0
+        bits = input_bits(parts[1], shape, seed, index)
+        return bits.view(_DT[parts[1]]) if parts[1] in ("f16", "f32") else bits
+    if kind == "tensormap":
+        if len(parts) not in (3, 4) or not parts[1].isdigit():
+            raise PtxError(field, f"{t!r}: expected tensormap:ARG:BOX[:SWIZZLE]")
+        src = int(parts[1])
+        if not 0 <= src < len(previous) or not isinstance(previous[src], np.ndarray):
+            raise PtxError(field, f"argument {src} is not an earlier array argument")
+        from .tensormap import encode_tiled
+        arr = previous[src]
+        dtype = "BFLOAT16" if arr.dtype == np.uint16 else None
+        return encode_tiled(arr, list(_dims(parts[2], field)), dtype=dtype, swizzle=parts[3] if len(parts) == 4 else "none")
+    raise PtxError(field, f"{t!r} is not a number, null, a .npy file, zeros:/random:/tensormap: spec")
+
+
+def run_command(args) -> int:
+    from . import load
+    mod = load(args.ptx)
+    name = args.kernel
+    if name is None:
+        names = list(mod.kernels)
+        if len(names) != 1:
+            raise PtxError("--kernel", f"the module has {len(names)} kernels; name one of {', '.join(names)}")
+        name = names[0]
+    values = []
+    for i, a in enumerate(args.arg or []):
+        values.append(parse_arg(a, values, i))
+    stats = mod.launch(name, grid=_dims(args.grid, "--grid"), block=_dims(args.block, "--block"), args=values,
+                       shared_bytes=args.shared, cluster=_dims(args.cluster, "--cluster"),
+                       zero_init_shared=args.zero_init_shared, check_layouts=not args.no_check_layouts,
+                       progress=not args.quiet)
+    print(f"{name}: {stats['ctas']} CTAs, {stats['warp_instructions']} warp instructions, {stats['seconds']:.2f} s")
+    if args.save:
+        os.makedirs(args.save, exist_ok=True)
+        for i, v in enumerate(values):
+            if isinstance(v, np.ndarray):
+                np.save(os.path.join(args.save, f"arg{i}.npy"), v, allow_pickle=False)
+        print(f"saved the array arguments to {args.save}/")
+    return 0
+
+
+def add_parser(sub):
+    p = sub.add_parser("run", help="run a PTX kernel on the CPU (sm_90a)", description=__doc__,
+                       formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+    p.add_argument("ptx", help="a .ptx file")
+    p.add_argument("--kernel", help="entry name (default: the module's only kernel)")
+    p.add_argument("--grid", default="1", help="e.g. 8 or 4x2")
+    p.add_argument("--block", default="128", help="e.g. 256 or 32x4")
+    p.add_argument("--cluster", default="1")
+    p.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes")
+    p.add_argument("--arg", action="append", help="one kernel parameter, in order (see above)")
+    p.add_argument("--save", help="folder for the array arguments after the run")
+    p.add_argument("--zero-init-shared", action="store_true", help="shared memory starts as zeros")
+    p.add_argument("--no-check-layouts", action="store_true", help="skip the operand layout provenance check")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=run_command)
+
+
+_ = TcemuError
