@@ -1,0 +1,96 @@
+"""Replay a captured kernel launch on the CPU: the `kernel_outputs` traces (traces/README.md).
+
+Each case of such a trace records how the GPU run was launched: the fixture (its PTX and json travel in the
+trace), the grid, the seeded inputs, the buffers' device addresses, the parameters by role, and the arguments
+of every cuTensorMapEncodeTiled call. The replay regenerates the inputs, maps them (and the poisoned output
+and scratch buffers) at the same device addresses, re-encodes each tensor map in tcemu's format, launches the
+same PTX on the interpreter and returns the output's raw bytes.
+"""
+import json
+
+import numpy as np
+
+from ..kernel_inputs import input_bits
+from ..tma import TmaError
+from .errors import PtxError
+from .module import Module
+from .tensormap import DRIVER_TYPES, TensorMap, validate
+
+POISON = 0xFF
+_STORE = {"bf16": np.uint16, "f16": np.uint16, "f32": np.uint32, "e4m3": np.uint8}
+_DRIVER_CODES = {0: "UINT8", 1: "UINT16", 2: "UINT32", 3: "INT32", 4: "UINT64", 5: "INT64", 6: "FLOAT16",
+                 7: "FLOAT32", 8: "FLOAT64", 9: "BFLOAT16", 10: "FLOAT32_FTZ", 11: "TFLOAT32", 12: "TFLOAT32_FTZ"}
+
+
+def _tensor_map(enc) -> TensorMap:
+    """tcemu's map for one recorded cuTensorMapEncodeTiled call (driver enum codes)."""
+    name = _DRIVER_CODES.get(int(enc["dtype"]))
+    if name is None:
+        raise PtxError("tensormaps", f"driver data type {enc['dtype']} is not modelled")
+    tm = TensorMap(DRIVER_TYPES[name], [int(d) for d in enc["dims"]], [int(s) for s in enc["strides_bytes"]],
+                   [int(b) for b in enc["box"]], [int(e) for e in enc["element_strides"]], int(enc["swizzle"]),
+                   int(enc["interleave"]), int(enc["oob_fill"]), int(enc.get("l2_promotion", 0)),
+                   int(enc["address"]))
+    try:
+        validate(tm, "recorded tensor map")
+    except TmaError as e:
+        raise PtxError("tensormaps", str(e)) from None
+    return tm
+
+
+def replay_case(module: Module, fixture: dict, case: dict, **launch) -> np.ndarray:
+    """The output bytes (uint8, row-major) the CPU computes for one recorded case."""
+    arrays, buffers = {}, []
+    for spec in case["inputs"]:
+        arrays[spec["buffer"]] = input_bits(spec["dtype"], spec["shape"], int(spec["seed"]), int(spec["stream"]))
+    out = case["output"]
+    n_out = int(np.prod(out["shape"]))
+    arrays[out["buffer"]] = np.full(n_out * np.dtype(_STORE[out["dtype"]]).itemsize, POISON, np.uint8)
+    for name, b in case["buffers"].items():
+        buffers.append((int(b["address"]), arrays[name]))
+    nprog = int(np.prod(case["grid"])) * int(fixture.get("num_ctas", 1))
+    for kind, s in case.get("scratch", {}).items():
+        size = nprog * int(s["bytes_per_program"])
+        buffers.append((int(s["address"]), np.full(size, 0 if kind == "profile" else POISON, np.uint8)))
+    maps = {t["arg"]: _tensor_map(t["encode"]).to_bytes() for t in case.get("tensormaps", [])}
+    args = []
+    addrs = {a: arr for a, arr in buffers}
+    for prm, rec in zip(fixture["params"], case["params"]):
+        role = rec["role"]
+        if role == "tensormap":
+            args.append(maps[rec["arg"]])
+        elif role in ("pointer", "global_scratch", "profile_scratch"):
+            args.append(int(rec["value"]))
+        else:
+            args.append(rec["value"])
+    blob = _blob(module, case["entry"], fixture["params"], args)
+    module.launch(case["entry"], grid=tuple(case["grid"]), block=tuple(case["block"]),
+                  shared_bytes=int(case["shared_bytes"]), param_bytes=blob, buffers=buffers, **launch)
+    _ = addrs
+    return arrays[out["buffer"]].view(np.uint8).reshape(-1)
+
+
+def _blob(module, entry, params, values) -> bytes:
+    """The parameter space laid out as the PTX declares it, from per-parameter values."""
+    prog = module.program(entry)
+    buf = bytearray(prog.param_size)
+    for decl, value in zip(prog.fn.params, values):
+        off = prog.symbols[decl.name].address
+        size = decl.size
+        if isinstance(value, (bytes, bytearray)):
+            raw = bytes(value)
+        elif isinstance(value, float):
+            raw = np.array([value], np.float32 if size == 4 else np.float64).tobytes()
+        else:
+            raw = (int(value) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+        if len(raw) != size:
+            raise PtxError(decl.name, f"recorded value has {len(raw)} bytes, the parameter {size}")
+        buf[off:off + size] = raw
+    return bytes(buf)
+
+
+def fixture_from_trace(z, name: str):
+    """(Module, fixture json) embedded in a kernel_outputs trace."""
+    ptx = bytes(z[f"fixture_{name}_ptx"]).decode("utf-8")
+    meta = json.loads(bytes(z[f"fixture_{name}_json"]).decode("utf-8"))
+    return Module(ptx, name + ".ptx"), meta
