@@ -356,8 +356,8 @@ def float_compare(cmp, ftype, a, b, ftz=False):
 
 
 def _compare(cmp, fmt, a, b, ftz):
-    x, y = _values(a, fmt, ftz), _values(b, fmt, ftz)
     with np.errstate(invalid="ignore"):
+        x, y = _values(a, fmt, ftz), _values(b, fmt, ftz)
         unordered = np.isnan(x) | np.isnan(y)
         base = cmp.rstrip("u") if cmp not in ("num",) else cmp
         if cmp == "num":
