@@ -325,6 +325,26 @@ def test_prmt_modes():
     assert prmt(a, b, u32(1), mode="rc16")[0] == 0x33223322
 
 
+@FEW
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
+                min_size=8, max_size=8))
+def test_prmt_generic_matches_ptx_pseudocode(abc):
+    """PTX 9.7.9.x prmt, generic form: ctl[j] = c >> 4j & 0xf; byte = {b, a} byte (ctl & 7), or its sign
+    bit replicated when ctl & 8."""
+    a, b, c = (u32(*[t[i] for t in abc]) for i in range(3))
+    got = prmt(a, b, c)
+    for k, (x, y, z) in enumerate(abc):
+        src = (y << 32) | x
+        want = 0
+        for j in range(4):
+            ctl = (z >> (4 * j)) & 0xF
+            byte = (src >> (8 * (ctl & 7))) & 0xFF
+            if ctl & 8:
+                byte = 0xFF if byte & 0x80 else 0
+            want |= byte << (8 * j)
+        assert int(got[k]) == want
+
+
 def test_bfe_bfind_shf_shifts():
     # bfe.s32 0x00000F00, pos 8, len 4 -> field 0xF, sign bit (bit 11) = 1 -> 0xFFFFFFFF; bfe.u32 -> 0xF
     assert int_op("bfe", "s32", u32(0xF00), u32(8), u32(4))[0] == 0xFFFFFFFF

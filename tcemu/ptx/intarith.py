@@ -120,21 +120,23 @@ def _prmt_selectors(mode):
     return table
 
 
+_BYTE_SHIFTS = np.array([0, 8, 16, 24], np.uint64)
+_NIBBLE_SHIFTS = np.array([0, 4, 8, 12], np.uint64)
+
+
 def prmt(a, b, c, mode=None):
     """prmt.b32{.mode} d, a, b, c: bytes of {b, a} (b7..b4 = b, b3..b0 = a) picked per destination byte."""
     a, b, c = (_u64(_bits(x, 32)) for x in (a, b, c))
-    src = (b << U64(32)) | a
-    out = np.zeros(np.broadcast(a, b, c).shape, np.uint64)
-    for j in range(4):
-        if mode is None:
-            sel = (c >> U64(4 * j)) & U64(0xF)
-        else:
-            sel = _prmt_selectors(mode)[(c & U64(3)).astype(np.intp), j]
-        byte = (src >> ((sel & U64(7)) * U64(8))) & U64(0xFF)
-        if mode is None:  # msb of the selector: replicate the byte's sign bit
-            byte = np.where(sel & U64(8), np.where(byte & U64(0x80), U64(0xFF), U64(0)), byte)
-        out |= byte << U64(8 * j)
-    return out.astype(np.uint32)
+    a, b, c = np.broadcast_arrays(a, b, c)
+    src = ((b << U64(32)) | a)[..., None]
+    if mode is None:
+        sel = (c[..., None] >> _NIBBLE_SHIFTS) & U64(0xF)  # (..., 4): selector of destination byte j
+    else:
+        sel = _prmt_selectors(mode)[(c & U64(3)).astype(np.intp)]
+    byte = (src >> ((sel & U64(7)) * U64(8))) & U64(0xFF)
+    if mode is None:  # msb of the selector: replicate the byte's sign bit
+        byte = np.where((sel & U64(8)) != 0, (byte >> U64(7)) * U64(0xFF), byte)
+    return np.bitwise_or.reduce(byte << _BYTE_SHIFTS, axis=-1).astype(np.uint32)
 
 
 def lop3(a, b, c, immlut):
