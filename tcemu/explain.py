@@ -3,7 +3,7 @@ from typing import List
 
 import numpy as np
 
-from .addressing import canonical_layout, core_matrix_rows, operand_addresses
+from .addressing import canonical_layout, core_matrix_rows, lbo_used, operand_addresses
 from .descriptors import Finding, SwizzleMode, as_arch_descriptor
 from .dtypes import OPERAND_DTYPES, element_type, parse_major
 from .errors import LayoutError, TcemuError
@@ -19,7 +19,10 @@ def dense_strides(desc, dtype: str, major: str, rows: int, k: int, arch: str = "
     T = element_type(dtype, allowed=OPERAND_DTYPES[arch]).per_chunk
     w = desc.swizzle.bytes
     if parse_major(major):
-        return (128, 128 * (k // T)) if desc.swizzle is SwizzleMode.NONE else (16, 8 * w)
+        if desc.swizzle is SwizzleMode.NONE:
+            return 128, 128 * (k // T)
+        # K wider than one swizzled row (sparse B): atom columns follow all the rows (Triton's tile order)
+        return (rows * w if lbo_used(desc, k=k, dtype=dtype, major=major, arch=arch) else 16), 8 * w
     if desc.swizzle is SwizzleMode.NONE:
         return 128 * (rows // T), 128
     return 8 * w * max(k // 8, 1), 8 * w
@@ -54,7 +57,7 @@ def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None, arch: st
                                            f"share bytes at {int(addrs[i]):#x} ({dup.size} such pairs)", "warning"))
     lbo, sbo = dense_strides(desc, dtype, major, rows, k, arch)
     for name, have, dense in (("sbo", desc.sbo, sbo), ("lbo", desc.lbo, lbo)):
-        used = not (name == "lbo" and parse_major(major) and desc.swizzle is not SwizzleMode.NONE)
+        used = name == "sbo" or lbo_used(desc, k=k, dtype=dtype, major=major, arch=arch)
         if used and dense and have == 16 * dense:
             out.append(Finding(name, f"{have:#x} is 16x the dense value {dense:#x}: was a byte count written into "
                                      "the field without the >> 4?", "warning"))
