@@ -411,7 +411,7 @@ def main():
               (len(ncases), 128, REGS), np.uint32, dry)
     nregs = np.array([gen.nregs(ninsts[i][0], ninsts[i][1]) for i in ncases["inst"]], np.int32)
     dig = np.stack([digests(raw[c], nregs[c]) for c in range(len(ncases))])
-    diag = [int(np.flatnonzero(ncases["inst"] == i)[0]) for i in range(len(ninsts))]
+    diag = [int(np.flatnonzero(ncases["inst"] == i)[0]) for i in range(len(ninsts)) if (ncases["inst"] == i).any()]
     dumps = [raw[c, :, :nregs[c]].ravel() for c in diag]
     unwritten = int(sum(np.count_nonzero(raw[c, :, :nregs[c]] == 0xFFFFFFFF) for c in range(len(ncases))))
     meta = {"format": "tcemu-trace", "version": 1, "kind": "wgmma_sp_numerics", "arch": "sm90",

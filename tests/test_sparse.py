@@ -338,3 +338,69 @@ def test_numerics_trace_rejects_the_alternative_rules():
     for rule, expect_all in (("selected", True), ("zeros", False), ("halves", False)):
         ok = [bool(sp_numerics_case_matches(trace, i, rule).all()) for i in valid]
         assert all(ok) if expect_all else not all(ok), rule
+
+
+# ------------------------------------------------------------------ strategies, explain, robustness
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from tcemu.errors import TcemuError  # noqa: E402
+from tcemu.strategies import sparse_meta, wgmma_sp_forms  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(form=wgmma_sp_forms(), data=st.data())
+def test_legal_forms_run_and_valid_meta_is_accepted(form, data):
+    """Any legal form with valid metadata runs; integer forms equal numpy's product of the densified A."""
+    shape, a, b, d, sel = form
+    n, K = int(shape[4:shape.index("k")]), S.SP_K_OF[a]
+    meta = data.draw(sparse_meta(a, sel))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    stored = rng.integers(0, 1 << min(BITS[a], 16), (64, K // 2)).astype(NP[BITS[a]])
+    bb = rng.integers(0, 1 << min(BITS[b], 16), (n, K)).astype(NP[BITS[b]])
+    smem = SharedMemory()
+    da, db = GmmaDescriptor(0x400, 128, 256), GmmaDescriptor(0x2000, 128, 512)
+    smem.write_operand(da, stored, dtype=a)
+    smem.write_operand(db, bb, dtype=b)
+    out = S.wgmma_sp(smem, da, db, shape=shape, dtype_a=a, dtype_b=b, dtype_d=d, sparse_meta=meta,
+                     sparsity_selector=sel)
+    assert out.shape == (64, n)
+    if d == "s32":
+        sa = stored.astype(np.int64) - (256 * (stored > 127) if a == "s8" else 0)
+        sb = bb.astype(np.int64) - (256 * (bb > 127) if b == "s8" else 0)
+        dense = S.densify(sa, S.meta_nibbles(meta, a, sel), a)
+        assert np.array_equal(out.astype(np.int64), ((dense @ sb.T + 2**31) % 2**32) - 2**31)
+
+
+@settings(max_examples=40, deadline=None)
+@given(form=wgmma_sp_forms(), meta=st.lists(st.integers(0, 2**32 - 1), min_size=128, max_size=128),
+       gather=st.booleans())
+def test_any_metadata_gives_a_result_or_a_tcemu_error(form, meta, gather):
+    shape, a, b, d, sel = form
+    n, K = int(shape[4:shape.index("k")]), S.SP_K_OF[a]
+    smem = SharedMemory()
+    da, db = GmmaDescriptor(0x400, 128, 256), GmmaDescriptor(0x2000, 128, 512)
+    smem.write_operand(da, np.zeros((64, K // 2), NP[BITS[a]]), dtype=a)
+    smem.write_operand(db, np.zeros((n, K), NP[BITS[b]]), dtype=b)
+    try:
+        S.wgmma_sp(smem, da, db, shape=shape, dtype_a=a, dtype_b=b, dtype_d=d, sparse_meta=np.array(meta, np.uint32),
+                   sparsity_selector=sel, invalid_meta="gather" if gather else "raise")
+    except TcemuError as e:
+        assert not gather and e.field == "sparse_meta"
+
+
+def test_explain_sparse_operands_and_metadata():
+    from tcemu.explain import describe_sparse_meta, explain, instruction_k
+    assert instruction_k("f16", sparse=True, operand="a") == 16 and instruction_k("f16", sparse=True, operand="b") == 32
+    assert instruction_k("e4m3", sparse=True, operand="b") == 64
+    with pytest.raises(LayoutError):
+        instruction_k("b1", sparse=True)
+    text = explain(GmmaDescriptor(0x400, 256, 256, 0, "32B"), dtype="f16", rows=8, sparse=True, operand="b")
+    assert "read as 8 x 32 f16" in text and "LBO = 0x100" in text and "no findings" in text
+    meta = np.full(128, 0x44444444, np.uint32)
+    meta[0] = 0x44444414  # thread 0, nibble 1 = 0b0001: indices (1, 0), descending
+    meta[1] = 0x444444F4  # thread 1, nibble 1 = 0b1111: repeated, undefined
+    lines = describe_sparse_meta(meta, "f16", 0)
+    assert lines[0].startswith("sparse metadata (f16, sp-sel 0): 64 threads")
+    assert any(ln.startswith("error: sparse_meta: row 0 chunk 5: nibble 0b1111 (thread 1, bits 4-7)") for ln in lines)
+    assert any("1 chunks name their two indices in descending order" in ln for ln in lines)
