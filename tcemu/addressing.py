@@ -5,7 +5,12 @@ and T = 128 / element bits. A core matrix is 8 rows of 16 contiguous bytes.
 
   K-major  (row r of M/N, column k):     chunk c = k // T
      none:      (r//8)*SBO + (r%8)*16 + c*LBO + byte(k%T)
-     swizzled:  (r//8)*SBO + (r%8)*W  + c*16  + byte(k%T)          (LBO unused)
+     swizzled:  (r//8)*SBO + (r%8)*W  + c*16  + byte(k%T)          (LBO unused while K fits in W bytes)
+     swizzled, K wider than W (sm90 sparse B: 64 bytes of K, 32B swizzle): chunk c sits in swizzle-atom
+                column c // (W/16), which starts LBO bytes after the previous one:
+                (r//8)*SBO + (r%8)*W + (c // (W/16))*LBO + (c % (W/16))*16 + byte(k%T)
+                (XLA's sparse wgmma lowering and Triton's descriptor set LBO to that column distance;
+                 not yet silicon-verified: traces/wgmma_sp_addresses_sm90.npz decides)
   MN-major (row r of M/N, column k):
      none:      (r//T)*SBO + (k%8)*16 + (k//8)*LBO + byte(r%T)
      swizzled:  (r//(T*W/16))*LBO + (k%A)*W + (k//A)*SBO + byte(r%(T*W/16))
@@ -35,8 +40,10 @@ def _resolve(start, lbo, sbo, sw_bits, sw_base, sw_shift, base_offset, width, k_
         for k in range(cols):
             if k_major:
                 byte = ((k % per_chunk) * elem_bits) >> 3
-                if swizzled:
-                    off = (r // atom_rows) * sbo + (r % atom_rows) * width + (k // per_chunk) * 16 + byte
+                if swizzled:  # chunks beyond one swizzled row: next atom column, LBO further on
+                    chunk = k // per_chunk
+                    off = (r // atom_rows) * sbo + (r % atom_rows) * width + (chunk // (width // 16)) * lbo \
+                        + (chunk % (width // 16)) * 16 + byte
                 else:
                     off = (r >> 3) * sbo + (r & 7) * 16 + (k // per_chunk) * lbo + byte
             elif swizzled:
@@ -71,7 +78,7 @@ def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
         if k % T:
             raise LayoutError("k", f"{k} {etype.name} elements do not fill whole 16-byte core-matrix rows "
                                    f"({T} per row)")
-        if desc.swizzle is not SwizzleMode.NONE and k * etype.bits > 8 * desc.swizzle.bytes:
+        if desc.swizzle is not SwizzleMode.NONE and k * etype.bits > 8 * desc.swizzle.bytes and arch != "sm90":
             raise LayoutError("k", f"{k} {etype.name} elements span {k * etype.bits // 8} bytes of K, but a "
                                    f"{desc.swizzle.value}-swizzled K-major row holds {desc.swizzle.bytes}; "
                                    "advance the start address for the next K block")
@@ -155,4 +162,13 @@ def footprint(desc, *, rows: int, k: int, dtype: str, major: str = "K", arch: st
     return int(addrs.min()), int(addrs.max()) + max(element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits // 8, 1)
 
 
-__all__ = ["operand_addresses", "core_matrix_rows", "canonical_layout", "footprint", "DescriptorError"]
+__all__ = ["operand_addresses", "core_matrix_rows", "canonical_layout", "footprint", "lbo_used", "DescriptorError"]
+
+
+def lbo_used(desc, *, k: int, dtype: str, major: str = "K", arch: str = "sm90") -> bool:
+    """Whether the LBO field places any element of a (rows, k) operand: always, except for a swizzled
+    K-major operand whose K extent fits in one swizzled row (PTX: "not used, assumed to be 1")."""
+    desc = as_arch_descriptor(desc, arch)
+    if not parse_major(major) or desc.swizzle is SwizzleMode.NONE:
+        return True
+    return arch == "sm90" and k * element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits > 8 * desc.swizzle.bytes

@@ -84,12 +84,13 @@ def _banks(args) -> int:
 def _explain(args) -> int:
     from .explain import explain, has_errors, instruction_k
     text = explain(args.descriptor, dtype=args.dtype, major=args.major, rows=args.rows, k=args.k, arch=args.arch,
-                   instr=args.instr, kind=args.kind, operand=args.operand)
+                   instr=args.instr, kind=args.kind, operand=args.operand, sparse=args.sparse)
     print(text)
     if args.instr is None:  # with --instr the operand's shape comes from the instruction: no picture options
         for path in filter(None, (args.png, args.svg)):
             from .pictures import operand_map
-            operand_map(args.descriptor, path, rows=args.rows, k=args.k or instruction_k(args.dtype, args.arch),
+            operand_map(args.descriptor, path, rows=args.rows,
+                        k=args.k or instruction_k(args.dtype, args.arch, sparse=args.sparse, operand=args.operand),
                         dtype=args.dtype, major=args.major, arch=args.arch)
             print(f"wrote {path}")
     return 1 if has_errors(text) else 0
@@ -177,7 +178,9 @@ def main(argv=None) -> int:
     p.add_argument("--instr", help="sm100: a tcgen05 instruction descriptor (32-bit); with --kind, it sets the "
                                    "operand's type, major-ness and extent")
     p.add_argument("--kind", choices=KINDS)
-    p.add_argument("--operand", default="a", choices=["a", "b"], help="with --instr: which operand the descriptor is")
+    p.add_argument("--operand", default="a", choices=["a", "b"],
+                   help="with --instr or --sparse: which operand the descriptor is")
+    p.add_argument("--sparse", action="store_true", help="sm90 wgmma.mma_async.sp: A's K/2 stored elements, B's K")
     p.add_argument("--png", help="draw the operand's shared-memory map")
     p.add_argument("--svg", help="the same as SVG")
     p.set_defaults(run=_explain)

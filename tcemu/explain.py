@@ -3,13 +3,14 @@ from typing import List
 
 import numpy as np
 
-from .addressing import canonical_layout, core_matrix_rows, operand_addresses
+from .addressing import canonical_layout, core_matrix_rows, lbo_used, operand_addresses
 from .descriptors import Finding, SwizzleMode, as_arch_descriptor
 from .dtypes import OPERAND_DTYPES, element_type, parse_major
 from .errors import LayoutError, TcemuError
 from .blackwell import K_OF_KIND, check_form
 from .hopper import K_OF as INSTRUCTION_K
 from .instr import InstrDescriptor
+from .sparse import SP_K_OF, invalid_nibbles, meta_nibbles, meta_slots
 
 DYNAMIC_SMEM_BASE = 0x400  # where dynamic shared memory started in every capture (traces/*.npz)
 
@@ -19,16 +20,23 @@ def dense_strides(desc, dtype: str, major: str, rows: int, k: int, arch: str = "
     T = element_type(dtype, allowed=OPERAND_DTYPES[arch]).per_chunk
     w = desc.swizzle.bytes
     if parse_major(major):
-        return (128, 128 * (k // T)) if desc.swizzle is SwizzleMode.NONE else (16, 8 * w)
+        if desc.swizzle is SwizzleMode.NONE:
+            return 128, 128 * (k // T)
+        # K wider than one swizzled row (sparse B): atom columns follow all the rows (Triton's tile order)
+        return (rows * w if lbo_used(desc, k=k, dtype=dtype, major=major, arch=arch) else 16), 8 * w
     if desc.swizzle is SwizzleMode.NONE:
         return 128 * (rows // T), 128
     return 8 * w * max(k // 8, 1), 8 * w
 
 
-def instruction_k(dtype: str, arch: str = "sm90") -> int:
-    """K of one instruction: wgmma's per type; tcgen05 reads 32 bytes of K (fp4/fp6 padded to bytes
-    except packed e2m1, 64)."""
+def instruction_k(dtype: str, arch: str = "sm90", sparse: bool = False, operand: str = "a") -> int:
+    """K one instruction reads of an operand: wgmma's per type; tcgen05 reads 32 bytes of K (fp4/fp6 padded to
+    bytes except packed e2m1, 64). `sparse` (sm90 wgmma.mma_async.sp): A holds K/2 stored elements per row, B K."""
     etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
+    if sparse:
+        if arch != "sm90" or etype.name not in SP_K_OF:
+            raise LayoutError("sparse", f"wgmma.mma_async.sp is sm90 with {', '.join(SP_K_OF)} (not {arch} {dtype})")
+        return SP_K_OF[etype.name] // (1 if operand == "b" else 2)
     return INSTRUCTION_K[etype.name] if arch == "sm90" else 256 // etype.bits
 
 
@@ -37,6 +45,14 @@ def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None, arch: st
     desc = as_arch_descriptor(desc, arch)
     k = k or instruction_k(dtype, arch)
     out = list(desc.validate(arch, major=major))
+    wide = parse_major(major) and desc.swizzle is not SwizzleMode.NONE and \
+        lbo_used(desc, k=k, dtype=dtype, major=major, arch=arch)  # K beyond one swizzled row (sparse B)
+    if wide:  # validate() cannot know K: here LBO places the next atom column
+        out = [f for f in out if not (f.field == "lbo" and "is ignored" in f.rule)]
+        if desc.lbo < desc.swizzle.bytes:
+            out.append(Finding("lbo", f"{desc.lbo:#x}: K spans more than one {desc.swizzle.value}-swizzled row, so LBO "
+                                      "places the next atom column; below the row width it lands inside the first "
+                                      "(CuTe writes 1 here, which only suits K within one row)", "warning"))
     if any(f.severity == "error" for f in out):
         return out
     try:
@@ -54,7 +70,8 @@ def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None, arch: st
                                            f"share bytes at {int(addrs[i]):#x} ({dup.size} such pairs)", "warning"))
     lbo, sbo = dense_strides(desc, dtype, major, rows, k, arch)
     for name, have, dense in (("sbo", desc.sbo, sbo), ("lbo", desc.lbo, lbo)):
-        used = not (name == "lbo" and parse_major(major) and desc.swizzle is not SwizzleMode.NONE)
+        used = name == "sbo" or (lbo_used(desc, k=k, dtype=dtype, major=major, arch=arch) and not
+                                 (wide and desc.lbo < desc.swizzle.bytes))  # that case has its own finding
         if used and dense and have == 16 * dense:
             out.append(Finding(name, f"{have:#x} is 16x the dense value {dense:#x}: was a byte count written into "
                                      "the field without the >> 4?", "warning"))
@@ -90,10 +107,33 @@ def describe_instruction(idesc) -> List[str]:
     return lines
 
 
+def describe_sparse_meta(meta, dtype_a: str, selector: int = 0) -> List[str]:
+    """The 128 metadata registers of a wgmma.mma_async.sp in words: who supplies them, and every chunk whose nibble
+    PTX leaves undefined or whose indices are out of order."""
+    nib = meta_nibbles(meta, dtype_a, selector)
+    thread, nibble = meta_slots(dtype_a, selector)
+    owners = np.unique(thread)
+    lines = [f"sparse metadata ({dtype_a}, sp-sel {selector}): {owners.size} threads supply it "
+             f"({', '.join(map(str, owners[:6]))}, ...); the other {128 - owners.size} registers are ignored"]
+    bad = np.argwhere(invalid_nibbles(nib, dtype_a))
+    for m, c in bad[:8]:
+        lines.append(f"error: sparse_meta: row {m} chunk {c}: nibble {int(nib[m, c]):#06b} (thread {int(thread[m, c])}, "
+                     f"bits {4 * int(nibble[m, c])}-{4 * int(nibble[m, c]) + 3}) is undefined (PTX 9.7.15.6.1)")
+    if len(bad) > 8:
+        lines.append(f"error: sparse_meta: {len(bad) - 8} more undefined chunks")
+    if dtype_a != "tf32":
+        swapped = int(((nib & 3) > (nib >> 2)).sum())
+        if swapped:
+            lines.append(f"warning: sparse_meta: {swapped} chunks name their two indices in descending order (PTX lists "
+                         "them as valid; mma.sp::ordered_metadata would not)")
+    return lines
+
+
 def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=None, arch: str = "sm90",
-            instr=None, kind=None, operand: str = "a") -> str:
+            instr=None, kind=None, operand: str = "a", sparse: bool = False) -> str:
     """`desc` in plain words. With a tcgen05 instruction descriptor (`instr`, an InstrDescriptor or its value
-    with `kind`), the operand's type, major-ness and extent come from it (operand "a" or "b")."""
+    with `kind`), the operand's type, major-ness and extent come from it (operand "a" or "b"). With `sparse`
+    (sm90 wgmma.mma_async.sp) the extent is A's K/2 stored elements or B's K (operand "a" or "b")."""
     lines = []
     if instr is not None:
         d = instr if isinstance(instr, InstrDescriptor) else InstrDescriptor.decode(instr, kind)
@@ -109,6 +149,18 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
             dtype = "u8"
     desc = as_arch_descriptor(desc, arch)
     etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
+    if sparse:
+        if operand not in ("a", "b"):
+            raise LayoutError("operand", f"{operand!r}: 'a' or 'b'")
+        full = SP_K_OF.get(etype.name, 0)
+        k = k or instruction_k(etype.name, arch, sparse=True, operand=operand)
+        lines.append(f"sparse wgmma (k{full}): " + ("A holds K/2 stored elements per row, read like a dense A"
+                                                     if operand == "a" else f"B reads all {full} K elements"))
+        if operand == "b" and lbo_used(desc, k=k, dtype=etype.name, major=major, arch=arch) and parse_major(major) \
+                and desc.swizzle is not SwizzleMode.NONE:
+            lines.append(f"K spans {k * etype.bits // 8} bytes but a {desc.swizzle.value}-swizzled row holds "
+                         f"{desc.swizzle.bytes}: the next atom column starts LBO = {desc.lbo:#x} bytes on (Triton/XLA's "
+                         "descriptors; pending traces/wgmma_sp_addresses_sm90.npz)")
     k = k or instruction_k(etype.name, arch)
     sw = desc.swizzle.swizzle
     lines.insert(0, f"{desc}  ({arch}, read as {rows} x {k} {etype.name}, {'K' if parse_major(major) else 'MN'}-major)")

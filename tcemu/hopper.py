@@ -39,14 +39,16 @@ def legal_n(n: int, dtype_d: str) -> bool:
     return n % 8 == 0 and 8 <= n <= 256
 
 
-def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite):
-    """(N, K) of a legal wgmma form; LayoutError naming the first broken rule otherwise."""
+def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite, k_of=K_OF,
+               what="wgmma"):
+    """(N, K) of a legal wgmma form; LayoutError naming the first broken rule otherwise. `k_of` is the
+    instruction K per multiplicand type (sparse.SP_K_OF for wgmma.mma_async.sp)."""
     m = re.fullmatch(r"m(\d+)n(\d+)k(\d+)", str(shape))
     if not m:
         raise LayoutError("shape", f"{shape!r} is not of the form m64nNkK")
     M, N, K = map(int, m.groups())
-    if dtype_a not in K_OF:
-        raise LayoutError("dtype_a", f"{dtype_a!r} is not a wgmma multiplicand type ({', '.join(K_OF)})")
+    if dtype_a not in k_of:
+        raise LayoutError("dtype_a", f"{dtype_a!r} is not a {what} multiplicand type ({', '.join(k_of)})")
     pairs = {"tf32": ("tf32",), "f16": ("f16",), "bf16": ("bf16",), "e4m3": _FP8, "e5m2": _FP8,
              "s8": _INT8, "u8": _INT8, "b1": ("b1",)}
     if dtype_b not in pairs[dtype_a]:
@@ -57,8 +59,8 @@ def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scal
         raise LayoutError("dtype_d", f"{dtype_d!r} is not an accumulator for {dtype_a} (allowed: {', '.join(accs)})")
     if M != 64:
         raise LayoutError("shape", f"M = {M}: wgmma is m64 only")
-    if K != K_OF[dtype_a]:
-        raise LayoutError("shape", f"K = {K}: {dtype_a} takes k{K_OF[dtype_a]}")
+    if K != k_of[dtype_a]:
+        raise LayoutError("shape", f"K = {K}: {what} {dtype_a} takes k{k_of[dtype_a]}")
     if not legal_n(N, dtype_d):
         rule = "8, 16, 24 or a multiple of 16 up to 256" if dtype_d == "s32" else "a multiple of 8 up to 256"
         raise LayoutError("shape", f"N = {N} is not legal for {dtype_d} accumulators ({rule})")

@@ -4,6 +4,7 @@
     @given(operands())
     def test_my_kernel_layout(case): desc, rows, k, dtype, major = case; ...
 """
+import numpy as np
 from hypothesis import strategies as st
 
 from .arch import SMEM_WINDOW
@@ -11,6 +12,7 @@ from .descriptors import SM90_RESERVED_MASK, SM90_SWIZZLES, SM100_SWIZZLES, Gmma
 from .dtypes import SM90_MN_MAJOR_DTYPES, SM90_OPERAND_DTYPES, element_type
 from .hopper import K_OF
 from .instr import BLOCK_SCALED, D_CODES, KINDS, SCALE_CODES, TYPE_CODES, InstrDescriptor, shape_findings
+from .sparse import SELECTORS, SP_K_OF, VALID_NIBBLES, CHUNK, meta_registers
 
 WINDOW = SMEM_WINDOW["sm90"]
 
@@ -81,3 +83,26 @@ def tcgen05_forms(draw, kinds=KINDS, cta_group: int = 1):
                            transpose_a=mn_ok and dtype_a not in ("e2m1", "e2m3", "e3m2") and draw(st.booleans()),
                            transpose_b=transpose_b, negate_a=kind != "i8" and draw(st.booleans()),
                            scale_type=draw(st.sampled_from(list(SCALE_CODES.get(kind, {"ue8m0": 1})))))
+
+
+def wgmma_sp_forms():
+    """(shape, dtype_a, dtype_b, dtype_d, sparsity_selector) of legal wgmma.mma_async.sp forms (PTX 9.7.15.6.3)."""
+    pairs = [("tf32", "tf32", "f32"), ("f16", "f16", "f32"), ("f16", "f16", "f16"), ("bf16", "bf16", "f32")]
+    pairs += [(a, b, d) for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2") for d in ("f32", "f16")]
+    pairs += [(a, b, "s32") for a in ("s8", "u8") for b in ("s8", "u8")]
+    return st.sampled_from(pairs).flatmap(lambda p: st.tuples(
+        st.sampled_from([n for n in range(8, 257, 8) if p[2] != "s32" or n in (8, 16, 24) or n % 16 == 0]),
+        st.sampled_from(SELECTORS[p[0]])).map(lambda ns: (f"m64n{ns[0]}k{SP_K_OF[p[0]]}",) + p + (ns[1],)))
+
+
+@st.composite
+def sparse_meta(draw, dtype_a: str, selector: int = 0, valid: bool = True):
+    """(128,) uint32 metadata registers: with `valid`, every chunk a nibble PTX defines (ascending indices) and
+    the ignored threads random; otherwise any 32-bit words."""
+    if not valid:
+        return np.array(draw(st.lists(st.integers(0, (1 << 32) - 1), min_size=128, max_size=128)), np.uint32)
+    chunks = SP_K_OF[dtype_a] // CHUNK[dtype_a]
+    table = VALID_NIBBLES[CHUNK[dtype_a]]
+    nib = np.array(draw(st.lists(st.sampled_from(table), min_size=64 * chunks, max_size=64 * chunks)),
+                   np.uint8).reshape(64, chunks)
+    return meta_registers(nib, dtype_a, selector, fill=draw(st.integers(0, (1 << 32) - 1)))

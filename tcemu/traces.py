@@ -36,7 +36,12 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
              "wgmma_numerics": ("seed", "inst", "steps", "scale_d", "digest", "diag_case", "diag_offsets",
                                 "diag_regs"),
              "smem_wavefronts": ("op", "mask", "addr", "ld_wavefronts", "st_wavefronts"),
-             "tma_tile_loads": ("case", "refused", "timed_out", "offsets", "positions", "values")}
+             "tma_tile_loads": ("case", "refused", "timed_out", "offsets", "positions", "values"),
+             "wgmma_sp_operand_addresses": ("desc", "operand", "dtype", "major", "rows", "k", "n",
+                                            "check_mismatches", "offsets", "addresses"),
+             "wgmma_sp_metadata": ("inst", "cls", "walk", "sp_meta", "d_offsets", "d_regs"),
+             "wgmma_sp_numerics": ("seed", "inst", "steps", "scale_d", "cls", "digest", "diag_case", "diag_offsets",
+                                   "diag_regs")}
 
 # The record layout of scripts/capture_tma.py (CASE_DTYPE), field for field.
 TMA_CASE = np.dtype([("dtype", "<i4"), ("rank", "<i4"), ("swizzle", "<i4"), ("dst", "<i4"), ("gaddr", "<i8"),
@@ -248,8 +253,166 @@ def group_name(cs) -> str:
     return f"rank {int(cs['rank'])} box {list(cs['box'][:int(cs['rank'])])} dst {int(cs['dst']):#x}"
 
 
+# ---- sparse wgmma (scripts/capture_sparse.py)
+
+def _replay_sp_addresses(trace: Trace, result: ReplayResult, max_report: int):
+    from .fragments import a_coords
+    cols, dtypes = trace.columns, trace.meta["dtypes"]
+    for i in range(cols["desc"].size):
+        dtype, operand = dtypes[int(cols["dtype"][i])], int(cols["operand"][i])
+        major = "MN" if cols["major"][i] else "K"
+        hw = _case_addresses(cols, i)
+        if operand == 2:  # A from registers: the register element feeding each stored position
+            desc, name = None, f"{dtype:<4} regs      A"
+            row, col = a_coords(dtype)
+            per = row.shape[2]
+            model = np.full(hw.shape, -1, np.int64)
+            model[row, col] = np.arange(128 * 4 * per).reshape(128, 4, per)
+        else:
+            desc = GmmaDescriptor.decode(int(cols["desc"][i]))
+            name = f"{dtype:<4} {major:<2} {desc.swizzle.value:>4} {'AB'[operand]}"
+            try:
+                model = operand_addresses(desc, rows=hw.shape[0], k=hw.shape[1], dtype=dtype, major=major,
+                                          arch=trace.meta["arch"])
+            except TcemuError as e:
+                model = None
+                result.mismatches.append(f"case {i}: tcemu raised {e}")
+        group = result.groups.setdefault(name, GroupResult())
+        same = (model == hw) if model is not None else np.zeros(hw.shape, bool)
+        checks = int(cols["check_mismatches"][i])
+        group.cases += 1
+        group.values += hw.size
+        group.values_matched += int(same.sum())
+        group.cases_matched += bool(same.all()) and checks == 0
+        if (not same.all() or checks) and model is not None and len(result.mismatches) < max_report:
+            if checks:
+                result.mismatches.append(f"case {i} {name}: {checks} D entries broke the probe's invariants")
+            else:
+                r, c = np.argwhere(~same)[0]
+                result.mismatches.append(f"case {i} {desc} {name}: element ({r}, {c}) hardware {int(hw[r, c]):#x}, "
+                                         f"tcemu {int(model[r, c]):#x}")
+
+
+# stored A (m, s) of the metadata probe: 1 for even s, 2 for odd s (tf32: 1.0), in each type's bits
+_SP_CODES = {"tf32": (0x3F800000, 0x3F800000), "f16": (0x3C00, 0x4000), "bf16": (0x3F80, 0x4000),
+             "e4m3": (0x38, 0x40), "e5m2": (0x3C, 0x40), "s8": (1, 2), "u8": (1, 2)}
+_SP_ONE = {"tf32": 0x3F800000, "f16": 0x3C00, "bf16": 0x3F80, "e4m3": 0x38, "e5m2": 0x3C, "s8": 1, "u8": 1}
+
+
+def sp_metadata_case_registers(trace: Trace, i: int) -> np.ndarray:
+    """tcemu's raw D registers (128, nregs) for case i of a wgmma_sp_metadata trace (invalid metadata: gather)."""
+    from .fragments import from_a_registers, to_d_registers
+    from .sparse import SP_K_OF, meta_nibbles, sparse_dot
+    cols = trace.columns
+    kind, n, sel, rega, ta, tb, sa, sb = trace.meta["instantiations"][int(cols["inst"][i])]
+    atype, btype, dtype, satf = trace.meta["kinds"][kind]
+    K = SP_K_OF[atype]
+    lo, hi = _SP_CODES[atype]
+    dt = np.uint32 if atype == "tf32" else np.uint16 if atype in ("f16", "bf16") else np.uint8
+    a = np.where(np.arange(K // 2) % 2 == 0, lo, hi)[None, :].repeat(64, 0).astype(dt)
+    if rega:  # the kernel packs element e of every register with the code of parity e
+        bits = 32 if atype == "tf32" else 16 if dt == np.uint16 else 8
+        per = 32 // bits
+        word = sum(int((lo, hi)[e % 2]) << (bits * e) for e in range(per)) & 0xFFFFFFFF
+        a = from_a_registers(np.full((128, 4), word, np.uint32), atype).astype(dt)
+    b = (np.eye(K, dtype=np.uint64) * _SP_ONE[btype]).astype(dt)
+    nib = meta_nibbles(cols["sp_meta"][i], atype, sel)
+    d = sparse_dot(a, b, nib, None, dtype_a=atype, dtype_b=btype, dtype_d=dtype, satfinite=bool(satf))
+    return to_d_registers(d.view(np.uint16 if dtype == "f16" else np.uint32), dtype)
+
+
+def _replay_sp_metadata(trace: Trace, result: ReplayResult, max_report: int):
+    cols, meta = trace.columns, trace.meta
+    for i in range(cols["inst"].size):
+        kind, n, sel, rega, *_ = meta["instantiations"][int(cols["inst"][i])]
+        cls = meta["classes"][int(cols["cls"][i])]
+        name = f"{meta['kinds'][kind][0]:<4} sel {sel} {'regA' if rega else 'smem'} {cls}"
+        group = result.groups.setdefault(name, GroupResult())
+        regs = sp_metadata_case_registers(trace, i)
+        lo, hi = cols["d_offsets"][i], cols["d_offsets"][i + 1]
+        hw = cols["d_regs"][lo:hi].reshape(regs.shape)
+        same = hw == regs
+        group.cases += 1
+        group.values += regs.size
+        group.values_matched += int(same.sum())
+        group.cases_matched += bool(same.all())
+        if not same.all() and len(result.mismatches) < max_report:
+            t, j = np.argwhere(~same)[0]
+            result.mismatches.append(f"case {i} {name} walk {int(cols['walk'][i])}: {int((~same).sum())} registers "
+                                     f"differ (first: thread {t} reg {j}: hardware {int(hw[t, j]):#x}, "
+                                     f"tcemu {int(regs[t, j]):#x})")
+
+
+def _sp_descriptor(offset, rows, mn_major, b_operand):
+    if mn_major:  # SBO: next 8 MN elements; LBO: next 8 K
+        return GmmaDescriptor(_NUMERICS_BASE + offset, lbo=(rows // 8) * 128, sbo=128)
+    return GmmaDescriptor(_NUMERICS_BASE + offset, lbo=128, sbo=512 if b_operand else 256)
+
+
+def sp_numerics_case_registers(trace: Trace, i: int, rule: str = "selected") -> np.ndarray:
+    """tcemu's raw D registers (128, nregs) for case i of a wgmma_sp_numerics trace (invalid metadata: gather)."""
+    from . import sparse_seeds as S
+    from .fragments import to_d_registers
+    from .hopper import OUT_NUMPY
+    from .sparse import SP_K_OF, wgmma_sp
+    cols = trace.columns
+    kind, n, sel, rega, ta, tb, sa, sb = trace.meta["instantiations"][int(cols["inst"][i])]
+    atype, btype, dtype, satf = trace.meta["kinds"][kind]
+    seed, cls = int(cols["seed"][i]), int(cols["cls"][i])
+    K = SP_K_OF[atype]
+    c = S.c_bits(seed, kind, n).view(OUT_NUMPY[dtype])
+    scale_d = bool(cols["scale_d"][i])
+    da, db = _sp_descriptor(0, 64, ta, False), _sp_descriptor(_B_OFF, n, tb, True)
+    for step in range(int(cols["steps"][i])):
+        smem = SharedMemory()
+        a_regs = S.a_register_bits(seed, kind, step) if rega else None
+        if not rega:
+            smem.write_operand(da, S.stored_a_bits(seed, kind, step), dtype=atype, major="MN" if ta else "K")
+        smem.write_operand(db, S.b_bits(seed, kind, step, n), dtype=btype, major="MN" if tb else "K")
+        c = wgmma_sp(smem, None if rega else da, db, shape=f"m64n{n}k{K}", dtype_a=atype, dtype_b=btype,
+                     dtype_d=dtype, sparse_meta=S.meta_register_bits(seed, kind, step, cls), sparsity_selector=sel,
+                     trans_a=bool(ta), trans_b=bool(tb), c=c, scale_d=scale_d or step > 0, scale_a=sa, scale_b=sb,
+                     satfinite=bool(satf), a_regs=a_regs, invalid_meta="gather", rule=rule)
+    return to_d_registers(c.view(np.uint16 if dtype == "f16" else np.uint32), dtype)
+
+
+def sp_numerics_case_matches(trace: Trace, i: int, rule: str = "selected") -> np.ndarray:
+    """(128,) bool: which threads of case i match the trace under `rule` (digest and, if stored, raw registers)."""
+    cols = trace.columns
+    regs = sp_numerics_case_registers(trace, i, rule)
+    same = thread_digests(regs) == cols["digest"][i]
+    diag = np.flatnonzero(cols["diag_case"] == i)
+    if diag.size:
+        lo, hi = cols["diag_offsets"][diag[0]], cols["diag_offsets"][diag[0] + 1]
+        same &= np.all(cols["diag_regs"][lo:hi].reshape(regs.shape) == regs, axis=1)
+    return same
+
+
+def _replay_sp_numerics(trace: Trace, result: ReplayResult, max_report: int):
+    cols, meta = trace.columns, trace.meta
+    for i in range(cols["seed"].size):
+        kind, n, sel, rega, ta, tb, sa, sb = meta["instantiations"][int(cols["inst"][i])]
+        atype, btype, dtype, satf = meta["kinds"][kind]
+        form = (f"{atype}.{btype}->{dtype}{'.sat' if satf else ''} {meta['classes'][int(cols['cls'][i])]}"
+                + (" regA" if rega else "") + (f" sel{sel}" if sel else "") + (" trans" if ta or tb else "")
+                + (" neg" if -1 in (sa, sb) else ""))
+        group = result.groups.setdefault(form, GroupResult())
+        same = sp_numerics_case_matches(trace, i)
+        nregs = n // 4 if dtype == "f16" else n // 2
+        group.cases += 1
+        group.values += 128 * nregs
+        group.values_matched += int(same.sum()) * nregs
+        group.cases_matched += bool(same.all())
+        if not same.all() and len(result.mismatches) < max_report:
+            t = int(np.flatnonzero(~same)[0])
+            result.mismatches.append(f"case {i} {form} n={n} steps={int(cols['steps'][i])} seed={int(cols['seed'][i])}: "
+                                     f"{int((~same).sum())} of 128 threads differ (first: thread {t})")
+
+
 _REPLAYERS = {"wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
-              "smem_wavefronts": _replay_wavefronts, "tma_tile_loads": _replay_tma}
+              "smem_wavefronts": _replay_wavefronts, "tma_tile_loads": _replay_tma,
+              "wgmma_sp_operand_addresses": _replay_sp_addresses, "wgmma_sp_metadata": _replay_sp_metadata,
+              "wgmma_sp_numerics": _replay_sp_numerics}
 
 
 def replay(trace, max_report: int = 10) -> ReplayResult:

@@ -135,12 +135,15 @@ def test_ptx_figures(fig, swizzle, major, dtype, shape, stride, lbo, sbo, text):
     rows, k = exact[0].size(), exact[1].size()
     if fig == 167:
         # The exact layout's K extent (16 tf32 = 64 B) overflows the 32-byte swizzled row, so it
-        # aliases: (MN 1, K 0) and (MN 0, K 8) are both element 8. tcemu refuses that K; check K = 8.
+        # aliases: (MN 1, K 0) and (MN 0, K 8) are both element 8. tcemu does not follow it past one
+        # swizzled row: K chunks 2 and 3 sit in the next atom column, LBO bytes on (addressing.py; the
+        # rule sparse B needs, pending traces/wgmma_sp_addresses_sm90.npz). Check K = 8 against the figure.
         assert exact(1, 0) == exact(0, 8) == 8
-        desc = GmmaDescriptor(0, lbo, sbo, 0, swizzle)
-        with pytest.raises(LayoutError) as err:
-            tcemu.operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major)
-        assert err.value.field == "k"
+        sw = Swizzle(1, 4, 3)
+        wide = GmmaDescriptor(0, 1024, sbo, 0, swizzle)
+        got = tcemu.operand_addresses(wide, rows=rows, k=k, dtype=dtype, major=major)
+        want = [[sw(exact(r, c % 8) * 4 + 1024 * (c // 8)) for c in range(k)] for r in range(rows)]
+        np.testing.assert_array_equal(got, want)
         k = 8
     sw = Swizzle(W.bit_length() - 5, 4, 3) if W > 16 else Swizzle(0, 4, 3)
     want = np.array([[sw(exact(r, c) * eb) for c in range(k)] for r in range(rows)])
