@@ -136,15 +136,23 @@ def _replay(args) -> int:
     for path in paths:
         result = replay(path)
         name = path.rsplit("/", 1)[-1]
+        many = len(result.groups) > 30  # e.g. one group per ALU form: list only the mismatching ones
         for group, g in sorted(result.groups.items()):
             flag = "" if g.cases == g.cases_matched else "  MISMATCH"
+            if many and not flag:
+                continue
             print(f"{name:<32} {group:<16} {g.cases:>7} {g.cases_matched:>7} {g.values:>10} "
                   f"{g.values_matched:>10}{flag}")
         total = [sum(getattr(g, f) for g in result.groups.values())
                  for f in ("cases", "cases_matched", "values", "values_matched")]
         print(f"{name:<32} {'total':<16} {total[0]:>7} {total[1]:>7} {total[2]:>10} {total[3]:>10}")
+        if many:
+            print(f"{name:<32} {len(result.groups)} groups, {sum(g.cases == g.cases_matched for g in result.groups.values())}"
+                  " match in full")
         for line in result.mismatches:
             print("  " + line)
+        for line in getattr(result, "notes", []):
+            print("  note: " + line[:300])
         ok &= result.ok
     print("all traces match" if ok else "MISMATCHES FOUND")
     return 0 if ok else 1

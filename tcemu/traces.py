@@ -41,7 +41,9 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
                                             "check_mismatches", "offsets", "addresses"),
              "wgmma_sp_metadata": ("inst", "cls", "walk", "sp_meta", "d_offsets", "d_regs"),
              "wgmma_sp_numerics": ("seed", "inst", "steps", "scale_d", "cls", "digest", "diag_case", "diag_offsets",
-                                   "diag_regs")}
+                                   "diag_regs"),
+             "ptx_alu": ("op", "a", "b", "c", "e", "d", "d1"),
+             "kernel_outputs": ("seed", "status", "offsets", "bits")}
 
 # The record layout of scripts/capture_tma.py (CASE_DTYPE), field for field.
 TMA_CASE = np.dtype([("dtype", "<i4"), ("rank", "<i4"), ("swizzle", "<i4"), ("dst", "<i4"), ("gaddr", "<i8"),
@@ -83,6 +85,7 @@ class ReplayResult:
     trace: Trace
     groups: Dict[str, GroupResult] = field(default_factory=dict)
     mismatches: List[str] = field(default_factory=list)  # first few, as readable lines
+    notes: List[str] = field(default_factory=list)       # what the replay did not judge, and why
 
     @property
     def ok(self) -> bool:
@@ -409,7 +412,70 @@ def _replay_sp_numerics(trace: Trace, result: ReplayResult, max_report: int):
                                      f"{int((~same).sum())} of 128 threads differ (first: thread {t})")
 
 
-_REPLAYERS = {"wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
+
+def _replay_ptx_alu(trace: Trace, result: ReplayResult, max_report: int):
+    """ALU instructions one form at a time through the interpreter's exact arithmetic (tcemu.ptx)."""
+    from .ptx.alu_trace import replay_alu_columns
+    alu = replay_alu_columns(trace.meta, trace.columns)
+    refused = []
+    for name, f in alu.forms.items():
+        if f.status == "refused":  # approximate forms tcemu does not model: not judged
+            refused.append(name)
+            continue
+        g = result.groups.setdefault(name, GroupResult())
+        g.cases += f.cases
+        g.cases_matched += f.matched
+        g.values += f.cases
+        g.values_matched += f.matched
+        if f.status != "match" and len(result.mismatches) < max_report:
+            result.mismatches.append(f"{name}: {f.status} {f.first_mismatch or ''}")
+    if refused:
+        result.notes.append(f"{len(refused)} approximate forms refused by tcemu, not judged: {', '.join(refused)}")
+
+
+def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
+    """Whole kernels: each captured launch rerun on the PTX interpreter, every output byte compared."""
+    from .ptx.replay import fixture_from_trace, replay_case
+    cols = trace.columns
+    cases = trace.meta.get("cases")
+    if not isinstance(cases, list) or len(cases) != cols["status"].size:
+        raise TraceError("meta.cases", f"{trace.path}: one case record per status entry expected")
+    mods = {}
+
+    class _Z:  # the embedded fixtures, by member name
+        def __getitem__(self, key):
+            if key not in cols:
+                raise TraceError(key, f"{trace.path}: fixture member missing")
+            return cols[key]
+    for i, case in enumerate(cases):
+        if int(cols["status"][i]) != 0:
+            result.notes.append(f"case {i} ({case.get('fixture')}): not captured ({case.get('status')})")
+            continue
+        name = case["fixture"]
+        if name not in mods:
+            mods[name] = fixture_from_trace(_Z(), name)
+        module, fixture = mods[name]
+        hw = cols["bits"][int(cols["offsets"][i]):int(cols["offsets"][i + 1])]
+        try:
+            got = replay_case(module, fixture, case)
+        except TcemuError as e:
+            got = None
+            if len(result.mismatches) < max_report:
+                result.mismatches.append(f"case {i} {name}: {type(e).__name__}: {e}"[:400])
+        g = result.groups.setdefault(name, GroupResult())
+        g.cases += 1
+        g.values += hw.size
+        if got is not None:
+            same = int(np.count_nonzero(got == hw)) if got.size == hw.size else 0
+            g.values_matched += same
+            g.cases_matched += same == hw.size
+            if same != hw.size and len(result.mismatches) < max_report:
+                result.mismatches.append(f"case {i} {name} {case.get('M')}x{case.get('N')}x{case.get('K')}: "
+                                         f"{hw.size - same} of {hw.size} output bytes differ")
+
+
+_REPLAYERS = {"ptx_alu": _replay_ptx_alu, "kernel_outputs": _replay_kernels,
+              "wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
               "smem_wavefronts": _replay_wavefronts, "tma_tile_loads": _replay_tma,
               "wgmma_sp_operand_addresses": _replay_sp_addresses, "wgmma_sp_metadata": _replay_sp_metadata,
               "wgmma_sp_numerics": _replay_sp_numerics}

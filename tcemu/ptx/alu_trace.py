@@ -166,6 +166,11 @@ def evaluate(name, dst, src, a, b, c, e):
 
 def replay_alu_trace(path, max_report: int = 1) -> AluReplay:
     meta, cols = load_alu_trace(path)
+    return replay_alu_columns(meta, cols, max_report)
+
+
+def replay_alu_columns(meta, cols, max_report: int = 1) -> AluReplay:
+    """Replay a loaded ptx_alu trace (meta dict, columns) form by form."""
     result = AluReplay(meta)
     op = cols["op"].astype(np.int64)
     order = np.argsort(op, kind="stable")
