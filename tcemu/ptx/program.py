@@ -147,6 +147,9 @@ class Program:
             if sym.space == "label":
                 raise PtxUnsupported(ins.opcode, "labels as values are not supported")
             dt = CONTAINER[t.bits]
+            if sym.space in ("global", "const"):  # placed per launch (Module._place_globals), after compiling
+                symbols, name, off, mask = self.symbols, op.name, op.offset, MASKS[t.bits]
+                return lambda W: np.full(32, (symbols[name].address + off) & mask, dt)
             const = np.full(32, (sym.address + op.offset) & MASKS[t.bits], dt)
             const.setflags(write=False)
             return lambda W: const

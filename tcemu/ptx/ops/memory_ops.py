@@ -35,9 +35,12 @@ def address(prog, op: P.Addr, ins, space: str):
         sym = prog.symbols.get(op.base.name)
         if sym is None:
             raise PtxSyntaxError(ins.line, ins.col, f"{op.base.name} is not a declared name")
-        base = sym.address
-        if space == "generic" and sym.space in WINDOWS:
-            base += WINDOWS[sym.space]
+        window = WINDOWS[sym.space] if space == "generic" and sym.space in WINDOWS else 0
+        if sym.space in ("global", "const"):  # placed per launch (Module._place_globals), after compiling
+            symbols, name = prog.symbols, op.base.name
+            return lambda W: np.full(32, np.uint64((symbols[name].address + window + op.offset)
+                                                   & 0xFFFFFFFFFFFFFFFF), np.uint64)
+        base = sym.address + window
         const = np.full(32, np.uint64((base + op.offset) & 0xFFFFFFFFFFFFFFFF), np.uint64)
         return lambda W: const
     slot = prog.slot(op.base, ins)
