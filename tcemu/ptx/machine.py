@@ -254,7 +254,7 @@ class Cta:
             ins = self.prog.instrs[pc] if pc < len(self.prog.instrs) else None
             what = describe(ins) if ins is not None else f"pc {pc}"
             lines.append(f"  warp {w.index}: at {what}" + (f"; waits on {w.wait}" if w.wait else ""))
-        for bid, (count, gen) in sorted(self.barriers.items()):
+        for bid, (count, gen, *_) in sorted(self.barriers.items()):
             if count:
                 lines.append(f"  barrier {bid}: {count} threads arrived (generation {gen})")
         extra = getattr(self, "barrier_report", None)
