@@ -192,7 +192,9 @@ def c_bar(ins, prog, pc):
             if count is not None and (count % 32 or count <= 0):
                 raise KernelFault(wh, f"barrier thread count {count} is not a positive multiple of 32")
             act = mask_array(m) & W.live
-            n = 32 if aligned else int(act.sum())
+            # PTX 9.7.12.1: the barrier counts warps' arrival (counts are multiples of 32): a warp whose
+            # non-exited threads all execute it adds 32, even a partial last warp or one with exited lanes
+            n = 32 if aligned or (act == W.live).all() else int(act.sum())
             B = barrier_state(cta, bid)
             if len(B) < 4:
                 B.extend([None, {}])
