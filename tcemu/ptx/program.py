@@ -48,6 +48,8 @@ class Program:
         self.local_size = 0
         self._layout()
         self.code: List[Callable] = []
+        # per pc (plus the fell-off slot): does the instruction wait for the other lanes of its warp?
+        self.converge = np.array([warp_synchronous(i) for i in self.instrs] + [False], bool)
 
     # -- layout of registers and variables
     def _layout(self):
@@ -219,6 +221,13 @@ class Program:
         if isinstance(op, P.Vec):
             return list(op.items)
         return [op]
+
+
+def warp_synchronous(ins: P.Instruction) -> bool:
+    """Instructions that wait for the other lanes of their warp (.sync with a membermask, .aligned, CTA
+    barriers): in a diverged warp, lanes that reach one wait there while other lanes can still run."""
+    parts = ins.opcode.split(".")
+    return parts[0] in ("bar", "barrier") or "sync" in parts or "aligned" in parts
 
 
 def base_opcode(opcode: str) -> List[str]:
