@@ -252,6 +252,16 @@ def _members(W, m, gmask, ins):
     return act
 
 
+@register("bar.warp.sync")
+def c_bar_warp_sync(ins, prog, pc):
+    """__syncwarp (PTX 9.7.12.3): the membermask's lanes meet here (lanes wait at it: warp_synchronous)."""
+    gm = prog.read(operands(ins, 1)[0], U32, ins)
+
+    def op(W, m):
+        _members(W, m, gm, ins)
+    return op
+
+
 @register("shfl")
 def c_shfl(ins, prog, pc):
     mods = Mods(ins)
