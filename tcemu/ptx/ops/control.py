@@ -246,9 +246,10 @@ def _members(W, m, gmask, ins):
     if (act & ~member).any():
         raise HazardError(where(ins), f"lanes {np.flatnonzero(act & ~member).tolist()} execute it but are not in "
                                       f"membermask {mm:#010x}")
-    if (member & ~act).any():
-        raise HazardError(where(ins), f"membermask {mm:#010x} names lanes {np.flatnonzero(member & ~act).tolist()} "
-                                      "that did not reach this instruction (diverged or exited)")
+    missing = member & ~act & W.live  # .sync waits for the non-exited lanes of membermask (PTX 9.7.9.6)
+    if missing.any():
+        raise HazardError(where(ins), f"membermask {mm:#010x} names lanes {np.flatnonzero(missing).tolist()} "
+                                      "that did not reach this instruction (they run elsewhere in the warp)")
     return act
 
 
