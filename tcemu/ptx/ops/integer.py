@@ -378,7 +378,9 @@ def c_bfe(ins, prog, pc):
             sbit = np.where(ln == 0, np.uint64(0), np.where(pos >= bits, (v >> np.uint64(bits - 1)) & np.uint64(1), sbit))
         else:
             sbit = np.zeros_like(v)
-        keep = np.where(ln >= bits, np.uint64(MASKS[bits]), (np.uint64(1) << np.minimum(ln, np.uint64(63))) - np.uint64(1))
+        # field bits i < len with pos + i <= msb come from a; the rest (even inside len) are the sign bit
+        eff = np.minimum(ln, np.uint64(bits) - np.minimum(pos, np.uint64(bits)))
+        keep = np.where(eff >= bits, np.uint64(MASKS[bits]), (np.uint64(1) << np.minimum(eff, np.uint64(63))) - np.uint64(1))
         r = shifted & keep
         r = np.where(sbit == 1, r | (~keep & np.uint64(MASKS[bits])), r)
         r = np.where(ln == 0, np.uint64(0), r)
