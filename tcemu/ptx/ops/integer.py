@@ -179,7 +179,12 @@ def c_divrem(ins, prog, pc):
         # common case (all ones for div, the dividend for rem) and do not fault.
         zero = b == 0
         bb = np.where(zero, 1, b).astype(b.dtype)
-        if t.signed:
+        if t.signed and bits == 64:  # Python ints: |MININT| does not fit int64
+            q = [abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+                 for x, y in zip(_s(a, 64).tolist(), _s(bb, 64).tolist())]
+            r = [x - qq * y for x, y, qq in zip(_s(a, 64).tolist(), _s(bb, 64).tolist(), q)]
+            out = np.array([v & MASKS[64] for v in (r if rem else q)], np.uint64)
+        elif t.signed:
             sa, sb = _s(a, bits).astype(np.int64), _s(bb, bits).astype(np.int64)
             q = np.abs(sa) // np.abs(sb) * np.sign(sa) * np.sign(sb)   # truncation toward zero
             r = sa - q * sb
