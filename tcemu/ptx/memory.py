@@ -172,16 +172,16 @@ class SharedWindow:
     def load(self, offs: np.ndarray, nbytes: int, lanes, where: str) -> np.ndarray:
         self.check(offs, nbytes, lanes, where, "reads")
         spots = offs[:, None] + np.arange(nbytes)
-        if not self.smem.written[spots].all():
-            j, b = np.argwhere(~self.smem.written[spots])[0]
-            raise MemoryFault(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x}, which "
-                                     "nothing wrote (launch with zero_init_shared=True to read zeros)")
-        if self.async_pending[spots].any():
+        if self.async_pending[spots].any():  # before the unwritten check: the copy's target is unwritten too
             j, b = np.argwhere(self.async_pending[spots] != 0)[0]
             from .errors import HazardError
             raise HazardError(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x} while an "
                                      "asynchronous copy to it is still in flight (missing cp.async.wait_group / "
                                      "barrier wait)")
+        if not self.smem.written[spots].all():
+            j, b = np.argwhere(~self.smem.written[spots])[0]
+            raise MemoryFault(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x}, which "
+                                     "nothing wrote (launch with zero_init_shared=True to read zeros)")
         return self.smem.data[spots]
 
     def store(self, offs: np.ndarray, data: np.ndarray, lanes, where: str, generic: bool = True) -> None:
