@@ -114,8 +114,12 @@ class GlobalMemory:
         for j, addr in enumerate(addrs.tolist()):
             k = int(np.searchsorted(self._bases, addr, side="right")) - 1
             if k < 0 or not (self.allocs[k].base <= addr and addr + nbytes <= self.allocs[k].end):
+                a = self.allocs[k] if k >= 0 else None
+                where_ = self.describe(addr) if a is None or addr >= a.end else \
+                    f"starts {addr - a.base} bytes into '{a.name}' ({a.data.size} bytes at {a.base:#x}) and runs " \
+                    f"{addr + nbytes - a.end} bytes past its end"
                 raise MemoryFault(where, f"thread {lanes[j]} accesses {nbytes} bytes at global address {addr:#x}, "
-                                         f"outside every allocation: {self.describe(addr)}")
+                                         f"outside every allocation: {where_}")
         # several allocations in one instruction: resolve lane by lane
         return "multi", addrs
 
