@@ -35,6 +35,14 @@ def test_global_out_of_bounds_read_before_the_buffer():
     assert "thread 0 accesses 4 bytes" in str(e.value) and "8 bytes before 'out'" in str(e.value)
 
 
+def test_global_access_straddling_the_end():
+    # a 16-byte vector load at byte 128 of a 136-byte buffer: in bounds at its start, 8 bytes past at its end
+    with pytest.raises(MemoryFault) as e:
+        run("  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd0+128];\n  ret;\n", out=np.zeros(34, np.uint32))
+    assert "thread 0 accesses 16 bytes" in str(e.value) and \
+        "starts 128 bytes into 'out' (136 bytes at" in str(e.value) and "runs 8 bytes past its end" in str(e.value)
+
+
 def test_global_far_out_of_bounds():
     with pytest.raises(MemoryFault) as e:
         run("  ld.global.u32 %r2, [%rd1+1048576];\n  ret;\n")   # 1 MiB past: in the guard gap, not another buffer
