@@ -114,6 +114,25 @@ def test_loc_and_file_before_or_after_the_code():
         assert f"line {trap.line} (/src/helpers.h:40)" in str(e.value)
 
 
+def test_loc_does_not_leak_into_the_next_function():
+    text = HEADER + """.file 1 "a.cu"
+.visible .entry k1()
+{
+  .loc 1 5 0
+  ret;
+}
+.visible .entry k2()
+{
+  trap;
+}
+"""
+    tree = P.parse(text)
+    assert tree.functions["k1"].body[0].loc == ("a.cu", 5, 0) and tree.functions["k2"].body[0].loc is None
+    with pytest.raises(KernelFault) as e:
+        ptx.load(text).launch("k2", grid=1, block=1)
+    assert "a.cu" not in str(e.value)
+
+
 def test_debug_sections_are_skipped():
     # Triton ends its PTX with .file and .section .debug_* blocks holding raw data and labels
     text = entry("  st.global.u32 [%rd1], %r0;\n  ret;\n") + """
