@@ -180,6 +180,7 @@ def kernel(form: Form, image_words: int, hooks=None) -> str:
             if form.dtype_a in ("f16", "bf16"):
                 imm += f", {form.trans_b}" if a is None else f", {form.trans_a}, {form.trans_b}"
         body.append(f"  wgmma.mma_async.sync.aligned.{form.shape}{sat}.{dt} {dregs}, {a_op}, %rd11, {scale_d}{imm};\n")
+        body.append(h.get(f"after_step{s}", ""))
     body.append("  wgmma.commit_group.sync.aligned;\n")
     body.append(h["after_commit"])
     body.append("  wgmma.wait_group.sync.aligned 0;\n")
@@ -290,6 +291,20 @@ def test_reading_an_accumulator_before_wait_group():
     assert "%d3 belongs to a wgmma.mma_async still in flight" in str(e.value)
     with pytest.raises(HazardError):   # writing it is just as wrong
         launch(BF16, hooks={"after_commit": "  mov.b32 %d0, 0;\n"})
+
+
+def test_wait_group_n_leaves_the_newest_groups_pending():
+    # steps 0-2 commit as one group, step 3 as a second; wait_group 1 retires only the first, and step 3 writes
+    # every accumulator, so reading one is still a hazard; wait_group 0 then makes the read legal
+    commit = "  wgmma.commit_group.sync.aligned;\n"
+    with pytest.raises(HazardError) as e:
+        launch(BF16, hooks={"after_step2": commit, "after_commit": "  wgmma.wait_group.sync.aligned 1;\n"
+                                                                   "  mov.b32 %r20, %d7;\n"})
+    assert "%d7 belongs to a wgmma.mma_async still in flight" in str(e.value)
+    regs, prep = launch(BF16, hooks={"after_step2": commit, "after_commit": "  wgmma.wait_group.sync.aligned 1;\n"
+                                                                           "  wgmma.wait_group.sync.aligned 0;\n"
+                                                                           "  mov.b32 %r20, %d7;\n"})
+    assert np.array_equal(regs, prep["regs"])
 
 
 def test_writing_an_accumulator_after_the_fence():
