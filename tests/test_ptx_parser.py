@@ -275,6 +275,9 @@ $L_c:
     ("  @%q1 bra $L_x;\n", 1, 4, "not a declared predicate"),
     ("  .reg %r9;\n", 1, 8, "without a type"),
     ("  add.u32 %r1, [%r2 + ], 1;\n", 1, 23, "expected an integer"),
+    ("  ld.global.u32 %r1, [%r2;\n", 1, 26, "expected ']'"),
+    ("  .reg .b32 %q<abc>;\n", 1, 16, "expected an integer"),
+    ("  add.u32 %r1, %r2, ;\n", 1, 21, "unexpected ';'"),
 ])
 def test_malformed_ptx_names_line_and_column(snippet, line_in_body, col, words):
     text = entry("  /* multi\n line */\n" + snippet + "  ret;\n")
