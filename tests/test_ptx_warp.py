@@ -302,3 +302,28 @@ def test_membermask_must_be_uniform():
     with pytest.raises(HazardError) as e:
         run("  or.b32 %r2, %r0, 0xfffffffe;\n  vote.sync.any.pred %p1, %p1, %r2;\n  ret;\n")
     assert "membermask must be the same" in str(e.value)
+
+
+def test_lane_special_registers():
+    # PTX 10.3, 10.18-10.22: %laneid, %lanemask_{eq,le,lt,ge,gt}; %warpid / %nwarpid / %dynamic_smem_size of a
+    # 96-thread CTA launched with 48 bytes of dynamic shared memory
+    body = """
+  mov.u32 %r2, %laneid;
+  mov.u32 %r3, %lanemask_eq;
+  mov.u32 %r4, %lanemask_le;
+  mov.u32 %r5, %lanemask_lt;
+  mov.u32 %r6, %lanemask_ge;
+  mov.u32 %r7, %lanemask_gt;
+  mov.u32 %r8, %nwarpid;
+  mov.u32 %r9, %dynamic_smem_size;
+  mul.wide.u32 %rd2, %r0, 32;
+  add.s64 %rd2, %rd0, %rd2;
+  st.global.v4.u32 [%rd2], {%r2, %r3, %r4, %r5};
+  st.global.v4.u32 [%rd2+16], {%r6, %r7, %r8, %r9};
+  ret;
+"""
+    out = run(body, block=96, out_words=96 * 8, shared_bytes=48).reshape(96, 8)
+    for t in range(96):
+        lane = t % 32
+        lt, le = (1 << lane) - 1, (1 << (lane + 1)) - 1
+        assert list(out[t]) == [lane, 1 << lane, le, lt, ~lt & 0xFFFFFFFF, ~le & 0xFFFFFFFF, 3, 48]
