@@ -512,3 +512,11 @@ def test_ctas_subset():
         with pytest.raises(PtxError) as e:
             mod.launch("k", grid=(4, 3), block=32, args=[out], ctas=bad)
         assert e.value.field == "ctas"
+
+
+def test_progress_bar_counts_ctas(capsys):
+    out = np.full(3 * 32, 0xFFFFFFFF, np.uint32)
+    run(GEOMETRY, out=out, grid=3, block=32, progress=True)
+    err = capsys.readouterr().err
+    assert "1/3 CTAs" in err and "3/3 CTAs" in err and err.endswith("\n")
+    assert np.array_equal(out, _geometry_model((3, 1), (32, 1, 1)))
