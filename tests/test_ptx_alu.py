@@ -158,8 +158,8 @@ ARITH64 = [
 ]
 
 
-@pytest.mark.parametrize("snippet,ref", ARITH64, ids=[s.split()[0] if "cvt" not in s.split()[0] else s.split("\n")[-1].split()[0]
-                                                      for s, _ in ARITH64])
+@pytest.mark.parametrize("snippet,ref", ARITH64, ids=[s.strip().split("\n")[-1].split()[0] if s.startswith("cvt")
+                                                      else s.split()[0] for s, _ in ARITH64])
 def test_arith64(snippet, ref):
     check(snippet, ref, A64, B64, C64, wide=True)
 

@@ -387,7 +387,8 @@ def test_scalar_pointer_and_byte_parameters():
     assert list(out) == [0xFFFFFFFF, 0xFFFFFFFD, 0x3FC00000, 0x07060504]
     out[:] = 0
     ptx.load(LAUNCH).launch("k", grid=1, block=1,
-                            args={"out": out, "n": 5, "s": 127, "f": np.float32(-2.0), "blob": np.arange(16, dtype=np.uint8)})
+                            args={"out": out, "n": 5, "s": 127, "f": np.float32(-2.0),
+                                  "blob": np.arange(16, dtype=np.uint8)})
     assert list(out) == [5, 127, 0xC0000000, 0x07060504]
 
 

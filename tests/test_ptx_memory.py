@@ -621,6 +621,7 @@ def test_ldmatrix_faults():
 def test_stmatrix(num, trans):
     # register i of thread t holds halves (i, t, 0) and (i, t, 1), value 64 i + 2 t + e; stmatrix scatters them,
     # then every thread reads back 16 bytes (one row) per matrix
+    regs = ", ".join(f"%r{20 + i}" for i in range(num))
     body = """
   mov.u32 %r2, smem;
   shr.u32 %r3, %r0, 3;
@@ -634,7 +635,7 @@ def test_stmatrix(num, trans):
   add.u32 %r31, %r30, 1;
   shl.b32 %r31, %r31, 16;
   or.b32 %r{20 + i}, %r30, %r31;
-""" for i in range(num)) + f"""  stmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}.shared.b16 [%r5], {{{", ".join(f"%r{20 + i}" for i in range(num))}}};
+""" for i in range(num)) + f"""  stmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}.shared.b16 [%r5], {{{regs}}};
   bar.warp.sync -1;
   setp.ge.u32 %p1, %r0, {8 * num};
   @%p1 ret;

@@ -314,7 +314,8 @@ $L_end:
 
 
 @pytest.mark.parametrize("ins", ["sin.approx.f32 %f1, %f2;", "call.uni foo, (%r1);",
-                                 "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];"])
+                                 "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                                 "[%r1], [%rd1], 16, [%r2];"])
 def test_known_but_unmodelled_instructions_are_refused(ins):
     text = entry(f"  {ins}\n  ret;\n", before=".extern .func foo(.param .b32 x);\n")
     with pytest.raises(PtxUnsupported) as e:

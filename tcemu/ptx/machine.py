@@ -5,9 +5,10 @@ A warp runs converged with one PC until a branch splits its lanes; then every la
 warp steps the lanes at the lowest PC first, so the lanes of an if/else or a loop meet again where their paths
 join (the reconvergence of structured code). Lanes at a warp-synchronous instruction (.sync, .aligned, CTA
 barriers) wait there while other lanes can still run, so the instruction sees every lane that will reach it
-even where the compiler placed a branch's block after the join (as nvcc does with cold blocks). A CTA runs its warps one at a time, each until it blocks (barrier, warpgroup collective, a barrier wait
-that would fail, ...) or exits; a round in which no warp makes progress is a deadlock, reported with every
-warp's PC, source line and what it waits on.
+even where the compiler placed a branch's block after the join (as nvcc does with cold blocks). A CTA runs
+its warps one at a time, each until it blocks (barrier, warpgroup collective, a barrier wait that would
+fail, ...) or exits; a round in which no warp makes progress is a deadlock, reported with every warp's PC,
+source line and what it waits on.
 
 Instruction semantics return a control value: None (next instruction), an int (jump), BLOCK (stay on this
 instruction and run it again later: blocking instructions are written to be re-executed), or DIVERGED.

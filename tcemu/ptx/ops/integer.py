@@ -385,7 +385,8 @@ def c_bfe(ins, prog, pc):
             sbit = np.zeros_like(v)
         # field bits i < len with pos + i <= msb come from a; the rest (even inside len) are the sign bit
         eff = np.minimum(ln, np.uint64(bits) - np.minimum(pos, np.uint64(bits)))
-        keep = np.where(eff >= bits, np.uint64(MASKS[bits]), (np.uint64(1) << np.minimum(eff, np.uint64(63))) - np.uint64(1))
+        keep = np.where(eff >= bits, np.uint64(MASKS[bits]),
+                        (np.uint64(1) << np.minimum(eff, np.uint64(63))) - np.uint64(1))
         r = shifted & keep
         r = np.where(sbit == 1, r | (~keep & np.uint64(MASKS[bits])), r)
         r = np.where(ln == 0, np.uint64(0), r)
