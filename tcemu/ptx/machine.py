@@ -3,10 +3,12 @@ scheduler.
 
 A warp runs converged with one PC until a branch splits its lanes; then every lane keeps its own PC and the
 warp steps the lanes at the lowest PC first, so the lanes of an if/else or a loop meet again where their paths
-join (the reconvergence of structured code), and warp-synchronous instructions see the lanes that reached
-them. A CTA runs its warps one at a time, each until it blocks (barrier, warpgroup collective, a barrier wait
-that would fail, ...) or exits; a round in which no warp makes progress is a deadlock, reported with every
-warp's PC, source line and what it waits on.
+join (the reconvergence of structured code). Lanes at a warp-synchronous instruction (.sync, .aligned, CTA
+barriers) wait there while other lanes can still run, so the instruction sees every lane that will reach it
+even where the compiler placed a branch's block after the join (as nvcc does with cold blocks). A CTA runs
+its warps one at a time, each until it blocks (barrier, warpgroup collective, a barrier wait that would
+fail, ...) or exits; a round in which no warp makes progress is a deadlock, reported with every warp's PC,
+source line and what it waits on.
 
 Instruction semantics return a control value: None (next instruction), an int (jump), BLOCK (stay on this
 instruction and run it again later: blocking instructions are written to be re-executed), or DIVERGED.
@@ -84,6 +86,7 @@ class Warp:
     def run(self, budget: int) -> int:
         """Execute until this warp blocks, exits or has run `budget` instructions; the number executed."""
         code = self.prog.code
+        converge = self.prog.converge
         n = 0
         try:
             while n < budget and not self.done:
@@ -100,7 +103,12 @@ class Warp:
                 else:
                     live = self.live
                     pcs = self.lane_pc
-                    pc = int(pcs[live].min())
+                    at = pcs[live]
+                    pc = int(at.min())
+                    if converge[pc]:  # lanes at a warp-synchronous instruction wait for those still running
+                        free = at[~converge[at]]
+                        if free.size:
+                            pc = int(free.min())
                     m = live & (pcs == pc)
                     r = code[pc](self, m)
                     if r is None:

@@ -124,8 +124,12 @@ class GlobalMemory:
         for j, addr in enumerate(addrs.tolist()):
             k = int(np.searchsorted(self._bases, addr, side="right")) - 1
             if k < 0 or not (self.allocs[k].base <= addr and addr + nbytes <= self.allocs[k].end):
+                a = self.allocs[k] if k >= 0 else None
+                where_ = self.describe(addr) if a is None or addr >= a.end else \
+                    f"starts {addr - a.base} bytes into '{a.name}' ({a.data.size} bytes at {a.base:#x}) and runs " \
+                    f"{addr + nbytes - a.end} bytes past its end"
                 raise MemoryFault(where, f"thread {lanes[j]} accesses {nbytes} bytes at global address {addr:#x}, "
-                                         f"outside every allocation: {self.describe(addr)}")
+                                         f"outside every allocation: {where_}")
         # several allocations in one instruction: resolve lane by lane
         return "multi", addrs
 
@@ -196,15 +200,15 @@ class SharedWindow:
                                      f"{int(spots[self.mbar_live[spots]][0]):#x}")
         if self.guarded and W is not None:
             self.check_guard([W], spots, where, "reads")
-        if not self.smem.written[spots].all():
-            j, b = np.argwhere(~self.smem.written[spots])[0]
-            raise MemoryFault(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x}, which "
-                                     "nothing wrote (launch with zero_init_shared=True to read zeros)")
-        if self.async_pending[spots].any():
+        if self.async_pending[spots].any():  # before the unwritten check: the copy's target is unwritten too
             j, b = np.argwhere(self.async_pending[spots] != 0)[0]
             raise HazardError(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x} while an "
                                      "asynchronous copy to it is still in flight (missing cp.async.wait_group / "
                                      "barrier wait)")
+        if not self.smem.written[spots].all():
+            j, b = np.argwhere(~self.smem.written[spots])[0]
+            raise MemoryFault(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x}, which "
+                                     "nothing wrote (launch with zero_init_shared=True to read zeros)")
         return self.smem.data[spots]
 
     def store(self, offs: np.ndarray, data: np.ndarray, lanes, where: str, generic: bool = True) -> None:

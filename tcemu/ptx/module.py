@@ -76,6 +76,20 @@ def _dim3(value, field: str):
     return dims + (1,) * (3 - len(dims))
 
 
+def _cta_index(value):
+    """A CTA index: 1-3 non-negative ints (missing trailing coordinates are 0), unlike grid/block sizes."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        dims = tuple(value)
+    except TypeError:
+        dims = ()
+    if not 1 <= len(dims) <= 3 or any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0
+                                      for v in dims):
+        raise PtxError("ctas", f"each entry must be a CTA index of 1-3 non-negative ints, got {value!r}")
+    return tuple(int(v) for v in dims) + (0,) * (3 - len(dims))
+
+
 class Module:
     def __init__(self, text: str, name: str = "<ptx>"):
         self.name = name
@@ -166,7 +180,7 @@ class Module:
         if ctas is None:
             chosen = every
         else:
-            chosen = [_dim3(c, "ctas") for c in ctas]
+            chosen = [_cta_index(c) for c in ctas]
             for c in chosen:
                 if any(c[i] >= grid[i] for i in range(3)):
                     raise PtxError("ctas", f"CTA {c} is outside the grid {grid}")

@@ -460,6 +460,7 @@ class _Parser:
 
     def parse_body(self, fn: Function):
         self.expect("{")
+        self.loc = None  # a .loc describes the instructions after it in its own function only
         scopes = [0]
         next_scope = 1
         names: List[Dict[str, str]] = [{}]  # per scope: declared register name -> scoped name

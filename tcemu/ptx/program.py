@@ -48,6 +48,8 @@ class Program:
         self.local_size = 0
         self._layout()
         self.code: List[Callable] = []
+        # per pc (plus the fell-off slot): does the instruction wait for the other lanes of its warp?
+        self.converge = np.array([warp_synchronous(i) for i in self.instrs] + [False], bool)
 
     # -- layout of registers and variables
     def _layout(self):
@@ -147,6 +149,9 @@ class Program:
             if sym.space == "label":
                 raise PtxUnsupported(ins.opcode, "labels as values are not supported")
             dt = CONTAINER[t.bits]
+            if sym.space in ("global", "const"):  # placed per launch (Module._place_globals), after compiling
+                symbols, name, off, mask = self.symbols, op.name, op.offset, MASKS[t.bits]
+                return lambda W: np.full(32, (symbols[name].address + off) & mask, dt)
             const = np.full(32, (sym.address + op.offset) & MASKS[t.bits], dt)
             const.setflags(write=False)
             return lambda W: const
@@ -216,6 +221,13 @@ class Program:
         if isinstance(op, P.Vec):
             return list(op.items)
         return [op]
+
+
+def warp_synchronous(ins: P.Instruction) -> bool:
+    """Instructions that wait for the other lanes of their warp (.sync with a membermask, .aligned, CTA
+    barriers): in a diverged warp, lanes that reach one wait there while other lanes can still run."""
+    parts = ins.opcode.split(".")
+    return parts[0] in ("bar", "barrier") or "sync" in parts or "aligned" in parts
 
 
 def base_opcode(opcode: str) -> List[str]:

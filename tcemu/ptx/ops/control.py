@@ -218,7 +218,9 @@ def c_bar(ins, prog, pc):
             if count is not None and (count % 32 or count <= 0):
                 raise KernelFault(wh, f"barrier thread count {count} is not a positive multiple of 32")
             act = mask_array(m) & W.live
-            n = 32 if aligned else int(act.sum())
+            # PTX 9.7.12.1: the barrier counts warps' arrival (counts are multiples of 32): a warp whose
+            # non-exited threads all execute it adds 32, even a partial last warp or one with exited lanes
+            n = 32 if aligned or (act == W.live).all() else int(act.sum())
             B = barrier_state(cta, bid)
             B[0] += n
             B[4].append(W)
@@ -309,10 +311,21 @@ def _members(W, m, gmask, ins):
     if (act & ~member).any():
         raise HazardError(where(ins), f"lanes {np.flatnonzero(act & ~member).tolist()} execute it but are not in "
                                       f"membermask {mm:#010x}")
-    if (member & ~act).any():
-        raise HazardError(where(ins), f"membermask {mm:#010x} names lanes {np.flatnonzero(member & ~act).tolist()} "
-                                      "that did not reach this instruction (diverged or exited)")
+    missing = member & ~act & W.live  # .sync waits for the non-exited lanes of membermask (PTX 9.7.9.6)
+    if missing.any():
+        raise HazardError(where(ins), f"membermask {mm:#010x} names lanes {np.flatnonzero(missing).tolist()} "
+                                      "that did not reach this instruction (they run elsewhere in the warp)")
     return act
+
+
+@register("bar.warp.sync")
+def c_bar_warp_sync(ins, prog, pc):
+    """__syncwarp (PTX 9.7.12.3): the membermask's lanes meet here (lanes wait at it: warp_synchronous)."""
+    gm = prog.read(operands(ins, 1)[0], U32, ins)
+
+    def op(W, m):
+        _members(W, m, gm, ins)
+    return op
 
 
 @register("shfl")

@@ -132,7 +132,7 @@ def c_intarith(ins, prog, pc):
     if op == "lop3":
         if len(ops) != 5 or not isinstance(ops[4], P.Imm):
             raise PtxSyntaxError(ins.line, ins.col, "lop3 takes d, a, b, c, immLut")
-        imm = np.full(1, ops.pop().value & 0xFF, np.uint32)
+        imm = ops.pop().value & 0xFF
     if len(ops) != len(src_t) + 1:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes {len(src_t) + 1} operands, got {len(ops)}")
     gets = [prog.read(o, st, ins) for o, st in zip(ops[1:], src_t)]
@@ -147,7 +147,7 @@ def c_intarith(ins, prog, pc):
     def run(W, m):
         vals = [g(W) for g in gets]
         if imm is not None:
-            vals.append(np.broadcast_to(imm, (32,)))
+            vals.append(imm)
         r = intarith.int_op(op, itype, *vals, mode=mode, carry_in=W.cc if reads_cf else None, **flags)
         if flags["cc"]:
             r, carry = r

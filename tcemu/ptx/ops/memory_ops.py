@@ -38,9 +38,12 @@ def address(prog, op: P.Addr, ins, space: str):
         sym = prog.symbols.get(op.base.name)
         if sym is None:
             raise PtxSyntaxError(ins.line, ins.col, f"{op.base.name} is not a declared name")
-        base = sym.address
-        if space == "generic" and sym.space in WINDOWS:
-            base += WINDOWS[sym.space]
+        window = WINDOWS[sym.space] if space == "generic" and sym.space in WINDOWS else 0
+        if sym.space in ("global", "const"):  # placed per launch (Module._place_globals), after compiling
+            symbols, name = prog.symbols, op.base.name
+            return lambda W: np.full(32, np.uint64((symbols[name].address + window + op.offset)
+                                                   & 0xFFFFFFFFFFFFFFFF), np.uint64)
+        base = sym.address + window
         const = np.full(32, np.uint64((base + op.offset) & 0xFFFFFFFFFFFFFFFF), np.uint64)
         return lambda W: const
     slot = prog.slot(op.base, ins)
@@ -342,9 +345,23 @@ def _matrix_form(ins, mods):
     return num, "trans" in mods
 
 
-def _row_addresses(W, get_addr, num):
-    """Row r of matrix i comes from the address in thread 8 i + r (PTX 9.7.9.15, Figure 'ldmatrix')."""
-    return get_addr(W)[:8 * num].astype(np.int64).reshape(num, 8)
+def _row_addresses(W, get_addr, num, generic, wh):
+    """Row r of matrix i comes from the address in thread 8 i + r (PTX 9.7.14.5.15); without a state space the
+    address is generic and must point into .shared; rows of 8 16-bit elements are 16-byte aligned."""
+    a = get_addr(W)[:8 * num]
+    if generic:
+        base = np.uint64(WINDOWS["shared"])
+        outside = (a < base) | (a >= base + np.uint64(WINDOW_SIZE))
+        if outside.any():
+            j = int(np.flatnonzero(outside)[0])
+            raise MemoryFault(wh, f"thread {int(W.tid[j])}: generic address {int(a[j]):#x} is not in the shared "
+                                  "window")
+        a = a - base
+    a = a.astype(np.int64)
+    if (a % 16).any():
+        j = int(np.flatnonzero(a % 16)[0])
+        raise MemoryFault(wh, f"thread {int(W.tid[j])}: row address {int(a[j]):#x} is not aligned to 16 bytes")
+    return a.reshape(num, 8)
 
 
 def _warp_wide(W, m, ins):
@@ -361,14 +378,15 @@ def c_ldmatrix(ins, prog, pc):
     dests = _vec_parts(ins, ins.operands[0])
     if len(dests) != num:
         raise PtxSyntaxError(ins.line, ins.col, f"ldmatrix .x{num} writes {num} registers")
-    get_addr = address(prog, ins.operands[1], ins, "shared")
+    space = space_of(mods)
+    get_addr = address(prog, ins.operands[1], ins, space)
     sets = [prog.write(x, TYPES["b32"], ins) for x in dests]
     wh = where(ins)
     lane = np.arange(32)
 
     def op(W, m):
         _warp_wide(W, m, ins)
-        rows = _row_addresses(W, get_addr, num)
+        rows = _row_addresses(W, get_addr, num, space == "generic", wh)
         raw = W.cta.shared.load(rows.reshape(-1), 16, W.tid[:8 * num], wh, W)  # (8 num, 16) bytes
         mats = from_bytes(raw, np.uint16).reshape(num, 8, 8)
         for i, s in enumerate(sets):
@@ -386,14 +404,15 @@ def c_stmatrix(ins, prog, pc):
     srcs = _vec_parts(ins, ins.operands[1])
     if len(srcs) != num:
         raise PtxSyntaxError(ins.line, ins.col, f"stmatrix .x{num} reads {num} registers")
-    get_addr = address(prog, ins.operands[0], ins, "shared")
+    space = space_of(mods)
+    get_addr = address(prog, ins.operands[0], ins, space)
     gets = [prog.read(x, TYPES["b32"], ins) for x in srcs]
     wh = where(ins)
     lane = np.arange(32)
 
     def op(W, m):
         _warp_wide(W, m, ins)
-        rows = _row_addresses(W, get_addr, num)
+        rows = _row_addresses(W, get_addr, num, space == "generic", wh)
         mats = np.zeros((num, 8, 8), np.uint16)
         for i, g in enumerate(gets):
             v = g(W)

@@ -1,0 +1,126 @@
+"""Small PTX kernels for the tcemu.ptx tests: a module header, a standard register file and launch helpers.
+
+Kernels written here are hand-written PTX; the tests compute every expectation independently (plain-Python
+statements of the PTX ISA's semantics, or tcemu's hardware-verified instruction models).
+"""
+import numpy as np
+
+import tcemu.ptx as ptx
+
+HEADER = ".version 8.5\n.target sm_90a\n.address_size 64\n"
+
+REGS = """\
+  .reg .pred %p<16>;
+  .reg .b16 %h<16>;
+  .reg .b32 %r<64>;
+  .reg .b64 %rd<32>;
+  .reg .f32 %f<16>;
+"""
+
+# %rd0: global address of out, %r0: %tid.x, %rd1: &out[tid] (4-byte words)
+OUT_PROLOGUE = """\
+  ld.param.u64 %rd0, [out];
+  cvta.to.global.u64 %rd0, %rd0;
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd1, %r0, 4;
+  add.s64 %rd1, %rd0, %rd1;
+"""
+
+
+def entry(body: str, params: str = ".param .u64 out", name: str = "k", regs: str = REGS,
+          directives: str = "", prologue: str = OUT_PROLOGUE, header: str = HEADER, before: str = "") -> str:
+    """PTX text of a module with one kernel `name`."""
+    return f"""{header}{before}
+.visible .entry {name}({params}) {directives}
+{{
+{regs}{prologue}{body}
+}}
+"""
+
+
+def run(body: str, *, block=32, grid=1, out_words=None, out=None, args=None, **kw):
+    """Launch a one-output kernel built by entry(); returns the out array (uint32 words)."""
+    nthreads = int(np.prod(block))
+    if out is None:
+        out = np.zeros(out_words or nthreads * int(np.prod(grid)), np.uint32)
+    mod = ptx.load(entry(body, **{k: kw.pop(k) for k in list(kw) if k in
+                                   ("params", "name", "regs", "directives", "prologue", "before")}))
+    mod.launch("k", grid=grid, block=block, args=[out] + list(args or []), **kw)
+    return out
+
+
+# A one-instruction ALU harness: thread t loads a[t], b[t], c[t], runs the snippet, stores d.
+ALU32 = """\
+  ld.param.u64 %rd2, [pa];
+  ld.param.u64 %rd3, [pb];
+  ld.param.u64 %rd4, [pc];
+  ld.param.u64 %rd5, [pd];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd6, %r0, 4;
+  add.s64 %rd7, %rd2, %rd6;
+  ld.global.u32 %r1, [%rd7];
+  add.s64 %rd7, %rd3, %rd6;
+  ld.global.u32 %r2, [%rd7];
+  add.s64 %rd7, %rd4, %rd6;
+  ld.global.u32 %r3, [%rd7];
+  mov.u32 %r4, 0xDEADBEEF;
+{body}
+  add.s64 %rd7, %rd5, %rd6;
+  st.global.u32 [%rd7], %r4;
+  ret;
+"""
+
+ALU64 = """\
+  ld.param.u64 %rd2, [pa];
+  ld.param.u64 %rd3, [pb];
+  ld.param.u64 %rd4, [pc];
+  ld.param.u64 %rd5, [pd];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd6, %r0, 8;
+  add.s64 %rd7, %rd2, %rd6;
+  ld.global.u64 %rd21, [%rd7];
+  add.s64 %rd7, %rd3, %rd6;
+  ld.global.u64 %rd22, [%rd7];
+  add.s64 %rd7, %rd4, %rd6;
+  ld.global.u64 %rd23, [%rd7];
+  mov.u64 %rd24, 0xDEADBEEFDEADBEEF;
+{body}
+  add.s64 %rd7, %rd5, %rd6;
+  st.global.u64 [%rd7], %rd24;
+  ret;
+"""
+
+ALU_PARAMS = ".param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd"
+
+
+def alu(snippet: str, a, b=None, c=None, wide: bool = False) -> np.ndarray:
+    """Run `snippet` (reading %r1 %r2 %r3 -> %r4, or %rd21 %rd22 %rd23 -> %rd24 when wide) once per element of
+    a/b/c (lists of ints, up to 1024); returns d as a uint32/uint64 array."""
+    dt = np.uint64 if wide else np.uint32
+    mask = (1 << (64 if wide else 32)) - 1
+    n = len(a)
+    arrs = []
+    for v in (a, b, c):
+        v = [0] * n if v is None else v
+        arrs.append(np.array([int(x) & mask for x in v], dt))
+    d = np.zeros(n, dt)
+    text = entry((ALU64 if wide else ALU32).format(body=snippet), params=ALU_PARAMS, prologue="")
+    ptx.load(text).launch("k", grid=1, block=n, args=arrs + [d])
+    return d
+
+
+def s32(x: int) -> int:
+    """Two's-complement value of a 32-bit pattern."""
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >> 31 else x
+
+
+def s64(x: int) -> int:
+    x &= (1 << 64) - 1
+    return x - (1 << 64) if x >> 63 else x
+
+
+def sx(x: int, bits: int) -> int:
+    """Two's-complement value of a `bits`-wide pattern."""
+    x &= (1 << bits) - 1
+    return x - (1 << bits) if x >> (bits - 1) else x
