@@ -342,6 +342,20 @@ def bind_args(meta, values, grid):
     return args
 
 
+def check_specialization(meta, values):
+    """A compiled kernel assumes what its JIT specialisation saw: integers marked divisible by 16 must be, and
+    arguments compiled as the constant 1 are gone. Running it on other values is a different kernel (Triton
+    would compile one), so refuse instead of computing something no GPU would."""
+    for name in meta.get("divisibility_16", []):
+        v = values.get(name)
+        if isinstance(v, int) and not isinstance(v, bool) and v % 16:
+            raise TritonError(name, f"{v} is not a multiple of 16, but the kernel was compiled assuming it is "
+                                    "(tt.divisibility 16); compile it for this value")
+    for name, v in (meta.get("constexprs") or {}).items():
+        if name in values and values[name] != v:
+            raise TritonError(name, f"the kernel was compiled with {name} = {v!r} as a constant; got {values[name]!r}")
+
+
 def run_compiled(ptx, meta, values, *, grid=None, **launch):
     """Run a compiled kernel (its PTX text or a loaded tcemu.ptx Module, and the metadata of compile_kernel or
     a fixture json) on the CPU; pointer arguments are numpy arrays, updated in place. Returns launch stats."""
@@ -351,6 +365,7 @@ def run_compiled(ptx, meta, values, *, grid=None, **launch):
         grid = launch_grid(meta["grid"], {k: v for k, v in values.items() if isinstance(v, int)},
                            meta.get("constexprs", {}))
     grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
+    check_specialization(meta, values)
     args = bind_args(meta, values, grid)
     return mod.launch(meta["entry"], grid=grid, block=tuple(meta["block"]), args=args,
                       shared_bytes=int(meta["shared_bytes"]), **launch)

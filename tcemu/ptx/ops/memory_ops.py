@@ -292,10 +292,10 @@ def c_cp_async(ins, prog, pc):
     return op
 
 
-def _apply_copies(W, copies):
+def _apply_copies(W, copies, wh="cp.async completing"):
     sh = W.cta.shared
     for spots, data, src in copies:
-        sh.check_overwrite(spots, "cp.async completing")
+        sh.check_overwrite(spots, wh, "a cp.async completing here writes")
         sh.guard_bar[spots] = -1
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
@@ -329,9 +329,11 @@ def _cp_async_sync(ins, prog, which):
         raise PtxSyntaxError(ins.line, ins.col, "cp.async.wait_group takes an immediate")
     keep = n_op.value
 
+    wh = where(ins)
+
     def wait(W, m):
         while len(W.cp_async_groups) > keep:
-            _apply_copies(W, W.cp_async_groups.pop(0))
+            _apply_copies(W, W.cp_async_groups.pop(0), wh)
     return wait
 
 
