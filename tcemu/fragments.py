@@ -10,6 +10,8 @@ D (Figures 149/151/153/155): f32/s32 register i holds (16w + g + 8*((i // 2) % 2
   f16 register j packs the f32-numbered elements 2j (low half) and 2j + 1 (high half).
 Register layouts of D and of 16-bit A were confirmed on an H200 (traces/wgmma_numerics_sm90.npz).
 """
+from functools import lru_cache
+
 import numpy as np
 
 from .dtypes import element_type
@@ -53,12 +55,20 @@ def from_a_registers(regs: np.ndarray, dtype: str) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=None)
 def d_coords(n: int, dtype_d: str):
-    """(rows, cols) of shape (128, N/2): the f32/s32 numbering of D's fragment."""
+    """(rows, cols) of shape (128, N/2): the f32/s32 numbering of D's fragment (cached, read-only)."""
+    return _d_coords(n)
+
+
+def _d_coords(n: int):
     t = np.arange(128)[:, None]
     i = np.arange(n // 2)[None, :]
     w, g, q = t // 32, (t % 32) // 4, t % 4
-    return 16 * w + g + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * q + i % 2
+    rows, cols = 16 * w + g + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * q + i % 2
+    rows.setflags(write=False)
+    cols.setflags(write=False)
+    return rows, cols
 
 
 def to_d_registers(d_bits: np.ndarray, dtype_d: str) -> np.ndarray:

@@ -57,6 +57,7 @@ class Launch:
         self.params: Optional[ByteSpace] = None
         self.const = ByteSpace(np.zeros(0, np.uint8), "const")
         self.check_layouts = True
+        self.tensor_core_seconds = 0.0  # time inside the instruction models (wgmma / tcgen05 arithmetic)
         self._t0 = time.perf_counter_ns()
 
     def clock(self) -> int:
@@ -217,6 +218,7 @@ class Module:
             if bar:
                 bar.done()
         stats["seconds"] = time.perf_counter() - t0
+        stats["tensor_core_seconds"] = L.tensor_core_seconds
         return stats
 
     def _bind_args(self, prog: Program, L: Launch, args):

@@ -259,33 +259,41 @@ def c_cp_async(ins, prog, pc):
         else:
             g_ignore = prog.read(rest[0], TYPES["pred"], ins)
     wh = where(ins)
+    span = np.arange(nbytes)
 
     def op(W, m):
-        act = mask_array(m) if m is not None else (W.live if not W.full else np.ones(32, bool))
-        dsts = g_dst(W)[act].astype(np.int64)
-        srcs = g_src(W)[act]
-        tids = W.tid[act]
-        n = np.full(dsts.size, nbytes, np.int64)
+        if m is None and W.full:
+            dsts, srcs, tids = g_dst(W).astype(np.int64), g_src(W), W.tid
+            act = None
+        else:
+            act = mask_array(m) & W.live
+            dsts = g_dst(W)[act].astype(np.int64)
+            srcs, tids = g_src(W)[act], W.tid[act]
+        n = None if g_srcsize is None and g_ignore is None else np.full(dsts.size, nbytes, np.int64)
         if g_srcsize is not None:
-            n = np.minimum(g_srcsize(W)[act].astype(np.int64), nbytes)
+            n = np.minimum((g_srcsize(W) if act is None else g_srcsize(W)[act]).astype(np.int64), nbytes)
         if g_ignore is not None:
-            n = np.where(g_ignore(W)[act], 0, n)
+            n = np.where(g_ignore(W) if act is None else g_ignore(W)[act], 0, n)
         if dsts.size and (dsts % nbytes).any():
             j = int(np.flatnonzero(dsts % nbytes)[0])
             raise MemoryFault(wh, f"thread {int(tids[j])}: shared destination {int(dsts[j]):#x} is not aligned to "
                                   f"{nbytes} bytes")
-        data = np.zeros((dsts.size, nbytes), np.uint8)
-        src_bytes = np.where(np.arange(nbytes)[None, :] < n[:, None], srcs.astype(np.int64)[:, None] +
-                             np.arange(nbytes), -1)
-        reads = n > 0
-        if reads.any():  # lanes with src-size 0 read nothing (their address may be anything)
-            data[reads] = access(W, "global", srcs[reads], tids[reads], nbytes, wh)
-            keep = np.arange(nbytes)[None, :] < n[:, None]
-            data = np.where(keep, data, 0).astype(np.uint8)
+        src_bytes = srcs.astype(np.int64)[:, None] + span
+        if n is None or (n == nbytes).all():
+            data = access(W, "global", srcs, tids, nbytes, wh)
+        else:
+            keep = span[None, :] < n[:, None]
+            src_bytes = np.where(keep, src_bytes, -1)
+            data = np.zeros((dsts.size, nbytes), np.uint8)
+            reads = n > 0
+            if reads.any():  # lanes with src-size 0 read nothing (their address may be anything)
+                data[reads] = access(W, "global", srcs[reads], tids[reads], nbytes, wh)
+                data = np.where(keep, data, 0).astype(np.uint8)
         sh = W.cta.shared
         sh.check(dsts, nbytes, tids, wh, "writes")
-        spots = dsts[:, None] + np.arange(nbytes)
-        if np.unique(dsts).size < dsts.size or sh.async_pending[spots].any():
+        spots = dsts[:, None] + span
+        order = np.sort(dsts)
+        if (order[1:] == order[:-1]).any() or sh.async_pending[spots].any():
             raise HazardError(wh, "two asynchronous copies in flight write the same shared bytes (a write-write race)")
         sh.async_pending[spots] = 1
         W.cp_async_open.append((spots, data, src_bytes))

@@ -10,6 +10,7 @@ last wgmma.fence. Shared-memory operands must be in the kernel's allocation, wri
 asynchronous copy still in flight, and visible to the async proxy (a fence.proxy.async after generic writes).
 """
 import re
+import time
 
 import numpy as np
 
@@ -164,6 +165,7 @@ def c_mma(ins, prog, pc):
             regs = np.concatenate([w.r32[d_idx].T for w in warps])  # (128, nregs)
             c = from_d_registers(regs, n, dtype_d).view(OUT_NUMPY[dtype_d])
         a_bits = np.concatenate([w.r32[a_idx].T for w in warps]) if a_regs else None
+        t0 = time.perf_counter()
         try:
             d = hopper.wgmma(sh.smem, None if a_regs else desc_a, desc_b, shape=shape, dtype_a=dtype_a,
                              dtype_b=dtype_b, dtype_d=dtype_d, trans_a=trans_a, trans_b=trans_b, c=c,
@@ -171,8 +173,10 @@ def c_mma(ins, prog, pc):
                              a_regs=a_bits)
         except TcemuError as e:
             raise KernelFault(wh, f"{e}") from None
+        cta.launch.tensor_core_seconds += time.perf_counter() - t0
         regs = to_d_registers(np.ascontiguousarray(d).view(np.uint16 if dtype_d == "f16" else np.uint32), dtype_d)
-        flight = InFlight(sh, np.unique(np.concatenate(read)) if read else np.zeros(0, np.int64))
+        # the same index array increments and (at retirement) decrements: repeated bytes stay consistent
+        flight = InFlight(sh, np.concatenate(read) if read else np.zeros(0, np.int64))
         for i, w in enumerate(warps):
             w.r32[d_idx] = regs[32 * i:32 * (i + 1)].T
             for s in slots:
