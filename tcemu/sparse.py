@@ -20,15 +20,21 @@ stored 64 x K/2 matrix (CuTe's ALayout_64x32 "sparse 16-bit" and ALayout_64x64).
 stored matrix read through its descriptor like a dense A of K/2. B: N x K through its descriptor; with 32B
 swizzle K-major B's 64 bytes of K span two atom columns, LBO apart (addressing.py).
 
-Arithmetic ("selected", the default): one fused dot product (fdp.py) of the K/2 stored products and C;
-pruned positions contribute nothing (no zero-floor exponent, no 0 * inf). Two alternatives are kept for
-replaying traces against them: "zeros" (a K-wide fused sum with +0 at pruned positions) and "halves"
-(two fused sums over logical K halves, the accumulator rounded between them).
+Arithmetic ("selected", the default; traces/wgmma_sp_numerics_sm90.npz, H100: 1,536 of 1,536 cases): one
+fused dot product (fdp.py) of the K/2 stored products and C, except that an exact zero sum is +0 even when
+every stored product and C is -0 (the dense unit's rule gives -0 there: 57 captured cases, A = C = -0 and
+B > 0, read +0 on every output). Pruned positions multiply nothing: an inf or NaN of B at a pruned position
+leaves the result alone. Whether they count as zero terms for the -133 zero floor of the largest exponent
+is not decided: no captured case depends on it (NOTES.md). Three alternatives are kept for replaying
+traces against them, and the trace rejects each: "zeros" (a K-wide fused sum with +0 A at pruned positions,
+so 0 * inf = NaN there), "halves" (two fused sums over logical K halves, the accumulator rounded between
+them) and "signed" (the dense zero sign: -0 when every stored product and C is -0).
 
 PTX leaves invalid metadata undefined (repeated indices 0b0000, 0b0101, 0b1010, 0b1111; for tf32 anything
 but 0b0100 / 0b1110). tcemu refuses it unless invalid_meta="gather": each stored element then multiplies
 the B element its own index names (tf32: the B bits made of the two 16-bit halves of the chunk its two
-indices name, low half idx0); that rule is a hypothesis until traces/wgmma_sp_metadata_sm90.npz says.
+indices name, low half idx0). PTX calls that undefined, but the H100 follows it in every captured case (704
+metadata and 763 numerics cases with raw, unordered, repeated and zero registers, traces/wgmma_sp_*_sm90.npz).
 ptxas rejects selectors PTX calls undefined ("expected to be 0 or 1" / "expected to be 0"), so they
 cannot reach the hardware; tcemu refuses them too.
 """
@@ -45,7 +51,7 @@ SP_K_OF = {"tf32": 16, "f16": 32, "bf16": 32, "e4m3": 64, "e5m2": 64, "s8": 64, 
 CHUNK = {"tf32": 2, "f16": 4, "bf16": 4, "e4m3": 4, "e5m2": 4, "s8": 4, "u8": 4}
 SELECTORS = {"tf32": (0, 1), "f16": (0, 1), "bf16": (0, 1), "e4m3": (0,), "e5m2": (0,), "s8": (0,), "u8": (0,)}
 VALID_NIBBLES = {2: (0x4, 0xE), 4: (0x4, 0x8, 0xC, 0x9, 0xD, 0xE)}  # by chunk width (PTX 9.7.15.6.1)
-RULES = ("selected", "zeros", "halves")
+RULES = ("selected", "zeros", "halves", "signed")
 
 __all__ = ["SP_K_OF", "CHUNK", "SELECTORS", "VALID_NIBBLES", "meta_slots", "meta_registers", "meta_nibbles",
            "invalid_nibbles", "sparsify", "densify", "gather_b", "sparse_dot", "wgmma_sp"]
@@ -201,8 +207,8 @@ def gather_b(b_bits, nib_row, dtype_a: str) -> np.ndarray:
 def sparse_dot(a_bits, b_bits, nibbles, c, *, dtype_a, dtype_b, dtype_d, scale_a=1, scale_b=1, satfinite=False,
                rule="selected") -> np.ndarray:
     """D (64, N) raw bits (int32 for s32) of stored A (64, K/2) raw bits, B (N, K) raw bits and (64, chunks)
-    nibbles, C raw bits or None. `rule`: "selected" (the model), or the alternatives "zeros" / "halves"
-    (valid metadata only), kept to test the model against traces."""
+    nibbles, C raw bits or None. `rule`: "selected" (the model), or the alternatives "signed", "zeros" and
+    "halves" (the last two for valid metadata only), kept to test the model against traces."""
     a = _check_stored(a_bits, dtype_a)
     b = np.asarray(b_bits)
     nib = np.asarray(nibbles)
@@ -213,8 +219,8 @@ def sparse_dot(a_bits, b_bits, nibbles, c, *, dtype_a, dtype_b, dtype_d, scale_a
     if rule not in RULES:
         raise LayoutError("rule", f"{rule!r}: one of {', '.join(RULES)}")
     args = (dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfinite)
-    if rule == "selected":
-        return _selected(a, b, nib, c, *args)
+    if rule in ("selected", "signed"):
+        return _selected(a, b, nib, c, *args, positive_zero=rule == "selected")
     if invalid_nibbles(nib, dtype_a).any():
         raise LayoutError("rule", f"{rule!r} is defined for valid metadata only")
     if rule == "zeros":  # one K-wide fused sum, +0 at the pruned positions
@@ -234,8 +240,9 @@ def sparse_dot(a_bits, b_bits, nibbles, c, *, dtype_a, dtype_b, dtype_d, scale_a
     return acc.view(np.int32) if dtype_d == "s32" else acc
 
 
-def _selected(a, b, nib, c, dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfinite):
-    """One fused sum per output of the stored products (each with the B element its index names) and C."""
+def _selected(a, b, nib, c, dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfinite, positive_zero=True):
+    """One fused sum per output of the stored products (each with the B element its index names) and C;
+    `positive_zero`: an exact zero sum is +0 (traces/wgmma_sp_numerics_sm90.npz), else the dense unit's sign."""
     out = np.empty((64, b.shape[0]), np.int64)
     patterns, inverse = np.unique(nib, axis=0, return_inverse=True)
     integer = dtype_d == "s32"
@@ -252,6 +259,8 @@ def _selected(a, b, nib, c, dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfini
                                   fdp_unit(dtype_a, dtype_d))
     if integer:
         return out.astype(np.int32)
+    if positive_zero:  # fdp gives -0 only for an exact zero of all -0 terms; the sparse unit gives +0
+        out[out == (0x8000 if dtype_d == "f16" else 0x80000000)] = 0
     return out.astype(np.uint16 if dtype_d == "f16" else np.uint32)
 
 

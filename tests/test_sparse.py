@@ -214,17 +214,33 @@ def test_repeated_indices_gather_both_products():
     assert S.sparse_dot(a, b, nib, None, dtype_a="u8", dtype_b="u8", dtype_d="s32")[0, 0] == 3 * 11 + 5 * 7
 
 
-def test_pruned_positions_do_not_multiply():
-    """The model sums only stored products: inf in B at a pruned position does not make 0 * inf = NaN, and an
-    all -0 product sum stays -0. The 'zeros' alternative (K-wide sum with +0 A) gives NaN and +0."""
+def test_exact_zero_sum_is_positive():
+    """A = -0 (f16), B = +1, C = -0: every stored product and C is -0, so the dense unit's rule (fdp.py) gives -0;
+    the sparse unit gives +0 (traces/wgmma_sp_numerics_sm90.npz, H100: 57 such cases, every output +0). The
+    'signed' alternative keeps the dense sign. Nonzero results keep theirs: -1 * 1 * 16 stored = -16."""
     a = np.full((64, 16), 0x8000, np.uint16)  # -0.0 f16
     b = np.full((8, 32), 0x3C00, np.uint16)   # +1.0
     nib = np.full((64, 8), 0x4, np.uint8)     # positions 0, 1 kept; 2, 3 pruned
+    for dtype_d, c_neg0, neg0 in (("f32", 0x80000000, 0x80000000), ("f16", 0x8000, 0x8000)):
+        common = dict(dtype_a="f16", dtype_b="f16", dtype_d=dtype_d)
+        c = np.full((64, 8), c_neg0, np.uint32 if dtype_d == "f32" else np.uint16)
+        for cc in (None, c):
+            assert np.all(S.sparse_dot(a, b, nib, cc, **common) == 0)
+            assert np.all(S.sparse_dot(a, b, nib, cc, rule="signed", **common) == neg0)
+            assert np.all(S.sparse_dot(a, b, nib, cc, rule="zeros", **common) == 0)  # +0 pruned terms
+    a[:] = 0xBC00  # -1.0: 16 stored products of -1 -> -16.0 = 0xC1800000
+    assert np.all(S.sparse_dot(a, b, nib, None, dtype_a="f16", dtype_b="f16", dtype_d="f32") == 0xC1800000)
+
+
+def test_pruned_positions_do_not_multiply():
+    """inf in B at a pruned position does not make 0 * inf = NaN (H100 trace: the 202 float cases with an inf or
+    NaN of B at a pruned position); the 'zeros' alternative (K-wide sum with +0 A) gives the canonical NaN."""
+    a = np.full((64, 16), 0x3C00, np.uint16)  # +1.0 f16
+    b = np.full((8, 32), 0x3C00, np.uint16)   # +1.0
+    b[:, 2] = 0x7C00                          # +inf at a pruned position of every row
+    nib = np.full((64, 8), 0x4, np.uint8)
     common = dict(dtype_a="f16", dtype_b="f16", dtype_d="f32")
-    assert np.all(S.sparse_dot(a, b, nib, None, **common) == 0x80000000)
-    assert np.all(S.sparse_dot(a, b, nib, None, rule="zeros", **common) == 0)
-    b[:, 2] = 0x7C00  # +inf at a pruned position of every row
-    assert np.all(S.sparse_dot(a, b, nib, None, **common) == 0x80000000)
+    assert np.all(S.sparse_dot(a, b, nib, None, **common) == 0x41800000)  # 16.0
     assert np.all(S.sparse_dot(a, b, nib, None, rule="zeros", **common) == 0x7FFFFFFF)
 
 
@@ -340,13 +356,54 @@ def test_sparse_traces_cover_the_questions():
     assert kinds == set(range(20)) and set(num.columns["cls"].tolist()) == set(range(5))
 
 
+# inf / NaN bit tests of each B type (exponent field all ones; e4m3 has no inf, NaN is S.1111.111)
+_INF_NAN = {"tf32": lambda x: (x & 0x7F800000) == 0x7F800000, "f16": lambda x: (x & 0x7C00) == 0x7C00,
+            "bf16": lambda x: (x & 0x7F80) == 0x7F80, "e5m2": lambda x: (x & 0x7C) == 0x7C,
+            "e4m3": lambda x: (x & 0x7F) == 0x7F}
+
+
+def _num_inputs(trace, i):
+    """Input properties of numerics case i, from the seed (tcemu/sparse_seeds.py, the capture's generator) alone:
+    (float kind, negzero with both imm-scales +1, valid metadata with an inf/NaN of B at a pruned position)."""
+    from tcemu import sparse_seeds as SS
+    c = trace.columns
+    kind, n, sel, rega, ta, tb, sa, sb = trace.meta["instantiations"][int(c["inst"][i])]
+    atype, btype, dtype, _ = trace.meta["kinds"][kind]
+    seed, cls = int(c["seed"][i]), int(c["cls"][i])
+    if dtype == "s32":
+        return False, False, False
+    negzero = bool(SS.sp_case_params(seed, kind).negzero) and (sa, sb) == (1, 1)
+    pruned_special = False
+    for step in range(int(c["steps"][i]) if cls == 0 else 0):
+        nib = S.meta_nibbles(SS.meta_register_bits(seed, kind, step, cls), atype, sel).astype(np.int64)
+        special = _INF_NAN[btype](SS.b_bits(seed, kind, step, n).astype(np.int64))  # (N, K)
+        kept = np.zeros((64, special.shape[1]), bool)
+        for m in range(64):
+            for ch in range(nib.shape[1]):
+                if atype == "tf32":  # 0b0100: first element of the pair, 0b1110: second
+                    kept[m, 2 * ch + (nib[m, ch] == 0xE)] = True
+                else:
+                    kept[m, 4 * ch + (nib[m, ch] & 3)] = kept[m, 4 * ch + (nib[m, ch] >> 2)] = True
+        pruned_special |= bool((special[None, :, :] & ~kept[:, None, :]).any())
+    return True, negzero, pruned_special
+
+
 def test_numerics_trace_rejects_the_alternative_rules():
-    """Valid-metadata cases: the 'selected' rule matches every one; 'zeros' and 'halves' each fail somewhere."""
+    """Each alternative fails on captured cases chosen by an input property, where 'selected' matches:
+    'signed' on every negzero case (A = C = -0, B > 0: hardware +0), 'zeros' on every valid case with an inf or
+    NaN of B at a pruned position (hardware: no 0 * inf), 'halves' on ordinary cases (rounding between halves).
+    tests/test_traces.py replays every case under 'selected'."""
     trace = load_trace(_trace("wgmma_sp_numerics_sm90.npz"))
-    valid = [i for i in range(trace.columns["seed"].size) if trace.columns["cls"][i] == 0][:40]
-    for rule, expect_all in (("selected", True), ("zeros", False), ("halves", False)):
-        ok = [bool(sp_numerics_case_matches(trace, i, rule).all()) for i in valid]
-        assert all(ok) if expect_all else not all(ok), rule
+    props = {i: _num_inputs(trace, i) for i in range(trace.columns["seed"].size)}
+    match = lambda i, rule: bool(sp_numerics_case_matches(trace, i, rule).all())  # noqa: E731
+    negzero = [i for i, p in props.items() if p[1]]
+    assert len(negzero) == 57
+    assert all(match(i, "selected") and not match(i, "signed") for i in negzero)
+    pruned = [i for i, p in props.items() if p[2]][:12]
+    assert len(pruned) == 12 and all(match(i, "selected") and not match(i, "zeros") for i in pruned)
+    plain = [i for i, p in props.items() if p[0] and not p[1] and not p[2] and trace.columns["cls"][i] == 0][:12]
+    assert all(match(i, "selected") and match(i, "zeros") for i in plain)
+    assert sum(not match(i, "halves") for i in plain) >= 6
 
 
 # ------------------------------------------------------------------ strategies, explain, robustness

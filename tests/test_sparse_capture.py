@@ -84,7 +84,28 @@ def _cases():
     return out
 
 
-def test_generator_matches_host_build(tmp_path):
+NUM_TRACE = ROOT / "traces" / "wgmma_sp_numerics_sm90.npz"
+
+
+def _trace_negzero_cases():
+    """(seed, kind, step, n, cls) of every step of the captured numerics cases whose inputs are negzero (A = C = -0,
+    B > 0): the H100 capture's only cases that the pre-capture arithmetic got wrong (NOTES.md), so their inputs are
+    checked here before the arithmetic is blamed."""
+    if not NUM_TRACE.exists():
+        return []
+    trace = load_trace(str(NUM_TRACE))
+    c, insts = trace.columns, trace.meta["instantiations"]
+    out = []
+    for i in range(c["seed"].size):
+        kind, n = insts[int(c["inst"][i])][:2]
+        seed = int(c["seed"][i])
+        if SS.sp_case_params(seed, kind).negzero:
+            out += [(seed, kind, step, n, int(c["cls"][i])) for step in range(int(c["steps"][i]))]
+    assert len(out) >= 62
+    return out
+
+
+def _harness(tmp_path):
     compiler = shutil.which("g++") or shutil.which("clang++")
     if compiler is None:
         pytest.skip("no host C++ compiler to build scripts/sparse_gen.h")
@@ -92,7 +113,15 @@ def test_generator_matches_host_build(tmp_path):
     src.write_text(HARNESS)
     exe = tmp_path / "harness"
     subprocess.run([compiler, "-O1", "-std=c++17", f"-I{SCRIPTS}", str(src), "-o", str(exe)], check=True)
-    cases = _cases()
+    return exe
+
+
+@pytest.mark.parametrize("which", ["search", "trace_negzero"])
+def test_generator_matches_host_build(tmp_path, which):
+    exe = _harness(tmp_path)
+    cases = _cases() if which == "search" else _trace_negzero_cases()
+    if not cases:
+        pytest.skip("traces/wgmma_sp_numerics_sm90.npz not captured")
     lines = []
     for seed, kind, step, n, cls in cases:
         a, b, d, _ = SS.SP_KINDS[kind]
@@ -116,7 +145,7 @@ def test_generator_matches_host_build(tmp_path):
         assert np.array_equal(vec(c_), SS.c_bits(seed, kind, n).ravel().astype(np.uint64)), (seed, kind)
         assert np.array_equal(vec(r_), SS.a_register_bits(seed, kind, step).ravel().astype(np.uint64)), (seed, kind)
         assert np.array_equal(vec(m_), SS.meta_register_bits(seed, kind, step, cls).astype(np.uint64)), (seed, kind)
-    assert negzeros >= 12  # every float kind's negzero path was compared
+    assert negzeros >= (12 if which == "search" else len(cases))  # every float kind's negzero path was compared
 
 
 def test_meta_classes_have_the_nibbles_they_name():
