@@ -1,0 +1,49 @@
+"""Friction a new user hits (issue 13): submodules reachable from the package, 64-bit runtime instruction
+descriptors, architecture hints in descriptor findings."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PUBLIC_SUBMODULES = ["addressing", "arch", "banks", "blackwell", "check", "cli", "descriptors", "dtypes", "errors",
+                     "explain", "fdp", "formats", "fragments", "fuzz", "hopper", "instr", "oracle", "pictures", "ptx",
+                     "seeds", "smem", "strategies", "swizzle", "tma", "tmem", "traces"]
+
+
+def _python(code: str) -> str:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_every_public_submodule_is_an_attribute_of_the_package():
+    """`import tcemu; tcemu.check.check_operand` used to raise AttributeError (check, explain, traces, ...)."""
+    out = _python("import tcemu, types\n"
+                  f"for name in {PUBLIC_SUBMODULES!r}:\n"
+                  "    assert isinstance(getattr(tcemu, name), types.ModuleType), name\n"
+                  "print(tcemu.check.check_operand.__name__, tcemu.explain.lint.__name__, tcemu.explain.explain.__name__,\n"
+                  "      tcemu.check_operand is tcemu.check.check_operand)")
+    assert out.split() == ["check_operand", "lint", "explain", "True"]
+
+
+def test_no_import_cycle_whatever_module_comes_first():
+    """Each public submodule imported first, in a process where no tcemu module is loaded yet: a cycle in the
+    import graph shows up as an ImportError / AttributeError for some first module."""
+    out = _python("import importlib, sys\n"
+                  "ok = 0\n"
+                  f"for name in {PUBLIC_SUBMODULES!r}:\n"
+                  "    for m in [m for m in sys.modules if m == 'tcemu' or m.startswith('tcemu.')]:\n"
+                  "        del sys.modules[m]\n"
+                  "    importlib.import_module('tcemu.' + name)\n"
+                  "    ok += 1\n"
+                  "print(ok)")
+    assert int(out) == len(PUBLIC_SUBMODULES)
+
+
+def test_unknown_attribute_is_still_an_attribute_error():
+    import tcemu
+    with pytest.raises(AttributeError, match="no attribute 'chek'"):
+        tcemu.chek  # noqa: B018
