@@ -99,7 +99,9 @@ def _instr(args) -> int:
     from .explain import describe_instruction, has_errors
     d = InstrDescriptor.decode(args.value, args.kind)
     text = "\n".join(describe_instruction(d))
-    print(f"instruction descriptor {d.encode():#010x} (.kind::{d.kind})\n{text}")
+    raw = int(args.value.replace("_", ""), 0)  # decode has parsed it already
+    runtime = "" if raw == d.encode() else f", from the 64-bit runtime form {raw:#018x} >> 32"
+    print(f"instruction descriptor {d.encode():#010x} (.kind::{d.kind}{runtime})\n{text}")
     for name in ("sparse", "saturate", "max_shift", "k96", "sparsity_selector"):
         if getattr(d, name):
             print(f"{name}: {getattr(d, name)}")
@@ -182,7 +184,7 @@ def main(argv=None) -> int:
     p.add_argument("--svg", help="the same as SVG")
     p.set_defaults(run=_explain)
     p = sub.add_parser("instr", help="decode and check a tcgen05 instruction descriptor (sm100)")
-    p.add_argument("value", help="the 32-bit value, e.g. 0x8400490")
+    p.add_argument("value", help="the 32-bit value, e.g. 0x8400490 (or CuTe's 64-bit runtime form, value << 32)")
     p.add_argument("--kind", required=True, choices=KINDS)
     p.set_defaults(run=_instr)
     p = sub.add_parser("swizzle", help="draw a swizzle atom")

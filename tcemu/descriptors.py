@@ -261,8 +261,10 @@ def _descriptor_int(value) -> int:
             value = int(value.replace("_", ""), 0)
         except ValueError:
             raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 1 << 64:
-        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {type(value).__name__} {value!r}")
+    if not 0 <= int(value) < 1 << 64:
+        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {int(value):#x}")
     return int(value)
 
 

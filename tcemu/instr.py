@@ -23,6 +23,34 @@ D_CODES = {"tf32": {"f32": 1}, "f16": {"f16": 0, "f32": 1}, "f8f6f4": {"f16": 0,
 SCALE_CODES = {"mxf8f6f4": {"ue8m0": 1}, "mxf4": {"ue8m0": 1}, "mxf4nvf4": {"ue4m3": 0, "ue8m0": 1}}
 
 
+def instr_value(value) -> int:
+    """The 32-bit instruction descriptor in `value`: an int (numpy ints too) or an integer literal string.
+
+    A 64-bit value is the runtime form CuTe passes to tcgen05.mma (cute/arch/mma_sm100_desc.hpp,
+    make_runtime_instr_desc: the descriptor in the upper 32 bits, the lower 32 bits a sparse-metadata
+    tensor-memory address that dense MMAs ignore; the inline asm hands the instruction `idescE >> 32`)."""
+    if isinstance(value, str):
+        try:
+            value = int(value.replace("_", ""), 0)
+        except ValueError:
+            raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise DescriptorError("descriptor", f"must be an integer (a 32-bit instruction descriptor), got "
+                                            f"{type(value).__name__} {value!r}")
+    value = int(value)
+    if 0 <= value < 1 << 32:
+        return value
+    if 1 << 32 <= value < 1 << 64:
+        if value & 0xFFFFFFFF == 0:
+            return value >> 32
+        raise DescriptorError("descriptor", f"{value:#018x} has 64 bits: the runtime form (CuTe's "
+                                            "make_runtime_instr_desc) holds the 32-bit descriptor in bits 32-63 "
+                                            f"and leaves bits 0-31 zero for dense MMA, but they are {value & 0xFFFFFFFF:#010x}; "
+                                            f"shift right by 32 ({value >> 32:#010x}) if that half is the descriptor")
+    raise DescriptorError("descriptor", f"{value:#x} is not a 32-bit instruction descriptor (nor its 64-bit "
+                                        "runtime form, the value << 32)")
+
+
 def _field(value, lo, width):
     return value >> lo & ((1 << width) - 1)
 
@@ -61,15 +89,11 @@ class InstrDescriptor:
 
     @classmethod
     def decode(cls, value, kind: str) -> "InstrDescriptor":
-        """Fields of a 32-bit value (an int, or a string such as '0x8400490') read as .kind::`kind`."""
-        if isinstance(value, str):
-            try:
-                value = int(value.replace("_", ""), 0)
-            except ValueError:
-                raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 1 << 32:
-            raise DescriptorError("descriptor", f"must be an unsigned 32-bit integer, got {value!r}")
-        value = int(value)
+        """Fields of a 32-bit value (an int, or a string such as '0x8400490') read as .kind::`kind`.
+
+        The 64-bit runtime form that CuTe's make_runtime_instr_desc and DeepGEMM's
+        make_runtime_instr_desc_with_sf_id build (the 32-bit value << 32, low half 0) is taken too."""
+        value = instr_value(value)
         if kind not in KINDS:
             raise DescriptorError("kind", f"{kind!r}: expected one of {', '.join(KINDS)}")
         codes = TYPE_CODES[kind]
