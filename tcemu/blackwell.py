@@ -19,7 +19,7 @@ from .errors import LayoutError
 from .fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, grouped_dot,
                   integer_dot)
 from .formats import NAN, decode_int
-from .instr import BLOCK_SCALED, InstrDescriptor, shape_findings
+from .instr import BLOCK_SCALED, InstrDescriptor, scale_id_rule, shape_findings
 from .smem import SUBBYTE, SharedMemory
 from .tmem import TensorMemory
 
@@ -205,6 +205,10 @@ def _scaled_inputs(d, scale_a, scale_b, mc, nc, tmems, cta_group, requested):
                                     "address)")
     bs = block_size(d, requested)
     nsf = K_OF_KIND[d.kind] // bs
+    for name in ("a_scale_id", "b_scale_id"):  # ue8m0 .block16 is 4X: the descriptor alone allowed 2
+        rule = scale_id_rule(nsf, getattr(d, name), name)
+        if rule:
+            raise LayoutError(name, f"{rule}; .kind::{d.kind} .block{bs}")
     sa = _scales(d, scale_a, mc, nsf, d.a_scale_id, tmems, "scale_a", cta_group)
     sb = _scales(d, scale_b, nc, nsf, d.b_scale_id, tmems, "scale_b", cta_group)
     return sa, sb, bs
