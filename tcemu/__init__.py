@@ -6,13 +6,13 @@ from .fragments import from_a_registers, from_d_registers, to_a_registers, to_d_
 from .banks import bank_conflicts
 from .smem import SharedMemory
 from .swizzle import Swizzle
-from .tma import tma_load
+from .tma import tma_load, tma_placement
 from .hopper import wgmma
 from .instr import InstrDescriptor
 from .tmem import TensorMemory, tmem_address
 from .blackwell import tcgen05_mma
 from . import check, explain  # writer-vs-reader checks; descriptors in plain words (tcemu.explain.lint)
-from .check import check_operand, suggest_descriptor
+from .check import check_operand, check_tile, suggest_descriptor
 
 # Public submodules loaded on first use (PEP 562): they pull optional dependencies (hypothesis, pycute,
 # matplotlib) or are tools rather than models. `import tcemu; tcemu.traces.replay(...)` works all the same.
@@ -23,7 +23,7 @@ __all__ = ["canonical_layout", "core_matrix_rows", "footprint", "operand_address
            "SwizzleMode", "UmmaDescriptor", "InstrDescriptor", "DescriptorError", "LayoutError", "SharedMemoryError", "TcemuError", "TraceError",
            "from_a_registers", "from_d_registers", "to_a_registers", "to_d_registers", "bank_conflicts",
            "SharedMemory", "Swizzle", "tma_load", "wgmma", "TensorMemory", "TmemError", "tmem_address", "tcgen05_mma",
-           "check_operand", "suggest_descriptor", "check", "explain"]
+           "check_operand", "suggest_descriptor", "check_tile", "tma_placement", "check", "explain"]
 
 
 def __getattr__(name):

@@ -48,24 +48,24 @@ def _overlap(addrs, nbytes):
     return tuple(map(int, i)), tuple(map(int, j)), int(dup.size)
 
 
-def _repairs(desc, read, ok):
-    """The one-slip repairs of `desc` (x16, /16, LBO <-> SBO) for which ok(addresses) holds, in words."""
-    out = []
+def _repairs(desc, read, ok, accept=lambda d: True):
+    """The one-slip repairs of `desc` (x16, /16, LBO <-> SBO) that `accept` takes and for which ok(addresses)
+    holds, in words."""
+    candidates = []
     for name in ("lbo", "sbo"):
         have = getattr(desc, name)
-        for new, why in ((have * 16, f"{name.upper()} {have:#x} x 16 = {have * 16:#x}", ),
+        for new, why in ((have * 16, f"{name.upper()} {have:#x} x 16 = {have * 16:#x}"),
                          (have // 16, f"{name.upper()} {have:#x} / 16 = {have // 16:#x}")):
             if new and new % 16 == 0 and new != have:
-                try:
-                    if ok(read(replace(desc, **{name: new}))):
-                        out.append((why, "shifted twice?" if new > have else
-                                    "a byte count written into the field without the >> 4?"))
-                except TcemuError:
-                    pass
+                candidates.append((replace(desc, **{name: new}), why, "shifted twice?" if new > have else
+                                   "a byte count written into the field without the >> 4?"))
     if desc.lbo != desc.sbo:
+        candidates.append((replace(desc, lbo=desc.sbo, sbo=desc.lbo), "LBO and SBO swapped", "swapped?"))
+    out = []
+    for cand, why, question in candidates:
         try:
-            if ok(read(replace(desc, lbo=desc.sbo, sbo=desc.lbo))):
-                out.append(("LBO and SBO swapped", "swapped?"))
+            if accept(cand) and ok(read(cand)):
+                out.append((why, question))
         except TcemuError:
             pass
     return out
@@ -104,8 +104,11 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
     nbytes = max(bits // 8, 1)
     if bits >= 8:
         hit = _overlap(addrs, nbytes)
-        if hit:
-            (i, j, pairs), fixes = hit, _repairs(desc, read, lambda a: _overlap(a, nbytes) is None)
+        if hit:  # a repair is named only where it gives the densely packed strides (one instruction's tile)
+            dense = dense_strides(desc, at, major, rows, k, arch)
+            lbo_used = not (parse_major(major) and desc.swizzle is not SwizzleMode.NONE)
+            is_dense = lambda d: (d.lbo if lbo_used else dense[0], d.sbo) == dense  # noqa: E731
+            (i, j, pairs), fixes = hit, _repairs(desc, read, lambda a: _overlap(a, nbytes) is None, is_dense)
             why = "".join(f"; with {what} they would not: {q}" for what, q in fixes)
             out.append(Finding("lbo, sbo", f"strides overlap: elements {name}[{i[0]}, {i[1]}] and {name}[{j[0]}, "
                                            f"{j[1]}] share bytes at {int(addrs[i]):#x} ({pairs} such pairs){why}"
