@@ -406,7 +406,8 @@ def _describe_block(kb, desc, read, w, holder, k, op, advance, expected, want, m
     if unwritten:
         parts.append(f"{unwritten} elements from bytes the writer never wrote")
     if blocks:
-        parts.append("the rest from K block" + ("s " if len(blocks) > 1 else " ") + ", ".join(map(str, blocks)))
+        parts.append(("the rest " if unwritten else "") + "from K block" + ("s " if len(blocks) > 1 else " ")
+                     + ", ".join(map(str, blocks)))
     text = f"K block {kb} read {int(np.count_nonzero(read != w[:, kb * k:(kb + 1) * k]))} of {read.size} elements " \
            f"from the wrong place: {'; '.join(parts)}{why}"
     lines = []
