@@ -15,6 +15,7 @@ What each rule rests on (none of it is silicon-verified; README.md, "Blackwell")
 import numpy as np
 
 from .descriptors import SwizzleMode, as_arch_descriptor
+from .dtypes import is_padded
 from .errors import LayoutError
 from .fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, grouped_dot,
                   integer_dot)
@@ -110,7 +111,7 @@ def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group):
         container = dtype if f8f6f4 and dtype in SUBBYTE else None
         return tmem_obj.read_a(a_tmem, rows, K, bits, cta_group, container=container)
     major = "MN" if (d.transpose_a if which == "a" else d.transpose_b) else "K"
-    padded = f8f6f4 if dtype in SUBBYTE else None
+    padded = is_padded(dtype, None, kind=d.kind)  # dtypes' packed / padded rule: the kind decides
     return smem.read_operand(desc, rows=rows, k=K, dtype=dtype, major=major, padded=padded)
 
 
