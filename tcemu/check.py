@@ -45,8 +45,9 @@ def _written(written) -> np.ndarray:
         w = np.asarray(written)
     except (TypeError, ValueError) as e:
         raise LayoutError("written", f"must be a (rows, k) integer array of addresses ({e})") from None
-    if w.ndim != 2 or w.dtype.kind not in "iu":
-        raise LayoutError("written", f"must be a (rows, k) integer array of addresses, got {w.dtype} {w.shape}")
+    if w.ndim != 2 or w.dtype.kind not in "iu" or not w.size:
+        raise LayoutError("written", f"must be a (rows, k) integer array of addresses, not empty, got {w.dtype} "
+                                     f"{w.shape}")
     return w.astype(np.int64)
 
 

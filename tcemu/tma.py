@@ -202,7 +202,11 @@ def tma_placement(loads, *, rows, k, element_strides=None) -> np.ndarray:
                                     f"0 first; got {addr.dtype} {addr.shape} with coords {coords!r}")
         if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in coords):
             raise TmaError("loads", f"coords {coords!r} must be integers")
+        if not addr.size:
+            raise TmaError("loads", f"a box of shape {addr.shape} holds no element")
         pairs.append((addr.astype(np.int64), [int(c) for c in coords]))
+    if not pairs:
+        raise TmaError("loads", "no box given")
     rank = pairs[0][0].ndim
     if any(a.ndim != rank for a, _ in pairs):
         raise TmaError("loads", "every box must come from the same tensor map (same rank)")

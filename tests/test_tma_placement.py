@@ -51,3 +51,15 @@ def test_refusals_name_the_problem(loads, kw, field, text):
     with pytest.raises(TmaError) as e:
         tma_placement(loads, **kw)
     assert e.value.field == field and text in e.value.rule
+
+
+def test_empty_inputs_are_refused():
+    from tcemu import LayoutError
+    from tcemu.check import check_tile
+    for loads in ([], np.zeros((0, 8), int)):
+        with pytest.raises(TmaError) as e:
+            tma_placement(loads, rows=1, k=0)
+        assert e.value.field == "loads"
+    with pytest.raises(LayoutError) as e:
+        check_tile(np.zeros((0, 64), int), 0x4000004000010040, dtype="bf16", start_advance=32)
+    assert e.value.field == "written" and "not empty" in e.value.rule
