@@ -114,7 +114,8 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
                                            f"{j[1]}] share bytes at {int(addrs[i]):#x} ({pairs} such pairs){why}"
                                            + tag, "warning"))
     if tile is not None:
-        out += _tile_findings(desc, addrs, read, tile, rows, k, bits, nbytes, name, form_text(dtype, padded), tag)
+        out += _tile_findings(desc, addrs, read, tile, rows, k, bits, nbytes, name, form_text(dtype, padded), tag,
+                              major)
     if 0 < desc.start_address < DYNAMIC_SMEM_BASE:
         out.append(Finding("start_address", f"{desc.start_address:#x} lies below 0x400, where dynamic shared "
                                             "memory begins: was the address shifted twice?" + tag, "warning"))
@@ -126,14 +127,17 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
     return out
 
 
-def _tile_findings(desc, addrs, read, tile, rows, k, bits, nbytes, name, label, tag):
+def _tile_findings(desc, addrs, read, tile, rows, k, bits, nbytes, name, label, tag, major):
     try:
         t_rows, t_k = (int(x) for x in tile)
     except (TypeError, ValueError):
         raise LayoutError("tile", f"{tile!r}: (rows, k) of the tile in shared memory") from None
     if t_rows < rows or t_k < k or t_rows <= 0 or t_k <= 0:
         raise LayoutError("tile", f"{tile!r}: the tile holds at least one instruction's {rows} x {k}")
-    size = t_rows * t_k * bits // 8
+    # a swizzled tile keeps whole W-byte rows (TMA's pitch is the swizzle span): its contiguous direction rounds up
+    w = desc.swizzle.bytes if desc.swizzle is not SwizzleMode.NONE else 1
+    inner, outer = (t_k, t_rows) if parse_major(major) else (t_rows, t_k)
+    size = outer * -(-inner * bits // 8 // w) * w
     span = lambda a: int(a.max()) + nbytes - int(a.min())  # noqa: E731
     if span(addrs) <= size:
         return []

@@ -2,9 +2,11 @@
 check; check_tile's refusals and its per-block verdicts across swizzles."""
 import numpy as np
 import pytest
+from hypothesis import assume, given, strategies as st
 
-from tcemu import GmmaDescriptor, InstrDescriptor, LayoutError, SharedMemory, UmmaDescriptor, tma_load, tma_placement
-from tcemu.check import check_tile
+from tcemu import (GmmaDescriptor, InstrDescriptor, LayoutError, SharedMemory, TcemuError, UmmaDescriptor,
+                   operand_addresses, tma_load, tma_placement)
+from tcemu.check import check_tile, suggest_descriptor
 from tcemu.explain import lint
 
 OVERLAPPING = UmmaDescriptor(start_address=0x400, lbo=16, sbo=0x200, swizzle="128B", version=1)
@@ -71,3 +73,30 @@ def test_check_tile_refusals():
     with pytest.raises(LayoutError) as e:
         check_tile(np.zeros((256, 64), int), UmmaDescriptor(0x400, 16, 1024, 0, "128B"), instr=pair, start_advance=32)
     assert e.value.field == "written" and "each CTA holds 128 of A" in e.value.rule
+
+
+def test_a_narrow_swizzled_box_keeps_whole_rows():
+    """A 32-byte-wide box (16 bf16 of K) with 128B swizzle still lands 128 bytes per row (TMA's pitch is the swizzle
+    span): the 64 x 16 tile occupies 64 x 128 bytes, and one instruction's read of it fits."""
+    g = np.arange(64 * 16, dtype=np.uint16).reshape(64, 16)
+    tile = tma_placement(tma_load(SharedMemory(), 0x400, g, box=[16, 64], coords=[0, 0], swizzle="128B"), rows=1, k=0)
+    desc = GmmaDescriptor(0x400, lbo=16, sbo=1024, swizzle="128B")
+    assert check_tile(tile, desc, dtype="bf16", start_advance=32).ok
+    assert lint(desc, dtype="bf16", tile=(64, 16)) == []
+
+
+@given(st.sampled_from(["none", "32B", "64B", "128B"]), st.sampled_from([("bf16", "K", 16), ("bf16", "MN", 16),
+       ("tf32", "K", 8), ("e4m3", "K", 32)]), st.integers(0x40, 0x800), st.integers(1, 64), st.integers(1, 64),
+       st.sampled_from([8, 64, 128]))
+def test_lint_never_flags_the_strides_suggest_descriptor_proposes(mode, kind, start, lbo, sbo, rows):
+    """Whatever canonical placement a writer made, the descriptor suggest_descriptor proposes for it draws no
+    stride finding from lint (issue 13: a lint must not contradict the tool's own suggestion)."""
+    dtype, major, k = kind
+    try:
+        w = operand_addresses(GmmaDescriptor(16 * start, 16 * lbo, 16 * sbo, 0, mode), rows=rows, k=k, dtype=dtype,
+                              major=major)
+    except TcemuError:
+        assume(False)
+    assume(len(np.unique(w)) == w.size)
+    found = suggest_descriptor(w, dtype=dtype, major=major)
+    assert [f for f in lint(found, dtype=dtype, major=major, rows=rows, k=k) if "lbo" in f.field or "sbo" in f.field] == []
