@@ -5,7 +5,6 @@ The writer's placement always comes from tcemu's TMA model (tma_load + tma_place
 descriptor model, two separate code paths; the expected texts are derived by hand in the comments.
 """
 import numpy as np
-import pytest
 
 from tcemu import GmmaDescriptor, InstrDescriptor, SharedMemory, UmmaDescriptor, tma_load, tma_placement
 from tcemu.check import check_operand, check_tile, k_block_descriptors, suggest_descriptor
