@@ -126,7 +126,9 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
         if hit:  # a repair is named only where it gives the densely packed strides (one instruction's tile)
             dense = dense_strides(desc, at, major, rows, k, arch)
             uses_lbo = lbo_used(desc, k=k, dtype=at, major=major, arch=arch)
-            is_dense = lambda d: (d.lbo if uses_lbo else dense[0], d.sbo) == dense  # noqa: E731
+            own = wide and desc.lbo < desc.swizzle.bytes  # that LBO has its own finding above: no LBO repair here
+            is_dense = lambda d: (not own or d.lbo == desc.lbo) and \
+                (d.lbo if uses_lbo else dense[0], d.sbo) == dense  # noqa: E731
             (i, j, pairs), fixes = hit, _repairs(desc, read, lambda a: _overlap(a, nbytes) is None, is_dense)
             why = "".join(f"; with {what} they would not: {q}" for what, q in fixes)
             out.append(Finding("lbo, sbo", f"strides overlap: elements {name}[{i[0]}, {i[1]}] and {name}[{j[0]}, "

@@ -8,8 +8,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUBLIC_SUBMODULES = ["addressing", "arch", "banks", "blackwell", "check", "cli", "descriptors", "dtypes", "errors",
-                     "explain", "fdp", "formats", "fragments", "fuzz", "hopper", "instr", "oracle", "pictures", "ptx",
-                     "seeds", "smem", "strategies", "swizzle", "tma", "tmem", "traces"]
+                     "explain", "fdp", "formats", "fragments", "fuzz", "hopper", "instr", "kernel_inputs", "operand",
+                     "oracle", "pictures", "ptx", "seeds", "smem", "sparse", "sparse_seeds", "strategies", "swizzle",
+                     "tma", "tmem", "traces", "triton"]
 
 
 def _python(code: str) -> str:
