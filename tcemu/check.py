@@ -177,7 +177,12 @@ def diagnose(desc, want, major: str = "K") -> List[str]:
     not 16-byte units (16x), shifted twice (1/16), LBO and SBO swapped, the start shifted twice, the base offset."""
     out = []
     lbo_used = not (parse_major(major) and desc.swizzle is not SwizzleMode.NONE)
-    for name in ("lbo", "sbo") if lbo_used else ("sbo",):
+    # a swizzled K-major `want` with LBO other than suggest's 16 spans more than one swizzled row (sparse B)
+    wide = parse_major(major) and want.swizzle is not SwizzleMode.NONE and want.lbo != 16
+    if wide and desc.lbo != want.lbo:
+        out.append(f"LBO {desc.lbo:#x}: K spans more than one {want.swizzle.value}-swizzled row, so LBO places the "
+                   f"next atom column; this placement needs {want.lbo:#x}")
+    for name in ("lbo", "sbo") if lbo_used and not wide else ("sbo",):
         have, need = getattr(desc, name), getattr(want, name)
         if have == need or not need:
             continue
@@ -243,7 +248,9 @@ def _suggest(w, op: _Operand):
         # strides from the unswizzled placement (K-major: rows 8 apart, K chunks; MN-major: the other way)
         if k_major:
             sbo = int(unswz[8, 0] - start) if rows > 8 else 0
-            lbo = int(unswz[0, T] - start) if (mode is SwizzleMode.NONE and k > T) else 16
+            row_k = T * (mode.bytes // 16)  # K elements one swizzled row holds
+            lbo = int(unswz[0, T] - start) if (mode is SwizzleMode.NONE and k > T) else \
+                int(unswz[0, row_k] - start) if (arch == "sm90" and k > row_k) else 16  # sparse B: next atom column
         else:
             per = T * (mode.bytes // 16)
             sbo = (int(unswz[T, 0] - start) if rows > T else 0) if mode is SwizzleMode.NONE else \

@@ -104,3 +104,30 @@ def test_sparse_b_picture_places_the_second_atom_column(tmp_path):
     assert labels[(0, 0)] == "B0,0" and labels[(0, 1)] == "B0,8"
     assert labels[(2, 0)] == "B0,16" and labels[(2, 1)] == "B0,24"
     assert labels[(3, 1)] == "B4,16" and labels[(3, 0)] == "B4,24"   # 0x580 ^ 0x10, 0x590 ^ 0x10
+
+
+def _triton_b(rows, start=0x400, sbo=256):
+    """A sparse f16 B (rows x 32) as Triton writes it for a 32B-swizzled K-major descriptor, by hand: row r, chunk
+    c = k // 8 at start + (r // 8) SBO + (r % 8) 32 + (c // 2) LBO + (c % 2) 16 + 2 (k % 8) with LBO = rows x 32
+    (the second atom column after all rows), then bit 4 ^= bit 7 (Swizzle<1,4,3>)."""
+    import numpy as np
+    w = np.zeros((rows, 32), np.int64)
+    for r in range(rows):
+        for k in range(32):
+            c = k // 8
+            a = start + (r // 8) * sbo + (r % 8) * 32 + (c // 2) * rows * 32 + (c % 2) * 16 + 2 * (k % 8)
+            w[r, k] = a ^ (((a >> 7) & 1) << 4)
+    return w
+
+
+def test_suggest_and_check_a_sparse_b_placement():
+    """suggest_descriptor finds the LBO of the second atom column (it assumed LBO unused for every swizzled K-major
+    placement); check_operand names CuTe's 16-byte LBO against it."""
+    from tcemu.check import check_operand, suggest_descriptor
+    w = _triton_b(16)
+    assert suggest_descriptor(w, dtype="f16", operand="B") == GmmaDescriptor(0x400, 0x200, 0x100, 0, "32B")
+    report = check_operand(w, CUTE_ONE, dtype="f16", operand="B")
+    assert report.wrong == 16 * 16  # k 16..31 of every row: chunks 2, 3 read from inside the first atom column
+    assert report.lines[-1] == ("hint: LBO 0x10: K spans more than one 32B-swizzled row, so LBO places the next "
+                                "atom column; this placement needs 0x200")
+    assert check_operand(w, GmmaDescriptor(0x400, 0x200, 0x100, 0, "32B"), dtype="f16", operand="B").ok
