@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit
 
 from .arch import SMEM_WINDOW, check_arch
-from .descriptors import GmmaDescriptor, SwizzleMode, as_arch_descriptor
+from .descriptors import HOPPER_CODE_1, GmmaDescriptor, SwizzleMode, as_arch_descriptor
 from .dtypes import MN_MAJOR_DTYPES, OPERAND_DTYPES, element_type, parse_major
 from .errors import DescriptorError, LayoutError
 from .swizzle import swizzle_address
@@ -63,7 +63,8 @@ def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
         rule = "imm-trans only for .f16/.bf16" if arch == "sm90" else "transposes take 8-, 16- and 32-bit elements only (9.7.16.10.3)"
         raise LayoutError("major", f"{etype.name} must be K-major on {arch} (PTX: {rule})")
     if k_major and desc.swizzle is SwizzleMode.B128_BASE32B:
-        raise LayoutError("major", "128B_base32B swizzle is MN-major only (CuTe static-asserts K-major)")
+        raise LayoutError("major", "128B_base32B swizzle is MN-major only (CuTe static-asserts K-major)"
+                                   + HOPPER_CODE_1)
     for name, value in (("rows", rows), ("k", k)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
             raise LayoutError(name, f"must be a positive integer, got {value!r}")

@@ -15,11 +15,12 @@ What each rule rests on (none of it is silicon-verified; README.md, "Blackwell")
 import numpy as np
 
 from .descriptors import SwizzleMode, as_arch_descriptor
+from .dtypes import is_padded
 from .errors import LayoutError
 from .fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, grouped_dot,
                   integer_dot)
 from .formats import NAN, decode_int
-from .instr import BLOCK_SCALED, InstrDescriptor, shape_findings
+from .instr import BLOCK_SCALED, InstrDescriptor, scale_id_rule, shape_findings
 from .smem import SUBBYTE, SharedMemory
 from .tmem import TensorMemory
 
@@ -110,7 +111,7 @@ def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group):
         container = dtype if f8f6f4 and dtype in SUBBYTE else None
         return tmem_obj.read_a(a_tmem, rows, K, bits, cta_group, container=container)
     major = "MN" if (d.transpose_a if which == "a" else d.transpose_b) else "K"
-    padded = f8f6f4 if dtype in SUBBYTE else None
+    padded = is_padded(dtype, None, kind=d.kind)  # dtypes' packed / padded rule: the kind decides
     return smem.read_operand(desc, rows=rows, k=K, dtype=dtype, major=major, padded=padded)
 
 
@@ -205,6 +206,10 @@ def _scaled_inputs(d, scale_a, scale_b, mc, nc, tmems, cta_group, requested):
                                     "address)")
     bs = block_size(d, requested)
     nsf = K_OF_KIND[d.kind] // bs
+    for name in ("a_scale_id", "b_scale_id"):  # ue8m0 .block16 is 4X: the descriptor alone allowed 2
+        rule = scale_id_rule(nsf, getattr(d, name), name)
+        if rule:
+            raise LayoutError(name, f"{rule}; .kind::{d.kind} .block{bs}")
     sa = _scales(d, scale_a, mc, nsf, d.a_scale_id, tmems, "scale_a", cta_group)
     sb = _scales(d, scale_b, nc, nsf, d.b_scale_id, tmems, "scale_b", cta_group)
     return sa, sb, bs

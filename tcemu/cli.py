@@ -81,18 +81,34 @@ def _banks(args) -> int:
     return 0
 
 
+def _tile(text):
+    if text is None:
+        return None
+    try:
+        rows, k = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise TcemuError("tile", f"{text!r}: ROWSxK, e.g. 64x256") from None
+    return rows, k
+
+
 def _explain(args) -> int:
     from .explain import explain, has_errors, instruction_k
-    text = explain(args.descriptor, dtype=args.dtype, major=args.major, rows=args.rows, k=args.k, arch=args.arch,
-                   instr=args.instr, kind=args.kind, operand=args.operand, sparse=args.sparse)
+    padded = {"padded": True, "packed": False, None: None}[args.form]
+    kw = dict(dtype=args.dtype, major=args.major, arch=args.arch, padded=padded, operand=args.operand.upper())
+    if args.cta_group is not None and args.instr is None:
+        raise TcemuError("cta_group", "the CTA pair is read from the instruction: give --instr and --kind")
+    if args.instr is not None:  # the operand's type, form, shape and CTA share come from the instruction
+        kw = dict(instr=args.instr, kind=args.kind, operand=args.operand, cta_group=args.cta_group)
+    text = explain(args.descriptor, rows=args.rows, k=args.k, tile=_tile(args.tile), sparse=args.sparse,
+                   **kw)
     print(text)
-    if args.instr is None:  # with --instr the operand's shape comes from the instruction: no picture options
-        for path in filter(None, (args.png, args.svg)):
-            from .pictures import operand_map
-            operand_map(args.descriptor, path, rows=args.rows,
-                        k=args.k or instruction_k(args.dtype, args.arch, sparse=args.sparse, operand=args.operand),
-                        dtype=args.dtype, major=args.major, arch=args.arch)
-            print(f"wrote {path}")
+    for path in filter(None, (args.png, args.svg)):
+        from .pictures import operand_map
+        shape = {} if args.instr is not None else dict(
+            rows=args.rows, k=args.k or instruction_k(args.dtype, args.arch, args.sparse, args.operand,
+                                                      padded=padded))
+        operand_map(args.descriptor, path, **shape, **kw)
+        print(f"wrote {path}")
     return 1 if has_errors(text) else 0
 
 
@@ -100,7 +116,9 @@ def _instr(args) -> int:
     from .explain import describe_instruction, has_errors
     d = InstrDescriptor.decode(args.value, args.kind)
     text = "\n".join(describe_instruction(d))
-    print(f"instruction descriptor {d.encode():#010x} (.kind::{d.kind})\n{text}")
+    raw = int(args.value.replace("_", ""), 0)  # decode has parsed it already
+    runtime = "" if raw == d.encode() else f", from the 64-bit runtime form {raw:#018x} >> 32"
+    print(f"instruction descriptor {d.encode():#010x} (.kind::{d.kind}{runtime})\n{text}")
     for name in ("sparse", "saturate", "max_shift", "k96", "sparsity_selector"):
         if getattr(d, name):
             print(f"{name}: {getattr(d, name)}")
@@ -186,14 +204,20 @@ def main(argv=None) -> int:
     p.add_argument("--instr", help="sm100: a tcgen05 instruction descriptor (32-bit); with --kind, it sets the "
                                    "operand's type, major-ness and extent")
     p.add_argument("--kind", choices=KINDS)
-    p.add_argument("--operand", default="a", choices=["a", "b"],
-                   help="with --instr or --sparse: which operand the descriptor is")
+    p.add_argument("--operand", default="a", choices=["a", "b", "A", "B"],
+                   help="which operand the descriptor is (with --sparse: A's K/2 stored elements or B's K)")
+    p.add_argument("--cta-group", type=int, choices=[1, 2], help="with --instr: cta_group::1 or ::2 (default: 2 for "
+                                                                "M = 256, else 1); each CTA of a pair holds half of "
+                                                                "A's rows and B's columns")
+    p.add_argument("--form", choices=["packed", "padded"], help="fp4 / fp6 in shared memory (default: fp6 padded, "
+                                                               "e2m1 packed; with --instr the kind decides)")
+    p.add_argument("--tile", help="ROWSxK of the whole tile the kernel keeps in shared memory: the read must fit")
     p.add_argument("--sparse", action="store_true", help="sm90 wgmma.mma_async.sp: A's K/2 stored elements, B's K")
     p.add_argument("--png", help="draw the operand's shared-memory map")
     p.add_argument("--svg", help="the same as SVG")
     p.set_defaults(run=_explain)
     p = sub.add_parser("instr", help="decode and check a tcgen05 instruction descriptor (sm100)")
-    p.add_argument("value", help="the 32-bit value, e.g. 0x8400490")
+    p.add_argument("value", help="the 32-bit value, e.g. 0x8400490 (or CuTe's 64-bit runtime form, value << 32)")
     p.add_argument("--kind", required=True, choices=KINDS)
     p.set_defaults(run=_instr)
     p = sub.add_parser("swizzle", help="draw a swizzle atom")

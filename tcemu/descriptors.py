@@ -139,13 +139,29 @@ class GmmaDescriptor:
         check_arch(arch)
         findings = list(self._encoding_findings())
         if self.reserved_bits & self._RESERVED_MASK:
-            findings.append(Finding("reserved_bits", f"bits {_reserved_bit_list(self.reserved_bits)} are reserved "
-                                                     "and must be 0", "error"))
+            bits = self.reserved_bits & self._RESERVED_MASK
+            many = bits & (bits - 1)
+            findings.append(Finding("reserved_bits", f"bit{'s' if many else ''} {_reserved_bit_list(bits)} "
+                                                     f"{'are' if many else 'is'} reserved and must be 0"
+                                                     + self._reserved_hint(bits), "error"))
         window = SMEM_WINDOW[arch]
         if 0 <= self.start_address < _FIELD_MAX and self.start_address >= window:
             findings.append(Finding("start_address", f"{self.start_address:#x} lies beyond the {window // 1024} KiB "
                                                      f"shared-memory window of {arch} (ends at {window:#x})", "error"))
         return findings
+
+    @staticmethod
+    def _reserved_hint(bits: int) -> str:
+        """Reserved sm90 bits that are fields of the sm100 descriptor: the value is likely a Blackwell one."""
+        named = [text for bit, text in ((46, "bit 46 is sm100's descriptor version bit (UMMA descriptors carry "
+                                                 "version 1 in bits 46-47)"),
+                                        (52, "bit 52 is sm100's LBO mode bit"),
+                                        (61, "bit 61 is the low bit of sm100's 3-bit layout type (bits 61-63; "
+                                             "1 = 128B_base32B)")) if bits >> bit & 1]
+        if not named:
+            return ""
+        return "; " + "; ".join(named) + ": this looks like a Blackwell descriptor, decode it with --arch sm100 " \
+                                         "(arch='sm100')"
 
     def validate(self, arch: str = "sm90", major: str | None = None) -> List[Finding]:
         """Every rule the descriptor breaks (errors) and every field the hardware will ignore (warnings)."""
@@ -189,6 +205,9 @@ _SM100_LAYOUT_CODE = {SwizzleMode.NONE: 0, SwizzleMode.B128_BASE32B: 1, SwizzleM
                       SwizzleMode.B64: 4, SwizzleMode.B32: 6}
 _SM100_LAYOUT_MODE = {v: k for k, v in _SM100_LAYOUT_CODE.items()}
 SM100_SWIZZLES = SM90_SWIZZLES + (SwizzleMode.B128_BASE32B,)
+# sm100 layout type 1 is what a Hopper layout code 1 (128B) written into bits 61-63 becomes.
+HOPPER_CODE_1 = ("; layout type 1 (bits 61-63) is Hopper's encoding of the 128B swizzle; sm100 encodes 128B as 2 "
+                 "(or write Hopper's code at bit 62: 1 << 62 is 128B on both)")
 SM100_RESERVED_MASK = ((1 << 64) - 1) & ~((0x3FFF << 0) | (0x3FFF << 16) | (0x3FFF << 32) | (0x3 << 46) |
                                          (0x7 << 49) | (1 << 52) | (0x7 << 61))
 
@@ -209,8 +228,11 @@ class UmmaDescriptor(GmmaDescriptor):
         value = _descriptor_int(value)
         code = value >> 61 & 0x7
         if code not in _SM100_LAYOUT_MODE:
+            hopper = (f"; 3 is Hopper's encoding of the 32B swizzle (sm90's 2-bit layout type), which sm100 encodes "
+                      "as 6 (Hopper's codes line up only when written at bit 62: 3 << 62 is 32B on both)"
+                      if code == 3 else "")
             raise DescriptorError("swizzle", f"layout type {code} (bits 61-63) is unused on sm100; expected 0 none, "
-                                             "1 128B_base32B, 2 128B, 4 64B, 6 32B")
+                                             f"1 128B_base32B, 2 128B, 4 64B, 6 32B{hopper}")
         start, lbo, sbo = ((value >> shift & 0x3FFF) << 4 for _, shift in _ADDRESS_FIELDS)
         return cls(start, lbo, sbo, value >> 49 & 0x7, _SM100_LAYOUT_MODE[code], value & SM100_RESERVED_MASK,
                    value >> 46 & 0x3, value >> 52 & 1)
@@ -244,7 +266,8 @@ class UmmaDescriptor(GmmaDescriptor):
         if self.swizzle is SwizzleMode.NONE and self.base_offset:
             findings.append(Finding("base_offset", f"{self.base_offset} is ignored without swizzle", "warning"))
         if major is not None and parse_major(major) and self.swizzle is SwizzleMode.B128_BASE32B:
-            findings.append(Finding("swizzle", "128B_base32B is MN-major only (CuTe static-asserts K-major)", "error"))
+            findings.append(Finding("swizzle", "128B_base32B is MN-major only (CuTe static-asserts K-major)"
+                                               + HOPPER_CODE_1, "error"))
         return findings
 
     def check(self, arch: str = "sm100") -> "UmmaDescriptor":
@@ -261,8 +284,10 @@ def _descriptor_int(value) -> int:
             value = int(value.replace("_", ""), 0)
         except ValueError:
             raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 1 << 64:
-        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {type(value).__name__} {value!r}")
+    if not 0 <= int(value) < 1 << 64:
+        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {int(value):#x}")
     return int(value)
 
 

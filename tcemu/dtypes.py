@@ -59,3 +59,56 @@ def parse_major(major) -> bool:
     if text in ("MN", "M", "N"):
         return False
     raise LayoutError("major", f"{major!r} is not a major-ness; expected 'K' or 'MN'")
+
+
+# ---- fp4 / fp6 in shared memory: packed or padded (README, "fp4 and fp6 in shared memory") ----------------
+# One rule for every function that places or reads them (SharedMemory.read_operand / write_operand,
+# check.check_operand / suggest_descriptor, explain, pictures, tma): the dtype names the values (e2m1, e2m3,
+# e3m2) and `padded` says how they lie in shared memory.
+#   packed (padded=False): e2m1 two per byte, even k in the low nibble; what kind::mxf4 / mxf4nvf4 read
+#     (CuTe's float_e2m1_t) and TMA's 16U4_ALIGN8B writes. An element's address is the byte that holds it.
+#   padded (padded=True): each 16-byte chunk holds 16 values in its first 8 (fp4) or 12 (fp6) bytes, then
+#     padding (PTX .b4x16_p64 / .b6x16_p32); what kind::f8f6f4 / mxf8f6f4 read (CuTe's
+#     float_e2m1_unpacksmem_t) and TMA's 16U4_ALIGN16B / 16U6_ALIGN16B write. An element's address is its 8-bit
+#     slot (chunk + index in the chunk): the operand is laid out, and addressed, like a u8 operand.
+#   padded=None: what an instruction descriptor's kind says when one is given; otherwise fp6 padded (its only
+#     form) and e2m1 packed.
+FP4_FP6 = {"e2m1": 4, "e2m3": 6, "e3m2": 6}  # value bits
+PADDED_KINDS, PACKED_KINDS = ("f8f6f4", "mxf8f6f4"), ("mxf4", "mxf4nvf4")
+
+
+def is_padded(dtype, padded=None, *, kind=None, error=LayoutError) -> bool:
+    """Whether `dtype`'s elements lie padded (16 per 16 bytes) by the rule above; raises `error` on a form that
+    does not exist (packed fp6, padded b1 or byte types) or that contradicts the kind."""
+    name = dtype.lstrip(".") if isinstance(dtype, str) else dtype
+    if name not in FP4_FP6:  # byte types are one per byte in every kind: padded means nothing for them
+        if padded and name == "b1":
+            raise error("padded", "b1 has no padded form: only fp4 / fp6 (e2m1, e2m3, e3m2) do")
+        return False
+    need = None if kind not in PADDED_KINDS + PACKED_KINDS else kind in PADDED_KINDS
+    if padded is None:
+        padded = need if need is not None else FP4_FP6[name] == 6
+    elif need is not None and bool(padded) != need:
+        raise error("padded", f".kind::{kind} reads {name} {'padded (16 values then padding per 16 bytes)' if need else 'packed (two per byte)'}, "
+                              f"not {'padded' if padded else 'packed'}")
+    if FP4_FP6[name] == 6 and not padded:
+        raise error("padded", f"{name} lives in shared memory only in the padded 16-per-16-byte form (PTX .b6x16_p32)")
+    return bool(padded)
+
+
+def placement_dtype(dtype, padded=None, *, kind=None, major=None) -> str:
+    """The element type whose addressing gives `dtype`'s placement: 'u8' (byte slots) for padded e2m1, the dtype
+    itself otherwise (fp6 types are addressed as slots already). fp4 / fp6 are K-major only (PTX 9.7.16.10.3)."""
+    name = dtype.lstrip(".") if isinstance(dtype, str) else dtype
+    padded = is_padded(name, padded, kind=kind)
+    if name in FP4_FP6 and major is not None and not parse_major(major):
+        raise LayoutError("major", f"{name} must be K-major (PTX 9.7.16.10.3: transposes take 8-, 16- and 32-bit "
+                                   "elements only)")
+    return "u8" if name == "e2m1" and padded else name
+
+
+def form_text(dtype, padded) -> str:
+    """`dtype` with its form, for messages: 'e2m1 padded', 'e2m1 packed', 'bf16'."""
+    if dtype not in FP4_FP6:
+        return dtype
+    return f"{dtype} {'padded' if padded else 'packed'}"

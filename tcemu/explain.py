@@ -1,22 +1,34 @@
-"""Explain a matrix descriptor in plain words, with lints for the traps kernel authors fall into."""
+"""Explain a matrix descriptor in plain words, with lints for the traps kernel authors fall into.
+
+A lint fires only where the descriptor alone proves something is off (encoding rules, elements that overlap,
+reads past the window, a start below dynamic shared memory, a base offset a TMA tile cannot have), or, when
+told the extent of the tile the kernel keeps in shared memory (`tile=`), where one instruction's read does not
+fit in it. Large LBO / SBO values are legal for large resident tiles (a 256-deep MN-major B, a K-major A whose
+8-row groups hold 1024 elements of K), so they are judged only against a tile or a writer's placement
+(check.check_operand, which names unit slips against the descriptor it would suggest).
+"""
+from dataclasses import replace
 from typing import List
 
 import numpy as np
 
 from .addressing import canonical_layout, core_matrix_rows, lbo_used, operand_addresses
+from .blackwell import check_form
 from .descriptors import Finding, SwizzleMode, as_arch_descriptor
-from .dtypes import OPERAND_DTYPES, element_type, parse_major
+from .dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
 from .errors import LayoutError, TcemuError
-from .blackwell import K_OF_KIND, check_form
-from .hopper import K_OF as INSTRUCTION_K
-from .instr import InstrDescriptor
-from .sparse import SP_K_OF, invalid_nibbles, meta_nibbles, meta_slots
+from .operand import instruction_k, operand_name, operand_spec
+from .sparse import invalid_nibbles, meta_nibbles, meta_slots
 
 DYNAMIC_SMEM_BASE = 0x400  # where dynamic shared memory started in every capture (traces/*.npz)
 
+__all__ = ["explain", "lint", "describe_instruction", "describe_sparse_meta", "dense_strides", "instruction_k",
+           "has_errors"]
+
 
 def dense_strides(desc, dtype: str, major: str, rows: int, k: int, arch: str = "sm90"):
-    """(LBO, SBO) in bytes of a densely packed canonical tile (CuTe's make_gmma_desc would produce)."""
+    """(LBO, SBO) in bytes of a canonical tile of exactly `rows` x `k` (one instruction's K), packed densely with
+    the M/N atoms adjacent (CuTe's make_gmma_desc would produce these for such a tile)."""
     T = element_type(dtype, allowed=OPERAND_DTYPES[arch]).per_chunk
     w = desc.swizzle.bytes
     if parse_major(major):
@@ -29,62 +41,133 @@ def dense_strides(desc, dtype: str, major: str, rows: int, k: int, arch: str = "
     return 8 * w * max(k // 8, 1), 8 * w
 
 
-def instruction_k(dtype: str, arch: str = "sm90", sparse: bool = False, operand: str = "a") -> int:
-    """K one instruction reads of an operand: wgmma's per type; tcgen05 reads 32 bytes of K (fp4/fp6 padded to
-    bytes except packed e2m1, 64). `sparse` (sm90 wgmma.mma_async.sp): A holds K/2 stored elements per row, B K."""
-    etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
-    if sparse:
-        if arch != "sm90" or etype.name not in SP_K_OF:
-            raise LayoutError("sparse", f"wgmma.mma_async.sp is sm90 with {', '.join(SP_K_OF)} (not {arch} {dtype})")
-        return SP_K_OF[etype.name] // (1 if operand == "b" else 2)
-    return INSTRUCTION_K[etype.name] if arch == "sm90" else 256 // etype.bits
+def _overlap(addrs, nbytes):
+    """(i, j, pairs): the first two elements sharing bytes, or None."""
+    flat = addrs.ravel()
+    order = np.argsort(flat, kind="stable")
+    dup = np.flatnonzero(flat[order][1:] < flat[order][:-1] + nbytes)
+    if not dup.size:
+        return None
+    i = np.unravel_index(order[dup[0]], addrs.shape)
+    j = np.unravel_index(order[dup[0] + 1], addrs.shape)
+    return tuple(map(int, i)), tuple(map(int, j)), int(dup.size)
 
 
-def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None, arch: str = "sm90") -> List[Finding]:
-    """Findings beyond validate(): traps that give silently wrong results."""
+def _repairs(desc, read, ok, accept=lambda d: True):
+    """The one-slip repairs of `desc` (x16, /16, LBO <-> SBO) that `accept` takes and for which ok(addresses)
+    holds, in words."""
+    candidates = []
+    for name in ("lbo", "sbo"):
+        have = getattr(desc, name)
+        for new, why in ((have * 16, f"{name.upper()} {have:#x} x 16 = {have * 16:#x}"),
+                         (have // 16, f"{name.upper()} {have:#x} / 16 = {have // 16:#x}")):
+            if new and new % 16 == 0 and new != have:
+                candidates.append((replace(desc, **{name: new}), why, "shifted twice?" if new > have else
+                                   "a byte count written into the field without the >> 4?"))
+    if desc.lbo != desc.sbo:
+        candidates.append((replace(desc, lbo=desc.sbo, sbo=desc.lbo), "LBO and SBO swapped", "swapped?"))
+    out = []
+    for cand, why, question in candidates:
+        try:
+            if accept(cand) and ok(read(cand)):
+                out.append((why, question))
+        except TcemuError:
+            pass
+    return out
+
+
+def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: str = "sm90", padded=None,
+         instr=None, kind=None, operand=None, cta_group=None, tile=None, sparse: bool = False) -> List[Finding]:
+    """Findings beyond validate(): traps that give silently wrong results. Every message names the operand.
+
+    instr (an InstrDescriptor, or its value with kind=): the operand's type, form, major-ness and this CTA's
+    rows and K come from the instruction (operand 'A' or 'B'; cta_group None: 2 for M = 256).
+    tile: (rows, k) of the whole tile the kernel keeps in shared memory, densely packed; one instruction's read
+    must then fit in the tile's bytes (this is what tells a 16x SBO from a large resident tile).
+    sparse (sm90 wgmma.mma_async.sp): without k=, A's K/2 stored elements or B's K. A swizzled K-major operand
+    whose K spans more than one swizzled row (sparse B) is placed by LBO too, so an LBO below the row width is
+    flagged (addressing.lbo_used)."""
+    if instr is not None:
+        if sparse:
+            raise LayoutError("sparse", "sparse= is sm90's wgmma.mma_async.sp; a tcgen05 instruction descriptor "
+                                        "(instr=) gives the operand's shape itself")
+        spec = operand_spec(instr, kind=kind, operand=operand or "A", cta_group=cta_group)
+        dtype, major, rows, k, arch, name = spec.dtype, spec.major, spec.rows, spec.k, "sm100", spec.name
+        padded = spec.padded
+    else:
+        if dtype is None:
+            raise LayoutError("dtype", "name the operand's type (dtype=...) or give the instruction (instr=...)")
+        name = "A" if operand is None else operand_name(operand)
+        padded = is_padded(dtype, padded)
     desc = as_arch_descriptor(desc, arch)
-    k = k or instruction_k(dtype, arch)
-    out = list(desc.validate(arch, major=major))
+    at = placement_dtype(dtype, padded, major=major)
+    k = k or instruction_k(dtype, arch, sparse, name, padded=padded)
+    tag = f" (operand {name})"
+    out = [f._replace(rule=f.rule + tag) for f in desc.validate(arch, major=major)]
     wide = parse_major(major) and desc.swizzle is not SwizzleMode.NONE and \
-        lbo_used(desc, k=k, dtype=dtype, major=major, arch=arch)  # K beyond one swizzled row (sparse B)
+        lbo_used(desc, k=k, dtype=at, major=major, arch=arch)  # K beyond one swizzled row (sparse B)
     if wide:  # validate() cannot know K: here LBO places the next atom column
         out = [f for f in out if not (f.field == "lbo" and "is ignored" in f.rule)]
         if desc.lbo < desc.swizzle.bytes:
             out.append(Finding("lbo", f"{desc.lbo:#x}: K spans more than one {desc.swizzle.value}-swizzled row, so LBO "
                                       "places the next atom column; below the row width it lands inside the first "
-                                      "(CuTe writes 1 here, which only suits K within one row)", "warning"))
+                                      "(CuTe writes 1 here, which only suits K within one row)" + tag, "warning"))
     if any(f.severity == "error" for f in out):
         return out
+    read = lambda d: operand_addresses(d, rows=rows, k=k, dtype=at, major=major, arch=arch)  # noqa: E731
     try:
-        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
+        addrs = read(desc)
     except TcemuError as e:
-        return out + [Finding(e.field, e.rule, "error")]
-    nbytes = max(element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits // 8, 1)
-    if nbytes > 1 or element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits == 8:
-        flat = addrs.ravel()
-        order = np.argsort(flat, kind="stable")
-        dup = np.flatnonzero(flat[order][1:] < flat[order][:-1] + nbytes)
-        if dup.size:
-            i, j = np.unravel_index(order[dup[0]], addrs.shape), np.unravel_index(order[dup[0] + 1], addrs.shape)
-            out.append(Finding("lbo, sbo", f"strides overlap: elements {tuple(map(int, i))} and {tuple(map(int, j))} "
-                                           f"share bytes at {int(addrs[i]):#x} ({dup.size} such pairs)", "warning"))
-    lbo, sbo = dense_strides(desc, dtype, major, rows, k, arch)
-    for name, have, dense in (("sbo", desc.sbo, sbo), ("lbo", desc.lbo, lbo)):
-        used = name == "sbo" or (lbo_used(desc, k=k, dtype=dtype, major=major, arch=arch) and not
-                                 (wide and desc.lbo < desc.swizzle.bytes))  # that case has its own finding
-        if used and dense and have == 16 * dense:
-            out.append(Finding(name, f"{have:#x} is 16x the dense value {dense:#x}: was a byte count written into "
-                                     "the field without the >> 4?", "warning"))
-        elif used and dense >= 256 and have * 16 == dense:
-            out.append(Finding(name, f"{have:#x} is 1/16 of the dense value {dense:#x}: shifted twice?", "warning"))
+        return out + [Finding(e.field, e.rule + tag, "error")]
+    bits = element_type(at, allowed=OPERAND_DTYPES[arch]).bits
+    nbytes = max(bits // 8, 1)
+    if bits >= 8:
+        hit = _overlap(addrs, nbytes)
+        if hit:  # a repair is named only where it gives the densely packed strides (one instruction's tile)
+            dense = dense_strides(desc, at, major, rows, k, arch)
+            uses_lbo = lbo_used(desc, k=k, dtype=at, major=major, arch=arch)
+            own = wide and desc.lbo < desc.swizzle.bytes  # that LBO has its own finding above: no LBO repair here
+            is_dense = lambda d: (not own or d.lbo == desc.lbo) and \
+                (d.lbo if uses_lbo else dense[0], d.sbo) == dense  # noqa: E731
+            (i, j, pairs), fixes = hit, _repairs(desc, read, lambda a: _overlap(a, nbytes) is None, is_dense)
+            why = "".join(f"; with {what} they would not: {q}" for what, q in fixes)
+            out.append(Finding("lbo, sbo", f"strides overlap: elements {name}[{i[0]}, {i[1]}] and {name}[{j[0]}, "
+                                           f"{j[1]}] share bytes at {int(addrs[i]):#x} ({pairs} such pairs){why}"
+                                           + tag, "warning"))
+    if tile is not None:
+        out += _tile_findings(desc, addrs, read, tile, rows, k, bits, nbytes, name, form_text(dtype, padded), tag,
+                              major)
     if 0 < desc.start_address < DYNAMIC_SMEM_BASE:
         out.append(Finding("start_address", f"{desc.start_address:#x} lies below 0x400, where dynamic shared "
-                                            "memory begins: was the address shifted twice?", "warning"))
+                                            "memory begins: was the address shifted twice?" + tag, "warning"))
     if desc.swizzle is not SwizzleMode.NONE and desc.base_offset:
         out.append(Finding("base_offset", f"{desc.base_offset}: the XOR pattern is taken relative to 128-byte line "
                                           f"{desc.base_offset}; tiles written by TMA (or any writer that swizzles "
-                                          "absolute addresses) need base offset 0 wherever they start", "warning"))
+                                          "absolute addresses) need base offset 0 wherever they start" + tag,
+                           "warning"))
     return out
+
+
+def _tile_findings(desc, addrs, read, tile, rows, k, bits, nbytes, name, label, tag, major):
+    try:
+        t_rows, t_k = (int(x) for x in tile)
+    except (TypeError, ValueError):
+        raise LayoutError("tile", f"{tile!r}: (rows, k) of the tile in shared memory") from None
+    if t_rows < rows or t_k < k or t_rows <= 0 or t_k <= 0:
+        raise LayoutError("tile", f"{tile!r}: the tile holds at least one instruction's {rows} x {k}")
+    # a swizzled tile keeps whole W-byte rows (TMA's pitch is the swizzle span): its contiguous direction rounds up
+    w = desc.swizzle.bytes if desc.swizzle is not SwizzleMode.NONE else 1
+    inner, outer = (t_k, t_rows) if parse_major(major) else (t_rows, t_k)
+    size = outer * -(-inner * bits // 8 // w) * w
+    span = lambda a: int(a.max()) + nbytes - int(a.min())  # noqa: E731
+    if span(addrs) <= size:
+        return []
+    fixes = _repairs(desc, read, lambda a: span(a) <= size and (bits < 8 or _overlap(a, nbytes) is None))
+    why = "".join(f"; {what} would fit: {q}" for what, q in fixes)
+    return [Finding("lbo, sbo", f"one instruction reads {span(addrs)} bytes ({int(addrs.min()):#x} to "
+                                f"{int(addrs.max()) + nbytes:#x}), more than the whole {t_rows} x {t_k} {label} tile "
+                                f"of {name} holds ({size} bytes): the descriptor reads outside the tile{why}" + tag,
+                    "warning")]
 
 
 def has_errors(text: str) -> bool:
@@ -96,8 +179,9 @@ def describe_instruction(idesc) -> List[str]:
     """A tcgen05 instruction descriptor in words, with the shape rules it breaks (PTX Table 39)."""
     d = idesc
     major = lambda t: "MN-major" if t else "K-major"  # noqa: E731
-    lines = [f"instruction: .kind::{d.kind} M = {d.m}, N = {d.n}; A {d.dtype_a} {major(d.transpose_a)}"
-             f"{' negated' if d.negate_a else ''}, B {d.dtype_b} {major(d.transpose_b)}"
+    form = lambda t: f"{t} {'padded' if is_padded(t, None, kind=d.kind) else 'packed'}" if t in FP4_FP6 else t  # noqa: E731
+    lines = [f"instruction: .kind::{d.kind} M = {d.m}, N = {d.n}; A {form(d.dtype_a)} {major(d.transpose_a)}"
+             f"{' negated' if d.negate_a else ''}, B {form(d.dtype_b)} {major(d.transpose_b)}"
              f"{' negated' if d.negate_b else ''}, D " + ("f32" if d.kind in ("mxf8f6f4", "mxf4", "mxf4nvf4")
                                                           else d.dtype_d)]
     if d.kind in ("mxf8f6f4", "mxf4", "mxf4nvf4"):
@@ -130,40 +214,48 @@ def describe_sparse_meta(meta, dtype_a: str, selector: int = 0) -> List[str]:
 
 
 def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=None, arch: str = "sm90",
-            instr=None, kind=None, operand: str = "a", sparse: bool = False) -> str:
+            instr=None, kind=None, operand: str = "a", sparse: bool = False, padded=None, cta_group=None,
+            tile=None) -> str:
     """`desc` in plain words. With a tcgen05 instruction descriptor (`instr`, an InstrDescriptor or its value
-    with `kind`), the operand's type, major-ness and extent come from it (operand "a" or "b"). With `sparse`
-    (sm90 wgmma.mma_async.sp) the extent is A's K/2 stored elements or B's K (operand "a" or "b")."""
+    with `kind`), the operand's type, form, major-ness and this CTA's extent come from it (operand "a" or "b";
+    cta_group None takes 2 for M = 256: each CTA of the pair holds half of A's rows and of B's columns). With
+    `sparse` (sm90 wgmma.mma_async.sp) the extent is A's K/2 stored elements or B's K (operand "a" or "b")."""
+    if sparse and instr is not None:
+        raise LayoutError("sparse", "sparse= is sm90's wgmma.mma_async.sp; a tcgen05 instruction descriptor "
+                                    "(instr=) gives the operand's shape itself")
     lines = []
+    name = operand_name(operand)
     if instr is not None:
-        d = instr if isinstance(instr, InstrDescriptor) else InstrDescriptor.decode(instr, kind)
-        arch = "sm100"
-        if operand not in ("a", "b"):
-            raise LayoutError("operand", f"{operand!r}: 'a' or 'b'")
-        dtype, mn = (d.dtype_a, d.transpose_a) if operand == "a" else (d.dtype_b, d.transpose_b)
-        major, rows, k = ("MN" if mn else "K"), (d.m if operand == "a" else d.n), K_OF_KIND[d.kind]
+        spec = operand_spec(instr, kind=kind, operand=name, cta_group=cta_group)
+        d, arch = spec.instr, "sm100"
+        dtype, major, rows, k, padded = spec.dtype, spec.major, spec.rows, spec.k, spec.padded
         lines += describe_instruction(d)
-        if dtype == "e2m1" and d.kind in ("f8f6f4", "mxf8f6f4"):  # smem.SUBBYTE's padded form
-            lines.append("e2m1 in this kind sits 16 values per 16 bytes, then padding: its slots are addressed "
-                         "as bytes (u8)")
-            dtype = "u8"
+        if spec.cta_group == 2:
+            lines.append(spec.describe())
+    else:
+        padded = is_padded(dtype, padded)
     desc = as_arch_descriptor(desc, arch)
     etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
+    at = placement_dtype(etype.name, padded, major=major)
     if sparse:
-        if operand not in ("a", "b"):
-            raise LayoutError("operand", f"{operand!r}: 'a' or 'b'")
-        full = SP_K_OF.get(etype.name, 0)
-        k = k or instruction_k(etype.name, arch, sparse=True, operand=operand)
+        full = instruction_k(etype.name, arch, True, "B")
+        k = k or instruction_k(etype.name, arch, True, name)
         lines.append(f"sparse wgmma (k{full}): " + ("A holds K/2 stored elements per row, read like a dense A"
-                                                     if operand == "a" else f"B reads all {full} K elements"))
-        if operand == "b" and lbo_used(desc, k=k, dtype=etype.name, major=major, arch=arch) and parse_major(major) \
-                and desc.swizzle is not SwizzleMode.NONE:
+                                                     if name == "A" else f"B reads all {full} K elements"))
+        if name == "B" and parse_major(major) and desc.swizzle is not SwizzleMode.NONE and \
+                lbo_used(desc, k=k, dtype=at, major=major, arch=arch):
             lines.append(f"K spans {k * etype.bits // 8} bytes but a {desc.swizzle.value}-swizzled row holds "
                          f"{desc.swizzle.bytes}: the next atom column starts LBO = {desc.lbo:#x} bytes on (Triton/XLA's "
                          "descriptors; pending traces/wgmma_sp_addresses_sm90.npz)")
-    k = k or instruction_k(etype.name, arch)
+    k = k or instruction_k(etype.name, arch, padded=padded)
+    if etype.name in FP4_FP6:
+        lines.append(f"{form_text(etype.name, padded)}: " + (
+            "16 values then padding in each 16-byte chunk (PTX .b4x16_p64 / .b6x16_p32); each value is addressed "
+            "as its 8-bit slot, like a u8 operand" if padded else
+            "two values per byte, even k in the low nibble; each value's address is the byte that holds it"))
     sw = desc.swizzle.swizzle
-    lines.insert(0, f"{desc}  ({arch}, read as {rows} x {k} {etype.name}, {'K' if parse_major(major) else 'MN'}-major)")
+    lines.insert(0, f"{desc}  ({arch}, operand {name}, read as {rows} x {k} {form_text(etype.name, padded)}, "
+                    f"{'K' if parse_major(major) else 'MN'}-major)")
     if desc.swizzle is SwizzleMode.NONE:
         lines.append("swizzle: none; the operand is built from 8x16-byte core matrices placed by LBO and SBO")
     else:
@@ -172,19 +264,20 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
                      f"address are XORed with bits [{hi}, {hi + sw.bits}) (minus the base offset {desc.base_offset}); "
                      f"the pattern repeats every {1 << (hi + sw.bits)} bytes")
     try:
-        lines.append(f"layout: {canonical_layout(desc, dtype=etype.name, major=major, arch=arch)}  "
-                     "(elements; m, k count atoms)")
-        rows_of = core_matrix_rows(desc, rows=rows, k=k, dtype=etype.name, major=major, arch=arch)
+        lines.append(f"layout: {canonical_layout(desc, dtype=at, major=major, arch=arch)}  "
+                     f"({'8-bit slots' if at != etype.name else 'elements'}; m, k count atoms)")
+        rows_of = core_matrix_rows(desc, rows=rows, k=k, dtype=at, major=major, arch=arch)
         lines.append("first core matrices (16-byte row addresses):")
         for i in range(min(2, rows_of.shape[0])):
             for j in range(min(2, rows_of.shape[1])):
                 lines.append(f"  ({i}, {j}): " + " ".join(f"{int(a):#07x}" for a in rows_of[i, j]))
     except TcemuError as e:
         lines.append(f"layout: cannot be resolved: {e}")
-    findings = lint(desc, dtype=etype.name, major=major, rows=rows, k=k, arch=arch)
+    findings = lint(desc, dtype=etype.name, major=major, rows=rows, k=k, arch=arch, padded=padded, operand=name,
+                    tile=tile)
     if instr is not None:  # rules tying this operand's descriptor to the instruction (blackwell.check_form)
         try:
-            check_form(d, None, False, *((desc, None) if operand == "a" else (None, desc)), 0)
+            check_form(d, spec.cta_group, False, *((desc, None) if name == "A" else (None, desc)), 0)
         except TcemuError as e:
             findings.append(Finding(e.field, e.rule, "error"))
     lines += [str(f) for f in findings] or ["no findings"]

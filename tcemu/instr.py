@@ -23,6 +23,69 @@ D_CODES = {"tf32": {"f32": 1}, "f16": {"f16": 0, "f32": 1}, "f8f6f4": {"f16": 0,
 SCALE_CODES = {"mxf8f6f4": {"ue8m0": 1}, "mxf4": {"ue8m0": 1}, "mxf4nvf4": {"ue4m3": 0, "ue8m0": 1}}
 
 
+# Where a row's scale factors sit in its 32-bit tensor-memory cell (PTX 9.7.16.10.7.2-3, "Scale Factor A ID" /
+# "Scale Factor B ID"; 9.7.17.* in later ISA versions): the id is the byte the row's factors start at.
+# .scale_vec::1X (one factor per row; mxf8f6f4) takes byte offsets 0-3; .scale_vec::2X (two; mxf4, and mxf4nvf4
+# .block32) half-word offsets 0 or 2; .scale_vec::4X (four; mxf4nvf4 .block16, the only size for ue4m3 scales)
+# fills the cell, so only 0.
+SCALE_IDS = {1: (0, 1, 2, 3), 2: (0, 2), 4: (0,)}
+
+
+def scale_id_rule(per_row: int, sf_id, field: str = "sf_id"):
+    """None when `sf_id` is where an instruction reading `per_row` scale factors per row (1, 2 or 4:
+    .scale_vec::1X/2X/4X) may find them; otherwise the rule, in words, for the error."""
+    legal = SCALE_IDS.get(per_row)
+    if legal is None:
+        return (f"{per_row} scale factors per row: tcgen05.mma reads 1, 2 or 4 (.scale_vec::1X, 2X, 4X; "
+                "K = 96 is not modelled)")
+    if sf_id in legal:
+        return None
+    where = {1: "one scale byte per row, at byte offset 0-3 of its 32-bit tensor-memory cell",
+             2: "two scale bytes per row, at half-word offset 0 or 2 of its 32-bit tensor-memory cell",
+             4: "four scale bytes per row, which fill its 32-bit tensor-memory cell: the id must be 0"}[per_row]
+    return (f"{field} = {sf_id}: .scale_vec::{per_row}X reads {where} (PTX 9.7.16.10.7.2-3: 1X takes ids 0-3, "
+            "2X 0 or 2, 4X only 0)")
+
+
+def scale_vec(kind: str, scale_type: str, block_size=None) -> int:
+    """Scale factors per row that one instruction of a block-scaled kind reads (PTX Table 54): mxf8f6f4 1X;
+    mxf4 2X; mxf4nvf4 4X with ue4m3 (.block16) and 2X or 4X with ue8m0 (.block32 / .block16; None takes 2X,
+    the looser rule, when the block size is not known)."""
+    if kind == "mxf8f6f4":
+        return 1
+    if kind == "mxf4nvf4" and (scale_type == "ue4m3" or block_size == 16):
+        return 4
+    return 2
+
+
+def instr_value(value) -> int:
+    """The 32-bit instruction descriptor in `value`: an int (numpy ints too) or an integer literal string.
+
+    A 64-bit value is the runtime form CuTe passes to tcgen05.mma (cute/arch/mma_sm100_desc.hpp,
+    make_runtime_instr_desc: the descriptor in the upper 32 bits, the lower 32 bits a sparse-metadata
+    tensor-memory address that dense MMAs ignore; the inline asm hands the instruction `idescE >> 32`)."""
+    if isinstance(value, str):
+        try:
+            value = int(value.replace("_", ""), 0)
+        except ValueError:
+            raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise DescriptorError("descriptor", f"must be an integer (a 32-bit instruction descriptor), got "
+                                            f"{type(value).__name__} {value!r}")
+    value = int(value)
+    if 0 <= value < 1 << 32:
+        return value
+    if 1 << 32 <= value < 1 << 64:
+        if value & 0xFFFFFFFF == 0:
+            return value >> 32
+        raise DescriptorError("descriptor", f"{value:#018x} has 64 bits: the runtime form (CuTe's "
+                                            "make_runtime_instr_desc) holds the 32-bit descriptor in bits 32-63 "
+                                            f"and leaves bits 0-31 zero for dense MMA, but they are {value & 0xFFFFFFFF:#010x}; "
+                                            f"shift right by 32 ({value >> 32:#010x}) if that half is the descriptor")
+    raise DescriptorError("descriptor", f"{value:#x} is not a 32-bit instruction descriptor (nor its 64-bit "
+                                        "runtime form, the value << 32)")
+
+
 def _field(value, lo, width):
     return value >> lo & ((1 << width) - 1)
 
@@ -61,15 +124,11 @@ class InstrDescriptor:
 
     @classmethod
     def decode(cls, value, kind: str) -> "InstrDescriptor":
-        """Fields of a 32-bit value (an int, or a string such as '0x8400490') read as .kind::`kind`."""
-        if isinstance(value, str):
-            try:
-                value = int(value.replace("_", ""), 0)
-            except ValueError:
-                raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 1 << 32:
-            raise DescriptorError("descriptor", f"must be an unsigned 32-bit integer, got {value!r}")
-        value = int(value)
+        """Fields of a 32-bit value (an int, or a string such as '0x8400490') read as .kind::`kind`.
+
+        The 64-bit runtime form that CuTe's make_runtime_instr_desc and DeepGEMM's
+        make_runtime_instr_desc_with_sf_id build (the 32-bit value << 32, low half 0) is taken too."""
+        value = instr_value(value)
         if kind not in KINDS:
             raise DescriptorError("kind", f"{kind!r}: expected one of {', '.join(KINDS)}")
         codes = TYPE_CODES[kind]
@@ -135,8 +194,16 @@ class InstrDescriptor:
             out.append(("negate_a" if self.negate_a else "negate_b", ".kind::i8 cannot negate (Table 42)"))
         if self.kind in ("mxf4", "mxf4nvf4") and (self.transpose_a or self.transpose_b):
             out.append(("transpose_a" if self.transpose_a else "transpose_b", "packed fp4 cannot be transposed (Table 44)"))
-        if self.kind in ("mxf4", "mxf4nvf4") and (self.a_scale_id % 2 or self.b_scale_id % 2):
-            out.append(("a_scale_id" if self.a_scale_id % 2 else "b_scale_id", "mxf4 scale-factor ids are 0 or 2"))
+        if scaled and self.k96:  # K = 96 (sm_103a, not modelled): Table 44's "0 or 2"
+            for name in ("a_scale_id", "b_scale_id"):
+                if getattr(self, name) in (1, 3):
+                    out.append((name, f"{name} = {getattr(self, name)}: .kind::{self.kind} takes 0 or 2 (PTX Table 44)"))
+        elif scaled:
+            per_row = scale_vec(self.kind, self.scale_type)
+            for name in ("a_scale_id", "b_scale_id"):
+                rule = scale_id_rule(per_row, getattr(self, name), name) if 0 <= getattr(self, name) <= 3 else None
+                if rule:
+                    out.append((name, f"{rule}; .kind::{self.kind} with {self.scale_type} scales"))
         if scaled and (self.max_shift or self.saturate):
             out.append(("max_shift" if self.max_shift else "saturate", f".kind::{self.kind} has no such field"))
         if strict and not out:

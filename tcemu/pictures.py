@@ -7,8 +7,9 @@ import numpy as np
 
 from .addressing import core_matrix_rows, operand_addresses
 from .descriptors import SwizzleMode, as_arch_descriptor
-from .dtypes import element_type, parse_major
+from .dtypes import OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
 from .errors import TcemuError
+from .operand import operand_spec
 
 
 def _plt():
@@ -21,21 +22,37 @@ def _plt():
         raise TcemuError("png", "pictures need matplotlib: pip install 'tcemu[pictures]'") from None
 
 
-def operand_map(desc, path: str, *, rows: int, k: int, dtype: str, major: str = "K", operand: str = "A",
-                arch: str = "sm90"):
+def operand_map(desc, path: str, *, rows=None, k=None, dtype=None, major: str = "K", operand: str = "A",
+                arch: str = "sm90", padded=None, instr=None, kind=None, cta_group=None):
     """Draw where every 16-byte chunk of the operand lives (PNG or SVG by the file's extension).
-    Returns (first line address, {(line, chunk): label})."""
+    Returns (first line address, {(line, chunk): label}).
+
+    With `instr` (an InstrDescriptor, or its value with kind=) the operand's type, form, major-ness and this
+    CTA's rows and K come from the instruction (cta_group::2: one CTA's half of A's rows or B's columns);
+    fp4 / fp6 follow dtypes' packed / padded rule (`padded`)."""
     plt = _plt()
+    note = ""
+    if instr is not None:
+        spec = operand_spec(instr, kind=kind, operand=operand, cta_group=cta_group)
+        dtype, major, rows, k, padded, arch, operand = (spec.dtype, spec.major, spec.rows, spec.k, spec.padded,
+                                                        "sm100", spec.name)
+        if spec.cta_group == 2:
+            note = f"; one CTA of the pair: {spec.rows} of {spec.total_rows} {'rows' if spec.name == 'A' else 'columns'}"
+    elif rows is None or k is None or dtype is None:
+        raise TcemuError("rows, k, dtype", "give the operand's rows, k and dtype, or the instruction (instr=...)")
+    else:
+        padded = is_padded(dtype, padded)
+    at = placement_dtype(dtype, padded, major=major)
     desc = as_arch_descriptor(desc, arch)
-    addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
-    cm = core_matrix_rows(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)  # (i, j, 8) row addresses
+    addrs = operand_addresses(desc, rows=rows, k=k, dtype=at, major=major, arch=arch)
+    cm = core_matrix_rows(desc, rows=rows, k=k, dtype=at, major=major, arch=arch)  # (i, j, 8) row addresses
     lo = int(addrs.min()) // 128 * 128
     lines = (int(addrs.max()) - lo) // 128 + 1
     if lines > 256:
         raise TcemuError("rows", f"the operand spans {lines} lines of 128 bytes; draw at most 256")
     color = np.full((lines, 8), -1.0)
     labels = {}
-    T = element_type(dtype).per_chunk
+    T = element_type(at, allowed=OPERAND_DTYPES[arch]).per_chunk
     k_major = parse_major(major)
     for (i, j, p), a in np.ndenumerate(cm):
         line, chunk = (int(a) - lo) // 128, (int(a) % 128) // 16
@@ -50,8 +67,8 @@ def operand_map(desc, path: str, *, rows: int, k: int, dtype: str, major: str = 
     ax.set_xticks(range(8), [f"+{16 * c}" for c in range(8)])
     ax.set_yticks(range(lines), [f"{lo + 128 * n:#x}" for n in range(lines)], fontsize=7)
     ax.set_xlabel("16-byte chunk within the 128-byte line")
-    ax.set_title(f"{desc}\n{rows}x{k} {dtype}, {'K' if k_major else 'MN'}-major; colour = core matrix, "
-                 "label = first element", fontsize=9)
+    ax.set_title(f"{desc}\n{operand}: {rows}x{k} {form_text(dtype, padded)}, {'K' if k_major else 'MN'}-major{note}; "
+                 "colour = core matrix, label = first element", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -3,7 +3,7 @@ import numpy as np
 
 from .addressing import operand_addresses
 from .arch import SMEM_WINDOW, check_arch
-from .dtypes import SM90_OPERAND_DTYPES, element_type, parse_major
+from .dtypes import SM90_OPERAND_DTYPES, element_type, is_padded, parse_major, placement_dtype
 from .errors import SharedMemoryError
 
 SUBBYTE = {"b1": 1, "e2m1": 4, "e2m3": 6, "e3m2": 6}  # value bits of the operand types narrower than a byte
@@ -137,10 +137,11 @@ class SharedMemory:
     def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K", padded=None) -> np.ndarray:
         """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element).
 
-        Sub-byte elements pack from the low bits of their byte: b1 column k is bit k % 8 (see README), e2m1
-        (sm100) two per byte, even k in the low nibble (kind::mxf4*). With `padded` (kind::f8f6f4 /
-        mxf8f6f4; always for fp6) every 16-byte chunk holds 16 packed values then padding (PTX .b4x16_p64 /
-        .b6x16_p32), addressed like 8-bit elements."""
+        Sub-byte elements pack from the low bits of their byte: b1 column k is bit k % 8 (see README). fp4 / fp6
+        (sm100) follow dtypes' packed / padded rule (README, "fp4 and fp6 in shared memory"): packed e2m1 two
+        per byte, even k in the low nibble (kind::mxf4*); padded (padded=True, kind::f8f6f4 / mxf8f6f4, and
+        always for fp6) 16 values then padding per 16-byte chunk (PTX .b4x16_p64 / .b6x16_p32), addressed like
+        8-bit elements."""
         if dtype in SUBBYTE:
             return self._subbyte(desc, rows, k, dtype, major, padded, None)
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
@@ -159,13 +160,9 @@ class SharedMemory:
     def _subbyte(self, desc, rows, k, dtype, major, padded, values):
         """Read (values None) or write the sub-byte operand: the bytes each element spans and its shift."""
         width = SUBBYTE[dtype]
-        padded = width == 6 if padded is None else bool(padded)
-        if padded and dtype == "b1":
-            raise SharedMemoryError("padded", "b1 has no padded form")
-        if width == 6 and not padded:
-            raise SharedMemoryError("padded", f"{dtype} lives in shared memory only in the padded 16-per-16-byte "
-                                              "form (PTX .b6x16_p32)")
-        addrs = operand_addresses(desc, rows=rows, k=k, dtype="u8" if padded else dtype, major=major, arch=self.arch)
+        padded = is_padded(dtype, padded, error=SharedMemoryError)  # dtypes: the packed / padded rule
+        addrs = operand_addresses(desc, rows=rows, k=k, dtype=placement_dtype(dtype, padded, major=major),
+                                  major=major, arch=self.arch)
         if padded:  # element i of a 16-byte chunk: bits [width*i, width*(i+1)) of the chunk
             bit = width * (addrs & 15)
             lo, shift = (addrs & ~15) + (bit >> 3), bit & 7

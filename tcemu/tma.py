@@ -47,7 +47,7 @@ def _swizzle(mode, arch):
 
 
 # sm100 sub-byte data types (CUtensorMapDataType; PTX 5.5.1.1): (bits per element, padded: each 16 elements'
-# packed bytes then padding, left unwritten, fill 16 bytes of shared memory). ALIGN8B copies packed
+# packed bytes then padding, left unwritten, fill 16 bytes of shared memory; dtypes' packed / padded rule). ALIGN8B copies packed
 # bytes as they are (kind::mxf4*); ALIGN16B spreads 16 elements over 16 bytes (.b4x16_p64 / .b6x16_p32), the
 # layout kind::f8f6f4 reads. The driver takes box[0] = 128 for ALIGN16B and 128B / 128B_ATOM_32B / none only.
 PACKED_TYPES = {"16U4_ALIGN8B": (4, False), "16U4_ALIGN16B": (4, True), "16U6_ALIGN16B": (6, True)}
@@ -62,8 +62,9 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
     shared addresses written, shaped like the box (outer dimensions first).
 
     data_type (sm100): one of PACKED_TYPES; `tensor` then holds packed bytes (dimension 0 counts bytes,
-    box[0] and coords[0] count elements) and the result gives each element's position: the byte holding it
-    (ALIGN8B) or its 8-bit slot in a 16-byte chunk (ALIGN16B, as tcgen05's padded operands are addressed)."""
+    box[0] and coords[0] count elements) and the result gives each element's position by dtypes' packed /
+    padded rule: the byte holding it (ALIGN8B: packed e2m1) or its 8-bit slot in a 16-byte chunk (ALIGN16B:
+    padded e2m1 / e2m3 / e3m2). tma_placement turns the result into an operand placement."""
     arch = arch or getattr(smem, "arch", "sm90")
     if data_type is not None:
         return _packed_load(smem, smem_addr, np.asarray(tensor), list(box), list(coords), element_strides,
@@ -188,3 +189,86 @@ def tensor_view(buffer: np.ndarray, offset: int, element_bytes: int, dims, strid
     flat = flat[:flat.size // element_bytes * element_bytes].view(np.dtype(f"<u{element_bytes}"))
     full = [element_bytes] + list(strides)[:len(dims) - 1]
     return np.lib.stride_tricks.as_strided(flat, shape=tuple(dims[::-1]), strides=tuple(full[::-1]), writeable=False)
+
+
+def tma_placement(loads, *, rows, k, element_strides=None) -> np.ndarray:
+    """The (rows, k) operand placement that check.check_operand / check_tile / suggest_descriptor take, from
+    what tma_load returned: a box's addresses (outer dimensions first), or a list of (addresses, coords) pairs
+    for a tile assembled from several boxes (coords as passed to tma_load, dimension 0 first).
+
+    rows, k: the TMA dimensions (numbered as the driver does, dimension 0 innermost) that index the operand's
+    rows (M of A, N of B) and its K. A tuple lists several dimensions, fastest first: a map that splits K into
+    swizzle-width pieces (ThunderKittens' 5-D maps: dimension 0 the 64 elements of a 128-byte row, 2 the
+    piece) takes k=(0, 2). K-major operands have k=0 (K contiguous), MN-major ones rows=0. Every other
+    dimension must span one element of the tile. element_strides: as passed to tma_load (a strided box takes
+    every element_strides[d]-th coordinate; the placement counts the elements it took)."""
+    if isinstance(loads, np.ndarray) or not isinstance(loads, (list, tuple)):
+        first = np.asarray(loads)
+        loads = [(first, [0] * first.ndim)]
+    pairs = []
+    for item in loads:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise TmaError("loads", "a tma_load result, or a list of (addresses, coords) pairs, one per box")
+        addr, coords = np.asarray(item[0]), list(item[1])
+        if addr.dtype.kind not in "iu" or addr.ndim < 1 or len(coords) != addr.ndim:
+            raise TmaError("loads", f"each box is tma_load's (outer-first) address array with its coords, dimension "
+                                    f"0 first; got {addr.dtype} {addr.shape} with coords {coords!r}")
+        if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in coords):
+            raise TmaError("loads", f"coords {coords!r} must be integers")
+        if not addr.size:
+            raise TmaError("loads", f"a box of shape {addr.shape} holds no element")
+        pairs.append((addr.astype(np.int64), [int(c) for c in coords]))
+    if not pairs:
+        raise TmaError("loads", "no box given")
+    rank = pairs[0][0].ndim
+    if any(a.ndim != rank for a, _ in pairs):
+        raise TmaError("loads", "every box must come from the same tensor map (same rank)")
+    est = [1] * rank if element_strides is None else list(element_strides)
+    if len(est) != rank or not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) and 1 <= e <= 8
+                                   for e in est):
+        raise TmaError("element_strides", f"{element_strides!r}: {rank} integers 1..8, dimension 0 first")
+    est[0] = 1  # dimension 0 always takes consecutive elements
+
+    def dims(value, name):
+        value = (value,) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else value
+        if not isinstance(value, (tuple, list)) or not value or not all(
+                isinstance(d, (int, np.integer)) and not isinstance(d, bool) and 0 <= d < rank for d in value):
+            raise TmaError(name, f"{value!r}: TMA dimension numbers 0..{rank - 1} (dimension 0 innermost), or a "
+                                 "tuple of them, fastest first")
+        return [int(d) for d in value]
+
+    row_dims, k_dims = dims(rows, "rows"), dims(k, "k")
+    if len(set(row_dims + k_dims)) != len(row_dims) + len(k_dims):
+        raise TmaError("rows, k", f"{rows!r} and {k!r} must name distinct dimensions")
+    lo = [min(c[d] for _, c in pairs) for d in range(rank)]
+    hi = [max(c[d] + a.shape[rank - 1 - d] * est[d] for a, c in pairs) for d in range(rank)]
+    count = [-(-(hi[d] - lo[d]) // est[d]) for d in range(rank)]
+    for d in range(rank):
+        if d not in row_dims + k_dims and count[d] != 1:
+            raise TmaError("rows, k", f"dimension {d} spans {count[d]} elements of the tile but is neither in rows "
+                                      f"{rows!r} nor in k {k!r}")
+
+    def flat(index, ds):
+        out, scale = 0, 1
+        for d in ds:
+            out, scale = out + index[d] * scale, scale * count[d]
+        return out, scale
+
+    n_rows, n_k = flat([0] * rank, row_dims)[1], flat([0] * rank, k_dims)[1]
+    out = np.full((n_rows, n_k), -1, np.int64)
+    for addr, coords in pairs:
+        for d in range(rank):
+            if (coords[d] - lo[d]) % est[d]:
+                raise TmaError("loads", f"box at coords {coords} is off the element-stride grid of dimension {d}")
+        idx = np.indices(addr.shape)[::-1]  # dimension 0 first
+        tile = [idx[d] + (coords[d] - lo[d]) // est[d] for d in range(rank)]
+        r, c = flat(tile, row_dims)[0], flat(tile, k_dims)[0]
+        if np.any(out[r, c] >= 0):
+            i = np.argwhere(out[r, c] >= 0)[0]
+            raise TmaError("loads", f"boxes overlap: operand element ({int(r[tuple(i)])}, {int(c[tuple(i)])}) "
+                                    "is loaded twice")
+        out[r, c] = addr
+    if np.any(out < 0):
+        r, c = np.argwhere(out < 0)[0]
+        raise TmaError("loads", f"operand element ({r}, {c}) lies in no box: the boxes leave a hole")
+    return out

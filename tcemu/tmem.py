@@ -17,6 +17,7 @@ tests/test_cute_tmem.py, and are not silicon-verified):
 import numpy as np
 
 from .errors import TmemError
+from .instr import scale_id_rule
 from .smem import SUBBYTE
 
 LANES, COLUMNS = 128, 512
@@ -156,8 +157,9 @@ class TensorMemory:
         lane0, _ = split_address(address, field)
         if lane0:
             raise TmemError(field, f"scale factors start at lane 0 (they fill every sub-partition), not {lane0}")
-        if sf_id + nsf > 4:
-            raise TmemError("sf_id", f"{nsf} scale factor(s) per row from byte {sf_id} overrun the 32-bit cell")
+        rule = scale_id_rule(nsf, sf_id)  # nsf is the reading instruction's .scale_vec size
+        if rule:
+            raise TmemError("sf_id", rule)
         lanes, cols, shift = self._sf_cells(rows, nsf, sf_id)
         copies = [self.read(address, lanes + 32 * q, cols, field) for q in range(4)]
         for q in range(1, 4):
@@ -172,6 +174,10 @@ class TensorMemory:
         .32x128b.warpx4 does)."""
         scales = np.asarray(scales, np.int64)
         rows, nsf = scales.shape
+        if sf_id not in (0, 1, 2, 3) or sf_id + nsf > 4:  # a store may fill any bytes of the cell (PTX 9.7.16.10.7.2-3)
+            raise TmemError("sf_id", f"{nsf} scale byte(s) per row from byte {sf_id} do not fit the 32-bit tensor-memory "
+                                     "cell (4 bytes: byte ids 0-3); an instruction then reads 1 at any byte "
+                                     "(.scale_vec::1X), 2 at byte 0 or 2 (2X) or 4 at byte 0 (4X)")
         lanes, cols, shift = self._sf_cells(rows, nsf, sf_id)
         _, col0 = split_address(address, "scale")
         mask = np.int64(sum(0xFF << int(s) for s in shift))

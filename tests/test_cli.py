@@ -19,7 +19,7 @@ def test_decode_reports_findings_and_fails(capsys):
     assert main(["decode", hex(value)]) == 1
     out = capsys.readouterr().out
     assert "error: start_address: 0x39000 lies beyond" in out
-    assert "error: reserved_bits: bits 15 are reserved" in out
+    assert "error: reserved_bits: bit 15 is reserved and must be 0" in out
     assert "warning: base_offset: 2 is ignored without swizzle" in out
 
 

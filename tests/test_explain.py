@@ -25,13 +25,16 @@ def test_canonical_descriptors_are_clean(desc, kw):
 
 def test_each_trap():
     assert ("lbo", "warning") in fields(GmmaDescriptor(0x400, 0x100, 1024, 0, "128B"), dtype="bf16")
-    assert ("sbo", "warning") in fields(GmmaDescriptor(0x400, 16, 1024 * 16, 0, "128B"), dtype="bf16")  # bytes, unshifted
-    assert ("sbo", "warning") in fields(GmmaDescriptor(0x400, 16, 1024 // 16, 0, "128B"), dtype="bf16")  # shifted twice
+    # bytes, unshifted: legal for a resident tile with K = 1024, wrong for a 64 x 64 tile (tests/test_lint_tiles.py)
+    assert fields(GmmaDescriptor(0x400, 16, 1024 * 16, 0, "128B"), dtype="bf16") == []
+    assert ("lbo, sbo", "warning") in fields(GmmaDescriptor(0x400, 16, 1024 * 16, 0, "128B"), dtype="bf16",
+                                             tile=(64, 64))
+    assert ("lbo, sbo", "warning") in fields(GmmaDescriptor(0x400, 16, 1024 // 16, 0, "128B"), dtype="bf16")  # shifted twice: overlap
     assert ("start_address", "warning") in fields(GmmaDescriptor(0x40, 16, 1024, 0, "128B"), dtype="bf16")
     assert ("base_offset", "warning") in fields(GmmaDescriptor(0x480, 16, 1024, 1, "128B"), dtype="bf16")
     overlap = lint(GmmaDescriptor(0x400, 128, 64, 0, "none"), dtype="bf16")  # SBO 64 < 128-byte core matrix
     assert [(f.field, f.severity) for f in overlap] == [("lbo, sbo", "warning")]
-    assert overlap[0].rule.startswith("strides overlap: elements (4, 0) and (8, 0) share bytes at 0x440")
+    assert overlap[0].rule.startswith("strides overlap: elements A[4, 0] and A[8, 0] share bytes at 0x440")
     assert ("start_address, lbo, sbo", "error") in fields(GmmaDescriptor(0x38F00, 16, 1024, 0, "128B"), dtype="bf16")
     assert ("major", "error") in fields(GmmaDescriptor(0x400, 16, 1024, 0, "128B"), dtype="tf32", major="MN")
 
@@ -70,5 +73,6 @@ def test_explain_takes_k_and_padding_from_the_instruction():
     idesc = tcemu.InstrDescriptor("f8f6f4", "e4m3", "e2m1", m=128, n=64)
     desc = tcemu.UmmaDescriptor(start_address=0x400, lbo=16, sbo=1024, swizzle="128B", version=1)
     text = explain(desc, instr=idesc, operand="b")
-    assert "read as 64 x 32 u8, K-major" in text and "16 values per 16 bytes" in text and text.endswith("no findings")
+    assert "operand B, read as 64 x 32 e2m1 padded, K-major" in text and text.endswith("no findings")
+    assert "e2m1 padded: 16 values then padding in each 16-byte chunk" in text
     assert "read as 128 x 64 e2m1" in explain(desc, instr=tcemu.InstrDescriptor("mxf4", "e2m1", "e2m1", m=128, n=64))

@@ -78,3 +78,74 @@ def test_decode_accepts_numpy_and_hex_strings():
     assert InstrDescriptor.decode(np.uint32(d.encode()), "f16") == d == InstrDescriptor.decode(hex(d.encode()), "f16")
     with pytest.raises(DescriptorError, match="integer literal"):
         InstrDescriptor.decode("0xzz", "f16")
+
+
+# ---- scale-factor ids per .scale_vec size (PTX 9.7.16.10.7.2-3: 1X byte offset 0-3, 2X half-word 0 or 2, 4X 0) ----
+
+@pytest.mark.parametrize("kind,scale_type,legal", [
+    ("mxf8f6f4", "ue8m0", {0, 1, 2, 3}),  # .scale_vec::1X: one scale byte per row, any byte of the cell
+    ("mxf4", "ue8m0", {0, 2}),            # .scale_vec::2X: two bytes, at half-word 0 or 2
+    ("mxf4nvf4", "ue8m0", {0, 2}),        # 2X (.block32); .block16 is checked by tcgen05_mma, which knows it
+    ("mxf4nvf4", "ue4m3", {0}),           # .scale_vec::4X (nvfp4): four bytes fill the cell
+])
+def test_scale_ids_follow_the_scale_vec_size(kind, scale_type, legal):
+    dtype = "e4m3" if kind == "mxf8f6f4" else "e2m1"
+    for field in ("a_scale_id", "b_scale_id"):
+        for sf_id in range(4):
+            found = InstrDescriptor(kind, dtype, dtype, m=128, n=128, scale_type=scale_type,
+                                    **{field: sf_id}).validate()
+            if sf_id in legal:
+                assert found == [], (field, sf_id, found)
+            else:
+                vec = "4X" if scale_type == "ue4m3" else "2X"
+                assert [f for f, _ in found] == [field]
+                assert found[0][1].startswith(f"{field} = {sf_id}: .scale_vec::{vec} reads ")
+                assert "PTX 9.7.16.10.7.2-3" in found[0][1]
+
+
+def test_nvfp4_descriptor_with_scale_id_2_is_refused_by_decode_cli_and_explain(capsys):
+    """Hand-encoded per PTX Table 44: A e2m1 (1 << 7), B e2m1 (1 << 10), N = 128 (16 << 17), ue4m3 (bit 23 = 0),
+    M = 128 (1 << 27), A scale id 2 (2 << 29) = 0x48200480; CuTe's block-scaled builder encodes it without a word."""
+    from tcemu.cli import main
+    from tcemu.explain import explain
+    with pytest.raises(DescriptorError) as e:
+        InstrDescriptor.decode(0x48200480, "mxf4nvf4")
+    assert e.value.field == "a_scale_id" and "four scale bytes per row, which fill its 32-bit" in e.value.rule
+    assert main(["instr", "0x48200480", "--kind", "mxf4nvf4"]) == 2
+    assert "a_scale_id: a_scale_id = 2: .scale_vec::4X" in capsys.readouterr().err
+    bad = InstrDescriptor("mxf4nvf4", "e2m1", "e2m1", m=128, n=128, scale_type="ue4m3", b_scale_id=2)
+    text = explain(0x4000404000010040, instr=bad, operand="b")
+    assert "error: b_scale_id: b_scale_id = 2: .scale_vec::4X" in text
+    assert InstrDescriptor.decode(0x08200480, "mxf4nvf4").a_scale_id == 0  # the same with id 0 is fine
+
+
+def test_tensor_memory_scale_reads_and_writes_follow_the_rule():
+    from tcemu import TensorMemory, TmemError
+    tm = TensorMemory()
+    four = np.arange(128 * 4).reshape(128, 4) % 251
+    with pytest.raises(TmemError) as e:  # 4 bytes from byte 2 used to lose the upper two silently
+        tm.write_scales(0, four, sf_id=2)
+    assert e.value.field == "sf_id" and "do not fit the 32-bit tensor-memory cell" in e.value.rule
+    tm.write_scales(0, four, sf_id=0)
+    assert np.array_equal(tm.read_scales(0, 128, 4, 0), four)
+    for nsf, sf_id, vec in ((4, 2, "4X"), (4, 1, "4X"), (2, 1, "2X"), (2, 3, "2X")):
+        with pytest.raises(TmemError) as e:
+            tm.read_scales(0, 128, nsf, sf_id)
+        assert e.value.field == "sf_id" and f".scale_vec::{vec} reads" in e.value.rule
+    assert np.array_equal(tm.read_scales(0, 128, 2, 2), four[:, 2:])
+    assert np.array_equal(tm.read_scales(0, 128, 1, 3), four[:, 3:])  # 1X: any byte
+    tm.write_scales(8, four[:, :2], sf_id=1)  # two 1X instructions' factors at bytes 1 and 2: a legal store
+    assert np.array_equal(tm.read_scales(8, 128, 1, 2), four[:, 1:2])
+
+
+def test_tcgen05_block16_ue8m0_takes_scale_id_0_only():
+    """mxf4nvf4 with ue8m0 scales and .block16 is .scale_vec::4X: the descriptor alone (2X-legal id 2) cannot
+    tell, tcgen05_mma with block_size_k=16 can."""
+    from tcemu import LayoutError, SharedMemory, tcgen05_mma
+    d = InstrDescriptor("mxf4nvf4", "e2m1", "e2m1", m=128, n=128, b_scale_id=2)
+    assert d.validate() == []
+    s = np.zeros((128, 4), np.uint8)
+    with pytest.raises(LayoutError) as e:
+        tcgen05_mma(SharedMemory("sm100"), 0x4000404000010040, 0x4000404000010040, d, scale_a=s, scale_b=s,
+                    block_size_k=16)
+    assert e.value.field == "b_scale_id" and ".scale_vec::4X" in e.value.rule and ".block16" in e.value.rule
