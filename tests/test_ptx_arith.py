@@ -609,6 +609,10 @@ def test_hardware_trace_replays():
     r = replay_alu_trace(TRACE)
     bad = {k: v for k, v in r.forms.items() if v.status not in ("match", "refused")}
     assert not bad, "\n" + r.table()
+    # 708 forms: the 29 approximate ones refused, 679 matched case for case (1,043,758 cases)
+    refused = [k for k, v in r.forms.items() if v.status == "refused"]
+    assert len(refused) == 29 and all("approx" in k or "full" in k for k in refused)
+    assert sum(v.matched for v in r.forms.values()) == 1043758
 
 
 def test_replay_reports_planted_mismatch(tmp_path):

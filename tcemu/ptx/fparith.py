@@ -76,9 +76,12 @@ def _name(op, ftype, rounding=None, **flags):
 
 
 def _refuse_approx(form):
-    raise PtxUnsupported(form, "PTX specifies only an error bound for this approximation, not its bits; "
-                               "tcemu models it only once a hardware capture pins it down "
-                               "(traces/ptx_alu_sm90.npz, scripts/capture_ptx_alu.py)")
+    # traces/ptx_alu_sm90.npz holds 29 of these forms: none is correctly rounded (errors up to 1-2 ulp, more
+    # for lg2/sin/cos/tanh), and each is a MUFU table lookup (MUFU.RCP/RSQ/SQRT/EX2/LG2/SIN/COS/TANH, RCP64H,
+    # RSQ64H seeding a Newton step) whose table is not public: NOTES.md "ALU capture" has the measured errors.
+    raise PtxUnsupported(form, "PTX specifies only an error bound for this approximation, not its bits, and "
+                               "the H100 computes it from an unpublished MUFU table (not correctly rounded: "
+                               "measured errors in NOTES.md, 'ALU capture'); tcemu does not model it")
 
 
 def _bits(x, width, field):
