@@ -20,7 +20,9 @@ same way (predicates as bool arrays). Modifier keywords mirror the PTX modifiers
 
 Rules (PTX ISA 9.7.3, 9.7.4, 9.7.9.21, IEEE 754-2019): one exact result rounded once (fma included);
 subnormals kept unless .ftz (inputs and results flushed to a zero of the same sign; a result is flushed
-when it is subnormal after rounding); an exact zero sum is +0, -0 under .rm; .sat clamps to [+0, 1] and
+when it is subnormal after rounding, except cvt.ftz.f32.f64, emulated by ptxas, which flushes results tiny
+after rounding with an unbounded exponent: _ftz_f32_from_f64); cvt.rna.tf32.f32 is integer arithmetic on the
+pattern (_cvt_tf32); an exact zero sum is +0, -0 under .rm; .sat clamps to [+0, 1] and
 turns NaN into +0; .relu turns negative results into +0 and keeps NaN; .satfinite turns +-inf into
 +-max finite. NaN results: NAN_POLICY (arithmetic), CVT_NAN (conversions), _float_to_int_nan, all measured
 on an H100 (traces/ptx_alu_sm90.npz, every non-approximate form matches case for case).
