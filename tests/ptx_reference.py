@@ -25,6 +25,32 @@ def canonical_nan(fmt):
     return ((1 << (eb + mb)) - 1) << shift
 
 
+# NaN results measured on an H100 (traces/ptx_alu_sm90.npz, rules written out in NOTES.md "ALU capture"):
+# f32/f16/bf16 arithmetic gives the canonical NaN; f64 arithmetic returns a NaN operand with its quiet bit set
+# (sign and payload kept) -- add/sub/mul/fma look at the operands in the order b, c, a, and div/sqrt/rcp in the
+# order a, b -- and an invalid operation gives 0xfff8000000000000.
+F64_NAN_ORDER = {"add": (1, 0), "sub": (1, 0), "mul": (1, 0), "fma": (1, 2, 0), "div": (0, 1), "sqrt": (0,)}
+
+
+def is_nan_bits(bits, fmt):
+    return decode(bits, fmt)[0] == "nan"
+
+
+def nan_result(fmt, op, operands):
+    """The NaN an arithmetic op returns when some operand (raw bits, in PTX order) is NaN."""
+    if fmt != "f64":
+        return canonical_nan(fmt)
+    for i in F64_NAN_ORDER[op]:
+        if is_nan_bits(operands[i], fmt):
+            return operands[i] | (1 << 51)
+    raise AssertionError("no NaN operand")
+
+
+def invalid_nan(fmt):
+    """The NaN of an invalid operation (0 * inf, inf - inf, 0/0, sqrt(-1))."""
+    return 0xFFF8000000000000 if fmt == "f64" else canonical_nan(fmt)
+
+
 def decode(bits, fmt, ftz=False):
     eb, mb, bias, kind, _, shift = FORMATS[fmt]
     raw = bits >> shift
@@ -133,9 +159,9 @@ def ref_add(a, b, fmt, mode="rn", ftz=False, sub=False):
     if sub:
         y = negate(y)
     if "nan" in (x[0], y[0]):
-        return canonical_nan(fmt)
+        return nan_result(fmt, "add", (a, b))
     if x[0] == "inf" and y[0] == "inf":
-        return canonical_nan(fmt) if x[1] != y[1] else encode(x, fmt)
+        return invalid_nan(fmt) if x[1] != y[1] else encode(x, fmt)
     if x[0] == "inf" or y[0] == "inf":
         return encode(x if x[0] == "inf" else y, fmt)
     if x[0] == "zero" and y[0] == "zero":
@@ -152,12 +178,12 @@ def ref_add(a, b, fmt, mode="rn", ftz=False, sub=False):
 def ref_mul(a, b, fmt, mode="rn", ftz=False):
     x, y = decode(a, fmt, ftz), decode(b, fmt, ftz)
     if "nan" in (x[0], y[0]):
-        return canonical_nan(fmt)
+        return nan_result(fmt, "mul", (a, b))
     sx = x[1] < 0 if x[0] == "num" else x[1]
     sy = y[1] < 0 if y[0] == "num" else y[1]
     s = int(sx) ^ int(sy)
     if {x[0], y[0]} == {"inf", "zero"}:
-        return canonical_nan(fmt)
+        return invalid_nan(fmt)
     if "inf" in (x[0], y[0]):
         return encode(("inf", s), fmt)
     if "zero" in (x[0], y[0]):
@@ -168,15 +194,15 @@ def ref_mul(a, b, fmt, mode="rn", ftz=False):
 def ref_fma(a, b, c, fmt, mode="rn", ftz=False):
     x, y, z = decode(a, fmt, ftz), decode(b, fmt, ftz), decode(c, fmt, ftz)
     if "nan" in (x[0], y[0], z[0]):
-        return canonical_nan(fmt)
+        return nan_result(fmt, "fma", (a, b, c))
     sx = x[1] < 0 if x[0] == "num" else x[1]
     sy = y[1] < 0 if y[0] == "num" else y[1]
     sp = int(sx) ^ int(sy)
     if {x[0], y[0]} == {"inf", "zero"}:
-        return canonical_nan(fmt)
+        return invalid_nan(fmt)
     if "inf" in (x[0], y[0]):
         if z[0] == "inf" and z[1] != sp:
-            return canonical_nan(fmt)
+            return invalid_nan(fmt)
         return encode(("inf", sp), fmt)
     if z[0] == "inf":
         return encode(z, fmt)
@@ -194,12 +220,12 @@ def ref_fma(a, b, c, fmt, mode="rn", ftz=False):
 def ref_div(a, b, fmt, mode="rn", ftz=False):
     x, y = decode(a, fmt, ftz), decode(b, fmt, ftz)
     if "nan" in (x[0], y[0]):
-        return canonical_nan(fmt)
+        return nan_result(fmt, "div", (a, b))
     sx = x[1] < 0 if x[0] == "num" else x[1]
     sy = y[1] < 0 if y[0] == "num" else y[1]
     s = int(sx) ^ int(sy)
     if x[0] == y[0] and x[0] in ("inf", "zero"):
-        return canonical_nan(fmt)
+        return invalid_nan(fmt)
     if x[0] == "inf" or y[0] == "zero":
         return encode(("inf", s), fmt)
     if x[0] == "zero" or y[0] == "inf":
@@ -237,21 +263,24 @@ def _isqrt(n):
 def ref_sqrt(a, fmt, mode="rn", ftz=False):
     x = decode(a, fmt, ftz)
     if x[0] == "nan":
-        return canonical_nan(fmt)
+        return nan_result(fmt, "sqrt", (a,))
     if x[0] == "zero":
         return encode(x, fmt)
     if x[0] == "inf":
-        return canonical_nan(fmt) if x[1] else encode(x, fmt)
+        return invalid_nan(fmt) if x[1] else encode(x, fmt)
     if x[1] < 0:
-        return canonical_nan(fmt)
+        return invalid_nan(fmt)
     return isqrt_fraction_round(x[1], fmt, mode, ftz)
 
 
 def ref_float_to_int(a, fmt, mode, width, signed, ftz=False):
-    """cvt.rXi.{s,u}W.fmt: round to an integer (rni ties to even), NaN -> 0, saturate to the range."""
+    """cvt.rXi.{s,u}W.fmt: round to an integer (rni ties to even), saturate to the range. NaN (measured,
+    traces/ptx_alu_sm90.npz): 0 from f32/f16/bf16 into at most 32 bits, else 1 << (width - 1)."""
     x = decode(a, fmt, ftz)
     lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
-    if x[0] in ("nan", "zero"):
+    if x[0] == "nan":
+        return 1 << (width - 1) if fmt == "f64" or width == 64 else 0
+    if x[0] == "zero":
         return 0
     if x[0] == "inf":
         v = hi if x[1] == 0 else lo
@@ -275,3 +304,91 @@ def ref_int_to_float(value: int, fmt, mode):
     if value == 0:
         return 0
     return encode(("num", Fraction(value)), fmt, mode)
+
+
+def ref_cvt_nan(bits, src, dst):
+    """cvt.{rn,rz,rm,rp}.dst.src of a NaN, measured: through the f64 unit (f64 source or f64 destination) the
+    sign is kept, the payload keeps its top bits (or moves to the top), the quiet bit is set; every other
+    narrowing gives the destination's canonical NaN."""
+    if "f64" not in (src, dst):
+        return canonical_nan(dst)
+    seb, smb, _, _, sw, _ = FORMATS[src]
+    deb, dmb, _, _, dw, _ = FORMATS[dst]
+    sign = bits >> (sw - 1)
+    payload = bits & ((1 << smb) - 1)
+    payload = payload << (dmb - smb) if dmb >= smb else payload >> (smb - dmb)
+    return (sign << (dw - 1)) | (((1 << deb) - 1) << dmb) | payload | (1 << (dmb - 1))
+
+
+def tiny_after_rounding(value, mode, fmt="f32"):
+    """IEEE 754 7.5 tininess after rounding: the nonzero value rounded to the format's precision with an
+    unbounded exponent range lies below the smallest normal."""
+    eb, mb, bias, _, _, _ = FORMATS[fmt]
+    v = value[1]
+    neg = v < 0
+    mag = -v if neg else v
+    quantum = Fraction(2) ** (floor_log2(mag) - mb)
+    n = mag / quantum
+    k = n.numerator // n.denominator
+    frac = n - k
+    if frac:
+        if mode == "rn":
+            k += frac > Fraction(1, 2) or (frac == Fraction(1, 2) and k % 2 == 1)
+        elif mode == "rp":
+            k += not neg
+        elif mode == "rm":
+            k += neg
+    return k * quantum < Fraction(2) ** (1 - bias)
+
+
+# ---- the 64-bit bfe/bfi sequences of ptxas 13.0 (sm_90a), instruction by instruction on 32-bit halves.
+# SHF without .W clamps its shift amount (the full u32 register) at 32 for the .U32/.S32 types and at 64 for
+# .U64/.S64; the .HI variants return the high word of the 64-bit funnel {hi:lo}.
+
+M32 = 0xFFFFFFFF
+
+
+def _shf_l_lo(lo, n):                 # SHF.L.U32 d, lo, n, RZ
+    return (lo << min(n, 32)) & M32
+
+
+def _shf_l_hi(lo, hi, n):             # SHF.L.U64.HI d, lo, n, hi
+    return ((((hi << 32) | lo) << min(n, 64)) >> 32) & M32
+
+
+def _shf_r_lo(lo, hi, n, signed):     # SHF.R.U64 / SHF.R.S64 d, lo, n, hi
+    v = (hi << 32) | lo
+    if signed and hi >> 31:
+        v -= 1 << 64
+    return (v >> min(n, 64)) & M32
+
+
+def _shf_r_hi(hi, n, signed):         # SHF.R.U32.HI / SHF.R.S32.HI d, RZ, n, hi
+    v = hi - (1 << 32) if signed and hi >> 31 else hi
+    return (v >> min(n, 32)) & M32
+
+
+def _mask64(length):                  # 1 << len (two SHF.L), then IADD3 / IADD3.X with -1
+    one = (_shf_l_hi(1, 0, length) << 32) | _shf_l_lo(1, length)
+    return (one - 1) % (1 << 64)
+
+
+def _shl64(x, n):
+    return (_shf_l_hi(x & M32, x >> 32, n) << 32) | _shf_l_lo(x & M32, n)
+
+
+def sass_bfe64(a, pos, length, signed):
+    m = _mask64(length)
+    field = (_shf_r_hi(a >> 32, pos, signed) << 32) | _shf_r_lo(a & M32, a >> 32, pos, signed)
+    t = field & m
+    if not signed:
+        return t
+    l1 = (length - 1) & M32           # VIADD len, -1
+    s = (_shf_r_hi(t >> 32, l1, False) << 32) | _shf_r_lo(t & M32, t >> 32, l1, False)
+    return t | (~m % (1 << 64)) if s else t   # @P0 LOP3 0xf3: t | ~mask
+
+
+def sass_bfi64(a, b, pos, length):
+    """bfi.b64 d, a, b, pos, len: insert a's low len bits into b at pos (LOP3 0xf4: a_sh | (b & ~m_sh))."""
+    m = _mask64(length)
+    return _shl64(a & m, pos) | (b & ~_shl64(m, pos) % (1 << 64))

@@ -18,8 +18,13 @@ RN, RZ, RNA, RM, RP = 0, 1, 2, 3, 4
 ZERO, FIN, INF, NAN = 0, 1, 2, 3
 # Arithmetic op codes.
 ADD, SUB, MUL, FMA, DIV, SQRT, RCP = 0, 1, 2, 3, 4, 5, 6
-# NaN result policies: the canonical NaN, or the first NaN operand quieted (payload and sign kept).
-NAN_CANONICAL, NAN_PROPAGATE = 0, 1
+# NaN result policies (measured: traces/ptx_alu_sm90.npz, H100). NAN_CANONICAL: every NaN result is the
+# canonical NaN (every f32/f16/bf16 form: FADD FMUL FFMA HADD2 HFMA2, and the div/rcp/sqrt.f32 sequences).
+# NAN_BCA: DADD/DMUL/DFMA (add sub mul fma .f64): a NaN operand comes back quieted (sign and payload kept),
+# the second source first, then the third, then the first (DFMA d, a, b, c: b before c before a); an invalid
+# operation (0*inf, inf-inf) gives the negative default NaN 0xfff8000000000000. NAN_AB: the div/rcp/sqrt.f64
+# sequences: the same, but the first source before the second.
+NAN_CANONICAL, NAN_BCA, NAN_AB = 0, 1, 2
 
 M62 = (1 << 62) - 1
 
@@ -73,6 +78,13 @@ def unpack(bits, eb, mb, bias, special, shift, ftz):
 def nan_bits(eb, mb, shift):
     """The canonical NaN: positive, every exponent and mantissa bit set (0x7fffffff, 0x7fff, 0x7f...)."""
     return np.uint64(((1 << (eb + mb)) - 1) << shift)
+
+
+@njit(cache=True, inline="always")
+def default_nan(eb, mb, shift):
+    """The negative default NaN of the f64 unit's invalid operations: sign, exponent and quiet bit set
+    (0xfff8000000000000 for f64)."""
+    return np.uint64(((1 << (eb + 2)) - 1) << (mb - 1 + shift))
 
 
 @njit(cache=True, inline="always")
@@ -273,17 +285,22 @@ def add_exact(sx, hx, lx, ex, sy, hy, ly, ey, mode, eb, mb, bias, special, shift
 def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
     """One add/sub/mul/fma/div/sqrt/rcp on container patterns, rounded once. Inputs unused by the op
     are ignored. Special cases follow IEEE 754: invalid operations give NaN, exact zero sums are +0
-    (-0 rounding toward -inf), signed infinities and zeros propagate."""
+    (-0 rounding toward -inf), signed infinities and zeros propagate. NaN results per nanmode (see
+    NAN_CANONICAL): sub returns a NaN b as it is (the negation is not applied to NaNs)."""
     cx, sx, mx, ex = unpack(x, eb, mb, bias, special, shift, ftz)
     cy, sy, my, ey = unpack(y, eb, mb, bias, special, shift, ftz)
     cz, sz, mz, ez = unpack(z, eb, mb, bias, special, shift, ftz)
-    canon = nan_bits(eb, mb, shift)
     nargs = 1 if (op == SQRT or op == RCP) else (3 if op == FMA else 2)
     if cx == NAN or (nargs >= 2 and cy == NAN) or (nargs == 3 and cz == NAN):
         if nanmode == NAN_CANONICAL:
-            return canon
-        first = x if cx == NAN else (y if (nargs >= 2 and cy == NAN) else z)
+            return nan_bits(eb, mb, shift)
+        if nanmode == NAN_BCA:
+            first = y if (nargs >= 2 and cy == NAN) else (z if (nargs == 3 and cz == NAN) else x)
+        else:
+            first = x if cx == NAN else y
         return quiet(first, eb, mb, special, shift)
+    # the NaN of an invalid operation
+    canon = nan_bits(eb, mb, shift) if nanmode == NAN_CANONICAL else default_nan(eb, mb, shift)
     if op == SUB:
         sy ^= 1
         op = ADD
@@ -458,14 +475,17 @@ def round_integral(m, e, s, mode):
 
 
 @njit(cache=True)
-def float_to_int_kernel(xs, eb, mb, bias, special, shift, ftz, mode, width, signed, out):
-    """Float -> integer of `width` bits: rounded by mode, NaN -> 0, clamped to the type's range
+def float_to_int_kernel(xs, eb, mb, bias, special, shift, ftz, mode, width, signed, nan_out, out):
+    """Float -> integer of `width` bits: rounded by mode, NaN -> nan_out, clamped to the type's range
     (PTX 9.7.9.21: float-to-integer conversions saturate). Out: the two's-complement pattern (uint64)."""
     umax = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - width)
     smax = umax >> np.uint64(1)
     for i in range(out.size):
         c, s, m, e = unpack(xs[i], eb, mb, bias, special, shift, ftz)
-        if c == NAN or c == ZERO:
+        if c == NAN:
+            out[i] = nan_out
+            continue
+        if c == ZERO:
             out[i] = np.uint64(0)
             continue
         if c == INF or bitlen(m) + e > 64:
@@ -531,9 +551,11 @@ def integral_kernel(xs, eb, mb, bias, special, shift, ftz, mode, nan_out, out):
 
 
 @njit(cache=True)
-def minmax_kernel(is_max, xs, ys, eb, mb, bias, special, shift, ftz, nan_flag, xorsign_abs, nan_out, out):
+def minmax_kernel(is_max, xs, ys, eb, mb, bias, special, shift, ftz, nan_flag, xorsign_abs, nan_out, nan_b, out):
     """PTX min/max (9.7.3 / 9.7.4): one NaN operand -> the other operand; both NaN, or any NaN with .NaN,
-    -> nan_out; -0 < +0; .xorsign.abs compares magnitudes and gives the result the XOR of the signs."""
+    -> nan_out, or with nan_b the second operand quieted (min/max.f64: DSETP.MIN/MAX selects b and ORs the
+    quiet bit in, traces/ptx_alu_sm90.npz); -0 < +0; .xorsign.abs compares magnitudes and gives the result
+    the XOR of the signs."""
     smask = np.uint64(1) << np.uint64(eb + mb + shift)
     for i in range(out.size):
         x = np.uint64(xs[i])
@@ -553,7 +575,7 @@ def minmax_kernel(is_max, xs, ys, eb, mb, bias, special, shift, ftz, nan_flag, x
             sy = 0
         if cx == NAN or cy == NAN:
             if (cx == NAN and cy == NAN) or nan_flag:
-                out[i] = nan_out
+                out[i] = quiet(y, eb, mb, special, shift) if nan_b else nan_out
                 continue
             r = y if cx == NAN else x
         else:

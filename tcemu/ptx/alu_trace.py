@@ -93,9 +93,10 @@ def evaluate(name, dst, src, a, b, c, e):
     zero = np.zeros(a.size, np.uint64)
     parts = name.split(".")
     head = parts[0]
-    if name == "sub.cc.u32+subc":
-        d, borrow = int_op("sub", "u32", ops[0], ops[1], cc=True)
-        return d, (np.uint64(0) - borrow.astype(np.uint64)) & np.uint64(0xFFFFFFFF)
+    if name == "sub.cc.u32+subc":  # the flag read back through `subc d1, 0, 0`
+        d, cf = int_op("sub", "u32", ops[0], ops[1], cc=True)
+        z = np.zeros(d.shape, np.uint32)
+        return d, int_op("subc", "u32", z, z, carry_in=cf).astype(np.uint64)
     if head in ("add", "sub", "addc", "subc", "mad", "madc") and "cc" in parts:
         t = parts[-1]
         mode = parts[1] if parts[1] in ("lo", "hi") else None

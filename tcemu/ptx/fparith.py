@@ -20,9 +20,12 @@ same way (predicates as bool arrays). Modifier keywords mirror the PTX modifiers
 
 Rules (PTX ISA 9.7.3, 9.7.4, 9.7.9.21, IEEE 754-2019): one exact result rounded once (fma included);
 subnormals kept unless .ftz (inputs and results flushed to a zero of the same sign; a result is flushed
-when it is subnormal after rounding); an exact zero sum is +0, -0 under .rm; .sat clamps to [+0, 1] and
+when it is subnormal after rounding, except cvt.ftz.f32.f64, emulated by ptxas, which flushes results tiny
+after rounding with an unbounded exponent: _ftz_f32_from_f64); cvt.rna.tf32.f32 is integer arithmetic on the
+pattern (_cvt_tf32); an exact zero sum is +0, -0 under .rm; .sat clamps to [+0, 1] and
 turns NaN into +0; .relu turns negative results into +0 and keeps NaN; .satfinite turns +-inf into
-+-max finite. NaN results: see NAN_POLICY (hypotheses until traces/ptx_alu_sm90.npz confirms them).
++-max finite. NaN results: NAN_POLICY (arithmetic), CVT_NAN (conversions), _float_to_int_nan, all measured
+on an H100 (traces/ptx_alu_sm90.npz, every non-approximate form matches case for case).
 Bad modifier combinations (those ptxas 13.0 rejects for sm_90a) raise PtxError; forms whose hardware
 result is not specified exactly raise PtxUnsupported naming the form.
 """
@@ -51,13 +54,17 @@ INT_ROUNDING = {"rni": core.RN, "rzi": core.RZ, "rmi": core.RM, "rpi": core.RP}
 INT_TYPES = {"s8": (8, True), "s16": (16, True), "s32": (32, True), "s64": (64, True),
              "u8": (8, False), "u16": (16, False), "u32": (32, False), "u64": (64, False)}
 
-# NaN results, per (instruction family, type): "canonical" (0x7fffffff, 0x7fff, ...) or "propagate" (the
-# first NaN operand, quieted). Hypotheses from NVIDIA's documented canonical NaN; the capture decides.
-NAN_POLICY = {}
+# NaN results of the arithmetic, per (op, type), measured on an H100 (traces/ptx_alu_sm90.npz): every f32,
+# f16, bf16 (and x2) form gives the canonical NaN (0x7fffffff, 0x7fff); the f64 forms propagate a NaN operand
+# quieted (sign and payload kept) and give the negative default NaN 0xfff8000000000000 for an invalid
+# operation. DADD/DMUL/DFMA take the second source's NaN first, then the third's, then the first's; the
+# div/rcp/sqrt.f64 sequences the first's, then the second's (_fpcore.NAN_BCA / NAN_AB).
+NAN_POLICY = {(op, "f64"): core.NAN_BCA for op in ("add", "sub", "mul", "fma", "mad")}
+NAN_POLICY.update({(op, "f64"): core.NAN_AB for op in ("div", "rcp", "sqrt")})
 
 
-def _nan_mode(family, ftype):
-    return core.NAN_PROPAGATE if NAN_POLICY.get((family, ftype)) == "propagate" else core.NAN_CANONICAL
+def _nan_mode(op, ftype):
+    return NAN_POLICY.get((op, ftype), core.NAN_CANONICAL)
 
 
 # The approximate instructions: their exact results are not specified by PTX (error bounds only).
@@ -71,9 +78,12 @@ def _name(op, ftype, rounding=None, **flags):
 
 
 def _refuse_approx(form):
-    raise PtxUnsupported(form, "PTX specifies only an error bound for this approximation, not its bits; "
-                               "tcemu models it only once a hardware capture pins it down "
-                               "(traces/ptx_alu_sm90.npz, scripts/capture_ptx_alu.py)")
+    # traces/ptx_alu_sm90.npz holds 29 of these forms: none is correctly rounded (errors up to 1-2 ulp, more
+    # for lg2/sin/cos/tanh), and each is a MUFU table lookup (MUFU.RCP/RSQ/SQRT/EX2/LG2/SIN/COS/TANH, RCP64H,
+    # RSQ64H seeding a Newton step) whose table is not public: NOTES.md "ALU capture" has the measured errors.
+    raise PtxUnsupported(form, "PTX specifies only an error bound for this approximation, not its bits, and "
+                               "the H100 computes it from an unpublished MUFU table (not correctly rounded: "
+                               "measured errors in NOTES.md, 'ALU capture'); tcemu does not model it")
 
 
 def _bits(x, width, field):
@@ -260,8 +270,9 @@ def _scalar_op(op, fmt, arrs, rounding, ftz, sat, relu, nan, xorsign_abs):
             out = _relu(out, fmt)
         return out
     if op in ("neg", "abs"):
-        # ptxas emits FADD/HADD2 with a negated or absolute operand and -0 (SASS of sm_90a): arithmetic,
-        # so .ftz flushes, and NaN follows the add's NaN policy.
+        # ptxas emits FADD/HADD2/DADD of -0 and the negated or absolute operand (SASS of sm_90a: DADD R, -RZ,
+        # -R): arithmetic, so .ftz flushes and a NaN follows the add's NaN rule: canonical for f32/f16/bf16,
+        # the operand quieted with its own sign for f64 (the negation is not applied to it; trace).
         x = arrs[0]
         r = x ^ sign if op == "neg" else x & ~sign
         if ftz:
@@ -278,7 +289,7 @@ def _scalar_op(op, fmt, arrs, rounding, ftz, sat, relu, nan, xorsign_abs):
     out = np.empty(arrs[0].size, np.uint64)
     canon = np.uint64(core.nan_bits(eb, mb, shift))
     core.minmax_kernel(op == "max", arrs[0].astype(np.uint64), arrs[1].astype(np.uint64), eb, mb, bias,
-                       special, shift, ftz, nan, xorsign_abs, canon, out)
+                       special, shift, ftz, nan, xorsign_abs, canon, fmt == "f64", out)
     return out.astype(dt)
 
 
@@ -293,8 +304,9 @@ def _isnan(x, fmt):
 
 
 def _nan_out(x, fmt, mode):
+    """NaN lanes' result of a one-operand arithmetic form: the canonical NaN, or x quieted."""
     eb, mb, _, special, width, shift = FORMATS[fmt]
-    if mode == core.NAN_PROPAGATE:
+    if mode != core.NAN_CANONICAL:
         return (x | UINT[width](1 << (mb - 1 + shift))).astype(UINT[width])
     return UINT[width](((1 << (eb + mb)) - 1) << shift)
 
@@ -412,10 +424,27 @@ _PACK_FROM_F32 = {"f16x2": "f16", "bf16x2": "bf16", "e4m3x2": "e4m3", "e5m2x2": 
 _UNPACK_TO_F16X2 = {"e4m3x2": "e4m3", "e5m2x2": "e5m2", "e2m1x2": "e2m1", "e2m3x2": "e2m3", "e3m2x2": "e3m2"}
 _PRECISION = {"f64": 53, "f32": 24, "bf16": 8, "f16": 11}
 
-# NaN results of conversions, per (dtype, atype): "canonical", or "payload" (sign and payload kept, the
-# payload moved to the top of the wider mantissa). cvt.f32.bf16 is a 16-bit shift in the SASS (SHF.L),
-# so it keeps every NaN bit; the others are hypotheses until the capture decides.
-CVT_NAN_POLICY = {("f32", "bf16"): "payload"}
+# NaN results of float -> float conversions, per (dtype, atype), measured (traces/ptx_alu_sm90.npz) and
+# explained by the sm_90a SASS ptxas 13.0 emits; any pair not listed gives the destination's canonical NaN.
+#   "shift": every bit kept, the payload moved up (cvt.f32.bf16 is SHF.L.U32 d, a, 0x10: a signalling NaN
+#            stays signalling);
+#   "quiet": sign kept, the payload moved to the top of the destination mantissa (widening) or its top bits
+#            kept (narrowing: truncated, never rounded), the quiet bit set: F2F.F64.{F32,F16,BF16} and
+#            F2F.{F32,F16,BF16}.F64, the conversions through the f64 unit (0x7f800001 -> 0x7ff8000020000000,
+#            0x7fff95cf3f2b1494 -> 0x7ffcae79).
+# .ftz changes the instruction: cvt.ftz.f32.bf16 is F2F.FTZ.F32.BF16 (canonical 0x7fffffff); cvt.ftz.f64.f32
+# is FMUL.FTZ x, 1 (canonical f32 NaN) then F2F.F64.F32, so every NaN gives 0x7fffffffe0000000.
+CVT_NAN = {("f32", "bf16"): "shift", ("f64", "f32"): "quiet", ("f64", "f16"): "quiet", ("f64", "bf16"): "quiet",
+           ("f32", "f64"): "quiet", ("f16", "f64"): "quiet", ("bf16", "f64"): "quiet"}
+
+
+def _float_to_int_nan(atype, width):
+    """What cvt.rXi.{s,u}W.atype writes for NaN: the sm_90a SASS is F2I ... .NTZ (NaN to zero) exactly when the
+    source is f32/f16/bf16 and the destination at most 32 bits (NaN -> 0); the f64 sources (F2I.F64,
+    F2I.U8.F64 ...) and the 64-bit destinations (F2I.S64/U64) have no .NTZ and give the integer indefinite
+    1 << (width - 1) (0x80000000, 0x8000000000000000, 0x80 for u8: traces/ptx_alu_sm90.npz; the s8/s16/u16
+    f64 sources are inferred from the same F2I family)."""
+    return 1 << (width - 1) if atype == "f64" or width == 64 else 0
 
 
 def cvt(dtype, atype, a, b=None, rounding=None, ftz=False, sat=False, satfinite=False, relu=False):
@@ -443,7 +472,8 @@ def cvt(dtype, atype, a, b=None, rounding=None, ftz=False, sat=False, satfinite=
         x = _bits(a, FORMATS[atype][4], "a")
         out = np.empty(x.size, np.uint64)
         core.float_to_int_kernel(np.ascontiguousarray(x).reshape(-1).astype(np.uint64), *_fmt_args(atype), ftz,
-                                 INT_ROUNDING[rounding], width, signed, out)
+                                 INT_ROUNDING[rounding], width, signed, np.uint64(_float_to_int_nan(atype, width)),
+                                 out)
         return out.astype(UINT[max(width, 8)]).reshape(x.shape)
     if dfloat:  # integer -> float
         _check(rounding in ("rn", "rz", "rm", "rp"), "rounding", f"{form}: integer-to-float cvt needs .rn .rz .rm .rp")
@@ -491,6 +521,8 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu):
         _check(not ftz or dtype == "f32", "ftz", f"{form}: .ftz applies to f32 only")
         _check(not sat or dtype != "bf16", "sat", f"{form}: .sat does not apply to bf16")
         _check(not (relu or satfinite), "modifier", f"{form}: no .relu/.satfinite here")
+        if dtype == "f64" and rounding is None:
+            return x.copy()  # cvt.f64.f64: ptxas emits no instruction (a register move); NaN bits unchanged
         flat = np.ascontiguousarray(x).reshape(-1).astype(np.uint64)
         out = np.empty(flat.size, np.uint64)
         eb, mb, bias, special, shift = _fmt_args(dtype)
@@ -501,6 +533,8 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu):
         else:
             core.integral_kernel(flat, eb, mb, bias, special, shift, ftz, INT_ROUNDING[rounding], canon, out)
         out = out.astype(x.dtype)
+        if dtype == "f64":  # FRND.F64: a NaN comes back quieted, sign and payload kept (trace)
+            out = _nan_payload(out, flat, "f64", "f64", True)
         if sat:
             out = _saturate(out, dtype)
         return out.reshape(x.shape)
@@ -526,18 +560,44 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu):
     out = np.empty(flat.size, np.uint64)
     deb, dmb, dbias, dspecial, dshift = _fmt_args(dtype)
     canon = np.uint64(core.nan_bits(deb, dmb, dshift))
+    policy = CVT_NAN.get((dtype, atype))
+    if ftz and (dtype, atype) in (("f32", "bf16"), ("f64", "f32")):  # other instructions (see CVT_NAN)
+        policy = None
+    if ftz and (dtype, atype) == ("f64", "f32"):
+        canon = np.uint64(0x7FFFFFFFE0000000)  # FMUL.FTZ (canonical 0x7fffffff), then F2F.F64.F32 widens it
+    tiny_f64 = ftz and (dtype, atype) == ("f32", "f64")
     core.convert_kernel(flat, *_fmt_args(atype), ftz and atype == "f32", deb, dmb, dbias, dspecial, dshift, mode,
-                        ftz and dtype == "f32", satfinite, relu, canon, out)
+                        ftz and dtype == "f32" and not tiny_f64, satfinite, relu, canon, out)
     out = out.astype(UINT[FORMATS[dtype][4]])
-    if CVT_NAN_POLICY.get((dtype, atype)) == "payload":
-        out = _nan_payload(out, flat, dtype, atype)
+    if tiny_f64:
+        out = _ftz_f32_from_f64(out, flat, rounding)
+    if policy is not None:
+        out = _nan_payload(out, flat, dtype, atype, policy == "quiet")
     if sat:
         out = _saturate(out, dtype)
     return out.reshape(x.shape)
 
 
-def _nan_payload(out, src, dtype, atype):
-    """NaN lanes: the source's sign and payload, the payload moved to the top of the destination mantissa."""
+# cvt.ftz.f32.f64: F2F.F32.F64 has no .FTZ, so ptxas compares |a| with a threshold and multiplies the result
+# by 2^-126 (a signed zero) below it (sm_90a SASS). The thresholds make the flush "tiny after rounding with an
+# unbounded exponent" (IEEE 754 7.5), not "subnormal after rounding": with RN, 0x380fffffefffffff
+# (0x7fffff.c * 2^-149) rounds to 2^-126 but is flushed (traces/ptx_alu_sm90.npz). |a| bits below the first
+# value flush, for a positive / negative a (rm and rp: DSETP.GT with 0x380fffffe0000001 or 0x3810000000000000).
+_FTZ_F64_BELOW = {"rn": (0x380FFFFFF0000000, 0x380FFFFFF0000000), "rz": (0x3810000000000000, 0x3810000000000000),
+                  "rm": (0x3810000000000000, 0x380FFFFFE0000001), "rp": (0x380FFFFFE0000001, 0x3810000000000000)}
+
+
+def _ftz_f32_from_f64(out, src, rounding):
+    pos, neg = _FTZ_F64_BELOW[rounding]
+    mag = src & np.uint64(0x7FFFFFFFFFFFFFFF)
+    negative = (src >> np.uint64(63)) != 0
+    flush = mag < np.where(negative, np.uint64(neg), np.uint64(pos))  # NaN (mag above inf) never flushes
+    return np.where(flush, out & np.uint32(0x80000000), out).astype(np.uint32)
+
+
+def _nan_payload(out, src, dtype, atype, quieten):
+    """NaN lanes: the source's sign and payload, the payload moved to the top of the destination mantissa
+    (its top bits kept when the destination is narrower), the quiet bit set when quieten."""
     isnan = _isnan(src, atype)
     if not isnan.any():
         return out
@@ -546,6 +606,8 @@ def _nan_payload(out, src, dtype, atype):
     sign = (src >> np.uint64(sw - 1)) & np.uint64(1)
     payload = src & np.uint64((1 << smb) - 1)
     payload = payload << np.uint64(dmb - smb) if dmb >= smb else payload >> np.uint64(smb - dmb)
+    if quieten:
+        payload |= np.uint64(1 << (dmb - 1))
     bits = (sign << np.uint64(dw - 1)) | np.uint64(((1 << deb) - 1) << dmb) | payload
     return np.where(isnan, bits.astype(out.dtype), out)
 
@@ -560,6 +622,18 @@ def _cvt_tf32(form, atype, a, rounding, ftz, sat, satfinite, relu):
         if satfinite:
             raise PtxUnsupported(form, "cvt.rn/.rz.satfinite.tf32.f32 needs sm_100 (ptxas 13.0); not modelled")
     x = _bits(a, 32, "a")
+    if rounding == "rna":
+        # sm_90a SASS: FSETP.GEU P, |a|, +INF; @!P IADD a, a, 0x1000; LOP3 a & 0xffffe000 (.satfinite then:
+        # FSETP.GEU P, |a|, +INF; @P VIADD a, a, -0x2000). Round half away on the bit pattern for finite a
+        # (carries into the exponent give inf); inf/NaN only lose their 13 low bits, so a NaN whose payload
+        # lies there becomes inf (0x7f800001 -> 0x7f800000), and satfinite steps inf AND NaN patterns down by
+        # one tf32 ulp (inf -> max finite 0x7f7fe000, 0x7fc00000 -> 0x7fbfe000; traces/ptx_alu_sm90.npz).
+        u = x.astype(np.uint32)
+        finite = (u & np.uint32(0x7FFFFFFF)) < np.uint32(0x7F800000)
+        r = np.where(finite, u + np.uint32(0x1000), u) & np.uint32(0xFFFFE000)
+        if satfinite:
+            r = np.where((r & np.uint32(0x7FFFFFFF)) >= np.uint32(0x7F800000), r - np.uint32(0x2000), r)
+        return r.astype(np.uint32)
     flat = np.ascontiguousarray(x).reshape(-1).astype(np.uint64)
     out = np.empty(flat.size, np.uint64)
     eb, mb, bias, special, shift = _fmt_args("tf32")

@@ -13,12 +13,17 @@ results come back the same way. Modifier keywords mirror the PTX modifiers.
         itype "atype.btype", e.g. "s32.u32"), szext (mode clamp|wrap), bmsk (mode clamp|wrap).
     int_compare(cmp, itype, a, b) -> bool      eq ne lt le gt ge lo ls hi hs (setp/set integer forms)
 
-The carry flag (CC.CF, PTX 9.7.2): add.cc/addc.cc/mad.cc/madc.cc write the carry out of the unsigned
-addition; sub.cc/subc.cc write the borrow (subc computes a - (b + CF)), as the PTX text states; mixing the two
-(sub.cc then addc) is what scripts/capture_ptx_alu.cu measures.
+The carry flag (CC.CF, PTX 9.7.2) is a carry, never a borrow (measured: traces/ptx_alu_sm90.npz, H100):
+add.cc/addc.cc/mad.cc/madc.cc write the carry out of the unsigned addition; sub.cc computes a + ~b + 1 and
+writes its carry out (CF = 1 when a >= b unsigned, i.e. NOT borrow); subc computes a + ~b + CF = a - b - !CF
+and writes that sum's carry out. (The PTX text calls the flag a borrow for subtraction; sub.cc then subc
+gives the same multi-word difference either way, but add.cc then subc, or sub.cc then addc, follows the
+carry reading: 1289/1288 captured cases of each of sub.cc/subc.cc .u32/.u64 and sub.cc.u32+subc.)
 Division by zero is left undefined by PTX; the sm_90a code ptxas emits returns all ones for div and rem of
 every width (SASS: `@!P LOP3.LUT R, RZ, b, RZ, 0x33` = ~b = ~0 when b == 0); INT_MIN / -1 wraps to INT_MIN,
-remainder 0. These are the hypotheses traces/ptx_alu_sm90.npz is to confirm.
+remainder 0 (confirmed by the capture).
+bfe/bfi: the 32-bit forms take pos and len modulo 256 as PTX states (SASS: PRMT picks their low bytes); the
+64-bit forms do not (see _bfe_bfi: ptxas builds them from 64-bit shifts of the full u32 operands).
 """
 from functools import lru_cache
 
@@ -215,9 +220,12 @@ def _add_sub(op, form, itype, width, signed, ops, mode, sat, relu, shiftamt, cc,
     if op in ("add", "addc"):
         d = (a + b + cin) & m
         carry = (d < a) | ((d == a) & ((b != 0) | (cin != 0))) if width == 64 else ((a + b + cin) >> U64(width)) != 0
-    else:  # d = a - (b + CF); CF out = borrow
-        d = (a - b - cin) & m
-        carry = (a < b) | ((a == b) & (cin != 0))
+    elif op == "sub":  # d = a + ~b + 1; CF out = its carry = (a >= b) (NOT a borrow; trace)
+        d = (a - b) & m
+        carry = a >= b
+    else:  # subc: d = a + ~b + CF = a - b - !CF; CF out = its carry: a > b, or a == b with CF in
+        d = (a - b + cin - U64(1)) & m
+        carry = (a > b) | ((a == b) & (cin != 0))
     d = d.astype(UINT[width])
     return (d, carry) if cc else d
 
@@ -367,10 +375,40 @@ def _msb(a):
     return r + (x != 0)
 
 
+def _shr_sat(x, n):
+    """x >> n for uint64 arrays and any u32 amount n (0 when n >= 64)."""
+    return np.where(n >= 64, U64(0), x >> np.minimum(n, 63).astype(np.uint64))
+
+
+def _shl_sat(x, n):
+    """x << n for uint64 arrays and any u32 amount n (0 when n >= 64)."""
+    return np.where(n >= 64, U64(0), x << np.minimum(n, 63).astype(np.uint64))
+
+
 def _bfe_bfi(op, form, itype, width, signed, ops, mode, sat, relu, shiftamt, cc, carry_in):
+    """32-bit forms: PTX 9.7.7.x, pos and len modulo 256 (ptxas: PRMT R, pos, 0x7604, len then BFE-like
+    SHF/SGXT or BMSK, which read the low bytes).
+    64-bit forms, measured (traces/ptx_alu_sm90.npz: 2728 bfe.u64, 2728 bfe.s64, 21736 bfi.b64 cases) and read
+    from the sm_90a SASS: pos and len are used as full u32 values, every shift by 64 or more giving 0 (sign fill
+    for SHF.R.S64); SHF without .W clamps its amount at the width, so len 0x100 is not len 0:
+        mask = len >= 64 ? ~0 : (1 << len) - 1          (SHF.L.U32 / SHF.L.U64.HI of 1, then - 1)
+        bfe.u64: d = (a >> pos) & mask                    (SHF.R.U64 / SHF.R.U32.HI)
+        bfe.s64: t = (a >>s pos) & mask; d = t | ~mask if (t >> (len - 1 mod 2^32)) != 0 else t
+                 (the sign bit is bit len-1 of the field when 1 <= len <= 64; none for len 0 or len > 64)
+        bfi.b64: d = ((a & mask) << pos) | (b & ~(mask << pos))   (bfi d, a, b, pos, len: a goes into b)"""
     if op == "bfe":
         _check(itype in ("u32", "s32", "u64", "s64"), "type", f"{form}: bfe takes u32 s32 u64 s64")
         a = _u64(_bits(ops[0], width))
+        if width == 64:
+            pos = _u64(_bits(ops[1], 32))
+            length = _u64(_bits(ops[2], 32))
+            mask = _shl_sat(U64(1), length) - U64(1)  # wraps to ~0 when len >= 64
+            if signed:
+                # SHF.R.S64: the sign fills from the top; any pos >= 63 leaves only sign bits
+                t = (a.view(np.int64) >> np.minimum(pos, U64(63)).astype(np.int64)).view(np.uint64) & mask
+                ext = _shr_sat(t, (length - U64(1)) & U64(0xFFFFFFFF)) != 0
+                return np.where(ext, t | ~mask, t).astype(np.uint64)
+            return (_shr_sat(a, pos) & mask).astype(np.uint64)
         pos = (_bits(ops[1], 32) & 0xFF).astype(np.int64)
         length = (_bits(ops[2], 32) & 0xFF).astype(np.int64)
         # PTX: d[i] = a[pos + i] for i < len and pos + i <= msb, else the sign bit a[min(pos + len - 1, msb)]
@@ -386,6 +424,11 @@ def _bfe_bfi(op, form, itype, width, signed, ops, mode, sat, relu, shiftamt, cc,
         return (field & _mask(width)).astype(UINT[width])
     _check(itype in ("b32", "b64"), "type", f"{form}: bfi takes b32 or b64")
     a, b = (_u64(_bits(x, width)) for x in ops[:2])
+    if width == 64:
+        pos = _u64(_bits(ops[2], 32))
+        length = _u64(_bits(ops[3], 32))
+        mask = _shl_sat(U64(1), length) - U64(1)
+        return (_shl_sat(a & mask, pos) | (b & ~_shl_sat(mask, pos))).astype(np.uint64)
     pos = (_bits(ops[2], 32) & 0xFF).astype(np.int64)
     length = (_bits(ops[3], 32) & 0xFF).astype(np.int64)
     take = np.clip(np.minimum(length, width - pos), 0, width)  # bits i < len with pos + i <= msb
