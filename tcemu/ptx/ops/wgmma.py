@@ -20,6 +20,7 @@ from ...descriptors import GmmaDescriptor
 from ...errors import TcemuError
 from ...fdp import OUT_NUMPY
 from ...fragments import from_d_registers, to_d_registers
+from ...sparse import SP_K_OF, _selector as sp_selector, wgmma_sp
 from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK
@@ -84,8 +85,7 @@ def c_wait(ins, prog, pc):
 @register("wgmma.mma_async")
 def c_mma(ins, prog, pc):
     mods = Mods(ins, skip=2)
-    if "sp" in mods:
-        mods.unsupported("sparse wgmma (.sp) is not modelled yet")
+    sparse = "sp" in mods  # wgmma.mma_async.sp: A holds K/2 stored elements; metadata register and sp-sel follow B
     shape = next((p for p in mods.parts if re.fullmatch(r"m\d+n\d+k\d+", p)), None)
     if shape is None:
         raise PtxSyntaxError(ins.line, ins.col, "wgmma.mma_async needs a shape .m64nNkK")
@@ -111,6 +111,12 @@ def c_mma(ins, prog, pc):
     gb = prog.read(ops[2], U64, ins)
     integer = dtype_d == "s32"
     rest = ops[3:]
+    gmeta = sel = None
+    if sparse:
+        if len(rest) < 3 or not isinstance(rest[1], P.Imm):
+            raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected sp-meta, an immediate sp-sel, then scale-d")
+        gmeta, sel = prog.read(rest[0], TYPES["b32"], ins), rest[1].value
+        rest = rest[2:]
     gscale = prog.read(rest[0], PRED, ins)
     imm = [o.value if isinstance(o, P.Imm) else None for o in rest[1:]]
     if any(v is None for v in imm):
@@ -130,9 +136,15 @@ def c_mma(ins, prog, pc):
     elif imm:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes no immediates after scale-d")
     try:  # the form itself is checked once, at load time
-        _, K = hopper.check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite)
+        if sparse:
+            _, K = hopper.check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite,
+                                     k_of=SP_K_OF, what="sparse wgmma")
+            sp_selector(dtype_a, sel)
+        else:
+            _, K = hopper.check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite)
     except TcemuError as e:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {e}") from None
+    k_a = K // 2 if sparse else K
     slots = frozenset(d_slots + a_slots)
     prog.wgmma_slots |= slots
     wh = where(ins)
@@ -155,8 +167,8 @@ def c_mma(ins, prog, pc):
         for which, desc, rows, major in (("A", desc_a, 64, trans_a), ("B", desc_b, n, trans_b)):
             if desc is None:
                 continue
-            spots = _check_operand(cta, GmmaDescriptor.decode(desc), rows, K, dtype_a if which == "A" else dtype_b,
-                                   "MN" if major else "K", which, wh)
+            spots = _check_operand(cta, GmmaDescriptor.decode(desc), rows, k_a if which == "A" else K,
+                                   dtype_a if which == "A" else dtype_b, "MN" if major else "K", which, wh)
             if sh.guarded:
                 sh.check_guard(warps, spots, wh, f"(wgmma operand {which}) reads")
             read.append(spots)
@@ -167,10 +179,14 @@ def c_mma(ins, prog, pc):
         a_bits = np.concatenate([w.r32[a_idx].T for w in warps]) if a_regs else None
         t0 = time.perf_counter()
         try:
-            d = hopper.wgmma(sh.smem, None if a_regs else desc_a, desc_b, shape=shape, dtype_a=dtype_a,
-                             dtype_b=dtype_b, dtype_d=dtype_d, trans_a=trans_a, trans_b=trans_b, c=c,
-                             scale_d=bool(scale_d), scale_a=scale_a, scale_b=scale_b, satfinite=satfinite,
-                             a_regs=a_bits)
+            kw = dict(shape=shape, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d, trans_a=trans_a, trans_b=trans_b,
+                      c=c, scale_d=bool(scale_d), scale_a=scale_a, scale_b=scale_b, satfinite=satfinite, a_regs=a_bits)
+            if sparse:  # metadata PTX leaves undefined is an error here (the H100 gathers: sparse.py)
+                meta = np.concatenate([gmeta(w) for w in warps]).astype(np.uint32)
+                d = wgmma_sp(sh.smem, None if a_regs else desc_a, desc_b, sparse_meta=meta, sparsity_selector=sel,
+                             **kw)
+            else:
+                d = hopper.wgmma(sh.smem, None if a_regs else desc_a, desc_b, **kw)
         except TcemuError as e:
             raise KernelFault(wh, f"{e}") from None
         cta.launch.tensor_core_seconds += time.perf_counter() - t0
