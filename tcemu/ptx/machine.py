@@ -56,6 +56,7 @@ class Warp:
         self.wgmma_dirty: set = set()       # wgmma registers written by other instructions since wgmma.fence
         self.sync = {}                      # blocking instructions' per-warp records
         self.cc = np.zeros(32, bool)        # the carry flag CC.CF of each thread (add.cc / addc ...)
+        self.frames: list = []              # calls in progress: (return pc, calling lanes, callee, return copies)
         self.mbar_seen: dict = {}           # (CTA rank, mbarrier offset) -> highest phase this warp knows completed
         self.bulk_open: list = []           # bulk stores since the last cp.async.bulk.commit_group
         self.bulk_groups: list = []

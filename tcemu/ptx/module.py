@@ -58,6 +58,15 @@ class Launch:
         self.const = ByteSpace(np.zeros(0, np.uint8), "const")
         self.check_layouts = True
         self.tensor_core_seconds = 0.0  # time inside the instruction models (wgmma / tcgen05 arithmetic)
+        self.printed = []               # device-side printf output, in execution order
+        self.echo = True
+
+    def printf(self, text: str):
+        self.printed.append(text)
+        if self.echo:
+            import sys
+            sys.stdout.write(text)
+            sys.stdout.flush()
         self._t0 = time.perf_counter_ns()
 
     def clock(self) -> int:
@@ -111,13 +120,14 @@ class Module:
         fn = self.tree.functions.get(name)
         if fn is None or not fn.entry:
             raise PtxError("kernel", f"{name!r} is not a kernel of this module; kernels: {', '.join(self.kernels)}")
-        prog = Program(fn, self._module_symbols(), [v for v in self.tree.variables if v.space == "shared"])
+        prog = Program(fn, self._module_symbols(), [v for v in self.tree.variables if v.space == "shared"],
+                       self.tree.functions)
         prog.set_dynamic_base()
         code = []
-        for pc, ins in enumerate(fn.body):
+        for pc, ins in enumerate(prog.instrs):
             op = lookup(ins)(ins, prog, pc)
             code.append(_guarded(op, ins, prog) if ins.guard and not getattr(op, "guarded", False) else op)
-        prog.code = [_hazard_checked(op, ins, prog) for op, ins in zip(code, fn.body)]
+        prog.code = [_hazard_checked(op, ins, prog) for op, ins in zip(code, prog.instrs)]
         prog.code.append(_fell_off(fn))
         self._programs[name] = prog
         return prog
@@ -134,14 +144,16 @@ class Module:
     def launch(self, name: str, *, grid, block, args: Sequence = (), shared_bytes: int = 0,
                ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
-               param_bytes=None, buffers=()):
+               param_bytes=None, buffers=(), printf: str = "stdout"):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
         check_layouts: check that every tensor-core operand copied from global memory is a coherent tile of
         its source array (catches swizzle/LBO/SBO disagreements between writer and descriptor).
         param_bytes: the whole parameter space as bytes (a captured launch's blob), instead of `args`; then
-        `buffers` lists (device address, numpy array) pairs to map at exactly those addresses."""
+        `buffers` lists (device address, numpy array) pairs to map at exactly those addresses.
+        printf: "stdout" (device printf output is written as it happens) or "collect" (only kept in the
+        statistics' "printf" list)."""
         prog = self.program(name)
         grid, block, cluster = _dim3(grid, "grid"), _dim3(block, "block"), _dim3(cluster, "cluster")
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
@@ -173,6 +185,9 @@ class Module:
             raise PtxError("cluster", f"{int(np.prod(cluster))} CTAs per cluster; at most 16 (8 portable)")
         L = Launch(grid, block, cluster, int(shared_bytes), "explicitcluster" in prog.fn.directives)
         L.check_layouts = bool(check_layouts)
+        if printf not in ("stdout", "collect"):
+            raise PtxError("printf", f"{printf!r}: 'stdout' or 'collect'")
+        L.echo = printf == "stdout"
         if param_bytes is not None:
             writeback = self._bind_blob(prog, L, param_bytes, buffers)
         else:
@@ -219,6 +234,7 @@ class Module:
                 bar.done()
         stats["seconds"] = time.perf_counter() - t0
         stats["tensor_core_seconds"] = L.tensor_core_seconds
+        stats["printf"] = list(L.printed)
         return stats
 
     def _bind_args(self, prog: Program, L: Launch, args):

@@ -122,6 +122,7 @@ class Instruction:
     col: int
     loc: Optional[Tuple[str, int, int]] = None  # (source file, line, column) from the last .loc
     scope: int = 0               # innermost { } scope: labels resolve from here outwards
+    owner: str = ""              # the .func a called body came from (set when it is merged into a kernel)
 
     @property
     def parts(self) -> List[str]:
@@ -237,15 +238,18 @@ class _Parser:
         self.loc = None
 
     # -- token helpers
-    def peek(self, k=0) -> Optional[Token]:
+    def peek(self, k=0) -> Token:
+        """The token k ahead, or an "eof" token past the end (text ""), so no caller reads None."""
         j = self.i + k
-        return self.toks[j] if j < len(self.toks) else None
+        if j < len(self.toks):
+            return self.toks[j]
+        last = self.toks[-1] if self.toks else Token("eof", "", 1, 1)
+        return Token("eof", "", last.line, last.col + len(last.text))
 
     def next(self) -> Token:
         t = self.peek()
-        if t is None:
-            last = self.toks[-1] if self.toks else Token("eof", "", 1, 1)
-            raise PtxSyntaxError(last.line, last.col + len(last.text), "unexpected end of file")
+        if t.kind == "eof":
+            raise PtxSyntaxError(t.line, t.col, "unexpected end of file")
         self.i += 1
         return t
 
@@ -276,7 +280,7 @@ class _Parser:
     # -- module level
     def parse(self) -> Module:
         m = self.module
-        while self.peek() is not None:
+        while self.peek().kind != "eof":
             t = self.peek()
             if t.text == ".version":
                 self.next()
@@ -296,8 +300,8 @@ class _Parser:
                 if name.kind != "string":
                     self.error(name, "expected a file name string")
                 m.files[num] = name.text[1:-1]
-                while self.peek() is not None and self.peek().kind == "number" or self.accept(","):
-                    if self.peek() is not None and self.peek().kind == "number":
+                while self.peek().kind != "eof" and self.peek().kind == "number" or self.accept(","):
+                    if self.peek().kind != "eof" and self.peek().kind == "number":
                         self.next()
             elif t.text == ".section":
                 self.skip_section()
@@ -323,20 +327,20 @@ class _Parser:
     def parse_loc(self):
         start = self.next()
         nums = []
-        while self.peek() is not None and self.peek().kind == "number" and self.peek().line == start.line:
+        while self.peek().kind != "eof" and self.peek().kind == "number" and self.peek().line == start.line:
             nums.append(_int(self.next().text))
         # trailing `, function_name $L__info_string0, inlined_at 1 9 17` on the same line
-        while self.peek() is not None and self.peek().line == start.line and self.peek().text != ";":
+        while self.peek().kind != "eof" and self.peek().line == start.line and self.peek().text != ";":
             self.next()
         if len(nums) >= 2:
             self.loc = (nums[0], nums[1], nums[2] if len(nums) > 2 else 0)  # file number: named after parsing
 
     def parse_declaration(self):
         linkage = set()
-        while self.peek() is not None and self.peek().text in _LINKAGE:
+        while self.peek().kind != "eof" and self.peek().text in _LINKAGE:
             linkage.add(self.next().text)
         t = self.peek()
-        if t is None:
+        if t.kind == "eof":
             return
         if t.text in (".entry", ".func"):
             self.parse_function(linkage)
@@ -436,10 +440,10 @@ class _Parser:
             self.error(name, f"expected a function name, found {name.text!r}")
         params = self.param_list() if self.peek().text == "(" else []
         fn = Function(name.text, kind.text == ".entry", params, returns, line=name.line)
-        while self.peek() is not None and self.peek().text in _PERF:
+        while self.peek().kind != "eof" and self.peek().text in _PERF:
             d = self.next().text
             vals = []
-            while self.peek() is not None and self.peek().kind == "number":
+            while self.peek().kind != "eof" and self.peek().kind == "number":
                 vals.append(self.integer())
                 if not self.accept(","):
                     break
@@ -474,8 +478,8 @@ class _Parser:
         pending_labels = []
         while True:
             t = self.peek()
-            if t is None:
-                self.error(self.toks[-1], f"function {fn.name} is not closed")
+            if t.kind == "eof":
+                self.error(t, f"function {fn.name} is not closed")
             if t.text == "}":
                 self.next()
                 if len(scopes) == 1:
@@ -512,11 +516,11 @@ class _Parser:
                 self.expect(";")
                 fn.locals.append(var)
                 continue
-            if t.kind == "ident" and self.peek(1) is not None and self.peek(1).text == ":" and \
+            if t.kind == "ident" and self.peek(1).kind != "eof" and self.peek(1).text == ":" and \
                     not t.text.startswith("%"):
                 self.next()
                 self.next()
-                if self.peek() is not None and self.peek().text == ".branchtargets":
+                if self.peek().kind != "eof" and self.peek().text == ".branchtargets":
                     self.next()
                     targets = [self.next().text]
                     while self.accept(","):
@@ -605,7 +609,7 @@ class _Parser:
         if t.text == "!":
             self.next()
             return Not(self.parse_operand(resolve))
-        if t.text == "-" and self.peek(1) is not None and self.peek(1).kind in ("number", "float"):
+        if t.text == "-" and self.peek(1).kind != "eof" and self.peek(1).kind in ("number", "float"):
             self.next()
             v = self.parse_operand(resolve)
             if isinstance(v, FloatLit):
@@ -642,7 +646,7 @@ class _Parser:
                 return Special(tok.text)
             return Sym(tok.text)  # %SP-style names declared as variables, or an error at compile time
         off = 0
-        if self.peek() is not None and self.peek().text in ("+", "-") and self.peek(1) is not None \
+        if self.peek().kind != "eof" and self.peek().text in ("+", "-") and self.peek(1).kind != "eof" \
                 and self.peek(1).kind == "number":
             sign = -1 if self.next().text == "-" else 1
             off = sign * self.integer()

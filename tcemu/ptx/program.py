@@ -5,6 +5,7 @@ an operand becomes a getter `f(W) -> (32,) array of raw bits` and a destination 
 `f(W, bits, m)` that writes the lanes of mask `m` (None: all 32). Instruction semantics come from the
 opcode table in `ops/`; each entry turns an Instruction into `op(W, m) -> control` (see machine.py).
 """
+import dataclasses
 import struct
 from typing import Callable, Dict, List, NamedTuple, Optional
 
@@ -32,11 +33,15 @@ class Symbol(NamedTuple):
 class Program:
     """One compiled .entry (or .func) of a module."""
 
-    def __init__(self, fn: P.Function, module_symbols: Dict[str, Symbol], module_shared=()):
+    def __init__(self, fn: P.Function, module_symbols: Dict[str, Symbol], module_shared=(), functions=None):
         self.fn = fn
         self.module_shared = list(module_shared)
         self.name = fn.name
-        self.instrs: List[P.Instruction] = fn.body
+        self.functions = {fn.name: fn}
+        self.segments = {fn.name: 0}   # where each merged function's code starts
+        self.ret_pcs = {}              # callee name -> pcs of its ret instructions
+        self.instrs: List[P.Instruction] = list(fn.body)
+        self._merge_callees(functions or {})
         self.slots: Dict[str, Slot] = {}
         self.nregs = {c: 0 for c in CLASS_ATTR}
         self.symbols: Dict[str, Symbol] = dict(module_symbols)
@@ -51,9 +56,52 @@ class Program:
         # per pc (plus the fell-off slot): does the instruction wait for the other lanes of its warp?
         self.converge = np.array([warp_synchronous(i) for i in self.instrs] + [False], bool)
 
+    # -- calls: each called .func's body is appended once, its names prefixed with "name::"
+    def _merge_callees(self, functions):
+        order, chain = [], []
+
+        def visit(f):
+            for ins in f.body:
+                if not ins.opcode.startswith("call"):
+                    continue
+                target = call_target(ins)
+                callee = functions.get(target)
+                if callee is None or not callee.body:
+                    continue  # a builtin (vprintf, __assertfail) or refused when the call compiles
+                if target in chain or target == self.name:
+                    raise PtxUnsupported("call", f"{target} is recursive ({' -> '.join(chain + [target])}): "
+                                                 "recursive calls are not modelled")
+                if target not in self.functions:
+                    self.functions[target] = callee
+                    order.append(callee)
+                    chain.append(target)
+                    visit(callee)
+                    chain.pop()
+        visit(self.fn)
+        self.merged = {}
+        for callee in order:
+            self.segments[callee.name] = len(self.instrs)
+            own = self._callee_names(callee)
+            self.merged[callee.name] = own
+            rets = []
+            for ins in callee.body:
+                copy = rename(ins, callee.name, own)
+                if copy.opcode.split(".")[0] == "ret":
+                    rets.append(len(self.instrs))
+                self.instrs.append(copy)
+            self.ret_pcs[callee.name] = rets
+
+    @staticmethod
+    def _callee_names(callee):
+        return set(callee.regs) | {v.name for v in callee.params + callee.returns + callee.locals}
+
     # -- layout of registers and variables
     def _layout(self):
-        for name, typ in self.fn.regs.items():
+        regs = dict(self.fn.regs)
+        for name, f in self.functions.items():
+            if f is not self.fn:
+                regs.update({f"{name}::{r}": t for r, t in f.regs.items()})
+        for name, typ in regs.items():
             t = ptx_type(typ, "register type")
             cls = 1 if t.bits == 1 else (t.bits if t.bits in (8, 16, 32, 64) else None)
             if cls is None:
@@ -80,13 +128,23 @@ class Program:
             self.symbols[v.name] = Symbol("shared", addr, v.size)
             addr += v.size
         self.shared_static = addr - SMEM_RESERVED
+        # per-thread frame: .local variables, and the .param variables of call sequences and of called
+        # functions (parameters and return values live per thread; a kernel's own parameters do not)
         local = 0
-        for v in self.fn.locals:
-            if v.space == "local":
-                align = max(v.align, 1)
-                local = (local + align - 1) // align * align
-                self.symbols[v.name] = Symbol("local", local, v.size)
-                local += v.size
+        frame = [(v.name, v) for v in self.fn.locals if v.space in ("local", "param")]
+        for name, f in self.functions.items():
+            if f is not self.fn:
+                frame += [(f"{name}::{v.name}", v) for v in f.params + f.returns + f.locals
+                          if v.space in ("local", "param")]
+        sizes = {}
+        for name, v in frame:  # call sequences redeclare param0... in each { } block: one slot, the largest
+            natural = max(1, ptx_type(v.type).bits // 8) * v.vector  # an unaligned .param still has its type's
+            sizes[name] = (max(sizes.get(name, (0, 1))[0], v.size),
+                           max(sizes.get(name, (0, 1))[1], v.align or 1, min(natural, 16)))
+        for name, (size, align) in sizes.items():
+            local = (local + align - 1) // align * align
+            self.symbols[name] = Symbol("local", local, size)
+            local += size
         self.local_size = local
 
     def dynamic_base(self) -> int:
@@ -100,15 +158,17 @@ class Program:
 
     # -- labels
     def label(self, ins: P.Instruction, name: str) -> int:
+        owner = ins.owner or self.name
+        fn, base = self.functions[owner], self.segments[owner]
         scope = ins.scope
         while True:
-            pc = self.fn.labels.get((scope, name))
+            pc = fn.labels.get((scope, name))
             if pc is not None:
-                return pc
+                return base + pc
             if scope == 0:
                 break
-            scope = self.fn.scope_parent.get(scope, 0)
-        raise PtxSyntaxError(ins.line, ins.col, f"branch target {name} is not a label of {self.name}")
+            scope = fn.scope_parent.get(scope, 0)
+        raise PtxSyntaxError(ins.line, ins.col, f"branch target {name} is not a label of {owner}")
 
     # -- operands
     def slot(self, op, ins=None) -> Slot:
@@ -223,10 +283,43 @@ class Program:
         return [op]
 
 
+def call_target(ins: P.Instruction) -> str:
+    """The function a `call` names: `call (ret), f, (args)`, `call f, (args)` or `call f`."""
+    for op in ins.operands:
+        if isinstance(op, P.Sym):
+            return op.name
+        if isinstance(op, P.Reg):
+            raise PtxUnsupported(ins.opcode, f"indirect calls through a register are not modelled ({ins.where()})")
+    raise PtxSyntaxError(ins.line, ins.col, "call names no function")
+
+
+def rename(ins: P.Instruction, owner: str, names) -> P.Instruction:
+    """A called function's instruction with its own registers and variables prefixed "owner::"."""
+    def r(op):
+        if isinstance(op, P.Reg):
+            base = op.name.split("@")[0].split(".")[0]
+            return P.Reg(f"{owner}::{op.name}") if base in names or op.name in names else op
+        if isinstance(op, P.Sym):
+            return P.Sym(f"{owner}::{op.name}", op.offset) if op.name in names else op
+        if isinstance(op, P.Vec):
+            return P.Vec(tuple(r(o) for o in op.items))
+        if isinstance(op, P.Addr):
+            return P.Addr(r(op.base) if op.base is not None else None, op.offset, r(op.vec) if op.vec else None)
+        if isinstance(op, P.Not):
+            return P.Not(r(op.item))
+        if isinstance(op, P.Pair):
+            return P.Pair(r(op.first), r(op.second))
+        return op
+    guard = (f"{owner}::{ins.guard[0]}", ins.guard[1]) if ins.guard else None
+    return dataclasses.replace(ins, operands=[r(o) for o in ins.operands], guard=guard, owner=owner)
+
+
 def warp_synchronous(ins: P.Instruction) -> bool:
     """Instructions that wait for the other lanes of their warp (.sync with a membermask, .aligned, CTA
     barriers): in a diverged warp, lanes that reach one wait there while other lanes can still run."""
     parts = ins.opcode.split(".")
+    if ins.owner and parts[0] == "ret":  # lanes returning from a call wait for the call's other lanes
+        return True
     return parts[0] in ("bar", "barrier") or "sync" in parts or "aligned" in parts
 
 

@@ -11,7 +11,7 @@ from .. import parser as P
 from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK
 from ..types import TYPES
-from . import Mods, mask_array, operands, register, where
+from . import Mods, mask_array, operands, register, where  # noqa: F401
 
 U32 = TYPES["u32"]
 B32 = TYPES["b32"]
@@ -88,8 +88,9 @@ def c_brx(ins, prog, pc):
 
 @register("ret", "exit")
 def c_exit(ins, prog, pc):
-    if ins.opcode.startswith("ret") and not prog.fn.entry:
-        raise PtxUnsupported(ins.opcode, "calls to .func are not modelled yet")
+    if ins.opcode.startswith("ret") and ins.owner:
+        from .calls import c_return
+        return c_return(ins, prog, pc)
 
     def op(W, m):
         from .memory_ops import drain_cp_async
@@ -107,12 +108,6 @@ def c_trap(ins, prog, pc):
     def op(W, m):
         raise KernelFault(wh, f"{ins.opcode} executed by threads {W.lanes(m).tolist()[:8]}")
     return op
-
-
-@register("call")
-def c_call(ins, prog, pc):
-    raise PtxUnsupported(ins.opcode, f"calls are not modelled yet ({ins.where()}; build with -DNDEBUG and inline "
-                                     "device functions)")
 
 
 @register("nanosleep", "pmevent", "griddepcontrol", "membar", "fence.sc", "fence.acq_rel", "fence.acquire",

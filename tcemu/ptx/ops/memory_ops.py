@@ -26,6 +26,15 @@ def space_of(mods: Mods) -> str:
     return "generic"
 
 
+def effective_space(prog, op, space: str) -> str:
+    """ld/st.param on a call's or a called function's .param variable reach the per-thread frame."""
+    if space == "param" and isinstance(op, P.Addr) and isinstance(op.base, P.Sym):
+        sym = prog.symbols.get(op.base.name)
+        if sym is not None and sym.space == "local":
+            return "local"
+    return space
+
+
 def address(prog, op: P.Addr, ins, space: str):
     """Getter of the per-lane address (uint64) of an address operand."""
     if not isinstance(op, P.Addr):
@@ -160,6 +169,7 @@ def c_ld(ins, prog, pc):
     space = space_of(mods)
     vec = int(next((p[1:] for p in mods.parts if p in ("v2", "v4", "v8")), 1))
     d, a = ins.operands[0], ins.operands[1]
+    space = effective_space(prog, a, space)
     dests = _vec_parts(ins, d)
     if len(dests) != vec:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} has {len(dests)} destinations for .v{vec}")
@@ -194,6 +204,7 @@ def c_st(ins, prog, pc):
     space = space_of(mods)
     vec = int(next((p[1:] for p in mods.parts if p in ("v2", "v4", "v8")), 1))
     a, v = ins.operands[0], ins.operands[1]
+    space = effective_space(prog, a, space)
     srcs = _vec_parts(ins, v)
     if len(srcs) != vec:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} has {len(srcs)} sources for .v{vec}")

@@ -1,0 +1,219 @@
+"""call and ret of device functions (PTX ISA 9.7.12.8-9.7.12.10), and the CUDA runtime's device-side builtins a
+compiled kernel calls: vprintf (printf) and __assertfail (assert).
+
+A called .func's body is merged once into the kernel's code (program.py: its registers and variables renamed
+"name::..."); its parameters and return values live in each thread's frame. `call` copies the argument
+variables into the callee's parameters, pushes (return pc, calling lanes) and jumps; a callee's `ret` waits
+until every calling lane has reached a ret of that function, copies the return values back and resumes the
+lanes after the call together. Recursion and indirect calls are refused.
+"""
+import sys
+
+import numpy as np
+
+from .. import parser as P
+from ..errors import KernelFault, PtxSyntaxError, PtxUnsupported
+from ..machine import BLOCK, DIVERGED
+from ..memory import LOCAL_WINDOW, WINDOW_SIZE, WINDOWS
+from ..program import call_target
+from . import mask_array, register, where
+
+MAX_STRING = 4096
+
+
+def _frame_slot(prog, op, ins):
+    """(offset, size) of a per-thread .param variable named by a call operand."""
+    if not isinstance(op, P.Sym):
+        raise PtxSyntaxError(ins.line, ins.col, f"call arguments are .param variables, got {P.fmt(op)}")
+    sym = prog.symbols.get(op.name)
+    if sym is None or sym.space != "local":
+        raise PtxSyntaxError(ins.line, ins.col, f"{op.name} is not a .param variable of a call sequence")
+    return sym.address + op.offset, sym.size
+
+
+def _parts(ins):
+    """(return variables, function name, argument variables) of a call."""
+    ops = list(ins.operands)
+    rets = []
+    if ops and isinstance(ops[0], P.Vec):
+        rets = list(ops.pop(0).items)
+    target = call_target(ins)
+    ops = ops[1:]
+    args = list(ops[0].items) if ops and isinstance(ops[0], P.Vec) else []
+    return rets, target, args
+
+
+@register("call")
+def c_call(ins, prog, pc):
+    rets, target, args = _parts(ins)
+    wh = where(ins)
+    builtin = BUILTINS.get(target)
+    callee = prog.functions.get(target)
+    if builtin is None and callee is None:
+        raise PtxUnsupported(ins.opcode, f"call to {target}, an external function tcemu does not provide "
+                                         f"({ins.where()}; it models vprintf and __assertfail)")
+    if any(isinstance(o, (P.Reg, P.Imm)) for o in rets + args):
+        raise PtxUnsupported(ins.opcode, f"register or constant call arguments (non-ABI calls) are not modelled "
+                                         f"({ins.where()})")
+    ret_slots = [_frame_slot(prog, r, ins) for r in rets]
+    arg_slots = [_frame_slot(prog, a, ins) for a in args]
+    if builtin is not None:
+        return builtin(ins, prog, wh, ret_slots, arg_slots)
+    if len(callee.params) != len(arg_slots) or len(callee.returns) != len(ret_slots):
+        raise PtxSyntaxError(ins.line, ins.col, f"{target} takes {len(callee.params)} arguments and "
+                                                f"{len(callee.returns)} return values")
+    entry = prog.segments[target]
+    params = [prog.symbols[f"{target}::{p.name}"] for p in callee.params]
+    results = [prog.symbols[f"{target}::{r.name}"] for r in callee.returns]
+    copies_in = [(src, dst.address, min(size, dst.size)) for (src, size), dst in zip(arg_slots, params)]
+    copies_out = [(dst, src.address, min(size, src.size)) for (dst, size), src in zip(ret_slots, results)]
+
+    def op(W, m):
+        act = mask_array(m) & W.live
+        local = W.local.data
+        for src, dst, n in copies_in:
+            local[act, dst:dst + n] = local[act, src:src + n]
+        W.frames.append((pc + 1, act.copy(), target, copies_out))
+        return entry
+    return op
+
+
+def c_return(ins, prog, pc):
+    owner = ins.owner
+    rets = np.array(prog.ret_pcs[owner], np.int64)
+    wh = where(ins)
+
+    def op(W, m):
+        if not W.frames or W.frames[-1][2] != owner:
+            raise KernelFault(wh, f"ret from {owner} with no matching call on this warp's stack")
+        ret_pc, lanes, _, copies_out = W.frames[-1]
+        lanes = lanes & W.live
+        at = (np.isin(W.lane_pc, rets) if W.lane_pc is not None else np.ones(32, bool)) & lanes
+        if (lanes & ~at).any():  # some calling lanes are still inside the function
+            W.wait = f"the other lanes of the call to {owner} (lanes {np.flatnonzero(lanes & ~at).tolist()[:8]})"
+            return BLOCK
+        W.frames.pop()
+        local = W.local.data
+        for dst, src, n in copies_out:
+            local[lanes, dst:dst + n] = local[lanes, src:src + n]
+        if W.lane_pc is None:
+            return ret_pc
+        W.lane_pc[lanes] = ret_pc
+        return DIVERGED
+    op.guarded = False
+    return op
+
+
+# ------------------------------------------------------------------------------------------------ builtins
+
+def _arg(W, lane, slot, nbytes=8) -> int:
+    off, _ = slot
+    return int.from_bytes(W.local.data[lane, off:off + nbytes].tobytes(), "little")
+
+
+def _read_string(W, addr: int, wh: str) -> str:
+    """A NUL-terminated string at a generic address (global/const data, or the thread's local memory)."""
+    from .memory_ops import access
+    out = bytearray()
+    for i in range(MAX_STRING):
+        b = access(W, "generic", np.array([addr + i], np.uint64), W.tid[:1], 1, wh)[0, 0]
+        if b == 0:
+            return out.decode("utf-8", errors="replace")
+        out.append(int(b))
+    raise KernelFault(wh, f"string at {addr:#x} is longer than {MAX_STRING} bytes (no terminating NUL?)")
+
+
+def _local_reader(W, lane, addr, wh):
+    """Bytes of the printf argument buffer: a generic address into this thread's local memory."""
+    if not LOCAL_WINDOW <= addr < LOCAL_WINDOW + WINDOW_SIZE:
+        raise KernelFault(wh, f"printf argument buffer {addr:#x} is not in local memory")
+    base = addr - LOCAL_WINDOW
+
+    def read(off, n):
+        if base + off + n > W.local.size:
+            raise KernelFault(wh, "printf reads past the thread's local frame (more % conversions than arguments?)")
+        return int.from_bytes(W.local.data[lane, base + off:base + off + n].tobytes(), "little")
+    return read
+
+
+def format_printf(fmt: str, read, string) -> str:
+    """C printf formatting of `fmt` with arguments packed as the CUDA compiler packs them: each aligned to its
+    size; ints 4 bytes (8 with l / ll / z / j), floats promoted to 8-byte doubles, pointers and %s 8 bytes."""
+    import re
+    import struct
+    out, off = [], 0
+    pos = 0
+    for m in re.finditer(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|z|j|t|L)?([diouxXeEfFgGaAcspn%])", fmt):
+        out.append(fmt[pos:m.start()])
+        pos = m.end()
+        flags, width, prec, length, conv = m.groups()
+        if conv == "%":
+            out.append("%")
+            continue
+        if width == "*" or prec == "*":
+            raise ValueError("* widths")
+        spec = "%" + (flags or "") + (width or "") + ("." + prec if prec is not None else "")
+        if conv in "diouxXc":
+            n = 8 if length in ("l", "ll", "z", "j", "t") else 4
+            off = (off + n - 1) // n * n
+            v = read(off, n)
+            off += n
+            if conv in "di" and v >= 1 << (8 * n - 1):
+                v -= 1 << (8 * n)
+            out.append((spec + ("d" if conv == "i" else conv)) % (chr(v & 0xFF) if conv == "c" else v)
+                       if conv != "c" else (spec + "c") % chr(v & 0xFF))
+        elif conv in "eEfFgGaA":
+            off = (off + 7) // 8 * 8
+            v = struct.unpack("<d", read(off, 8).to_bytes(8, "little"))[0]
+            off += 8
+            out.append(float.hex(v) if conv in "aA" else (spec + conv) % v)
+        elif conv in "sp":
+            off = (off + 7) // 8 * 8
+            v = read(off, 8)
+            off += 8
+            out.append((spec + "s") % string(v) if conv == "s" else f"0x{v:x}")
+        else:
+            raise ValueError(f"%{conv}")
+    out.append(fmt[pos:])
+    return "".join(out)
+
+
+def _vprintf(ins, prog, wh, rets, args):
+    if len(args) != 2:
+        raise PtxSyntaxError(ins.line, ins.col, "vprintf takes a format and an argument buffer")
+
+    def op(W, m):
+        act = mask_array(m) & W.live
+        launch = W.cta.launch
+        for lane in np.flatnonzero(act):
+            fmt = _read_string(W, _arg(W, lane, args[0]), wh)
+            buf = _arg(W, lane, args[1])
+            read = _local_reader(W, lane, buf, wh) if buf else (lambda off, n: 0)
+            try:
+                text = format_printf(fmt, read, lambda a: _read_string(W, a, wh))
+            except (ValueError, TypeError, OverflowError) as e:
+                raise KernelFault(wh, f"printf format {fmt!r}: {e}") from None
+            launch.printf(text)
+        for off, size in rets:  # vprintf returns the number of arguments; tcemu returns 0
+            W.local.data[act, off:off + size] = 0
+    return op
+
+
+def _assertfail(ins, prog, wh, rets, args):
+    if len(args) != 5:
+        raise PtxSyntaxError(ins.line, ins.col, "__assertfail takes message, file, line, function, char size")
+
+    def op(W, m):
+        act = mask_array(m) & W.live
+        lane = int(np.flatnonzero(act)[0])
+        msg = _read_string(W, _arg(W, lane, args[0]), wh)
+        file = _read_string(W, _arg(W, lane, args[1]), wh)
+        line = _arg(W, lane, args[2], 4)
+        func = _read_string(W, _arg(W, lane, args[3]), wh)
+        raise KernelFault(wh, f"{file}:{line}: {func}: CTA {W.cta.ctaid}, thread {int(W.tid[lane])}: "
+                              f"Assertion `{msg}` failed.")
+    return op
+
+
+BUILTINS = {"vprintf": _vprintf, "__assertfail": _assertfail}
+_ = (WINDOWS, sys)
