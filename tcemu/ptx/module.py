@@ -58,6 +58,7 @@ class Launch:
         self.const = ByteSpace(np.zeros(0, np.uint8), "const")
         self.check_layouts = True
         self.tensor_core_seconds = 0.0  # time inside the instruction models (wgmma / tcgen05 arithmetic)
+        self.trace = None               # callable(warp, pc, mask, control) after each warp instruction (machine.py)
         self._t0 = time.perf_counter_ns()
 
     def clock(self) -> int:
@@ -134,14 +135,16 @@ class Module:
     def launch(self, name: str, *, grid, block, args: Sequence = (), shared_bytes: int = 0,
                ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
-               param_bytes=None, buffers=()):
+               param_bytes=None, buffers=(), trace=None):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
         check_layouts: check that every tensor-core operand copied from global memory is a coherent tile of
         its source array (catches swizzle/LBO/SBO disagreements between writer and descriptor).
         param_bytes: the whole parameter space as bytes (a captured launch's blob), instead of `args`; then
-        `buffers` lists (device address, numpy array) pairs to map at exactly those addresses."""
+        `buffers` lists (device address, numpy array) pairs to map at exactly those addresses.
+        trace: called as trace(warp, pc, mask, control) after every instruction any warp executes (machine.py);
+        an exception it raises ends the launch."""
         prog = self.program(name)
         grid, block, cluster = _dim3(grid, "grid"), _dim3(block, "block"), _dim3(cluster, "cluster")
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
@@ -173,6 +176,9 @@ class Module:
             raise PtxError("cluster", f"{int(np.prod(cluster))} CTAs per cluster; at most 16 (8 portable)")
         L = Launch(grid, block, cluster, int(shared_bytes), "explicitcluster" in prog.fn.directives)
         L.check_layouts = bool(check_layouts)
+        if trace is not None and not callable(trace):
+            raise PtxError("trace", f"must be a callable (warp, pc, mask, control), got {type(trace).__name__}")
+        L.trace = trace
         if param_bytes is not None:
             writeback = self._bind_blob(prog, L, param_bytes, buffers)
         else:
