@@ -156,14 +156,19 @@ class Browser:
         return r["result"].get("value")
 
     def wait(self, expr: str, timeout: float = 20.0):
-        """Poll until the JavaScript expression is truthy; return its value."""
+        """Poll until the JavaScript expression is truthy; return its value (errors count as not yet)."""
         deadline = time.time() + timeout
         while True:
-            v = self.eval(expr)
+            try:
+                v = self.eval(expr)
+            except RuntimeError as e:  # e.g. between two documents while navigating
+                v, last = None, e
+            else:
+                last = None
             if v:
                 return v
             if time.time() > deadline:
-                raise TimeoutError(f"waited {timeout} s for {expr}")
+                raise TimeoutError(f"waited {timeout} s for {expr}" + (f" ({last})" if last else ""))
             time.sleep(0.05)
 
     def goto(self, url: str, ready: str = "document.documentElement.dataset.ready === '1'"):

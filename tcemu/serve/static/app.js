@@ -107,6 +107,8 @@
     const t0 = performance.now();
     RENDER[view](sec, data, values);
     sec.dataset.renderMs = (performance.now() - t0).toFixed(1);
+    delete sec.dataset.paintMs;  // ... and until the browser has laid out and painted it
+    requestAnimationFrame(() => setTimeout(() => { sec.dataset.paintMs = (performance.now() - t0).toFixed(1); }, 0));
     last[view] = { data, values };
     sec.dataset.state = "ok";
     sec.dataset.errorField = "";
@@ -168,7 +170,8 @@
     if (g.labels && g.labels.length <= 4096) {
       const fs = Math.min(11, g.ch - 3);
       if (fs >= 7) for (const L of g.labels) {
-        const t = text(left + (L.c + L.w / 2) * g.cw, top + (L.r + 0.5) * g.ch + fs * 0.35, L.text, "cell-label", "middle");
+        const t = text(left + (L.c + L.w / 2) * g.cw, top + (L.r + 0.5) * g.ch + fs * 0.35, L.text,
+          "cell-label" + (g.labelClass ? " " + g.labelClass : ""), "middle");
         t.setAttribute("font-size", fs);
       }
     }
@@ -444,10 +447,10 @@
     const fieldOf = new Array(32);
     d.bits.forEach((f, i) => { for (let b = f.lo; b < f.lo + f.width; b++) fieldOf[b] = i; });
     const labels = [];
-    for (let b = 0; b < 32; b++) {
-      const x = 31 - b;  // bit 31 on the left, as the PTX tables draw it
+    for (let x = 0; x < 32; x++) {
+      const b = 31 - x;  // bit 31 on the left, as the PTX tables draw it
       const f = d.bits[fieldOf[b]];
-      R[b] = 0; C[b] = x; color[b] = f.attr === null ? 15 : (2 * (fieldOf[b] % 10)) + 1;
+      R[x] = 0; C[x] = x; color[x] = f.attr === null ? 15 : (2 * (fieldOf[b] % 10)) + 1;
       labels.push({ r: 0, c: x, w: 1, text: String((v >>> b) & 1) });
     }
     const info = document.createElement("div");
@@ -574,12 +577,14 @@
       if (v > 1) labels.push({ r: i, c: b, w: 1, text: String(v) });
     }));
     drawGrid($(".map2", out), {
-      cols: 32, rows: P, cw: 14, ch: 16, left: 60, top: 16, n: m2, r: R2, c: C2, w: W2, color: col2, palette: HEAT, labels,
+      cols: 32, rows: P, cw: 14, ch: 16, left: 80, top: 16, n: m2, r: R2, c: C2, w: W2, color: col2, palette: HEAT, labels,
+      labelClass: "on-dark",
       rowLabel: (i) => "phase " + i + ": " + d.phases[i].wavefronts, colLabels: [0, 8, 16, 24].map((b) => ({ c: b, text: "bank " + b })),
       hover: (i, b) => ({ r: i, c: b, w: 1, html: "phase " + i + " (threads " + esc(d.phases[i].threads.join(" ")) + "): bank " + b + " delivers " +
         d.phases[i].bank_words[b] + " distinct word(s); the phase costs " + d.phases[i].wavefronts + " wavefront(s)" }), info,
     });
     $(".map2", out).dataset.cells = m2;
+    legend($(".legend", out), HEAT.slice(1).map((c, i) => [c, String(i + 1) + (i === HEAT.length - 2 ? "+" : "")]));
     info.innerHTML = "hover a cell";
     const probe = parseInt0(values.probe);
     if (probe !== null && probe >= 0 && probe < 32) g.select({ r: probe, c: 0, w: 32, html: laneHtml(probe) });
