@@ -14,7 +14,8 @@ from tcemu.cli import main
 from tests.browser import Browser, find_chromium
 
 if find_chromium() is None:
-    pytest.skip("Chromium is not installed (apt-get install -y chromium; README, 'An interactive page'): page tests skipped",
+    pytest.skip("Chromium is not installed (apt-get install -y chromium; README, 'An interactive page'): "
+                "page tests skipped",
                 allow_module_level=True)
 
 from tcemu.serve.server import make_server  # noqa: E402
@@ -63,7 +64,8 @@ def cells(b, view, host=".map"):
     """{palette index: cells drawn} of a view's grid: one <path> per colour carries its count."""
     got = b.eval(f"[...{sec(view)}.querySelectorAll('{host} svg path')].map(p => [+p.dataset.color, +p.dataset.cells])")
     # the count is what the path draws: one 'M' per cell
-    ms = b.eval(f"[...{sec(view)}.querySelectorAll('{host} svg path')].map(p => p.getAttribute('d').split('M').length - 1)")
+    ms = b.eval(f"[...{sec(view)}.querySelectorAll('{host} svg path')]"
+                ".map(p => p.getAttribute('d').split('M').length - 1)")
     assert [c for _, c in got] == ms
     return dict(got)
 
@@ -184,7 +186,8 @@ def test_banks_view_follows_the_pattern(page):
 def test_ptx_view_traces_one_warp(page):
     b = page
     assert load(b, b.base + "?view=ptx&warp=1", "ptx") == "ok"
-    rows = b.eval(f"[...{sec('ptx')}.querySelectorAll('table.trace tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+    rows = b.eval(f"[...{sec('ptx')}.querySelectorAll('table.trace tbody tr')]"
+                  ".map(r => [...r.cells].map(c => c.textContent))")
     assert len(rows) == 38
     assert rows[2][3] == "mov.u32 %r0, %tid.x" and rows[2][6].startswith("%r0 0:0x00000020 1:0x00000021")
     first_add = next(r for r in rows if r[3].startswith("@%p0 add"))

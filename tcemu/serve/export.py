@@ -12,8 +12,8 @@ def standalone_page(view: str, values: dict, data: dict, command: str = "") -> s
     css, js = files["style.css"].decode(), files["app.js"].decode()
     payload = json.dumps({"view": view, "values": values, "data": data, "command": command},
                          separators=(",", ":"), allow_nan=False)
-    # inside <script>, "</" could close the element early; JSON lets it be written "<\/"
-    payload = payload.replace("</", "<\\/").replace("<!--", "<\\!--")
+    # inside <script>, "</script" or "<!--" would end or bend the element: JSON may spell every "<" as \u003c
+    payload = payload.replace("<", "\\u003c")
     js = js.replace("</script", "<\\/script")
     html = html.replace('<link rel="stylesheet" href="static/style.css">', f"<style>\n{css}</style>")
     html = html.replace('<script src="static/app.js"></script>',
