@@ -51,6 +51,14 @@
       const [name, value] = el.dataset.when.split(":");
       el.hidden = values[name] !== value;
     }
+    // fields another one overrides while it is set and visible (data-unless="name": the instruction descriptor
+    // sets the operand's type, major-ness and extent)
+    for (const el of form.querySelectorAll("[data-unless]")) {
+      const other = form.elements.namedItem(el.dataset.unless);
+      const on = other && other.value.trim() !== "" && !other.closest("[data-when][hidden]");
+      el.classList.toggle("overridden", !!on);
+      el.title = on ? "set by " + el.dataset.unless : "";
+    }
   }
   function urlFor(view, values) {  // only what differs from the page's defaults
     const q = new URLSearchParams({ view });
@@ -94,6 +102,7 @@
       const el = form.elements.namedItem(n);
       if (el && el.classList) { el.classList.add("bad"); el.setAttribute("aria-invalid", "true"); }
     }
+    $(".out", sec).classList.add("stale");  // the last good answer stays, dimmed
     $(".status", sec).innerHTML = '<span class="err-field">' + esc(err.field || "error") + "</span>: " + esc(err.rule || err.message);
     sec.dataset.state = "error";
     sec.dataset.errorField = err.field || "";
@@ -104,6 +113,8 @@
     const form = formOf(view);
     for (const el of form.querySelectorAll(".bad")) { el.classList.remove("bad"); el.removeAttribute("aria-invalid"); }
     $(".status", sec).textContent = "";
+    $(".out", sec).classList.remove("stale");
+    $(".out", sec).hidden = false;
     const t0 = performance.now();
     RENDER[view](sec, data, values);
     sec.dataset.renderMs = (performance.now() - t0).toFixed(1);
@@ -638,7 +649,10 @@
   }
 
   function start() {
-    for (const v of VIEWS) defaults[v] = readForm(formOf(v));
+    for (const v of VIEWS) {
+      defaults[v] = readForm(formOf(v));
+      $(".out", section(v)).hidden = true;  // until the first answer
+    }
     if (embed) {  // a static copy: draw the embedded answer, no server
       const e = JSON.parse(embed.textContent);
       activate(e.view);
