@@ -323,10 +323,14 @@ def test_ptx_faults_limits_and_budget():
     assert d["fault"]["type"] == "MemoryFault" and len(d["rows"]) == 36   # everything before the store
     assert ptxrun.ptx_view({"ptx": SCAN, "block": "64", "args": "zeros:u32:64", "limit": "7"})["stopped"] == \
         "the trace reached its limit of 7 instructions"
-    # warp 1 exits at once while warp 0 spins forever: only the time budget ends the run
-    spin = entry("  setp.ge.u32 %p0, %r0, 32;\n  @%p0 exit;\nSPIN:\n  bra SPIN;\n")
-    s = ptxrun.ptx_view({"ptx": spin, "block": "64", "args": "zeros:u32:64", "warp": "1"}, seconds=0.2)
-    assert s["stopped"] == "the 0.2 s budget ran out" and [r["control"] for r in s["rows"]][-1] == "exits"
+    # warp 1 exits at once while warp 0 spins forever: the time budget or the instruction bound ends the run
+    spin = {"ptx": entry("  setp.ge.u32 %p0, %r0, 32;\n  @%p0 exit;\nSPIN:\n  bra SPIN;\n"), "block": "64",
+            "args": "zeros:u32:64", "warp": "1"}
+    s = ptxrun.ptx_view(dict(spin, warp="0"), seconds=0)  # the clock is read every 64 warp instructions
+    assert s["stopped"] == "the 0 s budget ran out" and len(s["rows"]) == 63 and s["rows"][-1]["text"] == "bra SPIN"
+    s = ptxrun.ptx_view(spin)
+    assert s["fault"]["type"] == "Deadlock" and s["fault"]["rule"].startswith(
+        f"more than {ptxrun.MAX_WARP_INSTRUCTIONS} warp instructions") and s["executed"] < 1.1 * 10 ** 6
 
 
 @pytest.mark.parametrize("fields, field", [
@@ -342,6 +346,7 @@ def test_ptx_faults_limits_and_budget():
     ({"ptx": SCAN, "args": "zeros:u32:64", "kernel": "gemm"}, "kernel"),
     ({"ptx": "x" * (ptxrun.MAX_PTX + 1)}, "ptx"),
     ({"ptx": "/etc/hosts.ptx"}, "ptx"),                                     # text, never a path
+    ({"ptx": SCAN.split("%r2, 0, 0xffffffff")[0]}, "ptx"),                  # cut inside an operand list
 ])
 def test_ptx_errors_name_the_field(fields, field):
     assert err("ptx", fields)["field"] == field

@@ -87,6 +87,11 @@ def ptx_view(raw, *, seconds: float = SECONDS) -> dict:
         mod = Module(text)
     except TcemuError as e:
         raise ServeError("ptx", f"{e.field}: {e.rule}") from None
+    except (AttributeError, IndexError, TypeError) as e:
+        # tcemu.ptx's parser reads past the last token of some truncated texts (e.g. one that ends inside an
+        # instruction's operands) instead of raising PtxSyntaxError: still the text's fault, so a 400
+        raise ServeError("ptx", f"the text ends early or is malformed (the parser stopped with "
+                                f"{type(e).__name__} before saying where)") from None
     kernels = mod.kernels
     name = p.text("kernel", None, max_len=200)
     if name is None:
