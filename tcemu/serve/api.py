@@ -225,8 +225,8 @@ _TABLE42 = (("sparsity selector", 0, 2, "sparsity_selector"), ("sparse", 2, 1, "
             ("saturate", 3, 1, "saturate"), ("D type", 4, 2, "dtype_d"), ("reserved", 6, 1, None),
             ("A type", 7, 3, "dtype_a"), ("B type", 10, 3, "dtype_b"), ("negate A", 13, 1, "negate_a"),
             ("negate B", 14, 1, "negate_b"), ("transpose A", 15, 1, "transpose_a"),
-            ("transpose B", 16, 1, "transpose_b"), ("N >> 3", 17, 6, "n"), ("reserved", 23, 1, None), ("M >> 4", 24, 5, "m"), ("reserved", 29, 1, None),
-            ("max shift (.ws)", 30, 2, "max_shift"))
+            ("transpose B", 16, 1, "transpose_b"), ("N >> 3", 17, 6, "n"), ("reserved", 23, 1, None),
+            ("M >> 4", 24, 5, "m"), ("reserved", 29, 1, None), ("max shift (.ws)", 30, 2, "max_shift"))
 _TABLE43 = (("sparsity selector", 0, 2, "sparsity_selector"), ("sparse", 2, 1, "sparse"), ("reserved", 3, 1, None),
             ("B scale-factor id", 4, 2, "b_scale_id"), ("reserved", 6, 1, None), ("A type", 7, 3, "dtype_a"),
             ("B type", 10, 3, "dtype_b"), ("negate A", 13, 1, "negate_a"), ("negate B", 14, 1, "negate_b"),
