@@ -626,7 +626,8 @@
         "</td><td>" + esc(r.control) + (r.count > 1 ? " x" + r.count : "") + "</td><td>" + dests + "</td></tr>");
     }
     tb.innerHTML = rows.join("");
-    $(".arrays", out).innerHTML = d.arrays.length ? "<h3>array arguments after the run (first values)</h3>" + d.arrays.map((a) =>
+    $(".arrays", out).innerHTML = d.arrays.length ? "<h3>array arguments after the run (first values; only the traced CTA" +
+      (d.cluster.some((c) => c > 1) ? "'s cluster" : "") + " ran)</h3>" + d.arrays.map((a) =>
       "<p>argument " + a.index + " (" + esc(a.dtype) + " " + esc(a.shape.join("x")) + "): <code class='values'>" + esc(a.values.join(" ")) + "</code></p>").join("") : "";
   };
 
