@@ -109,6 +109,10 @@ def _explain(args) -> int:
                                                       padded=padded))
         operand_map(args.descriptor, path, **shape, **kw)
         print(f"wrote {path}")
+    if getattr(args, "html", None):
+        from .serve.export import explain_html
+        explain_html(args, args.html)
+        print(f"wrote {args.html}")
     return 1 if has_errors(text) else 0
 
 
@@ -215,6 +219,7 @@ def main(argv=None) -> int:
     p.add_argument("--sparse", action="store_true", help="sm90 wgmma.mma_async.sp: A's K/2 stored elements, B's K")
     p.add_argument("--png", help="draw the operand's shared-memory map")
     p.add_argument("--svg", help="the same as SVG")
+    p.add_argument("--html", help="the operand's map, text and lints as one self-contained HTML file")
     p.set_defaults(run=_explain)
     p = sub.add_parser("instr", help="decode and check a tcgen05 instruction descriptor (sm100)")
     p.add_argument("value", help="the 32-bit value, e.g. 0x8400490 (or CuTe's 64-bit runtime form, value << 32)")
@@ -246,6 +251,8 @@ def main(argv=None) -> int:
     p.set_defaults(run=_fuzz)
     from .ptx.cli import add_parser as add_run
     add_run(sub)
+    from .serve.cli import add_parser as add_serve
+    add_serve(sub)
     p = sub.add_parser("replay", help="replay hardware traces and print a match table")
     p.add_argument("paths", nargs="+", help="trace files or directories of them")
     p.set_defaults(run=_replay)

@@ -12,6 +12,8 @@ source line and what it waits on.
 
 Instruction semantics return a control value: None (next instruction), an int (jump), BLOCK (stay on this
 instruction and run it again later: blocking instructions are written to be re-executed), or DIVERGED.
+A launch's `trace` (Module.launch(trace=...)), when set, is called after every instruction a warp executes as
+trace(warp, pc, mask, control), mask as the instruction saw it (None: every live lane).
 """
 from typing import List, Optional
 
@@ -88,12 +90,16 @@ class Warp:
         """Execute until this warp blocks, exits or has run `budget` instructions; the number executed."""
         code = self.prog.code
         converge = self.prog.converge
+        trace = getattr(self.cta.launch, "trace", None)
         n = 0
         try:
             while n < budget and not self.done:
                 if self.lane_pc is None:
                     pc = self.pc
-                    r = code[pc](self, None if self.full else self.live)
+                    m = None if self.full else self.live
+                    r = code[pc](self, m)
+                    if trace is not None:
+                        trace(self, pc, m, r)
                     if r is None:
                         self.pc = pc + 1
                     elif r.__class__ is int:
@@ -112,6 +118,8 @@ class Warp:
                             pc = int(free.min())
                     m = live & (pcs == pc)
                     r = code[pc](self, m)
+                    if trace is not None:
+                        trace(self, pc, m, r)
                     if r is None:
                         pcs[m] = pc + 1
                     elif r.__class__ is int:

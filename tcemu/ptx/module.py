@@ -58,6 +58,7 @@ class Launch:
         self.const = ByteSpace(np.zeros(0, np.uint8), "const")
         self.check_layouts = True
         self.tensor_core_seconds = 0.0  # time inside the instruction models (wgmma / tcgen05 arithmetic)
+        self.trace = None               # callable(warp, pc, mask, control) after each warp instruction (machine.py)
         self.printed = []               # device-side printf output, in execution order
         self.echo = True
 
@@ -144,7 +145,7 @@ class Module:
     def launch(self, name: str, *, grid, block, args: Sequence = (), shared_bytes: int = 0,
                ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
-               param_bytes=None, buffers=(), printf: str = "stdout"):
+               param_bytes=None, buffers=(), printf: str = "stdout", trace=None):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
@@ -153,7 +154,9 @@ class Module:
         param_bytes: the whole parameter space as bytes (a captured launch's blob), instead of `args`; then
         `buffers` lists (device address, numpy array) pairs to map at exactly those addresses.
         printf: "stdout" (device printf output is written as it happens) or "collect" (only kept in the
-        statistics' "printf" list)."""
+        statistics' "printf" list).
+        trace: called as trace(warp, pc, mask, control) after every instruction any warp executes (machine.py);
+        an exception it raises ends the launch."""
         prog = self.program(name)
         grid, block, cluster = _dim3(grid, "grid"), _dim3(block, "block"), _dim3(cluster, "cluster")
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
@@ -188,6 +191,9 @@ class Module:
         if printf not in ("stdout", "collect"):
             raise PtxError("printf", f"{printf!r}: 'stdout' or 'collect'")
         L.echo = printf == "stdout"
+        if trace is not None and not callable(trace):
+            raise PtxError("trace", f"must be a callable (warp, pc, mask, control), got {type(trace).__name__}")
+        L.trace = trace
         if param_bytes is not None:
             writeback = self._bind_blob(prog, L, param_bytes, buffers)
         else:

@@ -1,0 +1,40 @@
+"""One self-contained HTML file of a view (`tcemu explain ... --html map.html`): the page's script and style
+inline, the view's data embedded as JSON; it draws without a server and loads nothing."""
+import json
+
+from .api import descriptor_view
+from .server import static_files
+
+
+def standalone_page(view: str, values: dict, data: dict, command: str = "") -> str:
+    files = static_files()
+    html = files["index.html"].decode()
+    css, js = files["style.css"].decode(), files["app.js"].decode()
+    payload = json.dumps({"view": view, "values": values, "data": data, "command": command},
+                         separators=(",", ":"), allow_nan=False)
+    # inside <script>, "</script" or "<!--" would end or bend the element: JSON may spell every "<" as \u003c
+    payload = payload.replace("<", "\\u003c")
+    js = js.replace("</script", "<\\/script")
+    html = html.replace('<link rel="stylesheet" href="static/style.css">', f"<style>\n{css}</style>")
+    html = html.replace('<script src="static/app.js"></script>',
+                        f'<script type="application/json" id="tcemu-embed">{payload}</script>\n<script>\n{js}</script>')
+    return html
+
+
+def explain_html(args, path: str) -> dict:
+    """Write the descriptor view of `tcemu explain`'s arguments to `path`; returns the view's data. Reads the
+    argparse namespace by name, so that options explain does not have are simply absent."""
+    values = {"descriptor": str(args.descriptor)}
+    for name in ("arch", "dtype", "major", "rows", "k", "instr", "kind", "operand"):
+        v = getattr(args, name, None)
+        if v is not None:
+            values[name] = str(v)
+    if values.get("instr") is not None:  # explain takes sm100 from the instruction descriptor
+        values["arch"] = "sm100"
+    if getattr(args, "sparse", False):
+        values["sparse"] = "1"
+    data = descriptor_view(values)
+    page = standalone_page("descriptor", values, data, data["command"] + f" --html {path}")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page)
+    return data
