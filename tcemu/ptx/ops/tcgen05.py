@@ -375,7 +375,8 @@ def c_alloc(ins, prog, pc):
             dst = _uniform(get_dst(W), act, "the destination address", wh)
             if group == 1:
                 if do_alloc([(W, dst)], n) is None:
-                    W.wait = f"tensor memory: {n} free columns (tcgen05.alloc blocks until a tcgen05.dealloc frees them)"
+                    W.wait = (f"tensor memory: {n} free columns (tcgen05.alloc blocks until a tcgen05.dealloc frees "
+                              "them)")
                     return BLOCK
                 W.sync.pop(("alloc", pc), None)
                 return None
@@ -451,7 +452,8 @@ def _num(mods, ins):
 def _ldst_form(ins, mods):
     shape = mods.one_of(SHAPES)
     if shape is None:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected a shape ({', '.join('.' + s for s in SHAPES)})")
+        shapes = ", ".join("." + s for s in SHAPES)
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected a shape ({shapes})")
     num = _num(mods, ins)
     nregs = _REGS_PER_NUM[shape] * num
     if nregs > 128:
@@ -472,7 +474,8 @@ def _cells(W, taddr, shape, num, split_off, pack, wh, what):
     if lanes.min() < 32 * q or lanes.max() >= 32 * q + 32:
         bad = int(lanes[(lanes < 32 * q) | (lanes >= 32 * q + 32)].flat[0])
         raise MemoryFault(wh, f"warp {W.index} ({what} at {taddr:#010x}) touches tensor-memory lane {bad}: warp "
-                              f"{W.index} is warp {q} of its warpgroup and may access lanes {32 * q}-{32 * q + 31} only "
+                              f"{W.index} is warp {q} of its warpgroup and may access lanes {32 * q}-{32 * q + 31} "
+                              "only "
                               "(PTX 9.7.16.8.1)")
     if cols.max() >= COLUMNS:
         raise MemoryFault(wh, f"{what} at {taddr:#010x} runs to column {int(cols.max())}, past column {COLUMNS - 1}")
@@ -582,12 +585,13 @@ def c_fence(ins, prog, pc):
 
 def _smem_spots(cta, desc_value, rows, k, dtype, major, padded, which, wh, W):
     """Byte indices of shared memory an operand reads (checked: inside the allocation, not in flight, fenced for the
-    async proxy, TMA-guard phases observed by the issuing warp, layout provenance)."""
+    async proxy, TMA-guard phases observed by the issuing warp, layout provenance). Fewer than 8 rows (tcgen05.cp
+    .4x256b) are the first rows of one core-matrix group."""
     sh = cta.shared
     try:
         desc = UmmaDescriptor.decode(int(desc_value))
         addr_dtype = "u8" if padded else dtype
-        addrs = operand_addresses(desc, rows=rows, k=k, dtype=addr_dtype, major=major, arch="sm100")
+        addrs = operand_addresses(desc, rows=max(rows, 8), k=k, dtype=addr_dtype, major=major, arch="sm100")[:rows]
     except TcemuError as e:
         raise KernelFault(wh, f"{which}: {e}") from None
     if padded:
@@ -835,8 +839,8 @@ def c_cp(ins, prog, pc):
     multicast = mods.one_of(("warpx2::02_13", "warpx2::01_23", "warpx4"))
     need = {"64x128b": ("warpx2::02_13", "warpx2::01_23"), "32x128b": ("warpx4",)}.get(shape, (None,))
     if multicast not in need:
-        raise PtxSyntaxError(ins.line, ins.col, f".{shape} takes {' or '.join('.' + n if n else 'no multicast' for n in need)}"
-                                                " (PTX 9.7.16.9.2)")
+        takes = " or ".join("." + n if n else "no multicast" for n in need)
+        raise PtxSyntaxError(ins.line, ins.col, f".{shape} takes {takes} (PTX 9.7.16.9.2)")
     src_fmt = mods.one_of(("b6x16_p32", "b4x16_p64"))
     if (src_fmt is None) != ("b8x16" not in mods):
         raise PtxSyntaxError(ins.line, ins.col, ".dst_fmt .b8x16 and .src_fmt .b6x16_p32 / .b4x16_p64 go together")
@@ -866,10 +870,13 @@ def c_cp(ins, prog, pc):
                         pipelined=lambda o: o.kind == "shift" and shape == "4x256b" and o.thread == op.thread)
             # the source: rows of 16-byte chunks read like a K-major operand of 8-bit elements
             spots = _smem_spots(c, sdesc, rows, row_bytes, "u8", "K", False, "tcgen05.cp source", wh, W)
-            try:
-                raw = c.shared.smem.read_operand(UmmaDescriptor.decode(sdesc), rows=rows, k=row_bytes, dtype="u8")
-            except TcemuError as e:
-                raise KernelFault(wh, f"tcgen05.cp source: {e}") from None
+            addrs = operand_addresses(UmmaDescriptor.decode(sdesc), rows=max(rows, 8), k=row_bytes, dtype="u8",
+                                      arch="sm100")[:rows]     # checked by _smem_spots above
+            if not c.shared.smem.written[addrs].all():
+                r, b = np.argwhere(~c.shared.smem.written[addrs])[0]
+                raise MemoryFault(wh, f"tcgen05.cp source row {r}, byte {b} reads shared address "
+                                      f"{int(addrs[r, b]):#x}, which nothing wrote")
+            raw = c.shared.smem.data[addrs]
             if src_fmt is not None:
                 raw = _decompress(raw, src_fmt)
             words = np.ascontiguousarray(raw.astype(np.uint8)).view(np.uint32)   # (rows, ncols)
