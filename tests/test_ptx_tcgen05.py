@@ -770,3 +770,62 @@ ISSUED:
     want = before.copy()
     want[1:32] = before[0:31]
     assert np.array_equal(out, want)
+
+
+# ------------------------------------------------------------------------------------------------ sm100 TMA modes
+
+def _tma_kernel(target):
+    return f"""{HEADER.replace('sm_100a', target)}
+.extern .shared .align 1024 .b8 dyn[];
+.visible .entry k(.param .u64 out, .param .align 64 .b8 tmap[128])
+{{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, dyn;
+  add.u32 %r2, %r1, 8192;
+  setp.ne.u32 %p0, %r0, 0;
+  @!%p0 mbarrier.init.shared::cta.b64 [%r2], 1;
+  bar.sync 0;
+  mov.u32 %r3, 64;
+  mov.u32 %r4, 0;
+  @!%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], 4096;
+  @!%p0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [tmap, {{%r3, %r4}}], [%r2];
+W:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r2], 0;
+  @!%p1 bra W;
+  // copy the 4 KiB stage out: thread t copies bytes 16 t .. 16 t + 15, 256 threads
+  shl.b32 %r5, %r0, 4;
+  add.u32 %r6, %r1, %r5;
+  ld.shared.v4.u32 {{%r7, %r8, %r9, %r10}}, [%r6];
+  ld.param.u64 %rd0, [out];
+  cvta.to.global.u64 %rd0, %rd0;
+  cvt.u64.u32 %rd1, %r5;
+  add.s64 %rd0, %rd0, %rd1;
+  st.global.v4.u32 [%rd0], {{%r7, %r8, %r9, %r10}};
+  ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("swizzle", ["128B_ATOM_32B", "128B_ATOM_32B_FLIP_8B", "128B_ATOM_64B", "128B"])
+def test_tma_with_sm100_swizzle_modes(swizzle):
+    """A TMA tile load through a tensor map with a Blackwell swizzle mode (tensormap's swizzle_atomicity) puts every
+    byte where tcemu.tma_load on sm100 shared memory puts it; an sm_90a kernel refuses the mode."""
+    from tcemu import tma_load
+    from tcemu.ptx.tensormap import encode_tiled
+    tensor = (np.arange(64 * 256, dtype=np.uint32) * 2654435761 % 65521).astype(np.uint16).reshape(64, 256)
+    tm = encode_tiled(tensor, [64, 32], swizzle=swizzle)          # 32 rows of 128 bytes from column 64
+    out = np.zeros(4096, np.uint8)
+    ptx.load(_tma_kernel("sm_100a")).launch("k", grid=1, block=256, args=[out, tm], shared_bytes=8192 + 16)
+    smem = SharedMemory("sm100")
+    tma_load(smem, BASE, tensor, box=[64, 32], coords=[64, 0], swizzle=swizzle)
+    assert np.array_equal(out, smem.data[BASE:BASE + 4096])
+    if swizzle != "128B":
+        plain = SharedMemory("sm100")   # the mode matters: the plain 128B swizzle puts the bytes elsewhere
+        tma_load(plain, BASE, tensor, box=[64, 32], coords=[64, 0], swizzle="128B")
+        assert not np.array_equal(out, plain.data[BASE:BASE + 4096])
+        with pytest.raises(KernelFault, match="TMA"):
+            ptx.load(_tma_kernel("sm_90a")).launch("k", grid=1, block=256, args=[out, tm],
+                                                   shared_bytes=8192 + 16)
