@@ -185,6 +185,7 @@ class Cta:
         self.collectives = {}   # (warpgroup, pc) -> [arrived warps, generation, expected]
         self.progress = False
         self.clock = 0
+        self.tmem = None        # tensor memory and tcgen05 state, made on first use (ops/tcgen05.py)
 
     def special(self, name: str, w: Warp) -> np.ndarray:
         L = self.launch
@@ -304,6 +305,9 @@ def run_ctas(ctas, max_instructions: int) -> int:
             if n:
                 progress = True
         if not alive:
+            for c in ctas:
+                if c.tmem is not None:  # what the CTA still holds at exit (e.g. tensor memory never deallocated)
+                    c.tmem.at_exit(c)
             return total
         if not progress and not any(c.progress for c in ctas):
             where = ctas[0].ctaid if len(ctas) == 1 else f"cluster of CTAs {[c.ctaid for c in ctas]}"

@@ -178,6 +178,7 @@ class SharedWindow:
         self.guard_phase = np.zeros(smem.data.size, np.int64)
         self.guarded = False
         self.wgmma_reading = np.zeros(smem.data.size, np.int32)  # operand bytes of in-flight wgmmas
+        self.tcgen05_reading = np.zeros(smem.data.size, np.int32)  # bytes tcgen05.mma / .cp read, until committed
         self.bulk_reading = np.zeros(smem.data.size, np.int32)   # source bytes of in-flight bulk stores
         self.mbar_live = np.zeros(smem.data.size, bool)          # bytes of initialised mbarrier objects
         self.rank = 0                                            # the CTA's rank in its cluster
@@ -236,6 +237,11 @@ class SharedWindow:
             b = int(spots[self.bulk_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a bulk copy to global memory still reads "
                                      "(cp.async.bulk.wait_group.read first)")
+        if self.tcgen05_reading[spots].any():
+            b = int(spots[self.tcgen05_reading[spots] != 0][0])
+            raise HazardError(where, f"{what} shared address {b:#x}, which a tcgen05.mma / tcgen05.cp still reads: no "
+                                     "tcgen05.commit has completed it yet (wait on the commit's mbarrier before "
+                                     "reusing the stage)")
 
     def check_guard(self, warps, spots, where: str, what: str):
         """Every reader warp must have observed the mbarrier phase that completes the TMA writes it reads."""
@@ -246,13 +252,16 @@ class SharedWindow:
             return
         pairs = np.unique(np.stack([g[hit], self.guard_phase[spots][hit]], axis=1), axis=0)
         for bar, phase in pairs.tolist():
+            # a barrier in another CTA of the cluster (cta_group::2 TMA) is stored as (rank + 1) << 24 | offset
+            key = (self.rank, bar) if bar < 1 << 24 else ((bar >> 24) - 1, bar & 0xFFFFFF)
             for w in warps:
-                seen = w.mbar_seen.get((self.rank, bar), -1)
+                seen = w.mbar_seen.get(key, -1)
                 if seen < phase:
                     b = int(spots[hit][(g[hit] == bar)][0])
+                    other = "" if key[0] == self.rank else f" of CTA rank {key[0]}"
                     raise HazardError(where, f"warp {w.index} {what} shared address {b:#x} written by a TMA that "
-                                             f"completes phase {phase} of the mbarrier at {bar:#x}, but the warp has "
-                                             f"not observed that phase (no successful mbarrier wait on it)")
+                                             f"completes phase {phase} of the mbarrier at {key[1]:#x}{other}, but the "
+                                             "warp has not observed that phase (no successful mbarrier wait on it)")
 
     def mark_generic(self, spots):
         self.write_epoch += 1

@@ -108,6 +108,8 @@ class Module:
         self._programs: Dict[str, Program] = {}
         if self.tree.address_size != 64:
             raise PtxUnsupported(".address_size", "only 64-bit addressing is modelled")
+        # sm_100a kernels' shared memory is read through UMMA descriptors and Blackwell TMA modes
+        self.arch = "sm100" if any(t.startswith("sm_10") for t in self.tree.target) else "sm90"
 
     @property
     def kernels(self) -> Dict[str, List[Param]]:
@@ -219,7 +221,7 @@ class Module:
                 for rank in range(int(np.prod(cluster))):
                     x, y, z = rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1])
                     ctaid = (corner[0] * cluster[0] + x, corner[1] * cluster[1] + y, corner[2] * cluster[2] + z)
-                    smem = SharedMemory("sm90")
+                    smem = SharedMemory(self.arch)
                     window = SharedWindow(smem, SMEM_RESERVED, SMEM_RESERVED + total_smem, bool(zero_init_shared))
                     window.rank = rank
                     cta = Cta(L, ctaid, prog, window)

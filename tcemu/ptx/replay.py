@@ -27,10 +27,13 @@ def _tensor_map(enc) -> TensorMap:
     name = _DRIVER_CODES.get(int(enc["dtype"]))
     if name is None:
         raise PtxError("tensormaps", f"driver data type {enc['dtype']} is not modelled")
+    swizzle, atomicity = int(enc["swizzle"]), 0
+    if swizzle in (4, 5, 6):  # CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B / _32B_FLIP_8B / _64B (sm100)
+        swizzle, atomicity = 3, swizzle - 3
     tm = TensorMap(DRIVER_TYPES[name], [int(d) for d in enc["dims"]], [int(s) for s in enc["strides_bytes"]],
-                   [int(b) for b in enc["box"]], [int(e) for e in enc["element_strides"]], int(enc["swizzle"]),
+                   [int(b) for b in enc["box"]], [int(e) for e in enc["element_strides"]], swizzle,
                    int(enc["interleave"]), int(enc["oob_fill"]), int(enc.get("l2_promotion", 0)),
-                   int(enc["address"]))
+                   int(enc["address"]), swizzle_atomicity=atomicity)
     try:
         validate(tm, "recorded tensor map")
     except TmaError as e:

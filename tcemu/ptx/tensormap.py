@@ -18,7 +18,8 @@ or by any C code following this table all mean the same thing:
 Field codes are those of PTX tensormap.replace (PTX ISA 9.7.9.26): elemtype .u8 0, .u16 1, .u32 2, .s32 3,
 .u64 4, .s64 5, .f16 6, .f32 7, .f32.ftz 8, .f64 9, .bf16 10, .tf32 11, .tf32.ftz 12, .b4x16 13,
 .b4x16_p64 14, .b6x16_p32 15; swizzle_mode 0 none, 1 32B, 2 64B, 3 128B; interleave 0 none, 1 16B, 2 32B;
-fill_mode 0 zeros, 1 NaN-request-zero-FMA.
+fill_mode 0 zeros, 1 NaN-request-zero-FMA; swizzle_atomicity (sm100) 0 16B, 1 32B, 2 32B + 8B flip, 3 64B, which with
+the 128B swizzle give the driver's 128B_ATOM_32B, 128B_ATOM_32B_FLIP_8B and 128B_ATOM_64B modes (driver enum 4, 5, 6).
 """
 import struct
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ NUMPY_TYPES = {np.dtype(np.uint8): 0, np.dtype(np.int8): 0, np.dtype(np.uint16):
                np.dtype(np.float16): 6, np.dtype(np.float32): 7, np.dtype(np.float64): 9}
 SWIZZLES = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
 SWIZZLE_NAMES = {v: k for k, v in SWIZZLES.items()}
+# sm100: the 128B swizzle with a wider atom (PTX tensormap.replace .swizzle_atomicity; tcemu.tma's sm100 modes)
+ATOMICITY_NAMES = {1: "128B_ATOM_32B", 2: "128B_ATOM_32B_FLIP_8B", 3: "128B_ATOM_64B"}
+ATOMICITIES = {v: k for k, v in ATOMICITY_NAMES.items()}
 _FLOAT_CODES = {6, 7, 8, 9, 10, 11, 12}
 
 
@@ -58,6 +62,7 @@ class TensorMap:
     l2_promotion: int = 0
     global_address: int = 0
     tensor: Optional[np.ndarray] = field(default=None, repr=False, compare=False)
+    swizzle_atomicity: int = 0        # sm100 (see ATOMICITY_NAMES)
 
     @property
     def rank(self) -> int:
@@ -76,6 +81,7 @@ def encode(tm: TensorMap, address: int) -> bytes:
     buf[0:4] = MAGIC
     buf[4] = tm.rank - 1
     buf[5], buf[6], buf[7], buf[8], buf[10] = tm.elemtype, tm.interleave, tm.swizzle, tm.fill, tm.l2_promotion
+    buf[9] = tm.swizzle_atomicity
     struct.pack_into("<Q", buf, 16, address)
     for i, v in enumerate(tm.global_dim):
         struct.pack_into("<I", buf, 24 + 4 * i, v)
@@ -95,7 +101,7 @@ def decode(raw) -> TensorMap:
     if rank > 5:
         raise TmaError("rank", f"tensor map rank field {raw[4]} + 1 is above 5")
     return TensorMap(
-        elemtype=raw[5], interleave=raw[6], swizzle=raw[7], fill=raw[8], l2_promotion=raw[10],
+        elemtype=raw[5], interleave=raw[6], swizzle=raw[7], fill=raw[8], l2_promotion=raw[10], swizzle_atomicity=raw[9],
         global_address=struct.unpack_from("<Q", raw, 16)[0],
         global_dim=[struct.unpack_from("<I", raw, 24 + 4 * i)[0] for i in range(rank)],
         global_stride=[struct.unpack_from("<Q", raw, 48 + 8 * i)[0] for i in range(rank - 1)],
@@ -130,6 +136,9 @@ def validate(tm: TensorMap, where: str = "tensor map") -> None:
         raise TmaError("interleave", f"{where}: interleaved layouts are not modelled")
     if tm.swizzle not in SWIZZLE_NAMES:
         raise TmaError("swizzle", f"{where}: swizzle code {tm.swizzle} is not a Hopper mode (0-3)")
+    if tm.swizzle_atomicity and (tm.swizzle != 3 or tm.swizzle_atomicity not in ATOMICITY_NAMES):
+        raise TmaError("swizzle_atomicity", f"{where}: atomicity code {tm.swizzle_atomicity} needs the 128B swizzle "
+                                            "and one of 1 (32B), 2 (32B + 8B flip), 3 (64B)")
     if tm.global_address % 16:
         raise TmaError("global_address", f"{where}: {tm.global_address:#x} is not 16-byte aligned")
     for i, d in enumerate(tm.global_dim):
@@ -151,9 +160,14 @@ def validate(tm: TensorMap, where: str = "tensor map") -> None:
     span = {1: 32, 2: 64, 3: 128}.get(tm.swizzle)
     if span and inner > span:
         raise TmaError("box_dim", f"{where}: the box's inner dimension ({inner} bytes) exceeds the "
-                                  f"{SWIZZLE_NAMES[tm.swizzle]} swizzle span")
+                                  f"{swizzle_name(tm)} swizzle span")
     if tm.fill == 1 and tm.elemtype not in _FLOAT_CODES:
         raise TmaError("oob_fill", f"{where}: NaN fill needs a floating-point element type")
+
+
+def swizzle_name(tm: TensorMap) -> str:
+    """The map's swizzle as tcemu.tma names it (sm100 atom modes included)."""
+    return ATOMICITY_NAMES[tm.swizzle_atomicity] if tm.swizzle_atomicity else SWIZZLE_NAMES[tm.swizzle]
 
 
 def encode_tiled(tensor: np.ndarray, box, *, dtype=None, element_strides=None, swizzle="none",
@@ -188,9 +202,11 @@ def encode_tiled(tensor: np.ndarray, box, *, dtype=None, element_strides=None, s
         if len(v) != rank or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
             raise TmaError(name, f"needs {rank} integers (dimension 0 first), got {v!r}")
     sw = str(swizzle).upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_")
-    sw = {"NONE": "none", "32B": "32B", "64B": "64B", "128B": "128B"}.get(sw)
+    atomicity = ATOMICITIES.get(sw, 0)
+    sw = "128B" if atomicity else {"NONE": "none", "32B": "32B", "64B": "64B", "128B": "128B"}.get(sw)
     if sw is None:
-        raise TmaError("swizzle", f"{swizzle!r}: none, 32B, 64B or 128B")
+        raise TmaError("swizzle", f"{swizzle!r}: none, 32B, 64B or 128B (sm100: 128B_ATOM_32B, "
+                                  "128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B)")
     if str(interleave).upper().removeprefix("CU_TENSOR_MAP_INTERLEAVE_") != "NONE":
         raise TmaError("interleave", "interleaved layouts are not modelled")
     fill = {"NONE": 0, "NAN_REQUEST_ZERO_FMA": 1}.get(str(oob_fill).upper().removeprefix("CU_TENSOR_MAP_FLOAT_OOB_FILL_"))
@@ -201,6 +217,6 @@ def encode_tiled(tensor: np.ndarray, box, *, dtype=None, element_strides=None, s
     if l2 is None:
         raise TmaError("l2_promotion", f"{l2_promotion!r}: none, 64B, 128B or 256B")
     tm = TensorMap(code, [int(d) for d in tensor.shape[::-1]], [int(s) for s in strides[1:]],
-                   [int(b) for b in box], [int(e) for e in est], SWIZZLES[sw], 0, fill, l2, 0, tensor)
+                   [int(b) for b in box], [int(e) for e in est], SWIZZLES[sw], 0, fill, l2, 0, tensor, atomicity)
     validate(tm, "encode_tiled")
     return tm

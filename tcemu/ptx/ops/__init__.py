@@ -79,4 +79,4 @@ def mask_array(m) -> np.ndarray:
 
 
 # family modules register themselves on import
-from . import integer, floating, data, memory_ops, control, wgmma, mbarrier, bulk, calls  # noqa: E402,F401
+from . import integer, floating, data, memory_ops, control, wgmma, mbarrier, bulk, calls, tcgen05  # noqa: E402,F401

@@ -88,10 +88,10 @@ def _decode_map(W, raw, wh):
     return tm
 
 
-def _plan(tm, view, dst, coords, wh):
-    swizzle = TM.SWIZZLE_NAMES[tm.swizzle]
+def _plan(tm, view, dst, coords, wh, arch="sm90"):
+    swizzle = TM.swizzle_name(tm)
     try:
-        return plan_tile(dst, view, tm.box_dim, coords, tm.element_stride, swizzle, "zero", "sm90")
+        return plan_tile(dst, view, tm.box_dim, coords, tm.element_stride, swizzle, "zero", arch)
     except TmaError as e:
         if e.field == "smem_addr":
             raise MemoryFault(wh, f"TMA shared address {dst:#x} is not 128-byte aligned (misaligned address)") from None
@@ -107,7 +107,8 @@ def c_tensor(ins, prog, pc):
     if not (len(dims) == 2 and dims[1] == "d" and dims[0] in "12345"):
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected .1d-.5d")
     rank = int(dims[0])
-    load = mods.parts[1].startswith("shared")
+    # the destination state space comes first (.cta_group::2 may stand before it on sm100)
+    load = next((p for p in mods.parts[1:] if p.startswith(("shared", "global"))), "").startswith("shared")
     ops = ins.operands
     if load:
         dst, mapop, mbar = ops[0], ops[1], ops[2]
@@ -122,8 +123,9 @@ def c_tensor(ins, prog, pc):
     get_coords = [prog.read(c, S32, ins) for c in mapop.vec.items]
     wh = where(ins)
     multicast = "multicast::cluster" in mods
-    if "cta_group::2" in mods:
-        mods.unsupported("cta_group::2 TMA (sm100) is not modelled yet")
+    # .cta_group::2 (sm100): the mbarrier may be in the destination CTA's peer; with multicast, each destination's
+    # signal goes to the CTA of its pair whose rank has the parity of the mbarrier's CTA (PTX 9.7.9.25.5.2)
+    pair = "cta_group::2" in mods
     if load:
         space = "shared::cluster" if "shared::cluster" in mods else "shared::cta"
         get_dst = address(prog, dst, ins, space)
@@ -142,16 +144,32 @@ def c_tensor(ins, prog, pc):
                 view, alloc, base = _global_view(W, tm, wh)
                 cta, off = shared_target(W, dsts[lane], space, wh)
                 bcta, boff = shared_target(W, bars[lane], space, wh)
-                if bcta is not cta and not multicast:
-                    raise KernelFault(wh, "the destination and its mbarrier are in different CTAs")
-                addr, values, flat, counts, keep = _plan(tm, view, off, [int(c) for c in coords[:, lane]], wh)
+                if pair and bcta is W.cta and W.cta.rank % 2:
+                    # tcemu's shared::cta addresses carry no CTA rank; on sm100, bit 24 of a shared::cluster address
+                    # is the CTA-pair bit, which CuTe clears (Sm100MmaPeerBitMask, cute/arch/copy_sm100_tma.hpp) so
+                    # that both CTAs' copies signal the even CTA's mbarrier: the executing CTA's own address names
+                    # the even CTA of its pair (our reading; not silicon-verified)
+                    bcta = W.cta.cluster[W.cta.rank - 1]
+                if bcta is not cta and not multicast and not (pair and bcta.rank == cta.rank ^ 1):
+                    raise KernelFault(wh, "the destination and its mbarrier are in different CTAs" +
+                                      (" that are not a CTA pair" if pair else ""))
+                addr, values, flat, counts, keep = _plan(tm, view, off, [int(c) for c in coords[:, lane]], wh,
+                                                         W.cta.shared.smem.arch)
                 src = _sources(view, alloc, base, flat, tm.element_bytes)
                 targets = [cta]
                 if multicast:
                     cm = int(masks[lane])
                     targets = [c for r, c in enumerate(W.cta.cluster) if cm >> r & 1]
+                cluster = W.cta.cluster
                 for c in targets:
-                    _deliver(W, c, addr, values, src, tm.element_bytes, boff, wh)
+                    bar_cta = bcta if not multicast else c
+                    if pair and multicast:
+                        r = (c.rank & ~1) | (bcta.rank & 1)
+                        if r >= len(cluster):
+                            raise KernelFault(wh, f"cta_group::2 multicast to CTA rank {c.rank}: its pair has no CTA "
+                                                  f"rank {r} for the mbarrier signal")
+                        bar_cta = cluster[r]
+                    _deliver(W, c, addr, values, src, tm.element_bytes, boff, wh, bar_cta)
         return tma_load
 
     get_src = address(prog, src, ins, "shared::cta")
@@ -165,7 +183,8 @@ def c_tensor(ins, prog, pc):
             view, alloc, base = _global_view(W, tm, wh)
             sh = W.cta.shared
             off = int(srcs[lane])
-            addr, _, flat, counts, keep = _plan(tm, view, off, [int(c) for c in coords[:, lane]], wh)
+            addr, _, flat, counts, keep = _plan(tm, view, off, [int(c) for c in coords[:, lane]], wh,
+                                                sh.smem.arch)
             es = tm.element_bytes
             spots = (addr[:, None] + np.arange(es)).reshape(-1)
             _check_async_read(W, sh, spots, wh)
@@ -208,8 +227,10 @@ def _check_async_read(W, sh, spots, wh):
                               "fence.proxy.async since (the async proxy may not see it)")
 
 
-def _deliver(W, cta, addr, values, src, es, bar_off, wh):
-    """Write one TMA box into `cta`'s shared memory and complete its bytes on the mbarrier there."""
+def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None):
+    """Write one TMA box into `cta`'s shared memory and complete its bytes on the mbarrier at bar_off of `bar_cta`
+    (default: `cta` itself)."""
+    bar_cta = cta if bar_cta is None else bar_cta
     sh = cta.shared
     spots = (addr[:, None] + np.arange(es)).reshape(-1)
     if spots.min() < sh.lo or spots.max() >= sh.hi:
@@ -218,12 +239,12 @@ def _deliver(W, cta, addr, values, src, es, bar_off, wh):
     if sh.mbar_live[spots].any():
         raise HazardError(wh, "a TMA box overwrites an initialised mbarrier object")
     sh.check_overwrite(spots, wh, "a TMA load writes")
-    mb = lookup(W, cta, bar_off, wh)
+    mb = lookup(W, bar_cta, bar_off, wh)
     sh.smem.data[spots] = np.ascontiguousarray(values).view(np.uint8)
     sh.smem.written[spots] = True
     sh.unfenced[spots] = 0
     sh.source[spots] = np.where(src[:, None] >= 0, src[:, None] + np.arange(es), -1).reshape(-1)
-    sh.guard_bar[spots] = bar_off
+    sh.guard_bar[spots] = bar_off if bar_cta is cta else ((bar_cta.rank + 1) << 24) | bar_off
     sh.guard_phase[spots] = mb.phase
     sh.guarded = True
     mb.complete_tx(spots.size)
