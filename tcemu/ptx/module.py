@@ -76,6 +76,21 @@ def _dim3(value, field: str):
     return dims + (1,) * (3 - len(dims))
 
 
+def _cta_index(value):
+    """A CTA's (x, y, z) index in the grid: 1-3 non-negative ints, missing ones 0 (unlike a dim3, whose
+    missing sizes are 1)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        idx = tuple(value)
+    except TypeError:
+        raise PtxError("ctas", f"each CTA is an int or a tuple of up to three ints, got {value!r}") from None
+    if not 1 <= len(idx) <= 3 or any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0
+                                     for v in idx):
+        raise PtxError("ctas", f"each CTA is 1-3 non-negative ints, got {value!r}")
+    return tuple(int(v) for v in idx) + (0,) * (3 - len(idx))
+
+
 class Module:
     def __init__(self, text: str, name: str = "<ptx>"):
         self.name = name
@@ -163,7 +178,7 @@ class Module:
         if ctas is None:
             chosen = every
         else:
-            chosen = [_dim3(c, "ctas") for c in ctas]
+            chosen = [_cta_index(c) for c in ctas]
             for c in chosen:
                 if any(c[i] >= grid[i] for i in range(3)):
                     raise PtxError("ctas", f"CTA {c} is outside the grid {grid}")
