@@ -35,8 +35,9 @@ def _meta(name):
 # ------------------------------------------------------------------ fixtures on disk
 
 def test_fixture_set_is_exactly_the_listed_kernels():
-    assert sorted(p.stem for p in FIX.glob("*.json")) == sorted(SM90 + SM100)
-    assert sorted(p.stem for p in FIX.glob("*.ptx")) == sorted(SM90 + SM100)
+    # the CUTLASS / CuTe fixtures (cutlass_*) have their own tests: tests/test_cutlass_fixtures.py
+    assert sorted(p.stem for p in FIX.glob("*.json") if not p.stem.startswith("cutlass_")) == sorted(SM90 + SM100)
+    assert sorted(p.stem for p in FIX.glob("*.ptx") if not p.stem.startswith("cutlass_")) == sorted(SM90 + SM100)
 
 
 @pytest.mark.parametrize("name", SM90 + SM100)
