@@ -68,7 +68,8 @@ def check_encode(e, address):
         raise CaseError(f"tensor map data type {e['dtype']} is not one these captures use")
     if address % 16:
         raise CaseError(f"tensor map address {address:#x} not 16-byte aligned")
-    if not (len(e["dims"]) == len(e["box"]) == len(e["element_strides"]) == rank and len(e["strides_bytes"]) == rank - 1):
+    if not (len(e["dims"]) == len(e["box"]) == len(e["element_strides"]) == rank
+            and len(e["strides_bytes"]) == rank - 1):
         raise CaseError(f"tensor map of rank {rank} with mismatched dims/box/strides")
     if any(s % 16 or s >= 1 << 40 for s in e["strides_bytes"]):
         raise CaseError(f"tensor map strides {e['strides_bytes']} must be multiples of 16 below 2^40")
@@ -355,7 +356,8 @@ def run_case(drv, index, fixture, j, seed, fixtures_dir, kernels_dir, modules):
                 t0 = time.time()
                 running = True   # stays True only when the wait timed out
                 try:
-                    drv.launch_ex(fn, rec["grid"], rec["block"], rec["shared_bytes"], real_blob, offsets, cluster, others)
+                    drv.launch_ex(fn, rec["grid"], rec["block"], rec["shared_bytes"], real_blob, offsets, cluster,
+                                  others)
                 except TimeoutError:
                     raise
                 except Exception:

@@ -17,8 +17,9 @@ each kernel in KERNELS:
    and driver (fixed H100 properties, cuTensorMapEncodeTiled recorded with a placeholder map) and records the
    launch: entry, grid, block, cluster, dynamic shared bytes, the parameter blob laid out by the entry's PTX
    .param list, where the buffer pointers and tensor maps sit in it, and every encode's arguments. Each case
-   runs twice with the stack pre-filled with two bytes: blob bytes that differ are padding no host code wrote;
-   they are zeroed and listed (`undefined_bytes`), so the records do not depend on stack garbage;
+   runs three times with fresh memory pre-filled with different bytes: blob bits that differ are padding (or
+   stray bits) no host code wrote; they are cleared and listed (`undefined_bytes`, `undefined_bits`), so the
+   records do not depend on memory garbage;
 4. one record per case (CASES), stored in tests/fixtures/ptx/<name>.json with the exact commands, tool
    versions, sha256 of every source, PTX and cubin, and the opcode census of every entry.
 
@@ -42,6 +43,7 @@ from tcemu.triton import opcode_census  # noqa: E402
 
 SRC = os.path.join(HERE, "cutlass")
 TUTORIAL = "examples/cute/tutorial/hopper/wgmma_tma_sm90.cu"   # inside the wheel's cutlass_library/source
+GEMM = "scripts/cutlass/gemm_sm90.cu"
 
 # -DNDEBUG as CUTLASS's own release builds (CMake Release): device asserts would be `call __assertfail`.
 COMMON = ["-std=c++17", "--expt-relaxed-constexpr", "-DNDEBUG", "-I$CUTLASS/include", "-I$CUTLASS/tools/util/include",
@@ -57,28 +59,29 @@ KERNELS = {
                 "3 stages, TMA loads, unpredicated axpby epilogue, launched on 2x1 clusters; NT and TN entries",
         "cases": [["NT", 256, 256, 256], ["NT", 256, 128, 200], ["TN", 256, 256, 256], ["TN", 256, 128, 200]]},
     "cutlass_ws_bf16": {
-        "ptx_source": "scripts/cutlass/gemm_sm90.cu", "builder": "scripts/cutlass/gemm_sm90.cu", "defines": ["-DTCEMU_GEMM=1"],
+        "ptx_source": GEMM, "builder": GEMM, "defines": ["-DTCEMU_GEMM=1"],
         "what": "CollectiveBuilder KernelTmaWarpSpecialized, bf16 -> f32 accumulate -> bf16, 128x128x64, 1x1 cluster",
         "cases": [[256, 256, 256], [200, 136, 200]]},
     "cutlass_pingpong_bf16": {
-        "ptx_source": "scripts/cutlass/gemm_sm90.cu", "builder": "scripts/cutlass/gemm_sm90.cu", "defines": ["-DTCEMU_GEMM=2"],
-        "what": "CollectiveBuilder KernelTmaWarpSpecializedPingpong, bf16 -> f32 accumulate -> f32, 64x128x64, 1x1 cluster",
+        "ptx_source": GEMM, "builder": GEMM, "defines": ["-DTCEMU_GEMM=2"],
+        "what": "CollectiveBuilder KernelTmaWarpSpecializedPingpong, bf16 -> f32 accumulate -> f32, 64x128x64, "
+                "1x1 cluster",
         "cases": [[256, 256, 256], [200, 136, 200]]},
     "cutlass_coop_bf16_2x1": {
-        "ptx_source": "scripts/cutlass/gemm_sm90.cu", "builder": "scripts/cutlass/gemm_sm90.cu", "defines": ["-DTCEMU_GEMM=3"],
+        "ptx_source": GEMM, "builder": GEMM, "defines": ["-DTCEMU_GEMM=3"],
         "what": "CollectiveBuilder KernelTmaWarpSpecializedCooperative, bf16 -> f32 accumulate -> bf16, 128x128x64, "
                 "2x1 cluster (TMA multicast of B)",
         "cases": [[256, 256, 256], [200, 136, 200], [384, 128, 128]]},
     "cutlass_fp8_fastaccum": {
-        "ptx_source": "scripts/cutlass/gemm_sm90.cu", "builder": "scripts/cutlass/gemm_sm90.cu", "defines": ["-DTCEMU_GEMM=4"],
+        "ptx_source": GEMM, "builder": GEMM, "defines": ["-DTCEMU_GEMM=4"],
         "what": "CollectiveBuilder KernelTmaWarpSpecializedFP8FastAccum, e4m3 -> f32 -> f32, 128x128x128, 1x1 cluster: "
                 "every k-block chained in one wgmma accumulator",
         "cases": [[256, 256, 512], [200, 136, 336]]},
     "cutlass_fp8_promote": {
-        "ptx_source": "scripts/cutlass/gemm_sm90.cu", "builder": "scripts/cutlass/gemm_sm90.cu", "defines": ["-DTCEMU_GEMM=5"],
-        "what": "CollectiveBuilder KernelTmaWarpSpecialized on e4m3 (CUTLASS's default fp8 mainloop), e4m3 -> f32 -> f32, "
-                "128x128x128, 1x1 cluster: wgmma partial sums added into f32 registers every mma_promotion_interval = 4 "
-                "k-blocks (one CTA k-tile)",
+        "ptx_source": GEMM, "builder": GEMM, "defines": ["-DTCEMU_GEMM=5"],
+        "what": "CollectiveBuilder KernelTmaWarpSpecialized on e4m3 (CUTLASS's default fp8 mainloop), e4m3 -> f32 "
+                "-> f32, 128x128x128, 1x1 cluster: wgmma partial sums added into f32 registers every "
+                "mma_promotion_interval = 4 k-blocks (one CTA k-tile)",
         "cases": [[256, 256, 512], [200, 136, 336]]},
 }
 SOURCES = ["scripts/cutlass_kernels.py", "scripts/cutlass/record.h", "scripts/cutlass/fake_cuda.cpp",
@@ -118,31 +121,41 @@ def tool_versions(cutlass):
             "cutlass_headers": ".".join(p.group(1) for p in parts if p)}
 
 
-# each builder runs with the stack (and fresh heap) pre-filled with each byte (fake_cuda.cpp), and with two
-# environment sizes, which move the stack: a stale host pointer in padding differs in its page offset too
-STACK_FILLS = (("0x5a", ""), ("0xa5", "x" * 4133))
+# each builder runs three times, fresh memory filled with each byte (record.h, fake_cuda.cpp); the environment
+# sizes differ too, which moves the stack, so a stale stack address that escaped the fill differs as well
+STACK_FILLS = (("0x5a", ""), ("0xa5", "x" * 4133), ("0xa5", "x" * 131))
 
 
 def defined_bytes(records):
-    """One record from two runs of a builder: identical but for blob bytes no host code wrote (struct padding,
-    holding what the stack held), which differ between the fills; those are set to 0 and listed."""
-    a, b = records
-    if {k: v for k, v in a.items() if k != "param_blob"} != {k: v for k, v in b.items() if k != "param_blob"}:
-        raise RuntimeError("two runs of a builder disagree beyond the parameter blob")
-    x, y = bytearray.fromhex(a["param_blob"]), bytes.fromhex(b["param_blob"])
-    undefined = [i for i in range(len(x)) if x[i] != y[i]]
-    used = {p["offset"] + j for p in a["pointers"] for j in range(8)}
-    used |= {t["offset"] + j for t in a["tensormaps"] for j in range(128)}
-    if used & set(undefined):
+    """One record from several runs of a builder: identical but for blob bits no host code wrote (struct
+    padding, holding what memory held, and the odd uninitialised bit of a real field), which differ between
+    the runs; those bits are cleared (the AND of the runs) and listed: `undefined_bytes` (ranges of whole
+    bytes), `undefined_bits` ([offset, mask] of partly defined bytes)."""
+    first = records[0]
+    for r in records[1:]:
+        if {k: v for k, v in first.items() if k != "param_blob"} != {k: v for k, v in r.items() if k != "param_blob"}:
+            raise RuntimeError("runs of a builder disagree beyond the parameter blob")
+    blobs = [bytes.fromhex(r["param_blob"]) for r in records]
+    anded = bytearray(blobs[0])
+    differ = bytearray(len(anded))
+    for b in blobs[1:]:
+        for i, (x, y) in enumerate(zip(blobs[0], b)):
+            anded[i] &= y
+            differ[i] |= x ^ y
+    used = {p["offset"] + j for p in first["pointers"] for j in range(8)}
+    used |= {t["offset"] + j for t in first["tensormaps"] for j in range(128)}
+    if any(differ[i] for i in used):
         raise RuntimeError("a pointer or tensor map of the blob depends on uninitialised memory")
-    ranges = []
-    for i in undefined:
-        x[i] = 0
-        if ranges and ranges[-1][1] == i:
-            ranges[-1][1] = i + 1
-        else:
-            ranges.append([i, i + 1])
-    return dict(a, param_blob=x.hex(), undefined_bytes=ranges)
+    ranges, bits = [], []
+    for i, m in enumerate(differ):
+        if m == 0xFF:
+            if ranges and ranges[-1][1] == i:
+                ranges[-1][1] = i + 1
+            else:
+                ranges.append([i, i + 1])
+        elif m:
+            bits.append([i, m])
+    return dict(first, param_blob=anded.hex(), undefined_bytes=ranges, undefined_bits=bits)
 
 
 def entries(ptx):
@@ -159,7 +172,8 @@ def build(name, cutlass, out, cubins, builders):
     k = KERNELS[name]
     ptx_path, json_path = os.path.join(out, name + ".ptx"), os.path.join(out, name + ".json")
     cubin_path, builder_path = os.path.join(cubins, name + ".cubin"), os.path.join(builders, name + "_builder")
-    ptx_cmd = ["nvcc"] + COMMON + PTX_ARCH + k["defines"] + ["-ptx", "-o", os.path.relpath(ptx_path, ROOT), k["ptx_source"]]
+    ptx_cmd = (["nvcc"] + COMMON + PTX_ARCH + k["defines"] +
+               ["-ptx", "-o", os.path.relpath(ptx_path, ROOT), k["ptx_source"]])
     cubin_cmd = ["ptxas", "-arch=sm_90a", "-o", os.path.relpath(cubin_path, ROOT), os.path.relpath(ptx_path, ROOT)]
     builder_cmd = (["nvcc"] + COMMON + ["-I" + os.path.relpath(SRC, ROOT)] + BUILDER_ARCH + k["defines"] +
                    ["-cudart", "none", "-o", os.path.relpath(builder_path, ROOT), k["builder"],
@@ -189,10 +203,10 @@ def build(name, cutlass, out, cubins, builders):
         "ptx_source_sha256": sha256(open(os.path.join(ROOT, src), "rb").read()),
         "builder_source": k["builder"], "defines": k["defines"],
         "commands": {"ptx": shlex.join(ptx_cmd), "cubin": shlex.join(cubin_cmd), "builder": shlex.join(builder_cmd),
-                     "record": shlex.join([os.path.relpath(builder_path, ROOT), "--ptx", os.path.relpath(ptx_path, ROOT),
-                                           "<case arguments>"]),
-                     "$CUTLASS": "python -c \"import cutlass_library, os; print(os.path.dirname(cutlass_library.__file__))\""
-                                 "/source"},
+                     "record": shlex.join([os.path.relpath(builder_path, ROOT), "--ptx",
+                                           os.path.relpath(ptx_path, ROOT), "<case arguments>"]),
+                     "$CUTLASS": "python -c \"import cutlass_library, os; "
+                                 "print(os.path.dirname(cutlass_library.__file__))\"/source"},
         "ptx_sha256": sha256(ptx), "ptx_bytes": len(ptx), "cubin_sha256": sha256(cubin), "cubin_bytes": len(cubin),
         "entries": entries(text),
         "opcode_census": {e: entry_census(text, e) for e in entries(text)},
@@ -224,7 +238,8 @@ def main():
             json.dump(meta, f, indent=1)
             f.write("\n")
         ls = meta["launches"]
-        print(f"{name:24s} {len(meta['entries'])} entries  ptx {meta['ptx_bytes']:7d} B  cubin {meta['cubin_bytes']:7d} B  "
+        print(f"{name:24s} {len(meta['entries'])} entries  ptx {meta['ptx_bytes']:7d} B  "
+              f"cubin {meta['cubin_bytes']:7d} B  "
               f"{len(ls)} launches  grid {ls[0]['grid']} block {ls[0]['block']} cluster {ls[0]['cluster']} "
               f"smem {ls[0]['shared_bytes']}  params {ls[0]['param_bytes']} B", flush=True)
 

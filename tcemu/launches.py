@@ -103,8 +103,8 @@ def input_arrays(record, seed: int, inputs: Optional[dict] = None) -> Dict[str, 
             if name in inputs:
                 a = np.ascontiguousarray(inputs.pop(name))
                 if a.shape != b["storage"] or a.dtype.itemsize != b["np"].itemsize:
-                    raise LaunchRecordError(f"inputs[{name}]", f"expected shape {b['storage']} of "
-                                                               f"{b['np'].itemsize}-byte elements, got {a.shape} {a.dtype}")
+                    raise LaunchRecordError(f"inputs[{name}]", f"expected shape {b['storage']} of {b['np'].itemsize}-"
+                                                               f"byte elements, got {a.shape} {a.dtype}")
                 out[name] = a.view(b["np"]).copy()
             else:
                 out[name] = input_bits(b["dtype"], b["storage"], seed, b["index"])
@@ -177,12 +177,14 @@ def _check_layout(mod, record):
         raise LaunchRecordError("entry", f"{entry[:80]}... is not a kernel of the PTX module")
     prog = Program(fn, {})
     params = _need(record, "params", list)
-    if [p.name for p in prog.fn.params] != [p.get("name") for p in params]:
-        raise LaunchRecordError("params", f"the record's parameter names differ from {entry}'s .param list")
-    for p in params:
-        if prog.symbols[p["name"]].address != p["offset"]:
-            raise LaunchRecordError("params", f"{p['name']}: the record puts it at offset {p['offset']}, the "
-                                              f"interpreter at {prog.symbols[p['name']].address}")
+    names = [_need(p, "name", str) for p in params]
+    if [p.name for p in prog.fn.params] != names:
+        raise LaunchRecordError("params", f"the record's parameter names differ from {entry[:80]}...'s .param list")
+    for name, p in zip(names, params):
+        off = _need(p, "offset", int)
+        if prog.symbols[name].address != off:
+            raise LaunchRecordError("params", f"{name[:80]}...: the record puts it at offset {off}, the "
+                                              f"interpreter at {prog.symbols[name].address}")
     return entry
 
 

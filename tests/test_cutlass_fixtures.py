@@ -95,7 +95,8 @@ def test_entries_and_census(name):
     for entry in used:
         _, body = _entry_text(ptx, entry)
         census = meta["opcode_census"][entry]
-        for op, pat in (("wgmma", r"^\s*wgmma\.mma_async\.\S+"), ("tma", r"^\s*(?:@!?%p\d+\s+)?cp\.async\.bulk\.tensor\S*")):
+        for op, pat in (("wgmma", r"^\s*wgmma\.mma_async\.\S+"),
+                        ("tma", r"^\s*(?:@!?%p\d+\s+)?cp\.async\.bulk\.tensor\S*")):
             lines = re.findall(pat, body, re.M)
             keys = [k for k in census if k.startswith("wgmma.mma_async" if op == "wgmma" else "cp.async.bulk.tensor")]
             assert sum(census[k] for k in keys) == len(lines) > 0, (op, entry[:40])
@@ -162,10 +163,11 @@ def test_record_pointers_and_maps(name):
         assert zone == {p["offset"]: bufs[p["buffer"]]["address"] + p["delta"] for p in rec["pointers"]}
         for e in rec["encodes"]:
             assert e["address"] == bufs[e["buffer"]]["address"] + e["delta"]
-        # zeroed padding (bytes no host code wrote) never touches a pointer or a map
-        undefined = {i for a, b in rec["undefined_bytes"] for i in range(a, b)}
-        assert not undefined & (in_map | {p["offset"] + j for p in rec["pointers"] for j in range(8)})
-        assert all(blob[i] == 0 for i in undefined)
+        # cleared padding (bits no host code wrote) never touches a pointer or a map
+        undefined = {i: 0xFF for a, b in rec["undefined_bytes"] for i in range(a, b)}
+        undefined.update({i: m for i, m in rec["undefined_bits"]})
+        assert not set(undefined) & (in_map | {p["offset"] + j for p in rec["pointers"] for j in range(8)})
+        assert all(blob[i] & m == 0 for i, m in undefined.items())
         addrs = sorted(b["address"] for b in rec["buffers"])
         assert all(a % 256 == 0 and FAKE_LO <= a < FAKE_HI for a in addrs) and len(set(addrs)) == len(addrs)
 
@@ -180,7 +182,8 @@ def test_gemm_records_hand_derived():
     a, b, d = r["encodes"]
     assert (a["buffer"], a["dtype"], a["dims"], a["strides_bytes"], a["box"], a["swizzle"]) == \
         ("A", UINT16, [200, 200, 1], [400, 0], [64, 128, 1], 3)
-    assert (b["buffer"], b["dtype"], b["dims"], b["strides_bytes"], b["box"]) == ("B", UINT16, [200, 136, 1], [400, 0], [64, 128, 1])
+    assert (b["buffer"], b["dtype"], b["dims"], b["strides_bytes"], b["box"]) == \
+        ("B", UINT16, [200, 136, 1], [400, 0], [64, 128, 1])
     assert (d["buffer"], d["dtype"], d["dims"], d["strides_bytes"]) == ("D", BFLOAT16, [136, 200, 1], [272, 0])
     assert r["pointers"] == [] and r["attributes"] == [f"MaxDynamicSharedMemorySize={r['shared_bytes']}"]
     # Pingpong 64x128x64: a producer and two consumer warpgroups (384 threads); persistent, one CTA per tile
@@ -392,9 +395,9 @@ def test_capture_dry_run_and_trace_replay(tmp_path, monkeypatch):
         out = [b for b in rec["buffers"] if b["role"] == "output"][0]
         assert got.size == out["bytes"] and c["output"]["buffer"] == out["name"]
         # the dry run's stand-in: float64 products rounded to the output type
-        dec = {b["name"]: KI.input_bits(b["dtype"], b["storage"], c["seed"], k).view(
-            {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "e4m3": ml_dtypes.float8_e4m3fn}[b["dtype"]]).astype(np.float64)
-            for k, b in enumerate(rec["buffers"]) if b["role"] == "input"}
+        kinds = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "e4m3": ml_dtypes.float8_e4m3fn}
+        dec = {b["name"]: KI.input_bits(b["dtype"], b["storage"], c["seed"], k).view(kinds[b["dtype"]])
+               .astype(np.float64) for k, b in enumerate(rec["buffers"]) if b["role"] == "input"}
         if c["fixture"] == "cutlass_cute_tutorial":
             a, b = (dec["A"].T, dec["B"].T) if rec["notes"]["layout"] == "NT" else (dec["A"], dec["B"])
             want = (a @ b.T).T.astype(np.float16)

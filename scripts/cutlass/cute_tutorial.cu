@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   tcemu_rec::note("K", (long long)k);
   tcemu_rec::note("alpha", 1.0);
   tcemu_rec::note("beta", 0.0);
+  tcemu_rec::fill_stack();   // the TMA atoms live in gemm_nt/gemm_tn's frame, padding included (record.h)
   if (nt) gemm_nt(m, n, k, alpha, A, m, B, n, beta, C, m);
   else gemm_tn(m, n, k, alpha, A, k, B, k, beta, C, m);
   return tcemu_rec::finish();

@@ -240,20 +240,24 @@ void note(const std::string& key, double value) {
   note(key, std::string(b));
 }
 
-// Host code copies the kernel's Params struct with its padding bytes, which hold whatever the stack held.
-// TCEMU_STACK_FILL=<byte> fills the stack below main (and glibc's fresh heap blocks) with that byte first, so
-// scripts/cutlass_kernels.py can run a builder twice with two fills and find (and zero) every byte of the blob
-// that no host code wrote.
-__attribute__((noinline)) static void fill_stack(int byte) {
+// Host code copies the kernel's Params struct with its padding bytes, which hold whatever memory held.
+// TCEMU_STACK_FILL=<byte>: fill_stack() writes that byte over 1 MiB of stack below its caller, and glibc's
+// fresh heap blocks start with it, so scripts/cutlass_kernels.py can run a builder with two fills and find
+// (and zero) every byte of the blob that no host code wrote.
+int fill_byte() {
+  const char* fill = std::getenv("TCEMU_STACK_FILL");
+  return fill ? static_cast<int>(std::strtol(fill, nullptr, 0)) & 0xFF : 0;
+}
+
+__attribute__((noinline)) void fill_stack() {
   volatile unsigned char pad[1 << 20];
-  for (std::size_t i = 0; i < sizeof pad; ++i) pad[i] = static_cast<unsigned char>(byte);
+  const unsigned char byte = static_cast<unsigned char>(fill_byte());
+  for (std::size_t i = 0; i < sizeof pad; ++i) pad[i] = byte;
 }
 
 std::vector<std::string> init(int argc, char** argv) {
-  const char* fill = std::getenv("TCEMU_STACK_FILL");
-  int byte = fill ? static_cast<int>(std::strtol(fill, nullptr, 0)) : 0;
-  mallopt(M_PERTURB, byte ^ 0xFF);   // glibc: a fresh allocation holds byte (M_PERTURB fills with its complement)
-  fill_stack(byte);
+  mallopt(M_PERTURB, fill_byte() ^ 0xFF);   // glibc: a fresh allocation holds the complement of M_PERTURB
+  fill_stack();
   std::vector<std::string> rest;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

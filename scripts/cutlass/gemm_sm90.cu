@@ -20,6 +20,8 @@
 //
 //   gemm_sm90 --ptx cutlass_<name>.ptx M N K
 #include <cstdio>
+#include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -147,7 +149,11 @@ int main(int argc, char** argv) {
   tcemu_rec::note("mma_promotion_interval", (long long)args.mainloop.mma_promotion_interval);
 #endif
 
-  Gemm gemm;
+  // The adapter keeps the kernel's Params and the launch copies them with their padding: give it storage
+  // filled with the run's fill byte (record.h).
+  alignas(Gemm) static unsigned char storage[sizeof(Gemm)];
+  std::memset(storage, tcemu_rec::fill_byte(), sizeof storage);
+  Gemm& gemm = *new (storage) Gemm;
   if (gemm.can_implement(args) != cutlass::Status::kSuccess) {
     std::fprintf(stderr, "gemm_sm90: CUTLASS cannot implement %dx%dx%d with this kernel\n", m, n, k);
     return 7;
@@ -156,6 +162,7 @@ int main(int argc, char** argv) {
   void* ws = nullptr;
   if (ws_bytes) ws = tcemu_rec::buffer("workspace", "workspace", "bytes", {(long long)ws_bytes}, ws_bytes);
   tcemu_rec::note("workspace_bytes", (long long)ws_bytes);
+  tcemu_rec::fill_stack();
   if (gemm.initialize(args, ws) != cutlass::Status::kSuccess) {
     std::fprintf(stderr, "gemm_sm90: initialize failed\n");
     return 8;

@@ -27,6 +27,13 @@ void note(const std::string& key, double value);
 // Returns the remaining arguments.
 std::vector<std::string> init(int argc, char** argv);
 
+// Struct padding in the parameter blob holds whatever memory held: a builder calls fill_stack() right before
+// the host code that builds the kernel's arguments, and gives objects that keep them (GemmUniversalAdapter)
+// storage filled with fill_byte(). scripts/cutlass_kernels.py runs every builder with two fill bytes
+// (TCEMU_STACK_FILL) and zeroes the blob bytes that differ: exactly the bytes no host code wrote.
+int fill_byte();
+void fill_stack();
+
 // Print the record as JSON on stdout; returns the process exit code (nonzero if the launch was not recorded
 // exactly once or a fake-zone value in the blob is not a buffer pointer).
 int finish();
