@@ -309,9 +309,6 @@ def test_fp8_promotion_changes_the_bits():
     assert differ == int(np.count_nonzero(ref_fast != ref_promote)) and differ > fast.size // 2
 
 
-@pytest.mark.xfail(raises=tptx.PtxUnsupported, strict=True,
-                   reason="interpreter: barrier.cluster.arrive/wait (cluster_sync) and mul.f16/add.f16 (axpby) "
-                          "are not modelled yet")
 @pytest.mark.parametrize("case", [["NT", 256, 128, 200], ["TN", 256, 128, 200]], ids=lambda c: c[0])
 def test_tutorial_replay(case):
     rec = _launch("cutlass_cute_tutorial", case)
@@ -319,8 +316,6 @@ def test_tutorial_replay(case):
     assert np.array_equal(out.outputs["C"], _tutorial_reference(rec, 7))
 
 
-@pytest.mark.xfail(raises=tptx.PtxUnsupported, strict=True,
-                   reason="interpreter: clusters of 2 CTAs (barrier.cluster, multicast TMA) are being added")
 def test_cooperative_2x1_replay():
     rec = _launch("cutlass_coop_bf16_2x1", [200, 136, 200])
     out = L.replay(rec, (FIX / "cutlass_coop_bf16_2x1.ptx").read_text(), seed=7)
