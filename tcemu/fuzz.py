@@ -23,7 +23,7 @@ def _arch(desc) -> str:
 
 def random_case(rng, arch: str = "sm90"):
     dtype = str(rng.choice(DTYPES[arch]))
-    modes = SM100_SWIZZLES if arch == "sm100" else SM90_SWIZZLES
+    modes = SM100_SWIZZLES if arch != "sm90" else SM90_SWIZZLES
     mode = modes[int(rng.integers(0, len(modes)))]
     mn_ok = dtype in MN_MAJOR_DTYPES[arch]
     major = "MN" if mn_ok and (mode is SwizzleMode.B128_BASE32B or rng.random() < 0.5) else "K"
@@ -31,7 +31,7 @@ def random_case(rng, arch: str = "sm90"):
         mode = SwizzleMode.B128
     fields = (16 * int(rng.integers(0x40, 0x2000)), 16 * int(rng.integers(0, 256)), 16 * int(rng.integers(0, 256)),
               int(rng.integers(0, 8)) if mode is not SwizzleMode.NONE else 0, mode)
-    desc = UmmaDescriptor(*fields, version=1) if arch == "sm100" else GmmaDescriptor(*fields)
+    desc = UmmaDescriptor(*fields, version=1) if arch != "sm90" else GmmaDescriptor(*fields)
     rows = 8 * int(rng.choice([1, 2, 8, 16, 32]))
     return desc, rows, instruction_k(dtype, arch), dtype, major
 

@@ -25,11 +25,11 @@ def descriptor_values():
 @st.composite
 def valid_descriptors(draw, swizzles=None, max_stride=4096, arch: str = "sm90"):
     """Descriptors validate() accepts: GmmaDescriptor (sm90) or UmmaDescriptor with the version bit (sm100)."""
-    mode = draw(st.sampled_from(swizzles or (SM100_SWIZZLES if arch == "sm100" else SM90_SWIZZLES)))
+    mode = draw(st.sampled_from(swizzles or (SM100_SWIZZLES if arch != "sm90" else SM90_SWIZZLES)))
     fields = (16 * draw(st.integers(0x40, 0x2000)), 16 * draw(st.integers(0, max_stride // 16)),
               16 * draw(st.integers(0, max_stride // 16)), draw(st.integers(0, 7)) if mode is not SwizzleMode.NONE else 0,
               mode)
-    return UmmaDescriptor(*fields, version=1) if arch == "sm100" else GmmaDescriptor(*fields)
+    return UmmaDescriptor(*fields, version=1) if arch != "sm90" else GmmaDescriptor(*fields)
 
 
 @st.composite

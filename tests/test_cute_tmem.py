@@ -177,8 +177,8 @@ def test_scales_match_cute(tmem_oracle):
         lanes, cols, shift = TensorMemory._sf_cells(mn, r["nsf"], r["sf_id"])
         q, row = np.divmod(np.arange(4 * mn), mn)
         j = np.arange(r["cols"]) // vs
-        want_lane = (lanes[row] + 32 * q)[:, None]
-        want_col = cols[row][:, None] + int(r["col"][0, 0, 0, 0])
+        want_lane = (lanes[row, 0] + 32 * q)[:, None]
+        want_col = cols[row][:, j] + int(r["col"][0, 0, 0, 0])
         want_sub = (shift // 8)[j][None, :]
         checked += _compare(r, (0, 0), want_lane, want_col, want_sub, failures)
     assert not failures, "\n".join(failures[:12])

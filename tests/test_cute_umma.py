@@ -401,10 +401,16 @@ def _breaks_scale_vec_4x(r):
     return r.get("sf") == "ue4m3" and not r["k_size"] and (r["a_sf_id"] or r["b_sf_id"])
 
 
+def _breaks_selector(r):
+    """PTX 9.7.16.10.8.4.5-6: the sparsity selector must be 0 for .kind::i8 and .kind::f8f6f4 (CuTe's own
+    S8 / F8F6F4 sparse atoms pass id2 = 0; the oracle hands make_runtime_instr_desc other values on purpose)."""
+    return "sf" not in r and r["kind"] in ("i8", "f8f6f4") and r["sparse"] and r["sparse_id2"]
+
+
 def test_tcemu_instr_descriptors_match_cute(oracle):
     cls = _tcemu_attr("InstrDescriptor", "instr")
     failures = []
-    refused_4x = 0
+    refused_4x = refused_sel = 0
     for r in oracle.instr:
         known = _classify(r)
         if known == "f8f6f4 f16 accumulator":
@@ -416,6 +422,9 @@ def test_tcemu_instr_descriptors_match_cute(oracle):
                 continue  # tcemu refuses reserved bits 0-1, as the PTX text has them
             if _breaks_scale_vec_4x(r) and e.field in ("a_scale_id", "b_scale_id") and "4X" in e.rule:
                 refused_4x += 1
+                continue
+            if _breaks_selector(r) and e.field == "sparsity_selector" and "must be 0" in e.rule:
+                refused_sel += 1
                 continue
             failures.append(f"{r['kind']} {r['a_cxx']}x{r['b_cxx']} {r['value']:#010x}: raised {e}")
             continue
@@ -430,3 +439,4 @@ def test_tcemu_instr_descriptors_match_cute(oracle):
             failures.append(f"{r['kind']} {r['value']:#010x}: encode gives {d.encode():#010x}")
     assert not failures, f"{len(failures)} disagree:\n" + "\n".join(failures[:20])
     assert refused_4x == sum(1 for r in oracle.instr if _breaks_scale_vec_4x(r)) > 0
+    assert refused_sel == sum(1 for r in oracle.instr if _breaks_selector(r)) == 2
