@@ -10,7 +10,9 @@ and T = 128 / element bits. A core matrix is 8 rows of 16 contiguous bytes.
                 column c // (W/16), which starts LBO bytes after the previous one:
                 (r//8)*SBO + (r%8)*W + (c // (W/16))*LBO + (c % (W/16))*16 + byte(k%T)
                 (XLA's sparse wgmma lowering and Triton's descriptor set LBO to that column distance;
-                 not yet silicon-verified: traces/wgmma_sp_addresses_sm90.npz decides)
+                 confirmed on an H100 by traces/wgmma_sp_addresses_sm90.npz. Blackwell reads that wide only
+                 for tcgen05.mma.sp's B (64 bytes of K) and K = 96 (48 bytes) with 32B / 64B swizzle: tcemu
+                 applies the same rule there, an inference from the shared descriptor text)
   MN-major (row r of M/N, column k):
      none:      (r//T)*SBO + (k%8)*16 + (k//8)*LBO + byte(r%T)
      swizzled:  (r//(T*W/16))*LBO + (k%A)*W + (k//A)*SBO + byte(r%(T*W/16))
@@ -89,10 +91,6 @@ def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
         if k % T:
             raise LayoutError("k", f"{k} {etype.name} elements do not fill whole 16-byte core-matrix rows "
                                    f"({T} per row)")
-        if desc.swizzle is not SwizzleMode.NONE and k * etype.bits > 8 * desc.swizzle.bytes and arch != "sm90":
-            raise LayoutError("k", f"{k} {etype.name} elements span {k * etype.bits // 8} bytes of K, but a "
-                                   f"{desc.swizzle.value}-swizzled K-major row holds {desc.swizzle.bytes}; "
-                                   "advance the start address for the next K block")
     else:
         if rows % T:
             raise LayoutError("rows", f"{rows} is not a whole number of 16-byte chunks ({T} {etype.name} each)")
@@ -207,4 +205,4 @@ def lbo_used(desc, *, k: int, dtype: str, major: str = "K", arch: str = "sm90") 
         return lbo_mode_split(desc, k, dtype, arch) < k
     if not parse_major(major) or desc.swizzle is SwizzleMode.NONE:
         return True
-    return arch == "sm90" and k * element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits > 8 * desc.swizzle.bytes
+    return k * element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits > 8 * desc.swizzle.bytes

@@ -25,13 +25,11 @@ Forms beyond the dense MMA (README.md, "Blackwell"; nothing of them has met sili
 """
 import numpy as np
 
-from dataclasses import replace
-
 from .addressing import operand_addresses
 from .blackwell_sparse import chunks_per_row, gather_b, invalid_nibbles
 from .collector import CollectorBuffers, CollectorOp
 from .descriptors import SwizzleMode, as_arch_descriptor
-from .dtypes import OPERAND_DTYPES, element_type, is_padded, parse_major, placement_dtype
+from .dtypes import OPERAND_DTYPES, element_type, is_padded, placement_dtype
 from .errors import DescriptorError, LayoutError
 from .fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, grouped_dot,
                   integer_dot)
@@ -162,26 +160,9 @@ def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group, ar
         return tmem_obj.read_a(a_tmem, rows, K, bits, cta_group, container=container)
     major = "MN" if (d.transpose_a if which == "a" else d.transpose_b) else "K"
     padded = is_padded(dtype, None, kind=d.kind)  # dtypes' packed / padded rule: the kind decides
-    pieces = _k_pieces(desc, rows, K, dtype, major, padded)
-    parts = [smem.read_operand(p, rows=rows, k=k, dtype=dtype, major=major, padded=padded, keep_rows=keep, arch=arch)
-             for p, k in pieces]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-
-
-def _k_pieces(desc, rows, K, dtype, major, padded):
-    """[(descriptor, K)]: one piece, or, for a swizzled K-major operand whose K is wider than one swizzled row
-    (sparse B: 64 bytes of K), one piece per atom column, LBO apart. That is the wide-row rule the H100 showed
-    for wgmma.mma_async.sp's B (traces/wgmma_sp_addresses_sm90.npz); tcgen05 shares the descriptor's words
-    ("swizzled K-major: LBO not used, assumed 1"), so tcemu carries the rule over: an inference."""
-    ud = as_arch_descriptor(desc, "sm100")
-    if not parse_major(major) or ud.swizzle is SwizzleMode.NONE or ud.lbo_mode:
-        return [(desc, K)]
-    bits = element_type(placement_dtype(dtype, padded), allowed=OPERAND_DTYPES["sm100"]).bits
-    per_row = 8 * ud.swizzle.bytes // bits
-    if K <= per_row:
-        return [(desc, K)]
-    return [(replace(ud, start_address=ud.start_address + j * ud.lbo), min(per_row, K - j * per_row))
-            for j in range(-(-K // per_row))]
+    # a swizzled K-major read wider than one swizzled row (sparse B: 64 bytes of K) takes the next atom column
+    # LBO bytes on: the wide-row rule the H100 showed for wgmma.sp's B, carried over (addressing.py)
+    return smem.read_operand(desc, rows=rows, k=K, dtype=dtype, major=major, padded=padded, keep_rows=keep, arch=arch)
 
 
 def _places(d, which, desc, tmem_obj, a_tmem, rows, K, cta_group, arch, keep=None):
@@ -195,12 +176,8 @@ def _places(d, which, desc, tmem_obj, a_tmem, rows, K, cta_group, arch, keep=Non
     major = "MN" if (d.transpose_a if which == "a" else d.transpose_b) else "K"
     padded = is_padded(dtype, None, kind=d.kind)
     at = placement_dtype(dtype, padded, major=major)
-    out = []
-    for p, k in _k_pieces(desc, rows, K, dtype, major, padded):
-        addrs = operand_addresses(p, rows=rows, k=k, dtype=at, major=major, arch=arch)
-        sub = (np.arange(k) % 2 * 4)[None, :] if at == "e2m1" else 0  # packed e2m1: two per byte
-        out.append(addrs * 8 + sub)
-    keys = out[0] if len(out) == 1 else np.concatenate(out, axis=1)
+    addrs = operand_addresses(desc, rows=rows, k=K, dtype=at, major=major, arch=arch)
+    keys = addrs * 8 + ((np.arange(K) % 2 * 4)[None, :] if at == "e2m1" else 0)  # packed e2m1: two per byte
     return keys if keep is None else keys[np.asarray(keep, bool)]
 
 

@@ -250,7 +250,7 @@ def _suggest(w, op: _Operand):
             sbo = int(unswz[8, 0] - start) if rows > 8 else 0
             row_k = T * (mode.bytes // 16)  # K elements one swizzled row holds
             lbo = int(unswz[0, T] - start) if (mode is SwizzleMode.NONE and k > T) else \
-                int(unswz[0, row_k] - start) if (arch == "sm90" and k > row_k) else 16  # sparse B: next atom column
+                int(unswz[0, row_k] - start) if k > row_k else 16  # sparse B: next atom column
         else:
             per = T * (mode.bytes // 16)
             sbo = (int(unswz[T, 0] - start) if rows > T else 0) if mode is SwizzleMode.NONE else \

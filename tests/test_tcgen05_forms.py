@@ -532,3 +532,36 @@ def test_k96_refusals():
     with pytest.raises(LayoutError) as e:
         tcgen05_mma(smem, desc(A_AT), desc(B_AT), d, arch="sm90")
     assert e.value.field == "arch"
+
+
+# ---- explain and the CLI ---------------------------------------------------------------------------------
+
+def test_explain_names_the_new_forms():
+    from tcemu.cli import main
+    from tcemu.explain import explain
+    k96 = InstrDescriptor("mxf4", "e2m1", "e2m1", m=128, n=64, k96=True)
+    split = UmmaDescriptor(0x4460, lbo=0x8400, sbo=1024, swizzle="128B", version=1, lbo_mode=1)
+    text = explain(split, instr=k96)
+    assert "(sm103, operand A, read as 128 x 96 e2m1 packed" in text and text.endswith("no findings")
+    assert "LBO mode 1 (sm_103a): the LBO field holds the absolute address 0x8400" in text
+    assert "takes K elements 0-63 from the start's 128-byte line and 64-95 from 0x8400" in text  # chunk 6: 2 chunks
+    crossing = explain(replace(split, lbo_mode=0, lbo=16), instr=k96)
+    assert "warning: lbo_mode: a 48-byte K read from chunk 6 of its 128-byte line runs past the line" in crossing
+    assert "warning: lbo_mode" not in explain(replace(split, start_address=0x4450, lbo_mode=0, lbo=16), instr=k96)
+    dense = InstrDescriptor("mxf4", "e2m1", "e2m1", m=128, n=64)
+    assert "error: desc_a: LBO mode 1 (bit 52: LBO holds an absolute address) is sm_103a only" in \
+        explain(split, instr=dense)
+    assert "error: desc_a: LBO mode 1 is the absolute-address mode for a K of 48 bytes" in \
+        explain(split, instr=dense, arch="sm103")
+    sp = InstrDescriptor("f16", "f16", "f16", m=128, n=64, sparse=True, sparsity_selector=2)
+    text = explain(0x4000404000010040, instr=sp, operand="b")
+    assert "read as 64 x 32 f16" in text and "sparsity selector 2: metadata from the address's column + 2" in text
+    assert "read as 128 x 16 f16" in explain(0x4000404000010040, instr=sp)  # A: K/2 stored
+    sw32 = UmmaDescriptor(0x400, lbo=0x1000, sbo=256, swizzle="32B", version=1)  # sparse B: two atom columns
+    assert explain(sw32, instr=sp, operand="b").endswith("no findings")
+    ws = InstrDescriptor("f16", "f16", "f16", m=32, n=64, max_shift=2)
+    assert "max shift 16 columns" in explain(0x4000404000010040, instr=ws, ws=True)
+    assert "error: m: M = 32" in explain(0x4000404000010040, instr=ws)  # without .ws, M = 32 is no shape
+    assert main(["instr", hex(ws.encode()), "--kind", "f16", "--ws"]) == 0
+    assert main(["instr", hex(ws.encode()), "--kind", "f16"]) == 1
+    assert main(["explain", hex(split.encode()), "--instr", hex(k96.encode()), "--kind", "mxf4"]) == 0
