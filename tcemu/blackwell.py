@@ -256,7 +256,7 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
     tmems = _pair(tmem, cta_group, "tmem") if tmem is not None else None
     meta_in_tmem = isinstance(sparse_meta, (int, np.integer)) and not isinstance(sparse_meta, bool)
     if (a_tmem is not None or d_tmem is not None or meta_in_tmem) and tmems is None:
-        raise LayoutError("tmem", "a_tmem=, d_tmem= and a metadata address address tensor memory: pass tmem=")
+        raise LayoutError("tmem", "a_tmem=, d_tmem= and a metadata address (sparse_meta=) point into tensor memory: pass tmem=")
     for t in tmems or ():
         if not isinstance(t, TensorMemory):
             raise LayoutError("tmem", f"must be a TensorMemory, got {type(t).__name__}")
