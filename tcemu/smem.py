@@ -134,21 +134,45 @@ class SharedMemory:
         self.data[spots] = raw
         self.written[spots] = True
 
-    def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K", padded=None) -> np.ndarray:
+    def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K", padded=None, keep_rows=None,
+                     arch=None) -> np.ndarray:
         """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element).
 
         Sub-byte elements pack from the low bits of their byte: b1 column k is bit k % 8 (see README). fp4 / fp6
         (sm100) follow dtypes' packed / padded rule (README, "fp4 and fp6 in shared memory"): packed e2m1 two
         per byte, even k in the low nibble (kind::mxf4*); padded (padded=True, kind::f8f6f4 / mxf8f6f4, and
         always for fp6) 16 values then padding per 16-byte chunk (PTX .b4x16_p64 / .b6x16_p32), addressed like
-        8-bit elements."""
+        8-bit elements.
+
+        keep_rows: a (rows,) bool mask; the other rows are neither checked nor read (they come back 0): B columns a
+        zero-column mask zeroes, or rows before a column shift (tcgen05.mma.ws). arch: "sm103" reads LBO-mode-1
+        descriptors of a Blackwell shared memory (addressing.py)."""
+        arch = self._reading_arch(arch)
+        keep = self._keep(keep_rows, rows)
         if dtype in SUBBYTE:
-            return self._subbyte(desc, rows, k, dtype, major, padded, None)
-        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
+            return self._subbyte(desc, rows, k, dtype, major, padded, None, keep, arch)
+        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
         bits = element_type(dtype).bits
         full = int.from_bytes(b"\x01" * (bits // 8), "little")  # every byte of the element written
-        self._check_written(self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full, addrs)
-        return self.gather(addrs, dtype)
+        self._check_written((self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full) & keep, addrs)
+        out = self.gather(addrs, dtype)
+        return np.where(keep, out, 0).astype(out.dtype)
+
+    def _reading_arch(self, arch):
+        if arch is None or arch == self.arch:
+            return self.arch
+        if {arch, self.arch} == {"sm100", "sm103"}:
+            return arch
+        raise SharedMemoryError("arch", f"{arch!r} cannot read {self.arch} shared memory")
+
+    @staticmethod
+    def _keep(keep_rows, rows):
+        if keep_rows is None:
+            return np.ones((1, 1), bool)
+        keep = np.asarray(keep_rows, bool)
+        if keep.shape != (rows,):
+            raise SharedMemoryError("keep_rows", f"must be a ({rows},) bool mask, got shape {keep.shape}")
+        return keep[:, None]
 
     @staticmethod
     def _check_written(unwritten, addrs):
@@ -157,12 +181,12 @@ class SharedMemory:
             raise SharedMemoryError("desc", f"element ({r}, {c}) reads {int(addrs[r, c]):#x}, which was never "
                                             f"written ({int(unwritten.sum())} such elements)")
 
-    def _subbyte(self, desc, rows, k, dtype, major, padded, values):
+    def _subbyte(self, desc, rows, k, dtype, major, padded, values, keep=True, arch=None):
         """Read (values None) or write the sub-byte operand: the bytes each element spans and its shift."""
         width = SUBBYTE[dtype]
         padded = is_padded(dtype, padded, error=SharedMemoryError)  # dtypes: the packed / padded rule
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=placement_dtype(dtype, padded, major=major),
-                                  major=major, arch=self.arch)
+                                  major=major, arch=arch or self.arch)
         if padded:  # element i of a 16-byte chunk: bits [width*i, width*(i+1)) of the chunk
             bit = width * (addrs & 15)
             lo, shift = (addrs & ~15) + (bit >> 3), bit & 7
@@ -171,9 +195,9 @@ class SharedMemory:
         hi = lo + ((shift + width - 1) >> 3)  # fp6 may straddle two bytes
         mask = (1 << width) - 1
         if values is None:
-            self._check_written(~(self.written[lo] & self.written[hi]), addrs)
+            self._check_written(~(self.written[lo] & self.written[hi]) & keep, addrs)
             word = self.data[lo].astype(np.int64) | self.data[hi].astype(np.int64) << 8
-            return ((word >> shift) & mask).astype(np.uint8)
+            return np.where(keep, (word >> shift) & mask, 0).astype(np.uint8)
         bits = _as_bits(values, width, "values")
         for spot, part in ((lo, (bits << shift) & 0xFF), (hi, (bits << shift) >> 8)):
             keep = ~((mask << shift) >> (8 if spot is hi else 0)) & 0xFF
