@@ -166,16 +166,18 @@ def _align_of(r, emin, zero_exp):
 # ---- one output, every rule (fdp._fdp_general on exact values)
 
 @njit(cache=True)
-def _general(a, ea, bt, ebt, n, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, sub_up, sub_down, nan_value):
-    """The fused dot of a (ks,) row and column n of bt (ks, TN), with C = c unless c_al == NO_TERM (no C)."""
+def _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, sub_up, sub_down,
+             nan_value):
+    """The fused dot of row m of A and lane n of B tile t over K [k0, k0 + ks), with C = c unless
+    c_al == NO_TERM (no C)."""
     nan = False
     pinf = False
     ninf = False
     all_neg_zero = True
     E = np.int64(NO_TERM) * 4
-    for k in range(ks):
-        x = a[k]
-        y = bt[k, n]
+    for k in range(k0, k0 + ks):
+        x = aval[m, k]
+        y = bval[t, k, n]
         neg = np.signbit(x) != np.signbit(y)
         if np.isnan(x) or np.isnan(y):
             nan = True
@@ -190,7 +192,7 @@ def _general(a, ea, bt, ebt, n, ks, c, c_al, F, zero_exp, keep, emin, emax, rne,
             E = max(E, zero_exp)
             all_neg_zero = all_neg_zero and neg
         else:
-            E = max(E, np.int64(ea[k]) + ebt[k, n])
+            E = max(E, np.int64(aal[m, k]) + bal[t, k, n])
             all_neg_zero = False
     c_present = c_al != NO_TERM
     if c_present:
@@ -215,105 +217,150 @@ def _general(a, ea, bt, ebt, n, ks, c, c_al, F, zero_exp, keep, emin, emax, rne,
         return -np.inf
     sc = _i2f((1023 + F - E) << 52)
     iv = _i2f((1023 - F + E) << 52)
-    t = 0.0
-    for k in range(ks):
-        t += np.trunc(a[k] * bt[k, n] * sc)
+    acc = 0.0
+    for k in range(k0, k0 + ks):
+        acc += np.trunc(aval[m, k] * bval[t, k, n] * sc)
     if c_present:
-        t += np.trunc(c * sc)
-    if t == 0.0:
+        acc += np.trunc(c * sc)
+    if acc == 0.0:
         return -0.0 if all_neg_zero else 0.0
-    return _round(t * iv, keep, emin, emax, rne, sub_up, sub_down)
+    return _round(acc * iv, keep, emin, emax, rne, sub_up, sub_down)
 
 
-# ---- one row segment, one chain step
+@njit(cache=True)
+def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, F, zero_exp, keep, emin, emax, rne,
+          sub_up, sub_down, nan_value):
+    """One flagged lane: the truncated sum without special-value branches when the lane has no NaN/inf and its
+    result is a nonzero normal number; _general otherwise."""
+    if not lane_special and c_al < SPECIAL_CAL:
+        E = max(np.int64(c_al), zf, zr)
+        for k in range(k0, k0 + ks):
+            E = max(E, np.int64(aal[m, k]) + bal[t, k, n])
+        sc = _i2f((1023 + F - E) << 52)
+        x = np.trunc(c * sc)
+        for k in range(k0, k0 + ks):
+            x += np.trunc(aval[m, k] * bval[t, k, n] * sc)
+        if x != 0.0:
+            return _round(x * _i2f((1023 - F + E) << 52), keep, emin, emax, rne, sub_up, sub_down)
+    return _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, sub_up,
+                    sub_down, nan_value)
+
+
+# ---- one chain step of a tile: rows [r0, r1) of tile t
 
 @njit(cache=True, inline="always")
-def _row_step(KS, a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin,
-              emax, rne, sub_up, sub_down, fast):
-    """acc[:nlen] = fused dot of (a, column n of bt) with C = acc[n]. Returns (bad lanes, min nonzero C
-    alignment, max C alignment, any inf/NaN C) of the result, for the next step's fast-path test."""
-    nbad = 0
-    if fast:
-        for n in range(nlen):
-            c = acc[n]
-            x = c
-            for k in range(KS):
-                x += a[k] * bt[k, n]
-            prev[n] = c
-            prevcal[n] = cal[n]
-            bad = x == 0.0
-            flag[n] = bad
-            nbad += bad
-            r = _round(x, keep, emin, emax, rne, sub_up, sub_down)
-            acc[n] = r
-            cal[n] = _align_of(r, emin, zero_exp)
-    else:
-        for n in range(nlen):
-            e = max(cal[n], zf[n], zr)
-            for k in range(KS):
-                e = max(e, ea[k] + ebt[k, n])
-            ebuf[n] = e
-        for n in range(nlen):
-            e = np.int64(ebuf[n])
-            sc = _i2f((1023 + F - e) << 52)
-            iv = _i2f((1023 - F + e) << 52)
-            c = acc[n]
-            t = np.trunc(c * sc)
-            for k in range(KS):
-                t += np.trunc(a[k] * bt[k, n] * sc)
-            prev[n] = c
-            prevcal[n] = cal[n]
-            bad = (t == 0.0) | sflag[n] | (cal[n] >= SPECIAL_CAL)
-            flag[n] = bad
-            nbad += bad
-            r = _round(t * iv, keep, emin, emax, rne, sub_up, sub_down)
-            acc[n] = r
-            cal[n] = _align_of(r, emin, zero_exp)
-    return nbad
+def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    """acc[t, m, :nlen] = fused dot of (row m of A, lane n of B tile t) over chain step s, with C = acc[t, m, n],
+    for the lanes it can settle; the others are flagged (flag[m - r0, n]; acc/cal keep C) for _lane: NaN/inf
+    in the lane's inputs, a zero sum (the sign of zero needs every term), a result outside the accumulator's
+    normal range (subnormal, overflow), or, on the fast path, a C with bits below 2^(E - F) (truncated).
+    zrow/skip/fast/top_p/lo_p (r1 - r0): per row, its zero floor, whether all its lanes go to _general (NaN/inf
+    in the row of A), whether it takes the fast path, and the bounds of its products; nbad (r1 - r0) receives
+    the flagged lanes per row. Whole arrays and indices, no views: a view per row costs more than a row of work.
+    (Two rows per pass, to read B's step once, defeats the vectoriser: it cannot prove two rows of `acc` apart.)"""
+    k0 = s * KS
+    sh = 52 - keep
+    mask = ~((np.int64(1) << sh) - 1)
+    half = (np.int64(1) << (sh - 1)) - 1
+    for i in range(r1 - r0):
+        m = r0 + i
+        bad_n = 0
+        if skip[i]:
+            for n in range(nlen):
+                flag[i, n] = True
+            bad_n = nlen
+        elif fast[i]:  # no product is truncated (row bounds); C is checked per lane
+            tp = top_p[i]
+            lp = lo_p[i]
+            for n in range(nlen):
+                c = acc[t, m, n]
+                cl = cal[t, m, n]
+                x = c
+                for k in range(KS):
+                    x += aval[m, k0 + k] * bval[t, k0 + k, n]
+                top = np.int64(max(tp, cl))  # >= the lane's E; C is exact iff it is a multiple of 2^(top - F)
+                ct = c * _i2f((1023 + F - top) << 52)
+                ok = (lp >= top - thr_p) & (ct == np.trunc(ct))
+                xb = _f2i(x)
+                ex = ((xb >> 52) & 0x7FF) - 1023
+                bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | (not ok)
+                rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
+                acc[t, m, n] = c if bad else _i2f(rb)
+                cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
+                flag[i, n] = bad
+                bad_n += bad
+        else:
+            zr = zrow[i]
+            for n in range(nlen):  # int32 throughout (numba widens int32 + int32 to int64: half the lanes)
+                e = max(cal[t, m, n], bzf[t, s, n], zr)
+                for k in range(KS):
+                    e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
+                ebuf[n] = e
+            for n in range(nlen):
+                e = np.int64(ebuf[n])
+                sc = _i2f((1023 + F - e) << 52)
+                iv = _i2f((1023 - F + e) << 52)
+                c = acc[t, m, n]
+                cl = cal[t, m, n]
+                x = np.trunc(c * sc)
+                for k in range(KS):
+                    x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
+                xb = _f2i(x * iv)
+                ex = ((xb >> 52) & 0x7FF) - 1023
+                bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
+                rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
+                acc[t, m, n] = c if bad else _i2f(rb)
+                cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
+                flag[i, n] = bad
+                bad_n += bad
+        nbad[i] = bad_n
 
 
 @njit(cache=True)
-def _row8(a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin, emax, rne,
-          sub_up, sub_down, fast):
-    return _row_step(8, a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep,
-                     emin, emax, rne, sub_up, sub_down, fast)
+def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p, F,
+           keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(8, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+               lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True)
-def _row16(a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin, emax, rne,
-           sub_up, sub_down, fast):
-    return _row_step(16, a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep,
-                     emin, emax, rne, sub_up, sub_down, fast)
+def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p, F,
+            keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(16, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+               lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True)
-def _row32(a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin, emax, rne,
-           sub_up, sub_down, fast):
-    return _row_step(32, a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep,
-                     emin, emax, rne, sub_up, sub_down, fast)
+def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p, F,
+            keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+               lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True)
-def _row_any(a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin, emax,
-             rne, sub_up, sub_down, fast):
-    return _row_step(a.shape[0], a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp,
-                     keep, emin, emax, rne, sub_up, sub_down, fast)
+def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+              lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+               lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True)
-def _row(ks, a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin, emax, rne,
-         sub_up, sub_down, fast):
+def _step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
+          F, keep, emin, emax, rne, thr_p, nbad):
+    """The tile step for K steps of 8, 16 or 32 (unrolled: the compiler sees the constant), or any other."""
     if ks == 16:
-        return _row16(a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin,
-                      emax, rne, sub_up, sub_down, fast)
-    if ks == 32:
-        return _row32(a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin,
-                      emax, rne, sub_up, sub_down, fast)
-    if ks == 8:
-        return _row8(a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin,
-                     emax, rne, sub_up, sub_down, fast)
-    return _row_any(a, ea, bt, ebt, zf, sflag, acc, cal, ebuf, prev, prevcal, flag, nlen, zr, F, zero_exp, keep, emin,
-                    emax, rne, sub_up, sub_down, fast)
+        _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
+                F, keep, emin, emax, rne, thr_p, nbad)
+    elif ks == 32:
+        _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
+                F, keep, emin, emax, rne, thr_p, nbad)
+    elif ks == 8:
+        _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
+               F, keep, emin, emax, rne, thr_p, nbad)
+    else:
+        _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+                  lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 # ---- promotion into the f32 main accumulator
@@ -337,88 +384,87 @@ def fma_f32(s, t, m):
 
 
 @njit(cache=True)
-def _promote_row(acc, cal, main, sa, sb, nlen, init_cal):
-    for n in range(nlen):
-        s = np.float64(np.float32(sa * sb[n]))
-        main[n] = np.float64(fma_f32(s, acc[n], main[n]))
-        acc[n] = 0.0
-        cal[n] = init_cal
+def _promote_rows(acc, cal, main, t, r0, r1, nlen, sa, sb, init_cal):
+    """main = fma(s, acc, main) in f32 for rows [r0, r1) of tile t, s = f32(sa[m] * sb[n]); the chain restarts."""
+    for m in range(r0, r1):
+        for n in range(nlen):
+            sc = np.float64(np.float32(sa[m] * sb[n]))
+            main[t, m, n] = np.float64(fma_f32(sc, acc[t, m, n], main[t, m, n]))
+            acc[t, m, n] = 0.0
+            cal[t, m, n] = init_cal
 
 
 # ---- the tile kernel: a chunk of chain steps over every output tile, tiles in parallel
 
+FAST_BACKOFF = 16  # steps a row segment stays on the general path after a fast attempt flagged > 1/8 of lanes
+
+
 @njit(cache=True, parallel=True)
 def chain_chunk(ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, blo, bhi, bzany, bsany,
-                acc, cal, main, crow_lo, crow_hi, crow_sp, m0, m1, N, tm, steps, g0, g_last, promote, init_cal,
-                ps_a, ps_b, kb0, F, zero_exp, keep, emin, emax, rne, sub_up, sub_down, nan_value, thr_p, thr_c,
-                thr_c_first, allow_fast, stats):
+                acc, cal, main, backoff, m0, m1, N, tm, steps, g0, g_last, promote, init_cal, ps_a, ps_b, kb0,
+                F, zero_exp, keep, emin, emax, rne, sub_up, sub_down, nan_value, thr_p, allow_fast, stats):
     """Run chain steps [0, steps) of a prepared chunk on rows [m0, m1) of the state (acc, cal, main: (T, M, TN)).
 
     g0: the chunk's first step, counted from the start of the chain (promotion intervals, first-step C);
     g_last: the chain's last step (a partial promotion interval is promoted there); promote: P or 0;
     ps_a (M, nkb) / ps_b (nkb, T * TN): promotion scales (float32 values) or empty arrays (scale 1);
-    crow_*: per (T, M) bounds of C for the fast-path test; stats (T * ntm, 3): fast, general, redone lanes."""
+    backoff (T, M): fast-path back-off counters; stats (T * ntm, 3): row segments run fast, run general, and
+    lanes redone one at a time."""
     T, _, TN = acc.shape
     ntm = (m1 - m0 + tm - 1) // tm
     scaled = ps_a.shape[1] > 0
+    ones_m = np.ones(acc.shape[1], np.float64)
     for job in prange(T * ntm):
         t = job % T
         r0 = m0 + (job // T) * tm
         r1 = min(m1, r0 + tm)
+        rows = r1 - r0
         nlen = min(TN, N - t * TN)
-        ebuf = np.empty(TN, np.int32)
-        prev = np.empty(TN, np.float64)
-        prevcal = np.empty(TN, np.int32)
-        flag = np.empty(TN, np.bool_)
-        ones = np.ones(TN, np.float64)
+        ebuf = np.empty(2 * TN, np.int32)
+        flag = np.empty((tm, TN), np.bool_)
+        zrow = np.empty(tm, np.int32)
+        skip = np.zeros(tm, np.bool_)
+        fast = np.zeros(tm, np.bool_)
+        top_p = np.empty(tm, np.int32)
+        lo_p = np.empty(tm, np.int32)
+        nbad = np.zeros(tm, np.int64)
+        ones_b = np.ones(TN, np.float64)
         for s in range(steps):
             g = g0 + s
             k0 = s * ks
-            bt = bval[t, k0:k0 + ks]
-            ebt = bal[t, k0:k0 + ks]
-            zf = bzf[t, s]
-            sflag = bspec[t, s]
-            for m in range(r0, r1):
-                a = aval[m, k0:k0 + ks]
-                ea = aal[m, k0:k0 + ks]
-                zr = zero_exp if azero[m, s] else NO_TERM
-                accr = acc[t, m]
-                calr = cal[t, m]
-                fast = False
-                if allow_fast and not (aspec[m, s] or bsany[t, s] or crow_sp[t, m]):
-                    top = max(ahi[m, s] + bhi[t, s], crow_hi[t, m])
-                    if azero[m, s] or bzany[t, s]:
-                        top = max(top, zero_exp)
-                    tc = thr_c_first if g == 0 else thr_c
-                    fast = alo[m, s] + blo[t, s] >= top - thr_p and crow_lo[t, m] >= top - tc
-                nbad = _row(ks, a, ea, bt, ebt, zf, sflag, accr, calr, ebuf, prev, prevcal, flag, nlen, zr, F,
-                            zero_exp, keep, emin, emax, rne, sub_up, sub_down, fast)
-                stats[job, 0 if fast else 1] += 1
-                if nbad or aspec[m, s]:
-                    for n in range(nlen):
-                        if flag[n] or aspec[m, s]:
-                            accr[n] = _general(a, ea, bt, ebt, n, ks, prev[n], prevcal[n], F, zero_exp, keep,
-                                               emin, emax, rne, sub_up, sub_down, nan_value)
-                            calr[n] = _align_of(accr[n], emin, zero_exp)
-                            stats[job, 2] += 1
-                lo = BIG
-                hi = NO_TERM
-                sp = False
-                for n in range(nlen):
-                    cl = calr[n]
-                    hi = max(hi, cl)
-                    if accr[n] != 0.0:
-                        lo = min(lo, cl)
-                    sp |= cl >= SPECIAL_CAL
-                if promote and ((g + 1) % promote == 0 or g == g_last):
-                    if scaled:
-                        _promote_row(accr, calr, main[t, m], ps_a[m, kb0 + g // promote],
-                                     ps_b[kb0 + g // promote, t * TN:(t + 1) * TN], nlen, init_cal)
+            for i in range(rows):
+                m = r0 + i
+                zrow[i] = zero_exp if azero[m, s] else NO_TERM
+                tp = ahi[m, s] + bhi[t, s]
+                if azero[m, s] or bzany[t, s]:
+                    tp = max(tp, zero_exp)
+                top_p[i] = tp
+                lo_p[i] = alo[m, s] + blo[t, s]
+                fast[i] = False
+                skip[i] = aspec[m, s]
+                if allow_fast and not bsany[t, s] and not aspec[m, s]:
+                    if backoff[t, m] > 0:
+                        backoff[t, m] -= 1
                     else:
-                        _promote_row(accr, calr, main[t, m], 1.0, ones, nlen, init_cal)
-                    lo = BIG
-                    hi = init_cal
-                    sp = False
-                crow_lo[t, m] = lo
-                crow_hi[t, m] = hi
-                crow_sp[t, m] = sp
+                        fast[i] = lo_p[i] >= tp - thr_p
+            _step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+                  top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+            for i in range(rows):
+                m = r0 + i
+                stats[job, 0 if fast[i] else 1] += 1
+                if fast[i] and nbad[i] * 8 > nlen:
+                    backoff[t, m] = FAST_BACKOFF
+                if nbad[i]:
+                    for n in range(nlen):
+                        if flag[i, n]:  # acc/cal still hold C
+                            acc[t, m, n] = _lane(aval, aal, m, bval, bal, t, n, k0, ks, acc[t, m, n], cal[t, m, n],
+                                                 bzf[t, s, n], zrow[i], aspec[m, s] or bspec[t, s, n], F, zero_exp,
+                                                 keep, emin, emax, rne, sub_up, sub_down, nan_value)
+                            cal[t, m, n] = _align_of(acc[t, m, n], emin, zero_exp)
+                            stats[job, 2] += 1
+            if promote and ((g + 1) % promote == 0 or g == g_last):
+                if scaled:
+                    _promote_rows(acc, cal, main, t, r0, r1, nlen, ps_a[:, kb0 + g // promote],
+                                  ps_b[kb0 + g // promote, t * TN:(t + 1) * TN], init_cal)
+                else:
+                    _promote_rows(acc, cal, main, t, r0, r1, nlen, ones_m, ones_b, init_cal)

@@ -42,6 +42,7 @@ _OUT = {"f32": np.float32, "f16": np.float16, "bf16": NUMPY_TYPES["bf16"], "s32"
 _STORE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 _BUDGET = 256 << 20   # bytes of prepared operands per K chunk (the working set besides the output state)
 _TN, _TM = 256, 32    # output tile of the fast engine: lanes per row segment, rows per parallel job
+FAST_PATH = True      # the exact fast path (chain.py): off only to measure or test the general path
 LAST_STATS = {}       # the fast engine's last run: row segments on the fast path, general path, lanes redone
 
 
@@ -543,8 +544,6 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     T = -(-N // tn)
     fa, fb = get_format(plan.dtype_a), get_format(plan.dtype_b)
     thr_p = unit.frac_bits - fa.man_bits - fb.man_bits
-    thr_c = unit.frac_bits - unit.keep_bits
-    thr_c_first = unit.frac_bits - get_format(plan.dtype_d).man_bits
     init_cal = unit.zero_exp if plan.init == "zero" else chain.NO_TERM
     # K chunk: whole steps, whole promotion intervals and whole scale blocks, prepared operands within budget
     unit_k = ks * max(1, plan.promote) * (max(1, plan.mx_block // ks) if plan.mx_block else 1)
@@ -573,14 +572,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                 else:
                     acc[:] = tiled
                     cal[:] = _cal_of(tiled, uc)
-            crow_lo = np.full((T, M), chain.BIG, np.int32)
-            crow_hi = np.full((T, M), init_cal, np.int32)
-            crow_sp = np.zeros((T, M), np.bool_)
-            if chain_c and not plan.promote:
-                nz = acc != 0
-                crow_lo[:] = np.where(nz, cal, chain.BIG).min(axis=2)
-                crow_hi[:] = cal.max(axis=2)
-                crow_sp[:] = (cal >= chain.SPECIAL_CAL).any(axis=2)
+            backoff = np.zeros((T, M), np.int32)
             stats = np.zeros((T * -(-M // _TM), 3), np.int64)
             g_last = s1 - s0 - 1
             for c0 in range(s0 * ks, s1 * ks, chunk):
@@ -606,10 +598,10 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                 g0 = c0 // ks - s0
                 kb0 = s0 // plan.promote if plan.promote else 0
                 chain.chain_chunk(ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, blo, bhi, bzany,
-                                  bsany, acc, cal, main, crow_lo, crow_hi, crow_sp, 0, M, N, _TM, nst, g0, g_last,
+                                  bsany, acc, cal, main, backoff, 0, M, N, _TM, nst, g0, g_last,
                                   plan.promote, init_cal, ps_a, ps_b, kb0, uc["F"], uc["zero_exp"], uc["keep"],
                                   uc["emin"], uc["emax"], uc["rne"], uc["sub_up"], uc["sub_down"], uc["nan_value"],
-                                  thr_p, thr_c, thr_c_first if chain_c else thr_c, True, stats)
+                                  thr_p, FAST_PATH, stats)
                 report.add(M * N * (c1 - c0))
             st = stats.sum(axis=0)
             for key, v in zip(("fast", "general", "redone"), st):
