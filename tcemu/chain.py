@@ -20,12 +20,9 @@ Two-level accumulation (promote_every): the chain runs in `acc` from +0 (or from
 promoted into the f32 `main` accumulator as CUDA code does it, main = fma(s, acc, main) rounded once to f32
 (s = 1, or DeepGEMM's per-block scale product), then the chain restarts.
 """
-import math
-
 import numpy as np
 from numba import njit, prange
 
-from .formats import decode_float
 
 NO_TERM = -(1 << 20)   # alignment of a zero or special element: never the maximum, sums stay in int32
 SPECIAL_CAL = 1024     # alignment recorded for an inf/NaN accumulator (float64 exponent field 2047)
@@ -35,12 +32,13 @@ BIG = 1 << 20          # "no nonzero term" for minima
 # ---- operand preparation: raw bits -> exact float64 values, alignments and per-step exponent bounds
 
 @njit(cache=True)
-def prepare_rows(bits, exp_bits, man_bits, bias, special, signed, shift, ks, steps, scale_exp, scale_nan,
-                 scale_block, val, al, lo, hi, zero, spec):
+def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, scale_nan, scale_block, val, al, lo,
+                 hi, zero, spec):
     """bits (R, Kc) -> val, al (R, steps * ks) (zero padded), per (row, step) min/max alignment of nonzero finite
-    elements (BIG / NO_TERM when none), any zero (padding included), any inf/NaN. scale_exp (R, nblocks) int32
-    (block-scaled kinds: 2^e multiplies every element of a block of scale_block K; scale_nan marks NaN scales)
-    or an empty array."""
+    elements (BIG / NO_TERM when none), any zero (padding included), any inf/NaN. Each pattern is looked up in
+    the format's tables (index bits >> shift: value, alignment, class 0 zero / 1 finite / 2 inf or NaN).
+    scale_exp (R, nblocks) int32 (block-scaled kinds: 2^e multiplies every element of a block of scale_block K;
+    scale_nan marks NaN scales) or an empty array."""
     R, Kc = bits.shape
     scaled = scale_exp.shape[1] > 0
     for r in range(R):
@@ -56,37 +54,38 @@ def prepare_rows(bits, exp_bits, man_bits, bias, special, signed, shift, ks, ste
                     al[r, k] = NO_TERM
                     zero[r, s] = True
                     continue
-                cls, sign, sig, exp = decode_float(bits[r, k], exp_bits, man_bits, bias, special, signed, shift)
-                align = exp + man_bits
+                i = np.int64(bits[r, k]) >> shift
+                cls = tab_cls[i]
+                v = tab_val[i]
+                align = tab_al[i]
                 if scaled:
                     b = k // scale_block
                     if scale_nan[r, b]:
-                        cls = 3
-                    exp += scale_exp[r, b]
-                    align += scale_exp[r, b]
+                        cls = 2
+                        v = np.nan
+                    elif cls == 1:
+                        v = v * _i2f(np.int64(1023 + scale_exp[r, b]) << 52)  # exact: 2^e, |e| <= 127
+                        align += scale_exp[r, b]
+                val[r, k] = v
                 if cls == 0:
-                    val[r, k] = -0.0 if sign else 0.0
                     al[r, k] = NO_TERM
                     zero[r, s] = True
                 elif cls == 1:
-                    v = math.ldexp(np.float64(sig), exp)
-                    val[r, k] = -v if sign else v
                     al[r, k] = align
                     lo[r, s] = min(lo[r, s], align)
                     hi[r, s] = max(hi[r, s], align)
                 else:
-                    val[r, k] = np.nan if cls == 3 else (-np.inf if sign else np.inf)
                     al[r, k] = NO_TERM
                     spec[r, s] = True
 
 
 @njit(cache=True)
-def tile_columns(val, al, zero, spec, lo, hi, tn, zero_exp, bval, bal, bzf, bspec, blo, bhi, bzany, bsany):
+def tile_columns(val, al, zero, spec, lo, hi, N, steps, ks, tn, zero_exp, bval, bal, bzf, bspec, blo, bhi, bzany,
+                 bsany):
     """B prepared as rows (N, K) -> tile-major (T, K, TN) values/alignments, per (T, step, lane) zero floor and
     special flag, per (T, step) bounds over the tile's columns."""
-    N, Kp = val.shape
-    steps = zero.shape[1]
     T = bval.shape[0]
+    Kp = steps * ks
     for t in range(T):
         for s in range(steps):
             blo[t, s] = BIG

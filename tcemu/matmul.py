@@ -15,6 +15,7 @@ Two engines give the same bits (tests/test_matmul.py): "reference" chains fdp.fu
 step at a time over the whole output; "fast" (chain.py) is the same arithmetic on exact float64 values, tiled
 and run in parallel with numba, with a bounded working set independent of K.
 """
+import functools
 import math
 import sys
 import time
@@ -343,9 +344,18 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
 
 # ---- shared pieces: step ranges, epilogue
 
-def _split_ranges(steps, split_k):
-    per = -(-steps // split_k)
+def _split_ranges(steps, plan):
+    """Contiguous step ranges of the K splits: ceil(steps / split_k) steps each (rounded up to whole promotion
+    intervals and scale blocks), the last one shorter."""
+    align = _unit_steps(plan)
+    per = -(-steps // plan.split_k)
+    per = -(-per // align) * align
     return [(s0, min(steps, s0 + per)) for s0 in range(0, steps, per)]
+
+
+def _unit_steps(plan):
+    """Chain steps that must stay together: a promotion interval, and a block of mx scales."""
+    return max(1, plan.promote) * (max(1, plan.mx_block // plan.ks) if plan.mx_block else 1)
 
 
 def _f32_add(x, y):
@@ -353,12 +363,21 @@ def _f32_add(x, y):
     return (x.astype(np.float32) + y.astype(np.float32)).astype(np.float64)
 
 
-def _epilogue(acc, plan, alpha):
-    """Accumulator values (float64 holding f32/f16 values) -> the out_dtype array."""
+def _epilogue(acc, plan, alpha, fast=False):
+    """Accumulator values (float64 holding f32/f16 values) -> the out_dtype array: alpha as one f32 multiply
+    (round to nearest), then one rounding to out_dtype (nearest even), NaN as the canonical NaN. The reference
+    engine converts with formats.encode; the fast one with numpy/ml_dtypes casts (IEEE round to nearest even
+    from an exact f32), then canonical NaNs; tests hold the two to the same bits."""
     if alpha is not None:
         acc = (np.float32(alpha) * acc.astype(np.float32)).astype(np.float64)  # f32 multiply, RN
     out = plan.out_dtype
-    return encode(acc, out, "rne").view(_OUT[out])  # exact when out is the accumulator's type; NaN canonical
+    if not fast:
+        return encode(acc, out, "rne").view(_OUT[out])  # exact when out is the accumulator's type
+    res = acc.astype(np.float32).astype(_OUT[out])
+    nan = np.isnan(acc)
+    if nan.any():
+        res.view(_STORE[8 * res.itemsize])[nan] = get_format(out).nan_bits
+    return res
 
 
 class _Progress:
@@ -425,7 +444,7 @@ def _reference_chain(A, B, C, plan, mxs, ps, alpha, report):
     Bp[:K] = B
     acc_np = _OUT[plan.dtype_d]
     partials = []
-    for s0, s1 in _split_ranges(steps, plan.split_k):
+    for s0, s1 in _split_ranges(steps, plan):
         chain_c = C if (plan.split_k == 1 and not plan.promote) else None
         acc = None if chain_c is None else chain_c.astype(acc_np)
         main = C.copy() if (plan.promote and plan.split_k == 1 and C is not None) else np.zeros((M, N))
@@ -512,24 +531,46 @@ def _unit_consts(unit):
                 nan_value=np.nan)
 
 
-def _prepare(bits, dtype, ks, steps, mx, mx_block):
-    """Rows of an operand (R, Kc) -> (val, al, lo, hi, zero, spec) for `steps` chain steps."""
-    R = bits.shape[0]
-    val = np.empty((R, steps * ks))
-    al = np.empty((R, steps * ks), np.int32)
-    lo = np.empty((R, steps), np.int32)
-    hi = np.empty((R, steps), np.int32)
-    zero = np.empty((R, steps), np.bool_)
-    spec = np.empty((R, steps), np.bool_)
-    if mx is not None:
-        se = decode_operand(mx, "ue8m0")
-        sexp = np.ascontiguousarray(se[..., 3]).astype(np.int32)
-        snan = np.ascontiguousarray(se[..., 0] == 3)
-    else:
-        sexp, snan = np.zeros((R, 0), np.int32), np.zeros((R, 0), np.bool_)
-    chain.prepare_rows(np.ascontiguousarray(bits), *format_args(dtype), ks, steps, sexp, snan, max(mx_block, 1),
-                       val, al, lo, hi, zero, spec)
-    return val, al, lo, hi, zero, spec
+@functools.lru_cache(maxsize=None)
+def _decode_tables(dtype):
+    """(shift, values, alignments, classes) of every pattern of an operand format, from fdp.decode_operand (the
+    unit's own decoder): value = +-sig * 2^lsb exactly in float64, inf/NaN as float64's, alignment = the
+    implicit bit's exponent (emin for subnormals), class 0 zero / 1 finite / 2 inf or NaN."""
+    fmt = get_format(dtype)
+    n = 1 << (fmt.bits - fmt.shift)
+    d = decode_operand(np.arange(n, dtype=np.int64) << fmt.shift, dtype)
+    cls = d[:, 0]
+    val = np.ldexp(d[:, 2].astype(np.float64), d[:, 3])
+    val = np.where(d[:, 1] == 1, -val, val)
+    val = np.where(cls == 2, np.where(d[:, 1] == 1, -np.inf, np.inf), val)
+    val = np.where(cls == 3, np.nan, val)
+    al = np.where(cls == 1, d[:, 4], chain.NO_TERM).astype(np.int32)
+    return fmt.shift, val, al, np.minimum(cls, 2).astype(np.uint8)
+
+
+class _Prepared:
+    """Buffers of one operand's prepared K chunk (rows, up to `steps` chain steps), reused from chunk to chunk."""
+
+    def __init__(self, R, steps, ks):
+        self.val = np.empty((R, steps * ks))
+        self.al = np.empty((R, steps * ks), np.int32)
+        self.lo = np.empty((R, steps), np.int32)
+        self.hi = np.empty((R, steps), np.int32)
+        self.zero = np.empty((R, steps), np.bool_)
+        self.spec = np.empty((R, steps), np.bool_)
+
+    def fill(self, bits, dtype, ks, steps, mx, mx_block):
+        """Decode rows of raw bits (R, Kc <= steps * ks) for `steps` chain steps; mx: their block-scale bytes."""
+        R = bits.shape[0]
+        if mx is not None:
+            se = decode_operand(mx, "ue8m0")
+            sexp = np.ascontiguousarray(se[..., 3]).astype(np.int32)
+            snan = np.ascontiguousarray(se[..., 0] == 3)
+        else:
+            sexp, snan = np.zeros((R, 0), np.int32), np.zeros((R, 0), np.bool_)
+        chain.prepare_rows(np.ascontiguousarray(bits), *_decode_tables(dtype), ks, steps, sexp, snan,
+                           max(mx_block, 1), self.val, self.al, self.lo, self.hi, self.zero, self.spec)
+        return self
 
 
 def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
@@ -546,7 +587,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     thr_p = unit.frac_bits - fa.man_bits - fb.man_bits
     init_cal = unit.zero_exp if plan.init == "zero" else chain.NO_TERM
     # K chunk: whole steps, whole promotion intervals and whole scale blocks, prepared operands within budget
-    unit_k = ks * max(1, plan.promote) * (max(1, plan.mx_block // ks) if plan.mx_block else 1)
+    unit_k = ks * _unit_steps(plan)
     per_k = 14 * (M + T * tn)
     chunk = max(unit_k, (_BUDGET // per_k) // unit_k * unit_k)
     ps_a = ps[0] if ps is not None else np.zeros((M, 0))
@@ -554,13 +595,23 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     if ps is not None:
         ps_b = np.zeros((ps[1].shape[0], T * tn))
         ps_b[:, :N] = ps[1]
+    cst = min(chunk, steps * ks) // ks  # steps per chunk
+    bufs_a, bufs_b = _Prepared(M, cst, ks), _Prepared(N, cst, ks)
+    bval = np.empty((T, cst * ks, tn))
+    bal = np.empty((T, cst * ks, tn), np.int32)
+    bzf = np.empty((T, cst, tn), np.int32)
+    bspec = np.empty((T, cst, tn), np.bool_)
+    blo = np.empty((T, cst), np.int32)
+    bhi = np.empty((T, cst), np.int32)
+    bzany = np.empty((T, cst), np.bool_)
+    bsany = np.empty((T, cst), np.bool_)
     LAST_STATS.clear()
     old = numba.get_num_threads()
     if workers is not None:
         numba.set_num_threads(min(int(workers), numba.config.NUMBA_NUM_THREADS))
     try:
         total = C.copy() if (C is not None and plan.split_k > 1) else None
-        for s0, s1 in _split_ranges(steps, plan.split_k):
+        for s0, s1 in _split_ranges(steps, plan):
             acc = np.zeros((T, M, tn))
             cal = np.full((T, M, tn), init_cal, np.int32)
             main = np.zeros((T, M, tn))
@@ -580,25 +631,14 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                 nst = (c1 - c0) // ks
                 kb_a = mxs[0][:, c0 // plan.mx_block:-(-c1 // plan.mx_block)] if mxs else None
                 kb_b = mxs[1][:, c0 // plan.mx_block:-(-c1 // plan.mx_block)] if mxs else None
-                aval, aal, alo, ahi, azero, aspec = _prepare(A[:, c0:min(c1, K)], plan.dtype_a, ks, nst, kb_a,
-                                                             plan.mx_block)
-                bv, ba, blo_r, bhi_r, bz_r, bs_r = _prepare(np.ascontiguousarray(B[c0:min(c1, K)].T), plan.dtype_b,
-                                                            ks, nst, kb_b, plan.mx_block)
-                bval = np.empty((T, nst * ks, tn))
-                bal = np.empty((T, nst * ks, tn), np.int32)
-                bzf = np.empty((T, nst, tn), np.int32)
-                bspec = np.empty((T, nst, tn), np.bool_)
-                blo = np.empty((T, nst), np.int32)
-                bhi = np.empty((T, nst), np.int32)
-                bzany = np.empty((T, nst), np.bool_)
-                bsany = np.empty((T, nst), np.bool_)
-                chain.tile_columns(bv, ba, bz_r, bs_r, blo_r, bhi_r, tn, unit.zero_exp, bval, bal, bzf, bspec, blo,
-                                   bhi, bzany, bsany)
-                del bv, ba
+                pa = bufs_a.fill(A[:, c0:min(c1, K)], plan.dtype_a, ks, nst, kb_a, plan.mx_block)
+                pb = bufs_b.fill(B[c0:min(c1, K)].T, plan.dtype_b, ks, nst, kb_b, plan.mx_block)
+                chain.tile_columns(pb.val, pb.al, pb.zero, pb.spec, pb.lo, pb.hi, N, nst, ks, tn, unit.zero_exp,
+                                   bval, bal, bzf, bspec, blo, bhi, bzany, bsany)
                 g0 = c0 // ks - s0
                 kb0 = s0 // plan.promote if plan.promote else 0
-                chain.chain_chunk(ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, blo, bhi, bzany,
-                                  bsany, acc, cal, main, backoff, 0, M, N, _TM, nst, g0, g_last,
+                chain.chain_chunk(ks, pa.val, pa.al, pa.lo, pa.hi, pa.zero, pa.spec, bval, bal, bzf, bspec, blo,
+                                  bhi, bzany, bsany, acc, cal, main, backoff, 0, M, N, _TM, nst, g0, g_last,
                                   plan.promote, init_cal, ps_a, ps_b, kb0, uc["F"], uc["zero_exp"], uc["keep"],
                                   uc["emin"], uc["emax"], uc["rne"], uc["sub_up"], uc["sub_down"], uc["nan_value"],
                                   thr_p, FAST_PATH, stats)
@@ -610,7 +650,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
             total = part if total is None else _f32_add(total, part)
     finally:
         numba.set_num_threads(old)
-    return _epilogue(total, plan, alpha)
+    return _epilogue(total, plan, alpha, fast=True)
 
 
 def _to_tiles(X, T, tn):
