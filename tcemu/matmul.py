@@ -42,7 +42,7 @@ _F8F6F4 = ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1")
 _OUT = {"f32": np.float32, "f16": np.float16, "bf16": NUMPY_TYPES["bf16"], "s32": np.int32}
 _STORE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 _BUDGET = 256 << 20   # bytes of prepared operands per K chunk (the working set besides the output state)
-_TN, _TM = 256, 32    # output tile of the fast engine: lanes per row segment, rows per parallel job
+_TN, _TM = 128, 128   # output tile of the fast engine: lanes per row segment, rows per parallel job
 FAST_PATH = True      # the exact fast path (chain.py): off only to measure or test the general path
 LAST_STATS = {}       # the fast engine's last run: row segments on the fast path, general path, lanes redone
 
