@@ -21,7 +21,7 @@ promoted into the f32 `main` accumulator as CUDA code does it, main = fma(s, acc
 (s = 1, or DeepGEMM's per-block scale product), then the chain restarts.
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
 NO_TERM = -(1 << 20)   # alignment of a zero or special element: never the maximum, sums stay in int32
@@ -316,50 +316,32 @@ def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0
         nbad[i] = bad_n
 
 
-@njit(cache=True)
-def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p, F,
-           keep, emin, emax, rne, thr_p, nbad):
+@njit(cache=True, nogil=True)
+def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
+           F, keep, emin, emax, rne, thr_p, nbad):
     _tile_step(8, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
                lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
-@njit(cache=True)
-def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p, F,
-            keep, emin, emax, rne, thr_p, nbad):
+@njit(cache=True, nogil=True)
+def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
+            F, keep, emin, emax, rne, thr_p, nbad):
     _tile_step(16, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
                lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
-@njit(cache=True)
-def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p, F,
-            keep, emin, emax, rne, thr_p, nbad):
+@njit(cache=True, nogil=True)
+def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
+            F, keep, emin, emax, rne, thr_p, nbad):
     _tile_step(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
                lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
               lo_p, F, keep, emin, emax, rne, thr_p, nbad):
     _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
                lo_p, F, keep, emin, emax, rne, thr_p, nbad)
-
-
-@njit(cache=True)
-def _step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
-          F, keep, emin, emax, rne, thr_p, nbad):
-    """The tile step for K steps of 8, 16 or 32 (unrolled: the compiler sees the constant), or any other."""
-    if ks == 16:
-        _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
-                F, keep, emin, emax, rne, thr_p, nbad)
-    elif ks == 32:
-        _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
-                F, keep, emin, emax, rne, thr_p, nbad)
-    elif ks == 8:
-        _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
-               F, keep, emin, emax, rne, thr_p, nbad)
-    else:
-        _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
-                  lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 # ---- promotion into the f32 main accumulator
@@ -393,16 +375,18 @@ def _promote_rows(acc, cal, main, t, r0, r1, nlen, sa, sb, init_cal):
             cal[t, m, n] = init_cal
 
 
-# ---- the tile kernel: a chunk of chain steps over every output tile, tiles in parallel
+# ---- the job kernel: a chunk of chain steps over a range of output tiles (one thread's share)
 
 FAST_BACKOFF = 16  # steps a row segment stays on the general path after a fast attempt flagged > 1/8 of lanes
 
 
-@njit(cache=True, parallel=True)
-def chain_chunk(ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, blo, bhi, bzany, bsany,
-                acc, cal, main, backoff, m0, m1, N, tm, steps, g0, g_last, promote, init_cal, ps_a, ps_b, kb0,
-                F, zero_exp, keep, emin, emax, rne, sub_up, sub_down, nan_value, thr_p, allow_fast, stats):
-    """Run chain steps [0, steps) of a prepared chunk on rows [m0, m1) of the state (acc, cal, main: (T, M, TN)).
+@njit(cache=True, nogil=True)
+def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, blo, bhi, bzany, bsany,
+               acc, cal, main, backoff, m0, m1, N, tm, steps, g0, g_last, promote, init_cal, ps_a, ps_b, kb0,
+               F, zero_exp, keep, emin, emax, rne, sub_up, sub_down, nan_value, thr_p, allow_fast, stats):
+    """Jobs [j0, j1) of a prepared chunk: chain steps [0, steps) on rows [m0, m1) of the state (acc, cal,
+    main: (T, M, TN)); job j is tile j % T, rows m0 + (j // T) * tm onwards. Releases the GIL: threads run
+    disjoint job ranges (tcemu.matmul, workers=).
 
     g0: the chunk's first step, counted from the start of the chain (promotion intervals, first-step C);
     g_last: the chain's last step (a partial promotion interval is promoted there); promote: P or 0;
@@ -413,7 +397,7 @@ def chain_chunk(ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, bl
     ntm = (m1 - m0 + tm - 1) // tm
     scaled = ps_a.shape[1] > 0
     ones_m = np.ones(acc.shape[1], np.float64)
-    for job in prange(T * ntm):
+    for job in range(j0, j1):
         t = job % T
         r0 = m0 + (job // T) * tm
         r1 = min(m1, r0 + tm)
@@ -446,8 +430,18 @@ def chain_chunk(ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, bl
                         backoff[t, m] -= 1
                     else:
                         fast[i] = lo_p[i] >= tp - thr_p
-            _step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-                  top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+            if ks == 16:  # the unrolled kernels of the instruction K steps, separate functions (an inlined
+                _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                        fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)  # copy optimises worse)
+            elif ks == 32:
+                _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                        fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+            elif ks == 8:
+                _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                       fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+            else:
+                _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                          fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             for i in range(rows):
                 m = r0 + i
                 stats[job, 0 if fast[i] else 1] += 1

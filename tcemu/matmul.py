@@ -17,8 +17,10 @@ and run in parallel with numba, with a bounded working set independent of K.
 """
 import functools
 import math
+import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Optional
@@ -574,7 +576,6 @@ class _Prepared:
 
 
 def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
-    import numba
     unit = plan.unit
     uc = _unit_consts(unit)
     M, K = A.shape
@@ -606,9 +607,9 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     bzany = np.empty((T, cst), np.bool_)
     bsany = np.empty((T, cst), np.bool_)
     LAST_STATS.clear()
-    old = numba.get_num_threads()
-    if workers is not None:
-        numba.set_num_threads(min(int(workers), numba.config.NUMBA_NUM_THREADS))
+    njobs = T * -(-M // _TM)
+    threads = min(njobs, int(workers) if workers is not None else _default_workers())
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
     try:
         total = C.copy() if (C is not None and plan.split_k > 1) else None
         for s0, s1 in _split_ranges(steps, plan):
@@ -624,7 +625,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                     acc[:] = tiled
                     cal[:] = _cal_of(tiled, uc)
             backoff = np.zeros((T, M), np.int32)
-            stats = np.zeros((T * -(-M // _TM), 3), np.int64)
+            stats = np.zeros((njobs, 3), np.int64)
             g_last = s1 - s0 - 1
             for c0 in range(s0 * ks, s1 * ks, chunk):
                 c1 = min(s1 * ks, c0 + chunk)
@@ -637,11 +638,11 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                                    bval, bal, bzf, bspec, blo, bhi, bzany, bsany)
                 g0 = c0 // ks - s0
                 kb0 = s0 // plan.promote if plan.promote else 0
-                chain.chain_chunk(ks, pa.val, pa.al, pa.lo, pa.hi, pa.zero, pa.spec, bval, bal, bzf, bspec, blo,
-                                  bhi, bzany, bsany, acc, cal, main, backoff, 0, M, N, _TM, nst, g0, g_last,
-                                  plan.promote, init_cal, ps_a, ps_b, kb0, uc["F"], uc["zero_exp"], uc["keep"],
-                                  uc["emin"], uc["emax"], uc["rne"], uc["sub_up"], uc["sub_down"], uc["nan_value"],
-                                  thr_p, FAST_PATH, stats)
+                args = (ks, pa.val, pa.al, pa.lo, pa.hi, pa.zero, pa.spec, bval, bal, bzf, bspec, blo, bhi, bzany,
+                        bsany, acc, cal, main, backoff, 0, M, N, _TM, nst, g0, g_last, plan.promote, init_cal, ps_a,
+                        ps_b, kb0, uc["F"], uc["zero_exp"], uc["keep"], uc["emin"], uc["emax"], uc["rne"],
+                        uc["sub_up"], uc["sub_down"], uc["nan_value"], thr_p, FAST_PATH, stats)
+                _run_jobs(pool, threads, njobs, args)
                 report.add(M * N * (c1 - c0))
             st = stats.sum(axis=0)
             for key, v in zip(("fast", "general", "redone"), st):
@@ -649,8 +650,27 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
             part = _from_tiles(main if plan.promote else acc, M, N)
             total = part if total is None else _f32_add(total, part)
     finally:
-        numba.set_num_threads(old)
+        if pool is not None:
+            pool.shutdown()
     return _epilogue(total, plan, alpha, fast=True)
+
+
+def _default_workers():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _run_jobs(pool, threads, njobs, args):
+    """The job kernel over [0, njobs) in `threads` contiguous ranges (nogil: the threads run in parallel)."""
+    if pool is None:
+        chain.chain_jobs(0, njobs, *args)
+        return
+    parts = min(njobs, 4 * threads)  # a few ranges per thread evens out unequal jobs
+    edges = [njobs * i // parts for i in range(parts + 1)]
+    for f in [pool.submit(chain.chain_jobs, edges[i], edges[i + 1], *args) for i in range(parts)]:
+        f.result()
 
 
 def _to_tiles(X, T, tn):
