@@ -12,9 +12,11 @@ from .sparse import wgmma_sp
 from .instr import InstrDescriptor
 from .tmem import TensorMemory, tmem_address
 from .blackwell import tcgen05_mma
+from .gemm import BlockScales, matmul
 
 __version__ = "0.1.0"
 __all__ = ["canonical_layout", "core_matrix_rows", "footprint", "operand_addresses", "Finding", "GmmaDescriptor",
            "SwizzleMode", "UmmaDescriptor", "InstrDescriptor", "DescriptorError", "LayoutError", "SharedMemoryError", "TcemuError", "TraceError",
            "from_a_registers", "from_d_registers", "to_a_registers", "to_d_registers", "bank_conflicts",
-           "SharedMemory", "Swizzle", "tma_load", "wgmma", "wgmma_sp", "TensorMemory", "TmemError", "tmem_address", "tcgen05_mma"]
+           "SharedMemory", "Swizzle", "tma_load", "wgmma", "wgmma_sp", "TensorMemory", "TmemError", "tmem_address", "tcgen05_mma",
+           "matmul", "BlockScales"]

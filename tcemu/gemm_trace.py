@@ -68,12 +68,13 @@ def row_digests(rows: np.ndarray) -> np.ndarray:
 
 def run_case(case: dict, kw: dict) -> np.ndarray:
     """The model's raw output bits (M, N) for a claimed case."""
-    from .matmul import matmul
+    from .gemm import matmul
     A, B = case_inputs(case)
     kw = dict(kw)
-    if kw.pop("tf32_rounding", None):  # cuBLAS converts f32 to tf32 to nearest even before the MMA
-        A = encode(decode(A, "f32"), "tf32", "rne")
-        B = encode(decode(B, "f32"), "tf32", "rne")
+    rounding = kw.pop("tf32_rounding", None)
+    if rounding:  # cuBLAS converts f32 to tf32 (to nearest even) before the MMA
+        A = encode(decode(A, "f32"), "tf32", rounding)
+        B = encode(decode(B, "f32"), "tf32", rounding)
     return matmul(A, np.ascontiguousarray(B), **kw).view(_OUT[kw["out_dtype"]])
 
 

@@ -1,4 +1,4 @@
-"""tcemu.matmul: the exact bits of a whole GEMM as a tensor-core kernel computes it.
+"""tcemu.matmul (this module: tcemu.gemm): the exact bits of a whole GEMM as a tensor-core kernel computes it.
 
 D = A B (+ C) as a chain over K: instruction-size K steps in order, each one fused dot product of the
 instruction's unit (fdp.py) with the previous step's accumulator as C, the accumulator starting from +0 (or from
@@ -329,7 +329,7 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
     report = _Progress(progress, M * N * K, f"matmul {M}x{N}x{K} {plan.dtype_a}")
     if scheduler is not None:
         from .distributed import run_tiles
-        kw = dict(c=None, arch=arch, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d, out_dtype=out_dtype,
+        kw = dict(arch=arch, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d, out_dtype=out_dtype,
                   k_step=k_step, promote_every=promote_every, split_k=split_k, kind=kind, block_size_k=block_size_k,
                   scale_type=scale_type, init=init, alpha=alpha, satfinite=satfinite, engine=engine,
                   workers=workers or 1)
@@ -362,7 +362,8 @@ def _unit_steps(plan):
 
 def _f32_add(x, y):
     """f32 addition, round to nearest even (FADD), elementwise on float64 arrays of f32 values."""
-    return (x.astype(np.float32) + y.astype(np.float32)).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, overflow is inf: as FADD
+        return (x.astype(np.float32) + y.astype(np.float32)).astype(np.float64)
 
 
 def _epilogue(acc, plan, alpha, fast=False):
@@ -370,9 +371,13 @@ def _epilogue(acc, plan, alpha, fast=False):
     (round to nearest), then one rounding to out_dtype (nearest even), NaN as the canonical NaN. The reference
     engine converts with formats.encode; the fast one with numpy/ml_dtypes casts (IEEE round to nearest even
     from an exact f32), then canonical NaNs; tests hold the two to the same bits."""
-    if alpha is not None:
-        acc = (np.float32(alpha) * acc.astype(np.float32)).astype(np.float64)  # f32 multiply, RN
-    out = plan.out_dtype
+    with np.errstate(invalid="ignore", over="ignore"):  # IEEE: inf * 0 is NaN, overflow is inf
+        if alpha is not None:
+            acc = (np.float32(alpha) * acc.astype(np.float32)).astype(np.float64)  # f32 multiply, RN
+        return _convert(acc, plan.out_dtype, fast)
+
+
+def _convert(acc, out, fast):
     if not fast:
         return encode(acc, out, "rne").view(_OUT[out])  # exact when out is the accumulator's type
     res = acc.astype(np.float32).astype(_OUT[out])
@@ -472,7 +477,7 @@ def _reference_chain(A, B, C, plan, mxs, ps, alpha, report):
                         Bd[:, sl] = _fold_scale(Bd[:, sl], mxs[1][:, bidx:bidx + 1])
                 bits = fused_dot(Ad, Bd, Cd, unit)
             acc = bits.view(acc_np)
-            report.add(M * N * ks)
+            report.add(M * N * (min((s + 1) * ks, K) - s * ks))
             if plan.promote and ((g + 1) % plan.promote == 0 or s == s1 - 1):
                 if ps is None:
                     main = _f32_add(main, acc.astype(np.float64))
@@ -643,7 +648,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                         ps_b, kb0, uc["F"], uc["zero_exp"], uc["keep"], uc["emin"], uc["emax"], uc["rne"],
                         uc["sub_up"], uc["sub_down"], uc["nan_value"], thr_p, FAST_PATH, stats)
                 _run_jobs(pool, threads, njobs, args)
-                report.add(M * N * (c1 - c0))
+                report.add(M * N * (min(c1, K) - c0))
             st = stats.sum(axis=0)
             for key, v in zip(("fast", "general", "redone"), st):
                 LAST_STATS[key] = LAST_STATS.get(key, 0) + int(v)
