@@ -247,21 +247,27 @@ def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, 
 
 # ---- one chain step of a tile: rows [r0, r1) of tile t
 
+KB = 8  # K elements per loop pass when a step has more than 16 (more row streams defeat the vectoriser)
+
+
 @njit(cache=True, inline="always")
-def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
     """acc[t, m, :nlen] = fused dot of (row m of A, lane n of B tile t) over chain step s, with C = acc[t, m, n],
     for the lanes it can settle; the others are flagged (flag[m - r0, n]; acc/cal keep C) for _lane: NaN/inf
     in the lane's inputs, a zero sum (the sign of zero needs every term), a result outside the accumulator's
     normal range (subnormal, overflow), or, on the fast path, a C with bits below 2^(E - F) (truncated).
     zrow/skip/fast/top_p/lo_p (r1 - r0): per row, its zero floor, whether all its lanes go to _general (NaN/inf
     in the row of A), whether it takes the fast path, and the bounds of its products; nbad (r1 - r0) receives
-    the flagged lanes per row. Whole arrays and indices, no views: a view per row costs more than a row of work.
-    (Two rows per pass, to read B's step once, defeats the vectoriser: it cannot prove two rows of `acc` apart.)"""
+    the flagged lanes per row. Steps of up to 16 run each lane in one pass; longer steps in passes of KB
+    elements with the lane's partial sums in ebuf/xbuf. Whole arrays and indices, no views: a view per row
+    costs more than a row of work. (Two rows per pass, to read B's step once, defeats the vectoriser: it cannot
+    prove two rows of `acc` apart.)"""
     k0 = s * KS
     sh = 52 - keep
     mask = ~((np.int64(1) << sh) - 1)
     half = (np.int64(1) << (sh - 1)) - 1
+    one_pass = KS <= 16
     for i in range(r1 - r0):
         m = r0 + i
         bad_n = 0
@@ -272,12 +278,28 @@ def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0
         elif fast[i]:  # no product is truncated (row bounds); C is checked per lane
             tp = top_p[i]
             lp = lo_p[i]
+            if one_pass:
+                for n in range(nlen):
+                    x = acc[t, m, n]
+                    for k in range(KS):
+                        x += aval[m, k0 + k] * bval[t, k0 + k, n]
+                    xbuf[n] = x
+            else:
+                for n in range(nlen):
+                    xbuf[n] = acc[t, m, n]
+                for kb in range(0, KS - KB + 1, KB):
+                    for n in range(nlen):
+                        x = xbuf[n]
+                        for k in range(KB):
+                            x += aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n]
+                        xbuf[n] = x
+                for k in range(KS - KS % KB, KS):
+                    for n in range(nlen):
+                        xbuf[n] += aval[m, k0 + k] * bval[t, k0 + k, n]
             for n in range(nlen):
                 c = acc[t, m, n]
                 cl = cal[t, m, n]
-                x = c
-                for k in range(KS):
-                    x += aval[m, k0 + k] * bval[t, k0 + k, n]
+                x = xbuf[n]
                 top = np.int64(max(tp, cl))  # >= the lane's E; C is exact iff it is a multiple of 2^(top - F)
                 ct = c * _i2f((1023 + F - top) << 52)
                 ok = (lp >= top - thr_p) & (ct == np.trunc(ct))
@@ -291,21 +313,50 @@ def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0
                 bad_n += bad
         else:
             zr = zrow[i]
-            for n in range(nlen):  # int32 throughout (numba widens int32 + int32 to int64: half the lanes)
-                e = max(cal[t, m, n], bzf[t, s, n], zr)
-                for k in range(KS):
-                    e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
-                ebuf[n] = e
+            if one_pass:  # int32 throughout (numba widens int32 + int32 to int64: half the lanes)
+                for n in range(nlen):
+                    e = max(cal[t, m, n], bzf[t, s, n], zr)
+                    for k in range(KS):
+                        e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
+                    ebuf[n] = e
+                for n in range(nlen):
+                    e = np.int64(ebuf[n])
+                    sc = _i2f((1023 + F - e) << 52)
+                    x = np.trunc(acc[t, m, n] * sc)
+                    for k in range(KS):
+                        x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
+                    xbuf[n] = x
+            else:
+                for n in range(nlen):
+                    ebuf[n] = max(cal[t, m, n], bzf[t, s, n], zr)
+                for kb in range(0, KS - KB + 1, KB):
+                    for n in range(nlen):
+                        e = ebuf[n]
+                        for k in range(KB):
+                            e = max(e, np.int32(aal[m, k0 + kb + k] + bal[t, k0 + kb + k, n]))
+                        ebuf[n] = e
+                for k in range(KS - KS % KB, KS):
+                    for n in range(nlen):
+                        ebuf[n] = max(ebuf[n], np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
+                for n in range(nlen):
+                    xbuf[n] = np.trunc(acc[t, m, n] * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
+                for kb in range(0, KS - KB + 1, KB):
+                    for n in range(nlen):
+                        sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
+                        x = xbuf[n]
+                        for k in range(KB):
+                            x += np.trunc(aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n] * sc)
+                        xbuf[n] = x
+                for k in range(KS - KS % KB, KS):
+                    for n in range(nlen):
+                        xbuf[n] += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n]
+                                            * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
             for n in range(nlen):
                 e = np.int64(ebuf[n])
-                sc = _i2f((1023 + F - e) << 52)
-                iv = _i2f((1023 - F + e) << 52)
                 c = acc[t, m, n]
                 cl = cal[t, m, n]
-                x = np.trunc(c * sc)
-                for k in range(KS):
-                    x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
-                xb = _f2i(x * iv)
+                x = xbuf[n]
+                xb = _f2i(x * _i2f((1023 - F + e) << 52))
                 ex = ((xb >> 52) & 0x7FF) - 1023
                 bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
                 rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
@@ -317,31 +368,31 @@ def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0
 
 
 @njit(cache=True, nogil=True)
-def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
-           F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(8, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
-               lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+           lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(8, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True, nogil=True)
-def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
-            F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(16, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
-               lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+            lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(16, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True, nogil=True)
-def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p, lo_p,
-            F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
-               lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+            lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True, nogil=True)
-def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
-              lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
-               lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+                  top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 # ---- promotion into the f32 main accumulator
@@ -403,7 +454,8 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
         r1 = min(m1, r0 + tm)
         rows = r1 - r0
         nlen = min(TN, N - t * TN)
-        ebuf = np.empty(2 * TN, np.int32)
+        ebuf = np.empty(TN, np.int32)
+        xbuf = np.empty(TN, np.float64)
         flag = np.empty((tm, TN), np.bool_)
         zrow = np.empty(tm, np.int32)
         skip = np.zeros(tm, np.bool_)
@@ -430,18 +482,19 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
                         backoff[t, m] -= 1
                     else:
                         fast[i] = lo_p[i] >= tp - thr_p
-            if ks == 16:  # the unrolled kernels of the instruction K steps, separate functions (an inlined
-                _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip,
-                        fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)  # copy optimises worse)
+            if ks == 16:  # the unrolled kernels of the instruction K steps, separate functions (an inlined copy
+                # in this loop optimises worse)
+                _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                        fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             elif ks == 32:
-                _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
                         fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             elif ks == 8:
-                _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
                        fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             else:
-                _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, flag, t, r0, r1, s, nlen, zrow, skip,
-                          fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+                _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
+                              skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             for i in range(rows):
                 m = r0 + i
                 stats[job, 0 if fast[i] else 1] += 1

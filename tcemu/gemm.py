@@ -215,10 +215,11 @@ def _accumulator_values(c, shape, dtype_d, field="c") -> np.ndarray:
     if c.shape != tuple(shape):
         _fail(field, f"must have shape {tuple(shape)}, got {c.shape}")
     want = _OUT[dtype_d]
-    if c.dtype == np.dtype(want):
-        return c.astype(np.float64)
-    bits = _operand_bits(c, dtype_d, field)
-    return bits.view(want).astype(np.float64) if dtype_d != "s32" else bits.astype(np.int64)
+    bits = c.view(_STORE[8 * c.itemsize]) if c.dtype == np.dtype(want) else _operand_bits(c, dtype_d, field)
+    if dtype_d == "s32":
+        return bits.view(np.int32).astype(np.int64)
+    with np.errstate(invalid="ignore"):  # signalling NaNs: any NaN C gives the canonical NaN
+        return bits.view(want).astype(np.float64)
 
 
 def _scale_bytes(x, rows, nblocks, field) -> np.ndarray:
@@ -328,12 +329,13 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
         _fail("workers", f"must be a positive integer (threads), got {workers!r}")
     report = _Progress(progress, M * N * K, f"matmul {M}x{N}x{K} {plan.dtype_a}")
     if scheduler is not None:
-        from .distributed import run_tiles
-        kw = dict(arch=arch, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d, out_dtype=out_dtype,
-                  k_step=k_step, promote_every=promote_every, split_k=split_k, kind=kind, block_size_k=block_size_k,
+        kw = dict(arch=arch, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d, out_dtype=out_dtype, k_step=k_step,
+                  promote_every=promote_every, split_k=split_k, kind=kind, block_size_k=block_size_k,
                   scale_type=scale_type, init=init, alpha=alpha, satfinite=satfinite, engine=engine,
                   workers=workers or 1)
-        return run_tiles(scheduler, A, B, c, scales, kw, tile, report, plan)
+        out = _distributed(scheduler, tile, A, B, c, scales, plan, kw, report)
+        report.done()
+        return out
     if plan.unit is None:
         out = _integer_chain(A, B, C, plan)
     elif engine == "reference" or plan.kind in ("mxf4", "mxf4nvf4"):
@@ -342,6 +344,34 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
         out = _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report)
     report.done()
     return out
+
+
+# ---- a dask cluster: output tiles as tasks
+
+def _distributed(scheduler, tile, A, B, c, scales, plan, kw, report):
+    """D computed as (rows x cols) tiles on a dask cluster, each task one matmul over the whole K."""
+    from .distributed import run_tiles, tile_shape
+    tm, tn = tile_shape(tile)
+    bs = scales if isinstance(scales, BlockScales) else \
+        BlockScales(*scales) if (scales is not None and not plan.mx_block) else None
+    if bs is not None and (tm % bs.a_block or tn % bs.b_block):
+        _fail("tile", f"({tm}, {tn}) must be whole scale blocks ({bs.a_block} rows of A, {bs.b_block} columns of B)")
+    K = A.shape[1]
+
+    def tile_args(r0, r1, c0, c1):
+        if plan.mx_block:  # mx scale bytes: per row of A, per column of B
+            sc = (scales[0][r0:r1], scales[1][c0:c1])
+        elif bs is not None:
+            sc = BlockScales(bs.a[r0 // bs.a_block:-(-r1 // bs.a_block)], bs.b[c0 // bs.b_block:-(-c1 // bs.b_block)],
+                             bs.a_block, bs.b_block, bs.block_k)
+        else:
+            sc = None
+        return ((np.ascontiguousarray(A[r0:r1]), np.ascontiguousarray(B[:, c0:c1])),
+                dict(kw, c=None if c is None else np.ascontiguousarray(c[r0:r1, c0:c1]), scales=sc))
+
+    out = np.empty((A.shape[0], B.shape[1]), _OUT[plan.out_dtype])
+    return run_tiles(scheduler, matmul, out, (tm, tn), tile_args,
+                     lambda r0, r1, c0, c1: report.add((r1 - r0) * (c1 - c0) * K))
 
 
 # ---- shared pieces: step ranges, epilogue
