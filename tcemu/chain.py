@@ -249,122 +249,158 @@ def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, 
 
 KB = 8  # K elements per loop pass when a step has more than 16 (more row streams defeat the vectoriser)
 
+# A tile step: acc[t, m, :nlen] = fused dot of (row m of A, lane n of B tile t) over chain step s, with C =
+# acc[t, m, n], for the lanes it can settle; the others are flagged (flag[m - r0, n]; acc/cal keep C) for _lane:
+# NaN/inf in the lane's inputs, a zero sum (the sign of zero needs every term), a result outside the
+# accumulator's normal range (subnormal, overflow), or, on the fast path, a C with bits below 2^(E - F).
+# zrow/skip/fast/top_p/lo_p (per row of the tile): its zero floor, whether all its lanes go to _general (NaN/inf
+# in the row of A), whether it takes the fast path, the bounds of its products; nbad receives the flagged lanes
+# per row. Steps of up to 16 run each lane in one pass; longer ones in passes of KB elements with the lane's
+# partial sums in ebuf/xbuf. Whole arrays and indices, no views: a view per row costs more than a row of work.
+# (Two rows per pass, to read B's step once, defeats the vectoriser: it cannot prove two rows of `acc` apart.)
+
+
+@njit(cache=True, inline="always")
+def _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
+    """Round the exact sums xbuf of a fast-path row; flag lanes whose C the true E would truncate."""
+    sh = 52 - keep
+    mask = ~((np.int64(1) << sh) - 1)
+    half = (np.int64(1) << (sh - 1)) - 1
+    bad_n = 0
+    for n in range(nlen):
+        c = acc[t, m, n]
+        cl = cal[t, m, n]
+        x = xbuf[n]
+        top = np.int64(max(tp, cl))  # >= the lane's E; C is exact iff it is a multiple of 2^(top - F)
+        ct = c * _i2f((1023 + F - top) << 52)
+        ok = (lp >= top - thr_p) & (ct == np.trunc(ct))
+        xb = _f2i(x)
+        ex = ((xb >> 52) & 0x7FF) - 1023
+        bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | (not ok)
+        rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
+        acc[t, m, n] = c if bad else _i2f(rb)
+        cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
+        flag[i, n] = bad
+        bad_n += bad
+    return bad_n
+
+
+@njit(cache=True, inline="always")
+def _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
+    """Round the truncated sums xbuf (in units of 2^(E - F), E in ebuf) of a general-path row."""
+    sh = 52 - keep
+    mask = ~((np.int64(1) << sh) - 1)
+    half = (np.int64(1) << (sh - 1)) - 1
+    bad_n = 0
+    for n in range(nlen):
+        e = np.int64(ebuf[n])
+        c = acc[t, m, n]
+        cl = cal[t, m, n]
+        x = xbuf[n]
+        xb = _f2i(x * _i2f((1023 - F + e) << 52))
+        ex = ((xb >> 52) & 0x7FF) - 1023
+        bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
+        rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
+        acc[t, m, n] = c if bad else _i2f(rb)
+        cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
+        flag[i, n] = bad
+        bad_n += bad
+    return bad_n
+
+
+@njit(cache=True, inline="always")
+def _skip_row(flag, i, nlen):
+    for n in range(nlen):
+        flag[i, n] = True
+    return nlen
+
 
 @njit(cache=True, inline="always")
 def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
                fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    """acc[t, m, :nlen] = fused dot of (row m of A, lane n of B tile t) over chain step s, with C = acc[t, m, n],
-    for the lanes it can settle; the others are flagged (flag[m - r0, n]; acc/cal keep C) for _lane: NaN/inf
-    in the lane's inputs, a zero sum (the sign of zero needs every term), a result outside the accumulator's
-    normal range (subnormal, overflow), or, on the fast path, a C with bits below 2^(E - F) (truncated).
-    zrow/skip/fast/top_p/lo_p (r1 - r0): per row, its zero floor, whether all its lanes go to _general (NaN/inf
-    in the row of A), whether it takes the fast path, and the bounds of its products; nbad (r1 - r0) receives
-    the flagged lanes per row. Steps of up to 16 run each lane in one pass; longer steps in passes of KB
-    elements with the lane's partial sums in ebuf/xbuf. Whole arrays and indices, no views: a view per row
-    costs more than a row of work. (Two rows per pass, to read B's step once, defeats the vectoriser: it cannot
-    prove two rows of `acc` apart.)"""
+    """One pass per lane (KS <= 16, a compile-time constant)."""
     k0 = s * KS
-    sh = 52 - keep
-    mask = ~((np.int64(1) << sh) - 1)
-    half = (np.int64(1) << (sh - 1)) - 1
-    one_pass = KS <= 16
     for i in range(r1 - r0):
         m = r0 + i
-        bad_n = 0
         if skip[i]:
+            nbad[i] = _skip_row(flag, i, nlen)
+        elif fast[i]:  # no product is truncated (row bounds): exact multiply-adds
             for n in range(nlen):
-                flag[i, n] = True
-            bad_n = nlen
-        elif fast[i]:  # no product is truncated (row bounds); C is checked per lane
-            tp = top_p[i]
-            lp = lo_p[i]
-            if one_pass:
-                for n in range(nlen):
-                    x = acc[t, m, n]
-                    for k in range(KS):
-                        x += aval[m, k0 + k] * bval[t, k0 + k, n]
-                    xbuf[n] = x
-            else:
-                for n in range(nlen):
-                    xbuf[n] = acc[t, m, n]
-                for kb in range(0, KS - KB + 1, KB):
-                    for n in range(nlen):
-                        x = xbuf[n]
-                        for k in range(KB):
-                            x += aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n]
-                        xbuf[n] = x
-                for k in range(KS - KS % KB, KS):
-                    for n in range(nlen):
-                        xbuf[n] += aval[m, k0 + k] * bval[t, k0 + k, n]
-            for n in range(nlen):
-                c = acc[t, m, n]
-                cl = cal[t, m, n]
-                x = xbuf[n]
-                top = np.int64(max(tp, cl))  # >= the lane's E; C is exact iff it is a multiple of 2^(top - F)
-                ct = c * _i2f((1023 + F - top) << 52)
-                ok = (lp >= top - thr_p) & (ct == np.trunc(ct))
-                xb = _f2i(x)
-                ex = ((xb >> 52) & 0x7FF) - 1023
-                bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | (not ok)
-                rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
-                acc[t, m, n] = c if bad else _i2f(rb)
-                cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
-                flag[i, n] = bad
-                bad_n += bad
+                x = acc[t, m, n]
+                for k in range(KS):
+                    x += aval[m, k0 + k] * bval[t, k0 + k, n]
+                xbuf[n] = x
+            nbad[i] = _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, top_p[i], lo_p[i], F, keep, emin, emax,
+                                     rne, thr_p)
         else:
             zr = zrow[i]
-            if one_pass:  # int32 throughout (numba widens int32 + int32 to int64: half the lanes)
-                for n in range(nlen):
-                    e = max(cal[t, m, n], bzf[t, s, n], zr)
-                    for k in range(KS):
-                        e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
-                    ebuf[n] = e
-                for n in range(nlen):
-                    e = np.int64(ebuf[n])
-                    sc = _i2f((1023 + F - e) << 52)
-                    x = np.trunc(acc[t, m, n] * sc)
-                    for k in range(KS):
-                        x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
-                    xbuf[n] = x
-            else:
-                for n in range(nlen):
-                    ebuf[n] = max(cal[t, m, n], bzf[t, s, n], zr)
-                for kb in range(0, KS - KB + 1, KB):
-                    for n in range(nlen):
-                        e = ebuf[n]
-                        for k in range(KB):
-                            e = max(e, np.int32(aal[m, k0 + kb + k] + bal[t, k0 + kb + k, n]))
-                        ebuf[n] = e
-                for k in range(KS - KS % KB, KS):
-                    for n in range(nlen):
-                        ebuf[n] = max(ebuf[n], np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
-                for n in range(nlen):
-                    xbuf[n] = np.trunc(acc[t, m, n] * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
-                for kb in range(0, KS - KB + 1, KB):
-                    for n in range(nlen):
-                        sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
-                        x = xbuf[n]
-                        for k in range(KB):
-                            x += np.trunc(aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n] * sc)
-                        xbuf[n] = x
-                for k in range(KS - KS % KB, KS):
-                    for n in range(nlen):
-                        xbuf[n] += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n]
-                                            * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
+            for n in range(nlen):  # int32 throughout (numba widens int32 + int32 to int64: half the lanes)
+                e = max(cal[t, m, n], bzf[t, s, n], zr)
+                for k in range(KS):
+                    e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
+                ebuf[n] = e
             for n in range(nlen):
-                e = np.int64(ebuf[n])
-                c = acc[t, m, n]
-                cl = cal[t, m, n]
-                x = xbuf[n]
-                xb = _f2i(x * _i2f((1023 - F + e) << 52))
-                ex = ((xb >> 52) & 0x7FF) - 1023
-                bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
-                rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
-                acc[t, m, n] = c if bad else _i2f(rb)
-                cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
-                flag[i, n] = bad
-                bad_n += bad
-        nbad[i] = bad_n
+                sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
+                x = np.trunc(acc[t, m, n] * sc)
+                for k in range(KS):
+                    x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
+                xbuf[n] = x
+            nbad[i] = _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax,
+                                        rne)
+
+
+@njit(cache=True, inline="always")
+def _tile_step_blocked(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
+                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    """Passes of KB elements per lane (any ks), partial sums in ebuf/xbuf."""
+    k0 = s * ks
+    whole = ks - ks % KB
+    for i in range(r1 - r0):
+        m = r0 + i
+        if skip[i]:
+            nbad[i] = _skip_row(flag, i, nlen)
+        elif fast[i]:
+            for n in range(nlen):
+                xbuf[n] = acc[t, m, n]
+            for kb in range(0, whole, KB):
+                for n in range(nlen):
+                    x = xbuf[n]
+                    for k in range(KB):
+                        x += aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n]
+                    xbuf[n] = x
+            for k in range(whole, ks):
+                for n in range(nlen):
+                    xbuf[n] += aval[m, k0 + k] * bval[t, k0 + k, n]
+            nbad[i] = _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, top_p[i], lo_p[i], F, keep, emin, emax,
+                                     rne, thr_p)
+        else:
+            zr = zrow[i]
+            for n in range(nlen):
+                ebuf[n] = max(cal[t, m, n], bzf[t, s, n], zr)
+            for kb in range(0, whole, KB):
+                for n in range(nlen):
+                    e = ebuf[n]
+                    for k in range(KB):
+                        e = max(e, np.int32(aal[m, k0 + kb + k] + bal[t, k0 + kb + k, n]))
+                    ebuf[n] = e
+            for k in range(whole, ks):
+                for n in range(nlen):
+                    ebuf[n] = max(ebuf[n], np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
+            for n in range(nlen):
+                xbuf[n] = np.trunc(acc[t, m, n] * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
+            for kb in range(0, whole, KB):
+                for n in range(nlen):
+                    sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
+                    x = xbuf[n]
+                    for k in range(KB):
+                        x += np.trunc(aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n] * sc)
+                    xbuf[n] = x
+            for k in range(whole, ks):
+                for n in range(nlen):
+                    xbuf[n] += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n]
+                                        * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
+            nbad[i] = _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax,
+                                        rne)
 
 
 @njit(cache=True, nogil=True)
@@ -384,15 +420,15 @@ def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0,
 @njit(cache=True, nogil=True)
 def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
             lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+    _tile_step_blocked(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
+                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True, nogil=True)
 def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
                   top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+    _tile_step_blocked(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
+                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 # ---- promotion into the f32 main accumulator

@@ -624,7 +624,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     init_cal = unit.zero_exp if plan.init == "zero" else chain.NO_TERM
     # K chunk: whole steps, whole promotion intervals and whole scale blocks, prepared operands within budget
     unit_k = ks * _unit_steps(plan)
-    per_k = 14 * (M + T * tn)
+    per_k = 13 * M + 26 * T * tn  # bytes per K: A and B rows decoded (value, alignment, flags), B's tile copy
     chunk = max(unit_k, (_BUDGET // per_k) // unit_k * unit_k)
     ps_a = ps[0] if ps is not None else np.zeros((M, 0))
     ps_b = np.zeros((0, T * tn))
