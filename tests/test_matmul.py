@@ -350,6 +350,31 @@ def test_fast_engine_equals_reference(config, M, N, K, window, special, zero, wi
     assert np.array_equal(f, r)
 
 
+@given(st.sampled_from(["e4m3", "e5m2", "e2m3", "e3m2", "e2m1"]), st.sampled_from(["e4m3", "e2m1", "e3m2"]),
+       st.integers(1, 20), st.integers(1, 20), st.integers(1, 100), st.sampled_from([(100, 150), (0, 255)]),
+       st.booleans(), st.integers(0, 2 ** 32 - 1))
+@settings(max_examples=40)
+def test_mx_kind_fast_engine_equals_reference(ta, tb, M, N, K, scale_range, with_c, seed):
+    """kind::mxf8f6f4: ue8m0 scales (extreme and NaN ones included) folded into the elements, both engines."""
+    rng = np.random.default_rng(seed)
+    a, b = _bits(rng, ta, (M, K), (-3, 3), 0.0, 0.1), _bits(rng, tb, (K, N), (-3, 3), 0.0, 0.1)
+    nb = -(-K // 32)
+    sa, sb = rng.integers(*scale_range, (M, nb)), rng.integers(*scale_range, (N, nb))
+    c = rng.standard_normal((M, N)).astype(np.float32) if with_c else None
+    f, r = both(a, b, c=c, arch="sm100", dtype_a=ta, dtype_b=tb, scales=(sa, sb))
+    assert np.array_equal(f, r)
+
+
+def test_block_scales_with_split_k_and_init_none():
+    rng = np.random.default_rng(9)
+    a, b = _bits(rng, "e4m3", (33, 600), (-4, 4), 0.0, 0.05), _bits(rng, "e4m3", (600, 140), (-4, 4), 0.0, 0.05)
+    sc = BlockScales(rng.uniform(0.5, 2, (33, 5)).astype(np.float32), rng.uniform(0.5, 2, (2, 5)).astype(np.float32))
+    c = rng.standard_normal((33, 140)).astype(np.float32)
+    for kw in (dict(split_k=2), dict(split_k=3, init="none"), dict(init="none")):
+        f, r = both(a, b, c=c, dtype_a="e4m3", dtype_b="e4m3", promote_every=4, scales=sc, **kw)
+        assert np.array_equal(f, r), kw
+
+
 def test_both_paths_and_the_redo_path_are_exercised():
     """Data that hits the fast path (no truncated term), data that misses it, data with specials: each path
     is taken, and every result equals the reference engine."""
