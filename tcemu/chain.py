@@ -339,14 +339,27 @@ def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag,
                 for k in range(KS):
                     e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
                 ebuf[n] = e
+            sh = 52 - keep  # the epilogue in the same pass (one load and store of each lane fewer)
+            mask = ~((np.int64(1) << sh) - 1)
+            half = (np.int64(1) << (sh - 1)) - 1
+            bad_n = 0
             for n in range(nlen):
-                sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
-                x = np.trunc(acc[t, m, n] * sc)
+                e = np.int64(ebuf[n])
+                sc = _i2f((1023 + F - e) << 52)
+                c = acc[t, m, n]
+                cl = cal[t, m, n]
+                x = np.trunc(c * sc)
                 for k in range(KS):
                     x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
-                xbuf[n] = x
-            nbad[i] = _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax,
-                                        rne)
+                xb = _f2i(x * _i2f((1023 - F + e) << 52))
+                ex = ((xb >> 52) & 0x7FF) - 1023
+                bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
+                rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
+                acc[t, m, n] = c if bad else _i2f(rb)
+                cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
+                flag[i, n] = bad
+                bad_n += bad
+            nbad[i] = bad_n
 
 
 @njit(cache=True, inline="always")

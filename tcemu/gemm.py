@@ -45,6 +45,7 @@ _OUT = {"f32": np.float32, "f16": np.float16, "bf16": NUMPY_TYPES["bf16"], "s32"
 _STORE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 _BUDGET = 256 << 20   # bytes of prepared operands per K chunk (the working set besides the output state)
 _TN, _TM = 128, 128   # output tile of the fast engine: lanes per row segment, rows per parallel job
+_TN_BLOCKED = 256     # lanes per row segment for K steps above 16 (passes of 8: more lanes amortise them)
 FAST_PATH = True      # the exact fast path (chain.py): off only to measure or test the general path
 LAST_STATS = {}       # the fast engine's last run: row segments on the fast path, general path, lanes redone
 
@@ -617,7 +618,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     N = B.shape[1]
     ks = plan.ks
     steps = -(-K // ks)
-    tn = min(_TN, -(-N // 8) * 8)
+    tn = min(_TN if ks <= 16 else _TN_BLOCKED, -(-N // 8) * 8)
     T = -(-N // tn)
     fa, fb = get_format(plan.dtype_a), get_format(plan.dtype_b)
     thr_p = unit.frac_bits - fa.man_bits - fb.man_bits
