@@ -494,7 +494,6 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
     backoff (T, M): fast-path back-off counters; stats (T * ntm, 3): row segments run fast, run general, and
     lanes redone one at a time."""
     T, _, TN = acc.shape
-    ntm = (m1 - m0 + tm - 1) // tm
     scaled = ps_a.shape[1] > 0
     ones_m = np.ones(acc.shape[1], np.float64)
     for job in range(j0, j1):

@@ -8,12 +8,13 @@ partial sums reduced in f32, an f32 epilogue scale (alpha) and the conversion to
 What it rests on: traces/triton_kernels_sm90.npz (18 Triton sm_90a matmul launches on an H100, bf16/f16/tf32/e4m3,
 every output bit equal to this chain; tests/test_matmul.py replays them), traces/wgmma_numerics_sm90.npz (the unit
 itself), and, for cuBLAS, traces/torch_gemm_sm90.npz (README: which cases the chain reproduces and which not).
-Promotion, block scales, split-K and Blackwell kinds follow the published kernels' code (CUTLASS, DeepGEMM, PTX);
-they are not silicon-verified here.
+cuBLAS's fp8 promotion every 128 of K and its tf32 input rounding are silicon-verified there; DeepGEMM block
+scales, split-K order and the Blackwell kinds follow the published kernels' code (CUTLASS, DeepGEMM, PTX) and the
+tcgen05 models, not silicon.
 
 Two engines give the same bits (tests/test_matmul.py): "reference" chains fdp.fused_dot / fdp.grouped_dot one
-step at a time over the whole output; "fast" (chain.py) is the same arithmetic on exact float64 values, tiled
-and run in parallel with numba, with a bounded working set independent of K.
+step at a time over the whole output; "fast" (chain.py) is the same arithmetic on exact float64 values, in
+output tiles on threads (nogil numba kernels), with a bounded working set independent of K.
 """
 import functools
 import math
@@ -30,7 +31,7 @@ import numpy as np
 from . import chain
 from .errors import LayoutError
 from .fdp import FdpUnit, decode_operand, fused_dot, grouped_dot
-from .formats import FLOAT_FORMATS, INT_FORMATS, NUMPY_TYPES, encode, format_args, get_format
+from .formats import INT_FORMATS, NUMPY_TYPES, encode, get_format
 
 __all__ = ["matmul", "BlockScales", "plan_matmul"]
 
@@ -48,6 +49,7 @@ _TN, _TM = 128, 128   # output tile of the fast engine: lanes per row segment, r
 _TN_BLOCKED = 256     # lanes per row segment for K steps above 16 (passes of 8: more lanes amortise them)
 FAST_PATH = True      # the exact fast path (chain.py): off only to measure or test the general path
 LAST_STATS = {}       # the fast engine's last run: row segments on the fast path, general path, lanes redone
+                      # (empty after a reference-engine or integer run)
 
 
 @dataclass(frozen=True)
@@ -281,9 +283,9 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
     out_dtype: "f32", "f16" or "bf16" (default dtype_d), rounded to nearest even from the f32 result.
     init: "zero" (accumulator registers start at +0: Triton) or "none" (the first instruction of each chain runs
       with scale-d = 0: CUTLASS); they differ only in signs of zero and exponents below 2^-133.
-    workers: threads (numba) for the fast engine; scheduler: a dask.distributed address or Client to spread
-      output tiles (`tile` = (rows, cols), default 1024 x 1024) over a cluster; progress: True for a bar on
-      stderr, or a callable(done, total) in multiply-adds.
+    workers: threads for the fast engine (default: every core); scheduler: a dask.distributed address or Client
+      to spread output tiles (`tile` = (rows, cols), default 1024 x 1024) over a cluster; progress: True for a
+      bar on stderr, or a callable(done, total) in multiply-adds.
     engine: "fast" (chain.py) or "reference" (fdp.fused_dot per step; slow, the tests' oracle).
 
     Returns an (M, N) array of out_dtype (float32, float16, ml_dtypes.bfloat16; int32 for integer kinds).
@@ -295,6 +297,7 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
                        mx_scales=mx)
     if engine not in ("fast", "reference"):
         _fail("engine", f"{engine!r}: 'fast' or 'reference'")
+    LAST_STATS.clear()
     A = _operand_bits(a, plan.dtype_a, "a")
     B = _operand_bits(b, plan.dtype_b, "b")
     M, K = A.shape
