@@ -331,6 +331,8 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))
                                 or workers < 1):
         _fail("workers", f"must be a positive integer (threads), got {workers!r}")
+    if tile is not None and scheduler is None:
+        _fail("tile", "sizes the tasks of a dask cluster: pass scheduler= too")
     report = _Progress(progress, M * N * K, f"matmul {M}x{N}x{K} {plan.dtype_a}")
     if scheduler is not None:
         kw = dict(arch=arch, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d, out_dtype=out_dtype, k_step=k_step,

@@ -469,6 +469,7 @@ BF = np.ones((4, 16), ml_dtypes.bfloat16)
     ((BF, BF.T), dict(dtype_a="bf16", dtype_b="bf16", scales=(np.ones((4, 1), np.float32),) * 2), "scales"),
     ((BF[:, :0], BF.T[:0]), dict(dtype_a="bf16", dtype_b="bf16"), "a"),
     ((BF, BF.T), dict(dtype_a="bf16", dtype_b="bf16", kind="f16"), "kind"),
+    ((BF, BF.T), dict(dtype_a="bf16", dtype_b="bf16", tile=(64, 64)), "tile"),
     ((np.zeros((4, 64), np.uint8), np.zeros((64, 4), np.uint8)), dict(dtype_a="e2m1", dtype_b="e2m1", arch="sm100",
                                                                      kind="mxf4nvf4", scale_type="ue4m3"), "scales"),
 ])
