@@ -43,7 +43,9 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
              "wgmma_sp_numerics": ("seed", "inst", "steps", "scale_d", "cls", "digest", "diag_case", "diag_offsets",
                                    "diag_regs"),
              "ptx_alu": ("op", "a", "b", "c", "e", "d", "d1"),
-             "kernel_outputs": ("seed", "status", "offsets", "bits")}
+             "kernel_outputs": ("seed", "status", "offsets", "bits"),
+             "gemm_outputs": ("seed", "status", "m", "n", "k", "stored_rows", "offsets", "bits", "digest_offsets",
+                              "row_digests")}
 
 # The record layout of scripts/capture_tma.py (CASE_DTYPE), field for field.
 TMA_CASE = np.dtype([("dtype", "<i4"), ("rank", "<i4"), ("swizzle", "<i4"), ("dst", "<i4"), ("gaddr", "<i8"),
@@ -474,7 +476,39 @@ def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
                                          f"{hw.size - same} of {hw.size} output bytes differ")
 
 
-_REPLAYERS = {"ptx_alu": _replay_ptx_alu, "kernel_outputs": _replay_kernels,
+def _replay_gemm(trace: Trace, result: ReplayResult, max_report: int):
+    """cuBLAS GEMMs (gemm_outputs) through tcemu.matmul; the model of each case comes from its record
+    (tcemu/gemm_trace.py), and cases it does not claim are noted, not judged."""
+    from .gemm_trace import case_model, compare, run_case
+    cols = trace.columns
+    cases = trace.meta.get("cases")
+    if not isinstance(cases, list) or len(cases) != cols["status"].size:
+        raise TraceError("meta.cases", f"{trace.path}: one case record per status entry expected")
+    for i, case in enumerate(cases):
+        label = f"case {i} {case.get('op')} {case.get('in')}->{case.get('out')} {case.get('M')}x{case.get('N')}x" \
+                f"{case.get('K')}"
+        if int(cols["status"][i]) != 0:
+            result.notes.append(f"{label}: not captured ({case.get('error') or case.get('status')})")
+            continue
+        kw, reason = case_model(case, trace.meta)
+        if kw is None:
+            result.notes.append(f"{label}: not judged ({reason})")
+            continue
+        opts = case.get("options") or {}
+        name = f"{case['op']} {case['in']}->{case['out']}" + (
+            "" if case["op"] != "scaled_mm" else " fast_accum" if opts.get("use_fast_accum") else " promote")
+        rows_eq, same, stored, rows = compare(cols, i, case, run_case(case, kw))
+        g = result.groups.setdefault(name, GroupResult())
+        g.cases += 1
+        g.values += rows + stored
+        g.values_matched += rows_eq + same
+        g.cases_matched += rows_eq == rows and same == stored
+        if (rows_eq != rows or same != stored) and len(result.mismatches) < max_report:
+            result.mismatches.append(f"{label}: {rows - rows_eq} of {rows} row digests and {stored - same} of "
+                                     f"{stored} stored outputs differ")
+
+
+_REPLAYERS = {"ptx_alu": _replay_ptx_alu, "kernel_outputs": _replay_kernels, "gemm_outputs": _replay_gemm,
               "wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
               "smem_wavefronts": _replay_wavefronts, "tma_tile_loads": _replay_tma,
               "wgmma_sp_operand_addresses": _replay_sp_addresses, "wgmma_sp_metadata": _replay_sp_metadata,
