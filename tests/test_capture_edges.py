@@ -351,6 +351,52 @@ def test_replay_rejects_malformed_traces(zs_plan):
         replay_zero_sign(meta, cols, hypotheses=("nonsense",))
 
 
+# ------------------------------------------------------------------ the capture kernels on tcemu's PTX interpreter
+
+@pytest.fixture(scope="module")
+def capture_ptx(tmp_path_factory):
+    """scripts/capture_edges.cu compiled to PTX by nvcc (as the device binary is built), loaded by tcemu.ptx."""
+    import shutil
+    import subprocess
+    import tcemu.ptx as ptx
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc not found: the capture kernels cannot be compiled here")
+    out = tmp_path_factory.mktemp("edges") / "capture_edges.ptx"
+    subprocess.run(["nvcc", "-O2", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx", "-o", str(out),
+                    str(ROOT / "scripts" / "capture_edges.cu")], check=True, capture_output=True, timeout=300)
+    return ptx.load(str(out))
+
+
+def test_capture_wgmma_kernel_lays_out_what_the_replay_reads(capture_ptx, zs_plan):
+    """The capture's own kernel (pattern fill, descriptors, C fragment, D store), run by the PTX interpreter on every
+    planned case, gives the registers the replay computes from the trace columns: the two layouts agree."""
+    cases, pool, groups, _ = zs_plan
+    meta, cols = _zs_columns(cases, pool, groups, [])
+    kernels = {E.wgmma_inst_name(inst): next(k for k in capture_ptx.kernels if E.wgmma_inst_name(inst) in k)
+               for inst in E.INSTANTIATIONS}
+    for i in range(cases.size):
+        name = E.wgmma_inst_name(E.INSTANTIATIONS[int(cases["inst"][i])])
+        out = np.full(cases.size * 128 * 4, 0xFFFFFFFF, np.uint32)
+        capture_ptx.launch(kernels[name], grid=1, block=128,
+                           args=[cases.view(np.uint32).copy(), np.array([i], np.int32), pool, out])
+        x = case_inputs(meta, cols, i)
+        want = to_d_registers(case_bits(x), x.dtype)
+        assert np.array_equal(out.reshape(cases.size, 128, 4)[i, :, :want.shape[1]], want), (i, groups[i], name)
+
+
+def test_capture_alu_kernels_move_operands_as_the_replay_reads_them(capture_ptx, alu_plan):
+    """Every ALU kernel (operand casts, register widths, the 64-bit output slot) run by the interpreter equals the
+    replay's evaluate() on the planned cases, all 64 bits of each output slot."""
+    op, slots = alu_plan
+    for i, f in enumerate(E.FORMS):
+        s = np.ascontiguousarray(slots[op == i])
+        out = np.zeros(2 * s.shape[0], np.uint64)
+        capture_ptx.launch(f"_Z{len(f'alu_k{i}')}alu_k{i}PKyPyi", grid=(s.shape[0] + 255) // 256, block=256,
+                           args=[s.ravel().copy(), out, s.shape[0]])
+        d0, _ = evaluate(f.name, f.dst, f.src, s[:, 0], s[:, 1], s[:, 2], s[:, 3])
+        assert np.array_equal(out[0::2], d0.astype(np.uint64)) and not out[1::2].any(), f.name
+
+
 # ------------------------------------------------------------------ the captures (scripts/capture_edges.py)
 
 def _trace(name):
