@@ -61,7 +61,8 @@ __device__ void fill_operand(uint8_t* base, int rows, int cols, const uint32_t* 
   }
 }
 
-template <int SPARSE, int BITS, int K, int NR, typename ACC, void (*MMA)(ACC (&)[NR], uint64_t, uint64_t, uint32_t, int)>
+template <int SPARSE, int BITS, int K, int NR, typename ACC,
+          void (*MMA)(ACC (&)[NR], uint64_t, uint64_t, uint32_t, int)>
 __global__ void __launch_bounds__(128, 1) zs_probe(const ZCase* cases, const int* ids, const uint32_t* pool,
                                                    uint32_t* out) {
   __shared__ __align__(1024) uint8_t sm[4096 + 1024];
@@ -176,8 +177,9 @@ static int run_wgmma(const char* casef, const char* poolf, const char* outp) {
     for (int j = 0; j < n; ++j) if (cases[j].inst == inst) ids.push_back(j);
     if (ids.empty()) continue;
     CK(cudaMemcpy(dids, ids.data(), ids.size() * sizeof(int), cudaMemcpyHostToDevice));
-#define LAUNCH(SP, BITS, KK, NRR, ACC, FN) { zs_probe<SP, BITS, KK, NRR, ACC, FN><<<static_cast<int>(ids.size()), 128>>>( \
-        dcases, dids, dpool, dout); CK(cudaGetLastError()); CK(cudaDeviceSynchronize()); }
+#define LAUNCH(SP, BITS, KK, NRR, ACC, FN) { \
+        zs_probe<SP, BITS, KK, NRR, ACC, FN><<<static_cast<int>(ids.size()), 128>>>(dcases, dids, dpool, dout); \
+        CK(cudaGetLastError()); CK(cudaDeviceSynchronize()); }
     ZS_DISPATCH(inst, LAUNCH)
 #undef LAUNCH
     launched += static_cast<int>(ids.size());

@@ -398,7 +398,8 @@ GROUPS = {
     "dense_negscale_pos": "imm-scale-a -1, A = -0, B > 0, C = -0: products +0 (fdp: +0)",
     "sparse_negzero_c": "sparse, stored A = -0, B > 0 everywhere, C = -0: the 57 cases of traces/wgmma_sp_numerics_sm90"
                         " (H100: +0)",
-    "sparse_negprod_c": "sparse, stored A = +0, B < 0 everywhere, C = -0: stored products -0; pruned +0 x B would be -0",
+    "sparse_negprod_c": "sparse, stored A = +0, B < 0 everywhere, C = -0: stored products -0; pruned +0 x B would "
+                        "be -0",
     "sparse_negprod_noc": "sparse, stored A = +0, B < 0 everywhere, scale-d 0",
     "sparse_prunedneg_c": "sparse, stored A = -0, B > 0 at kept positions and < 0 at pruned ones, C = -0: pruned "
                           "+0 x B would be -0",
@@ -611,8 +612,8 @@ def gen_inc():
         ops = {"d0": "%0"}
         ops.update({"abce"[j]: f"%{1 + j}" for j in range(len(f.src))})
         text = f.body.format(**ops)
-        lines = [f"__global__ void alu_k{k}(const unsigned long long* __restrict__ in, unsigned long long* __restrict__ "
-                 "out, int n) {",
+        lines = [f"__global__ void alu_k{k}(const unsigned long long* __restrict__ in, "
+                 "unsigned long long* __restrict__ out, int n) {",
                  "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;",
                  "  const unsigned long long* x = in + 4 * (size_t)i;"]
         for j, tag in enumerate(f.src):
@@ -641,8 +642,8 @@ def gen_inc():
         pred = nr + 3 if sp else nr + 2
         outs = ", ".join(f'"+{cons}"(d[{i}])' for i in range(nr))
         ins = '"l"(da), "l"(db), ' + ('"r"(e), ' if sp else "") + '"r"(scale_d)'
-        out.append(f"__device__ __forceinline__ void {wgmma_inst_name(inst)}({acc} (&d)[{nr}], uint64_t da, uint64_t db, "
-                   "uint32_t e, int scale_d) {")
+        out.append(f"__device__ __forceinline__ void {wgmma_inst_name(inst)}({acc} (&d)[{nr}], uint64_t da, "
+                   "uint64_t db, uint32_t e, int scale_d) {")
         out.append(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{pred}, 0;\\n"')
         out.append(f'    "{op} {{{d}}}, %{nr}, %{nr + 1}, {meta}{tail};\\n}}\\n"')
         out.append(f"    : {outs}")
