@@ -18,6 +18,7 @@ None of it is silicon-verified.
 import shutil
 import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -749,3 +750,113 @@ def test_shifted_in_b_column_overwritten_before_the_commit():
                                           "tcgen05.cp still reads"):
         run(build(body, n=N, params=params_of(names)), [smem], np.zeros((1, 128, 0), np.uint32), N,
             [da.encode(), db.encode(), zcm.encode(), d.encode()])
+
+
+def test_metadata_address_with_a_lane_is_refused():
+    """The metadata maps (CuTe's tmem_e_frg) name absolute lanes from 0: an [sp-meta-tmem] with a lane field is not
+    modelled (the instruction model used to ignore the lane silently)."""
+    smem, tm, da, db, d = _sparse_f16(6)
+    cols = [(META, 1)]
+    body, names = issue([SP_LINE.replace("[%r31]", "[%r38]")])
+    body = body.replace("  setp.ne.u32 %p5, 0, 0;\n", "  setp.ne.u32 %p5, 0, 0;\n  add.u32 %r38, %r31, 0x200000;\n")
+    with pytest.raises(KernelFault, match=r"sparse metadata at 0x00200100: sparse_meta: 0x00200100 names lane 32"):
+        run(build(preload(cols) + body, n=32, params=params_of(names)), [smem], pre_words([tm], cols), 32,
+            [da.encode(), db.encode(), d.encode()])
+
+
+# ------------------------------------------------------------------------------------------------ nvcc + CuTe / CCCL
+
+FX = Path(__file__).parent / "fixtures" / "ptx"
+SM100A_FORMS = ["tcgen05.mma.sp.cta_group::1.kind::f16"] * 2 + [
+    "tcgen05.mma.ws.cta_group::1.kind::f16.collector::b0::fill",
+    "tcgen05.mma.ws.cta_group::1.kind::f16.collector::b0::use"]
+
+
+def _fixture(name, entry, forms):
+    """The nvcc 13.0 PTX of tests/fixtures/ptx/tcgen05_forms.cu (commands in tests/fixtures/README.md), its entry's
+    dynamic base, and the tcgen05.mma lines it holds (checked against `forms`)."""
+    text = (FX / name).read_text()
+    assert "Cuda compilation tools, release 13.0" in text
+    got = [ln.split()[0] for ln in text.splitlines() if ln.strip().startswith("tcgen05.mma")]
+    assert got == forms
+    mod = ptx.load(text)
+    return mod, mod.program(entry).dynamic_base()
+
+
+def _relative(d, base):
+    """A descriptor whose start address is relative to the dynamic array (the kernel adds its address >> 4)."""
+    return replace(d, start_address=d.start_address - base).encode()
+
+
+def test_nvcc_cute_sparse_atom():
+    """CuTe's SM100_MMA_F16BF16_SS_SPARSE (M = 128, N = 64) twice on one accumulator, the metadata stored by the
+    kernel with CuTe's SM100_TMEM_STORE atom at column 256, read back with SM100_TMEM_LOAD."""
+    mod, base = _fixture("tcgen05_forms_sm100a.ptx", "sparse_f16",
+                         SM100A_FORMS)
+    rng = np.random.default_rng(100)
+    M, N, K = 128, 64, 32
+    smem, tm = SharedMemory("sm100"), TensorMemory()
+    ds = {}
+    for i in range(2):
+        ds[f"a{i}"] = desc(base + 0x1000 * i, M, K // 2, 16)
+        ds[f"b{i}"] = desc(base + 0x2000 + 0x1000 * i, N, K, 16)
+        smem.write_operand(ds[f"a{i}"], rand_bits(rng, (M, K // 2), "f16"), dtype="f16")
+        smem.write_operand(ds[f"b{i}"], rand_bits(rng, (N, K), "f16"), dtype="f16")
+    tm.write_sparse_meta(META, nibbles(rng, "f16", M, K), "f16")
+    d = InstrDescriptor("f16", "f16", "f16", m=M, n=N, sparse=True)
+    out = np.zeros((128, 64), np.uint32)
+    mod.launch("sparse_f16", grid=1, block=128, shared_bytes=0x8000,
+               args=[out, smem.data[base:base + 0x8000].copy(), np.ascontiguousarray(tm.cells[:, META:META + 1])]
+               + [_relative(ds[k], base) for k in ("a0", "b0", "a1", "b1")] + [d.encode(), META])
+    first = tcgen05_mma(smem, ds["a0"], ds["b0"], d, tmem=tm, sparse_meta=META)
+    want = tcgen05_mma(smem, ds["a1"], ds["b1"], d, c=first, tmem=tm, sparse_meta=META)
+    assert np.array_equal(out, want.view(np.uint32))
+
+
+def test_nvcc_cccl_ws_collector_and_zero_column_mask():
+    """CCCL's cuda::ptx::tcgen05_mma_ws_collector_b0_fill / _use (M = 64, N = 128) with a zero-column mask and a
+    column shift of 5 (max shift 8): D in layout E, the second MMA reusing B from buffer b0."""
+    mod, base = _fixture("tcgen05_forms_sm100a.ptx", "ws_f16",
+                         SM100A_FORMS)
+    rng = np.random.default_rng(101)
+    M, N, K = 64, 128, 16
+    smem = SharedMemory("sm100")
+    a0, a1, b = desc(base, M, K, 16), desc(base + 0x1000, M, K, 16), desc(base + 0x2000, 136, K, 16)
+    for dd, rows in ((a0, M), (a1, M), (b, 136)):
+        smem.write_operand(dd, rand_bits(rng, (rows, K), "f16"), dtype="f16")
+    d = InstrDescriptor("f16", "f16", "f16", m=M, n=N, max_shift=1)
+    zcm = ZeroColumnMask(non_zero_mask=True, skip_span=0, use_span=2, shift=5, first_spans=(1, 0, 0, 0))
+    out = np.zeros((128, 64), np.uint32)
+    mod.launch("ws_f16", grid=1, block=128, shared_bytes=0x8000,
+               args=[out, smem.data[base:base + 0x8000].copy(), np.zeros(1, np.uint32), _relative(a0, base),
+                     _relative(a1, base), _relative(b, base), d.encode(), zcm.encode()])
+    cb = CollectorBuffers()
+    kw = dict(ws=True, zero_column_mask=zcm.encode(), collector=cb)
+    first = tcgen05_mma(smem, a0, b, d, collector_op="b0::fill", **kw)
+    want = tcgen05_mma(smem, a1, b, d, c=first, collector_op="b0::use", **kw).view(np.uint32)
+    lane, col = ws_lanes(M, N)
+    assert np.array_equal(out[lane, col], want)
+
+
+def test_nvcc_cute_sm103_k96_atom():
+    """CuTe's SM103_MXF4_ULTRA_SS_VS (K = 96, .block16, ue4m3 scales) in an sm_103a kernel: its spelling is the
+    dense `.kind::mxf4nvf4.block_scale.block16`; K = 96 is bit 31 of the instruction descriptor. Scale factors of A
+    from byte 2 (id 2), of B from byte 0, each run of six continuing 4 columns on."""
+    mod, base = _fixture("tcgen05_forms_sm103a.ptx", "k96_nvf4", ["tcgen05.mma.cta_group::1.kind::mxf4nvf4"
+                                                                  ".block_scale.block16"])
+    rng = np.random.default_rng(102)
+    M, N = 128, 64
+    smem, tm = SharedMemory("sm100"), TensorMemory()
+    da, db = desc(base, M, 96, 4), desc(base + 0x2000, N, 96, 4)
+    smem.write_operand(da, rng.integers(0, 16, (M, 96)), dtype="e2m1")
+    smem.write_operand(db, rng.integers(0, 16, (N, 96)), dtype="e2m1")
+    sa, sb = scales(rng, "ue4m3", (M, 6)), scales(rng, "ue4m3", (N, 6))
+    tm.write_scales(256, sa, 2, k96=True)
+    tm.write_scales(264, sb, 0, k96=True)
+    d = InstrDescriptor("mxf4nvf4", "e2m1", "e2m1", m=M, n=N, scale_type="ue4m3", k96=True, a_scale_id=2)
+    out = np.zeros((128, 64), np.uint32)
+    mod.launch("k96_nvf4", grid=1, block=128, shared_bytes=0x8000,
+               args=[out, smem.data[base:base + 0x8000].copy(), np.ascontiguousarray(tm.cells[:, 256:272]),
+                     _relative(da, base), _relative(db, base), d.encode(), 256])
+    want = tcgen05_mma(smem, da, db, d, scale_a=sa, scale_b=sb, arch="sm103", block_size_k=16)
+    assert np.array_equal(out, want.view(np.uint32))
