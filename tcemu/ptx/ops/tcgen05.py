@@ -34,6 +34,18 @@ high bits) where the plain form holds column c (CuTe's _16b ValIDs); unpack writ
 K-major operand and writes row r to lane r (.128x256b, .128x128b), lane 32 r (.4x256b), lanes r + 32 q
 (.32x128b.warpx4), r and r + 64 (.64x128b.warpx2::02_13), r % 32 + 64 (r / 32) and + 32 (::01_23): CuTe's UTCCP
 Copy_Traits; the .b8x16 decompression puts each fp4 / fp6 value in an 8-bit container (tcemu.tmem.CONTAINER_SHIFT).
+
+Forms beyond the dense MMA (operand grammar: PTX 9.7.16.10.9, every line checked with ptxas 13.0):
+  tcgen05.mma.sp   [d], a, b, [sp-meta-tmem], idesc, ... : the descriptor's sparse bit must be set; the metadata cells
+                   (tcemu.tmem.meta_cells: the selector's sub-column, .ws copies) are read like A and the scale factors;
+  tcgen05.mma.ws / .ws.sp   ..., enable-input-d {, zero-column-mask-desc}: cta_group::1, kinds tf32/f16/f8f6f4/i8; D in
+                   the .ws layouts (D / E / G); B's rows read are those the mask keeps, from its column shift on;
+  .collector::a::fill/use/lastuse/discard (non-.ws) and .collector::b0..b3::* (.ws): one CollectorBuffers per CTA (the
+                   pair's even CTA for cta_group::2); no qualifier is ::a::discard (.ws: ::b0::discard); a use the buffer
+                   cannot serve (no live fill, other places, changed bytes) is a KernelFault from the instruction model;
+  .target sm_103a: K = 96 (bit 31 of the mxf4 / mxf4nvf4 descriptor, the dense spelling) with its 3 / 6 scale factors
+                   a row running on past byte 3, and LBO mode 1 descriptors; .kind::i8 is refused there (ptxas 13.0).
+Refused: .ashift (not modelled), block-scaled cta_group::2 (the 2x2 scale-factor layout).
 Not silicon-verified (README, "Blackwell").
 """
 import itertools
