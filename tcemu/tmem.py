@@ -278,6 +278,10 @@ def meta_cells(kind: str, rows: int, *, selector: int = 0, ws: bool = False, add
         raise TmemError("m", f"sparse metadata in tensor memory is modelled for 128 rows a CTA (M = 128, or M = 256 "
                              f"with cta_group::2; CuTe's tmem_e_frg asserts it), not {rows}: pass the metadata as an "
                              "array of nibbles (sparse_meta=...)")
+    if address is not None and split_address(address, "sparse_meta")[0]:
+        raise TmemError("sparse_meta", f"{int(address):#010x} names lane {int(address) >> 16}: the metadata maps "
+                                       "(CuTe's tmem_e_frg / tmem_e_frg_ws) start at lane 0 and fill the lanes they "
+                                       "name; another lane base is not modelled")
     if address is not None and selector and split_address(address, "sparse_meta")[1] % 2:
         raise TmemError("sparse_meta", "an odd metadata column with a nonzero selector: CuTe hands the hardware an even "
                                        "column and carries its low bit in the selector, so what an odd column plus a "
