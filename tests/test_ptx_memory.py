@@ -653,3 +653,62 @@ def test_stmatrix(num, trans):
                      for i in range(num)])
     want = frag.transpose(0, 2, 1) if trans else frag
     assert np.array_equal(got, want)
+
+
+# ------------------------------------------------------------------------------------------------ TMA store
+
+def _warp_tma_store(between, after=""):
+    """32 threads fill a 32 x 32 u32 stage, fence, and every lane of warp 0 issues the same TMA store (as
+    CUTLASS's sm90 epilogue does); `between` runs after the commit and before the wait, `after` after it."""
+    return f"""
+.version 8.0
+.target sm_90a
+.address_size 64
+.extern .shared .align 1024 .b8 dyn[];
+.visible .entry k(.param .align 64 .b8 tmap[128])
+{{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, dyn;
+  mov.u32 %r2, 0;
+ROW:
+  mad.lo.u32 %r3, %r2, 32, %r0;
+  shl.b32 %r4, %r3, 2;
+  add.u32 %r5, %r1, %r4;
+  mad.lo.u32 %r6, %r3, 2654435761, 12345;
+  st.shared.u32 [%r5], %r6;
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p0, %r2, 32;
+  @%p0 bra ROW;
+  fence.proxy.async.shared::cta;
+  bar.warp.sync -1;
+  mov.u32 %r7, 32;
+  mov.u32 %r8, 64;
+  cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {{%r7, %r8}}], [%r1];
+  cp.async.bulk.commit_group;
+{between}
+  cp.async.bulk.wait_group.read 0;
+{after}
+  ret;
+}}
+"""
+
+
+def test_warp_wide_tma_store_writes_the_box_and_keeps_the_stage_read_until_wait_group_read():
+    from tcemu.ptx.tensormap import encode_tiled
+    out = np.zeros((128, 128), np.uint32)
+    tm = encode_tiled(out, [32, 32])
+    ptx.load(_warp_tma_store("")).launch("k", grid=1, block=32, args=[tm], shared_bytes=4096)
+    i = np.arange(32 * 32, dtype=np.uint64)
+    want = ((i * 2654435761 + 12345) % 2**32).astype(np.uint32).reshape(32, 32)
+    assert np.array_equal(out[64:96, 32:64], want)
+    out[64:96, 32:64] = 0
+    assert not out.any()   # nothing outside the box
+    # a store into the stage before the read completes: every lane's copy still reads it
+    with pytest.raises(HazardError, match="bulk copy to global memory still reads"):
+        ptx.load(_warp_tma_store("  st.shared.u32 [%r1], %r0;")).launch("k", grid=1, block=32, args=[tm],
+                                                                       shared_bytes=4096)
+    # after wait_group.read 0 all 32 reads have completed: the stage is free again
+    ptx.load(_warp_tma_store("", "  st.shared.u32 [%r1], %r0;")).launch("k", grid=1, block=32, args=[tm],
+                                                                       shared_bytes=4096)
