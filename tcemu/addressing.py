@@ -22,6 +22,7 @@ from .descriptors import GmmaDescriptor, SwizzleMode, as_arch_descriptor
 from .dtypes import MN_MAJOR_DTYPES, OPERAND_DTYPES, element_type, parse_major
 from .errors import DescriptorError, LayoutError
 from .swizzle import swizzle_address
+from .validate import show
 
 
 @njit(cache=True)
@@ -59,7 +60,7 @@ def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
         raise LayoutError("major", "128B_base32B swizzle is MN-major only (CuTe static-asserts K-major)")
     for name, value in (("rows", rows), ("k", k)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-            raise LayoutError(name, f"must be a positive integer, got {value!r}")
+            raise LayoutError(name, f"must be a positive integer, got {show(value)}")
     rows, k = int(rows), int(k)
     if rows * k > MAX_ELEMENTS:
         raise LayoutError("rows, k", f"{rows} x {k} elements exceed the {MAX_ELEMENTS:,}-element limit "

@@ -20,6 +20,7 @@ from numba import njit
 
 from .arch import check_arch
 from .errors import TcemuError
+from .validate import show
 
 BANKS, BANK_BYTES, WAVEFRONT_BYTES = 32, 4, 128
 
@@ -63,7 +64,7 @@ def parse_op(op) -> SmemOp:
     """PTX spellings (ld.shared.v4.b32, ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16) or short forms
     (ld.v4.b32, lds.128, ldmatrix.x4.trans, stmatrix.x2)."""
     if not isinstance(op, str):
-        raise BankError("op", f"must be a string, got {op!r}")
+        raise BankError("op", f"must be a string, got {show(op)}")
     parts = [p for p in op.strip().lower().split(".") if p and p not in ("sync", "aligned", "m8n8", "shared",
                                                                          "shared::cta", "volatile", "relaxed")]
     if not parts:
@@ -74,17 +75,17 @@ def parse_op(op) -> SmemOp:
         xs = [p for p in parts if re.fullmatch(r"x[124]", p)]
         rest = [p for p in parts[1:] if p not in xs and p not in ("trans", "b16")]
         if len(xs) != 1 or rest:
-            raise BankError("op", f"{op!r}: expected {kind}[.sync.aligned.m8n8].x1|x2|x4[.trans][.shared.b16]")
+            raise BankError("op", f"{show(op)}: expected {kind}[.sync.aligned.m8n8].x1|x2|x4[.trans][.shared.b16]")
         x, trans = int(xs[0][1]), "trans" in parts
         name = f"{kind}.sync.aligned.m8n8.x{x}{'.trans' if trans else ''}.shared.b16"
         return SmemOp(name, kind, 16, x, trans)
     if head in ("lds", "sts") and len(parts) <= 2:  # SASS spellings: lds, lds.u8, sts.64, lds.128
         suffix = parts[1] if len(parts) == 2 else "32"
         if suffix not in _SASS:
-            raise BankError("op", f"{op!r}: unknown SASS width .{suffix}")
+            raise BankError("op", f"{show(op)}: unknown SASS width .{suffix}")
         return _ld_st(head[:2], *_SASS[suffix])
     if head not in ("ld", "st"):
-        raise BankError("op", f"{op!r}: expected ld, st, ldmatrix or stmatrix")
+        raise BankError("op", f"{show(op)}: expected ld, st, ldmatrix or stmatrix")
     vec = 1
     types = []
     for p in parts[1:]:
@@ -93,9 +94,9 @@ def parse_op(op) -> SmemOp:
         elif p in _WIDTH:
             types.append(p)
         else:
-            raise BankError("op", f"{op!r}: unknown qualifier .{p}")
+            raise BankError("op", f"{show(op)}: unknown qualifier .{p}")
     if len(types) != 1:
-        raise BankError("op", f"{op!r}: needs exactly one type (.u8 .u16 .b32 .b64 ...)")
+        raise BankError("op", f"{show(op)}: needs exactly one type (.u8 .u16 .b32 .b64 ...)")
     return _ld_st(head, vec, types[0])
 
 
@@ -172,7 +173,7 @@ def _check(op: SmemOp, addresses, mask):
     full = np.zeros(32, np.int64)
     full[:addrs.size] = addrs
     if isinstance(mask, bool) or not isinstance(mask, (int, np.integer)) or not 0 <= int(mask) < 1 << 32:
-        raise BankError("mask", f"must be a 32-bit thread mask, got {mask!r}")
+        raise BankError("mask", f"must be a 32-bit thread mask, got {show(mask)}")
     mask = int(mask)
     if op.matrices and mask != 0xFFFFFFFF:
         raise BankError("mask", f"{op.kind} is .sync.aligned: all 32 threads execute it")
@@ -288,11 +289,11 @@ def pattern_from_expression(expr: str) -> np.ndarray:
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as e:
-        raise BankError("pattern", f"{expr!r} is not an expression ({e.msg})") from None
+        raise BankError("pattern", f"{show(expr)} is not an expression ({e.msg})") from None
     for node in ast.walk(tree):
         if not isinstance(node, allowed) or (isinstance(node, ast.Name) and node.id != "t") or \
                 (isinstance(node, ast.Constant) and not isinstance(node.value, int)):
-            raise BankError("pattern", f"{expr!r}: only integers, t and integer operators are allowed")
+            raise BankError("pattern", f"{show(expr)}: only integers, t and integer operators are allowed")
 
     def ev(n, t):
         if isinstance(n, ast.Expression):
@@ -310,14 +311,14 @@ def pattern_from_expression(expr: str) -> np.ndarray:
                ast.RShift: lambda: a >> b, ast.BitAnd: lambda: a & b, ast.BitOr: lambda: a | b,
                ast.BitXor: lambda: a ^ b}
         if isinstance(n.op, (ast.FloorDiv, ast.Mod)) and b == 0:
-            raise BankError("pattern", f"{expr!r}: division by zero at t = {t}")
+            raise BankError("pattern", f"{show(expr)}: division by zero at t = {t}")
         if isinstance(n.op, (ast.LShift, ast.RShift)) and not 0 <= b < 64:
-            raise BankError("pattern", f"{expr!r}: shift by {b} at t = {t}")
+            raise BankError("pattern", f"{show(expr)}: shift by {b} at t = {t}")
         return ops[type(n.op)]()
     values = [ev(tree, t) for t in range(32)]
     bad = [t for t, v in enumerate(values) if not -(1 << 40) < v < 1 << 40]
     if bad:
-        raise BankError("pattern", f"{expr!r} gives {values[bad[0]]} at t = {bad[0]}, not a shared-memory address")
+        raise BankError("pattern", f"{show(expr)} gives {values[bad[0]]} at t = {bad[0]}, not a shared-memory address")
     return np.array(values, np.int64)
 
 

@@ -22,6 +22,7 @@ from .formats import NAN, decode_int
 from .instr import BLOCK_SCALED, InstrDescriptor, shape_findings
 from .smem import SUBBYTE, SharedMemory
 from .tmem import TensorMemory
+from .validate import show
 
 K_OF_KIND = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
 _GROUPED = ("mxf4", "mxf4nvf4")
@@ -39,7 +40,7 @@ def fdp_unit(kind: str, dtype_d: str) -> FdpUnit:
 def _idesc(idesc, kind) -> InstrDescriptor:
     if isinstance(idesc, InstrDescriptor):
         if kind is not None and kind != idesc.kind:
-            raise LayoutError("kind", f"{kind!r} disagrees with the instruction descriptor's .kind::{idesc.kind}")
+            raise LayoutError("kind", f"{show(kind)} disagrees with the instruction descriptor's .kind::{idesc.kind}")
         return idesc
     if kind is None:
         raise LayoutError("kind", "a raw instruction descriptor does not say its .kind: pass kind=")
@@ -56,7 +57,7 @@ def block_size(d: InstrDescriptor, requested=None) -> int:
                                               "or 32 (.block32): PTX requires the qualifier")
         return legal[0]
     if requested not in legal:
-        raise LayoutError("block_size_k", f"{requested!r}: .kind::{d.kind} with {d.scale_type} scales takes {legal}")
+        raise LayoutError("block_size_k", f"{show(requested)}: .kind::{d.kind} with {d.scale_type} scales takes {legal}")
     return requested
 
 
@@ -73,7 +74,7 @@ def check_form(d: InstrDescriptor, cta_group, a_from_tmem: bool, desc_a, desc_b,
         if on:
             raise LayoutError(name, why)
     if scale_input_d and (d.kind not in ("tf32", "f16") or not 0 <= scale_input_d <= 15):
-        raise LayoutError("scale_input_d", f"{scale_input_d!r}: an immediate 0..15, for .kind::tf32 and "
+        raise LayoutError("scale_input_d", f"{show(scale_input_d)}: an immediate 0..15, for .kind::tf32 and "
                                            ".kind::f16 only (PTX 9.7.16.10.9)")
     if a_from_tmem:
         if d.transpose_a:
@@ -157,7 +158,7 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
     """
     d = _idesc(idesc, kind)
     if cta_group not in (1, 2):
-        raise LayoutError("cta_group", f"{cta_group!r}: 1 or 2")
+        raise LayoutError("cta_group", f"{show(cta_group)}: 1 or 2")
     if (a is None) == (a_tmem is None):
         raise LayoutError("a", "A comes from a shared-memory descriptor or from a_tmem=, exactly one of them")
     check_form(d, cta_group, a_tmem is not None, a, desc_b, scale_input_d)

@@ -10,6 +10,7 @@ from .errors import LayoutError, TcemuError
 from .blackwell import K_OF_KIND, check_form
 from .hopper import K_OF as INSTRUCTION_K
 from .instr import InstrDescriptor
+from .validate import show
 
 DYNAMIC_SMEM_BASE = 0x400  # where dynamic shared memory started in every capture (traces/*.npz)
 
@@ -99,7 +100,7 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
         d = instr if isinstance(instr, InstrDescriptor) else InstrDescriptor.decode(instr, kind)
         arch = "sm100"
         if operand not in ("a", "b"):
-            raise LayoutError("operand", f"{operand!r}: 'a' or 'b'")
+            raise LayoutError("operand", f"{show(operand)}: 'a' or 'b'")
         dtype, mn = (d.dtype_a, d.transpose_a) if operand == "a" else (d.dtype_b, d.transpose_b)
         major, rows, k = ("MN" if mn else "K"), (d.m if operand == "a" else d.n), K_OF_KIND[d.kind]
         lines += describe_instruction(d)

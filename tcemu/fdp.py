@@ -21,6 +21,7 @@ from numba import njit
 
 from .errors import LayoutError
 from .formats import FINITE, INF, NAN, RNE, RZ, ZERO, decode_float, format_args, get_format
+from .validate import as_array, as_choice
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
 __all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "grouped_dot",
@@ -32,8 +33,8 @@ _RAW = {"f32": np.uint32, "f16": np.uint16, "s32": np.uint32}
 
 def accumulator_bits(c, shape, dtype_d: str) -> np.ndarray:
     """The raw bits of an accumulator `c` given as a numpy array of D's type and shape; LayoutError on `c`."""
-    c = np.asarray(c)
-    want = OUT_NUMPY[dtype_d]
+    c = as_array(c, "c", LayoutError)
+    want = OUT_NUMPY[as_choice(dtype_d, "dtype_d", tuple(OUT_NUMPY), LayoutError)]
     if c.shape != tuple(shape):
         raise LayoutError("c", f"must have shape {tuple(shape)}, got {c.shape}")
     if c.dtype != want:

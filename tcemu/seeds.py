@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import TcemuError
+from .validate import show
 
 __all__ = ["NUMERICS_KINDS", "FORMAT_IDS", "FMTS", "KindFormats", "KIND_FORMATS", "CaseParams", "mix64", "rnd",
            "special_bits", "gen_float", "gen_int32", "gen_elem", "case_params", "case_params_formats",
@@ -225,29 +226,29 @@ def _kind(kind) -> int:
     if isinstance(kind, (tuple, list)):
         key = tuple(kind)
         if key not in NUMERICS_KINDS:
-            raise TcemuError("kind", f"unknown numerics kind {kind!r}")
+            raise TcemuError("kind", f"unknown numerics kind {show(kind)}")
         return NUMERICS_KINDS.index(key)
     if isinstance(kind, bool) or not isinstance(kind, (int, np.integer)) or not 0 <= int(kind) < len(NUMERICS_KINDS):
-        raise TcemuError("kind", f"kind must be an index 0..{len(NUMERICS_KINDS) - 1} or a NUMERICS_KINDS tuple, got {kind!r}")
+        raise TcemuError("kind", f"kind must be an index 0..{len(NUMERICS_KINDS) - 1} or a NUMERICS_KINDS tuple, got {show(kind)}")
     return int(kind)
 
 
 def _step(step) -> int:
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= int(step) < (1 << 27):
-        raise TcemuError("step", f"step must be a non-negative integer, got {step!r}")
+        raise TcemuError("step", f"step must be a non-negative integer, got {show(step)}")
     return int(step)
 
 
 def _which(which) -> str:
     w = str(which).upper()
     if w not in ("A", "B"):
-        raise TcemuError("which", f"which must be 'A' or 'B', got {which!r}")
+        raise TcemuError("which", f"which must be 'A' or 'B', got {show(which)}")
     return w
 
 
 def _count(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 < int(value) <= (1 << 20):
-        raise TcemuError(name, f"{name} must be a positive integer, got {value!r}")
+        raise TcemuError(name, f"{name} must be a positive integer, got {show(value)}")
     return int(value)
 
 

@@ -20,6 +20,7 @@ from .arch import check_arch
 from .descriptors import SM90_SWIZZLES, SwizzleMode
 from .errors import TcemuError
 from .swizzle import Swizzle
+from .validate import show
 
 
 class TmaError(TcemuError):
@@ -42,7 +43,7 @@ def _swizzle(mode, arch):
         parsed = None
     if parsed not in SM90_SWIZZLES:
         extra = ", 128B_ATOM_32B, 128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B on sm100" if arch == "sm100" else ""
-        raise TmaError("swizzle", f"{mode!r} is not a {arch} TMA swizzle (none, 32B, 64B, 128B{extra})")
+        raise TmaError("swizzle", f"{show(mode)} is not a {arch} TMA swizzle (none, 32B, 64B, 128B{extra})")
     return parsed.value, parsed.swizzle, False
 
 
@@ -74,7 +75,7 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
 def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, data_type):
     name = str(data_type).upper().removeprefix("CU_TENSOR_MAP_DATA_TYPE_")
     if name not in PACKED_TYPES or check_arch(arch) != "sm100":
-        raise TmaError("data_type", f"{data_type!r}: the packed types are sm100's {', '.join(PACKED_TYPES)}")
+        raise TmaError("data_type", f"{show(data_type)}: the packed types are sm100's {', '.join(PACKED_TYPES)}")
     if tensor.dtype != np.uint8 or not 1 <= tensor.ndim <= 5 or not box or not coords:
         raise TmaError("tensor", f"a packed {name} tensor is a uint8 array of packed bytes, got {tensor.dtype} "
                                  f"{tensor.shape}")
@@ -94,7 +95,7 @@ def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle,
     if any(s % 32 for s in tensor.strides[:-1]):
         raise TmaError("tensor", f"{name}: global strides must be multiples of 32 bytes (driver API)")
     if _swizzle(swizzle, arch)[0] not in ("none", "128B", "128B_ATOM_32B"):
-        raise TmaError("swizzle", f"{swizzle!r}: {name} loads take none, 128B or 128B_ATOM_32B (driver API)")
+        raise TmaError("swizzle", f"{show(swizzle)}: {name} loads take none, 128B or 128B_ATOM_32B (driver API)")
     groups = tensor.reshape(tensor.shape[:-1] + (-1, group_bytes))
     slots = np.zeros(groups.shape[:-1] + (16,), np.uint8)  # each 16 elements: their packed bytes, then padding
     slots[..., :group_bytes] = groups
@@ -115,7 +116,7 @@ def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fi
     est = [1] * rank if element_strides is None else list(element_strides)
     for name, v in (("box", box), ("coords", coords), ("element_strides", est)):
         if len(v) != rank or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
-            raise TmaError(name, f"needs {rank} integers (dimension 0 first), got {v!r}")
+            raise TmaError(name, f"needs {rank} integers (dimension 0 first), got {show(v)}")
     if not all(1 <= b <= 256 for b in box):
         raise TmaError("box", f"{box}: every box dimension is 1..256 elements")
     if not all(1 <= e <= 8 for e in est):
@@ -132,12 +133,12 @@ def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fi
         raise TmaError("tensor", f"byte strides {strides[1:]} of dimensions 1.. must be positive multiples of 16, "
                                  "and dimension 0 contiguous")
     if isinstance(smem_addr, bool) or not isinstance(smem_addr, (int, np.integer)) or smem_addr % 128:
-        raise TmaError("smem_addr", f"{smem_addr!r}: the destination must be 128-byte aligned (misaligned address)")
+        raise TmaError("smem_addr", f"{show(smem_addr)}: the destination must be 128-byte aligned (misaligned address)")
     if (coords[0] * es) % 16:
         raise TmaError("coords", f"coords[0] = {coords[0]} is {coords[0] * es} bytes, not a multiple of 16 "
                                  "(the hardware faults: illegal instruction)")
     if oob_fill != "zero":
-        raise TmaError("oob_fill", f"{oob_fill!r}: only 'zero' (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) is modelled")
+        raise TmaError("oob_fill", f"{show(oob_fill)}: only 'zero' (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) is modelled")
 
     counts = [box[0]] + [-(-box[d] // est[d]) for d in range(1, rank)]
     idx = np.indices(counts[::-1]).reshape(rank, -1)[::-1]  # (rank, n): dimension 0 first, varying fastest

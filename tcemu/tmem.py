@@ -18,6 +18,7 @@ import numpy as np
 
 from .errors import TmemError
 from .smem import SUBBYTE
+from .validate import show
 
 LANES, COLUMNS = 128, 512
 
@@ -25,7 +26,7 @@ LANES, COLUMNS = 128, 512
 def split_address(address, field: str = "address"):
     """(lane, column) of a tensor-memory address lane << 16 | column."""
     if isinstance(address, bool) or not isinstance(address, (int, np.integer)) or not 0 <= address < 1 << 32:
-        raise TmemError(field, f"must be a 32-bit tensor-memory address (lane << 16 | column), got {address!r}")
+        raise TmemError(field, f"must be a 32-bit tensor-memory address (lane << 16 | column), got {show(address)}")
     lane, column = int(address) >> 16, int(address) & 0xFFFF
     if lane >= LANES or column >= COLUMNS:
         raise TmemError(field, f"{int(address):#010x} is lane {lane}, column {column}: tensor memory has "
