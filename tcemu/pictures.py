@@ -9,6 +9,19 @@ from .addressing import core_matrix_rows, operand_addresses
 from .descriptors import SwizzleMode, as_arch_descriptor
 from .dtypes import element_type, parse_major
 from .errors import TcemuError
+from .validate import as_int, as_int_array, output_path, show
+
+SUFFIXES = (".png", ".svg")  # matplotlib picks the format from the extension
+
+
+def _save(fig, plt, path, dpi):
+    """Write the figure; a file the system refuses is an error naming the path, not an OSError."""
+    try:
+        fig.savefig(path, dpi=dpi)
+    except OSError as e:
+        raise TcemuError("path", f"cannot write {show(path)}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
 
 
 def _plt():
@@ -25,6 +38,9 @@ def operand_map(desc, path: str, *, rows: int, k: int, dtype: str, major: str = 
                 arch: str = "sm90"):
     """Draw where every 16-byte chunk of the operand lives (PNG or SVG by the file's extension).
     Returns (first line address, {(line, chunk): label})."""
+    path = output_path(path, "path", SUFFIXES)
+    if not isinstance(operand, str) or len(operand) > 8:
+        raise TcemuError("operand", f"a short operand name such as 'A', got {show(operand)}")
     plt = _plt()
     desc = as_arch_descriptor(desc, arch)
     addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
@@ -53,14 +69,15 @@ def operand_map(desc, path: str, *, rows: int, k: int, dtype: str, major: str = 
     ax.set_title(f"{desc}\n{rows}x{k} {dtype}, {'K' if k_major else 'MN'}-major; colour = core matrix, "
                  "label = first element", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, plt, path, 110)
     return lo, labels
 
 
 def swizzle_atom(mode, path: str, *, base_offset: int = 0):
     """Draw one swizzle atom: logical chunk c of row r (label r,c) at its physical chunk.
     Returns the (rows, chunks) grid of logical chunk numbers by physical position."""
+    path = output_path(path, "path", SUFFIXES)
+    base_offset = as_int(base_offset, "base_offset", 0, 7)
     plt = _plt()
     mode = SwizzleMode.parse(mode)
     sw = mode.swizzle
@@ -79,13 +96,20 @@ def swizzle_atom(mode, path: str, *, base_offset: int = 0):
     ax.set_title(f"{mode.value} swizzle atom ({sw}), base offset {base_offset}: label = row, logical chunk",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, plt, path, 110)
     return grid.astype(int)
 
 
 def bank_heatmap(report, addrs, mask: int, path: str):
     """A lanes x banks heat map of one instruction's bank demand (tcemu banks --png)."""
+    from .banks import BankReport
+    if not isinstance(report, BankReport):
+        raise TcemuError("report", f"must be a banks.BankReport, got {show(report)}")
+    addrs = as_int_array(addrs, "addrs", 0, 1 << 62, ndim=1)
+    if addrs.size < report.op.threads_used:
+        raise TcemuError("addrs", f"{report.op.name} needs {report.op.threads_used} addresses, got {addrs.size}")
+    mask = as_int(mask, "mask", 0, (1 << 32) - 1)
+    path = output_path(path, "path", SUFFIXES)
     plt = _plt()
     op = report.op
     grid = np.zeros((32, 32))
@@ -102,5 +126,4 @@ def bank_heatmap(report, addrs, mask: int, path: str):
         if p.threads:
             ax.axhline(min(p.threads) - 0.5, color="white", lw=0.5)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, plt, path, 100)

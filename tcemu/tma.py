@@ -20,7 +20,8 @@ from .arch import check_arch
 from .descriptors import SM90_SWIZZLES, SwizzleMode
 from .errors import TcemuError
 from .swizzle import Swizzle
-from .validate import show
+from .smem import SharedMemory
+from .validate import as_array, as_choice, as_int, as_int_list, show
 
 
 class TmaError(TcemuError):
@@ -34,7 +35,11 @@ SM100_TMA_SWIZZLES = {"128B_ATOM_32B": (Swizzle(2, 5, 2), False), "128B_ATOM_32B
 
 def _swizzle(mode, arch):
     """(name, Swizzle, flip) of a TMA swizzle mode on `arch`."""
-    text = str(mode).strip().upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_")
+    if isinstance(mode, SwizzleMode):
+        mode = mode.value
+    if not isinstance(mode, str) or len(mode) > 60:
+        raise TmaError("swizzle", f"{show(mode)} is not a TMA swizzle mode name")
+    text = mode.strip().upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_")
     if text in SM100_TMA_SWIZZLES and check_arch(arch) == "sm100":
         return (text, *SM100_TMA_SWIZZLES[text])
     try:
@@ -65,21 +70,30 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
     data_type (sm100): one of PACKED_TYPES; `tensor` then holds packed bytes (dimension 0 counts bytes,
     box[0] and coords[0] count elements) and the result gives each element's position: the byte holding it
     (ALIGN8B) or its 8-bit slot in a 16-byte chunk (ALIGN16B, as tcgen05's padded operands are addressed)."""
-    arch = arch or getattr(smem, "arch", "sm90")
+    if not isinstance(smem, SharedMemory):
+        raise TmaError("smem", f"must be a SharedMemory, got {show(smem)}")
+    if arch is not None and check_arch(arch) != smem.arch:
+        raise TmaError("arch", f"{show(arch)} differs from the shared memory's {smem.arch}")
+    arch = smem.arch
+    tensor = as_array(tensor, "tensor", TmaError)
+    box, coords = as_int_list(box, "box", error=TmaError), as_int_list(coords, "coords", error=TmaError)
+    as_choice(oob_fill, "oob_fill", ("zero",), TmaError)
     if data_type is not None:
-        return _packed_load(smem, smem_addr, np.asarray(tensor), list(box), list(coords), element_strides,
-                            swizzle, oob_fill, arch, data_type)
+        return _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, data_type)
     return _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch)
 
 
 def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, data_type):
-    name = str(data_type).upper().removeprefix("CU_TENSOR_MAP_DATA_TYPE_")
+    name = data_type.upper().removeprefix("CU_TENSOR_MAP_DATA_TYPE_") if isinstance(data_type, str) else None
     if name not in PACKED_TYPES or check_arch(arch) != "sm100":
         raise TmaError("data_type", f"{show(data_type)}: the packed types are sm100's {', '.join(PACKED_TYPES)}")
     if tensor.dtype != np.uint8 or not 1 <= tensor.ndim <= 5 or not box or not coords:
         raise TmaError("tensor", f"a packed {name} tensor is a uint8 array of packed bytes, got {tensor.dtype} "
                                  f"{tensor.shape}")
     width, padded = PACKED_TYPES[name]
+    if len(box) != tensor.ndim or len(coords) != tensor.ndim:
+        raise TmaError("box" if len(box) != tensor.ndim else "coords", f"needs {tensor.ndim} integers (dimension 0 "
+                                                                       "first)")
     if not padded:  # ALIGN8B: the packed bytes themselves, two elements per byte
         if box[0] % 32 or coords[0] % 2:
             raise TmaError("box" if box[0] % 32 else "coords", f"{name}: box[0] must be a multiple of 32 elements "
@@ -105,22 +119,22 @@ def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle,
 
 def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, write=None):
     """The tile load; `write` (dimension-0 index -> bool) leaves padding positions unwritten."""
-    tensor = np.asarray(tensor)
     rank = tensor.ndim
     if not 1 <= rank <= 5:
         raise TmaError("tensor", f"rank {rank}: TMA tensors have 1 to 5 dimensions")
+    if tensor.dtype.kind not in "biufcV" or tensor.dtype.hasobject:
+        raise TmaError("tensor", f"must be an array of numbers, got {tensor.dtype}")
     es = tensor.dtype.itemsize
     if es not in (1, 2, 4, 8):
         raise TmaError("tensor", f"elements of {es} bytes: TMA moves 1, 2, 4 or 8-byte elements")
-    box, coords = list(box), list(coords)
-    est = [1] * rank if element_strides is None else list(element_strides)
-    for name, v in (("box", box), ("coords", coords), ("element_strides", est)):
-        if len(v) != rank or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
-            raise TmaError(name, f"needs {rank} integers (dimension 0 first), got {show(v)}")
+    box = as_int_list(box, "box", rank, error=TmaError)
+    coords = as_int_list(coords, "coords", rank, -(1 << 31), (1 << 31) - 1, TmaError)  # the driver's int32
+    est = [1] * rank if element_strides is None else as_int_list(element_strides, "element_strides", rank,
+                                                                   error=TmaError)
     if not all(1 <= b <= 256 for b in box):
-        raise TmaError("box", f"{box}: every box dimension is 1..256 elements")
+        raise TmaError("box", f"{show(box)}: every box dimension is 1..256 elements")
     if not all(1 <= e <= 8 for e in est):
-        raise TmaError("element_strides", f"{est}: each is 1..8")
+        raise TmaError("element_strides", f"{show(est)}: each is 1..8")
     name, sw, flip = _swizzle(swizzle, arch)
     span = 128 if flip or name in SM100_TMA_SWIZZLES else sw.atom_bytes
     inner = box[0] * es
@@ -132,8 +146,9 @@ def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fi
     if strides[0] != es or any(s % 16 for s in strides[1:]) or any(s <= 0 for s in strides):
         raise TmaError("tensor", f"byte strides {strides[1:]} of dimensions 1.. must be positive multiples of 16, "
                                  "and dimension 0 contiguous")
-    if isinstance(smem_addr, bool) or not isinstance(smem_addr, (int, np.integer)) or smem_addr % 128:
-        raise TmaError("smem_addr", f"{show(smem_addr)}: the destination must be 128-byte aligned (misaligned address)")
+    smem_addr = as_int(smem_addr, "smem_addr", 0, smem.size - 1, TmaError)
+    if smem_addr % 128:
+        raise TmaError("smem_addr", f"{smem_addr}: the destination must be 128-byte aligned (misaligned address)")
     if (coords[0] * es) % 16:
         raise TmaError("coords", f"coords[0] = {coords[0]} is {coords[0] * es} bytes, not a multiple of 16 "
                                  "(the hardware faults: illegal instruction)")
@@ -141,6 +156,11 @@ def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fi
         raise TmaError("oob_fill", f"{show(oob_fill)}: only 'zero' (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) is modelled")
 
     counts = [box[0]] + [-(-box[d] // est[d]) for d in range(1, rank)]
+    pitch = span if sw.bits else inner
+    box_bytes = int(np.prod(counts[1:], dtype=np.int64)) * pitch  # checked before anything is allocated
+    if smem_addr + box_bytes > smem.size:
+        raise TmaError("box", f"{box_bytes:,} bytes of box from {smem_addr:#x} run past the {smem.arch} shared "
+                              f"window ({smem.size:#x})")
     idx = np.indices(counts[::-1]).reshape(rank, -1)[::-1]  # (rank, n): dimension 0 first, varying fastest
     gcoord = np.array(coords)[:, None] + idx * np.array([1] + est[1:])[:, None]
     dims = np.array(tensor.shape[::-1])[:, None]
@@ -148,7 +168,6 @@ def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fi
     values = np.zeros(idx.shape[1], tensor.dtype)
     values[inside] = tensor[tuple(gcoord[::-1][:, inside])]
     row = np.ravel_multi_index(tuple(idx[1:][::-1]), counts[1:][::-1]) if rank > 1 else np.zeros(idx.shape[1], int)
-    pitch = span if sw.bits else inner
     addr = smem_addr + row * pitch + idx[0] * es
     addr = addr ^ ((((addr >> (sw.base + sw.shift)) & ((1 << sw.bits) - 1)) << sw.base) if sw.bits else 0)
     if flip:
@@ -170,9 +189,28 @@ def capture_prefill(n: int) -> np.ndarray:
 
 
 def tensor_view(buffer: np.ndarray, offset: int, element_bytes: int, dims, strides) -> np.ndarray:
-    """A numpy view of a TMA tensor in a byte buffer: dims and byte strides dimension 0 first
-    (strides of dimensions 1..), as cuTensorMapEncodeTiled takes them."""
-    flat = np.asarray(buffer, np.uint8)[offset:]
+    """A read-only numpy view of a TMA tensor in a byte buffer: dims and byte strides dimension 0 first
+    (strides of dimensions 1..), as cuTensorMapEncodeTiled takes them.
+
+    Every byte the view can reach is proved inside `buffer` (a 1-D uint8 array, or bytes) before the view
+    is built: offset + sum((dims[d] - 1) * strides[d]) + element_bytes <= len(buffer)."""
+    if isinstance(buffer, (bytes, bytearray, memoryview)):
+        buffer = np.frombuffer(bytes(buffer), np.uint8)
+    if not isinstance(buffer, np.ndarray) or buffer.dtype != np.uint8 or buffer.ndim != 1:
+        raise TmaError("buffer", f"must be a 1-D uint8 array (or bytes), got {show(buffer)}")
+    element_bytes = as_int(element_bytes, "element_bytes", 1, 8, TmaError)
+    if element_bytes not in (1, 2, 4, 8):
+        raise TmaError("element_bytes", f"{element_bytes}: TMA moves 1, 2, 4 or 8-byte elements")
+    dims = as_int_list(dims, "dims", None, 1, 1 << 32, TmaError)
+    if not 1 <= len(dims) <= 5:
+        raise TmaError("dims", f"rank {len(dims)}: TMA tensors have 1 to 5 dimensions")
+    strides = as_int_list(strides, "strides", len(dims) - 1, 1, 1 << 40, TmaError)
+    offset = as_int(offset, "offset", 0, buffer.size, TmaError)
+    full = [element_bytes] + strides
+    last = offset + sum((d - 1) * st for d, st in zip(dims, full)) + element_bytes  # one past the last byte
+    if last > buffer.size:
+        raise TmaError("dims, strides", f"the tensor reaches byte {last - 1:#x} of a {buffer.size:#x}-byte buffer "
+                                        f"(offset {offset:#x}, dims {show(dims)}, strides {show(strides)})")
+    flat = np.ascontiguousarray(buffer)[offset:]
     flat = flat[:flat.size // element_bytes * element_bytes].view(np.dtype(f"<u{element_bytes}"))
-    full = [element_bytes] + list(strides)[:len(dims) - 1]
     return np.lib.stride_tricks.as_strided(flat, shape=tuple(dims[::-1]), strides=tuple(full[::-1]), writeable=False)
