@@ -290,7 +290,7 @@ def pattern_from_layout(shape, stride, *, element_bytes: int = 1, base: int = 0)
 
 
 MAX_EXPRESSION = 1000   # characters of a --pattern expression
-MAX_DEPTH = 64          # nesting of its operators
+MAX_DEPTH = 200         # nesting of its operators (a + b + ... chains nest one level per operator)
 VALUE_LIMIT = 1 << 64   # every intermediate value stays below this (no huge integers, however written)
 
 
@@ -298,7 +298,7 @@ def pattern_from_expression(expr: str) -> np.ndarray:
     """Addresses from an arithmetic expression in t (thread index): e.g. "(t % 8) * 128 + (t // 8) * 16".
 
     Only integers, t, + - * // % << >> & | ^ ~ and parentheses are allowed; nothing is executed. The text is
-    at most 1,000 characters nested at most 64 deep, and every intermediate value stays below 2^64 in
+    at most 1,000 characters with at most 200 nested operators, and every intermediate value stays below 2^64 in
     magnitude, so no expression runs long or grows huge numbers."""
     import ast
     if not isinstance(expr, str) or len(expr) > MAX_EXPRESSION:
@@ -314,7 +314,7 @@ def pattern_from_expression(expr: str) -> np.ndarray:
     while stack:  # iterative: the check itself must not recurse on a deep tree
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise BankError("pattern", f"{show(expr)} nests deeper than {MAX_DEPTH} levels")
+            raise BankError("pattern", f"{show(expr)} nests more than {MAX_DEPTH} operators")
         if not isinstance(node, allowed) or (isinstance(node, ast.Name) and node.id != "t") or \
                 (isinstance(node, ast.Constant) and (type(node.value) is not int or abs(node.value) >= VALUE_LIMIT)):
             raise BankError("pattern", f"{show(expr)}: only integers below 2^64, t and integer operators are allowed")

@@ -15,6 +15,7 @@ from .arch import check_arch
 from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor, as_arch_descriptor
 from .dtypes import OPERAND_DTYPES, element_type, parse_major
 from .errors import LayoutError, TcemuError
+from .validate import as_array, as_int, as_int_array, show
 
 
 @dataclass
@@ -36,15 +37,18 @@ class CheckReport:
 
 
 def _written(written) -> np.ndarray:
-    w = np.asarray(written)
+    w = as_array(written, "written", LayoutError)
     if w.ndim != 2 or w.dtype.kind not in "iu":
         raise LayoutError("written", f"must be a (rows, k) integer array of addresses, got {w.dtype} {w.shape}")
-    return w.astype(np.int64)
+    return as_int_array(w, "written", 0, 1 << 40, LayoutError)
 
 
 def check_operand(written, desc, *, dtype: str, major: str = "K", operand: str = "A",
                   max_lines: int = 8, arch: str = "sm90") -> CheckReport:
     """Compare where the writer put every element with where the descriptor reads it."""
+    max_lines = as_int(max_lines, "max_lines", 0, 1 << 16, LayoutError)
+    if not isinstance(operand, str) or len(operand) > 8:
+        raise LayoutError("operand", f"a short operand name such as 'A', got {show(operand)}")
     w = _written(written)
     rows, k = w.shape
     desc = as_arch_descriptor(desc, check_arch(arch))

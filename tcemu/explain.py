@@ -4,19 +4,21 @@ from typing import List
 import numpy as np
 
 from .addressing import canonical_layout, core_matrix_rows, operand_addresses
+from .arch import check_arch
 from .descriptors import Finding, SwizzleMode, as_arch_descriptor
 from .dtypes import OPERAND_DTYPES, element_type, parse_major
 from .errors import LayoutError, TcemuError
 from .blackwell import K_OF_KIND, check_form
 from .hopper import K_OF as INSTRUCTION_K
 from .instr import InstrDescriptor
-from .validate import show
+from .validate import is_int, show
 
 DYNAMIC_SMEM_BASE = 0x400  # where dynamic shared memory started in every capture (traces/*.npz)
 
 
 def dense_strides(desc, dtype: str, major: str, rows: int, k: int, arch: str = "sm90"):
     """(LBO, SBO) in bytes of a densely packed canonical tile (CuTe's make_gmma_desc would produce)."""
+    check_arch(arch)
     T = element_type(dtype, allowed=OPERAND_DTYPES[arch]).per_chunk
     w = desc.swizzle.bytes
     if parse_major(major):
@@ -36,6 +38,8 @@ def instruction_k(dtype: str, arch: str = "sm90") -> int:
 def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None, arch: str = "sm90") -> List[Finding]:
     """Findings beyond validate(): traps that give silently wrong results."""
     desc = as_arch_descriptor(desc, arch)
+    if k is not None and not is_int(k):
+        raise LayoutError("k", f"must be an integer or None, got {show(k)}")
     k = k or instruction_k(dtype, arch)
     out = list(desc.validate(arch, major=major))
     if any(f.severity == "error" for f in out):

@@ -1,23 +1,41 @@
 """Hardware traces: read them (never executing anything in them) and replay them against tcemu.
 
-A trace is a NumPy .npz archive read with allow_pickle=False. Its `meta` member is UTF-8 JSON
-(bytes as uint8) naming the format ("tcemu-trace"), version, kind, arch and provenance; the other
-members are plain numeric columns documented in meta["columns"] and traces/README.md.
+A trace is a NumPy .npz archive (a zip of .npy members). Its `meta` member is UTF-8 JSON (bytes as uint8)
+naming the format ("tcemu-trace"), version, kind, arch and provenance; the other members are plain numeric
+columns documented in meta["columns"] and traces/README.md. load_trace reads the archive itself (zipfile
+and numpy's .npy header reader, never numpy.load): object arrays are refused before their bytes are read,
+and nothing in a trace is ever unpickled or evaluated.
 """
 import hashlib
 import json
 import os
+import stat
+import struct
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Dict, List
 
 import numpy as np
 
 from .addressing import operand_addresses
+from .arch import ARCHES, SMEM_WINDOW
 from .descriptors import GmmaDescriptor
+from .dtypes import SM90_OPERAND_DTYPES
 from .errors import TcemuError, TraceError
 from .smem import SharedMemory
+from .validate import as_int, is_int, show
 
 FORMAT, VERSION = "tcemu-trace", 1
+
+# What a trace may declare, checked before anything is decompressed (the bundled traces are far below).
+MAX_FILE_BYTES = 1 << 30      # the archive on disk
+MAX_MEMBERS = 64              # entries in its central directory
+MAX_COLUMN_BYTES = 1 << 28    # one column, uncompressed (the largest bundled column holds 36 MB)
+MAX_META_BYTES = 1 << 20      # the JSON meta
+MAX_META_DEPTH = 16           # nesting of the JSON meta (the bundled ones nest 2 deep)
+MAX_STEPS = 16                # wgmma chained per numerics case (the capture issues 1 or 4)
+MAX_GLOBAL_BYTES = 1 << 26    # the TMA capture's global buffer (8 MiB bundled)
 
 
 @dataclass
@@ -37,32 +55,295 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
                                 "diag_regs"),
              "smem_wavefronts": ("op", "mask", "addr", "ld_wavefronts", "st_wavefronts"),
              "tma_tile_loads": ("case", "refused", "timed_out", "offsets", "positions", "values")}
+_OPTIONAL = {"wgmma_operand_addresses": ("replica_mismatches",)}
 
 # The record layout of scripts/capture_tma.py (CASE_DTYPE), field for field.
 TMA_CASE = np.dtype([("dtype", "<i4"), ("rank", "<i4"), ("swizzle", "<i4"), ("dst", "<i4"), ("gaddr", "<i8"),
                      ("gdim", "<i8", 5), ("gstride", "<i8", 4), ("box", "<i4", 5), ("estride", "<i4", 5),
                      ("coord", "<i4", 5), ("pad", "<i4")])
 
+# Ways a corrupt or hostile archive makes zipfile / numpy's header reader fail (never a bare Exception).
+_ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError,
+                   RuntimeError, struct.error, SyntaxError)
 
-def load_trace(path: str) -> Trace:
+
+def load_trace(path) -> Trace:
+    """Read a trace without executing anything in it: only a regular file, only the members its format
+    names, each member's declared size checked against the limits above and against its entry in the
+    archive before it is decompressed; no object arrays (pickles) are ever read."""
+    path = _regular_file(path)
+    name = os.path.basename(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO swapped in after stat: no block
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise TraceError(name, "not a regular file")
+        _check_central_directory(fh, name)
+        try:
+            zf = zipfile.ZipFile(fh)
+        except _ARCHIVE_ERRORS as e:
+            raise TraceError(name, f"not a readable .npz archive ({show(str(e), 120)})") from None
+        with zf:
+            infos = {}
+            for info in zf.infolist():
+                if info.filename in infos:
+                    raise TraceError(name, f"member {show(info.filename)} appears twice")
+                infos[info.filename] = info
+            meta = _read_meta(zf, infos, name)
+            kind = meta["kind"]
+            columns = {}
+            for column in _REQUIRED[kind] + _OPTIONAL.get(kind, ()):
+                if column + ".npy" in infos:
+                    columns[column] = _read_member(zf, infos[column + ".npy"], name, column)
+    missing = [c for c in _REQUIRED[kind] if c not in columns]
+    if missing:
+        raise TraceError(", ".join(missing), f"{show(path)}: columns missing")
+    trace = Trace(path, meta, columns)
+    check_trace(trace)
+    return trace
+
+
+def _regular_file(path) -> str:
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise TraceError("path", f"must be a file path, got {show(path)}")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            columns = {name: z[name] for name in z.files}
-    except (OSError, ValueError, EOFError) as e:
-        raise TraceError(os.path.basename(path), f"not a readable .npz archive ({e})") from None
-    if "meta" not in columns or columns["meta"].dtype != np.uint8:
-        raise TraceError("meta", f"{path}: missing, or not UTF-8 JSON bytes")
+        info = os.stat(path)
+    except OSError as e:
+        raise TraceError(os.path.basename(path) or "path", f"cannot read it ({e.strerror or e})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise TraceError(os.path.basename(path) or "path", "not a regular file (a directory, FIFO or device)")
+    if info.st_size > MAX_FILE_BYTES:
+        raise TraceError(os.path.basename(path), f"{info.st_size:,} bytes: traces are at most {MAX_FILE_BYTES:,}")
+    return path
+
+
+def _check_central_directory(fh, name):
+    """Refuse an archive whose end record declares more entries than a trace has, before zipfile reads them."""
+    size = fh.seek(0, os.SEEK_END)
+    tail_len = min(size, 22 + 0xFFFF)
+    fh.seek(size - tail_len)
+    tail = fh.read(tail_len)
+    at = tail.rfind(b"PK\x05\x06")
+    fh.seek(0)
+    if at < 0 or at + 22 > len(tail):
+        raise TraceError(name, "not a readable .npz archive (no zip end record)")
+    entries, cd_size = struct.unpack("<HI", tail[at + 10:at + 16])  # total entries, directory bytes
+    if entries > MAX_MEMBERS or cd_size > MAX_MEMBERS * 1024:
+        raise TraceError(name, f"declares {entries} members in {cd_size:,} bytes of directory; a trace has at most "
+                               f"{MAX_MEMBERS}")
+
+
+def _read_member(zf, info, name, column, max_bytes=MAX_COLUMN_BYTES) -> np.ndarray:
+    """One .npy member: header first (dtype, shape), its declared size checked, then exactly that many bytes."""
+    field = f"{name}:{column}"
+    if info.flag_bits & 1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise TraceError(field, "encrypted or compressed with a method other than deflate")
+    if info.file_size > max_bytes + 4096:
+        raise TraceError(field, f"{info.file_size:,} bytes uncompressed; a column holds at most {max_bytes:,}")
     try:
-        meta = json.loads(columns.pop("meta").tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TraceError("meta", f"{path}: not valid JSON ({e})") from None
+        with zf.open(info) as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version in ((2, 0), (3, 0)):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise TraceError(field, f".npy format version {version} is not known")
+            header = f.tell()
+            if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None:
+                raise TraceError(field, f"{dtype} columns are not allowed: plain numbers only (no objects, "
+                                        "which would be unpickled)")
+            count = 1
+            for d in shape:
+                count *= d
+            nbytes = count * dtype.itemsize
+            if nbytes > max_bytes or header + nbytes != info.file_size:
+                raise TraceError(field, f"declares {show(shape)} {dtype} ({nbytes:,} bytes) in a "
+                                        f"{info.file_size:,}-byte member (at most {max_bytes:,})")
+            data = f.read(nbytes)
+            if len(data) != nbytes or f.read(1):  # the second read reaches the end: zipfile checks the CRC there
+                raise TraceError(field, "truncated or longer than its header says")
+    except TraceError:
+        raise
+    except _ARCHIVE_ERRORS as e:
+        raise TraceError(field, f"unreadable ({type(e).__name__}: {show(str(e), 120)})") from None
+    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
+
+
+def _json_depth(text: str) -> int:
+    """Deepest nesting of [ and { outside strings (checked before json.loads recurses into it)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _read_meta(zf, infos, name) -> dict:
+    if "meta.npy" not in infos:
+        raise TraceError("meta", f"{name}: missing")
+    raw = _read_member(zf, infos["meta.npy"], name, "meta", MAX_META_BYTES)
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise TraceError("meta", f"{name}: not UTF-8 JSON bytes (uint8), got {show(raw)}")
+    try:
+        text = raw.tobytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceError("meta", f"{name}: not UTF-8 ({e.reason})") from None
+    if _json_depth(text) > MAX_META_DEPTH:
+        raise TraceError("meta", f"{name}: nested deeper than {MAX_META_DEPTH} levels")
+    try:
+        meta = json.loads(text)
+    except ValueError as e:  # JSONDecodeError, or a number past Python's 4,300-digit limit
+        raise TraceError("meta", f"{name}: not valid JSON ({show(str(e), 120)})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise TraceError("meta.format", f"{path}: expected format {FORMAT!r} version {VERSION}")
-    missing = [c for c in _REQUIRED.get(meta.get("kind"), ()) if c not in columns]
-    if meta.get("kind") not in _REQUIRED or missing:
-        raise TraceError("meta.kind" if not missing else ", ".join(missing),
-                         f"{path}: unknown kind {meta.get('kind')!r}" if not missing else f"{path}: columns missing")
-    return Trace(path, meta, columns)
+        raise TraceError("meta.format", f"{name}: expected format {FORMAT!r} version {VERSION}")
+    if not isinstance(meta.get("kind"), str) or meta["kind"] not in _REQUIRED:
+        raise TraceError("meta.kind", f"{name}: unknown kind {show(meta.get('kind'))}; expected one of "
+                                      f"{', '.join(_REQUIRED)}")
+    return meta
+
+
+# ---- consistency of meta and columns, per kind (load_trace and replay both check) ----
+
+def _meta_list(meta, key, limit, item):
+    """meta[key]: a list of at most `limit` entries, each accepted by item(entry) (True)."""
+    value = meta.get(key)
+    if not isinstance(value, list) or not 1 <= len(value) <= limit or not all(item(v) for v in value):
+        raise TraceError(f"meta.{key}", f"must be a list of 1..{limit} entries of the documented form, got "
+                                        f"{show(value)}")
+    return value
+
+
+def _meta_int(meta, key, lo, hi):
+    value = meta.get(key)
+    if not is_int(value) or not lo <= value <= hi:
+        raise TraceError(f"meta.{key}", f"must be an integer in [{lo}, {hi:,}], got {show(value)}")
+    return value
+
+
+def _col(cols, name, lo, hi, shape):
+    """cols[name]: an integer (or bool) column of `shape` (None: any length) with values in [lo, hi]."""
+    arr = cols.get(name)
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biu":
+        raise TraceError(name, f"must be an integer column, got {show(arr)}")
+    if arr.ndim != len(shape) or any(want is not None and have != want for have, want in zip(arr.shape, shape)):
+        raise TraceError(name, f"must have shape {tuple('n' if w is None else w for w in shape)}, got {arr.shape}")
+    if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
+        raise TraceError(name, f"values must lie in [{lo}, {hi:,}], found {show(int(arr.min()))}..{show(int(arr.max()))}")
+    return arr
+
+
+def _offsets(cols, name, n, total):
+    """An offsets column: n + 1 non-decreasing values from 0 to `total`."""
+    off = _col(cols, name, 0, total, (n + 1,)).astype(np.int64)
+    if off[0] != 0 or off[-1] != total or np.any(np.diff(off) < 0):
+        raise TraceError(name, f"must rise from 0 to {total:,} (the payload's length)")
+    return off
+
+
+def check_trace(trace: Trace) -> None:
+    """TraceError unless the meta and the columns have the documented form and agree with each other
+    (traces/README.md): counts, indices into meta lists, offsets, sizes and value ranges."""
+    if not isinstance(trace, Trace) or not isinstance(trace.meta, dict) or not isinstance(trace.columns, dict):
+        raise TraceError("trace", f"must be a Trace (tcemu.traces.load_trace), got {show(trace)}")
+    meta, cols = trace.meta, trace.columns
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION or meta.get("kind") not in _REQUIRED:
+        raise TraceError("meta.format", f"expected format {FORMAT!r} version {VERSION} and a known kind")
+    if meta.get("arch") not in ARCHES:
+        raise TraceError("meta.arch", f"{show(meta.get('arch'))}: expected one of {', '.join(ARCHES)}")
+    _CHECKS[meta["kind"]](meta, cols)
+
+
+def _check_addresses(meta, cols):
+    dtypes = _meta_list(meta, "dtypes", 16, lambda v: v in SM90_OPERAND_DTYPES)
+    n = _col(cols, "desc", 0, (1 << 64) - 1, (None,)).size
+    for name, hi in (("operand", 1), ("dtype", len(dtypes) - 1), ("major", 1)):
+        _col(cols, name, 0, hi, (n,))
+    rows, k = _col(cols, "rows", 1, 256, (n,)), _col(cols, "k", 1, 256, (n,))
+    _col(cols, "n", 0, 256, (n,))
+    payload = _col(cols, "addresses", -(1 << 31), (1 << 31) - 1, (None,))
+    off = _offsets(cols, "offsets", n, payload.size)
+    if not np.array_equal(np.diff(off), rows.astype(np.int64) * k):
+        raise TraceError("offsets", "each case must own rows * k addresses")
+
+
+def _check_numerics(meta, cols):
+    from .hopper import legal_n
+    from .seeds import NUMERICS_KINDS
+    # the inputs come from seeds.py's generator, which numbers the kinds itself: the trace must agree
+    kinds = _meta_list(meta, "kinds", len(NUMERICS_KINDS), lambda v: isinstance(v, list) and len(v) == 4)
+    for i, v in enumerate(kinds):
+        if v != list(NUMERICS_KINDS[i]) or type(v[3]) is not int:
+            raise TraceError("meta.kinds", f"kind {i} is {show(v)}; the generator's kind {i} is "
+                                           f"{list(NUMERICS_KINDS[i])}")
+    insts = _meta_list(meta, "instantiations", 4096, lambda v: isinstance(v, list) and len(v) == 7 and
+                       all(is_int(x) for x in v) and 0 <= v[0] < len(kinds) and legal_n(v[1], "f32") and
+                       v[2] in (0, 1) and v[3] in (0, 1) and v[4] in (1, -1) and v[5] in (1, -1) and v[6] in (0, 1))
+    n = _col(cols, "seed", 0, (1 << 64) - 1, (None,)).size
+    inst = _col(cols, "inst", 0, len(insts) - 1, (n,))
+    _col(cols, "steps", 1, MAX_STEPS, (n,))
+    _col(cols, "scale_d", 0, 1, (n,))
+    _col(cols, "digest", 0, (1 << 32) - 1, (n, 128))
+    diag = _col(cols, "diag_case", 0, max(n - 1, 0), (None,))
+    regs = _col(cols, "diag_regs", 0, (1 << 32) - 1, (None,))
+    off = _offsets(cols, "diag_offsets", diag.size, regs.size)
+    for j, case in enumerate(diag.tolist()):
+        kind, width = insts[int(inst[case])][0], insts[int(inst[case])][1]
+        per_thread = width // 4 if kinds[kind][2] == "f16" else width // 2
+        if off[j + 1] - off[j] != 128 * per_thread:
+            raise TraceError("diag_offsets", f"diagnostic case {case} must hold 128 x {per_thread} registers")
+
+
+def _check_wavefronts(meta, cols):
+    from .banks import parse_op
+    ops = _meta_list(meta, "ops", 256, lambda v: isinstance(v, str))
+    for op in ops:
+        try:
+            parse_op(op)
+        except TcemuError as e:
+            raise TraceError("meta.ops", f"{show(op)} is not an op ({e.rule})") from None
+    n = _col(cols, "op", 0, len(ops) - 1, (None,)).size
+    _col(cols, "mask", 0, (1 << 32) - 1, (n,))
+    _col(cols, "addr", 0, (1 << 31) - 1, (n, 32))
+    for name in ("ld_wavefronts", "st_wavefronts"):
+        _col(cols, name, 0, 1 << 16, (n,))
+
+
+def _check_tma(meta, cols):
+    _meta_int(meta, "global_bytes", 1, MAX_GLOBAL_BYTES)
+    window = _meta_int(meta, "window_bytes", 1, max(SMEM_WINDOW.values()))
+    case = cols.get("case")
+    if not isinstance(case, np.ndarray) or case.dtype != np.uint8 or case.ndim != 2 or \
+            case.shape[1] != TMA_CASE.itemsize:
+        raise TraceError("case", f"must be (n, {TMA_CASE.itemsize}) uint8 records, got {show(case)}")
+    n = case.shape[0]
+    records = np.ascontiguousarray(case).view(TMA_CASE).ravel()
+    for field, lo, hi in (("dtype", 0, 2), ("rank", 1, 5), ("swizzle", 0, 3), ("dst", 0, window - 1)):
+        if n and (records[field].min() < lo or records[field].max() > hi):
+            raise TraceError(f"case.{field}", f"must lie in [{lo}, {hi}]")
+    for name in ("refused", "timed_out"):
+        _col(cols, name, 0, 1, (n,))
+    positions = _col(cols, "positions", 0, window - 1, (None,))
+    _col(cols, "values", 0, 255, (positions.size,))
+    _offsets(cols, "offsets", n, positions.size)
+
+
+_CHECKS = {"wgmma_operand_addresses": _check_addresses, "wgmma_numerics": _check_numerics,
+           "smem_wavefronts": _check_wavefronts, "tma_tile_loads": _check_tma}
 
 
 @dataclass
@@ -253,7 +534,9 @@ _REPLAYERS = {"wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _r
 
 
 def replay(trace, max_report: int = 10) -> ReplayResult:
+    max_report = as_int(max_report, "max_report", 0, 1 << 20, TraceError)
     trace = trace if isinstance(trace, Trace) else load_trace(trace)
+    check_trace(trace)  # a Trace built by hand is held to the same rules
     result = ReplayResult(trace)
     _REPLAYERS[trace.kind](trace, result, max_report)
     return result
@@ -261,10 +544,19 @@ def replay(trace, max_report: int = 10) -> ReplayResult:
 
 def trace_paths(paths) -> List[str]:
     """Expand directories to the .npz traces inside them, sorted."""
+    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, (list, tuple)):
+        raise TraceError("paths", f"must be a list of paths, got {show(paths)}")
     out = []
     for p in paths:
+        if isinstance(p, os.PathLike):
+            p = os.fspath(p)
+        if not isinstance(p, str) or not p or "\0" in p:
+            raise TraceError("paths", f"must be file or directory paths, got {show(p)}")
         if os.path.isdir(p):
-            out += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".npz"))
+            try:
+                out += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".npz"))
+            except OSError as e:
+                raise TraceError(os.path.basename(p) or "paths", f"cannot list it ({e.strerror or e})") from None
         else:
             out.append(p)
     return out
