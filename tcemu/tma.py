@@ -178,13 +178,16 @@ def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fi
 
 
 # Byte patterns of the capture (scripts/capture_tma.cu gbyte/sbyte), to replay it.
+MAX_CAPTURE_BYTES = 1 << 26  # the capture's buffers: 8 MiB of global memory, a 48 KiB window
+
+
 def capture_global_bytes(n: int) -> np.ndarray:
-    i = np.arange(n, dtype=np.uint64)
+    i = np.arange(as_int(n, "n", 0, MAX_CAPTURE_BYTES, TmaError), dtype=np.uint64)
     return ((i * np.uint64(0x9D)) ^ (i >> np.uint64(8)) ^ ((i >> np.uint64(16)) * np.uint64(0x5B))).astype(np.uint8)
 
 
 def capture_prefill(n: int) -> np.ndarray:
-    j = np.arange(n, dtype=np.uint32)
+    j = np.arange(as_int(n, "n", 0, MAX_CAPTURE_BYTES, TmaError), dtype=np.uint32)
     return (0xA7 ^ (j * 0x35) ^ (j >> 7)).astype(np.uint8)
 
 
