@@ -63,7 +63,7 @@ def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
             raise LayoutError(name, f"must be a positive integer, got {show(value)}")
     rows, k = int(rows), int(k)
     if rows * k > MAX_ELEMENTS:
-        raise LayoutError("rows, k", f"{rows} x {k} elements exceed the {MAX_ELEMENTS:,}-element limit "
+        raise LayoutError("rows, k", f"{show(rows)} x {show(k)} elements exceed the {MAX_ELEMENTS:,}-element limit "
                                      "(the 228 KiB window holds at most 1,867,776 b1 elements)")
     T = etype.per_chunk
     if k_major:

@@ -8,6 +8,7 @@ import numpy as np
 from .addressing import canonical_layout, core_matrix_rows, operand_addresses
 from .arch import ARCHES
 from .descriptors import UmmaDescriptor, as_arch_descriptor
+from .dtypes import OPERAND_DTYPES, element_type
 from .errors import TcemuError
 from .instr import KINDS, InstrDescriptor
 from .traces import replay, trace_paths
@@ -29,6 +30,8 @@ def _int_arg(text: str, field: str, lo: int, hi: int) -> int:
 
 def _decode(args) -> int:
     desc = as_arch_descriptor(args.descriptor, args.arch)
+    if args.dtype is not None:
+        element_type(args.dtype, allowed=OPERAND_DTYPES[args.arch])
     print(f"descriptor     {desc.encode():#018x}  ({args.arch})")
     print(f"start_address  {desc.start_address:#x}")
     print(f"lbo            {desc.lbo:#x} ({desc.lbo} bytes)")
@@ -109,7 +112,7 @@ def _explain(args) -> int:
     if args.instr is None:  # with --instr the operand's shape comes from the instruction: no picture options
         for path in filter(None, (args.png, args.svg)):
             from .pictures import operand_map
-            operand_map(args.descriptor, path, rows=args.rows, k=args.k or instruction_k(args.dtype, args.arch),
+            operand_map(args.descriptor, path, rows=args.rows, k=args.k if args.k is not None else instruction_k(args.dtype, args.arch),
                         dtype=args.dtype, major=args.major, arch=args.arch)
             print(f"wrote {path}")
     return 1 if has_errors(text) else 0
@@ -170,8 +173,15 @@ def _replay(args) -> int:
     return 0 if ok else 1
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (`tcemu decode: error: ...`) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="tcemu", description="Bit-accurate CPU emulator of tensor-core operand reads.")
+    ap = _Parser(prog="tcemu", description="Bit-accurate CPU emulator of tensor-core operand reads.")
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("decode", help="decode and validate a matrix descriptor")
     p.add_argument("descriptor", help="64-bit descriptor, e.g. 0x4000004000010040")

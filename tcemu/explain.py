@@ -31,7 +31,7 @@ def dense_strides(desc, dtype: str, major: str, rows: int, k: int, arch: str = "
 def instruction_k(dtype: str, arch: str = "sm90") -> int:
     """K of one instruction: wgmma's per type; tcgen05 reads 32 bytes of K (fp4/fp6 padded to bytes
     except packed e2m1, 64)."""
-    etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
+    etype = element_type(dtype, allowed=OPERAND_DTYPES[check_arch(arch)])
     return INSTRUCTION_K[etype.name] if arch == "sm90" else 256 // etype.bits
 
 
@@ -40,7 +40,7 @@ def lint(desc, *, dtype: str, major: str = "K", rows: int = 64, k=None, arch: st
     desc = as_arch_descriptor(desc, arch)
     if k is not None and not is_int(k):
         raise LayoutError("k", f"must be an integer or None, got {show(k)}")
-    k = k or instruction_k(dtype, arch)
+    k = instruction_k(dtype, arch) if k is None else k  # k=0 is an error, not "the default"
     out = list(desc.validate(arch, major=major))
     if any(f.severity == "error" for f in out):
         return out
@@ -82,6 +82,8 @@ def has_errors(text: str) -> bool:
 
 def describe_instruction(idesc) -> List[str]:
     """A tcgen05 instruction descriptor in words, with the shape rules it breaks (PTX Table 39)."""
+    if not isinstance(idesc, InstrDescriptor):
+        raise LayoutError("idesc", f"must be an InstrDescriptor, got {show(idesc)}")
     d = idesc
     major = lambda t: "MN-major" if t else "K-major"  # noqa: E731
     lines = [f"instruction: .kind::{d.kind} M = {d.m}, N = {d.n}; A {d.dtype_a} {major(d.transpose_a)}"
@@ -99,6 +101,8 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
             instr=None, kind=None, operand: str = "a") -> str:
     """`desc` in plain words. With a tcgen05 instruction descriptor (`instr`, an InstrDescriptor or its value
     with `kind`), the operand's type, major-ness and extent come from it (operand "a" or "b")."""
+    if k is not None and not is_int(k):
+        raise LayoutError("k", f"must be an integer or None, got {show(k)}")
     lines = []
     if instr is not None:
         d = instr if isinstance(instr, InstrDescriptor) else InstrDescriptor.decode(instr, kind)
@@ -114,7 +118,7 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
             dtype = "u8"
     desc = as_arch_descriptor(desc, arch)
     etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
-    k = k or instruction_k(etype.name, arch)
+    k = instruction_k(etype.name, arch) if k is None else k
     sw = desc.swizzle.swizzle
     lines.insert(0, f"{desc}  ({arch}, read as {rows} x {k} {etype.name}, {'K' if parse_major(major) else 'MN'}-major)")
     if desc.swizzle is SwizzleMode.NONE:

@@ -392,8 +392,9 @@ def integer_dot(A, B, C, *, satfinite=False, popc=False) -> np.ndarray:
     unless `satfinite` clamps the exact sum to the s32 range. A (M, K), B (N, K), C (M, N) int arrays of
     32-bit values (signed or unsigned)."""
     satfinite, popc = as_bool(satfinite, "satfinite", LayoutError), as_bool(popc, "popc", LayoutError)
-    A = as_int_array(A, "A", -(1 << 31), (1 << 32) - 1, LayoutError, ndim=2)
-    B = as_int_array(B, "B", -(1 << 31), (1 << 32) - 1, LayoutError, ndim=2)
+    lo = 0 if popc else -(1 << 31)  # popc counts the bits of A AND B: non-negative chunks (a negative never ends)
+    A = as_int_array(A, "A", lo, (1 << 32) - 1, LayoutError, ndim=2)
+    B = as_int_array(B, "B", lo, (1 << 32) - 1, LayoutError, ndim=2)
     if B.shape[1] != A.shape[1]:
         raise LayoutError("B", f"must have K = {A.shape[1]} columns like A, got shape {B.shape}")
     c = np.zeros((1, 1), np.int64) if C is None else \

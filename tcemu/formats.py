@@ -263,7 +263,7 @@ def _as_bits(bits, width: int, field: str = "bits") -> np.ndarray:
             raise FormatError(field, "expected integer bit patterns")
         bad = [v for v in flat if not 0 <= v < limit]
         if bad:
-            raise FormatError(field, f"pattern {int(bad[0])} is outside [0, 2^{width})")
+            raise FormatError(field, f"pattern {show(bad[0])} is outside [0, 2^{width})")
         return np.array([int(v) for v in flat], dtype=np.int64).reshape(arr.shape)
     if arr.dtype.kind == "f" and arr.size == 0:  # np.asarray([]) is float64
         return arr.astype(np.int64)
@@ -272,7 +272,7 @@ def _as_bits(bits, width: int, field: str = "bits") -> np.ndarray:
     if arr.size and arr.dtype.kind != "b":
         lo, hi = arr.min(), arr.max()
         if lo < 0 or hi >= limit:
-            raise FormatError(field, f"pattern {int(lo if lo < 0 else hi)} is outside [0, 2^{width})")
+            raise FormatError(field, f"pattern {show(int(lo if lo < 0 else hi))} is outside [0, 2^{width})")
     return arr.astype(np.int64)
 
 
