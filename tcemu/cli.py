@@ -112,7 +112,8 @@ def _explain(args) -> int:
     if args.instr is None:  # with --instr the operand's shape comes from the instruction: no picture options
         for path in filter(None, (args.png, args.svg)):
             from .pictures import operand_map
-            operand_map(args.descriptor, path, rows=args.rows, k=args.k if args.k is not None else instruction_k(args.dtype, args.arch),
+            k = args.k if args.k is not None else instruction_k(args.dtype, args.arch)
+            operand_map(args.descriptor, path, rows=args.rows, k=k,
                         dtype=args.dtype, major=args.major, arch=args.arch)
             print(f"wrote {path}")
     return 1 if has_errors(text) else 0

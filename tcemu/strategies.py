@@ -102,7 +102,8 @@ def wgmma_forms():
 
 def tcgen05_forms(kinds=KINDS, cta_group: int = 1):
     """InstrDescriptors of legal tcgen05.mma forms (PTX Tables 39, 42-44) for `cta_group`."""
-    if isinstance(kinds, str) or not isinstance(kinds, (list, tuple)) or not kinds or not all(k in KINDS for k in kinds):
+    if isinstance(kinds, str) or not isinstance(kinds, (list, tuple)) or not kinds or \
+            not all(k in KINDS for k in kinds):
         raise TcemuError("kinds", f"must be a non-empty list of {', '.join(KINDS)}, got {show(kinds)}")
     return _tcgen05_forms(tuple(kinds), as_int(cta_group, "cta_group", 1, 2))
 

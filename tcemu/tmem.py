@@ -231,8 +231,8 @@ class TensorMemory:
         rows, nsf = scales.shape
         sf_id = as_int(sf_id, "sf_id", 0, 3, TmemError)
         if not 1 <= rows <= 2 * LANES or not 1 <= nsf <= 4 - sf_id:  # rows: M or N, up to 256
-            raise TmemError("scales", f"must be (rows 1..{2 * LANES}, factors 1..{4 - sf_id}) bytes from byte {sf_id} of "
-                                      f"the 32-bit cell, got shape {scales.shape}")
+            raise TmemError("scales", f"must be (rows 1..{2 * LANES}, factors 1..{4 - sf_id}) bytes from byte "
+                                      f"{sf_id} of the 32-bit cell, got shape {scales.shape}")
         lanes, cols, shift = self._sf_cells(rows, nsf, sf_id)
         _, col0 = split_address(address, "scale")
         mask = np.int64(sum(0xFF << int(s) for s in shift))

@@ -243,7 +243,8 @@ def _col(cols, name, lo, hi, shape):
     if arr.ndim != len(shape) or any(want is not None and have != want for have, want in zip(arr.shape, shape)):
         raise TraceError(name, f"must have shape {tuple('n' if w is None else w for w in shape)}, got {arr.shape}")
     if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
-        raise TraceError(name, f"values must lie in [{lo}, {hi:,}], found {show(int(arr.min()))}..{show(int(arr.max()))}")
+        raise TraceError(name, f"values must lie in [{lo}, {hi:,}], found {show(int(arr.min()))}.."
+                               f"{show(int(arr.max()))}")
     return arr
 
 

@@ -25,9 +25,7 @@ import contextlib
 import faulthandler
 import io
 import json
-import math
 import os
-import pickle
 import resource
 import shutil
 import signal
@@ -37,7 +35,7 @@ import tempfile
 import time
 import zipfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
@@ -159,8 +157,8 @@ def Arr(valid, bad=(), as_float=True, as_object=True, ok=(), wrong=True):
     bad: `bad` (a strategy or list) plus float and object copies (when those are refused) and wrong types
     other than those in `ok` (values the parameter legitimately takes, e.g. NUMBERS)."""
     bad_s = st.sampled_from(list(bad)) if isinstance(bad, (list, tuple)) else bad
-    options = [_wrong(np.array(["a", "b"]), np.array([[1], [2, 3]], dtype=object), exclude=(None, WRONG_ARRAY, [], ()) + tuple(ok))] \
-        if wrong else []
+    exclude = (None, WRONG_ARRAY, [], ()) + tuple(ok)
+    options = [_wrong(np.array(["a", "b"]), np.array([[1], [2, 3]], dtype=object), exclude=exclude)] if wrong else []
     if bad_s is not None and not (isinstance(bad, (list, tuple)) and not bad):
         options.append(bad_s)
     if as_float:
@@ -185,6 +183,7 @@ FULL90 = SharedMemory(data=RNG.integers(0, 256, 228 * 1024, dtype=np.uint8))
 FULL100 = SharedMemory("sm100", data=RNG.integers(0, 256, 228 * 1024, dtype=np.uint8))
 TMEM = TensorMemory()
 TMEM.write(0, np.arange(128)[:, None], np.arange(512)[None, :], RNG.integers(0, 1 << 32, (128, 512), dtype=np.uint64))
+TMEM.write_scales(400, RNG.integers(0, 256, (256, 4)))  # columns 400-407: scale factors, duplicated as PTX wants
 
 D90 = [tcemu.GmmaDescriptor(0x400, 16, 1024, 0, "128B"), tcemu.GmmaDescriptor(0x480, 128, 256),
        tcemu.GmmaDescriptor(0x1000, 16, 512, 0, "64B"), tcemu.GmmaDescriptor(0x2000, 0x800, 0x400, 3, "32B")]
@@ -201,7 +200,6 @@ ARCH = Name(["sm90", "sm100"])
 ROWS = Int([8, 16, 64, 128], lo=1, bad=[0, -8])
 KS = Int([8, 16, 32, 256], lo=1, bad=[0, -16])
 SMEM_ADDR = Int(st.integers(0, 228 * 1024 - 64), lo=-(1 << 62), hi=1 << 62)
-BITS16 = Arr(st.integers(1, 4).map(lambda n: RNG.integers(0, 1 << 16, (n, 2))), [np.array([[1 << 16]]), np.array([[-1]])])
 SWIZZLE_NAME = Name(["none", "32B", "64B", "128B"], bad=["16B", "256B", "sw7"])
 
 
@@ -384,15 +382,22 @@ entry("TensorMemory.write_d", lambda *a, **kw: TensorMemory().write_d(*a, **kw),
       Arr(st.just(np.zeros((128, 8), np.uint32)), [np.full((128, 8), -1), np.zeros((127, 8))]),
       Int([128], lo=1), Name(["f32", "s32"], bad=["bf16"]),
       keep_lanes=Opt(Arr(st.just(np.zeros(128, bool)), [np.zeros(128), np.zeros(127, bool)], as_float=False)))
-entry("TensorMemory.write_a/read_a", lambda addr, vals, bits: (lambda t: (t.write_a(addr, vals, bits),
-                                                                           t.read_a(addr, 128, np.shape(vals)[1] if np.ndim(vals) == 2 else 8, bits)))(TensorMemory()),
+
+
+def _a_round_trip(addr, vals, bits):
+    tm = TensorMemory()
+    tm.write_a(addr, vals, bits)
+    return tm.read_a(addr, 128, np.shape(vals)[1] if np.ndim(vals) == 2 else 8, bits)
+
+
+entry("TensorMemory.write_a/read_a", _a_round_trip,
       Int([0, 16], lo=0), Arr(st.just(RNG.integers(0, 256, (128, 8))), [np.full((128, 8), 256),
                                                                          np.zeros((128, 8 * 512))]),
       Int([8], lo=4, hi=32, bad=[5, 7]))
 entry("TensorMemory.write_scales", lambda *a, **kw: TensorMemory().write_scales(*a, **kw), Int([0, 256], lo=0),
       Arr(st.just(RNG.integers(0, 256, (128, 2))), [np.full((128, 2), 256), np.zeros((128, 5)),
                                                     np.zeros((300, 1))]), sf_id=Int([0, 1, 2], lo=0, hi=3, bad=[4]))
-entry("TensorMemory.read_scales", TMEM.read_scales, Int([0], lo=0), Int([128], lo=1, hi=256),
+entry("TensorMemory.read_scales", TMEM.read_scales, Int([400, 401], lo=0), Int([128, 256], lo=1, hi=256),
       Int([1, 2], lo=1, hi=4), Int([0, 1], lo=0, hi=3))
 entry("tmem_address", tcemu.tmem_address, Int([0, 127], lo=0, hi=127), Int([0, 511], lo=0, hi=511,
                                                                              bad=[65536 + 5]))
@@ -435,8 +440,9 @@ entry("tma_load", lambda *a, **kw: tcemu.tma_load(SharedMemory(), *a, **kw), Int
       swizzle=SWIZZLE_NAME, element_strides=Opt(Param(st.sampled_from([[1, 1], [1, 2, 1]]),
                                                       st.sampled_from([[0, 1], [1, 9], 1]))),
       oob_fill=Param(st.just("zero"), st.sampled_from(["nan", np.array(["zero"]), None])))
-entry("tma.tensor_view", tma.tensor_view, Param(st.just(np.arange(4096, dtype=np.uint8)),
-                                                st.sampled_from([np.arange(10.0), "bytes", np.zeros((4, 4), np.uint8)])),
+entry("tma.tensor_view", tma.tensor_view,
+      Param(st.just(np.arange(4096, dtype=np.uint8)),
+            st.sampled_from([np.arange(10.0), "x", np.zeros((4, 4), np.uint8)])),
       Int([0, 16], lo=0, hi=4096, bad=[5000]), Int([1, 2, 4], lo=1, hi=8, bad=[3]),
       Param(st.sampled_from([[16, 4], [8]]), st.sampled_from([[16, 1 << 30], [0, 4], [-1], [16] * 6, "x"])),
       Param(st.sampled_from([[64]]), st.sampled_from([[1 << 40], [-64], [64.5], "x"])))
@@ -499,6 +505,13 @@ entry("fdp.fused_dot", fused_dot, Param(st.just(_DEC), st.sampled_from([_DEC[:, 
       Param(st.just(_DEC), st.sampled_from([_DEC[:, :15], _DEC.astype(float), _DEC[None]])),
       Opt(Param(st.just(decode_operand(np.zeros((4, 4), np.uint32), "f32")), st.sampled_from([_DEC]))),
       Param(st.just(UNIT), st.sampled_from([None, (25, "f32", 23, 1), FdpUnit(25, "bf16", 7, RZ)])))
+_E2M1 = decode_operand(RNG.integers(0, 16, (4, 32)), "e2m1")
+_SCALE = decode_operand(np.full((4, 2), 127), "ue8m0")
+entry("fdp.grouped_dot", grouped_dot, Param(st.just(_E2M1), st.sampled_from([_E2M1[:, :16], _DEC, None])),
+      Param(st.just(_E2M1), st.sampled_from([_E2M1[:, :31], _E2M1.astype(np.float32)])), Opt(Param(st.none())),
+      Param(st.just(_SCALE), st.sampled_from([_SCALE[:, :1], _SCALE[:3], "x"])),
+      Param(st.just(_SCALE), st.sampled_from([_SCALE[..., :4], None])), Const(FdpUnit(35, "f32", 23, RZ, -139)),
+      Int([16], lo=1, hi=32, bad=[0, 5, 64]))
 entry("fdp.integer_dot", integer_dot, Arr(st.just(RNG.integers(-128, 128, (4, 32))), [np.zeros((4, 31))]),
       Arr(st.just(RNG.integers(-128, 128, (8, 32))), [np.zeros((8, 33)), np.full((8, 32), 1 << 40)]),
       Opt(Arr(st.just(np.zeros((4, 8), np.int64)), [np.zeros((4, 7))])), satfinite=Flag(), popc=Flag())
@@ -930,12 +943,11 @@ CRASH_CASES = {
 @pytest.mark.parametrize("name", list(CRASH_CASES))
 def test_crash_isolation(name):
     """The memory-safety reproducers of issue 17 in a subprocess: a clean TcemuError, not a dead process."""
-    code = f"import sys\ntry:\n    {CRASH_CASES[name]}\nexcept Exception as e:\n    " \
-           "print(type(e).__mro__[-3].__name__ if False else type(e).__name__, e.field if hasattr(e, 'field') else '')\n" \
-           "    sys.exit(3)\n"
+    code = (f"import sys\nfrom tcemu import TcemuError\ntry:\n    {CRASH_CASES[name]}\n"
+            "except TcemuError as e:\n    print(type(e).__name__, e.field)\n    sys.exit(3)\n")
     env = dict(os.environ, PYTHONPATH=os.path.join(HERE, ".."))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
-    outcome = "clean error" if proc.returncode == 3 and "Error" in proc.stdout else \
+    outcome = "clean error" if proc.returncode == 3 else \
         "crash" if proc.returncode < 0 else "other exception" if proc.returncode else "silently accepted"
     TALLY[("subprocess " + name, outcome)] += 1
     assert outcome == "clean error", f"{name}: rc {proc.returncode}, {proc.stdout[-300:]} {proc.stderr[-600:]}"

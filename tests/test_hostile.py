@@ -9,14 +9,14 @@ import pytest
 
 import tcemu
 from tcemu import TcemuError
-from tcemu.banks import BankError, pattern_from_expression, pattern_from_layout, wavefronts_batch
+from tcemu.banks import pattern_from_expression, pattern_from_layout, wavefronts_batch
 from tcemu.cli import main
-from tcemu.errors import DescriptorError, LayoutError, SharedMemoryError, TmemError, TraceError
+from tcemu.errors import SharedMemoryError
 from tcemu.fragments import to_d_registers
 from tcemu.instr import InstrDescriptor
 from tcemu.smem import SharedMemory
 from tcemu.swizzle import Swizzle
-from tcemu.tma import TmaError, tensor_view
+from tcemu.tma import tensor_view
 from tcemu.tmem import TensorMemory
 from tcemu.traces import load_trace, replay
 
@@ -192,7 +192,8 @@ def test_reader_opens_only_the_named_members(tmp_path, monkeypatch):
 
 
 def test_reader_refusals(tmp_path):
-    assert field_of(load_trace, _small_wavefront_trace(tmp_path, "o.npz", mask=np.array([object()] * 16))) == "o.npz:mask"
+    objects = _small_wavefront_trace(tmp_path, "o.npz", mask=np.array([object()] * 16))
+    assert field_of(load_trace, objects) == "o.npz:mask"
     assert field_of(load_trace, _small_wavefront_trace(tmp_path, "m.npz", mask=np.zeros(3, np.uint32))) == "mask"
     os.mkfifo(tmp_path / "fifo.npz")
     assert field_of(load_trace, str(tmp_path / "fifo.npz")) == "fifo.npz"
