@@ -75,7 +75,7 @@ def _banks(args) -> int:
     from .banks import bank_conflicts, parse_op, pattern_from_descriptor, pattern_from_expression
     op = parse_op(args.op)
     mask = _int_arg(args.mask, "mask", 0, (1 << 32) - 1)
-    if args.png:
+    if args.png is not None:
         output_path(args.png, "png", PICTURE_SUFFIXES)
     if sum(x is not None for x in (args.addresses, args.pattern, args.desc)) != 1:
         print("tcemu: error: give exactly one of --addresses, --pattern, --desc", file=sys.stderr)
@@ -94,7 +94,7 @@ def _banks(args) -> int:
                                         dtype=args.dtype, major=args.major)
     report = bank_conflicts(op, addrs, mask=mask)
     print(report.table())
-    if args.png:
+    if args.png is not None:
         from .pictures import bank_heatmap
         bank_heatmap(report, np.asarray(addrs), mask, args.png)
         print(f"wrote {args.png}")
@@ -106,11 +106,13 @@ def _explain(args) -> int:
     for option, path in (("png", args.png), ("svg", args.svg)):
         if path is not None:
             output_path(path, option, (f".{option}",))
+            if args.instr is not None:  # it used to be ignored silently
+                raise TcemuError(option, "pictures are drawn from --dtype/--rows/--k, not with --instr")
     text = explain(args.descriptor, dtype=args.dtype, major=args.major, rows=args.rows, k=args.k, arch=args.arch,
                    instr=args.instr, kind=args.kind, operand=args.operand)
     print(text)
     if args.instr is None:  # with --instr the operand's shape comes from the instruction: no picture options
-        for path in filter(None, (args.png, args.svg)):
+        for path in (p for p in (args.png, args.svg) if p is not None):
             from .pictures import operand_map
             k = args.k if args.k is not None else instruction_k(args.dtype, args.arch)
             operand_map(args.descriptor, path, rows=args.rows, k=k,
