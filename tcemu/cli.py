@@ -9,7 +9,7 @@ from .addressing import canonical_layout, core_matrix_rows, operand_addresses
 from .arch import ARCHES
 from .descriptors import UmmaDescriptor, as_arch_descriptor
 from .dtypes import OPERAND_DTYPES, element_type
-from .errors import TcemuError
+from .errors import TcemuError, TraceError
 from .instr import KINDS, InstrDescriptor
 from .traces import replay, trace_paths
 from .validate import output_path, show
@@ -155,8 +155,7 @@ def _fuzz(args) -> int:
 def _replay(args) -> int:
     paths = trace_paths(args.paths)
     if not paths:
-        print("no traces found", file=sys.stderr)
-        return 2
+        raise TraceError("paths", "no .npz traces found there")
     ok = True
     print(f"{'trace':<32} {'group':<16} {'cases':>7} {'matched':>7} {'values':>10} {'matched':>10}")
     for path in paths:
