@@ -49,6 +49,8 @@ class Trace:
         return self.meta["kind"]
 
 
+# A kind is registered in three places: its columns here, a consistency check in _CHECKS, a replayer in
+# _REPLAYERS (load_trace refuses kinds missing here; a kind here without a check is a bug in tcemu).
 _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "rows", "k", "n", "offsets",
                                          "addresses"),
              "wgmma_numerics": ("seed", "inst", "steps", "scale_d", "digest", "diag_case", "diag_offsets",
