@@ -1,23 +1,44 @@
 """Hardware traces: read them (never executing anything in them) and replay them against tcemu.
 
-A trace is a NumPy .npz archive read with allow_pickle=False. Its `meta` member is UTF-8 JSON
-(bytes as uint8) naming the format ("tcemu-trace"), version, kind, arch and provenance; the other
-members are plain numeric columns documented in meta["columns"] and traces/README.md.
+A trace is a NumPy .npz archive (a zip of .npy members). Its `meta` member is UTF-8 JSON (bytes as uint8)
+naming the format ("tcemu-trace"), version, kind, arch and provenance; the other members are plain numeric
+columns documented in meta["columns"] and traces/README.md. load_trace reads the archive itself (zipfile
+and numpy's .npy header reader, never numpy.load): object arrays are refused before their bytes are read,
+and nothing in a trace is ever unpickled or evaluated.
 """
 import hashlib
 import json
 import os
+import stat
+import struct
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Dict, List
 
 import numpy as np
 
 from .addressing import operand_addresses
+from .arch import ARCHES, SMEM_WINDOW
 from .descriptors import GmmaDescriptor
+from .dtypes import SM90_OPERAND_DTYPES
 from .errors import TcemuError, TraceError
 from .smem import SharedMemory
+from .validate import as_int, is_int, show
 
 FORMAT, VERSION = "tcemu-trace", 1
+
+# What a trace may declare, checked before anything is decompressed (the bundled traces are far below).
+MAX_FILE_BYTES = 1 << 30      # the archive on disk
+MAX_MEMBERS = 256             # entries in its central directory (a kernel_outputs trace: 2 per fixture)
+MAX_COLUMN_BYTES = 1 << 28    # one column, uncompressed (the largest bundled column holds 36 MB)
+MAX_META_BYTES = 1 << 20      # the JSON meta
+MAX_META_DEPTH = 16           # nesting of the JSON meta (the bundled ones nest 2 deep)
+MAX_STEPS = 16                # wgmma chained per numerics case (the capture issues 1 or 4)
+MAX_GLOBAL_BYTES = 1 << 26    # the TMA capture's global buffer (8 MiB bundled)
+MAX_FIXTURES = 64             # kernels embedded in one kernel_outputs trace (8 bundled)
+MAX_KERNEL_ELEMENTS = 1 << 24  # elements of one input or output tensor of a captured launch (1024^2 bundled)
+MAX_KERNEL_CTAS = 1 << 16     # CTAs of one captured launch (10 bundled)
 
 
 @dataclass
@@ -31,6 +52,8 @@ class Trace:
         return self.meta["kind"]
 
 
+# A kind is registered in three places: its columns here, a consistency check in _CHECKS, a replayer in
+# _REPLAYERS (load_trace refuses kinds missing here; a kind here without a check is a bug in tcemu).
 _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "rows", "k", "n", "offsets",
                                          "addresses"),
              "wgmma_numerics": ("seed", "inst", "steps", "scale_d", "digest", "diag_case", "diag_offsets",
@@ -44,32 +67,536 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
                                    "diag_regs"),
              "ptx_alu": ("op", "a", "b", "c", "e", "d", "d1"),
              "kernel_outputs": ("seed", "status", "offsets", "bits")}
+_OPTIONAL = {"wgmma_operand_addresses": ("replica_mismatches",), "kernel_outputs": ("m", "n", "k", "grid")}
+
+
+
+def _fixture_members(meta) -> List[str]:
+    """The members a kernel_outputs trace embeds: each fixture's PTX and json (`fixture_<name>_ptx` / `_json`),
+    named by meta.fixtures (checked before any member is read)."""
+    fixtures = meta.get("fixtures")
+    if not isinstance(fixtures, dict) or not 1 <= len(fixtures) <= MAX_FIXTURES or not all(
+            isinstance(n, str) and 0 < len(n) <= 80 and n.replace("_", "").isalnum() and n.isascii()
+            for n in fixtures):
+        raise TraceError("meta.fixtures", f"must map 1..{MAX_FIXTURES} fixture names (letters, digits, _) to their "
+                                          f"digests, got {show(fixtures)}")
+    return [f"fixture_{n}_{ext}" for n in fixtures for ext in ("ptx", "json")]
+
+
+# Members named by the meta rather than fixed by the kind (read, like the columns, only when named).
+_EMBEDDED = {"kernel_outputs": _fixture_members}
 
 # The record layout of scripts/capture_tma.py (CASE_DTYPE), field for field.
 TMA_CASE = np.dtype([("dtype", "<i4"), ("rank", "<i4"), ("swizzle", "<i4"), ("dst", "<i4"), ("gaddr", "<i8"),
                      ("gdim", "<i8", 5), ("gstride", "<i8", 4), ("box", "<i4", 5), ("estride", "<i4", 5),
                      ("coord", "<i4", 5), ("pad", "<i4")])
 
+# Ways a corrupt or hostile archive makes zipfile / numpy's header reader fail (never a bare Exception).
+_ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError,
+                   RuntimeError, struct.error, SyntaxError)
 
-def load_trace(path: str) -> Trace:
+
+def load_trace(path) -> Trace:
+    """Read a trace without executing anything in it: only a regular file, only the members its format
+    names, each member's declared size checked against the limits above and against its entry in the
+    archive before it is decompressed; no object arrays (pickles) are ever read."""
+    path = _regular_file(path)
+    name = os.path.basename(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO swapped in after stat: no block
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise TraceError(name, "not a regular file")
+        _check_central_directory(fh, name)
+        try:
+            zf = zipfile.ZipFile(fh)
+        except _ARCHIVE_ERRORS as e:
+            raise TraceError(name, f"not a readable .npz archive ({show(str(e), 120)})") from None
+        with zf:
+            infos = {}
+            for info in zf.infolist():
+                if info.filename in infos:
+                    raise TraceError(name, f"member {show(info.filename)} appears twice")
+                infos[info.filename] = info
+            meta = _read_meta(zf, infos, name)
+            kind = meta["kind"]
+            columns = {}
+            extra = _EMBEDDED[kind](meta) if kind in _EMBEDDED else ()
+            for column in _REQUIRED[kind] + _OPTIONAL.get(kind, ()) + tuple(extra):
+                if column + ".npy" in infos:
+                    columns[column] = _read_member(zf, infos[column + ".npy"], name, column)
+    missing = [c for c in _REQUIRED[kind] + tuple(extra) if c not in columns]
+    if missing:
+        raise TraceError(", ".join(missing), f"{show(path)}: columns missing")
+    trace = Trace(path, meta, columns)
+    check_trace(trace)
+    return trace
+
+
+def _regular_file(path) -> str:
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise TraceError("path", f"must be a file path, got {show(path)}")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            columns = {name: z[name] for name in z.files}
-    except (OSError, ValueError, EOFError) as e:
-        raise TraceError(os.path.basename(path), f"not a readable .npz archive ({e})") from None
-    if "meta" not in columns or columns["meta"].dtype != np.uint8:
-        raise TraceError("meta", f"{path}: missing, or not UTF-8 JSON bytes")
+        info = os.stat(path)
+    except OSError as e:
+        raise TraceError(os.path.basename(path) or "path", f"cannot read it ({e.strerror or e})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise TraceError(os.path.basename(path) or "path", "not a regular file (a directory, FIFO or device)")
+    if info.st_size > MAX_FILE_BYTES:
+        raise TraceError(os.path.basename(path), f"{info.st_size:,} bytes: traces are at most {MAX_FILE_BYTES:,}")
+    return path
+
+
+def _check_central_directory(fh, name):
+    """Refuse an archive whose end record declares more entries than a trace has, before zipfile reads them."""
+    size = fh.seek(0, os.SEEK_END)
+    tail_len = min(size, 22 + 0xFFFF)
+    fh.seek(size - tail_len)
+    tail = fh.read(tail_len)
+    at = tail.rfind(b"PK\x05\x06")
+    fh.seek(0)
+    if at < 0 or at + 22 > len(tail):
+        raise TraceError(name, "not a readable .npz archive (no zip end record)")
+    entries, cd_size = struct.unpack("<HI", tail[at + 10:at + 16])  # total entries, directory bytes
+    if entries > MAX_MEMBERS or cd_size > MAX_MEMBERS * 1024:
+        raise TraceError(name, f"declares {entries} members in {cd_size:,} bytes of directory; a trace has at most "
+                               f"{MAX_MEMBERS}")
+
+
+def _read_member(zf, info, name, column, max_bytes=MAX_COLUMN_BYTES) -> np.ndarray:
+    """One .npy member: header first (dtype, shape), its declared size checked, then exactly that many bytes."""
+    field = f"{name}:{column}"
+    if info.flag_bits & 1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise TraceError(field, "encrypted or compressed with a method other than deflate")
+    if info.file_size > max_bytes + 4096:
+        raise TraceError(field, f"{info.file_size:,} bytes uncompressed; a column holds at most {max_bytes:,}")
     try:
-        meta = json.loads(columns.pop("meta").tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TraceError("meta", f"{path}: not valid JSON ({e})") from None
+        with zf.open(info) as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version in ((2, 0), (3, 0)):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise TraceError(field, f".npy format version {version} is not known")
+            header = f.tell()
+            if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None:
+                raise TraceError(field, f"{dtype} columns are not allowed: plain numbers only (no objects, "
+                                        "which would be unpickled)")
+            count = 1
+            for d in shape:
+                count *= d
+            nbytes = count * dtype.itemsize
+            if nbytes > max_bytes or header + nbytes != info.file_size:
+                raise TraceError(field, f"declares {show(shape)} {dtype} ({nbytes:,} bytes) in a "
+                                        f"{info.file_size:,}-byte member (at most {max_bytes:,})")
+            data = f.read(nbytes)
+            if len(data) != nbytes or f.read(1):  # the second read reaches the end: zipfile checks the CRC there
+                raise TraceError(field, "truncated or longer than its header says")
+    except TraceError:
+        raise
+    except _ARCHIVE_ERRORS as e:
+        raise TraceError(field, f"unreadable ({type(e).__name__}: {show(str(e), 120)})") from None
+    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
+
+
+def _json_depth(text: str) -> int:
+    """Deepest nesting of [ and { outside strings (checked before json.loads recurses into it)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _read_meta(zf, infos, name) -> dict:
+    if "meta.npy" not in infos:
+        raise TraceError("meta", f"{name}: missing")
+    raw = _read_member(zf, infos["meta.npy"], name, "meta", MAX_META_BYTES)
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise TraceError("meta", f"{name}: not UTF-8 JSON bytes (uint8), got {show(raw)}")
+    try:
+        text = raw.tobytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceError("meta", f"{name}: not UTF-8 ({e.reason})") from None
+    if _json_depth(text) > MAX_META_DEPTH:
+        raise TraceError("meta", f"{name}: nested deeper than {MAX_META_DEPTH} levels")
+    try:
+        meta = json.loads(text)
+    except ValueError as e:  # JSONDecodeError, or a number past Python's 4,300-digit limit
+        raise TraceError("meta", f"{name}: not valid JSON ({show(str(e), 120)})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise TraceError("meta.format", f"{path}: expected format {FORMAT!r} version {VERSION}")
-    missing = [c for c in _REQUIRED.get(meta.get("kind"), ()) if c not in columns]
-    if meta.get("kind") not in _REQUIRED or missing:
-        raise TraceError("meta.kind" if not missing else ", ".join(missing),
-                         f"{path}: unknown kind {meta.get('kind')!r}" if not missing else f"{path}: columns missing")
-    return Trace(path, meta, columns)
+        raise TraceError("meta.format", f"{name}: expected format {FORMAT!r} version {VERSION}")
+    if not isinstance(meta.get("kind"), str) or meta["kind"] not in _REQUIRED:
+        raise TraceError("meta.kind", f"{name}: unknown kind {show(meta.get('kind'))}; expected one of "
+                                      f"{', '.join(_REQUIRED)}")
+    return meta
+
+
+# ---- consistency of meta and columns, per kind (load_trace and replay both check) ----
+
+def _meta_list(meta, key, limit, item):
+    """meta[key]: a list of at most `limit` entries, each accepted by item(entry) (True)."""
+    value = meta.get(key)
+    if not isinstance(value, list) or not 1 <= len(value) <= limit or not all(item(v) for v in value):
+        raise TraceError(f"meta.{key}", f"must be a list of 1..{limit} entries of the documented form, got "
+                                        f"{show(value)}")
+    return value
+
+
+def _meta_int(meta, key, lo, hi):
+    value = meta.get(key)
+    if not is_int(value) or not lo <= value <= hi:
+        raise TraceError(f"meta.{key}", f"must be an integer in [{lo}, {hi:,}], got {show(value)}")
+    return value
+
+
+def _col(cols, name, lo, hi, shape):
+    """cols[name]: an integer (or bool) column of `shape` (None: any length) with values in [lo, hi]."""
+    arr = cols.get(name)
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biu":
+        raise TraceError(name, f"must be an integer column, got {show(arr)}")
+    if arr.ndim != len(shape) or any(want is not None and have != want for have, want in zip(arr.shape, shape)):
+        raise TraceError(name, f"must have shape {tuple('n' if w is None else w for w in shape)}, got {arr.shape}")
+    if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
+        raise TraceError(name, f"values must lie in [{lo}, {hi:,}], found {show(int(arr.min()))}.."
+                               f"{show(int(arr.max()))}")
+    return arr
+
+
+def _offsets(cols, name, n, total):
+    """An offsets column: n + 1 non-decreasing values from 0 to `total`."""
+    off = _col(cols, name, 0, total, (n + 1,)).astype(np.int64)
+    if off[0] != 0 or off[-1] != total or np.any(np.diff(off) < 0):
+        raise TraceError(name, f"must rise from 0 to {total:,} (the payload's length)")
+    return off
+
+
+def check_trace(trace: Trace) -> None:
+    """TraceError unless the meta and the columns have the documented form and agree with each other
+    (traces/README.md): counts, indices into meta lists, offsets, sizes and value ranges."""
+    if not isinstance(trace, Trace) or not isinstance(trace.meta, dict) or not isinstance(trace.columns, dict):
+        raise TraceError("trace", f"must be a Trace (tcemu.traces.load_trace), got {show(trace)}")
+    meta, cols = trace.meta, trace.columns
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION or meta.get("kind") not in _REQUIRED:
+        raise TraceError("meta.format", f"expected format {FORMAT!r} version {VERSION} and a known kind")
+    if meta.get("arch") not in ARCHES:
+        raise TraceError("meta.arch", f"{show(meta.get('arch'))}: expected one of {', '.join(ARCHES)}")
+    _CHECKS[meta["kind"]](meta, cols)
+
+
+def _check_addresses(meta, cols):
+    dtypes = _meta_list(meta, "dtypes", 16, lambda v: v in SM90_OPERAND_DTYPES)
+    n = _col(cols, "desc", 0, (1 << 64) - 1, (None,)).size
+    for name, hi in (("operand", 1), ("dtype", len(dtypes) - 1), ("major", 1)):
+        _col(cols, name, 0, hi, (n,))
+    rows, k = _col(cols, "rows", 1, 256, (n,)), _col(cols, "k", 1, 256, (n,))
+    _col(cols, "n", 0, 256, (n,))
+    payload = _col(cols, "addresses", -(1 << 31), (1 << 31) - 1, (None,))
+    off = _offsets(cols, "offsets", n, payload.size)
+    if not np.array_equal(np.diff(off), rows.astype(np.int64) * k):
+        raise TraceError("offsets", "each case must own rows * k addresses")
+
+
+def _check_numerics(meta, cols):
+    from .hopper import legal_n
+    from .seeds import NUMERICS_KINDS
+    # the inputs come from seeds.py's generator, which numbers the kinds itself: the trace must agree
+    kinds = _meta_list(meta, "kinds", len(NUMERICS_KINDS), lambda v: isinstance(v, list) and len(v) == 4)
+    for i, v in enumerate(kinds):
+        if v != list(NUMERICS_KINDS[i]) or type(v[3]) is not int:
+            raise TraceError("meta.kinds", f"kind {i} is {show(v)}; the generator's kind {i} is "
+                                           f"{list(NUMERICS_KINDS[i])}")
+    insts = _meta_list(meta, "instantiations", 4096, lambda v: isinstance(v, list) and len(v) == 7 and
+                       all(is_int(x) for x in v) and 0 <= v[0] < len(kinds) and legal_n(v[1], "f32") and
+                       v[2] in (0, 1) and v[3] in (0, 1) and v[4] in (1, -1) and v[5] in (1, -1) and v[6] in (0, 1))
+    n = _col(cols, "seed", 0, (1 << 64) - 1, (None,)).size
+    inst = _col(cols, "inst", 0, len(insts) - 1, (n,))
+    _col(cols, "steps", 1, MAX_STEPS, (n,))
+    _col(cols, "scale_d", 0, 1, (n,))
+    _col(cols, "digest", 0, (1 << 32) - 1, (n, 128))
+    diag = _col(cols, "diag_case", 0, max(n - 1, 0), (None,))
+    regs = _col(cols, "diag_regs", 0, (1 << 32) - 1, (None,))
+    off = _offsets(cols, "diag_offsets", diag.size, regs.size)
+    for j, case in enumerate(diag.tolist()):
+        kind, width = insts[int(inst[case])][0], insts[int(inst[case])][1]
+        per_thread = width // 4 if kinds[kind][2] == "f16" else width // 2
+        if off[j + 1] - off[j] != 128 * per_thread:
+            raise TraceError("diag_offsets", f"diagnostic case {case} must hold 128 x {per_thread} registers")
+
+
+def _check_wavefronts(meta, cols):
+    from .banks import parse_op
+    ops = _meta_list(meta, "ops", 256, lambda v: isinstance(v, str))
+    for op in ops:
+        try:
+            parse_op(op)
+        except TcemuError as e:
+            raise TraceError("meta.ops", f"{show(op)} is not an op ({e.rule})") from None
+    n = _col(cols, "op", 0, len(ops) - 1, (None,)).size
+    _col(cols, "mask", 0, (1 << 32) - 1, (n,))
+    _col(cols, "addr", 0, (1 << 31) - 1, (n, 32))
+    for name in ("ld_wavefronts", "st_wavefronts"):
+        _col(cols, name, 0, 1 << 16, (n,))
+
+
+def _check_tma(meta, cols):
+    _meta_int(meta, "global_bytes", 1, MAX_GLOBAL_BYTES)
+    window = _meta_int(meta, "window_bytes", 1, max(SMEM_WINDOW.values()))
+    case = cols.get("case")
+    if not isinstance(case, np.ndarray) or case.dtype != np.uint8 or case.ndim != 2 or \
+            case.shape[1] != TMA_CASE.itemsize:
+        raise TraceError("case", f"must be (n, {TMA_CASE.itemsize}) uint8 records, got {show(case)}")
+    n = case.shape[0]
+    records = np.ascontiguousarray(case).view(TMA_CASE).ravel()
+    for field, lo, hi in (("dtype", 0, 2), ("rank", 1, 5), ("swizzle", 0, 3), ("dst", 0, window - 1)):
+        if n and (records[field].min() < lo or records[field].max() > hi):
+            raise TraceError(f"case.{field}", f"must lie in [{lo}, {hi}]")
+    for name in ("refused", "timed_out"):
+        _col(cols, name, 0, 1, (n,))
+    positions = _col(cols, "positions", 0, window - 1, (None,))
+    _col(cols, "values", 0, 255, (positions.size,))
+    _offsets(cols, "offsets", n, positions.size)
+
+
+def _sp_kinds(meta):
+    """meta.kinds of a sparse trace: sparse_seeds' kinds, index for index (its generator numbers them)."""
+    from .sparse_seeds import SP_KINDS
+    kinds = _meta_list(meta, "kinds", len(SP_KINDS), lambda v: isinstance(v, list) and len(v) == 4)
+    for i, v in enumerate(kinds):
+        if v != list(SP_KINDS[i]) or type(v[3]) is not int:
+            raise TraceError("meta.kinds", f"kind {i} is {show(v)}; the sparse generator's kind {i} is "
+                                           f"{list(SP_KINDS[i])}")
+    return kinds
+
+
+def _sp_instantiations(meta, kinds, limit, n_rule):
+    """meta.instantiations of a sparse trace: [kind, N, sp-sel, A in registers, trans-a, trans-b, scale-a,
+    scale-b], each a legal wgmma.mma_async.sp form (n_rule(atype, N) says which N the capture issues)."""
+    from .hopper import legal_n
+    from .sparse import SELECTORS
+
+    def ok(v):
+        if not (isinstance(v, list) and len(v) == 8 and all(is_int(x) for x in v) and 0 <= v[0] < len(kinds)):
+            return False
+        atype, _, dtype, _ = kinds[v[0]]
+        return (legal_n(v[1], dtype) and n_rule(atype, v[1]) and v[2] in SELECTORS[atype] and v[3] in (0, 1)
+                and v[4] in (0, 1) and v[5] in (0, 1) and v[6] in (1, -1) and v[7] in (1, -1))
+    return _meta_list(meta, "instantiations", limit, ok)
+
+
+def _d_registers(kinds, insts, inst_of_case, off, field):
+    """Each case's payload holds 128 threads x the D registers of its form (f16: N/4, else N/2)."""
+    for j, inst in enumerate(inst_of_case.tolist()):
+        kind, width = insts[inst][0], insts[inst][1]
+        per_thread = width // 4 if kinds[kind][2] == "f16" else width // 2
+        if off[j + 1] - off[j] != 128 * per_thread:
+            raise TraceError(field, f"case {j} must hold 128 x {per_thread} registers")
+
+
+def _check_sp_addresses(meta, cols):
+    from .sparse import SP_K_OF
+    dtypes = _meta_list(meta, "dtypes", 16, lambda v: v in SP_K_OF)
+    n = _col(cols, "desc", 0, (1 << 64) - 1, (None,)).size
+    for name, hi in (("operand", 2), ("dtype", len(dtypes) - 1), ("major", 1)):
+        _col(cols, name, 0, hi, (n,))
+    rows, k = _col(cols, "rows", 1, 256, (n,)), _col(cols, "k", 1, 256, (n,))
+    _col(cols, "n", 0, 256, (n,))
+    _col(cols, "check_mismatches", 0, 1 << 30, (n,))
+    # stored A (0) and A from registers (2): 64 x K/2; B (1): N x K
+    full = np.array([SP_K_OF[d] for d in dtypes], np.int64)[cols["dtype"].astype(np.int64)]
+    operand = cols["operand"].astype(np.int64)
+    want_k = np.where(operand == 1, full, full // 2)
+    bad = np.flatnonzero((k != want_k) | ((operand != 1) & (rows != 64)) | ((operand == 1) & (rows % 8 != 0)))
+    if bad.size:
+        i = int(bad[0])
+        raise TraceError("rows, k", f"case {i}: {int(rows[i])} x {int(k[i])} is not the extent of operand "
+                                    f"{int(operand[i])} of a {dtypes[int(cols['dtype'][i])]} wgmma.mma_async.sp")
+    payload = _col(cols, "addresses", -(1 << 31), (1 << 31) - 1, (None,))
+    off = _offsets(cols, "offsets", n, payload.size)
+    if not np.array_equal(np.diff(off), rows.astype(np.int64) * k):
+        raise TraceError("offsets", "each case must own rows * k addresses")
+
+
+def _check_sp_metadata(meta, cols):
+    from .sparse import SP_K_OF
+    kinds = _sp_kinds(meta)
+    insts = _sp_instantiations(meta, kinds, 4096, lambda a, n: n == SP_K_OF[a])  # B is the K x K identity
+    classes = _meta_list(meta, "classes", 64, lambda v: isinstance(v, str) and len(v) <= 40)
+    n = _col(cols, "inst", 0, len(insts) - 1, (None,)).size
+    _col(cols, "cls", 0, len(classes) - 1, (n,))
+    _col(cols, "walk", -1, 127, (n,))
+    _col(cols, "sp_meta", 0, (1 << 32) - 1, (n, 128))
+    regs = _col(cols, "d_regs", 0, (1 << 32) - 1, (None,))
+    off = _offsets(cols, "d_offsets", n, regs.size)
+    _d_registers(kinds, insts, cols["inst"], off, "d_offsets")
+
+
+def _check_sp_numerics(meta, cols):
+    kinds = _sp_kinds(meta)
+    insts = _sp_instantiations(meta, kinds, 4096, lambda a, n: True)
+    classes = _meta_list(meta, "classes", 64, lambda v: isinstance(v, str) and len(v) <= 40)
+    n = _col(cols, "seed", 0, (1 << 64) - 1, (None,)).size
+    inst = _col(cols, "inst", 0, len(insts) - 1, (n,))
+    _col(cols, "steps", 1, MAX_STEPS, (n,))
+    _col(cols, "scale_d", 0, 1, (n,))
+    _col(cols, "cls", 0, min(len(classes) - 1, 4), (n,))  # sparse_seeds.meta_table draws classes 0..4
+    _col(cols, "digest", 0, (1 << 32) - 1, (n, 128))
+    diag = _col(cols, "diag_case", 0, max(n - 1, 0), (None,))
+    regs = _col(cols, "diag_regs", 0, (1 << 32) - 1, (None,))
+    off = _offsets(cols, "diag_offsets", diag.size, regs.size)
+    _d_registers(kinds, insts, inst[diag], off, "diag_offsets")
+
+
+def _check_ptx_alu(meta, cols):
+    from .ptx.alu_trace import OPERAND_BITS
+
+    def form(v):
+        return (isinstance(v, dict) and isinstance(v.get("name"), str) and 0 < len(v["name"]) <= 80
+                and isinstance(v.get("dst"), list) and 1 <= len(v["dst"]) <= 2
+                and all(is_int(d) and 0 <= d <= 64 for d in v["dst"])
+                and isinstance(v.get("src"), list) and len(v["src"]) <= 4
+                and all(isinstance(t, str) and t in OPERAND_BITS for t in v["src"]))
+    forms = _meta_list(meta, "forms", 4096, form)
+    n = _col(cols, "op", 0, len(forms) - 1, (None,)).size
+    for name in ("a", "b", "c", "e", "d", "d1"):
+        _col(cols, name, 0, (1 << 64) - 1, (n,))
+
+
+def _check_kernels(meta, cols):
+    """kernel_outputs: the embedded fixtures are the ones meta.fixtures names (sha256), and every case record
+    holds what the replay reads (tcemu.ptx.replay.replay_case), with bounded sizes."""
+    from .kernel_inputs import FORMATS
+    from .ptx.replay import PARAM_ROLES, STORE_TYPES
+    fixtures = {}
+    for name in _fixture_members(meta)[::2]:
+        fx = name[len("fixture_"):-len("_ptx")]
+        digests = meta["fixtures"][fx]
+        for ext in ("ptx", "json"):
+            raw = cols.get(f"fixture_{fx}_{ext}")
+            if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or raw.ndim != 1:
+                raise TraceError(f"fixture_{fx}_{ext}", f"must be the fixture's bytes (uint8), got {show(raw)}")
+            want = digests.get(f"{ext}_sha256") if isinstance(digests, dict) else None
+            if hashlib.sha256(raw.tobytes()).hexdigest() != want:
+                raise TraceError(f"fixture_{fx}_{ext}", f"its sha256 differs from meta.fixtures[{fx!r}]")
+        try:
+            cols[f"fixture_{fx}_ptx"].tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise TraceError(f"fixture_{fx}_ptx", "is not UTF-8 text") from None
+        fj = fixtures[fx] = _json_value(raw.tobytes(), f"fixture_{fx}_json")
+        if not isinstance(fj, dict) or not isinstance(fj.get("params"), list) or \
+                not is_int(fj.get("num_ctas", 1)) or not 1 <= fj.get("num_ctas", 1) <= 16:
+            raise TraceError(f"fixture_{fx}_json", "must hold the kernel's params (a list) and num_ctas (1..16)")
+    status = _col(cols, "status", 0, 127, (None,))
+    n = status.size
+    _col(cols, "seed", 0, (1 << 64) - 1, (n,))
+    for name in ("m", "n", "k"):
+        if name in cols:
+            _col(cols, name, 0, 1 << 20, (n,))
+    if "grid" in cols:
+        _col(cols, "grid", 1, 1 << 16, (n, 3))
+    bits = _col(cols, "bits", 0, 255, (None,))
+    off = _offsets(cols, "offsets", n, bits.size)
+    cases = meta.get("cases")
+    if not isinstance(cases, list) or len(cases) != n:
+        raise TraceError("meta.cases", f"one case record per status entry expected ({n}), got {show(cases)}")
+    for i, case in enumerate(cases):
+        if not isinstance(case, dict):
+            raise TraceError(f"meta.cases[{i}]", f"must be a record (a JSON object), got {show(case)}")
+        size = _kernel_case(case, i, fixtures, FORMATS, STORE_TYPES, PARAM_ROLES) if status[i] == 0 else 0
+        if off[i + 1] - off[i] != size:
+            raise TraceError("offsets", f"case {i} holds {int(off[i + 1] - off[i]):,} output bytes; its record says "
+                                        f"{size:,}")
+
+
+def _json_value(raw: bytes, field: str):
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TraceError(field, "is not UTF-8 text") from None
+    if _json_depth(text) > MAX_META_DEPTH:
+        raise TraceError(field, f"nested deeper than {MAX_META_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise TraceError(field, f"not valid JSON ({show(str(e), 120)})") from None
+
+
+def _kernel_case(case, i, fixtures, formats, store_types, roles) -> int:
+    """Check one captured case's record (what replay_case reads); its output's size in bytes."""
+    field = f"meta.cases[{i}]"
+
+    def need(cond, what):
+        if not cond:
+            raise TraceError(field, what)
+
+    def ints(v, n, lo, hi):
+        return isinstance(v, list) and (n is None or len(v) == n) and all(is_int(x) and lo <= x <= hi for x in v)
+
+    def tensor(v, dtypes):
+        return (isinstance(v, dict) and isinstance(v.get("buffer"), str) and v.get("dtype") in dtypes and
+                ints(v.get("shape"), None, 1, MAX_KERNEL_ELEMENTS) and 1 <= len(v["shape"]) <= 4 and
+                int(np.prod(v["shape"], dtype=np.float64)) <= MAX_KERNEL_ELEMENTS)
+    need(isinstance(case, dict), "must be a record (a JSON object)")
+    need(case.get("fixture") in fixtures, "fixture must be one of meta.fixtures")
+    need(isinstance(case.get("entry"), str) and 0 < len(case["entry"]) <= 200, "entry must be the kernel's name")
+    need(ints(case.get("grid"), 3, 1, MAX_KERNEL_CTAS) and int(np.prod(case["grid"])) <= MAX_KERNEL_CTAS,
+         f"grid must be 3 integers, at most {MAX_KERNEL_CTAS} CTAs")
+    need(ints(case.get("block"), 3, 1, 1024) and int(np.prod(case["block"])) <= 1024,
+         "block must be 3 integers, at most 1024 threads")
+    need(is_int(case.get("shared_bytes")) and 0 <= case["shared_bytes"] <= max(SMEM_WINDOW.values()),
+         "shared_bytes must be the dynamic shared bytes of the launch")
+    need(isinstance(case.get("inputs"), list) and len(case["inputs"]) <= 8 and
+         all(tensor(t, formats) and ints([t.get("seed"), t.get("stream")], 2, 0, (1 << 64) - 1)
+             for t in case["inputs"]), "inputs must be up to 8 (buffer, dtype, shape, seed, stream) records")
+    need(tensor(case.get("output"), store_types), "output must be a (buffer, dtype, shape) record")
+    named = {t["buffer"] for t in case["inputs"]} | {case["output"]["buffer"]}
+    need(isinstance(case.get("buffers"), dict) and set(case["buffers"]) == named and
+         all(isinstance(b, dict) and ints([b.get("address")], 1, 0, (1 << 64) - 1) for b in case["buffers"].values()),
+         "buffers must give the device address of every input and of the output")
+    scratch = case.get("scratch", {})
+    need(isinstance(scratch, dict) and len(scratch) <= 4 and all(
+        isinstance(s, dict) and ints([s.get("address")], 1, 0, (1 << 64) - 1) and
+        ints([s.get("bytes_per_program")], 1, 0, 1 << 20) for s in scratch.values()),
+         "scratch must give each scratch buffer's address and bytes_per_program")
+    programs = int(np.prod(case["grid"])) * fixtures[case["fixture"]].get("num_ctas", 1)
+    need(sum(programs * s["bytes_per_program"] for s in scratch.values()) <= MAX_COLUMN_BYTES,
+         f"scratch of all programs must fit in {MAX_COLUMN_BYTES:,} bytes")
+    maps = case.get("tensormaps", [])
+    need(isinstance(maps, list) and len(maps) <= 16 and all(
+        isinstance(t, dict) and isinstance(t.get("arg"), str) and isinstance(t.get("encode"), dict) and
+        ints([t["encode"].get(f) for f in ("dtype", "swizzle", "interleave", "oob_fill", "address")], 5, 0,
+             (1 << 64) - 1) and ints([t["encode"].get("l2_promotion", 0)], 1, 0, 3) and
+        all(ints(t["encode"].get(f), None, 0, (1 << 40)) and 1 <= len(t["encode"][f]) <= 5
+            for f in ("dims", "box", "element_strides")) and ints(t["encode"].get("strides_bytes"), None, 0, 1 << 40)
+        for t in maps), "tensormaps must be (arg, encode: cuTensorMapEncodeTiled arguments) records")
+    map_args = {t["arg"] for t in maps}
+    need(isinstance(case.get("params"), list) and len(case["params"]) <= 256 and all(
+        isinstance(p, dict) and p.get("role") in roles and
+        (p.get("arg") in map_args if p.get("role") == "tensormap" else is_int(p.get("value")))
+        for p in case["params"]), "params must be (role, arg, value) records; a tensormap's arg names one of "
+                                 "its tensormaps, other values are integers")
+    return int(np.prod(case["output"]["shape"])) * np.dtype(store_types[case["output"]["dtype"]]).itemsize
+
+
+_CHECKS = {"wgmma_operand_addresses": _check_addresses, "wgmma_numerics": _check_numerics,
+           "smem_wavefronts": _check_wavefronts, "tma_tile_loads": _check_tma,
+           "wgmma_sp_operand_addresses": _check_sp_addresses, "wgmma_sp_metadata": _check_sp_metadata,
+           "wgmma_sp_numerics": _check_sp_numerics, "ptx_alu": _check_ptx_alu, "kernel_outputs": _check_kernels}
 
 
 @dataclass
@@ -449,14 +976,14 @@ def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
             return cols[key]
     for i, case in enumerate(cases):
         if int(cols["status"][i]) != 0:
-            result.notes.append(f"case {i} ({case.get('fixture')}): not captured ({case.get('status')})")
+            result.notes.append(f"case {i} ({show(case.get('fixture'))}): not captured ({show(case.get('status'))})")
             continue
         name = case["fixture"]
-        if name not in mods:
-            mods[name] = fixture_from_trace(_Z(), name)
-        module, fixture = mods[name]
         hw = cols["bits"][int(cols["offsets"][i]):int(cols["offsets"][i + 1])]
         try:
+            if name not in mods:  # a fixture whose PTX does not parse fails each of its cases
+                mods[name] = fixture_from_trace(_Z(), name)
+            module, fixture = mods[name]
             got = replay_case(module, fixture, case)
         except TcemuError as e:
             got = None
@@ -482,7 +1009,9 @@ _REPLAYERS = {"ptx_alu": _replay_ptx_alu, "kernel_outputs": _replay_kernels,
 
 
 def replay(trace, max_report: int = 10) -> ReplayResult:
+    max_report = as_int(max_report, "max_report", 0, 1 << 20, TraceError)
     trace = trace if isinstance(trace, Trace) else load_trace(trace)
+    check_trace(trace)  # a Trace built by hand is held to the same rules
     result = ReplayResult(trace)
     _REPLAYERS[trace.kind](trace, result, max_report)
     return result
@@ -490,10 +1019,19 @@ def replay(trace, max_report: int = 10) -> ReplayResult:
 
 def trace_paths(paths) -> List[str]:
     """Expand directories to the .npz traces inside them, sorted."""
+    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, (list, tuple)):
+        raise TraceError("paths", f"must be a list of paths, got {show(paths)}")
     out = []
     for p in paths:
+        if isinstance(p, os.PathLike):
+            p = os.fspath(p)
+        if not isinstance(p, str) or not p or "\0" in p:
+            raise TraceError("paths", f"must be file or directory paths, got {show(p)}")
         if os.path.isdir(p):
-            out += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".npz"))
+            try:
+                out += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".npz"))
+            except OSError as e:
+                raise TraceError(os.path.basename(p) or "paths", f"cannot list it ({e.strerror or e})") from None
         else:
             out.append(p)
     return out

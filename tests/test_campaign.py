@@ -1,0 +1,991 @@
+"""Hostile-input campaign (issue 13 "Hostile inputs", issue 17): every public entry point and CLI subcommand,
+called as a careless or hostile user would.
+
+The rule it holds tcemu to (README, "Bad input"): a bad input raises TcemuError (a ValueError) whose `field`
+names the parameter, never another exception (no TypeError, no numba or numpy error); a call never hangs, never
+blows up memory, never crashes the process, and no trace file is ever unpickled. The CLI turns every such
+error into one line and a nonzero exit, without a traceback.
+
+Each call is classed: "accepted" (valid input, a result), "clean error" (TcemuError naming its field), and the
+failures "silently accepted" (an input the registry marks bad gave a result), "other exception", "hang" (over
+HANG_SECONDS) and "crash" (a process died: test_crash_isolation runs those cases in subprocesses).
+
+The registry: one `entry(...)` line per public function. Every parameter is a `Param`: valid values, values
+that must be refused ("bad"), and harmless variants ("odd": numpy scalars, read-only and non-contiguous
+arrays). Each call keeps every parameter valid, or makes exactly one of them bad, or one of them odd. To add
+a public function:
+
+    entry("check.whole_tile", check_tile, WRITTEN, DESC90, dtype=DTYPE90, arch=Const("sm90"))
+
+ci profile: a few calls per entry (seconds in all); HYPOTHESIS_PROFILE=campaign: CAMPAIGN_CALLS calls in all,
+spread over the entries by weight. TCEMU_CAMPAIGN_REPORT=path writes the tally (calls per entry and
+outcome) as JSON.
+"""
+import contextlib
+import faulthandler
+import io
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import tcemu
+from tcemu import TcemuError, banks, check, explain, formats, fragments, seeds, tma, traces
+from tcemu.cli import main as cli_main
+from tcemu.descriptors import SwizzleMode, UmmaDescriptor
+from tcemu.fdp import FdpUnit, RZ, decode_operand, fused_dot, grouped_dot, integer_dot
+from tcemu.fuzz import campaign as fuzz_campaign, random_case
+from tcemu.instr import InstrDescriptor
+from tcemu.oracle import oracle
+from tcemu.smem import SharedMemory
+from tcemu.tmem import TensorMemory
+
+CAMPAIGN = os.environ.get("HYPOTHESIS_PROFILE") == "campaign"
+CAMPAIGN_CALLS = 60_000   # in all, under HYPOTHESIS_PROFILE=campaign
+CI_CALLS = int(os.environ.get("TCEMU_CI_CALLS", 10))  # per entry of weight 1 in the ci profile
+HANG_SECONDS = 10.0
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRACES = os.path.join(HERE, "..", "traces")
+
+TALLY = Counter()         # (entry, outcome) -> calls
+FAILURES = ("silently accepted", "other exception", "hang", "crash")
+
+
+# ---- parameters: valid, bad (must be refused) and odd (harmless variants) values ----
+
+class Hang(BaseException):
+    """Raised by the alarm inside a call that runs past HANG_SECONDS (BaseException: no handler swallows it)."""
+
+
+@dataclass
+class Param:
+    valid: st.SearchStrategy
+    bad: st.SearchStrategy = None
+    odd: st.SearchStrategy = None
+
+
+def Const(value):
+    return Param(st.just(value))
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+class BigInt(int):
+    """An int past Python's 4,300-digit str() limit whose repr still works (Hypothesis prints examples):
+    str() and format() of it raise as for any such int, which is what tcemu's messages must avoid."""
+
+    def __repr__(self):
+        return f"BigInt({'-' if self < 0 else ''}2^{self.bit_length()})"
+
+
+HUGE = BigInt(10 ** 5000)
+# Values of the wrong Python type for almost any parameter.
+WRONG_ARRAY = np.array([1, 2])  # wrong for scalars; arrays may take it
+WRONG = [None, "x", "False", "", b"\x00", 1.5, NAN, INF, -INF, [], {}, (), object(), 1j, HUGE, BigInt(-HUGE),
+         WRONG_ARRAY, np.float64(2.0), "0x" + "f" * 5000, "a" * 10_000]
+
+
+def _same(a, b):
+    return a is b or (type(a) is type(b) and not isinstance(a, np.ndarray) and a == b)
+
+
+def _wrong(*extra, exclude=()):
+    return st.sampled_from([w for w in WRONG if not any(_same(w, e) for e in exclude)] + list(extra))
+
+
+def Flag():
+    """A bool parameter: bool or numpy bool; ints, strings and None are refused."""
+    return Param(st.booleans(), _wrong(0, 1, "True", np.int64(1), np.array([True]), [True]),
+                 st.booleans().map(np.bool_))
+
+
+def Int(valid, lo=None, hi=None, bad=()):
+    """An int parameter: `valid` (a list or strategy); refused: wrong types, floats, bools, and ints outside
+    [lo, hi] where the contract states them."""
+    valid = st.sampled_from(valid) if isinstance(valid, (list, tuple)) else valid
+    out = [True, False, 8.0, "8", np.float32(8.0), np.array(8)] + list(bad)
+    if lo is not None:
+        out += [lo - 1, lo - 2 ** 40, BigInt(-HUGE)]
+    if hi is not None:
+        out += [hi + 1, hi + 2 ** 64, HUGE]
+    return Param(valid, _wrong(*out), valid.filter(lambda v: -2 ** 63 <= v < 2 ** 63).map(np.int64) |
+                 valid.filter(lambda v: 0 <= v < 2 ** 31).map(np.uint32))
+
+
+BAD_NAMES = ["", "x", "nonsense", "\x00", "bf17", "sm80", "e9m9", "a" * 5000, b"bf16", 7, ["bf16"], None, 1.5]
+
+
+def Name(choices, bad=()):
+    """A name parameter: one of `choices`; refused: unknown names and wrong types."""
+    return Param(st.sampled_from(choices), st.sampled_from(BAD_NAMES + list(bad)))
+
+
+def _readonly(a):
+    a = np.array(a)
+    a.setflags(write=False)
+    return a
+
+
+def _strided(a):
+    """The same values in a non-contiguous view."""
+    a = np.asarray(a)
+    if a.ndim == 0 or a.size == 0:
+        return a
+    wide = np.repeat(a, 2, axis=-1)
+    return wide[..., ::2]
+
+
+NUMBERS = (1.5, NAN, INF, -INF, np.float64(2.0), [], ())  # valid where a parameter takes any numbers
+
+
+def Arr(valid, bad=(), as_float=True, as_object=True, ok=(), wrong=True):
+    """An array parameter: `valid` arrays; odd: read-only, non-contiguous and Fortran-ordered copies, lists;
+    bad: `bad` (a strategy or list) plus float and object copies (when those are refused) and wrong types
+    other than those in `ok` (values the parameter legitimately takes, e.g. NUMBERS)."""
+    bad_s = st.sampled_from(list(bad)) if isinstance(bad, (list, tuple)) else bad
+    exclude = (None, WRONG_ARRAY, [], ()) + tuple(ok)
+    options = [_wrong(np.array(["a", "b"]), np.array([[1], [2, 3]], dtype=object), exclude=exclude)] if wrong else []
+    if bad_s is not None and not (isinstance(bad, (list, tuple)) and not bad):
+        options.append(bad_s)
+    if as_float:
+        options.append(valid.map(lambda a: np.asarray(a).astype(np.float64) + 0.5))
+    if as_object:
+        options.append(valid.map(lambda a: np.asarray(a).astype(object) * 1 if np.asarray(a).size else
+                                 np.array([object()])).filter(lambda a: a.dtype == object))
+    odd = valid.map(_readonly) | valid.map(_strided) | valid.map(np.asfortranarray)
+    return Param(valid, st.one_of(options), odd)
+
+
+def Opt(param):
+    """None or the parameter's values (None is then valid, never bad)."""
+    return Param(st.none() | param.valid, param.bad.filter(lambda v: v is not None) if param.bad is not None else None,
+                 param.odd)
+
+
+# ---- shared fixtures: memories, descriptors, tiles ----
+
+RNG = np.random.default_rng(17)
+FULL90 = SharedMemory(data=RNG.integers(0, 256, 228 * 1024, dtype=np.uint8))
+FULL100 = SharedMemory("sm100", data=RNG.integers(0, 256, 228 * 1024, dtype=np.uint8))
+TMEM = TensorMemory()
+TMEM.write(0, np.arange(128)[:, None], np.arange(512)[None, :], RNG.integers(0, 1 << 32, (128, 512), dtype=np.uint64))
+TMEM.write_scales(400, RNG.integers(0, 256, (256, 4)))  # columns 400-407: scale factors, duplicated as PTX wants
+
+D90 = [tcemu.GmmaDescriptor(0x400, 16, 1024, 0, "128B"), tcemu.GmmaDescriptor(0x480, 128, 256),
+       tcemu.GmmaDescriptor(0x1000, 16, 512, 0, "64B"), tcemu.GmmaDescriptor(0x2000, 0x800, 0x400, 3, "32B")]
+D100 = [UmmaDescriptor(0x400, 16, 1024, 0, "128B", version=1), UmmaDescriptor(0x4000, 128, 256, version=1),
+        UmmaDescriptor(0x2000, 1024, 512, 0, "128B_base32B", version=1)]
+BAD_DESC = [-1, 1 << 64, HUGE, "0xzz", "0x" + "f" * 5000, "9" * 5000, 1.5, NAN, None, b"\x00", [0x40], True,
+            np.float64(64.0)]
+DESC90 = Param(st.sampled_from(D90 + [d.encode() for d in D90] + [hex(d.encode()) for d in D90]),
+               st.sampled_from(BAD_DESC), st.sampled_from([np.uint64(d.encode()) for d in D90]))
+DESC100 = Param(st.sampled_from(D100 + [d.encode() for d in D100]), st.sampled_from(BAD_DESC + [D90[0]]))
+DTYPE90 = Name(["bf16", "f16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1"])
+MAJOR = Name(["K", "MN"], bad=["KM", "row"])
+ARCH = Name(["sm90", "sm100"])
+ROWS = Int([8, 16, 64, 128], lo=1, bad=[0, -8])
+KS = Int([8, 16, 32, 256], lo=1, bad=[0, -16])
+SMEM_ADDR = Int(st.integers(0, 228 * 1024 - 64), lo=-(1 << 62), hi=1 << 62)
+SWIZZLE_NAME = Name(["none", "32B", "64B", "128B"], bad=["16B", "256B", "sw7"])
+
+
+def _tile(rows, k, hi):
+    return st.just(None).map(lambda _: RNG.integers(0, hi, (rows, k)))
+
+
+def _instr_descs():
+    from tcemu.strategies import tcgen05_forms
+    return tcgen05_forms(cta_group=1).filter(lambda d: d.m * d.n <= 128 * 64)
+
+
+IDESC = Param(_instr_descs(), st.sampled_from([-1, 1 << 32, "0xzz", 1.5, None, HUGE, "x" * 500, object()]),
+              _instr_descs().map(lambda d: d.encode()))
+
+
+# ---- entry points ----
+
+@dataclass
+class Entry:
+    name: str
+    fn: object
+    args: tuple
+    kwargs: dict
+    weight: float = 1.0
+    check: object = None    # fn(result) -> None: extra invariants on accepted results
+    reports: object = None  # fn(result) -> bool: the result itself reports an error (lint findings, explain text)
+
+
+ENTRIES = []
+
+
+def entry(name, fn, *args, weight=1.0, check=None, reports=None, **kwargs):
+    ENTRIES.append(Entry(name, fn, args, kwargs, weight, check, reports))
+
+
+def _has_error_finding(findings):
+    return any(f.severity == "error" for f in findings)
+
+
+def _fresh(method):
+    """Call method on a fresh SharedMemory (sm90): writes do not leak between calls."""
+    return lambda *a, **kw: getattr(SharedMemory(), method)(*a, **kw)
+
+
+# descriptors and addressing
+entry("GmmaDescriptor.decode", tcemu.GmmaDescriptor.decode, DESC90)
+entry("UmmaDescriptor.decode", UmmaDescriptor.decode, DESC100)
+entry("GmmaDescriptor.encode",
+      lambda *f: tcemu.GmmaDescriptor(*f).encode(),
+      Int(st.integers(0, 0x3FFF).map(lambda x: 16 * x), lo=0, hi=0x3FFF0, bad=[8, 0x40000]),
+      Int([16, 128, 1024], lo=0, hi=0x3FFF0, bad=[1]), Int([256, 1024], lo=0, hi=0x3FFF0, bad=[-16]),
+      Int([0, 3, 7], lo=0, hi=7), SWIZZLE_NAME)
+entry("GmmaDescriptor.validate", lambda d, arch, major: tcemu.GmmaDescriptor.decode(d).validate(arch, major),
+      DESC90, Name(["sm90"]), Opt(MAJOR), reports=_has_error_finding)
+entry("SwizzleMode.parse", SwizzleMode.parse, Param(st.sampled_from(["none", "32B", "64B", "128B", "128B_base32B",
+                                                                     "sw128", 0, 128, SwizzleMode.B64]),
+                                                    st.sampled_from(["16B", "x", "", None, 1.5, HUGE, -1, 129, [],
+                                                                     "a" * 5000, True, b"128B"])))
+entry("operand_addresses", tcemu.operand_addresses, DESC90, rows=ROWS, k=KS, dtype=DTYPE90, major=MAJOR,
+      arch=Const("sm90"))
+entry("operand_addresses(sm100)", tcemu.operand_addresses, DESC100, rows=ROWS, k=KS,
+      dtype=Name(["bf16", "tf32", "e4m3", "e2m1", "u8"]), major=MAJOR, arch=Const("sm100"))
+entry("core_matrix_rows", tcemu.core_matrix_rows, DESC90, rows=ROWS, k=KS, dtype=DTYPE90, major=MAJOR, arch=ARCH)
+entry("footprint", tcemu.footprint, DESC90, rows=ROWS, k=KS, dtype=DTYPE90, major=MAJOR)
+entry("canonical_layout", tcemu.canonical_layout, DESC90, dtype=Opt(DTYPE90), major=MAJOR, arch=Const("sm90"))
+
+# shared memory
+RAW_BAD = [np.zeros(300_000, np.uint8), np.array(["ab"]), np.array([2 ** 70]), "x", object(), {}, HUGE,
+           np.array([object()]), np.array([1 + 1j])]  # raw bytes: any numeric array is data, these are not
+entry("SharedMemory", SharedMemory, Name(["sm90", "sm100"]),
+      Opt(Arr(st.integers(1, 64).map(lambda n: RNG.integers(0, 256, n, dtype=np.uint8)), RAW_BAD[:-1],
+              as_float=False, as_object=False, wrong=False)))
+entry("SharedMemory.read", FULL90.read, SMEM_ADDR, Int([0, 1, 16, 4096], lo=0, bad=[-1]), strict=Flag())
+entry("SharedMemory.read(fresh)", _fresh("read"), SMEM_ADDR, Int([1, 16], lo=0), strict=Flag())
+entry("SharedMemory.write", _fresh("write"), SMEM_ADDR,
+      Arr(st.integers(1, 64).map(lambda n: RNG.integers(0, 256, n, dtype=np.uint8)), RAW_BAD[:-1],
+          as_float=False, as_object=False, wrong=False))
+entry("SharedMemory.gather", FULL90.gather,
+      Arr(st.integers(1, 16).map(lambda n: 4 * RNG.integers(0, 1000, n)), [np.array([-4]), np.array([1 << 40])],
+          ok=([], ())),
+      Name(["u8", "bf16", "tf32", "f32", "s32"], bad=["b1"]), strict=Flag())
+entry("SharedMemory.scatter", _fresh("scatter"),
+      Arr(st.integers(1, 16).map(lambda n: 4 * RNG.permutation(1000)[:n])),
+      Arr(st.integers(1, 16).map(lambda n: RNG.integers(0, 256, 1)),
+          [np.array([256]), np.array([-200]), np.array([1.0], np.float16)], as_float=True),
+      Name(["u8", "s8"]))
+entry("SharedMemory.scatter_bytes", _fresh("scatter_bytes"),
+      Arr(st.just(np.array([0x400, 0x410]))),
+      Arr(st.just(np.array([[1, 2], [3, 4]])), [np.array([[256, 0], [0, 0]]), np.array([1, 2, 3]),
+                                                np.array([[-1, 0], [0, 0]])]))
+entry("SharedMemory.write_operand", _fresh("write_operand"), DESC90,
+      Arr(st.sampled_from([(16, np.float16), (16, ml_dtypes.bfloat16)]).map(
+          lambda t: RNG.standard_normal((64, t[0])).astype(t[1])),
+          [np.zeros((64, 16), np.float32), np.zeros(16), np.full((64, 16), 1 << 20)], as_float=True, as_object=True),
+      dtype=Name(["bf16", "f16"]), major=Const("K"), padded=Opt(Flag()))
+entry("SharedMemory.read_operand", FULL90.read_operand, DESC90, rows=ROWS, k=KS, dtype=DTYPE90, major=MAJOR,
+      padded=Opt(Flag()))
+entry("SharedMemory(sm100).write_operand e2m1",
+      lambda d, v, padded: SharedMemory("sm100").write_operand(d, v, dtype="e2m1", padded=padded), DESC100,
+      Arr(st.just(None).map(lambda _: RNG.integers(0, 16, (128, 64))),
+          [np.full((128, 64), 16), np.zeros((128, 64), ml_dtypes.float6_e2m3fn)]), Opt(Flag()))
+
+# registers
+entry("to_a_registers", fragments.to_a_registers,
+      Arr(st.just(None).map(lambda _: RNG.integers(0, 1 << 16, (64, 16))), [np.full((64, 16), 1 << 16),
+                                                                           np.zeros((64, 15))]), Name(["bf16"]))
+entry("from_a_registers", fragments.from_a_registers,
+      Arr(st.just(None).map(lambda _: RNG.integers(0, 1 << 32, (128, 4), dtype=np.uint64)),
+          [np.zeros((128, 3)), np.full((128, 4), -1), np.full((128, 4), 1 << 32)]), DTYPE90)
+entry("to_d_registers", fragments.to_d_registers,
+      Arr(st.sampled_from([8, 16, 256]).map(lambda n: RNG.integers(0, 1 << 16, (64, n))),
+          [np.zeros((63, 8)), np.zeros((64, 12)), np.full((64, 8), 1 << 32)]), Name(["f32", "f16", "s32"]))
+entry("from_d_registers", fragments.from_d_registers,
+      Arr(st.just(None).map(lambda _: RNG.integers(0, 1 << 32, (128, 8), dtype=np.uint64)),
+          [np.zeros((128, 7)), np.full((128, 8), -1)]), Int([16], lo=8, hi=256, bad=[12]), Name(["f32", "s32"]))
+
+# wgmma
+A_REGS = Param(st.none(), st.sampled_from([RNG.standard_normal((128, 4)), np.zeros((128, 3), np.uint32),
+                                           np.full((128, 4), -1), "regs"]))
+entry("wgmma", lambda smem, da, db, **kw: tcemu.wgmma(smem, da, db, **kw), Param(st.just(FULL90),
+      st.sampled_from([FULL100, np.zeros(16, np.float32), "smem", None])), DESC90, DESC90,
+      shape=Name(["m64n8k16", "m64n16k16", "m64n64k16"], bad=["m64n7k16", "m128n8k16", "m64n8k16" * 100]),
+      dtype_a=Name(["bf16", "f16"]), dtype_b=Const("bf16"), dtype_d=Const("f32"),
+      trans_a=Flag(), trans_b=Flag(), scale_d=Flag(), satfinite=Param(st.just(False), st.sampled_from(
+          ["False", 0, None, True])),
+      scale_a=Int([1, -1], lo=-1, hi=1, bad=[0]), scale_b=Int([1, -1], lo=-1, hi=1, bad=[2]),
+      c=Opt(Arr(st.just(np.zeros((64, 8), np.float32)), [np.zeros((64, 8), np.float16), np.zeros((64, 9), np.float32)],
+                as_float=False)), a_regs=A_REGS, weight=2)
+entry("hopper.check_form", lambda *a: __import__("tcemu.hopper").hopper.check_form(*a),
+      Name(["m64n8k16", "m64n256k16"]), Const("bf16"), Const("bf16"), Const("f32"), Flag(), Flag(),
+      Int([1, -1], lo=-1, hi=1, bad=[0]), Int([1, -1], lo=-1, hi=1, bad=[0]), Param(st.just(False),
+                                                                                     st.sampled_from(["False", 1])))
+
+# tcgen05
+entry("InstrDescriptor.encode", lambda kind, a, b, m, n, **kw: InstrDescriptor(kind, a, b, m=m, n=n, **kw).encode(),
+      Name(["f16"]), Name(["f16", "bf16"]), Const("f16"), Int([64, 128], lo=0, bad=[40, 8.5]),
+      Int([8, 64, 256], lo=0, bad=[12, 1024]), negate_a=Flag(), transpose_b=Flag(), sparse=Param(
+          st.just(False), st.sampled_from(["False", 2, None])),
+      sparsity_selector=Int([0, 1, 3], lo=0, hi=3), max_shift=Int([0], lo=0, hi=3),
+      a_scale_id=Int([0], lo=0, hi=3), k96=Param(st.just(False), st.sampled_from([2, "True", 1])))
+entry("InstrDescriptor.decode", InstrDescriptor.decode,
+      Param(st.integers(0, (1 << 32) - 1), st.sampled_from([-1, 1 << 32, HUGE, "0xzz", "1" * 5000, 1.5, None])),
+      Name(["f16", "tf32", "i8", "f8f6f4", "mxf8f6f4", "mxf4", "mxf4nvf4"]))
+SCALES = Arr(st.just(None).map(lambda _: RNG.integers(120, 130, (128, 1))), [np.full((128, 1), 256),
+                                                                                np.full((128, 1), -1)])
+
+
+def _tcgen05(idesc, da, db, scale, **kw):
+    """tcgen05_mma on a full sm100 memory; `scale` (when given) is A's scale array, shaped for the kind (a
+    kind that is not block-scaled must refuse it)."""
+    if isinstance(idesc, InstrDescriptor) and idesc.kind in ("mxf8f6f4", "mxf4", "mxf4nvf4") and scale is not None:
+        nsf = {"mxf8f6f4": 1, "mxf4": 2}.get(idesc.kind, 4)
+        if isinstance(scale, np.ndarray) and scale.dtype.kind in "iu" and scale.shape == (128, 1):
+            scale = np.repeat(scale, nsf, axis=1)
+        kw.update(scale_a=scale, scale_b=np.full((idesc.n, nsf), 127), block_size_k=16 if nsf == 4 else None)
+    elif scale is not None:
+        kw.update(scale_a=scale)
+    return tcemu.tcgen05_mma(FULL100, da, db, idesc, **kw)
+
+
+entry("tcgen05_mma", _tcgen05, IDESC, DESC100, DESC100, Opt(SCALES), enable_input_d=Flag(),
+      scale_input_d=Int([0], lo=0, hi=15, bad=[16, -1]), cta_group=Int([1], lo=1, hi=2, bad=[0, 3]), weight=2)
+entry("tcgen05_mma(tmem)", lambda idesc, db, a_tmem, d_tmem, lanes: tcemu.tcgen05_mma(
+    FULL100, None, db, idesc, tmem=TensorMemory() if lanes is None else TMEM, a_tmem=a_tmem, d_tmem=d_tmem,
+    disable_output_lane=lanes), Param(st.just(InstrDescriptor("f16", "f16", "f16", m=128, n=16))), DESC100,
+      Int([0, 8], lo=0, hi=(127 << 16) | 511, bad=[1 << 32]), Int([64, 200], lo=0, hi=(127 << 16) | 511),
+      Opt(Arr(st.just(np.zeros(4, np.uint32)), [np.zeros(3), np.full(4, -1), np.full(4, 1 << 32)])))
+entry("TensorMemory.read", TMEM.read, Int([0, 5], lo=0, bad=[1 << 32]),
+      Arr(st.just(np.arange(8)), [np.array([-1]), np.array([128])]),
+      Arr(st.just(np.arange(8)), [np.array([-1]), np.array([512]), np.arange(3)]))
+entry("TensorMemory.write", lambda *a: TensorMemory().write(*a), Int([0, 64], lo=0),
+      Arr(st.just(np.arange(4)), [np.array([-1]), np.array([200])]),
+      Arr(st.just(np.arange(4)), [np.array([-5]), np.array([600])]),
+      Arr(st.just(np.arange(4) * 7), [np.array([-1]), np.array([1 << 32]), np.arange(5)]))
+entry("TensorMemory.read_d", TMEM.read_d, Int([0, 16], lo=0), Int([128, 64], lo=1, bad=[96, 512]),
+      Int([8, 64], lo=8, hi=256, bad=[12]), Name(["f32", "f16", "s32"], bad=["bf16", "f64"]),
+      Int([1], lo=1, hi=2, bad=[0, 3]))
+entry("TensorMemory.write_d", lambda *a, **kw: TensorMemory().write_d(*a, **kw), Int([0], lo=0),
+      Arr(st.just(np.zeros((128, 8), np.uint32)), [np.full((128, 8), -1), np.zeros((127, 8))]),
+      Int([128], lo=1), Name(["f32", "s32"], bad=["bf16"]),
+      keep_lanes=Opt(Arr(st.just(np.zeros(128, bool)), [np.zeros(128), np.zeros(127, bool)], as_float=False)))
+
+
+def _a_round_trip(addr, vals, bits):
+    tm = TensorMemory()
+    tm.write_a(addr, vals, bits)
+    return tm.read_a(addr, 128, np.shape(vals)[1] if np.ndim(vals) == 2 else 8, bits)
+
+
+entry("TensorMemory.write_a/read_a", _a_round_trip,
+      Int([0, 16], lo=0), Arr(st.just(RNG.integers(0, 256, (128, 8))), [np.full((128, 8), 256),
+                                                                         np.zeros((128, 8 * 512))]),
+      Int([8], lo=4, hi=32, bad=[5, 7]))
+entry("TensorMemory.write_scales", lambda *a, **kw: TensorMemory().write_scales(*a, **kw), Int([0, 256], lo=0),
+      Arr(st.just(RNG.integers(0, 256, (128, 2))), [np.full((128, 2), 256), np.zeros((128, 5)),
+                                                    np.zeros((300, 1))]), sf_id=Int([0, 1, 2], lo=0, hi=3, bad=[4]))
+entry("TensorMemory.read_scales", TMEM.read_scales, Int([400, 401], lo=0), Int([128, 256], lo=1, hi=256),
+      Int([1, 2], lo=1, hi=4), Int([0, 1], lo=0, hi=3))
+entry("tmem_address", tcemu.tmem_address, Int([0, 127], lo=0, hi=127), Int([0, 511], lo=0, hi=511,
+                                                                             bad=[65536 + 5]))
+
+# banks
+OPS = Name(["ld.shared.b32", "ld.shared.v4.b32", "st.shared.v2.b64", "ldmatrix.x4", "lds.128"],
+           bad=["ld.shared.b33", "ldmatrix.x3", "ld.shared.v8.b32"])
+entry("bank_conflicts", tcemu.bank_conflicts, OPS,
+      Arr(st.just(None).map(lambda _: 16 * RNG.integers(0, 256, 32)), [np.arange(31), np.full(32, 1 << 63, np.uint64)]),
+      mask=Int([0xFFFFFFFF], lo=0, hi=(1 << 32) - 1), arch=Const("sm90"))
+entry("wavefronts_batch", banks.wavefronts_batch, OPS,
+      Arr(st.integers(1, 8).map(lambda n: 16 * RNG.integers(0, 256, (n, 32))), [np.zeros((2, 31)), -np.ones((2, 32))]),
+      Opt(Param(st.just(None), st.sampled_from([np.zeros(1), np.array([1 << 32]), np.array([-1]), "x",
+                                                np.zeros(0, np.int64)]))), weight=0.5)
+entry("pattern_from_expression", banks.pattern_from_expression,
+      Param(st.sampled_from(["(t % 8) * 128 + (t // 8) * 16", "t * 4", "t << 4 ^ t"]),
+            st.sampled_from(["__import__('os')", "t ** 2", "(" * 300 + "t" + ")" * 300, "+".join(["t"] * 400),
+                             "((t*t)*(t*t))" * 1 + "*" + "*".join(["(t<<63)"] * 40), "t // 0", "t << 99", "x",
+                             "a" * 5000, "9" * 5000, None, 7, b"t", "lambda: 0", "[t]", "t if t else 1",
+                             "1.5 * t", "t.real"])))
+entry("pattern_from_layout", banks.pattern_from_layout, Param(st.sampled_from([(8, 4), (32,), [4, 8]]),
+                                                              st.sampled_from([(8,), (8, 4.0), (0, 32), "x", None,
+                                                                               (HUGE,), (-1, 32)])),
+      Param(st.sampled_from([(64, 4), (4,), [1, 4]]), st.sampled_from([(NAN, 4), "x", (1,) * 9])),
+      element_bytes=Int([1, 4], lo=1, hi=16), base=Int([0, 1024], lo=0, hi=1 << 32, bad=[NAN]))
+entry("pattern_from_descriptor", banks.pattern_from_descriptor, DESC90,
+      Arr(st.just(np.arange(32) % 8), [np.arange(31), np.full(32, -1)]),
+      Arr(st.just(np.zeros(32, np.int64)), [np.arange(33)]), tile_rows=ROWS, tile_k=Int([64], lo=1),
+      dtype=Name(["bf16"]), major=Const("K"))
+entry("core_matrix_banks", banks.core_matrix_banks, DESC90, rows=ROWS, k=KS, dtype=DTYPE90, major=MAJOR)
+
+# TMA
+TENSOR = Arr(st.sampled_from([(16, 64), (2, 8, 32)]).map(lambda s: RNG.integers(0, 1 << 16, s).astype(np.uint16)),
+             [np.zeros((8, 8), object), np.zeros((4,) * 6, np.uint8), np.zeros((8, 8), "U2")],
+             as_float=False, as_object=False)
+entry("tma_load", lambda *a, **kw: tcemu.tma_load(SharedMemory(), *a, **kw), Int([0x400, 0x800], lo=0, bad=[0x440]),
+      TENSOR, box=Param(st.sampled_from([[8, 8], [16, 2, 2]]), st.sampled_from([[8], [300, 8], [8.0, 8], "x",
+                                                                                 [8, -1], None, [HUGE, 8]])),
+      coords=Param(st.sampled_from([[0, 0], [0, 0, 0], [16, 2]]), st.sampled_from([[NAN, 0], [1 << 40, 0], "0"])),
+      swizzle=SWIZZLE_NAME, element_strides=Opt(Param(st.sampled_from([[1, 1], [1, 2, 1]]),
+                                                      st.sampled_from([[0, 1], [1, 9], 1]))),
+      oob_fill=Param(st.just("zero"), st.sampled_from(["nan", np.array(["zero"]), None])))
+entry("tma.tensor_view", tma.tensor_view,
+      Param(st.just(np.arange(4096, dtype=np.uint8)),
+            st.sampled_from([np.arange(10.0), "x", np.zeros((4, 4), np.uint8)])),
+      Int([0, 16], lo=0, hi=4096, bad=[5000]), Int([1, 2, 4], lo=1, hi=8, bad=[3]),
+      Param(st.sampled_from([[16, 4], [8]]), st.sampled_from([[16, 1 << 30], [0, 4], [-1], [16] * 6, "x"])),
+      Param(st.sampled_from([[64]]), st.sampled_from([[1 << 40], [-64], [64.5], "x"])))
+entry("tma.capture_global_bytes", tma.capture_global_bytes, Int([0, 100, 4096], lo=0, hi=1 << 26))
+
+# check, explain, pictures
+WRITTEN = Arr(st.just(tcemu.operand_addresses(D90[0], rows=64, k=16, dtype="bf16")),
+              [np.zeros(16, np.int64), np.full((64, 16), -1), np.full((8, 8), 1 << 50)])
+entry("check_operand", check.check_operand, WRITTEN, DESC90, dtype=Name(["bf16"]), major=Const("K"),
+      operand=Param(st.just("A"), st.sampled_from([None, 1, "x" * 100])), max_lines=Int([0, 8], lo=0, bad=[2.5]),
+      arch=Const("sm90"))
+entry("suggest_descriptor", check.suggest_descriptor, WRITTEN, dtype=Name(["bf16"]), major=MAJOR, arch=ARCH)
+entry("explain", explain.explain, DESC90, dtype=DTYPE90, major=MAJOR, rows=ROWS, k=Opt(KS), arch=Const("sm90"),
+      reports=explain.has_errors)
+entry("explain(instr)", explain.explain, DESC100, instr=IDESC, kind=Param(st.none()),
+      operand=Name(["a", "b"], bad=["c", "A" * 3]), reports=explain.has_errors)
+entry("lint", explain.lint, DESC90, dtype=DTYPE90, major=MAJOR, rows=ROWS, k=Opt(KS), arch=ARCH,
+      reports=_has_error_finding)
+entry("instruction_k", explain.instruction_k, DTYPE90, ARCH)
+entry("describe_instruction", explain.describe_instruction,
+      Param(_instr_descs(), st.sampled_from([None, 1, "x", object()])))
+entry("pictures.swizzle_atom", lambda mode, path, base_offset: __import__("tcemu.pictures").pictures.swizzle_atom(
+    mode, path, base_offset=base_offset), SWIZZLE_NAME,
+      Param(st.just(None).map(lambda _: os.path.join(tempfile.gettempdir(), "tcemu_campaign_atom.png")),
+            st.sampled_from(["/nonexistent/x.png", "noext", tempfile.gettempdir(), "", None, 7,
+                             "/proc/tcemu.png", "x.jpg"])),
+      Int([0, 3], lo=0, hi=7), weight=0.2)
+
+# formats and the capture's generator
+entry("formats.encode", formats.encode,
+      Arr(st.just(None).map(lambda _: RNG.standard_normal(8)), [np.array(["1"]), np.array([1 + 2j])],
+          as_float=False, as_object=False, ok=NUMBERS),
+      Name(["bf16", "e4m3", "e2m1", "ue8m0", "tf32"]), rounding=Name(["rne", "rz", "rna"]), saturate=Flag())
+# formats take object arrays of Python ints as bit patterns (exactly, range-checked): as_object=False
+entry("formats.decode", formats.decode,
+      Arr(st.just(None).map(lambda _: RNG.integers(0, 256, 8)), [np.array([256]), np.array([-1])], as_object=False),
+      Name(["e4m3", "e5m2", "ue8m0", "e2m3"]))
+entry("formats.from_bits", formats.from_bits, Arr(st.just(np.arange(16)), [np.array([1 << 16]), np.array([-1])],
+                                                 as_object=False),
+      Name(["bf16", "f16", "e4m3", "e2m1"], bad=["ue4m3"]))
+entry("formats.decode_int", formats.decode_int, Arr(st.just(np.arange(16)), [np.array([256]), np.array([-1])],
+                                                   as_object=False),
+      Name(["s8", "u8"]))
+entry("seeds.rnd", seeds.rnd, Int([0, 5, (1 << 64) - 1], lo=0, hi=(1 << 64) - 1), Int([0, 2, 3], lo=0),
+      Arr(st.just(np.arange(8)), [np.zeros((1 << 25,), np.uint8)]))
+entry("seeds.special_bits", seeds.special_bits, Int([0, 5], lo=0, hi=5, bad=[99]), Int([0, 7], lo=0, hi=7),
+      Int([0, 1], lo=0, hi=1))
+entry("seeds.operand_bits", seeds.operand_bits, Int([1, 99], lo=0), Int([0, 3, 20], lo=0, hi=20),
+      Int([0, 1], lo=0), Name(["A", "B", "a"]), Int([8, 64], lo=1, hi=1 << 20))
+entry("seeds.c_bits", seeds.c_bits, Int([1], lo=0), Int([0, 17], lo=0, hi=20), Int([8], lo=1, hi=1 << 20))
+
+# fdp (the engine, for users who compose their own instruction)
+_DEC = decode_operand(RNG.integers(0, 1 << 16, (4, 16)), "bf16")
+UNIT = FdpUnit(25, "f32", 23, RZ)
+entry("fdp.decode_operand", decode_operand, Arr(st.just(RNG.integers(0, 1 << 16, (4, 16))),
+                                                 [np.full(3, 1 << 16), np.full(3, -1)]),
+      Name(["bf16", "f16", "e4m3"]), Flag())
+entry("fdp.fused_dot", fused_dot, Param(st.just(_DEC), st.sampled_from([_DEC[:, :8], _DEC.astype(np.int32),
+                                                                         _DEC[..., :4], "A", None])),
+      Param(st.just(_DEC), st.sampled_from([_DEC[:, :15], _DEC.astype(float), _DEC[None]])),
+      Opt(Param(st.just(decode_operand(np.zeros((4, 4), np.uint32), "f32")), st.sampled_from([_DEC]))),
+      Param(st.just(UNIT), st.sampled_from([None, (25, "f32", 23, 1), FdpUnit(25, "bf16", 7, RZ)])))
+_E2M1 = decode_operand(RNG.integers(0, 16, (4, 32)), "e2m1")
+_SCALE = decode_operand(np.full((4, 2), 127), "ue8m0")
+entry("fdp.grouped_dot", grouped_dot, Param(st.just(_E2M1), st.sampled_from([_E2M1[:, :16], _DEC, None])),
+      Param(st.just(_E2M1), st.sampled_from([_E2M1[:, :31], _E2M1.astype(np.float32)])), Opt(Param(st.none())),
+      Param(st.just(_SCALE), st.sampled_from([_SCALE[:, :1], _SCALE[:3], "x"])),
+      Param(st.just(_SCALE), st.sampled_from([_SCALE[..., :4], None])), Const(FdpUnit(35, "f32", 23, RZ, -139)),
+      Int([16], lo=1, hi=32, bad=[0, 5, 64]))
+entry("fdp.integer_dot", integer_dot, Arr(st.just(RNG.integers(-128, 128, (4, 32))), [np.zeros((4, 31))]),
+      Arr(st.just(RNG.integers(-128, 128, (8, 32))), [np.zeros((8, 33)), np.full((8, 32), 1 << 40)]),
+      Opt(Arr(st.just(np.zeros((4, 8), np.int64)), [np.zeros((4, 7))])), satfinite=Flag(), popc=Flag())
+
+# fuzz, oracle
+entry("fuzz.campaign", lambda **kw: fuzz_campaign(progress=None, **kw),
+      seconds=Param(st.sampled_from([0, 0.01]), st.sampled_from([NAN, INF, -1, 1e400, 1e9, "1", None, True])),
+      cases=Opt(Int([0, 2], lo=0, hi=10 ** 9)), seed=Int([0, 7], lo=0, hi=(1 << 64) - 1),
+      arch=Name(["sm90", "sm100"]), weight=0.3)
+entry("fuzz.random_case", random_case, Param(st.integers(0, 99).map(np.random.default_rng),
+                                             st.sampled_from([None, 5, "x", np.random.RandomState(0)])),
+      Name(["sm90", "sm100"]))
+entry("oracle", oracle, Int([0x400], lo=0, hi=1 << 18), Int([16, 128], lo=0, hi=1 << 18), Int([256], lo=0, hi=1 << 18),
+      Int([0, 1], lo=-7, hi=7), Int([16, 128], lo=16, hi=128, bad=[48]), Int([16, 8], lo=1, hi=32, bad=[3]),
+      Flag(), Int([8, 16], lo=1, hi=4096), Int([16], lo=1, hi=4096), weight=0.3)
+
+
+# ---- trace files: small valid ones cut from the bundled captures, and hostile mutations ----
+
+TRIPWIRE = os.path.join(tempfile.gettempdir(), f"tcemu_campaign_unpickled_{os.getpid()}")
+
+
+class _Tripwire:
+    """Unpickling it creates the TRIPWIRE file: proof that something unpickled a trace's bytes."""
+
+    def __reduce__(self):
+        return open, (TRIPWIRE, "w")
+
+
+_TRACE_DIR = None
+
+
+def _cut(name, pick):
+    with np.load(os.path.join(TRACES, name)) as z:
+        cols = {k: z[k] for k in z.files}
+    return pick(cols)
+
+
+def _cut_addresses(c):
+    n = 3
+    end = int(c["offsets"][n])
+    out = {k: c[k][:n] for k in ("desc", "operand", "dtype", "major", "rows", "k", "n", "replica_mismatches")}
+    return dict(out, meta=c["meta"], offsets=c["offsets"][:n + 1], addresses=c["addresses"][:end])
+
+
+def _cut_numerics(c):
+    meta = json.loads(c["meta"].tobytes())
+    diag = [j for j, case in enumerate(c["diag_case"]) if meta["instantiations"][int(c["inst"][case])][1] <= 24][:2]
+    cases = [int(c["diag_case"][j]) for j in diag]
+    regs = [c["diag_regs"][c["diag_offsets"][j]:c["diag_offsets"][j + 1]] for j in diag]
+    offs = np.concatenate([[0], np.cumsum([r.size for r in regs])]).astype(np.int64)
+    out = {k: c[k][cases] for k in ("seed", "inst", "steps", "scale_d", "digest")}
+    return dict(out, meta=c["meta"], diag_case=np.arange(len(cases), dtype=np.int32), diag_offsets=offs,
+                diag_regs=np.concatenate(regs))
+
+
+def _cut_wavefronts(c):
+    return {k: (v if k == "meta" else v[:24]) for k, v in c.items()}
+
+
+def _cut_tma(c):
+    n = 3
+    end = int(c["offsets"][n])
+    return dict(meta=c["meta"], case=c["case"][:n], refused=c["refused"][:n], timed_out=c["timed_out"][:n],
+                offsets=c["offsets"][:n + 1], positions=c["positions"][:end], values=c["values"][:end])
+
+
+def _with_meta(cols, **changes):
+    meta = json.loads(cols["meta"].tobytes())
+    meta.update(changes)
+    return dict(cols, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8))
+
+
+def _npy_with_header(shape, dtype="<u4", data=b""):
+    """A .npy member whose header declares `shape` but holds only `data`."""
+    header = repr({"descr": dtype, "fortran_order": False, "shape": shape}).encode()
+    header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + data
+
+
+def _trace_dir():
+    """(directory, [(path, bad)]): built once per process."""
+    global _TRACE_DIR
+    if _TRACE_DIR is not None:
+        return _TRACE_DIR
+    d = tempfile.mkdtemp(prefix="tcemu_campaign_")
+    files = []
+
+    def save(name, cols, bad, compressed=False):
+        path = os.path.join(d, name)
+        (np.savez_compressed if compressed else np.savez)(path, **cols)
+        files.append((path, bad))
+        return path
+
+    base = {"addr": _cut("wgmma_addresses_sm90.npz", _cut_addresses),
+            "num": _cut("wgmma_numerics_sm90.npz", _cut_numerics),
+            "wave": _cut("smem_wavefronts_targeted_sm90.npz", _cut_wavefronts),
+            "tma": _cut("tma_tile_sm90.npz", _cut_tma)}
+    for key, cols in base.items():
+        save(f"{key}.npz", cols, False)
+        save(f"{key}_objects.npz", dict(cols, extra_obj=np.array([_Tripwire()], dtype=object),
+                                        **{next(k for k in cols if k != "meta"): np.array([_Tripwire()] * 3,
+                                                                                          dtype=object)}), True)
+        save(f"{key}_float.npz", {k: (v.astype(np.float64) if k != "meta" else v) for k, v in cols.items()}, True)
+        save(f"{key}_meta_deep.npz", dict(cols, meta=np.frombuffer(
+            (json.dumps(json.loads(cols["meta"].tobytes()))[:-1] + ', "x": ' + "[" * 20000 + "]" * 20000 + "}")
+            .encode(), np.uint8)), True)
+        save(f"{key}_meta_bignum.npz", dict(cols, meta=np.frombuffer(
+            (json.dumps(json.loads(cols["meta"].tobytes()))[:-1] + ', "x": ' + "9" * 100_000 + "}").encode(),
+            np.uint8)), True)
+        save(f"{key}_meta_huge.npz", dict(cols, meta=np.frombuffer(b" " * (3 << 20) + cols["meta"].tobytes(),
+                                                                    np.uint8)), True)
+        save(f"{key}_meta_list.npz", dict(cols, meta=np.frombuffer(b"[1, 2]", np.uint8)), True)
+        save(f"{key}_meta_float.npz", dict(cols, meta=cols["meta"].astype(np.float32)), True)
+        save(f"{key}_kind.npz", _with_meta(cols, kind="wgmma_numerics" if key != "num" else "smem_wavefronts"), True)
+        save(f"{key}_arch.npz", _with_meta(cols, arch="sm80"), True)
+        save(f"{key}_version.npz", _with_meta(cols, version=2), True)
+        save(f"{key}_missing.npz", {k: v for i, (k, v) in enumerate(cols.items()) if i != 1}, True)
+        first = next(k for k in cols if k != "meta")  # one column cut short: it disagrees with the others
+        save(f"{key}_short.npz", dict(cols, **{first: cols[first][:1]}), True)
+        path = save(f"{key}_unused.npz", dict(cols, unused=np.zeros((200 if CAMPAIGN else 20) << 20, np.uint8)),
+                    False, compressed=True)
+        data = open(os.path.join(d, f"{key}.npz"), "rb").read()
+        for cut in (1, 22, len(data) // 2, len(data) - 1):
+            path = os.path.join(d, f"{key}_trunc{cut}.npz")
+            open(path, "wb").write(data[:len(data) - cut] if cut < len(data) else data[:1])
+            files.append((path, True))
+        with zipfile.ZipFile(os.path.join(d, f"{key}_declared.npz"), "w") as zf:  # huge declared shapes
+            for k, v in cols.items():
+                zf.writestr(k + ".npy", _npy_with_header((1 << 40,), "<u4", v.tobytes()[:64]) if k != "meta"
+                            else _npy_with_header(v.shape, "|u1", v.tobytes()))
+        files.append((os.path.join(d, f"{key}_declared.npz"), True))
+    c = base["num"]
+    save("num_steps.npz", dict(c, steps=np.full_like(c["steps"], 0).astype(np.int64) + 10 ** 9), True)
+    save("num_inst.npz", dict(c, inst=c["inst"] + 5000), True)
+    save("num_diag.npz", dict(c, diag_offsets=c["diag_offsets"] + 1), True)
+    save("num_kinds.npz", _with_meta(c, kinds=[["bf16", "bf16", "f16", 0]] * 3), True)
+    c = base["addr"]
+    save("addr_rows.npz", dict(c, rows=c["rows"] * 0 - 1), True)
+    save("addr_dtype.npz", dict(c, dtype=c["dtype"] + 40), True)
+    save("addr_offsets.npz", dict(c, offsets=c["offsets"][::-1].copy()), True)
+    c = base["tma"]
+    save("tma_window.npz", _with_meta(c, window_bytes=10 ** 9), True)
+    save("tma_global.npz", _with_meta(c, global_bytes=10 ** 12), True)
+    case = c["case"].copy().view(traces.TMA_CASE)
+    case["gdim"][:, 0] = 1 << 40  # a view past the 8 MiB buffer
+    save("tma_gdim.npz", dict(c, case=case.view(np.uint8).reshape(c["case"].shape)), True)
+    c = base["wave"]
+    save("wave_ops.npz", _with_meta(c, ops=["ld.shared.b33"] * 30), True)
+    save("wave_mask.npz", dict(c, mask=c["mask"][:3]), True)
+    with zipfile.ZipFile(os.path.join(d, "many.npz"), "w") as zf:
+        for i in range(100):
+            zf.writestr(f"m{i}.npy", b"")
+    files.append((os.path.join(d, "many.npz"), True))
+    for name, content in (("empty.npz", b""), ("random.npz", bytes(RNG.integers(0, 256, 5000, dtype=np.uint8))),
+                          ("text.npz", b"PK\x05\x06" + b"\xff" * 18)):
+        open(os.path.join(d, name), "wb").write(content)
+        files.append((os.path.join(d, name), True))
+    os.mkfifo(os.path.join(d, "fifo.npz"))
+    os.mkdir(os.path.join(d, "dir.npz"))
+    os.symlink("/dev/zero", os.path.join(d, "zero.npz"))
+    os.symlink("loop.npz", os.path.join(d, "loop.npz"))
+    files += [(os.path.join(d, n), True) for n in ("fifo.npz", "dir.npz", "zero.npz", "loop.npz", "nonexistent.npz")]
+    _TRACE_DIR = (d, files)
+    return _TRACE_DIR
+
+
+def _mutated(data, how, where, value):
+    """A valid trace's bytes with one byte flipped, a region zeroed or the file cut."""
+    where = where % max(len(data), 1)
+    if how == "flip":
+        return data[:where] + bytes([data[where] ^ value]) + data[where + 1:]
+    if how == "zero":
+        return data[:where] + bytes(min(value, len(data) - where)) + data[where + value:]
+    return data[:where]
+
+
+@st.composite
+def trace_files(draw):
+    """(path, bad): a crafted file (bad: it must be refused), a valid small trace, or a random mutation of one
+    (bad None: it may replay or be refused, but nothing else)."""
+    d, files = _trace_dir()
+    kind = draw(st.integers(0, 9))
+    if kind < 6:
+        return draw(st.sampled_from(files))
+    src = draw(st.sampled_from([p for p, bad in files if not bad]))
+    data = open(src, "rb").read()
+    how = draw(st.sampled_from(["flip", "zero", "cut"]))
+    out = os.path.join(d, f"mutated_{os.getpid()}.npz")
+    with open(out, "wb") as fh:
+        fh.write(_mutated(data, how, draw(st.integers(0, len(data))), draw(st.integers(1, 255))))
+    return out, (True if how == "cut" else None)
+
+
+TRACE_FILE = Param(trace_files())
+
+
+def _replay(path_bad):
+    path, bad = path_bad
+    result = traces.replay(path)
+    if bad is False:
+        assert result.ok, f"{path}: a valid trace must replay as a match"
+    return result
+
+
+entry("traces.replay", lambda t: _replay(t), Param(trace_files()), weight=1.5)
+
+
+# ---- the CLI: argv lists, valid and hostile ----
+
+def _png(d):
+    return os.path.join(d, "tcemu_campaign.png")
+
+
+@st.composite
+def cli_argv(draw):
+    """(argv, bad): one tcemu invocation; bad=True when some argument must make it fail."""
+    tmp = tempfile.gettempdir()
+    bad = False
+
+    def pick(valid, hostile, p=0.2):
+        nonlocal bad
+        if draw(st.integers(0, 99)) < p * 100:
+            bad = True
+            return draw(st.sampled_from(hostile))
+        return draw(st.sampled_from(valid))
+
+    desc90 = [hex(d.encode()) for d in D90]
+    bad_desc = ["0xzz", "0x" + "f" * 5000, "9" * 5000, "-1", hex(1 << 64), "", "1e3", "0x" + "_" * 10]
+    bad_int = ["-1", "0", "1e400", "nan", "x", "9" * 5000, "0x10"]
+    bad_png = ["/nonexistent/x.png", "noext", tmp, "/proc/tcemu_x.png", "x.jpg", ""]
+    cmd = draw(st.sampled_from(["decode", "addresses", "explain", "instr", "swizzle", "banks", "fuzz", "replay"]))
+    if cmd == "decode":
+        argv = ["decode", pick(desc90, bad_desc)]
+        if draw(st.booleans()):
+            argv += ["--dtype", pick(["bf16", "tf32", "u8"], ["x", "f32", "", "b" * 3000])]
+        if draw(st.booleans()):
+            argv += ["--arch", pick(["sm90", "sm100"], ["sm80", "", "SM90"])]
+    elif cmd == "addresses":
+        argv = ["addresses", pick(desc90, bad_desc), "--rows", pick(["8", "64"], bad_int), "--k",
+                pick(["16"], bad_int), "--dtype", pick(["bf16", "f16"], ["x", "b1 "])]
+        if draw(st.booleans()):
+            argv.append("--json")
+    elif cmd == "explain" and draw(st.integers(0, 4)):
+        argv = ["explain", pick(desc90, bad_desc), "--dtype", pick(["bf16", "e4m3"], ["x"]), "--rows",
+                pick(["64", "8"], bad_int)]
+        if draw(st.integers(0, 9)) == 0:
+            argv += ["--png", pick([_png(tmp)], bad_png, 0.7)]
+    elif cmd == "explain":
+        if True:
+            argv = ["explain", pick([hex(d.encode()) for d in D100], bad_desc), "--instr",
+                    pick(["0x8400490", "0x10400490"], ["0xzz", "-1", hex(1 << 32), "0x" + "f" * 5000]),
+                    "--kind", pick(["f16"], ["x", "f32"]), "--operand", pick(["a", "b"], ["c"])]
+    elif cmd == "instr":
+        argv = ["instr", pick(["0x8400490", "0x4000490"], bad_desc), "--kind", pick(["f16", "tf32"], ["x", ""])]
+    elif cmd == "swizzle":
+        argv = ["swizzle", pick(["128B", "64B", "none"], ["16B", "x", "9" * 5000]), "--png",
+                pick([_png(tmp)], bad_png, 0.7), "--base-offset", pick(["0", "3"], ["-1", "8", "9" * 5000, "x"])]
+        if not bad and draw(st.integers(0, 3)):  # pictures are slow: mostly hostile ones
+            argv[3], bad = draw(st.sampled_from(bad_png)), True
+    elif cmd == "banks":
+        argv = ["banks", "--op", pick(["ld.shared.b32", "ldmatrix.x4", "ld.shared.v4.b32"],
+                                      ["ld.shared.b33", "", "x" * 5000])]
+        source = draw(st.integers(0, 2))
+        if source == 0:
+            argv += ["--pattern", pick(["(t % 8) * 128 + (t // 8) * 16", "t * 16"],
+                                       ["__import__('os').system('true')", "(" * 300 + "t" + ")" * 300,
+                                        "+".join(["t"] * 400), "*".join(["(t<<63)"] * 40), "t ** 99", "t // 0",
+                                        "9" * 5000, "x" * 2000])]
+        elif source == 1:
+            argv += ["--addresses", pick([" ".join(str(16 * t) for t in range(32))],
+                                         ["1 2 3", "x " * 32, " ".join(["9" * 5000] * 32), "0x10," * 40])]
+        else:
+            argv += ["--desc", pick(desc90, bad_desc), "--rows-expr", pick(["t % 8"], ["t - 100", "x"]),
+                     "--cols-expr", pick(["8 * (t // 8)"], ["t * 1000"])]
+        argv += ["--mask", pick(["0xffffffff", "0x0000ffff"], ["zz", "-1", hex(1 << 32), "9" * 5000, "1e3"])]
+        if draw(st.integers(0, 9)) == 0:
+            argv += ["--png", pick([_png(tmp)], bad_png, 0.8)]
+    elif cmd == "fuzz":
+        argv = ["fuzz", "--seconds", pick(["0", "0.01"], ["-1", "1e400", "nan", "inf", "1e9", "x"]),
+                "--seed", pick(["0", "5"], ["-1", "x", "1.5", str(1 << 64)]),
+                "--arch", pick(["sm90", "sm100"], ["sm80"])]
+    else:
+        path, file_bad = draw(trace_files())
+        argv = ["replay", path]
+        bad = bool(file_bad) or (file_bad is None and None)
+    return argv, bad
+
+
+def _cli(argv_bad):
+    """Run tcemu in-process; returns (rc, stderr). SystemExit (argparse) counts as its code."""
+    argv, _ = argv_bad
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli_main(argv)
+        except SystemExit as e:  # argparse: usage and a one-line error, exit 2
+            rc = e.code
+    return rc, err.getvalue()
+
+
+# ---- the harness ----
+
+def _classify(name, thunk, judge):
+    """Run one call and tally its outcome: judge(result) -> (outcome, detail) when it returns."""
+    def alarm(signum, frame):
+        raise Hang()
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
+    # a loop inside a numba kernel cannot be interrupted: past 6 x HANG_SECONDS the watchdog ends the process
+    # with every thread's traceback (a visible failure, never a silent stall)
+    faulthandler.dump_traceback_later(6 * HANG_SECONDS, exit=True)
+    t0 = time.perf_counter()
+    try:
+        outcome, detail = judge(thunk())
+    except Hang:
+        outcome, detail = "hang", f"ran past {HANG_SECONDS} s"
+    except TcemuError as e:
+        ok = isinstance(e, ValueError) and isinstance(e.field, str) and e.field and e.field in str(e) and \
+            len(str(e)) < 4000
+        outcome, detail = ("clean error" if ok else "other exception"), f"{type(e).__name__}: {str(e)[:300]}"
+    except AssertionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the campaign's job is to see every other exception
+        outcome, detail = "other exception", f"{type(e).__name__}: {str(e)[:300]}"
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    if time.perf_counter() - t0 > HANG_SECONDS and outcome != "hang":
+        outcome, detail = "hang", f"took {time.perf_counter() - t0:.1f} s"
+    TALLY[(name, outcome)] += 1
+    return outcome, detail
+
+
+def _examples(weight):
+    if CAMPAIGN:
+        total = sum(e.weight for e in ENTRIES) + CLI_WEIGHT
+        return max(20, int(CAMPAIGN_CALLS * weight / total))
+    return max(2, int(CI_CALLS * weight))
+
+
+def _draw_call(data, e):
+    """Positional and keyword values for one call of `e`, and whether one of them is bad."""
+    params = [(i, p) for i, p in enumerate(e.args)] + list(e.kwargs.items())
+    mode = data.draw(st.sampled_from(["valid"] * 3 + ["bad"] * 5 + ["odd"] * 2), label="mode")
+    choosable = [k for k, p in params if (p.bad if mode == "bad" else p.odd) is not None] if mode != "valid" else []
+    target = data.draw(st.sampled_from(choosable), label="target") if choosable else None
+    values = {}
+    for key, p in params:
+        if key == target:
+            values[key] = data.draw(p.bad if mode == "bad" else p.odd, label=f"{key} ({mode})")
+        else:
+            values[key] = data.draw(p.valid, label=str(key))
+    args = [values[i] for i in range(len(e.args))]
+    kwargs = {k: values[k] for k in e.kwargs}
+    return args, kwargs, target is not None and mode == "bad"
+
+
+def _judge_call(bad, check, reports):
+    def judge(result):
+        if bad and reports is not None and reports(result):
+            return "clean error", "reported in the result"
+        if bad:
+            return "silently accepted", f"returned {type(result).__name__}"
+        if check is not None:
+            check(result)
+        return "accepted", ""
+    return judge
+
+
+def _settings(weight):
+    return settings(max_examples=_examples(weight), suppress_health_check=list(HealthCheck), deadline=None)
+
+
+@pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.name)
+def test_entry_point(e):
+    @_settings(e.weight)
+    @given(data=st.data())
+    def run(data):
+        args, kwargs, bad = _draw_call(data, e)
+        outcome, detail = _classify(e.name, lambda: e.fn(*args, **kwargs), _judge_call(bad, e.check, e.reports))
+        assert outcome not in FAILURES, f"{e.name}: {outcome}: {detail}"
+    run()
+
+
+CLI_WEIGHT = 3
+
+
+def _judge_cli(argv, bad):
+    def judge(rc_err):
+        rc, err = rc_err
+        if "Traceback" in err:
+            return "other exception", f"a traceback: {err[-1500:]}"
+        if rc in (0, 1):  # 1: findings or mismatches reported on stdout
+            if bad and rc == 0:
+                return "silently accepted", "exit 0"
+            return ("clean error" if rc == 1 and bad else "accepted"), ""
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        one_line = lines and len(lines) <= 3 and (lines[-1].startswith("tcemu: error:") or
+                                                  lines[-1].startswith("tcemu "))
+        if not isinstance(rc, int) or not one_line:
+            return "other exception", f"exit {rc!r}, stderr {err[-500:]!r}"
+        return "clean error", ""
+    return judge
+
+
+@_settings(CLI_WEIGHT)
+@given(cli_argv())
+def test_cli(argv_bad):
+    argv, bad = argv_bad
+    outcome, detail = _classify("cli " + argv[0], lambda: _cli(argv_bad), _judge_cli(argv, bad))
+    assert outcome not in FAILURES, f"{[a[:60] for a in argv]}: {outcome}: {detail}"
+
+
+# ---- process-level checks: crashes, memory, pickles ----
+
+CRASH_CASES = {
+    "wavefronts_batch, 300,000 patterns, 3 masks": "import numpy as np; from tcemu.banks import wavefronts_batch as w; "
+    "w('ld.shared.b32', np.zeros((300_000, 32), np.int64), np.zeros(3, np.int64))",
+    "tensor_view reaching 1 TiB past its buffer": "import numpy as np; from tcemu.tma import tensor_view as v; "
+    "t = v(np.zeros(64, np.uint8), 0, 8, [1 << 20, 1 << 20], [1 << 20]); print(int(t[-1, -1]))",
+    "tma_load of a 256^5 box": "import numpy as np; import tcemu; tcemu.tma_load(tcemu.SharedMemory(), 0, "
+    "np.zeros((2, 2, 2, 2, 16), np.uint8), box=[256] * 5, coords=[0] * 5)",
+}
+
+
+@pytest.mark.parametrize("name", list(CRASH_CASES))
+def test_crash_isolation(name):
+    """The memory-safety reproducers of issue 17 in a subprocess: a clean TcemuError, not a dead process."""
+    code = (f"import sys\nfrom tcemu import TcemuError\ntry:\n    {CRASH_CASES[name]}\n"
+            "except TcemuError as e:\n    print(type(e).__name__, e.field)\n    sys.exit(3)\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, ".."))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    outcome = "clean error" if proc.returncode == 3 else \
+        "crash" if proc.returncode < 0 else "other exception" if proc.returncode else "silently accepted"
+    TALLY[("subprocess " + name, outcome)] += 1
+    assert outcome == "clean error", f"{name}: rc {proc.returncode}, {proc.stdout[-300:]} {proc.stderr[-600:]}"
+
+
+def test_no_trace_was_unpickled():
+    """Runs after the trace entries (file order): the tripwire objects in crafted traces were never unpickled."""
+    _, files = _trace_dir()
+    for path, _ in files:
+        if "objects" in path:
+            with pytest.raises(TcemuError, match="object"):
+                traces.load_trace(path)
+    assert not os.path.exists(TRIPWIRE), "a trace's object array was unpickled"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _campaign_limits():
+    """Campaign profile: cap the address space so a memory blow-up is a MemoryError (an 'other exception'),
+    not the machine's OOM killer; report the tally at the end."""
+    old = resource.getrlimit(resource.RLIMIT_AS)
+    if CAMPAIGN:
+        vsz = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
+        cap = vsz + (8 << 30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap if old[1] == resource.RLIM_INFINITY else min(cap, old[1]), old[1]))
+    yield
+    resource.setrlimit(resource.RLIMIT_AS, old)
+    path = os.environ.get("TCEMU_CAMPAIGN_REPORT")
+    if path:
+        per = {}
+        for (name, outcome), n in sorted(TALLY.items()):
+            per.setdefault(name, {})[outcome] = n
+        totals = Counter()
+        for (_, outcome), n in TALLY.items():
+            totals[outcome] += n
+        with open(path, "w") as fh:
+            json.dump({"profile": "campaign" if CAMPAIGN else "ci", "calls": sum(TALLY.values()),
+                       "outcomes": dict(totals), "entries": per,
+                       "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}, fh, indent=1)
+    d = _TRACE_DIR[0] if _TRACE_DIR else None
+    if d:
+        shutil.rmtree(d, ignore_errors=True)
