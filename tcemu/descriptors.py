@@ -289,8 +289,11 @@ def _descriptor_int(value) -> int:
             value = int(value.replace("_", ""), 0)
         except ValueError:
             raise DescriptorError("descriptor", f"{show(value)} is not an integer literal (hex needs 0x)") from None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 1 << 64:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {show(value)}")
+    if not 0 <= int(value) < 1 << 64:  # hex reads as the fields it would hold
+        shown = f"{int(value):#x}" if int(value).bit_length() <= 128 else show(value)
+        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {shown}")
     return int(value)
 
 

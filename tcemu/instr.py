@@ -85,7 +85,8 @@ def instr_value(value) -> int:
                                             "make_runtime_instr_desc) holds the 32-bit descriptor in bits 32-63 "
                                             f"and leaves bits 0-31 zero for dense MMA, but they are {value & 0xFFFFFFFF:#010x}; "
                                             f"shift right by 32 ({value >> 32:#010x}) if that half is the descriptor")
-    raise DescriptorError("descriptor", f"{show(value)} is not a 32-bit instruction descriptor (nor its 64-bit "
+    shown = f"{value:#x}" if value.bit_length() <= 128 else show(value)  # hex reads as the bit fields it holds
+    raise DescriptorError("descriptor", f"{shown} is not a 32-bit instruction descriptor (nor its 64-bit "
                                         "runtime form, the value << 32)")
 
 
