@@ -20,7 +20,7 @@ from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleM
 from .dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
 from .errors import LayoutError, TcemuError
 from .operand import instruction_k, operand_spec
-from .validate import as_array, as_int, as_int_array, show
+from .validate import as_array, as_bool, as_int, as_int_array, show
 
 
 @dataclass
@@ -76,7 +76,7 @@ def _operand(dtype, major, operand, arch, padded, instr, kind, cta_group) -> _Op
         spec = operand_spec(instr, kind=kind, operand=operand, cta_group=cta_group)
         if dtype is not None and dtype != spec.dtype:
             raise LayoutError("dtype", f"{show(dtype)} disagrees with the instruction's {spec.name} type {spec.dtype}")
-        if padded is not None and bool(padded) != spec.padded:
+        if padded is not None and as_bool(padded, "padded", LayoutError) != spec.padded:
             is_padded(spec.dtype, padded, kind=spec.instr.kind)  # raises, naming the kind's form
         return _Operand(spec.name, spec.dtype, spec.padded, spec.major, "sm100", spec.k, spec.rows, spec.cta_group,
                         spec)
@@ -337,7 +337,8 @@ def check_tile(written, descs, *, dtype: Optional[str] = None, major: str = "K",
         k = op.k if op.k is not None else _instruction_k(op)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0 or tile_k % k:
         raise LayoutError("k", f"{show(k)}: the tile's {tile_k} columns must split into K blocks of k columns")
-    nblocks = tile_k // int(k)
+    k = int(k)
+    nblocks = tile_k // k
     if start_advance is not None:
         if isinstance(descs, (list, tuple)):
             raise LayoutError("start_advance", "give one descriptor with start_advance, or the list of descriptors")

@@ -116,7 +116,9 @@ def is_padded(dtype, padded=None, *, kind=None, error=LayoutError) -> bool:
 def placement_dtype(dtype, padded=None, *, kind=None, major=None) -> str:
     """The element type whose addressing gives `dtype`'s placement: 'u8' (byte slots) for padded e2m1, the dtype
     itself otherwise (fp6 types are addressed as slots already). fp4 / fp6 are K-major only (PTX 9.7.16.10.3)."""
-    name = dtype.lstrip(".") if isinstance(dtype, str) else dtype
+    if not isinstance(dtype, str):
+        raise LayoutError("dtype", f"must be a type name, got {show(dtype)}")
+    name = dtype.lstrip(".")
     padded = is_padded(name, padded, kind=kind)
     if name in FP4_FP6 and major is not None and not parse_major(major):
         raise LayoutError("major", f"{name} must be K-major (PTX 9.7.16.10.3: transposes take 8-, 16- and 32-bit "

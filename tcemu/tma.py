@@ -21,7 +21,7 @@ from .descriptors import SM90_SWIZZLES, SwizzleMode
 from .errors import TcemuError
 from .swizzle import Swizzle
 from .smem import SharedMemory
-from .validate import as_array, as_choice, as_int, as_int_list, show
+from .validate import MAX_ELEMENTS, as_array, as_choice, as_int, as_int_array, as_int_list, is_int, show
 
 
 class TmaError(TcemuError):
@@ -251,50 +251,52 @@ def tma_placement(loads, *, rows, k, element_strides=None) -> np.ndarray:
     dimension must span one element of the tile. element_strides: as passed to tma_load (a strided box takes
     every element_strides[d]-th coordinate; the placement counts the elements it took)."""
     if isinstance(loads, np.ndarray) or not isinstance(loads, (list, tuple)):
-        first = np.asarray(loads)
+        first = as_array(loads, "loads", TmaError)
         loads = [(first, [0] * first.ndim)]
+    if len(loads) > 1 << 16:
+        raise TmaError("loads", f"{len(loads):,} boxes; at most {1 << 16:,}")
     pairs = []
     for item in loads:
         if not isinstance(item, (list, tuple)) or len(item) != 2:
             raise TmaError("loads", "a tma_load result, or a list of (addresses, coords) pairs, one per box")
-        addr, coords = np.asarray(item[0]), list(item[1])
-        if addr.dtype.kind not in "iu" or addr.ndim < 1 or len(coords) != addr.ndim:
+        addr, coords = as_array(item[0], "loads", TmaError), item[1]
+        n = len(coords) if isinstance(coords, (list, tuple)) or (isinstance(coords, np.ndarray) and coords.ndim == 1) \
+            else -1
+        if addr.dtype.kind not in "iu" or not 1 <= addr.ndim <= 5 or n != addr.ndim:
             raise TmaError("loads", f"each box is tma_load's (outer-first) address array with its coords, dimension "
-                                    f"0 first; got {addr.dtype} {addr.shape} with coords {coords!r}")
-        if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in coords):
-            raise TmaError("loads", f"coords {coords!r} must be integers")
+                                    f"0 first; got {show(addr)} with coords {show(coords)}")
+        coords = as_int_list(coords, "loads", addr.ndim, -(1 << 31), (1 << 31) - 1, TmaError)  # the driver's int32
         if not addr.size:
             raise TmaError("loads", f"a box of shape {addr.shape} holds no element")
-        pairs.append((addr.astype(np.int64), [int(c) for c in coords]))
+        pairs.append((as_int_array(addr, "loads", 0, 1 << 40, TmaError), coords))
     if not pairs:
         raise TmaError("loads", "no box given")
     rank = pairs[0][0].ndim
     if any(a.ndim != rank for a, _ in pairs):
         raise TmaError("loads", "every box must come from the same tensor map (same rank)")
-    est = [1] * rank if element_strides is None else list(element_strides)
-    if len(est) != rank or not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) and 1 <= e <= 8
-                                   for e in est):
-        raise TmaError("element_strides", f"{element_strides!r}: {rank} integers 1..8, dimension 0 first")
+    if element_strides is None:
+        est = [1] * rank
+    else:  # rank integers 1..8, dimension 0 first
+        est = as_int_list(element_strides, "element_strides", rank, 1, 8, TmaError)
     est[0] = 1  # dimension 0 always takes consecutive elements
 
     def dims(value, name):
-        value = (value,) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else value
-        if not isinstance(value, (tuple, list)) or not value or not all(
-                isinstance(d, (int, np.integer)) and not isinstance(d, bool) and 0 <= d < rank for d in value):
-            raise TmaError(name, f"{value!r}: TMA dimension numbers 0..{rank - 1} (dimension 0 innermost), or a "
+        value = (value,) if is_int(value) else value
+        if not isinstance(value, (tuple, list)) or not value or not all(is_int(d) and 0 <= d < rank for d in value):
+            raise TmaError(name, f"{show(value)}: TMA dimension numbers 0..{rank - 1} (dimension 0 innermost), or a "
                                  "tuple of them, fastest first")
         return [int(d) for d in value]
 
     row_dims, k_dims = dims(rows, "rows"), dims(k, "k")
     if len(set(row_dims + k_dims)) != len(row_dims) + len(k_dims):
-        raise TmaError("rows, k", f"{rows!r} and {k!r} must name distinct dimensions")
+        raise TmaError("rows, k", f"{show(rows)} and {show(k)} must name distinct dimensions")
     lo = [min(c[d] for _, c in pairs) for d in range(rank)]
     hi = [max(c[d] + a.shape[rank - 1 - d] * est[d] for a, c in pairs) for d in range(rank)]
     count = [-(-(hi[d] - lo[d]) // est[d]) for d in range(rank)]
     for d in range(rank):
         if d not in row_dims + k_dims and count[d] != 1:
             raise TmaError("rows, k", f"dimension {d} spans {count[d]} elements of the tile but is neither in rows "
-                                      f"{rows!r} nor in k {k!r}")
+                                      f"{show(rows)} nor in k {show(k)}")
 
     def flat(index, ds):
         out, scale = 0, 1
@@ -303,6 +305,8 @@ def tma_placement(loads, *, rows, k, element_strides=None) -> np.ndarray:
         return out, scale
 
     n_rows, n_k = flat([0] * rank, row_dims)[1], flat([0] * rank, k_dims)[1]
+    if n_rows * n_k > MAX_ELEMENTS:  # checked before the placement is allocated
+        raise TmaError("loads", f"the boxes span a {n_rows} x {n_k} tile; at most {MAX_ELEMENTS:,} elements")
     out = np.full((n_rows, n_k), -1, np.int64)
     for addr, coords in pairs:
         for d in range(rank):
