@@ -43,13 +43,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tcemu
-from tcemu import TcemuError, banks, check, explain, formats, fragments, seeds, tma, traces
+from tcemu import TcemuError, banks, check, explain, formats, fragments, kernel_inputs, seeds, sparse, tma, traces
 from tcemu.cli import main as cli_main
 from tcemu.descriptors import SwizzleMode, UmmaDescriptor
 from tcemu.fdp import FdpUnit, RZ, decode_operand, fused_dot, grouped_dot, integer_dot
 from tcemu.fuzz import campaign as fuzz_campaign, random_case
 from tcemu.instr import InstrDescriptor
+from tcemu.operand import instruction_k, operand_spec
 from tcemu.oracle import oracle
+import tcemu.ptx as tptx
+from tcemu.ptx import tensormap
+from tcemu.serve import api as serve_api, ptxrun as serve_api_ptx
+import tcemu.triton as ttriton
 from tcemu.smem import SharedMemory
 from tcemu.tmem import TensorMemory
 
@@ -212,7 +217,9 @@ def _instr_descs():
     return tcgen05_forms(cta_group=1).filter(lambda d: d.m * d.n <= 128 * 64)
 
 
-IDESC = Param(_instr_descs(), st.sampled_from([-1, 1 << 32, "0xzz", 1.5, None, HUGE, "x" * 500, object()]),
+# 1 << 32 is the 64-bit runtime form of descriptor 1 (CuTe's make_runtime_instr_desc: value << 32): not bad
+IDESC = Param(_instr_descs(), st.sampled_from([-1, (1 << 32) | 1, 1 << 64, "0xzz", 1.5, None, HUGE, "x" * 500,
+                                               object()]),
               _instr_descs().map(lambda d: d.encode()))
 
 
@@ -342,7 +349,8 @@ entry("InstrDescriptor.encode", lambda kind, a, b, m, n, **kw: InstrDescriptor(k
       sparsity_selector=Int([0, 1, 3], lo=0, hi=3), max_shift=Int([0], lo=0, hi=3),
       a_scale_id=Int([0], lo=0, hi=3), k96=Param(st.just(False), st.sampled_from([2, "True", 1])))
 entry("InstrDescriptor.decode", InstrDescriptor.decode,
-      Param(st.integers(0, (1 << 32) - 1), st.sampled_from([-1, 1 << 32, HUGE, "0xzz", "1" * 5000, 1.5, None])),
+      Param(st.integers(0, (1 << 32) - 1), st.sampled_from([-1, (1 << 32) | 1, 1 << 64, HUGE, "0xzz", "1" * 5000, 1.5,
+                                                             None])),
       Name(["f16", "tf32", "i8", "f8f6f4", "mxf8f6f4", "mxf4", "mxf4nvf4"]))
 SCALES = Arr(st.just(None).map(lambda _: RNG.integers(120, 130, (128, 1))), [np.full((128, 1), 256),
                                                                                 np.full((128, 1), -1)])
@@ -529,6 +537,290 @@ entry("oracle", oracle, Int([0x400], lo=0, hi=1 << 18), Int([16, 128], lo=0, hi=
       Flag(), Int([8, 16], lo=1, hi=4096), Int([16], lo=1, hi=4096), weight=0.3)
 
 
+# ---- main's additions: operand specs, whole tiles, TMA placements, sparse wgmma, whole kernels, serve ----
+
+def _tile_written(desc, rows, k):
+    return tcemu.operand_addresses(desc, rows=rows, k=k, dtype="bf16")
+
+
+TILE_DESC = tcemu.GmmaDescriptor(0x400, 16, 1024, 0, "128B")
+TILE = Arr(st.just(_tile_written(TILE_DESC, 64, 64)),  # 64 x 64 bf16: four K blocks of 16, 32 bytes apart
+           [np.zeros((64, 0), np.int64), np.full((64, 64), -1), np.full((8, 8), 1 << 50), np.zeros(64, np.int64)])
+entry("check_tile", check.check_tile, TILE,
+      Param(st.sampled_from([TILE_DESC, TILE_DESC.encode(), hex(TILE_DESC.encode()),
+                             check.k_block_descriptors(TILE_DESC, 4, 32)]),
+            st.sampled_from(BAD_DESC + [[], [TILE_DESC] * 100, [1.5] * 4, {}, (TILE_DESC, "x")])),
+      dtype=Name(["bf16"]), major=Const("K"), arch=Const("sm90"),
+      k=Opt(Int([16, 32], lo=1, hi=64, bad=[0, 5, -16])), start_advance=Opt(Int([32, 0, 64], lo=-(1 << 18),
+                                                                                    hi=1 << 18)),
+      max_lines=Int([3], lo=0, hi=1 << 16, bad=[2.5]), operand=Param(st.just("A"), st.sampled_from([None, 1,
+                                                                                                   "x" * 100])))
+entry("k_block_descriptors", check.k_block_descriptors, DESC90, Int([1, 4], lo=1, hi=4096, bad=[0]),
+      Int([32, 0, -32], lo=-(1 << 18), hi=1 << 18), arch=Const("sm90"))
+IDESC_A = InstrDescriptor("f16", "bf16", "bf16", m=128, n=64)  # A: 128 x 16 bf16, K-major
+entry("check_operand(instr)", check.check_operand,
+      Arr(st.just(tcemu.operand_addresses(D100[0], rows=128, k=16, dtype="bf16", arch="sm100")),
+          [np.zeros((128, 15), np.int64), np.full((128, 16), -1)]),
+      DESC100, instr=Param(st.sampled_from([IDESC_A, IDESC_A.encode()]), IDESC.bad),
+      kind=Opt(Name(["f16"], bad=["i8", "tf32"])), operand=Name(["A", "a"], bad=["C"]),
+      cta_group=Opt(Int([1], lo=1, hi=2, bad=[0, 3])), padded=Opt(Flag()))
+entry("operand_spec", operand_spec, IDESC, kind=Opt(Name(list(tcemu.instr.KINDS))),
+      operand=Name(["A", "B", "a", "b"], bad=["C", "AB"]), cta_group=Opt(Int([1, 2], lo=1, hi=2, bad=[0, 3])))
+entry("instruction_k(sparse)", instruction_k, DTYPE90, ARCH, Flag(), Name(["A", "B", "a"], bad=["C"]),
+      padded=Opt(Flag()))
+
+G_TMA = np.arange(128 * 128, dtype=np.uint16).reshape(128, 128)
+BOX = tcemu.tma_load(SharedMemory(), 0x400, G_TMA, box=[64, 32], coords=[0, 0], swizzle="128B")  # (32, 64)
+_SM = SharedMemory()
+BOXES = [(tcemu.tma_load(_SM, 0x400, G_TMA, box=[64, 32], coords=[0, 64], swizzle="128B"), [0, 64]),
+         (tcemu.tma_load(_SM, 0x1400, G_TMA, box=[64, 32], coords=[64, 64], swizzle="128B"), [64, 64])]
+entry("tma_placement", tma.tma_placement,
+      Param(st.sampled_from([BOX, BOXES, [(BOX, [0, 0])]]),
+            st.sampled_from(["x", None, 7, [], [(BOX, [0])], [(BOX.astype(np.float64), [0, 0])],
+                             [(BOX, [0.5, 0])], [(BOX, [HUGE, 0])], [(BOX, [0, 0]), (BOX, [0, 0])],
+                             [(BOX, [0, 0]), (BOX[None], [0, 0, 0])], np.zeros((0, 4), np.int64), [BOX],
+                             [(BOX, [0, 0], 1)], [(np.array(["a"]), [0])], BOX.astype(object)])),
+      rows=Param(st.sampled_from([1, (1,), [1]]), st.sampled_from([5, -1, "x", 1.5, None, (), True, HUGE, 0])),
+      k=Param(st.sampled_from([0, (0,)]), st.sampled_from([5, -1, "x", 1.5, None, (), True, HUGE, 1])),
+      element_strides=Opt(Param(st.sampled_from([[1, 1], (1, 1)]), st.sampled_from([[0, 1], [1, 9], "x", [1.5, 1],
+                                                                                     [1], [True, 1], 3]))))
+
+SP_META = sparse.meta_registers(np.full((64, 8), 0x4, np.uint8), "bf16")  # every chunk keeps elements 0 and 1
+entry("wgmma_sp", lambda smem, da, db, **kw: sparse.wgmma_sp(smem, da, db, **kw),
+      Param(st.just(FULL90), st.sampled_from([FULL100, np.zeros(16, np.float32), "smem", None])), DESC90, DESC90,
+      shape=Name(["m64n8k32", "m64n16k32"], bad=["m64n8k16", "m64n7k32", "m128n8k32"]),
+      dtype_a=Const("bf16"), dtype_b=Const("bf16"), dtype_d=Const("f32"),
+      sparse_meta=Arr(st.just(SP_META), [np.zeros(127, np.uint32), np.full(128, -1), np.full(128, 1 << 32),
+                                         np.zeros((2, 128), np.uint32)]),
+      sparsity_selector=Int([0, 1], lo=0, hi=1, bad=[2, 3]), trans_a=Flag(), trans_b=Flag(), scale_d=Flag(),
+      scale_a=Int([1, -1], lo=-1, hi=1, bad=[0]), scale_b=Int([1, -1], lo=-1, hi=1, bad=[2]),
+      satfinite=Param(st.just(False), st.sampled_from(["False", 0, None, True])),
+      c=Opt(Arr(st.just(np.zeros((64, 8), np.float32)), [np.zeros((64, 8), np.float16)], as_float=False)),
+      a_regs=A_REGS, invalid_meta=Name(["raise", "gather"]), rule=Name(["selected", "signed", "zeros"]),
+      weight=1.5)
+NIBBLES = Arr(st.sampled_from([0x4, 0x9, 0xE]).map(lambda v: np.full((64, 8), v, np.uint8)),
+              [np.full((64, 8), 16), np.full((64, 8), -1), np.zeros((64, 7), np.uint8), np.zeros((63, 8))])
+entry("sparse.meta_registers", sparse.meta_registers, NIBBLES, Name(["bf16", "f16"], bad=["tf32x"]),
+      Int([0, 1], lo=0, hi=1, bad=[2]), fill=Int([0, 0xFFFFFFFF], lo=0, hi=(1 << 32) - 1))
+entry("sparse.meta_nibbles", sparse.meta_nibbles,
+      Arr(st.just(SP_META), [np.zeros(127, np.uint32), np.full(128, -1), np.full(128, 1 << 32)]),
+      Name(["bf16", "e4m3", "tf32"], bad=["b1"]), Int([0], lo=0, hi=1, bad=[2]))
+entry("sparse.sparsify", sparse.sparsify,
+      Arr(st.just(np.tile(np.array([0x3F80, 0, 0x4000, 0], np.uint16), (64, 8))),
+          [np.ones((64, 32), np.uint16), np.zeros((64, 31), np.uint16), np.zeros((64, 32, 1), np.uint16)],
+          as_float=True),
+      Name(["bf16", "f16"], bad=["b1", "f32"]))
+entry("sparse.densify", sparse.densify,
+      Arr(st.just(np.ones((64, 16), np.uint16)), [np.ones((64, 15), np.uint16), np.full((64, 16), -1)]),
+      NIBBLES, Name(["bf16"], bad=["b1"]))
+entry("sparse.sparse_dot", lambda a, b, nib, c, **kw: sparse.sparse_dot(a, b, nib, c, **kw),
+      Arr(st.just(RNG.integers(0, 1 << 16, (64, 16)).astype(np.uint16)), [np.zeros((64, 15), np.uint16),
+                                                                         np.full((64, 16), 1 << 16)]),
+      Arr(st.just(RNG.integers(0, 1 << 16, (8, 32)).astype(np.uint16)), [np.zeros((8, 31), np.uint16),
+                                                                        np.zeros(32, np.uint16)]),
+      NIBBLES, Opt(Arr(st.just(np.zeros((64, 8), np.uint32)), [np.zeros((64, 7), np.uint32)])),
+      dtype_a=Const("bf16"), dtype_b=Const("bf16"), dtype_d=Name(["f32"], bad=["f16x", "bf16"]),
+      scale_a=Int([1, -1], lo=-1, hi=1, bad=[0]), satfinite=Param(st.just(False), st.sampled_from(["False", 1])),
+      rule=Name(["selected", "signed", "zeros", "halves"]))
+entry("describe_sparse_meta", explain.describe_sparse_meta,
+      Arr(st.just(SP_META), [np.zeros(127, np.uint32), np.full(128, -1)]), Name(["bf16", "tf32"], bad=["b1"]),
+      Int([0, 1], lo=0, hi=1, bad=[3]))
+
+# kernel inputs and tensor maps of whole-kernel runs
+entry("kernel_inputs.input_bits", kernel_inputs.input_bits, Name(["bf16", "f16", "f32", "e4m3"], bad=["e5m2"]),
+      Param(st.sampled_from([(4,), (3, 5), [2, 2], (1, 1, 1, 1)]),
+            st.sampled_from([(-1,), (0.5,), "x", None, (1 << 40,), (1 << 20, 1 << 20), (HUGE,), [[2]]])),
+      Int([0, 7, (1 << 64) - 1], lo=0, hi=(1 << 64) - 1), Int([0, 1], lo=0, hi=(1 << 64) - 1))
+TM_TENSOR = Arr(st.sampled_from([(64, 64), (4, 32, 64)]).map(lambda s: np.zeros(s, np.uint16)),
+                [np.zeros((2,) * 6, np.uint16), np.zeros((8, 8), object), np.zeros((64, 64), np.uint16)[:, ::2],
+                 np.zeros((8, 8), "U2")], as_float=False, as_object=False)
+entry("ptx.tensormap.encode_tiled", tensormap.encode_tiled, TM_TENSOR,
+      Param(st.sampled_from([[64, 8], [64, 4, 2], [8, 8]]), st.sampled_from([[0, 8], [300, 8], [8.0, 8], "x", None,
+                                                                            [HUGE, 8], [8], [8] * 6, [7, 8]])),
+      dtype=Opt(Name(["UINT16", "BFLOAT16", "FLOAT16", "CU_TENSOR_MAP_DATA_TYPE_UINT16"], bad=["FLOAT32"])),
+      element_strides=Opt(Param(st.sampled_from([[1, 1], [1, 2, 1]]), st.sampled_from([[0, 1], [1, 9], 1, "x",
+                                                                                       [1.5, 1]]))),
+      swizzle=Name(["none", "32B", "64B", "128B", "128B_ATOM_32B"], bad=["16B"]),
+      interleave=Name(["none"], bad=["32B"]), l2_promotion=Name(["none", "128B"], bad=["512B"]),
+      oob_fill=Name(["none"], bad=["zero"]))
+
+# tcemu.ptx: a small hand-written kernel (thread t stores t into out[t] when t < n)
+TID_PTX = """.version 8.5
+.target sm_90a
+.address_size 64
+.visible .entry store_tid(.param .u64 out, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [out];
+  ld.param.u32 %r0, [n];
+  cvta.to.global.u64 %rd0, %rd0;
+  mov.u32 %r1, %tid.x;
+  setp.ge.u32 %p0, %r1, %r0;
+  @%p0 bra DONE;
+  mul.wide.u32 %rd1, %r1, 4;
+  add.s64 %rd1, %rd0, %rd1;
+  st.global.u32 [%rd1], %r1;
+DONE:
+  ret;
+}
+"""
+PTX_BAD = ["", "garbage", 7, None, b"\xff\xfe", "missing.ptx", "a" * 10_000, TID_PTX.replace("ret;", "ret"),
+           TID_PTX.replace("64\n", "32\n", 1), TID_PTX[:len(TID_PTX) // 2], TID_PTX[:-40], "(" * 5000,
+           TID_PTX.replace("st.global.u32", "st.global.u99"), "{" * 3000 + "}" * 3000, [TID_PTX]]
+
+
+def _load_and_compile(source):
+    """tcemu.ptx.load, then every kernel compiled (load parses; unsupported instructions are refused when a
+    kernel is first compiled)."""
+    module = tptx.load(source)
+    return [module.program(name) for name in module.kernels]
+
+
+entry("ptx.load", _load_and_compile, Param(st.sampled_from([TID_PTX, TID_PTX.encode()]), st.sampled_from(PTX_BAD)))
+TID_MODULE = tptx.load(TID_PTX)
+
+
+def _launch(name, grid, block, args, **kw):
+    args = args() if callable(args) else args  # a fresh output array per call
+    return TID_MODULE.launch(name, grid=grid, block=block, args=args, printf="collect", **kw)
+
+
+entry("ptx.Module.launch", _launch, Name(["store_tid"], bad=["store", "DONE"]),
+      Param(st.sampled_from([1, (1,), (2, 1, 1), np.int64(1)]),
+            st.sampled_from([0, -1, (1, 1, 1, 1), "x", 1.5, HUGE, None, (True,), (1 << 40,), ()])),
+      Param(st.sampled_from([32, (64,), (128, 1, 1)]),
+            st.sampled_from([0, 2048, (33, 33), "x", -32, HUGE, None, (1.5,)])),
+      Param(st.sampled_from([lambda: [np.zeros(128, np.uint32), 100], lambda: {"out": np.zeros(128, np.uint32),
+                                                                                  "n": 128}]),
+            st.sampled_from([[], "x", None, [np.zeros(4, np.uint32), 100], [np.zeros(128, np.uint32), -1],
+                             [np.zeros(128, np.uint32), 1.5], [np.zeros(128, np.uint32), 1 << 32],
+                             [np.zeros(128, object), 1], [np.zeros(128, np.uint32), 1, 2], {"out": None},
+                             [0, 100], [np.zeros(128, np.uint32), HUGE], [np.zeros(128, np.uint32), "5"]])),
+      shared_bytes=Int([0, 1024], lo=0, hi=227 * 1024), zero_init_shared=Flag(), check_layouts=Flag(),
+      max_instructions=Opt(Int([10 ** 6], lo=1, bad=[0])),
+      ctas=Opt(Param(st.just([(0, 0, 0)]), st.sampled_from([[(5, 0, 0)], [(-1,)], "x", [1.5], [(0, 0, 0, 0)], 3]))),
+      trace=Opt(Param(st.just(lambda w, pc, m, c: None), st.sampled_from([5, "x", True]))), weight=1.5)
+
+# tcemu.triton: a tiny @triton.jit kernel (compiled once; later compiles hit Triton's cache)
+try:
+    import triton as _triton_pkg
+    import triton.language as tl
+
+    @_triton_pkg.jit
+    def add_one(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = i < n
+        tl.store(y_ptr + i, tl.load(x_ptr + i, mask=m) + 1, mask=m)
+except ImportError:  # Triton is optional: without it run/compile raise TritonError (also a clean error)
+    add_one = None
+
+
+def _add_one_meta():
+    sig, consts, div = ttriton.specialize(add_one, {"x_ptr": "*i32", "y_ptr": "*i32", "n": 128, "BLOCK": 128})
+    ptx, _, meta = ttriton.compile_kernel(add_one, signature=sig, constexprs=consts, num_warps=4, num_stages=1,
+                                          divisibility=div)
+    return tptx.load(ptx), meta
+
+
+TRITON_COMPILED = _add_one_meta() if add_one is not None else (TID_MODULE, {})
+VALUES = Param(st.sampled_from([lambda: {"x_ptr": np.arange(128, dtype=np.int32), "y_ptr": np.zeros(128, np.int32),
+                                          "n": 128},
+                                lambda: {"x_ptr": np.arange(256, dtype=np.int32), "y_ptr": np.zeros(256, np.int32),
+                                         "n": 256}]),
+               st.sampled_from([None, "x", [], {}, {"x_ptr": np.zeros(128, np.int32), "n": 128},
+                                {"x_ptr": "a", "y_ptr": np.zeros(128, np.int32), "n": 128},
+                                {"x_ptr": np.zeros(128, np.int32), "y_ptr": np.zeros(128, np.int32), "n": 100},
+                                {"x_ptr": np.zeros(128, np.int32), "y_ptr": np.zeros(128, np.int32), "n": "128"},
+                                {"x_ptr": np.zeros(128, np.int32), "y_ptr": np.zeros(128, np.int32), "n": HUGE},
+                                {"x_ptr": np.zeros(128, np.int32), "y_ptr": np.zeros(128, np.int32), "n": 128,
+                                 "BLOCK": 64}]))
+
+
+def _run_compiled(ptx, meta, values, grid):
+    values = values() if callable(values) else values
+    return ttriton.run_compiled(ptx, meta, values, grid=grid, printf="collect")
+
+
+entry("triton.run_compiled", _run_compiled,
+      Param(st.sampled_from([TRITON_COMPILED[0]]), st.sampled_from([None, 7, "garbage", PTX_BAD[-1]])),
+      Param(st.just(TRITON_COMPILED[1]), st.sampled_from([None, {}, "x", [], {"entry": "add_one"},
+                                                          dict(TRITON_COMPILED[1], params="x"),
+                                                          dict(TRITON_COMPILED[1], block=[0, 1, 1]),
+                                                          dict(TRITON_COMPILED[1], shared_bytes=-1),
+                                                          dict(TRITON_COMPILED[1], entry=HUGE)])),
+      VALUES, Param(st.sampled_from([(1,), (2,), [1, 1, 1], (2, 1)]),
+                    st.sampled_from([(0,), "x", (1, 1, 1, 1), (HUGE,), (1.5,), (-1,)])), weight=0.7)
+
+
+def _triton_run(fn, grid, values, **kw):
+    values = values() if callable(values) else values
+    if not isinstance(values, dict):
+        return ttriton.run(fn, grid, launch={"printf": "collect"}, **kw)
+    return ttriton.run(fn, grid, BLOCK=128, launch={"printf": "collect"}, **values, **kw)
+
+
+RUN_VALUES = Param(VALUES.valid, st.sampled_from([None, "x", [], {}, {"x_ptr": np.zeros(128, np.int32), "n": 128},
+                                                   {"x_ptr": "a", "y_ptr": np.zeros(128, np.int32), "n": 128},
+                                                   {"x_ptr": np.zeros(128, np.int32), "y_ptr": np.zeros(128, np.int32),
+                                                    "n": "128"},
+                                                   {"x_ptr": np.zeros(128, np.int32), "y_ptr": np.zeros(128, object),
+                                                    "n": 128},
+                                                   {"x_ptr": np.zeros(128, np.int32), "y_ptr": np.zeros(128, np.int32),
+                                                    "n": HUGE}]))
+entry("triton.run", _triton_run, Param(st.just(add_one), st.sampled_from([None, 7, "x", print, lambda x: x])),
+      Param(st.sampled_from([(1,), 1, (2,)]), st.sampled_from([(0,), "x", (1, 1, 1, 1), (HUGE,), (1.5,), None])),
+      RUN_VALUES, num_warps=Int([4, 2], lo=1, hi=32, bad=[3, 0, 64]), num_stages=Int([1, 3], lo=1, hi=8, bad=[0]),
+      arch=Name(["sm90"], bad=["sm80"]), weight=0.5)
+entry("triton.TensorDescriptor", ttriton.TensorDescriptor,
+      Arr(st.sampled_from([(64, 64), (16, 32, 64)]).map(lambda s: np.zeros(s, np.uint16)),
+          [np.zeros((64, 64), np.uint16)[:, ::2], np.zeros(()), np.zeros((64, 64), object)], as_float=False,
+          as_object=False),
+      Param(st.just(None).map(lambda _: [64, 64]), st.sampled_from([[64.5, 64], "x", None, [0, 64], [-1, 64],
+                                                                     [HUGE, 64], [64] * 6, [[64]], [True, 8]])))
+
+# tcemu serve: the JSON API's views (request fields as a query string or JSON body gives them)
+SERVE_BAD = ["-8", "0x", "x", "9" * 5000, "1e3", [], {}, 1.5, "a" * 300, "\x00", HUGE, float("nan")]  # null: unset
+
+
+def Request(valid, reads=()):
+    """A request of a serve view: `valid` requests; bad: one of them with one of the fields it sets (or of
+    `reads`, fields every one of these requests reads) made hostile, an unknown field, or no mapping at all."""
+    pairs = [(r, sorted(set(r) | set(reads))) for r in valid]
+    hostile = st.sampled_from(pairs).flatmap(lambda rf: st.tuples(
+        st.just(rf[0]), st.sampled_from(rf[1]), st.sampled_from(SERVE_BAD))).map(lambda t: dict(t[0], **{t[1]: t[2]}))
+    junk = st.sampled_from([None, [], "x", 7, {"nonsense": "1"}, {1: 2}, {"x" * 300: "1"}])
+    return Param(st.sampled_from(valid), hostile | junk)
+
+
+entry("serve.descriptor_view", serve_api.descriptor_view,
+      Request([{"descriptor": hex(D90[0].encode())}, {"descriptor": hex(D90[1].encode()), "rows": "16", "k": "32"},
+               {"input": "fields", "start_address": "0x400", "lbo": "16", "sbo": "0x400", "swizzle": "128B"},
+               {"arch": "sm100", "descriptor": hex(D100[0].encode()), "instr": "0x8400490", "kind": "f16"},
+               {"descriptor": hex(D90[0].encode()), "sparse": "1", "operand": "b"}], ["arch", "sparse"]))
+entry("serve.swizzle_view", serve_api.swizzle_view,
+      Request([{"mode": "128B"}, {"mode": "32B", "base_offset": "1"}, {"mode": "128B_base32B"}], ["base_offset"]))
+entry("serve.tma_view", serve_api.tma_view,
+      Request([{"dims": "64x64", "box": "64x64", "swizzle": "128B", "smem_addr": "0x400", "k": "16"},
+               {"dims": "64x40", "box": "64x64", "coords": "0,8", "swizzle": "128B", "major": "MN"},
+               {"dims": "24x16", "box": "24x16", "swizzle": "none", "k": "24"}],
+              ["coords", "smem_addr", "element_strides", "dtype", "arch"]))
+entry("serve.instr_view", serve_api.instr_view,
+      Request([{"instr": "0x8400490", "kind": "f16"}, {"instr": "0x8400490", "kind": "f16", "cta_group": "1"}],
+              ["cta_group"]))
+entry("serve.tmem_view", serve_api.tmem_view,
+      Request([{"instr": "0x8400490", "kind": "f16", "d_tmem": hex(16 << 16 | 8), "a_tmem": "0x100"},
+               {"instr": "0x8400490", "kind": "f16"}], ["d_tmem", "cta_group"]))
+entry("serve.banks_view", serve_api.banks_view,
+      Request([{"op": "ldmatrix.x4", "pattern": "(t % 8) * 128 + (t // 8) * 16"},
+               {"op": "st.shared.b32", "source": "addresses", "addresses": ", ".join(hex(4 * t) for t in range(32))}],
+              ["mask"]))
+entry("serve.ptx_view", serve_api_ptx.ptx_view,
+      Request([{"ptx": TID_PTX, "block": "64", "args": "zeros:u32:64 64"},
+               {"ptx": TID_PTX, "block": "32", "args": "zeros:u32:32 32", "limit": "7"}],
+              ["grid", "warp", "cta", "limit", "kernel", "shared"]), weight=0.7)
+
 # ---- trace files: small valid ones cut from the bundled captures, and hostile mutations ----
 
 TRIPWIRE = os.path.join(tempfile.gettempdir(), f"tcemu_campaign_unpickled_{os.getpid()}")
@@ -579,6 +871,60 @@ def _cut_tma(c):
                 offsets=c["offsets"][:n + 1], positions=c["positions"][:end], values=c["values"][:end])
 
 
+def _cut_sp_addresses(c):
+    rows = [int(np.flatnonzero(c["operand"] == op)[0]) for op in (0, 1, 2)]  # stored A, B, A from registers
+    spans = [c["addresses"][c["offsets"][i]:c["offsets"][i + 1]] for i in rows]
+    out = {k: c[k][rows] for k in ("desc", "operand", "dtype", "major", "rows", "k", "n", "check_mismatches")}
+    return dict(out, meta=c["meta"], offsets=np.concatenate([[0], np.cumsum([x.size for x in spans])]).astype(np.int64),
+                addresses=np.concatenate(spans))
+
+
+def _cut_sp_metadata(c):
+    rows = [0, 1]
+    regs = [c["d_regs"][c["d_offsets"][i]:c["d_offsets"][i + 1]] for i in rows]
+    out = {k: c[k][rows] for k in ("inst", "cls", "walk", "sp_meta")}
+    return dict(out, meta=c["meta"], d_offsets=np.concatenate([[0], np.cumsum([r.size for r in regs])]).astype(np.int64),
+                d_regs=np.concatenate(regs))
+
+
+def _cut_sp_numerics(c):
+    meta = json.loads(c["meta"].tobytes())
+    diag = [j for j, case in enumerate(c["diag_case"]) if meta["instantiations"][int(c["inst"][case])][1] <= 24][:2]
+    cases = [int(c["diag_case"][j]) for j in diag]
+    regs = [c["diag_regs"][c["diag_offsets"][j]:c["diag_offsets"][j + 1]] for j in diag]
+    offs = np.concatenate([[0], np.cumsum([r.size for r in regs])]).astype(np.int64)
+    out = {k: c[k][cases] for k in ("seed", "inst", "steps", "scale_d", "cls", "digest")}
+    return dict(out, meta=c["meta"], diag_case=np.arange(len(cases), dtype=np.int32), diag_offsets=offs,
+                diag_regs=np.concatenate(regs))
+
+
+def _cut_alu(c):
+    """Three forms (an exact one, an integer one, a refused approximate one), their first rows."""
+    meta = json.loads(c["meta"].tobytes())
+    names = [f["name"] for f in meta["forms"]]
+    keep = [names.index(n) for n in ("add.rn.f32", "lop3.b32.0x96", "ex2.approx.f32")]
+    rows = np.concatenate([np.flatnonzero(c["op"] == k)[:20] for k in keep])
+    remap = {k: i for i, k in enumerate(keep)}
+    meta["forms"] = [meta["forms"][k] for k in keep]
+    out = {k: c[k][rows] for k in ("a", "b", "c", "e", "d", "d1")}
+    return dict(out, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
+                op=np.array([remap[int(o)] for o in c["op"][rows]], np.int16))
+
+
+def _cut_kernels(c):
+    """One launch (matmul_tma_bf16, 128 x 256 x 64: one CTA, host tensor maps) and its embedded fixture."""
+    meta = json.loads(c["meta"].tobytes())
+    i = next(j for j, case in enumerate(meta["cases"]) if case["fixture"] == "matmul_tma_bf16" and case["M"] == 128)
+    name = meta["cases"][i]["fixture"]
+    meta["cases"], meta["fixtures"] = [meta["cases"][i]], {name: meta["fixtures"][name]}
+    lo, hi = int(c["offsets"][i]), int(c["offsets"][i + 1])
+    out = {k: c[k][i:i + 1] for k in ("seed", "status", "m", "n", "k", "grid")}
+    # bits first: the generic "one column cut short" mutation must cut a column that has more than one row
+    return dict(meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), bits=c["bits"][lo:hi],
+                offsets=np.array([0, hi - lo], np.int64), **out,
+                **{f"fixture_{name}_{e}": c[f"fixture_{name}_{e}"] for e in ("ptx", "json")})
+
+
 def _with_meta(cols, **changes):
     meta = json.loads(cols["meta"].tobytes())
     meta.update(changes)
@@ -609,7 +955,12 @@ def _trace_dir():
     base = {"addr": _cut("wgmma_addresses_sm90.npz", _cut_addresses),
             "num": _cut("wgmma_numerics_sm90.npz", _cut_numerics),
             "wave": _cut("smem_wavefronts_targeted_sm90.npz", _cut_wavefronts),
-            "tma": _cut("tma_tile_sm90.npz", _cut_tma)}
+            "tma": _cut("tma_tile_sm90.npz", _cut_tma),
+            "spaddr": _cut("wgmma_sp_addresses_sm90.npz", _cut_sp_addresses),
+            "spmeta": _cut("wgmma_sp_metadata_sm90.npz", _cut_sp_metadata),
+            "spnum": _cut("wgmma_sp_numerics_sm90.npz", _cut_sp_numerics),
+            "alu": _cut("ptx_alu_sm90.npz", _cut_alu),
+            "kern": _cut("triton_kernels_sm90.npz", _cut_kernels)}
     for key, cols in base.items():
         save(f"{key}.npz", cols, False)
         save(f"{key}_objects.npz", dict(cols, extra_obj=np.array([_Tripwire()], dtype=object),
@@ -659,6 +1010,48 @@ def _trace_dir():
     case = c["case"].copy().view(traces.TMA_CASE)
     case["gdim"][:, 0] = 1 << 40  # a view past the 8 MiB buffer
     save("tma_gdim.npz", dict(c, case=case.view(np.uint8).reshape(c["case"].shape)), True)
+    c = base["spaddr"]
+    save("spaddr_operand.npz", dict(c, operand=c["operand"] + 3), True)
+    save("spaddr_k.npz", dict(c, k=c["k"] * 2), True)                  # not the extent of a sparse operand
+    save("spaddr_dtypes.npz", _with_meta(c, dtypes=["b1"] * 4), True)
+    c = base["spmeta"]
+    save("spmeta_kinds.npz", _with_meta(c, kinds=[["tf32", "tf32", "f16", 0]] * 20), True)
+    save("spmeta_inst.npz", _with_meta(c, instantiations=[[0, 24, 5, 0, 0, 0, 1, 1]] * 16), True)
+    save("spmeta_regs.npz", dict(c, d_offsets=c["d_offsets"] // 2), True)
+    save("spmeta_cls.npz", dict(c, cls=c["cls"] + 100), True)
+    c = base["spnum"]
+    save("spnum_steps.npz", dict(c, steps=np.full_like(c["steps"], 100)), True)
+    save("spnum_cls.npz", dict(c, cls=np.full_like(c["cls"], 5)), True)
+    save("spnum_diag.npz", dict(c, diag_offsets=c["diag_offsets"] + 1), True)
+    c = base["alu"]
+    meta = json.loads(c["meta"].tobytes())
+    save("alu_src.npz", _with_meta(c, forms=[dict(f, src=["f99"]) for f in meta["forms"]]), True)
+    save("alu_forms.npz", _with_meta(c, forms="add.rn.f32"), True)
+    save("alu_dst.npz", _with_meta(c, forms=[dict(f, dst=[65]) for f in meta["forms"]]), True)
+    save("alu_op.npz", dict(c, op=c["op"] + 3), True)
+    save("alu_name.npz", _with_meta(c, forms=[dict(f, name="cvt") for f in meta["forms"]]), None)  # replays, unmatched
+    c = base["kern"]
+    meta = json.loads(c["meta"].tobytes())
+    case, fx = meta["cases"][0], next(iter(meta["fixtures"]))
+    save("kern_grid.npz", _with_meta(c, cases=[dict(case, grid=[1 << 20, 1 << 20, 1])]), True)
+    save("kern_block.npz", _with_meta(c, cases=[dict(case, block=[4096, 1, 1])]), True)
+    save("kern_output.npz", _with_meta(c, cases=[dict(case, output=dict(case["output"], shape=[1 << 30, 1 << 30]))]),
+         True)
+    save("kern_scratch.npz", _with_meta(c, cases=[dict(case, scratch={"global": {"address": 0, "bytes_per_program":
+                                                                                  1 << 20}}, grid=[1 << 16, 1, 1])]),
+         True)
+    save("kern_role.npz", _with_meta(c, cases=[dict(case, params=[dict(case["params"][0], role="eval")])]), True)
+    save("kern_fixture.npz", _with_meta(c, cases=[dict(case, fixture="../etc/passwd")]), True)
+    save("kern_name.npz", _with_meta(c, fixtures={"../x": meta["fixtures"][fx]}), True)
+    save("kern_digest.npz", dict(c, **{f"fixture_{fx}_ptx": np.concatenate([c[f"fixture_{fx}_ptx"],  # one more line
+                                                                            np.frombuffer(b"\n", np.uint8)])}), True)
+    save("kern_ptx.npz", _with_meta(dict(c, **{f"fixture_{fx}_ptx": np.frombuffer(b"\xff\xfe", np.uint8)}),
+                                    fixtures={fx: dict(meta["fixtures"][fx], ptx_sha256=__import__("hashlib").sha256(
+                                        b"\xff\xfe").hexdigest())}), True)
+    save("kern_missing.npz", {k: v for k, v in c.items() if not k.endswith("_json")}, True)
+    save("kern_cases.npz", _with_meta(c, cases="x"), True)
+    save("kern_inputs.npz", _with_meta(c, cases=[dict(case, inputs=[dict(case["inputs"][0], dtype="e5m2")])]), True)
+    save("kern_bits.npz", dict(c, bits=c["bits"][:-1], offsets=c["offsets"] - np.array([0, 1])), True)
     c = base["wave"]
     save("wave_ops.npz", _with_meta(c, ops=["ld.shared.b33"] * 30), True)
     save("wave_mask.npz", dict(c, mask=c["mask"][:3]), True)
@@ -714,6 +1107,7 @@ def _replay(path_bad):
     result = traces.replay(path)
     if bad is False:
         assert result.ok, f"{path}: a valid trace must replay as a match"
+    assert not bad, f"{path}: a crafted trace that must be refused replayed ({len(result.groups)} groups)"
     return result
 
 
@@ -743,7 +1137,8 @@ def cli_argv(draw):
     bad_desc = ["0xzz", "0x" + "f" * 5000, "9" * 5000, "-1", hex(1 << 64), "", "1e3", "0x" + "_" * 10]
     bad_int = ["-1", "0", "1e400", "nan", "x", "9" * 5000, "0x10"]
     bad_png = ["/nonexistent/x.png", "noext", tmp, "/proc/tcemu_x.png", "x.jpg", ""]
-    cmd = draw(st.sampled_from(["decode", "addresses", "explain", "instr", "swizzle", "banks", "fuzz", "replay"]))
+    cmd = draw(st.sampled_from(["decode", "addresses", "explain", "instr", "swizzle", "banks", "fuzz", "replay", "run",
+                                "serve"]))
     if cmd == "decode":
         argv = ["decode", pick(desc90, bad_desc)]
         if draw(st.booleans()):
@@ -760,10 +1155,17 @@ def cli_argv(draw):
                 pick(["64", "8"], bad_int)]
         if draw(st.integers(0, 9)) == 0:
             argv += ["--png", pick([_png(tmp)], bad_png, 0.7)]
+        if draw(st.integers(0, 3)) == 0:  # main's options: the resident tile, the sparse operand, the HTML page
+            argv += ["--tile", pick(["64x256", "128x64"], ["x", "0x0", "-64x16", "9" * 5000, "64", "64x16x2"])]
+        if draw(st.integers(0, 5)) == 0:
+            argv += ["--sparse", "--operand", pick(["a", "b"], ["c"])]
+        if draw(st.integers(0, 9)) == 0:
+            argv += ["--html", pick([os.path.join(tmp, "tcemu_campaign.html")],
+                                    ["/nonexistent/x.html", "x.htm", tmp, "/proc/tcemu.html", ""], 0.7)]
     elif cmd == "explain":
         if True:
             argv = ["explain", pick([hex(d.encode()) for d in D100], bad_desc), "--instr",
-                    pick(["0x8400490", "0x10400490"], ["0xzz", "-1", hex(1 << 32), "0x" + "f" * 5000]),
+                    pick(["0x8400490", "0x10400490"], ["0xzz", "-1", hex((1 << 32) | 1), "0x" + "f" * 5000]),
                     "--kind", pick(["f16"], ["x", "f32"]), "--operand", pick(["a", "b"], ["c"])]
     elif cmd == "instr":
         argv = ["instr", pick(["0x8400490", "0x4000490"], bad_desc), "--kind", pick(["f16", "tf32"], ["x", ""])]
@@ -794,6 +1196,24 @@ def cli_argv(draw):
         argv = ["fuzz", "--seconds", pick(["0", "0.01"], ["-1", "1e400", "nan", "inf", "1e9", "x"]),
                 "--seed", pick(["0", "5"], ["-1", "x", "1.5", str(1 << 64)]),
                 "--arch", pick(["sm90", "sm100"], ["sm80"])]
+    elif cmd == "run":
+        ptx = os.path.join(tmp, f"tcemu_campaign_{os.getpid()}.ptx")
+        if not os.path.exists(ptx):
+            with open(ptx, "w") as fh:
+                fh.write(TID_PTX)
+        argv = ["run", pick([ptx], ["/nonexistent/k.ptx", tmp, "/dev/null", os.path.join(HERE, "test_campaign.py")]),
+                "--quiet", "--grid", pick(["1", "2"], bad_int[:-1] + ["1x1x1x1", "4294967296"]),
+                "--block", pick(["64", "32x2"], ["0", "2048", "x", "9" * 5000, "33x33"]),
+                "--arg", pick(["zeros:u32:64"], ["/etc/passwd.npy", "zeros:u32:100000x100000", "zeros:x:4", "1.5",
+                                                 "random:u32:" + "9" * 5000, "tensormap:a:64", "random:bf16:64:x",
+                                                 "random:bf16:64:" + "9" * 5000, "/dev/null.npy"]),
+                "--arg", pick(["64", "0"], ["-1", "x", "1e3", "4294967296", "9" * 5000])]
+        if draw(st.integers(0, 4)) == 0:
+            argv += ["--kernel", pick(["store_tid"], ["nope", "DONE", ""])]
+        if draw(st.integers(0, 4)) == 0:
+            argv += ["--save", pick([os.path.join(tmp, "tcemu_campaign_save")], ["/proc/tcemu_save", "/dev/null/x"])]
+    elif cmd == "serve":  # only hostile ports: a valid one would serve forever
+        argv, bad = ["serve", "--port", draw(st.sampled_from(["-1", "65536", "x", "9" * 5000, "1e3", ""]))], True
     else:
         path, file_bad = draw(trace_files())
         argv = ["replay", path]

@@ -213,6 +213,108 @@ def test_reader_refusals(tmp_path):
     assert field_of(load_trace, str(tmp_path / "cut.npz")) == "cut.npz"
 
 
+def test_every_trace_kind_is_registered_in_all_three_places():
+    """A kind needs its columns, its consistency check and its replayer (tcemu/traces.py); the bundled traces use
+    registered kinds only (test_traces replays each)."""
+    from tcemu.traces import _CHECKS, _REPLAYERS, _REQUIRED
+    assert set(_REQUIRED) == set(_CHECKS) == set(_REPLAYERS)
+    assert {"wgmma_sp_operand_addresses", "wgmma_sp_metadata", "wgmma_sp_numerics", "ptx_alu",
+            "kernel_outputs"} <= set(_REQUIRED)
+
+
+def _kernel_trace(tmp_path, name="k.npz", meta_changes=None, case_changes=None, **changes):
+    """One captured launch of the whole-kernel trace (matmul_tma_bf16, 128 x 256 x 64: one CTA) with its
+    embedded fixture, as its own small trace."""
+    import json
+    with np.load(os.path.join(TRACES, "triton_kernels_sm90.npz")) as z:
+        c = {k: z[k] for k in z.files}
+    meta = json.loads(c["meta"].tobytes())
+    i = next(j for j, case in enumerate(meta["cases"]) if case["fixture"] == "matmul_tma_bf16" and case["M"] == 128)
+    fx = meta["cases"][i]["fixture"]
+    meta["cases"], meta["fixtures"] = [dict(meta["cases"][i], **(case_changes or {}))], {fx: meta["fixtures"][fx]}
+    meta.update(meta_changes or {})
+    lo, hi = int(c["offsets"][i]), int(c["offsets"][i + 1])
+    cols = {k: c[k][i:i + 1] for k in ("seed", "status", "m", "n", "k", "grid")}
+    cols.update(meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), bits=c["bits"][lo:hi],
+                offsets=np.array([0, hi - lo], np.int64), **{f"fixture_{fx}_{e}": c[f"fixture_{fx}_{e}"]
+                                                              for e in ("ptx", "json")})
+    cols.update(changes)
+    path = str(tmp_path / name)
+    np.savez(path, **cols)
+    return path
+
+
+def test_kernel_trace_reads_the_fixtures_its_meta_names(tmp_path, monkeypatch):
+    """kernel_outputs embeds its fixtures' PTX and json: the reader opens the members meta.fixtures names (and
+    the kind's columns), not an unnamed fixture that happens to sit in the archive."""
+    path = _kernel_trace(tmp_path, fixture_other_ptx=np.zeros(1 << 20, np.uint8))
+    opened = []
+    real_open = zipfile.ZipFile.open
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, name, *a, **kw: (
+        opened.append(getattr(name, "filename", name)), real_open(self, name, *a, **kw))[1])
+    result = replay(path)
+    assert result.ok and [(g.cases, g.cases_matched, g.values) for g in result.groups.values()] == [(1, 1, 128 * 256 * 2)]
+    assert sorted(opened) == sorted(f"{c}.npy" for c in ("meta", "seed", "status", "offsets", "bits", "m", "n", "k",
+                                                         "grid", "fixture_matmul_tma_bf16_ptx",
+                                                         "fixture_matmul_tma_bf16_json"))
+
+
+def test_kernel_trace_refusals(tmp_path):
+    import hashlib
+    with np.load(os.path.join(TRACES, "triton_kernels_sm90.npz")) as z:
+        ptx = z["fixture_matmul_tma_bf16_ptx"]
+    longer = np.concatenate([ptx, np.frombuffer(b"\n", np.uint8)])  # not the PTX whose sha256 meta.fixtures gives
+    assert field_of(load_trace, _kernel_trace(tmp_path, fixture_matmul_tma_bf16_ptx=longer)) == \
+        "fixture_matmul_tma_bf16_ptx"
+    assert field_of(load_trace, _kernel_trace(tmp_path, case_changes={"grid": [1 << 20, 1 << 20, 1]})) == "meta.cases[0]"
+    assert field_of(load_trace, _kernel_trace(tmp_path, case_changes={"fixture": "../../etc/passwd"})) == \
+        "meta.cases[0]"
+    assert field_of(load_trace, _kernel_trace(tmp_path, case_changes={
+        "output": {"buffer": "c", "dtype": "f16", "shape": [1 << 30, 1 << 30]}})) == "meta.cases[0]"
+    assert field_of(load_trace, _kernel_trace(tmp_path, meta_changes={"cases": []})) == "meta.cases"
+    assert field_of(load_trace, _kernel_trace(tmp_path, bits=np.zeros(5, np.uint8),
+                                              offsets=np.array([0, 5], np.int64))) == "offsets"
+    path = _kernel_trace(tmp_path)
+    with zipfile.ZipFile(path) as zf:
+        kept = {n: zf.read(n) for n in zf.namelist() if n != "fixture_matmul_tma_bf16_json.npy"}
+    with zipfile.ZipFile(str(tmp_path / "missing.npz"), "w") as zf:
+        for n, data in kept.items():
+            zf.writestr(n, data)
+    assert field_of(load_trace, str(tmp_path / "missing.npz")) == "fixture_matmul_tma_bf16_json"
+    bad = np.frombuffer(b"\xff\xfe", np.uint8)
+    fixtures = {"matmul_tma_bf16": {"ptx_sha256": hashlib.sha256(bad.tobytes()).hexdigest(),
+                                    "json_sha256": hashlib.sha256(np.load(path)["fixture_matmul_tma_bf16_json"]
+                                                                  .tobytes()).hexdigest()}}
+    assert field_of(load_trace, _kernel_trace(tmp_path, meta_changes={"fixtures": fixtures},
+                                              fixture_matmul_tma_bf16_ptx=bad)) == "fixture_matmul_tma_bf16_ptx"
+
+
+def test_sparse_and_alu_trace_refusals(tmp_path):
+    import json
+    with np.load(os.path.join(TRACES, "wgmma_sp_addresses_sm90.npz")) as z:
+        cols = {k: z[k] for k in z.files}
+    np.savez(tmp_path / "op.npz", **dict(cols, operand=cols["operand"] + 3))
+    assert field_of(load_trace, str(tmp_path / "op.npz")) == "operand"
+    np.savez(tmp_path / "k.npz", **dict(cols, k=cols["k"] * 2))      # not the extent of a sparse operand
+    assert field_of(load_trace, str(tmp_path / "k.npz")) == "rows, k"
+    with np.load(os.path.join(TRACES, "wgmma_sp_numerics_sm90.npz")) as z:
+        cols = {k: z[k] for k in z.files}
+    meta = json.loads(cols["meta"].tobytes())
+    meta["kinds"][0] = ["tf32", "tf32", "f16", 0]                      # not sparse_seeds' kind 0
+    np.savez(tmp_path / "kinds.npz", **dict(cols, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8)))
+    assert field_of(load_trace, str(tmp_path / "kinds.npz")) == "meta.kinds"
+    np.savez(tmp_path / "steps.npz", **dict(cols, steps=np.full_like(cols["steps"], 100)))
+    assert field_of(load_trace, str(tmp_path / "steps.npz")) == "steps"
+    with np.load(os.path.join(TRACES, "ptx_alu_sm90.npz")) as z:
+        cols = {k: (z[k] if k == "meta" else z[k][:100]) for k in z.files}
+    meta = json.loads(cols["meta"].tobytes())
+    meta["forms"][0]["src"] = ["f99"]                                   # an operand tag the replay cannot read
+    np.savez(tmp_path / "alu.npz", **dict(cols, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8)))
+    assert field_of(load_trace, str(tmp_path / "alu.npz")) == "meta.forms"
+    np.savez(tmp_path / "aluop.npz", **dict(cols, op=np.full(100, 5000, np.int16)))
+    assert field_of(load_trace, str(tmp_path / "aluop.npz")) == "op"
+
+
 # ---- 6. the command line: one line, exit 2, no traceback ----
 
 @pytest.mark.parametrize("argv", [
@@ -230,6 +332,11 @@ def test_reader_refusals(tmp_path):
     ["fuzz", "--seconds", "1e400"],
     ["fuzz", "--seconds", "nan"],
     ["addresses", "0x40", "--rows", "1e400", "--k", "8", "--dtype", "bf16"],
+    ["explain", "0x4000004000010040", "--tile", "9" * 5000],
+    ["explain", "0x4000004000010040", "--html", "/nonexistent/dir/x.html"],
+    ["run", "/nonexistent/k.ptx"],
+    ["run", os.path.join(os.path.dirname(__file__), "fixtures", "ptx", "calls.ptx"), "--save", "/proc/tcemu_save"],
+    ["serve", "--port", "70000"],
 ], ids=lambda argv: " ".join(a[:20] for a in argv)[:60])
 def test_cli_errors_are_one_line(argv, capsys):
     try:
