@@ -11,6 +11,7 @@ import json
 import os
 import stat
 import struct
+import tokenize
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -93,7 +94,7 @@ TMA_CASE = np.dtype([("dtype", "<i4"), ("rank", "<i4"), ("swizzle", "<i4"), ("ds
 
 # Ways a corrupt or hostile archive makes zipfile / numpy's header reader fail (never a bare Exception).
 _ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError,
-                   RuntimeError, struct.error, SyntaxError)
+                   RuntimeError, struct.error, SyntaxError, tokenize.TokenError)  # numpy reads old headers by tokens
 
 
 def load_trace(path) -> Trace:

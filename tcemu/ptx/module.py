@@ -140,7 +140,11 @@ class Module:
         prog.set_dynamic_base()
         code = []
         for pc, ins in enumerate(prog.instrs):
-            op = lookup(ins)(ins, prog, pc)
+            try:
+                op = lookup(ins)(ins, prog, pc)
+            except IndexError:  # an instruction compiler read an operand the text does not have
+                raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {len(ins.operands)} operands are too few for "
+                                                        "this instruction") from None
             code.append(_guarded(op, ins, prog) if ins.guard and not getattr(op, "guarded", False) else op)
         prog.code = [_hazard_checked(op, ins, prog) for op, ins in zip(code, prog.instrs)]
         prog.code.append(_fell_off(fn))

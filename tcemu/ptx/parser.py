@@ -677,22 +677,37 @@ class _Parser:
         return Addr(base, off, vec)
 
 
+class _BadLiteral(ValueError):
+    def __init__(self, text):
+        super().__init__(text)
+        self.text = text
+
+
 def _int(text: str) -> int:
     t = text.rstrip("uU")
-    if t.lower().startswith("0x"):
-        return int(t, 16)
-    if t.lower().startswith("0b"):
-        return int(t, 2)
-    if len(t) > 1 and t.startswith("0") and t.isdigit():
-        return int(t, 8)  # PTX octal literals
-    return int(t)
+    try:
+        if t.lower().startswith("0x"):
+            return int(t, 16)
+        if t.lower().startswith("0b"):
+            return int(t, 2)
+        if len(t) > 1 and t.startswith("0") and t.isdigit():
+            return int(t, 8)  # PTX octal literals
+        return int(t)
+    except ValueError:
+        raise _BadLiteral(text) from None
 
 
 def parse(text: str) -> Module:
     """Parse a whole PTX module; PtxSyntaxError names the line and column of the first problem."""
     if not isinstance(text, str):
         raise PtxSyntaxError(1, 1, f"PTX text must be a str, got {type(text).__name__}")
-    module = _Parser(text).parse()
+    parser = _Parser(text)
+    try:
+        module = parser.parse()
+    except _BadLiteral as e:  # a number token that is no PTX integer literal ("08", "1e08" where an int goes)
+        tok = parser.toks[max(parser.i - 1, 0)] if parser.toks else Token("eof", "", 1, 1)
+        raise PtxSyntaxError(tok.line, tok.col, f"{show(e.text)} is not an integer literal (PTX 4.5.1: decimal, "
+                                                "0x hex, 0b binary, 0 octal)") from None
     names = {}  # .file directives may follow the code (Triton puts them last)
     for fn in module.functions.values():
         for ins in fn.body:
