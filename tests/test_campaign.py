@@ -678,7 +678,32 @@ def _load_and_compile(source):
     return [module.program(name) for name in module.kernels]
 
 
-entry("ptx.load", _load_and_compile, Param(st.sampled_from([TID_PTX, TID_PTX.encode()]), st.sampled_from(PTX_BAD)))
+PTX_TOKENS = list(" \n;,{}[]()<>.%@!+-:0123456789abcdefxyz_$|") + [
+    ".reg", ".b32", "%r1", "%rd1", "[%rd1]", "ld.global.u32", "bra", "@%p0", ".entry", ".func", "ret;", "0x", "0f",
+    ".x4", ".shared", ".sync", ".aligned", "::", ".v4", "{%r1, %r2}", "08", "1e3", "%p1"]
+PTX_SOURCES = [TID_PTX] + [open(os.path.join(HERE, "fixtures", "ptx", n + ".ptx")).read()
+                           for n in ("calls", "warp_kernels", "matmul_tma_bf16")]
+
+
+@st.composite
+def mutated_ptx(draw):
+    """A bundled PTX text with a few characters or tokens deleted, inserted or cut off: it may still compile,
+    or must be refused with a PtxError naming the line and column (the parser and every instruction compiler)."""
+    text = draw(st.sampled_from(PTX_SOURCES))
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(text)))
+        how = draw(st.sampled_from(["delete", "insert", "insert", "cut"]))
+        if how == "delete":
+            text = text[:i] + text[i + draw(st.integers(1, 12)):]
+        elif how == "insert":
+            text = text[:i] + draw(st.sampled_from(PTX_TOKENS)) + text[i:]
+        else:
+            text = text[:i]
+    return text
+
+
+entry("ptx.load", _load_and_compile, Param(st.sampled_from([TID_PTX, TID_PTX.encode()]), st.sampled_from(PTX_BAD),
+                                           mutated_ptx()))
 TID_MODULE = tptx.load(TID_PTX)
 
 

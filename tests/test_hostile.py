@@ -213,6 +213,26 @@ def test_reader_refusals(tmp_path):
     assert field_of(load_trace, str(tmp_path / "cut.npz")) == "cut.npz"
 
 
+def test_reader_refuses_a_npy_header_cut_inside_its_dict(tmp_path):
+    """numpy reads a version-1.0 .npy header through Python's tokenizer: a header whose dict never closes
+    raised tokenize.TokenError (found by the campaign's byte flips), now a TraceError naming the member."""
+    import io
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(16, np.uint32))
+    raw = buf.getvalue()
+    n = int.from_bytes(raw[8:10], "little")
+    header = raw[10:10 + n].replace(b"'shape': (16,), }", b"'shape': (16,  ").ljust(n)
+    assert header != raw[10:10 + n] and len(header) == n
+    path = _small_wavefront_trace(tmp_path)
+    with zipfile.ZipFile(path) as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    members["mask.npy"] = raw[:10] + header + raw[10 + n:]
+    with zipfile.ZipFile(str(tmp_path / "tok.npz"), "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    assert field_of(load_trace, str(tmp_path / "tok.npz")) == "tok.npz:mask"
+
+
 def test_every_trace_kind_is_registered_in_all_three_places():
     """A kind needs its columns, its consistency check and its replayer (tcemu/traces.py); the bundled traces use
     registered kinds only (test_traces replays each)."""
@@ -313,6 +333,38 @@ def test_sparse_and_alu_trace_refusals(tmp_path):
     assert field_of(load_trace, str(tmp_path / "alu.npz")) == "meta.forms"
     np.savez(tmp_path / "aluop.npz", **dict(cols, op=np.full(100, 5000, np.int16)))
     assert field_of(load_trace, str(tmp_path / "aluop.npz")) == "op"
+
+
+@pytest.mark.parametrize("edit,what", [
+    (("st.global.u32 [%rd1], %r1;", "st.global.u32 [%rd1];"), "operands are too few"),
+    (("mul.wide.u32 %rd1, %r1, 4;", "mul.wide.u32 %rd1, %r1, 08;"), "'08' is not an integer literal"),
+    (("st.global.u32 [%rd1], %r1;", "stmatrix.sync.aligned.m8n8.shared.b16 [%rd1], {%r1};"), "needs the matrix count"),
+    ((".version 8.5\n", ""), "begins with a .version directive"),
+], ids=["too few operands", "bad octal", "stmatrix without .num", "no .version"])
+def test_malformed_ptx_is_a_syntax_error(edit, what):
+    """Found by the campaign's mutated PTX: an instruction compiler indexing a missing operand (IndexError), a
+    number token that is no integer literal (ValueError), a missing .x1/.x2/.x4 (KeyError), an empty text
+    taken as a module."""
+    from tcemu.ptx import PtxSyntaxError, load
+    text = """.version 8.5
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd1, %r1, 4;
+  add.s64 %rd1, %rd0, %rd1;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+"""
+    load(text).program("k")  # the unedited kernel compiles
+    assert edit[0] in text
+    with pytest.raises(PtxSyntaxError, match=what):
+        load(text.replace(*edit)).program("k")
 
 
 # ---- 6. the command line: one line, exit 2, no traceback ----
