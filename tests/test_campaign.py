@@ -908,8 +908,8 @@ def _cut_sp_metadata(c):
     rows = [0, 1]
     regs = [c["d_regs"][c["d_offsets"][i]:c["d_offsets"][i + 1]] for i in rows]
     out = {k: c[k][rows] for k in ("inst", "cls", "walk", "sp_meta")}
-    return dict(out, meta=c["meta"], d_offsets=np.concatenate([[0], np.cumsum([r.size for r in regs])]).astype(np.int64),
-                d_regs=np.concatenate(regs))
+    offsets = np.concatenate([[0], np.cumsum([r.size for r in regs])]).astype(np.int64)
+    return dict(out, meta=c["meta"], d_offsets=offsets, d_regs=np.concatenate(regs))
 
 
 def _cut_sp_numerics(c):

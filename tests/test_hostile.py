@@ -273,7 +273,8 @@ def test_kernel_trace_reads_the_fixtures_its_meta_names(tmp_path, monkeypatch):
     monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, name, *a, **kw: (
         opened.append(getattr(name, "filename", name)), real_open(self, name, *a, **kw))[1])
     result = replay(path)
-    assert result.ok and [(g.cases, g.cases_matched, g.values) for g in result.groups.values()] == [(1, 1, 128 * 256 * 2)]
+    assert result.ok
+    assert [(g.cases, g.cases_matched, g.values) for g in result.groups.values()] == [(1, 1, 128 * 256 * 2)]
     assert sorted(opened) == sorted(f"{c}.npy" for c in ("meta", "seed", "status", "offsets", "bits", "m", "n", "k",
                                                          "grid", "fixture_matmul_tma_bf16_ptx",
                                                          "fixture_matmul_tma_bf16_json"))
@@ -286,7 +287,8 @@ def test_kernel_trace_refusals(tmp_path):
     longer = np.concatenate([ptx, np.frombuffer(b"\n", np.uint8)])  # not the PTX whose sha256 meta.fixtures gives
     assert field_of(load_trace, _kernel_trace(tmp_path, fixture_matmul_tma_bf16_ptx=longer)) == \
         "fixture_matmul_tma_bf16_ptx"
-    assert field_of(load_trace, _kernel_trace(tmp_path, case_changes={"grid": [1 << 20, 1 << 20, 1]})) == "meta.cases[0]"
+    huge_grid = _kernel_trace(tmp_path, case_changes={"grid": [1 << 20, 1 << 20, 1]})
+    assert field_of(load_trace, huge_grid) == "meta.cases[0]"
     assert field_of(load_trace, _kernel_trace(tmp_path, case_changes={"fixture": "../../etc/passwd"})) == \
         "meta.cases[0]"
     assert field_of(load_trace, _kernel_trace(tmp_path, case_changes={
