@@ -13,6 +13,13 @@ operand_addresses: element addresses per second for a 128x64 bf16 K-major 128B-s
 the plain-Python canonical-layout oracle of the tests (CuTe's pycute layout algebra when installed).
 JIT warm-up: a fresh process importing tcemu and resolving one operand, with an empty numba cache
 (cold compile) and with the cache it leaves behind (warm start).
+
+tcemu.matmul: multiply-adds per second of a whole bf16 GEMM (bit-exact, fast engine) on one core and on every
+core (workers=), for data that misses the exact fast path (standard normal: terms are truncated) and data that
+takes it (+-[1, 2): no term truncated); fp8 plain and promoted every 4 steps, tf32; the reference engine (fdp
+per step); each next to numpy's float64 BLAS on the same shape in the same run (one core in this process,
+BLAS threads pinned to 1; every core in a subprocess). The 8192^3 bf16 plan times one 1024 x 1024 x 8192
+output tile (one dask task) on one core. `--quick` skips the 8192 tile and shrinks the GEMMs.
 """
 import os
 import subprocess
@@ -23,6 +30,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one-core BLAS reference
+    os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
 
@@ -148,7 +157,105 @@ def kernel_bench():
     return best, (time.perf_counter() - t) / 10
 
 
+def best_rate(fn, macs, repeats=3):
+    """Multiply-adds per second: the best of `repeats` timed calls (after one warm-up call)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return macs / best, best
+
+
+def cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def blas_all_cores(n):
+    """float64 BLAS multiply-adds per second on an n^3 GEMM with every core (a subprocess: the thread count of
+    an OpenBLAS already loaded cannot change); the best of 3 calls."""
+    code = ("import numpy as np, time; n = %d; a = np.random.default_rng(0).standard_normal((n, n)); b = a.T.copy();"
+            " a @ b; best = 9e9\nfor _ in range(3):\n t = time.perf_counter(); a @ b; "
+            "best = min(best, time.perf_counter() - t)\nprint(n ** 3 / best)" % n)
+    env = dict(os.environ)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(cores())
+    return float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                text=True).stdout)
+
+
+def paired(ours, blas, macs, repeats=3):
+    """(tcemu MAC/s, BLAS MAC/s): the best of `repeats` rounds, each round timing BLAS then tcemu back to back
+    (this machine's load varies; a BLAS figure from another moment makes a wrong ratio). `blas` is a callable
+    returning its own MAC/s."""
+    ours()
+    best, ref = float("inf"), 0.0
+    for _ in range(repeats):
+        ref = max(ref, blas())
+        t = time.perf_counter()
+        ours()
+        best = min(best, time.perf_counter() - t)
+    return macs / best, ref
+
+
+def matmul_bench(quick=False):
+    """Rows (name, tcemu MAC/s, float64 BLAS MAC/s, stats) and the 8192^3 plan."""
+    import ml_dtypes
+
+    from tcemu import gemm
+    n = 512 if quick else 1024
+    rng = np.random.default_rng(0)
+    macs = n ** 3
+    miss = [rng.standard_normal((n, n)).astype(ml_dtypes.bfloat16) for _ in range(2)]
+    hit = [(rng.uniform(1, 2, (n, n)) * rng.choice([-1.0, 1.0], (n, n))).astype(ml_dtypes.bfloat16)
+           for _ in range(2)]
+    fp8 = [rng.standard_normal((n, n)).astype(ml_dtypes.float8_e4m3fn) for _ in range(2)]
+    f32 = [rng.standard_normal((n, n)).astype(np.float32) for _ in range(2)]
+    a64, b64 = miss[0].astype(np.float64), miss[1].astype(np.float64)
+
+    def blas1():
+        t = time.perf_counter()
+        a64 @ b64
+        return macs / (time.perf_counter() - t)
+
+    def blasn():
+        return blas_all_cores(n)
+
+    ncores = cores()
+    rows = []
+
+    def row(name, a, b, dtype, blas, **kw):
+        ours, ref = paired(lambda: tcemu.matmul(a, b, dtype_a=dtype, dtype_b=dtype, **kw), blas, macs)
+        rows.append((name, ours, ref, dict(gemm.LAST_STATS)))
+
+    row(f"bf16 {n}^3, miss (normal), 1 core", *miss, "bf16", blas1, workers=1)
+    row(f"bf16 {n}^3, miss (normal), {ncores} cores", *miss, "bf16", blasn, workers=ncores)
+    row(f"bf16 {n}^3, hit (+-[1,2)), 1 core", *hit, "bf16", blas1, workers=1)
+    row(f"bf16 {n}^3, hit (+-[1,2)), {ncores} cores", *hit, "bf16", blasn, workers=ncores)
+    row(f"e4m3 {n}^3, plain chain, 1 core", *fp8, "e4m3", blas1, workers=1)
+    row(f"e4m3 {n}^3, promote every 4 (K 128), 1 core", *fp8, "e4m3", blas1, workers=1, promote_every=4)
+    row(f"tf32 {n}^3, 1 core", *f32, "tf32", blas1, workers=1)
+    m = 128
+    small = [x[:m, :m] for x in miss]
+    ref, _ = best_rate(lambda: tcemu.matmul(*small, dtype_a="bf16", dtype_b="bf16", engine="reference"), m ** 3, 1)
+    rows.append((f"bf16 {m}^3, reference engine (fdp per step)", ref, blas1(), {}))
+    plan = None
+    if not quick:
+        a = rng.standard_normal((1024, 8192)).astype(ml_dtypes.bfloat16)
+        b = rng.standard_normal((8192, 1024)).astype(ml_dtypes.bfloat16)
+        tcemu.matmul(a, b, dtype_a="bf16", dtype_b="bf16", workers=1)  # first touch of the chunk buffers
+        t = time.perf_counter()
+        tcemu.matmul(a, b, dtype_a="bf16", dtype_b="bf16", workers=1)
+        plan = (time.perf_counter() - t, blas1())
+    return rows, plan
+
+
 def main():
+    quick = "--quick" in sys.argv
     desc = tcemu.GmmaDescriptor(start_address=0x400, lbo=16, sbo=1024, swizzle="128B")
     kw = dict(rows=128, k=64, dtype="bf16", major="K")
     ours = rate(lambda: tcemu.operand_addresses(desc, **kw), 128 * 64)
@@ -215,6 +322,20 @@ def main():
     print(f"{'  inside the wgmma model / interpreting the rest':<58} {st['tensor_core_seconds']:>10.2f} s  "
           f"{interp:.2f} s ({st['warp_instructions'] / interp:,.0f} warp instructions/s)")
     print("target: under 5 s")
+    print()
+    rows, plan = matmul_bench(quick)
+    print(f"{'tcemu.matmul (bit-exact)':<46} {'tcemu MAC/s':>14} {'f64 BLAS MAC/s':>15} {'ratio':>6}  paths "
+          f"(row segments fast / general, lanes redone)")
+    for name, macs_s, blas, st in rows:
+        paths = f"{st.get('fast', 0):,} / {st.get('general', 0):,}, {st.get('redone', 0):,}" if st else ""
+        print(f"{name:<46} {macs_s:>14,.0f} {blas:>15,.0f} {macs_s / blas:>6.3f}  {paths}")
+    print("target: at least a quarter of float64 BLAS throughput, bit-exact")
+    if plan is not None:
+        tile_macs, (sec, blas) = 1024 * 1024 * 8192, plan
+        print(f"8192^3 bf16 plan: one 1024 x 1024 x 8192 output tile (a dask task) took {sec:.2f} s on one core "
+              f"({tile_macs / sec / 1e9:.2f} G MAC/s; float64 BLAS 1024^3 just after: {blas / 1e9:.1f} G); "
+              f"64 tiles = {64 * sec:.0f} core-seconds, {64 * sec / cores() / 60:.1f} min on this machine's "
+              f"{cores()} cores")
 
 
 if __name__ == "__main__":

@@ -18,14 +18,15 @@ from .check import check_operand, check_tile, suggest_descriptor
 # Public submodules loaded on first use (PEP 562): they pull optional dependencies (hypothesis, pycute,
 # matplotlib, triton) or are tools rather than models. `import tcemu; tcemu.traces.replay(...)` works all the same.
 _LAZY_SUBMODULES = ("cli", "fuzz", "kernel_inputs", "oracle", "pictures", "ptx", "seeds", "sparse_seeds", "strategies",
-                    "traces", "triton")
+                    "traces", "triton", "gemm", "chain", "gemm_trace", "distributed")
+from .gemm import BlockScales, matmul
 
 __version__ = "0.1.0"
 __all__ = ["canonical_layout", "core_matrix_rows", "footprint", "operand_addresses", "Finding", "GmmaDescriptor",
            "SwizzleMode", "UmmaDescriptor", "InstrDescriptor", "DescriptorError", "LayoutError", "SharedMemoryError", "TcemuError", "TraceError",
            "from_a_registers", "from_d_registers", "to_a_registers", "to_d_registers", "bank_conflicts",
            "SharedMemory", "Swizzle", "tma_load", "wgmma", "wgmma_sp", "TensorMemory", "TmemError", "tmem_address", "tcgen05_mma",
-           "check_operand", "suggest_descriptor", "check_tile", "tma_placement", "check", "explain"]
+           "check_operand", "suggest_descriptor", "check_tile", "tma_placement", "check", "explain", "matmul", "BlockScales"]
 
 
 def __getattr__(name):

@@ -10,7 +10,9 @@ and T = 128 / element bits. A core matrix is 8 rows of 16 contiguous bytes.
                 column c // (W/16), which starts LBO bytes after the previous one:
                 (r//8)*SBO + (r%8)*W + (c // (W/16))*LBO + (c % (W/16))*16 + byte(k%T)
                 (XLA's sparse wgmma lowering and Triton's descriptor set LBO to that column distance;
-                 not yet silicon-verified: traces/wgmma_sp_addresses_sm90.npz decides)
+                 confirmed on an H100 by traces/wgmma_sp_addresses_sm90.npz. Blackwell reads that wide only
+                 for tcgen05.mma.sp's B (64 bytes of K) and K = 96 (48 bytes) with 32B / 64B swizzle: tcemu
+                 applies the same rule there, an inference from the shared descriptor text)
   MN-major (row r of M/N, column k):
      none:      (r//T)*SBO + (k%8)*16 + (k//8)*LBO + byte(r%T)
      swizzled:  (r//(T*W/16))*LBO + (k%A)*W + (k//A)*SBO + byte(r%(T*W/16))
@@ -18,7 +20,17 @@ and T = 128 / element bits. A core matrix is 8 rows of 16 contiguous bytes.
   Layout_MN_SW128_32B_Atom, tests/test_cute_umma.py); swizzled K-major rows step the same way.
 
 then address = Swizzle(start + offset, base offset) on the absolute address (swizzle.py).
+
+sm103 (arch="sm103"), LBO mode 1 (PTX 9.7.16.3.1.2: "the leading dimension absolute address can point to the
+second data chunk"; K-major, 128B swizzle, base offset 0): with c0 = the start's 16-byte chunk in its 128-byte
+line, chunks c0 .. 7 of K come from the start as in mode 0; chunk j >= 8 - c0 comes from the LBO address,
+(j - (8 - c0))*16 bytes on, rows placed by the same SBO and 128-byte row pitch. Which bytes that second part
+holds is our reading of the PTX sentence, pinned by CuTe's sm103 mainloop (tests/test_cute_umma.py: its K = 96
+descriptors, LBO = the next stage's start, read exactly the K blocks of its own shared-memory layout); no
+silicon has confirmed it.
 """
+from dataclasses import replace
+
 import numpy as np
 from numba import njit
 
@@ -80,10 +92,6 @@ def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
         if k % T:
             raise LayoutError("k", f"{k} {etype.name} elements do not fill whole 16-byte core-matrix rows "
                                    f"({T} per row)")
-        if desc.swizzle is not SwizzleMode.NONE and k * etype.bits > 8 * desc.swizzle.bytes and arch != "sm90":
-            raise LayoutError("k", f"{k} {etype.name} elements span {k * etype.bits // 8} bytes of K, but a "
-                                   f"{desc.swizzle.value}-swizzled K-major row holds {desc.swizzle.bytes}; "
-                                   "advance the start address for the next K block")
     else:
         if rows % T:
             raise LayoutError("rows", f"{rows} is not a whole number of 16-byte chunks ({T} {etype.name} each)")
@@ -100,6 +108,8 @@ def operand_addresses(desc, *, rows: int, k: int, dtype: str, major: str = "K", 
     check_arch(arch)
     desc = as_arch_descriptor(desc, arch).check(arch)
     k_major = parse_major(major)
+    if getattr(desc, "lbo_mode", 0):
+        return _absolute_lbo_addresses(desc, rows, k, dtype, k_major, arch)
     etype = _check_shape(desc, rows, k, dtype, k_major, arch)
     sw = desc.swizzle.swizzle
     base_offset = desc.base_offset if desc.swizzle is not SwizzleMode.NONE else 0
@@ -112,6 +122,26 @@ def operand_addresses(desc, *, rows: int, k: int, dtype: str, major: str = "K", 
         raise DescriptorError("start_address, lbo, sbo", f"element ({r}, {c}) resolves to {int(out[r, c]):#x}, "
                                                          f"past the end of the {arch} shared window "
                                                          f"({SMEM_WINDOW[arch]:#x})")
+    return out
+
+
+def lbo_mode_split(desc, k: int, dtype: str, arch: str = "sm103") -> int:
+    """Elements of K an LBO-mode-1 descriptor reads from its start (the rest come from the LBO address):
+    the chunks from the start's 16-byte chunk to the end of its 128-byte line (module text)."""
+    T = element_type(dtype, allowed=OPERAND_DTYPES[arch]).per_chunk
+    return min(k, (8 - ((desc.start_address >> 4) & 7)) * T)
+
+
+def _absolute_lbo_addresses(desc, rows, k, dtype, k_major, arch):
+    if not k_major:
+        raise LayoutError("major", "LBO mode 1 is K-major only (PTX 9.7.16.3.1.2.1)")
+    n1 = lbo_mode_split(desc, k, dtype, arch)
+    out = np.empty((int(rows), int(k)), np.int64)
+    first = replace(desc, lbo_mode=0, lbo=16)          # the start's line, as in mode 0
+    out[:, :n1] = operand_addresses(first, rows=rows, k=n1, dtype=dtype, major="K", arch=arch)
+    if k > n1:
+        second = replace(desc, start_address=desc.lbo, lbo_mode=0, lbo=16)  # the second chunk, at LBO
+        out[:, n1:] = operand_addresses(second, rows=rows, k=k - n1, dtype=dtype, major="K", arch=arch)
     return out
 
 
@@ -164,13 +194,16 @@ def footprint(desc, *, rows: int, k: int, dtype: str, major: str = "K", arch: st
     return int(addrs.min()), int(addrs.max()) + max(element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits // 8, 1)
 
 
-__all__ = ["operand_addresses", "core_matrix_rows", "canonical_layout", "footprint", "lbo_used", "DescriptorError"]
+__all__ = ["operand_addresses", "core_matrix_rows", "canonical_layout", "footprint", "lbo_used", "lbo_mode_split",
+           "DescriptorError"]
 
 
 def lbo_used(desc, *, k: int, dtype: str, major: str = "K", arch: str = "sm90") -> bool:
     """Whether the LBO field places any element of a (rows, k) operand: always, except for a swizzled
     K-major operand whose K extent fits in one swizzled row (PTX: "not used, assumed to be 1")."""
     desc = as_arch_descriptor(desc, arch)
+    if getattr(desc, "lbo_mode", 0):  # sm103 absolute LBO: used when the read runs past the start's line
+        return lbo_mode_split(desc, k, dtype, arch) < k
     if not parse_major(major) or desc.swizzle is SwizzleMode.NONE:
         return True
-    return arch == "sm90" and k * element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits > 8 * desc.swizzle.bytes
+    return k * element_type(dtype, allowed=OPERAND_DTYPES[arch]).bits > 8 * desc.swizzle.bytes

@@ -5,9 +5,17 @@ from .validate import show
 # Shared-memory window per CTA as the descriptors address it (bytes).
 # sm90: 228 KiB (CUDA Programming Guide, compute capability 9.0); dynamic shared
 # memory started at 0x400 in our captures (traces/*.npz, meta "smem_base").
-SMEM_WINDOW = {"sm90": 228 * 1024, "sm100": 228 * 1024}  # sm100: 228 KiB per SM (CUDA guide, cc 10.0)
+SMEM_WINDOW = {"sm90": 228 * 1024, "sm100": 228 * 1024,   # sm100: 228 KiB per SM (CUDA guide, cc 10.0)
+               "sm103": 228 * 1024}                       # sm103 (Blackwell Ultra, cc 10.3): as cc 10.0 (CUDA guide)
 
 ARCHES = tuple(SMEM_WINDOW)
+# Blackwell: UMMA descriptors, tcgen05. sm103 adds K = 96 for kind::mxf4* and LBO mode 1 of the descriptor
+# (PTX 9.7.16.2.1.1, 9.7.16.4.1.1); everything else is sm100's.
+BLACKWELL = ("sm100", "sm103")
+
+
+def is_blackwell(arch) -> bool:
+    return arch in BLACKWELL
 
 
 def check_arch(arch: str) -> str:

@@ -11,22 +11,45 @@ What each rule rests on (none of it is silicon-verified; README.md, "Blackwell")
   exactly and aligns each at its scales' exponents (fdp.grouped_dot). Zero terms count at 2^-133 (2^-139
   for mxf4*), as the published tables say and our H200 captures showed for Hopper (MMA-Sim's code uses
   2^-126, which the Hopper silicon rejects).
+
+Forms beyond the dense MMA (README.md, "Blackwell"; nothing of them has met silicon):
+  tcgen05.mma.sp (sparse=1 in the instruction descriptor, sparse_meta=): A holds K/2 of K per row, the metadata
+    (blackwell_sparse.py; in tensor memory: tmem.py) picks B's columns; the dense unit on the stored products,
+    an exact zero sum +0 (the H100's sparse wgmma rule). Shapes: PTX Table 39.
+  tcgen05.mma.ws (ws=True): cta_group::1, M = 32 / 64 / 128, N = 64 / 128 / 256 (sparse 64 / 128), kinds tf32 /
+    f16 / f8f6f4 / i8; D in layouts D / E / G (tmem.py); the same arithmetic; an optional zero-column mask
+    descriptor (instr.ZeroColumnMask) zeroes and shifts B's columns within the instruction descriptor's max
+    shift; collector buffers b0-b3 (collector.py).
+  sm_103a (arch="sm103"): K = 96 for kind::mxf4* (3 or 6 scale factors a row) and LBO mode 1 of the shared
+    memory descriptor (addressing.py).
 """
 import numpy as np
 
+from .addressing import operand_addresses
+from .blackwell_sparse import chunks_per_row, gather_b, invalid_nibbles
+from .collector import CollectorBuffers, CollectorOp
 from .descriptors import SwizzleMode, as_arch_descriptor
-from .dtypes import is_padded
-from .errors import LayoutError
+from .dtypes import OPERAND_DTYPES, element_type, is_padded, placement_dtype
+from .errors import DescriptorError, LayoutError
 from .fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, grouped_dot,
                   integer_dot)
 from .formats import NAN, decode_int
-from .instr import BLOCK_SCALED, InstrDescriptor, scale_id_rule, shape_findings
+from .instr import BLOCK_SCALED, InstrDescriptor, ZeroColumnMask, scale_id_rule, shape_findings
 from .smem import SUBBYTE, as_shared_memory
 from .tmem import TensorMemory
 from .validate import as_array, as_bool, as_int, as_uint_bits, is_int, show
 
 K_OF_KIND = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
 _GROUPED = ("mxf4", "mxf4nvf4")
+ARCHS = ("sm100", "sm103")
+
+
+def instr_k(d: InstrDescriptor) -> int:
+    """Logical K of one instruction (PTX Table 39): the dense K of the kind, twice that when sparse, 96 for the
+    sm_103a K = 96 bit. A sparse A holds half of it."""
+    if d.k96:
+        return 96
+    return K_OF_KIND[d.kind] * (2 if d.sparse else 1)
 
 
 def fdp_unit(kind: str, dtype_d: str) -> FdpUnit:
@@ -53,7 +76,7 @@ def _idesc(idesc, kind) -> InstrDescriptor:
 def block_size(d: InstrDescriptor, requested=None) -> int:
     """Elements of K per scale factor (PTX Tables 54-55): mxf8f6f4 and mxf4 32; mxf4nvf4 16 (.scale_vec::4X,
     the only size for ue4m3 scales) or 32 (.scale_vec::2X, ue8m0), which must then be said."""
-    legal = {"mxf8f6f4": (32,), "mxf4": (32,)}.get(d.kind, (16,) if d.scale_type == "ue4m3" else (16, 32))
+    legal = {"mxf8f6f4": (32,), "mxf4": (32,)}.get(d.kind, (16,) if d.scale_type == "ue4m3" else (16, 32))  # (dense K)
     if requested is None:
         if len(legal) > 1:
             raise LayoutError("block_size_k", ".kind::mxf4nvf4 with ue8m0 scales needs block_size_k 16 (.block16) "
@@ -64,35 +87,63 @@ def block_size(d: InstrDescriptor, requested=None) -> int:
     return requested
 
 
-def check_form(d: InstrDescriptor, cta_group, a_from_tmem: bool, desc_a, desc_b, scale_input_d):
-    """Refuse what the hardware refuses or tcemu does not model, naming the field and the rule."""
+def check_form(d: InstrDescriptor, cta_group, a_from_tmem: bool, desc_a, desc_b, scale_input_d, *, ws: bool = False,
+               arch: str = "sm100", sparse=None):
+    """Refuse what the hardware refuses or tcemu does not model, naming the field and the rule. `ws`: the
+    tcgen05.mma.ws form; `arch`: "sm103" allows K = 96 and LBO mode 1; `sparse` (None: the descriptor's bit)
+    the .sp form the instruction is, which the descriptor's sparse bit must match."""
     scale_input_d = as_int(scale_input_d, "scale_input_d", 0, 15, LayoutError)
+    ws = as_bool(ws, "ws", LayoutError)
+    if not isinstance(arch, str) or arch not in ARCHS:
+        raise LayoutError("arch", f"{show(arch)}: tcgen05.mma runs on {' or '.join(ARCHS)}")
+    if sparse is not None:
+        sparse = as_bool(sparse, "sparse", LayoutError)
     for f, rule in d.validate(strict=False):
         raise LayoutError(f, rule)
+    if sparse is not None and bool(sparse) != d.sparse:
+        raise LayoutError("sparse", f"the instruction is {'tcgen05.mma.sp' if sparse else 'a dense tcgen05.mma'} but "
+                                    f"the instruction descriptor's sparse bit (2) is {int(d.sparse)}")
+    if d.k96 and arch != "sm103":
+        raise LayoutError("k96", "K = 96 is sm_103a only (PTX 9.7.16.2.1.1): pass arch='sm103'")
     eight_bit_b = d.transpose_b and d.dtype_b in ("e4m3", "e5m2", "s8", "u8")
-    for f, rule in shape_findings(d.kind, d.m, d.n, cta_group, transposed_8bit_b=eight_bit_b):
+    for f, rule in shape_findings(d.kind, d.m, d.n, cta_group, transposed_8bit_b=eight_bit_b, sparse=d.sparse,
+                                  ws=ws, k96=d.k96):
         raise LayoutError(f, rule)
-    for name, on, why in (("sparse", d.sparse, "sparse tcgen05.mma is not modelled"),
-                          ("k96", d.k96, "K = 96 is sm_103a only; tcemu models sm_100a"),
-                          ("max_shift", d.max_shift, "B-reuse shifts belong to tcgen05.mma.ws, not modelled")):
-        if on:
-            raise LayoutError(name, why)
-    if scale_input_d and (d.kind not in ("tf32", "f16") or not 0 <= scale_input_d <= 15):
+    if d.max_shift and not ws:
+        raise LayoutError("max_shift", f"code {d.max_shift} ({d.max_shift_columns} columns): the max shift is the B "
+                                       "reuse shift of tcgen05.mma.ws (PTX Table 42); a non-.ws MMA carries 0")
+    if scale_input_d and (ws or d.kind not in ("tf32", "f16") or not 0 <= scale_input_d <= 15):
         raise LayoutError("scale_input_d", f"{show(scale_input_d)}: an immediate 0..15, for .kind::tf32 and "
-                                           ".kind::f16 only (PTX 9.7.16.10.9)")
+                                           ".kind::f16 only, and not with .ws (PTX 9.7.16.10.9)")
     if a_from_tmem:
         if d.transpose_a:
             raise LayoutError("transpose_a", "A read from tensor memory is K-major (PTX Table 51)")
-        if d.m == 128 and cta_group == 1 and d.n % 16:
+        if d.m == 128 and cta_group == 1 and d.n % 16 and not ws:
             raise LayoutError("n", f"N = {d.n}: with A in tensor memory M = 128 takes N in steps of 16 "
                                    "(CuTe's SM100 TS atoms; not in PTX Table 39)")
+        if ws and d.m != 128:
+            raise LayoutError("a_tmem", f"A in tensor memory with .ws M = {d.m} is not modelled (no source pins where "
+                                        "the 1x4 / 2x2 data paths find A's rows)")
+        if d.sparse and cta_group == 2 and d.m == 128:
+            raise LayoutError("a_tmem", "A in tensor memory with sparse cta_group::2 M = 128 (layout C) is not "
+                                        "modelled")
     for name, desc, mn in (("desc_a", desc_a, d.transpose_a), ("desc_b", desc_b, d.transpose_b)):
         if desc is None:
             continue
-        atom32 = as_arch_descriptor(desc, "sm100").swizzle is SwizzleMode.B128_BASE32B
+        ud = as_arch_descriptor(desc, "sm100")
+        atom32 = ud.swizzle is SwizzleMode.B128_BASE32B
         if mn and (d.kind == "tf32") != atom32:
             raise LayoutError(name, "MN-major tf32 needs the 128B swizzle with 32-byte atoms, and no other kind "
                                     "may use that mode (PTX 9.7.16.10.3)")
+        if ud.lbo_mode:
+            if arch != "sm103":
+                raise LayoutError(name, "LBO mode 1 (bit 52: LBO holds an absolute address) is sm_103a only "
+                                        "(PTX 9.7.16.4.1.1): pass arch='sm103'")
+            if mn:
+                raise LayoutError(name, "LBO mode 1 is K-major only: the transpose bits must be 0 (PTX 9.7.16.3.1.2.1)")
+            if not d.k96:
+                raise LayoutError(name, "LBO mode 1 is the absolute-address mode for a K of 48 bytes (K = 96 fp4, "
+                                        "PTX 9.7.16.3.1.2); tcemu models it for K = 96 instructions only")
 
 
 def _pair(obj, cta_group, field, make=None):
@@ -108,8 +159,8 @@ def _as_smem(s):
     return as_shared_memory(s, "sm100")
 
 
-def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group):
-    """Raw (rows, K) bits of one CTA's part of A or B."""
+def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group, arch="sm100", keep=None):
+    """Raw (rows, K) bits of one CTA's part of A or B (keep: B rows read, the others 0)."""
     dtype = d.dtype_a if which == "a" else d.dtype_b
     f8f6f4 = d.kind in ("f8f6f4", "mxf8f6f4")
     if a_tmem is not None:
@@ -118,7 +169,25 @@ def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group):
         return tmem_obj.read_a(a_tmem, rows, K, bits, cta_group, container=container)
     major = "MN" if (d.transpose_a if which == "a" else d.transpose_b) else "K"
     padded = is_padded(dtype, None, kind=d.kind)  # dtypes' packed / padded rule: the kind decides
-    return smem.read_operand(desc, rows=rows, k=K, dtype=dtype, major=major, padded=padded)
+    # a swizzled K-major read wider than one swizzled row (sparse B: 64 bytes of K) takes the next atom column
+    # LBO bytes on: the wide-row rule the H100 showed for wgmma.sp's B, carried over (addressing.py)
+    return smem.read_operand(desc, rows=rows, k=K, dtype=dtype, major=major, padded=padded, keep_rows=keep, arch=arch)
+
+
+def _places(d, which, desc, tmem_obj, a_tmem, rows, K, cta_group, arch, keep=None):
+    """int64 keys of where each element of this operand was read (collector buffers): shared memory
+    address * 8 + bit, or (1 << 40) + tensor-memory (lane, column, bit)."""
+    if a_tmem is not None:
+        bits = {"tf32": 32, "f16": 16, "bf16": 16}.get(d.dtype_a, 4 if d.kind in _GROUPED else 8)
+        lanes, cols, shift = tmem_obj._a_cells(a_tmem, rows, K, bits, cta_group)
+        return (1 << 40) + ((lanes.astype(np.int64) << 9 | (cols + (a_tmem & 0xFFFF))) << 5) + shift
+    dtype = d.dtype_a if which == "a" else d.dtype_b
+    major = "MN" if (d.transpose_a if which == "a" else d.transpose_b) else "K"
+    padded = is_padded(dtype, None, kind=d.kind)
+    at = placement_dtype(dtype, padded, major=major)
+    addrs = operand_addresses(desc, rows=rows, k=K, dtype=at, major=major, arch=arch)
+    keys = addrs * 8 + ((np.arange(K) % 2 * 4)[None, :] if at == "e2m1" else 0)  # packed e2m1: two per byte
+    return keys if keep is None else keys[np.asarray(keep, bool)]
 
 
 def _scales(d, scale, rows_per_cta, nsf, sf_id, tmems, field, cta_group):
@@ -147,7 +216,8 @@ def _lane_mask(words, cta_group, cta):
 
 def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None, enable_input_d: bool = True,
                 scale_input_d: int = 0, tmem=None, d_tmem=None, a_tmem=None, scale_a=None, scale_b=None,
-                block_size_k=None, disable_output_lane=None) -> np.ndarray:
+                block_size_k=None, disable_output_lane=None, sparse_meta=None, invalid_meta=None, ws: bool = False,
+                zero_column_mask=None, collector=None, collector_op=None, arch: str = "sm100") -> np.ndarray:
     """One tcgen05.mma: the (M, N) result D as float32, float16 or int32.
 
     smem: the CTA's SharedMemory (sm100) or a uint8 array of it; for cta_group=2 a pair, one per CTA:
@@ -161,6 +231,14 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
     scale_a, scale_b: block-scaled kinds: raw scale bytes, (M, K / block) and (N, K / block), or
       tensor-memory addresses (cta_group 1); the instruction descriptor's scale-factor ids pick the bytes.
     block_size_k: 16 or 32 (.block16 / .block32) where the kind leaves a choice.
+    sparse_meta: tcgen05.mma.sp (the descriptor's sparse bit): the metadata, a tensor-memory address (tmem=;
+      the descriptor's sparsity selector picks the sub-column) or an (M, chunks) array of nibbles (every row
+      of the instruction, both CTAs of a pair). A then holds K/2 elements per row.
+    invalid_meta: None refuses nibbles PTX leaves undefined; "gather" reads them as the H100's wgmma.sp does.
+    ws: tcgen05.mma.ws. zero_column_mask: its 64-bit zero-column mask descriptor (int or ZeroColumnMask).
+    collector, collector_op: a CollectorBuffers and its op ("a::fill", .ws "b0::use", ...): tcemu checks that a
+      use reads what the fill read (collector.py); the result always comes from memory.
+    arch: "sm103" allows K = 96 (kind::mxf4*) and LBO mode 1 descriptors.
     """
     d = _idesc(idesc, kind)
     cta_group = as_int(cta_group, "cta_group", 1, 2, LayoutError)
@@ -172,15 +250,32 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
             raise LayoutError("disable_output_lane", "masks lanes of D in tensor memory: pass d_tmem= and tmem=")
     if (a is None) == (a_tmem is None):
         raise LayoutError("a", "A comes from a shared-memory descriptor or from a_tmem=, exactly one of them")
-    check_form(d, cta_group, a_tmem is not None, a, desc_b, scale_input_d)
+    ws = bool(ws)
+    check_form(d, cta_group, a_tmem is not None, a, desc_b, scale_input_d, ws=ws, arch=arch)
+    if d.sparse != (sparse_meta is not None):
+        raise LayoutError("sparse_meta", "the instruction descriptor is sparse (bit 2): pass the metadata, sparse_meta="
+                          if d.sparse else "sparse_meta= goes with a sparse instruction descriptor (bit 2 set)")
+    if invalid_meta not in (None, "gather"):
+        raise LayoutError("invalid_meta", f"{invalid_meta!r}: None (refuse undefined metadata) or 'gather'")
+    if ws and disable_output_lane is not None:
+        raise LayoutError("disable_output_lane", "tcgen05.mma.ws takes no lane mask (PTX 9.7.16.10.9.3)")
+    zcm = _zero_column_mask(zero_column_mask, d, ws)
+    op = CollectorOp.parse(collector_op, ws)
+    if collector is not None and not isinstance(collector, CollectorBuffers):
+        raise LayoutError("collector", f"must be a CollectorBuffers, got {type(collector).__name__}")
+    if collector is None and op.op in ("use", "lastuse"):
+        raise LayoutError("collector", f".collector::{op.buffer}::{op.op} reads a buffer an earlier fill left: pass the "
+                                       "CollectorBuffers that saw the fill (collector=)")
     smems = _pair(smem, cta_group, "smem", _as_smem)
     tmems = _pair(tmem, cta_group, "tmem") if tmem is not None else None
-    if (a_tmem is not None or d_tmem is not None) and tmems is None:
-        raise LayoutError("tmem", "a_tmem= and d_tmem= address tensor memory: pass tmem=")
+    meta_in_tmem = isinstance(sparse_meta, (int, np.integer)) and not isinstance(sparse_meta, bool)
+    if (a_tmem is not None or d_tmem is not None or meta_in_tmem) and tmems is None:
+        raise LayoutError("tmem", "a_tmem=, d_tmem= and a metadata address (sparse_meta=) point into tensor memory: pass tmem=")
     for t in tmems or ():
         if not isinstance(t, TensorMemory):
             raise LayoutError("tmem", f"must be a TensorMemory, got {type(t).__name__}")
-    M, N, K = d.m, d.n, K_OF_KIND[d.kind]
+    M, N, K = d.m, d.n, instr_k(d)
+    KA = K // 2 if d.sparse else K
     mc, nc = M // cta_group, N // cta_group
     scaled = (_scaled_inputs(d, scale_a, scale_b, mc, nc, tmems, cta_group, block_size_k)
               if d.kind in BLOCK_SCALED else (None, None, 0))
@@ -189,25 +284,101 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
                           f".kind::{d.kind} is not block-scaled")
     if d.kind in BLOCK_SCALED and disable_output_lane is not None:
         raise LayoutError("disable_output_lane", "the block-scaled forms take no lane mask (PTX 9.7.16.10.9)")
-    a_bits = np.concatenate([_operand_bits(d, "a", s, a, t, a_tmem, mc, K, cta_group)
+    a_bits = np.concatenate([_operand_bits(d, "a", s, a, t, a_tmem, mc, KA, cta_group, arch)
                              for s, t in zip(smems, tmems or [None] * cta_group)])
-    b_bits = np.concatenate([_operand_bits(d, "b", s, desc_b, None, None, nc, K, cta_group) for s in smems])
+    shift, keep_b = 0, None
+    if zcm is not None:  # ws: cta_group::1, this CTA reads all N columns
+        shift, mask = zcm.shift, zcm.mask(M, N)
+        rows_b = -(-(N + shift) // _row_unit(d)) * _row_unit(d)
+        keep_b = np.zeros(rows_b, bool)
+        keep_b[shift:shift + N] = ~mask
+        b_bits = _operand_bits(d, "b", smems[0], desc_b, None, None, rows_b, K, 1, arch, keep_b)[shift:shift + N]
+    else:
+        b_bits = np.concatenate([_operand_bits(d, "b", s, desc_b, None, None, nc, K, cta_group, arch) for s in smems])
+    if collector is not None:
+        _collect(collector, op, d, ws, a, desc_b, a_bits, b_bits, tmems, a_tmem, mc, KA, K, cta_group, arch, keep_b,
+                 shift)
+    nibbles = None
+    if d.sparse:
+        nibbles = _sparse_nibbles(d, sparse_meta, tmems, mc, cta_group, ws, K, invalid_meta)
 
     c_given = accumulator_bits(c, (M, N), d.dtype_d) if c is not None else None  # checked even if unused
+    layout = dict(sparse=d.sparse, ws=ws)
     c_bits = None
     if enable_input_d:
         if d_tmem is not None:
-            c_bits = np.concatenate([t.read_d(d_tmem, M, N, d.dtype_d, cta_group) for t in tmems])
+            c_bits = np.concatenate([t.read_d(d_tmem, M, N, d.dtype_d, cta_group, **layout) for t in tmems])
         elif c is not None:
             c_bits = c_given
-    out = _arithmetic(d, a_bits, b_bits, c_bits, scale_input_d, *scaled)
+    if d.sparse:
+        out = _sparse_arithmetic(d, a_bits, b_bits, nibbles, c_bits, scale_input_d, *scaled)
+    else:
+        out = _arithmetic(d, a_bits, b_bits, c_bits, scale_input_d, *scaled)
     if d_tmem is not None:
         for i, t in enumerate(tmems):
             t.write_d(d_tmem, out[i * mc:(i + 1) * mc], M, d.dtype_d, cta_group,
-                      keep_lanes=_lane_mask(disable_output_lane, cta_group, i))
+                      keep_lanes=_lane_mask(disable_output_lane, cta_group, i), **layout)
     elif disable_output_lane is not None:
         raise LayoutError("disable_output_lane", "masks lanes of D in tensor memory: pass d_tmem= and tmem=")
     return out.view(OUT_NUMPY[d.dtype_d])
+
+
+def _row_unit(d):
+    """Rows of B one descriptor read must come in: 8 K-major; 16 bytes of MN MN-major."""
+    if not d.transpose_b:
+        return 8
+    return element_type(placement_dtype(d.dtype_b, is_padded(d.dtype_b, None, kind=d.kind)),
+                        allowed=OPERAND_DTYPES["sm100"]).per_chunk
+
+
+def _zero_column_mask(value, d, ws):
+    if value is None:
+        return None
+    if not ws:
+        raise LayoutError("zero_column_mask", "only tcgen05.mma.ws takes a zero-column mask descriptor "
+                                              "(PTX 9.7.16.10.9.3)")
+    zcm = ZeroColumnMask.decode(value)
+    for f, rule in zcm.validate(d.m, d.n, d.max_shift_columns):
+        raise DescriptorError(f, rule)
+    return zcm
+
+
+def _sparse_nibbles(d, meta, tmems, mc, cta_group, ws, K, invalid_meta):
+    """(M, chunks) metadata nibbles from tensor memory (each CTA's rows) or an array."""
+    chunks = chunks_per_row(d.kind, K)
+    if isinstance(meta, (int, np.integer)) and not isinstance(meta, bool):
+        nib = np.concatenate([t.read_sparse_meta(meta, d.kind, mc, selector=d.sparsity_selector, ws=ws)
+                              for t in tmems])
+    else:
+        try:
+            nib = np.asarray(meta)
+        except (TypeError, ValueError) as e:
+            raise LayoutError("sparse_meta", f"not an array of nibbles ({e})") from None
+        if nib.shape != (d.m, chunks) or nib.dtype.kind not in "iu" or (nib.size and (nib.min() < 0 or nib.max() > 15)):
+            raise LayoutError("sparse_meta", f"must be a tensor-memory address or a ({d.m}, {chunks}) array of 4-bit "
+                                             f"nibbles (one per chunk of K = {K}), got {nib.dtype} {nib.shape}")
+        nib = nib.astype(np.uint8)
+    bad = invalid_nibbles(nib, d.kind)
+    if invalid_meta is None and bad.any():
+        m, c = np.argwhere(bad)[0]
+        raise LayoutError("sparse_meta", f"row {m} chunk {c}: nibble {int(nib[m, c]):#06b} is undefined for .kind::{d.kind} "
+                                         f"(PTX 9.7.16.10.8; {int(bad.sum())} such chunks); invalid_meta='gather' "
+                                         "reads each index as the H100's wgmma.sp does")
+    return nib
+
+
+def _collect(collector, op, d, ws, desc_a, desc_b, a_bits, b_bits, tmems, a_tmem, mc, KA, K, cta_group, arch, keep_b,
+             shift):
+    """The collector buffer's check and update for the operand it holds (.ws: B, else A)."""
+    if ws:
+        rows = keep_b.size if keep_b is not None else d.n
+        places = _places(d, "b", desc_b, None, None, rows, K, 1, arch, keep_b)
+        bits = b_bits[np.asarray(keep_b, bool)[shift:shift + d.n]] if keep_b is not None else b_bits
+        collector.apply(op, places, bits, may_hold_more=d.max_shift > 0, operand="B")
+        return
+    places = np.concatenate([_places(d, "a", desc_a, t, a_tmem, mc, KA, cta_group, arch) + (i << 44)
+                             for i, t in enumerate(tmems or [None] * cta_group)])
+    collector.apply(op, places, a_bits, operand="A")
 
 
 def _scaled_inputs(d, scale_a, scale_b, mc, nc, tmems, cta_group, requested):
@@ -217,7 +388,7 @@ def _scaled_inputs(d, scale_a, scale_b, mc, nc, tmems, cta_group, requested):
             raise LayoutError(name, f".kind::{d.kind} is block-scaled: pass {name} (an array or a tensor-memory "
                                     "address)")
     bs = block_size(d, requested)
-    nsf = K_OF_KIND[d.kind] // bs
+    nsf = (96 if d.k96 else K_OF_KIND[d.kind]) // bs  # sparse: the K/2 stored elements, K_OF_KIND of them
     for name in ("a_scale_id", "b_scale_id"):  # ue8m0 .block16 is 4X: the descriptor alone allowed 2
         rule = scale_id_rule(nsf, getattr(d, name), name)
         if rule:
@@ -248,6 +419,26 @@ def _arithmetic(d, a_bits, b_bits, c_bits, scale_input_d, sa, sb, bs):
         SB = np.repeat(decode_operand(sb, d.scale_type), bs // group, axis=1)
         return grouped_dot(A, B, C, SA, SB, unit, group)
     return fused_dot(A, B, C, unit)
+
+
+def _sparse_arithmetic(d, a_bits, b_bits, nib, c_bits, scale_input_d, sa, sb, bs):
+    """D of tcgen05.mma.sp: rows with the same metadata read the same B columns; the dense unit on the K/2 stored
+    products of each (blackwell_sparse.py), an exact zero sum +0."""
+    patterns, inverse = np.unique(nib, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    out = None
+    for p in range(patterns.shape[0]):
+        rows = np.flatnonzero(inverse == p)
+        part = _arithmetic(d, a_bits[rows], gather_b(b_bits, patterns[p], d.kind),
+                           None if c_bits is None else c_bits[rows], scale_input_d, None if sa is None else sa[rows],
+                           sb, bs)
+        if out is None:
+            out = np.empty((a_bits.shape[0], part.shape[1]), part.dtype)
+        out[rows] = part
+    if d.kind != "i8":  # fdp's -0 for a sum of -0 terms; the sparse unit gives +0 (H100, wgmma.sp)
+        sign = out.dtype.type(1 << (8 * out.dtype.itemsize - 1))
+        out[out == sign] = 0
+    return out
 
 
 def _fold_scale(X, scale_bits):

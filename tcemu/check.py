@@ -15,7 +15,7 @@ from typing import List, Optional
 import numpy as np
 
 from .addressing import operand_addresses
-from .arch import check_arch
+from .arch import check_arch, is_blackwell
 from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor, as_arch_descriptor
 from .dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
 from .errors import LayoutError, TcemuError
@@ -235,8 +235,8 @@ def _suggest(w, op: _Operand):
     k_major = parse_major(op.major)
     T = etype.per_chunk
     best, best_wrong = None, w.size + 1
-    make = (lambda *f: UmmaDescriptor(*f, version=1)) if arch == "sm100" else GmmaDescriptor
-    for mode, b0 in product(SM100_SWIZZLES if arch == "sm100" else SM90_SWIZZLES, range(8)):
+    make = (lambda *f: UmmaDescriptor(*f, version=1)) if is_blackwell(arch) else GmmaDescriptor
+    for mode, b0 in product(SM100_SWIZZLES if is_blackwell(arch) else SM90_SWIZZLES, range(8)):
         if (mode is SwizzleMode.NONE and b0) or (mode is SwizzleMode.B128_BASE32B and k_major):
             continue
         sw = mode.swizzle
@@ -249,7 +249,7 @@ def _suggest(w, op: _Operand):
             sbo = int(unswz[8, 0] - start) if rows > 8 else 0
             row_k = T * (mode.bytes // 16)  # K elements one swizzled row holds
             lbo = int(unswz[0, T] - start) if (mode is SwizzleMode.NONE and k > T) else \
-                int(unswz[0, row_k] - start) if (arch == "sm90" and k > row_k) else 16  # sparse B: next atom column
+                int(unswz[0, row_k] - start) if k > row_k else 16  # sparse B: next atom column
         else:
             per = T * (mode.bytes // 16)
             sbo = (int(unswz[T, 0] - start) if rows > T else 0) if mode is SwizzleMode.NONE else \

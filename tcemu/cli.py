@@ -123,7 +123,8 @@ def _explain(args) -> int:
     if args.cta_group is not None and args.instr is None:
         raise TcemuError("cta_group", "the CTA pair is read from the instruction: give --instr and --kind")
     if args.instr is not None:  # the operand's type, form, shape and CTA share come from the instruction
-        kw = dict(instr=args.instr, kind=args.kind, operand=args.operand, cta_group=args.cta_group)
+        kw = dict(instr=args.instr, kind=args.kind, operand=args.operand, cta_group=args.cta_group, ws=args.ws,
+                  arch="sm103" if args.arch == "sm103" else "sm100")
     text = explain(args.descriptor, rows=args.rows, k=args.k, tile=_tile(args.tile), sparse=args.sparse,
                    **kw)
     print(text)
@@ -132,7 +133,7 @@ def _explain(args) -> int:
         shape = {} if args.instr is not None else dict(
             rows=args.rows, k=args.k if args.k is not None else instruction_k(args.dtype, args.arch, args.sparse,
                                                                               args.operand, padded=padded))
-        operand_map(args.descriptor, path, **shape, **kw)
+        operand_map(args.descriptor, path, **shape, **{k: v for k, v in kw.items() if k != "ws"})
         print(f"wrote {path}")
     if getattr(args, "html", None):
         from .serve.export import explain_html
@@ -144,7 +145,7 @@ def _explain(args) -> int:
 def _instr(args) -> int:
     from .explain import describe_instruction, has_errors
     d = InstrDescriptor.decode(args.value, args.kind)
-    text = "\n".join(describe_instruction(d))
+    text = "\n".join(describe_instruction(d, ws=args.ws))
     raw = int(args.value.replace("_", ""), 0)  # decode has parsed it already
     runtime = "" if raw == d.encode() else f", from the 64-bit runtime form {raw:#018x} >> 32"
     print(f"instruction descriptor {d.encode():#010x} (.kind::{d.kind}{runtime})\n{text}")
@@ -249,6 +250,7 @@ def main(argv=None) -> int:
                                                                "e2m1 packed; with --instr the kind decides)")
     p.add_argument("--tile", help="ROWSxK of the whole tile the kernel keeps in shared memory: the read must fit")
     p.add_argument("--sparse", action="store_true", help="sm90 wgmma.mma_async.sp: A's K/2 stored elements, B's K")
+    p.add_argument("--ws", action="store_true", help="with --instr: tcgen05.mma.ws (its shapes)")
     p.add_argument("--png", help="draw the operand's shared-memory map")
     p.add_argument("--svg", help="the same as SVG")
     p.add_argument("--html", help="the operand's map, text and lints as one self-contained HTML file")
@@ -256,6 +258,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("instr", help="decode and check a tcgen05 instruction descriptor (sm100)")
     p.add_argument("value", help="the 32-bit value, e.g. 0x8400490 (or CuTe's 64-bit runtime form, value << 32)")
     p.add_argument("--kind", required=True, choices=KINDS)
+    p.add_argument("--ws", action="store_true", help="check the shape rules of tcgen05.mma.ws (M 32 / 64 / 128)")
     p.set_defaults(run=_instr)
     p = sub.add_parser("swizzle", help="draw a swizzle atom")
     p.add_argument("mode", help="none, 32B, 64B, 128B or 128B_base32B (sm100)")

@@ -12,7 +12,7 @@ from typing import List, NamedTuple
 
 import numpy as np
 
-from .arch import SMEM_WINDOW, check_arch
+from .arch import SMEM_WINDOW, check_arch, is_blackwell
 from .dtypes import parse_major
 from .errors import DescriptorError
 from .swizzle import SWIZZLE_128B, SWIZZLE_128B_BASE32B, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_NONE, Swizzle
@@ -263,15 +263,37 @@ class UmmaDescriptor(GmmaDescriptor):
             findings.append(Finding("version", f"{self.version}: sm100 descriptors carry version 1 (bits 46-47; "
                                                "CuTe sets it, hand-built descriptors often miss it)", "error"))
         if self.lbo_mode == 1:
-            findings.append(Finding("lbo_mode", "1 (LBO holds an absolute address) is documented for sm_103a only, "
-                                                "with 128B swizzle, K-major and base offset 0; tcemu does not model "
-                                                "it", "error"))
+            findings += self._lbo_mode_findings(arch, major)
         if self.swizzle is SwizzleMode.NONE and self.base_offset:
             findings.append(Finding("base_offset", f"{self.base_offset} is ignored without swizzle", "warning"))
         if major is not None and parse_major(major) and self.swizzle is SwizzleMode.B128_BASE32B:
             findings.append(Finding("swizzle", "128B_base32B is MN-major only (CuTe static-asserts K-major)"
                                                + HOPPER_CODE_1, "error"))
         return findings
+
+    def _lbo_mode_findings(self, arch, major):
+        """LBO mode 1: the LBO field holds the absolute address of a second chunk (PTX 9.7.16.3.1.2; sm_103a,
+        9.7.16.4.1.1), with 128B swizzle (16-byte atoms), K-major, base offset 0 (9.7.16.3.1.2.1)."""
+        if arch != "sm103":
+            return [Finding("lbo_mode", "1 (LBO holds an absolute address) is sm_103a only (PTX 9.7.16.4.1.1): "
+                                        "validate with arch='sm103' (tcemu --arch sm103)", "error")]
+        out = []
+        if self.swizzle is not SwizzleMode.B128:
+            out.append(Finding("lbo_mode", f"LBO mode 1 takes the 128B swizzle with 16-byte atoms only, not "
+                                           f"{self.swizzle.value} (PTX 9.7.16.3.1.2.1)", "error"))
+        if self.base_offset:
+            out.append(Finding("base_offset", f"{self.base_offset}: with LBO mode 1 the base offset must be 0 "
+                                              "(PTX 9.7.16.3.1.2.1)", "error"))
+        if major is not None and not parse_major(major):
+            out.append(Finding("lbo_mode", "LBO mode 1 is K-major only (PTX 9.7.16.3.1.2.1: transpose bits 0)", "error"))
+        if 0 <= self.lbo < _FIELD_MAX and self.lbo >= SMEM_WINDOW[arch]:
+            out.append(Finding("lbo", f"{self.lbo:#x} (the second chunk's absolute address) lies beyond the "
+                                      f"{SMEM_WINDOW[arch] // 1024} KiB shared-memory window", "error"))
+        elif self.lbo & 0x70:
+            out.append(Finding("lbo", f"{self.lbo:#x}: tcemu models the second chunk starting a 128-byte line (chunk "
+                                      "0 of the next K buffer, the only address CuTe's sm103 mainloop writes there); "
+                                      "an address inside a line is not modelled", "error"))
+        return out
 
     def check(self, arch: str = "sm100") -> "UmmaDescriptor":
         return super().check(arch)
@@ -298,9 +320,9 @@ def _descriptor_int(value) -> int:
 
 
 def as_arch_descriptor(desc, arch: str):
-    """The descriptor for `arch`: sm90 GmmaDescriptor, sm100 UmmaDescriptor (ints are decoded as such)."""
+    """The descriptor for `arch`: sm90 GmmaDescriptor, sm100 / sm103 UmmaDescriptor (ints are decoded as such)."""
     check_arch(arch)
-    cls = UmmaDescriptor if arch == "sm100" else GmmaDescriptor
+    cls = UmmaDescriptor if is_blackwell(arch) else GmmaDescriptor
     if isinstance(desc, GmmaDescriptor):
         if type(desc) is not cls:
             raise DescriptorError("desc", f"a {type(desc).__name__} cannot describe an {arch} operand; use {cls.__name__}")

@@ -54,8 +54,8 @@ SM90_MN_MAJOR_DTYPES = ("f16", "bf16")
 # transposes for 8-, 16- and 32-bit elements; CuTe's UMMA descriptor comment agrees).
 SM100_OPERAND_DTYPES = ("tf32", "f16", "bf16", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "s8", "u8")
 SM100_MN_MAJOR_DTYPES = ("tf32", "f16", "bf16", "e4m3", "e5m2", "s8", "u8")
-OPERAND_DTYPES = {"sm90": SM90_OPERAND_DTYPES, "sm100": SM100_OPERAND_DTYPES}
-MN_MAJOR_DTYPES = {"sm90": SM90_MN_MAJOR_DTYPES, "sm100": SM100_MN_MAJOR_DTYPES}
+OPERAND_DTYPES = {"sm90": SM90_OPERAND_DTYPES, "sm100": SM100_OPERAND_DTYPES, "sm103": SM100_OPERAND_DTYPES}
+MN_MAJOR_DTYPES = {"sm90": SM90_MN_MAJOR_DTYPES, "sm100": SM100_MN_MAJOR_DTYPES, "sm103": SM100_MN_MAJOR_DTYPES}
 
 
 def element_type(name: str, allowed=SM90_OPERAND_DTYPES) -> ElementType:

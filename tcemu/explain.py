@@ -12,9 +12,9 @@ from typing import List
 
 import numpy as np
 
-from .addressing import canonical_layout, core_matrix_rows, lbo_used, operand_addresses
+from .addressing import canonical_layout, core_matrix_rows, lbo_mode_split, lbo_used, operand_addresses
 from .arch import check_arch
-from .blackwell import check_form
+from .blackwell import check_form, instr_k
 from .descriptors import Finding, SwizzleMode, as_arch_descriptor
 from .dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
 from .errors import LayoutError, TcemuError
@@ -97,7 +97,8 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
             raise LayoutError("sparse", "sparse= is sm90's wgmma.mma_async.sp; a tcgen05 instruction descriptor "
                                         "(instr=) gives the operand's shape itself")
         spec = operand_spec(instr, kind=kind, operand=operand or "A", cta_group=cta_group)
-        dtype, major, rows, k, arch, name = spec.dtype, spec.major, spec.rows, spec.k, "sm100", spec.name
+        dtype, major, rows, k, name = spec.dtype, spec.major, spec.rows, spec.k, spec.name
+        arch = "sm103" if spec.instr.k96 or arch == "sm103" else "sm100"
         padded = spec.padded
     else:
         if dtype is None:
@@ -111,7 +112,7 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
     k = instruction_k(dtype, arch, sparse, name, padded=padded) if k is None else k  # k=0 is an error
     tag = f" (operand {name})"
     out = [f._replace(rule=f.rule + tag) for f in desc.validate(arch, major=major)]
-    wide = parse_major(major) and desc.swizzle is not SwizzleMode.NONE and \
+    wide = parse_major(major) and desc.swizzle is not SwizzleMode.NONE and not getattr(desc, "lbo_mode", 0) and \
         lbo_used(desc, k=k, dtype=at, major=major, arch=arch)  # K beyond one swizzled row (sparse B)
     if wide:  # validate() cannot know K: here LBO places the next atom column
         out = [f for f in out if not (f.field == "lbo" and "is ignored" in f.rule)]
@@ -144,6 +145,13 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
     if tile is not None:
         out += _tile_findings(desc, addrs, read, tile, rows, k, bits, nbytes, name, form_text(dtype, padded), tag,
                               major)
+    chunk0 = (desc.start_address >> 4) & 7
+    if parse_major(major) and desc.swizzle is SwizzleMode.B128 and not getattr(desc, "lbo_mode", 0) and \
+            chunk0 * 16 + k * bits // 8 > 128 and k * bits // 8 == 48:  # K = 96 fp4 (sm_103a)
+        out.append(Finding("lbo_mode", f"a 48-byte K read from chunk {chunk0} of its 128-byte line runs past the line "
+                                       "(mode 0 reads on into the next row's bytes); PTX 9.7.16.3.1.2 splits such a "
+                                       "read with LBO mode 1, the LBO field holding the second chunk's address" + tag,
+                           "warning"))
     if 0 < desc.start_address < DYNAMIC_SMEM_BASE:
         out.append(Finding("start_address", f"{desc.start_address:#x} lies below 0x400, where dynamic shared "
                                             "memory begins: was the address shifted twice?" + tag, "warning"))
@@ -179,10 +187,12 @@ def has_errors(text: str) -> bool:
     return any(line.startswith("error:") for line in text.splitlines())
 
 
-def describe_instruction(idesc) -> List[str]:
-    """A tcgen05 instruction descriptor in words, with the shape rules it breaks (PTX Table 39)."""
+def describe_instruction(idesc, *, ws: bool = False) -> List[str]:
+    """A tcgen05 instruction descriptor in words, with the shape rules it breaks (PTX Table 39; `ws`: those of
+    tcgen05.mma.ws)."""
     if not isinstance(idesc, InstrDescriptor):
         raise LayoutError("idesc", f"must be an InstrDescriptor, got {show(idesc)}")
+    ws = as_bool(ws, "ws", LayoutError)
     d = idesc
     major = lambda t: "MN-major" if t else "K-major"  # noqa: E731
     form = lambda t: f"{t} {'padded' if is_padded(t, None, kind=d.kind) else 'packed'}" if t in FP4_FP6 else t  # noqa: E731
@@ -192,8 +202,21 @@ def describe_instruction(idesc) -> List[str]:
                                                           else d.dtype_d)]
     if d.kind in ("mxf8f6f4", "mxf4", "mxf4nvf4"):
         lines.append(f"block scales: {d.scale_type}, A's from byte {d.a_scale_id} and B's from byte {d.b_scale_id} "
-                     "of their tensor-memory cells")
-    lines += [f"error: {f}: {rule}" for f, rule in d.validate()]
+                     "of their tensor-memory cells" + (" (K = 96: runs of 3 or 6 bytes, on into later columns)"
+                                                      if d.k96 else ""))
+    if d.sparse:
+        w = {"tf32": "1:2", "mxf4": "4:8 in pairs", "mxf4nvf4": "4:8 in pairs"}.get(d.kind, "2:4")
+        sel = (f"sparsity selector {d.sparsity_selector}: metadata from the address's column + {d.sparsity_selector}"
+               if d.kind in ("tf32", "f16") else "sparsity selector 0 (the only value this kind reads)")
+        lines.append(f"sparse (tcgen05.mma.sp): A holds K/2 = {instr_k(d) // 2} of K = {instr_k(d)} per row, {w}; "
+                     f"metadata in tensor memory, {sel}")
+    if d.max_shift:
+        lines.append(f"max shift {d.max_shift_columns} columns: a .ws zero-column mask may shift B's columns by up to "
+                     "that (tcgen05.mma.ws only)")
+    if d.k96:
+        lines.append("K = 96 (sm_103a): 48 bytes of packed e2m1 per row; a read that runs past its 128-byte line "
+                     "needs LBO mode 1 (PTX 9.7.16.3.1.2)")
+    lines += [f"error: {f}: {rule}" for f, rule in d.validate(ws=ws)]
     return lines
 
 
@@ -221,7 +244,7 @@ def describe_sparse_meta(meta, dtype_a: str, selector: int = 0) -> List[str]:
 
 def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=None, arch: str = "sm90",
             instr=None, kind=None, operand: str = "a", sparse: bool = False, padded=None, cta_group=None,
-            tile=None) -> str:
+            tile=None, ws: bool = False) -> str:
     """`desc` in plain words. With a tcgen05 instruction descriptor (`instr`, an InstrDescriptor or its value
     with `kind`), the operand's type, form, major-ness and this CTA's extent come from it (operand "a" or "b";
     cta_group None takes 2 for M = 256: each CTA of the pair holds half of A's rows and of B's columns). With
@@ -236,9 +259,10 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
     name = operand_name(operand)
     if instr is not None:
         spec = operand_spec(instr, kind=kind, operand=name, cta_group=cta_group)
-        d, arch = spec.instr, "sm100"
+        d = spec.instr
+        arch = "sm103" if d.k96 or arch == "sm103" else "sm100"  # K = 96 and LBO mode 1 are sm_103a's
         dtype, major, rows, k, padded = spec.dtype, spec.major, spec.rows, spec.k, spec.padded
-        lines += describe_instruction(d)
+        lines += describe_instruction(d, ws=ws)
         if spec.cta_group == 2:
             lines.append(spec.describe())
     else:
@@ -257,6 +281,12 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
                          f"{desc.swizzle.bytes}: the next atom column starts LBO = {desc.lbo:#x} bytes on (Triton/XLA's "
                          "descriptors; pending traces/wgmma_sp_addresses_sm90.npz)")
     k = instruction_k(etype.name, arch, padded=padded) if k is None else k
+    if getattr(desc, "lbo_mode", 0):
+        n1 = lbo_mode_split(desc, k, at, "sm103") if arch == "sm103" else k
+        lines.append(f"LBO mode 1 (sm_103a): the LBO field holds the absolute address {desc.lbo:#x} of the second chunk; "
+                     + (f"this read takes K elements 0-{n1 - 1} from the start's 128-byte line and {n1}-{k - 1} from "
+                        f"{desc.lbo:#x} on, rows placed by the same SBO" if n1 < k else
+                        "this read stays in the start's 128-byte line, so the second chunk is not read"))
     if etype.name in FP4_FP6:
         lines.append(f"{form_text(etype.name, padded)}: " + (
             "16 values then padding in each 16-byte chunk (PTX .b4x16_p64 / .b6x16_p32); each value is addressed "
@@ -286,7 +316,8 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
                     tile=tile)
     if instr is not None:  # rules tying this operand's descriptor to the instruction (blackwell.check_form)
         try:
-            check_form(d, spec.cta_group, False, *((desc, None) if name == "A" else (None, desc)), 0)
+            check_form(d, spec.cta_group, False, *((desc, None) if name == "A" else (None, desc)), 0, ws=ws,
+                       arch=arch)
         except TcemuError as e:
             findings.append(Finding(e.field, e.rule, "error"))
     lines += [str(f) for f in findings] or ["no findings"]

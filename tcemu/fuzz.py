@@ -1,5 +1,9 @@
 """A fuzzing campaign: tcemu's address resolution against the independent pycute formulation
-(tcemu.oracle), with throughput, progress, and a minimal reproducer for any disagreement."""
+(tcemu.oracle), with throughput, progress, and a minimal reproducer for any disagreement.
+
+arch="sm103" adds LBO-mode-1 cases (K = 96 fp4, here as its 48 bytes of u8): the oracle composes two pycute
+layouts as the PTX sentence reads (9.7.16.3.1.2: chunks from the start to the end of its 128-byte line, the rest
+from the LBO address), sharing no code with addressing.py."""
 import dataclasses
 import math
 import sys
@@ -19,11 +23,33 @@ from .validate import as_int, show
 
 MAX_SECONDS = 86400.0  # one day: a longer campaign is several runs with different seeds
 
-DTYPES = {"sm90": ("tf32", "f16", "bf16", "e4m3", "u8", "b1"), "sm100": ("tf32", "f16", "bf16", "e4m3", "u8")}
+DTYPES = {"sm90": ("tf32", "f16", "bf16", "e4m3", "u8", "b1"), "sm100": ("tf32", "f16", "bf16", "e4m3", "u8"),
+          "sm103": ("tf32", "f16", "bf16", "e4m3", "u8")}
 
 
 def _arch(desc) -> str:
-    return "sm100" if isinstance(desc, UmmaDescriptor) else "sm90"
+    if isinstance(desc, UmmaDescriptor):
+        return "sm103" if desc.lbo_mode else "sm100"
+    return "sm90"
+
+
+def _lbo_mode_case(rng):
+    """A K = 96 fp4 read (48 bytes: u8, k = 48) through an LBO-mode-1 descriptor: 128B swizzle, base offset 0, the
+    second chunk at the start of a 128-byte line (the only placement CuTe writes)."""
+    start = 16 * int(rng.integers(0x40, 0x2000))
+    desc = UmmaDescriptor(start, 128 * int(rng.integers(8, 0x600)), 16 * int(rng.integers(1, 256)), 0,
+                          SwizzleMode.B128, version=1, lbo_mode=1)
+    return desc, 8 * int(rng.choice([1, 2, 8, 16, 32])), 48, "u8", "K"
+
+
+def mode1_oracle(desc, rows, k, bits=8):
+    """LBO mode 1 per the PTX sentence, from two pycute layouts (module text)."""
+    per = 128 // bits
+    first = min(k, (8 - ((desc.start_address >> 4) & 7)) * per)
+    parts = [oracle(desc.start_address, 16, desc.sbo, 0, 128, bits, True, rows, first)]
+    if k > first:
+        parts.append(oracle(desc.lbo, 16, desc.sbo, 0, 128, bits, True, rows, k - first))
+    return np.concatenate(parts, axis=1)
 
 
 def random_case(rng, arch: str = "sm90"):
@@ -31,8 +57,10 @@ def random_case(rng, arch: str = "sm90"):
     check_arch(arch)
     if not isinstance(rng, np.random.Generator):
         raise TcemuError("rng", f"must be a numpy Generator (np.random.default_rng(seed)), got {show(rng)}")
+    if arch == "sm103" and rng.random() < 0.5:
+        return _lbo_mode_case(rng)
     dtype = str(rng.choice(DTYPES[arch]))
-    modes = SM100_SWIZZLES if arch == "sm100" else SM90_SWIZZLES
+    modes = SM100_SWIZZLES if arch != "sm90" else SM90_SWIZZLES
     mode = modes[int(rng.integers(0, len(modes)))]
     mn_ok = dtype in MN_MAJOR_DTYPES[arch]
     major = "MN" if mn_ok and (mode is SwizzleMode.B128_BASE32B or rng.random() < 0.5) else "K"
@@ -40,9 +68,9 @@ def random_case(rng, arch: str = "sm90"):
         mode = SwizzleMode.B128
     fields = (16 * int(rng.integers(0x40, 0x2000)), 16 * int(rng.integers(0, 256)), 16 * int(rng.integers(0, 256)),
               int(rng.integers(0, 8)) if mode is not SwizzleMode.NONE else 0, mode)
-    desc = UmmaDescriptor(*fields, version=1) if arch == "sm100" else GmmaDescriptor(*fields)
+    desc = UmmaDescriptor(*fields, version=1) if arch != "sm90" else GmmaDescriptor(*fields)
     rows = 8 * int(rng.choice([1, 2, 8, 16, 32]))
-    return desc, rows, instruction_k(dtype, arch), dtype, major
+    return desc, rows, instruction_k(dtype, "sm100" if arch == "sm103" else arch), dtype, major
 
 
 def _case(case):
@@ -60,6 +88,8 @@ def disagrees(case, emulator: Callable = operand_addresses) -> bool:
         got = emulator(desc, rows=rows, k=k, dtype=dtype, major=major, arch=_arch(desc))
     except TcemuError:
         return False  # outside the window: both formulations are undefined there
+    if getattr(desc, "lbo_mode", 0):
+        return not np.array_equal(got, mode1_oracle(desc, rows, k, element_type(dtype).bits))
     want = oracle(desc.start_address, desc.lbo, desc.sbo, desc.base_offset, desc.swizzle.bytes, element_type(dtype).bits,
                   major == "K", rows, k, desc.swizzle.value)
     return not np.array_equal(got, want)
@@ -89,6 +119,10 @@ def shrink(case, emulator: Callable = operand_addresses):
 
 def reproducer(case) -> str:
     desc, rows, k, dtype, major = _case(case)
+    if getattr(desc, "lbo_mode", 0):
+        return (f"tcemu.operand_addresses({hex(desc.encode())}, rows={rows}, k={k}, dtype={dtype!r}, major='K', "
+                f"arch='sm103')  # differs from tcemu.fuzz.mode1_oracle(UmmaDescriptor.decode({hex(desc.encode())}), "
+                f"{rows}, {k}, {element_type(dtype).bits})")
     return (f"tcemu.operand_addresses({hex(desc.encode())}, rows={rows}, k={k}, dtype={dtype!r}, major={major!r}, "
             f"arch={_arch(desc)!r})  # differs from tcemu.oracle.oracle({desc.start_address:#x}, {desc.lbo:#x}, "
             f"{desc.sbo:#x}, {desc.base_offset}, {desc.swizzle.bytes}, {element_type(dtype).bits}, {major == 'K'}, "

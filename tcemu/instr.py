@@ -7,6 +7,14 @@ Tables 43/44 (mxf8f6f4, mxf4, mxf4nvf4): 0-1 sparsity selector (reserved in the 
 it, and CuTe wins here: tests/test_cute_umma.py), 2 sparse, 4-5 B scale-factor id, 7-9 A type, 10-12 (mxf4*:
 10-11) B type, 13-16 negate/transpose, 17-22 N >> 3, 23 scale type, 27-28 M >> 7, 29-30 A scale-factor
 id, 31 (mxf4*) K = 96. Not silicon-verified: PTX text and CuTe only.
+
+Sparsity selector (tcgen05.mma.sp, PTX 9.7.16.10.8.4): 0-3 for .kind::tf32 / f16; must be 0 for .kind::i8 /
+f8f6f4; "assumed to be 0" for the block-scaled kinds (whose Tables 43/44 call bits 0-1 reserved). A dense
+descriptor carries 0 (CuTe's make_runtime_instr_desc asserts it). Max shift (bits 30-31, .ws only): codes 0-3 =
+no shift, 8, 16, 32 columns, the largest column shift a zero-column mask descriptor may ask for (Table 45).
+K = 96 (bit 31, sm_103a) is dense only ("Dense K=96" in Table 44).
+
+ZeroColumnMask: the 64-bit zero-column mask descriptor of tcgen05.mma.ws (PTX 9.7.16.4.3, Table 45).
 """
 from dataclasses import dataclass
 
@@ -29,7 +37,16 @@ SCALE_CODES = {"mxf8f6f4": {"ue8m0": 1}, "mxf4": {"ue8m0": 1}, "mxf4nvf4": {"ue4
 # .scale_vec::1X (one factor per row; mxf8f6f4) takes byte offsets 0-3; .scale_vec::2X (two; mxf4, and mxf4nvf4
 # .block32) half-word offsets 0 or 2; .scale_vec::4X (four; mxf4nvf4 .block16, the only size for ue4m3 scales)
 # fills the cell, so only 0.
-SCALE_IDS = {1: (0, 1, 2, 3), 2: (0, 2), 4: (0,)}
+# K = 96 (sm_103a, PTX 9.7.16.10.7.2.4-5 and 9.7.16.10.7.3.4-5): .block32 reads three factors from any byte 0-3
+# (Figures 234-237, four ids), .block16 six from byte 0 or 2 (Figures 238-239, two ids); a run that passes the
+# cell's last byte continues in a later column (tmem.py). CuTe's sm103 mainloop issues ids 0, 3, 2, 1 in turn.
+SCALE_IDS = {1: (0, 1, 2, 3), 2: (0, 2), 4: (0,), 3: (0, 1, 2, 3), 6: (0, 2)}
+# Instruction-descriptor bits 30-31 (Table 42): the largest column shift .ws B reuse may ask for.
+MAX_SHIFT_COLUMNS = {0: 0, 1: 8, 2: 16, 3: 32}
+# Sparsity selectors the kind reads (PTX 9.7.16.10.8.4): tf32 and f16 pick among sub-columns; the others read 0.
+SELECTORS = {"tf32": (0, 1, 2, 3), "f16": (0, 1, 2, 3), "f8f6f4": (0,), "i8": (0,), "mxf8f6f4": (0,), "mxf4": (0,),
+             "mxf4nvf4": (0,)}
+WS_KINDS = ("tf32", "f16", "f8f6f4", "i8")  # Table 39: .ws takes no block-scaled kind
 
 
 def scale_id_rule(per_row: int, sf_id, field: str = "sf_id"):
@@ -37,26 +54,30 @@ def scale_id_rule(per_row: int, sf_id, field: str = "sf_id"):
     .scale_vec::1X/2X/4X) may find them; otherwise the rule, in words, for the error."""
     legal = SCALE_IDS.get(per_row)
     if legal is None:
-        return (f"{per_row} scale factors per row: tcgen05.mma reads 1, 2 or 4 (.scale_vec::1X, 2X, 4X; "
-                "K = 96 is not modelled)")
+        return (f"{per_row} scale factors per row: tcgen05.mma reads 1, 2 or 4 (.scale_vec::1X, 2X, 4X), or 3 or 6 "
+                "with K = 96 (sm_103a)")
     if sf_id in legal:
         return None
     where = {1: "one scale byte per row, at byte offset 0-3 of its 32-bit tensor-memory cell",
              2: "two scale bytes per row, at half-word offset 0 or 2 of its 32-bit tensor-memory cell",
-             4: "four scale bytes per row, which fill its 32-bit tensor-memory cell: the id must be 0"}[per_row]
-    return (f"{field} = {sf_id}: .scale_vec::{per_row}X reads {where} (PTX 9.7.16.10.7.2-3: 1X takes ids 0-3, "
-            "2X 0 or 2, 4X only 0)")
+             4: "four scale bytes per row, which fill its 32-bit tensor-memory cell: the id must be 0",
+             3: "three scale bytes per row (K = 96 .block32) from any byte offset 0-3",
+             6: "six scale bytes per row (K = 96 .block16) from half-word offset 0 or 2"}[per_row]
+    vec = f".scale_vec::{per_row}X" if per_row in (1, 2, 4) else f"K = 96 (.scale_vec::{per_row}X)"
+    return (f"{field} = {sf_id}: {vec} reads {where} (PTX 9.7.16.10.7.2-3: 1X takes ids 0-3, "
+            "2X 0 or 2, 4X only 0; K = 96: 3X 0-3, 6X 0 or 2)")
 
 
-def scale_vec(kind: str, scale_type: str, block_size=None) -> int:
+def scale_vec(kind: str, scale_type: str, block_size=None, *, k96: bool = False) -> int:
     """Scale factors per row that one instruction of a block-scaled kind reads (PTX Table 54): mxf8f6f4 1X;
     mxf4 2X; mxf4nvf4 4X with ue4m3 (.block16) and 2X or 4X with ue8m0 (.block32 / .block16; None takes 2X,
-    the looser rule, when the block size is not known)."""
+    the looser rule, when the block size is not known). K = 96 (sm_103a): 3 (.block32) or 6 (.block16)."""
     if kind == "mxf8f6f4":
         return 1
-    if kind == "mxf4nvf4" and (scale_type == "ue4m3" or block_size == 16):
-        return 4
-    return 2
+    sixteen = kind == "mxf4nvf4" and (scale_type == "ue4m3" or block_size == 16)
+    if k96:
+        return 6 if sixteen else 3
+    return 4 if sixteen else 2
 
 
 def instr_value(value) -> int:
@@ -113,14 +134,14 @@ class InstrDescriptor:
     negate_b: bool = False
     transpose_a: bool = False    # MN-major A
     transpose_b: bool = False
-    sparse: bool = False
-    sparsity_selector: int = 0   # Table 42
+    sparse: bool = False         # tcgen05.mma.sp: A holds K/2 of the K elements per row
+    sparsity_selector: int = 0   # Table 42: which metadata sub-columns (tf32 / f16: 0-3; others 0)
     saturate: bool = False       # i8
-    max_shift: int = 0           # Table 42: .ws B-reuse shift code
+    max_shift: int = 0           # Table 42: .ws B-reuse shift code (0-3: 0, 8, 16, 32 columns)
     scale_type: str = "ue8m0"    # block-scaled
     a_scale_id: int = 0
     b_scale_id: int = 0
-    k96: bool = False            # mxf4*: dense K = 96 instead of 64
+    k96: bool = False            # mxf4*: dense K = 96 instead of 64 (sm_103a)
 
     def __post_init__(self):
         if not isinstance(self.kind, str) or self.kind not in KINDS:
@@ -179,8 +200,14 @@ class InstrDescriptor:
         return (v | D_CODES[self.kind][self.dtype_d] << 4 | (self.m >> 4) << 24 | self.sparsity_selector
                 | self.saturate << 3 | self.max_shift << 30)
 
-    def validate(self, strict: bool = True, cta_group=None):
-        """[(field, rule)] for every broken rule; strict adds the shape rules of PTX Table 39."""
+    @property
+    def max_shift_columns(self) -> int:
+        """The .ws B-reuse shift bits 30-31 mean, in columns of B (Table 42): 0, 8, 16 or 32."""
+        return MAX_SHIFT_COLUMNS.get(self.max_shift, 0)
+
+    def validate(self, strict: bool = True, cta_group=None, *, ws: bool = False):
+        """[(field, rule)] for every broken rule; strict adds the shape rules of PTX Table 39 (with `ws`, those
+        of tcgen05.mma.ws)."""
         out = []
         codes = TYPE_CODES[self.kind]
         for name in ("dtype_a", "dtype_b"):
@@ -208,37 +235,78 @@ class InstrDescriptor:
             out.append(("negate_a" if self.negate_a else "negate_b", ".kind::i8 cannot negate (Table 42)"))
         if self.kind in ("mxf4", "mxf4nvf4") and (self.transpose_a or self.transpose_b):
             out.append(("transpose_a" if self.transpose_a else "transpose_b", "packed fp4 cannot be transposed (Table 44)"))
-        if scaled and self.k96:  # K = 96 (sm_103a, not modelled): Table 44's "0 or 2"
-            for name in ("a_scale_id", "b_scale_id"):
-                if getattr(self, name) in (1, 3):
-                    out.append((name, f"{name} = {getattr(self, name)}: .kind::{self.kind} takes 0 or 2 (PTX Table 44)"))
-        elif scaled:
-            per_row = scale_vec(self.kind, self.scale_type)
+        if scaled:  # K = 96: Table 44 says "0 or 2", its Scale Factor ID sections (and CuTe's sm103 path) 0-3
+            per_row = scale_vec(self.kind, self.scale_type, k96=self.k96)
             for name in ("a_scale_id", "b_scale_id"):
                 rule = scale_id_rule(per_row, getattr(self, name), name) if 0 <= getattr(self, name) <= 3 else None
                 if rule:
                     out.append((name, f"{rule}; .kind::{self.kind} with {self.scale_type} scales"))
         if scaled and (self.max_shift or self.saturate):
             out.append(("max_shift" if self.max_shift else "saturate", f".kind::{self.kind} has no such field"))
+        out += self._sparse_findings()
         if strict and not out:
-            out += shape_findings(self.kind, self.m, self.n, cta_group)
+            out += shape_findings(self.kind, self.m, self.n, cta_group, sparse=self.sparse, ws=ws, k96=self.k96)
         return out
 
+    def _sparse_findings(self):
+        """The sparsity selector and the K = 96 bit against the sparse bit (PTX 9.7.16.10.8.4, Table 44)."""
+        sel = self.sparsity_selector
+        if not isinstance(sel, (int, np.integer)) or isinstance(sel, bool) or not 0 <= sel <= 3:
+            return []  # the 2-bit range rule above already spoke
+        if not self.sparse and sel:
+            return [("sparsity_selector", f"{sel}: the selector picks sparse metadata sub-columns, so a dense "
+                                          "descriptor (sparse = 0) carries 0 (PTX Table 42: \"if Sparsity is enabled\"; "
+                                          "CuTe's make_runtime_instr_desc asserts it)")]
+        if self.sparse and sel not in SELECTORS[self.kind]:
+            how = ("must be 0" if self.kind in ("i8", "f8f6f4") else
+                   "is assumed to be 0 (bits 0-1 are reserved in PTX Tables 43/44)")
+            return [("sparsity_selector", f"{sel}: for .kind::{self.kind} the sparsity selector {how} "
+                                          "(PTX 9.7.16.10.8.4.5-6; only .kind::tf32 / f16 take 0-3)")]
+        if self.sparse and self.k96:
+            return [("k96", "K = 96 is a dense shape (PTX Table 44: \"Dense K=96\"); sparse mxf4* is K = 128")]
+        return []
 
-def shape_findings(kind: str, m: int, n: int, cta_group=None, *, transposed_8bit_b: bool = False):
+
+def shape_findings(kind: str, m: int, n: int, cta_group=None, *, transposed_8bit_b: bool = False,
+                   sparse: bool = False, ws: bool = False, k96: bool = False):
     """[(field, rule)] for an M/N that PTX Table 39 (tcgen05 kinds and shapes) does not list.
 
     cta_group::1: M 64 or 128 (block-scaled kinds: 128 only), N 8..256 step 8; cta_group::2: M 128 or
     256, N 16..256 step 16. i8: N in {8, 16, 24, 32, 48, ..., 256} (::2: 32..256 step 32). 8-bit MN-major
-    B doubles the N step (PTX Table 50). cta_group=None takes ::2 for M = 256 and ::1 otherwise."""
+    B doubles the N step (PTX Table 50). cta_group=None takes ::2 for M = 256 and ::1 otherwise.
+    sparse (tcgen05.mma.sp): the dense shapes, except that the block-scaled kinds take only M = 256 with ::2.
+    ws (tcgen05.mma.ws): .kind::tf32 / f16 / f8f6f4 / i8, cta_group::1, M 32, 64 or 128, N 64, 128 or 256
+    (sparse: 64 or 128). k96 (sm_103a, mxf4*): N 16..256 step 16 with M = 256 and ::2 (PTX Table 39) or, as
+    CuTe's SM103_MXF4_ULTRA atoms also issue, M = 128 with ::1 or ::2."""
     if cta_group is None:
         cta_group = 2 if m == 256 else 1
     if cta_group not in (1, 2):
         return [("cta_group", f"{show(cta_group)}: tcgen05 takes cta_group 1 or 2")]
     scaled = kind in BLOCK_SCALED
-    legal_m = ((128,) if scaled else (64, 128)) if cta_group == 1 else (128, 256)
+    form = f".kind::{kind}{' .sp' if sparse else ''}"
+    if ws:
+        if kind not in WS_KINDS:
+            return [("ws", f"{form} has no .ws form (PTX Table 39: .ws takes .kind::{', '.join(WS_KINDS)})")]
+        if cta_group != 1:
+            return [("cta_group", "tcgen05.mma.ws is cta_group::1 only (PTX Table 39)")]
+        if m not in (32, 64, 128):
+            return [("m", f"M = {m}: {form} .ws takes M in (32, 64, 128) (PTX Table 39)")]
+        legal_n = (64, 128) if sparse else (64, 128, 256)
+        if n not in legal_n:
+            return [("n", f"N = {n}: {form} .ws takes N in {legal_n} (PTX Table 39)")]
+        return []
+    if k96:
+        legal_m = (128,) if cta_group == 1 else (128, 256)
+        if m not in legal_m:
+            return [("m", f"M = {m}: K = 96 with cta_group::{cta_group} takes M in {legal_m} (PTX Table 39 lists "
+                          "256xNx96 with ::2; CuTe's SM103_MXF4_ULTRA atoms add M = 128)")]
+        if not (n % 16 == 0 and 16 <= n <= 256):
+            return [("n", f"N = {n}: K = 96 takes N 16..256 in steps of 16 (PTX Table 39; CuTe's SM103 atoms)")]
+        return []
+    legal_m = ((128,) if scaled else (64, 128)) if cta_group == 1 else ((256,) if scaled and sparse else (128, 256))
     if m not in legal_m:
-        return [("m", f"M = {m}: .kind::{kind} with cta_group::{cta_group} takes M in {legal_m} (PTX Table 39)")]
+        extra = "; M = 32 is a .ws shape" if m == 32 else ""
+        return [("m", f"M = {m}: {form} with cta_group::{cta_group} takes M in {legal_m} (PTX Table 39{extra})")]
     step = 8 * cta_group * (2 if transposed_8bit_b else 1)
     if kind == "i8" and cta_group == 1 and not transposed_8bit_b:
         ok, rule = n in (8, 16, 24, 32) or (n % 16 == 0 and 48 <= n <= 256), "8, 16, 24, 32, then 48..256 step 16"
@@ -249,3 +317,88 @@ def shape_findings(kind: str, m: int, n: int, cta_group=None, *, transposed_8bit
         why = " (8-bit MN-major B, PTX Table 50)" if transposed_8bit_b else " (PTX Table 39)"
         return [("n", f"N = {n}: .kind::{kind} M = {m} cta_group::{cta_group} takes N {rule}{why}")]
     return []
+
+
+@dataclass(frozen=True)
+class ZeroColumnMask:
+    """The zero-column mask descriptor of tcgen05.mma.ws (PTX 9.7.16.4.3, Table 45): a 64-bit value that
+    makes an N-bit mask (1: that column of B reads as zeros) and shifts B's columns.
+
+    bits 0-31 start counts sc0-sc3, 32-35 first spans fs0-fs3, 36-38 reserved, 39 non-zero mask,
+    40-47 skip span, 48-55 use span, 56-61 column shift, 62-63 reserved.
+    Table 45 words the two spans the other way round; its worked examples (and CuTe's MaskAndShiftB comments)
+    decide: a sub-mask repeats (use span + 1) 0-bits (B used) and (skip span + 1) 1-bits (zeros), starting
+    with the zeros when its first span is 1 and with the used columns when it is 0, its first `start count`
+    bits dropped. M = 128 has one sub-mask over N columns, M = 64 two of N/2, M = 32 four of N/4.
+    The column shift reads column n of the product from B's column n + shift (Table 45: "allows MMA on
+    non-0 starting column"; its example: N = 128, shift 2 uses columns 2..129); at most 16 (M = 32) or 32."""
+    start_counts: tuple = (0, 0, 0, 0)
+    first_spans: tuple = (0, 0, 0, 0)
+    non_zero_mask: bool = False
+    skip_span: int = 0
+    use_span: int = 0
+    shift: int = 0
+    reserved_bits: int = 0
+
+    RESERVED = (0x7 << 36) | (0x3 << 62)
+
+    @classmethod
+    def decode(cls, value) -> "ZeroColumnMask":
+        if isinstance(value, ZeroColumnMask):
+            return value
+        if isinstance(value, str):
+            try:
+                value = int(value.replace("_", ""), 0)
+            except ValueError:
+                raise DescriptorError("zero_column_mask", f"{value!r} is not an integer literal (hex needs 0x)") from None
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 1 << 64:
+            raise DescriptorError("zero_column_mask", f"must be a 64-bit zero-column mask descriptor, got {value!r}")
+        v = int(value)
+        return cls(tuple(v >> (8 * i) & 0xFF for i in range(4)), tuple(v >> (32 + i) & 1 for i in range(4)),
+                   bool(v >> 39 & 1), v >> 40 & 0xFF, v >> 48 & 0xFF, v >> 56 & 0x3F, v & cls.RESERVED)
+
+    def encode(self) -> int:
+        v = self.reserved_bits | int(self.non_zero_mask) << 39 | self.skip_span << 40 | self.use_span << 48 \
+            | self.shift << 56
+        for i in range(4):
+            v |= self.start_counts[i] << (8 * i) | self.first_spans[i] << (32 + i)
+        return v
+
+    def validate(self, m: int, n: int, max_shift_columns=None):
+        """[(field, rule)]: reserved bits, field widths, the shift limit of M (Table 45) and of the
+        instruction descriptor's max shift (Table 42), N split evenly among the sub-masks."""
+        out = []
+        if self.reserved_bits & self.RESERVED:
+            out.append(("zero_column_mask", f"reserved bits {self.reserved_bits & self.RESERVED:#x} (36-38, 62-63) "
+                                            "must be 0 (PTX Table 45)"))
+        for name, top in (("skip_span", 255), ("use_span", 255), ("shift", 63)):
+            if not 0 <= getattr(self, name) <= top:
+                out.append((name, f"{getattr(self, name)} does not fit its field"))
+        if len(self.start_counts) != 4 or len(self.first_spans) != 4 or \
+                any(not 0 <= c <= 255 for c in self.start_counts) or any(f not in (0, 1) for f in self.first_spans):
+            out.append(("start_counts", "four 8-bit start counts and four 1-bit first spans (PTX Table 45)"))
+        limit = 16 if m == 32 else 32
+        if self.shift > limit:
+            out.append(("shift", f"column shift {self.shift}: at most {limit} with M = {m} (PTX Table 45)"))
+        if max_shift_columns is not None and self.shift > max_shift_columns:
+            out.append(("max_shift", f"column shift {self.shift} exceeds the instruction descriptor's maximum shift "
+                                     f"of {max_shift_columns} columns (bits 30-31, PTX Table 42)"))
+        if m not in (32, 64, 128) or n % (128 // m):
+            out.append(("m", f"M = {m}, N = {n}: the mask splits N into {128 // m if m in (32, 64, 128) else '?'} "
+                             "sub-masks (M = 128, 64, 32: 1, 2, 4)"))
+        return out
+
+    def mask(self, m: int, n: int) -> np.ndarray:
+        """(n,) bool: True where column n of B reads as zeros."""
+        for f, rule in self.validate(m, n):
+            raise DescriptorError(f, rule)
+        if not self.non_zero_mask:
+            return np.zeros(n, bool)
+        subs = 128 // m
+        width, use, skip = n // subs, self.use_span + 1, self.skip_span + 1
+        out = np.zeros(n, bool)
+        for i in range(subs):
+            period = [True] * skip + [False] * use if self.first_spans[i] else [False] * use + [True] * skip
+            pos = (np.arange(width) + self.start_counts[i]) % len(period)
+            out[i * width:(i + 1) * width] = np.asarray(period)[pos]
+        return out

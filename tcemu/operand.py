@@ -6,12 +6,13 @@ own shared memory, read through the same descriptors (CuTe's 2-SM MMA traits; bl
 implies the pair; M = 128 may be either (cta_group=None takes ::1).
 
 instruction_k gives the K one instruction reads of an operand for every model: wgmma, wgmma.mma_async.sp (A's
-K/2 stored elements, B's K) and tcgen05 (fp4 / fp6 by their packed / padded form).
+K/2 stored elements, B's K) and tcgen05 (fp4 / fp6 by their packed / padded form). An operand_spec of a sparse
+tcgen05 instruction (tcgen05.mma.sp) gives A's K/2 and B's K; of a K = 96 one (sm_103a), 96.
 """
 from dataclasses import dataclass
 
 from .arch import check_arch
-from .blackwell import K_OF_KIND
+from .blackwell import instr_k
 from .dtypes import OPERAND_DTYPES, element_type, is_padded, placement_dtype
 from .errors import LayoutError
 from .hopper import K_OF as WGMMA_K
@@ -91,5 +92,6 @@ def operand_spec(instr, *, kind=None, operand="A", cta_group=None) -> OperandSpe
     if total % cta_group:
         raise LayoutError("cta_group", f"{name}'s {total} {'rows' if name == 'A' else 'columns'} do not split "
                                        "between the two CTAs")
-    return OperandSpec(name, dtype, "MN" if mn else "K", total // cta_group, K_OF_KIND[d.kind],
+    k = instr_k(d) // (2 if d.sparse and name == "A" else 1)  # tcgen05.mma.sp: A holds K/2, B all K
+    return OperandSpec(name, dtype, "MN" if mn else "K", total // cta_group, k,
                        is_padded(dtype, None, kind=d.kind), cta_group, total, d)

@@ -6,7 +6,7 @@ from .arch import SMEM_WINDOW, check_arch
 from .dtypes import (NUMPY_TYPES, OPERAND_DTYPES, SIGNED_INT_DTYPES, SM90_OPERAND_DTYPES, element_type, is_padded,
                      parse_major, placement_dtype)
 from .errors import SharedMemoryError
-from .validate import as_array, as_bool, as_int, as_int_array, as_typed_values, as_uint_bits, show
+from .validate import as_array, as_bool, as_int, as_int_array, as_typed_values, as_uint_bits, is_int, show
 
 SUBBYTE = {"b1": 1, "e2m1": 4, "e2m3": 6, "e3m2": 6}  # value bits of the operand types narrower than a byte
 _LE = {8: np.dtype("u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}  # shared memory is little-endian
@@ -127,23 +127,47 @@ class SharedMemory:
         self.data[spots] = raw
         self.written[spots] = True
 
-    def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K", padded=None) -> np.ndarray:
+    def read_operand(self, desc, *, rows: int, k: int, dtype: str, major: str = "K", padded=None, keep_rows=None,
+                     arch=None) -> np.ndarray:
         """The (rows, k) operand the descriptor describes, as raw bit patterns (b1: 0/1 per element).
 
         Sub-byte elements pack from the low bits of their byte: b1 column k is bit k % 8 (see README). fp4 / fp6
         (sm100) follow dtypes' packed / padded rule (README, "fp4 and fp6 in shared memory"): packed e2m1 two
         per byte, even k in the low nibble (kind::mxf4*); padded (padded=True, kind::f8f6f4 / mxf8f6f4, and
         always for fp6) 16 values then padding per 16-byte chunk (PTX .b4x16_p64 / .b6x16_p32), addressed like
-        8-bit elements. padded is None or a bool."""
+        8-bit elements. padded is None or a bool.
+
+        keep_rows: a (rows,) bool mask; the other rows are neither checked nor read (they come back 0): B columns a
+        zero-column mask zeroes, or rows before a column shift (tcgen05.mma.ws). arch: "sm103" reads LBO-mode-1
+        descriptors of a Blackwell shared memory (addressing.py)."""
         padded = None if padded is None else as_bool(padded, "padded", SharedMemoryError)
         dtype = element_type(dtype, allowed=OPERAND_DTYPES[self.arch]).name
+        arch = self._reading_arch(arch)
+        keep = self._keep(keep_rows, rows)
         if dtype in SUBBYTE:
-            return self._subbyte(desc, rows, k, dtype, major, padded, None)
-        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
+            return self._subbyte(desc, rows, k, dtype, major, padded, None, keep, arch)
+        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
         bits = element_type(dtype).bits
         full = int.from_bytes(b"\x01" * (bits // 8), "little")  # every byte of the element written
-        self._check_written(self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full, addrs)
-        return self.gather(addrs, dtype, strict=False)  # checked element by element just above
+        self._check_written((self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full) & keep, addrs)
+        out = self.gather(addrs, dtype, strict=False)  # checked element by element just above (kept rows)
+        return np.where(keep, out, 0).astype(out.dtype)
+
+    def _reading_arch(self, arch):
+        if arch is None or (isinstance(arch, str) and arch == self.arch):
+            return self.arch
+        if isinstance(arch, str) and {arch, self.arch} == {"sm100", "sm103"}:
+            return arch
+        raise SharedMemoryError("arch", f"{show(arch)} cannot read {self.arch} shared memory")
+
+    @staticmethod
+    def _keep(keep_rows, rows):
+        if keep_rows is None:
+            return np.ones((1, 1), bool)
+        keep = as_array(keep_rows, "keep_rows", SharedMemoryError)
+        if keep.dtype.kind != "b" or not is_int(rows) or keep.shape != (int(rows),):
+            raise SharedMemoryError("keep_rows", f"must be a ({show(rows)},) bool mask, got {show(keep)}")
+        return keep[:, None]
 
     @staticmethod
     def _check_written(unwritten, addrs):
@@ -152,12 +176,12 @@ class SharedMemory:
             raise SharedMemoryError("desc", f"element ({r}, {c}) reads {int(addrs[r, c]):#x}, which was never "
                                             f"written ({int(unwritten.sum())} such elements)")
 
-    def _subbyte(self, desc, rows, k, dtype, major, padded, values):
+    def _subbyte(self, desc, rows, k, dtype, major, padded, values, keep=True, arch=None):
         """Read (values None) or write the sub-byte operand: the bytes each element spans and its shift."""
         width = SUBBYTE[dtype]
         padded = is_padded(dtype, padded, error=SharedMemoryError)  # dtypes: the packed / padded rule
         addrs = operand_addresses(desc, rows=rows, k=k, dtype=placement_dtype(dtype, padded, major=major),
-                                  major=major, arch=self.arch)
+                                  major=major, arch=arch or self.arch)
         if padded:  # element i of a 16-byte chunk: bits [width*i, width*(i+1)) of the chunk
             bit = width * (addrs & 15)
             lo, shift = (addrs & ~15) + (bit >> 3), bit & 7
@@ -166,9 +190,9 @@ class SharedMemory:
         hi = lo + ((shift + width - 1) >> 3)  # fp6 may straddle two bytes
         mask = (1 << width) - 1
         if values is None:
-            self._check_written(~(self.written[lo] & self.written[hi]), addrs)
+            self._check_written(~(self.written[lo] & self.written[hi]) & keep, addrs)
             word = self.data[lo].astype(np.int64) | self.data[hi].astype(np.int64) << 8
-            return ((word >> shift) & mask).astype(np.uint8)
+            return np.where(keep, (word >> shift) & mask, 0).astype(np.uint8)
         bits = element_bits(values, dtype, width)
         for spot, part in ((lo, (bits << shift) & 0xFF), (hi, (bits << shift) >> 8)):
             keep = ~((mask << shift) >> (8 if spot is hi else 0)) & 0xFF

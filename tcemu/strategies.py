@@ -13,7 +13,9 @@ from .descriptors import SM90_RESERVED_MASK, SM90_SWIZZLES, SM100_SWIZZLES, Gmma
 from .dtypes import SM90_MN_MAJOR_DTYPES, SM90_OPERAND_DTYPES, element_type
 from .errors import TcemuError
 from .hopper import K_OF
-from .instr import BLOCK_SCALED, D_CODES, KINDS, SCALE_CODES, TYPE_CODES, InstrDescriptor, shape_findings
+from .instr import BLOCK_SCALED, D_CODES, KINDS, SCALE_CODES, TYPE_CODES, WS_KINDS, InstrDescriptor, ZeroColumnMask
+from .instr import SELECTORS as TCGEN05_SELECTORS
+from .instr import shape_findings
 from .sparse import SELECTORS, SP_K_OF, VALID_NIBBLES, CHUNK, meta_registers
 from .validate import as_int, show
 
@@ -26,10 +28,10 @@ def descriptor_values():
 
 
 def valid_descriptors(swizzles=None, max_stride=4096, arch: str = "sm90"):
-    """Descriptors validate() accepts: GmmaDescriptor (sm90) or UmmaDescriptor with the version bit (sm100).
-    Arguments are checked when the strategy is made (an unknown arch raises here, not at draw time)."""
+    """Descriptors validate() accepts: GmmaDescriptor (sm90) or UmmaDescriptor with the version bit (sm100,
+    sm103). Arguments are checked when the strategy is made (an unknown arch raises here, not at draw time)."""
     check_arch(arch)
-    legal = SM100_SWIZZLES if arch == "sm100" else SM90_SWIZZLES
+    legal = SM100_SWIZZLES if arch != "sm90" else SM90_SWIZZLES
     if swizzles is not None:
         if isinstance(swizzles, (str, SwizzleMode)) or not isinstance(swizzles, (list, tuple)) or not swizzles:
             raise TcemuError("swizzles", f"must be a non-empty list of swizzle modes, got {show(swizzles)}")
@@ -47,7 +49,7 @@ def _valid_descriptors(draw, swizzles, max_stride, arch):
     fields = (16 * draw(st.integers(0x40, 0x2000)), 16 * draw(st.integers(0, max_stride // 16)),
               16 * draw(st.integers(0, max_stride // 16)), draw(st.integers(0, 7)) if mode is not SwizzleMode.NONE else 0,
               mode)
-    return UmmaDescriptor(*fields, version=1) if arch == "sm100" else GmmaDescriptor(*fields)
+    return UmmaDescriptor(*fields, version=1) if arch != "sm90" else GmmaDescriptor(*fields)
 
 
 @st.composite
@@ -151,3 +153,82 @@ def sparse_meta(draw, dtype_a: str, selector: int = 0, valid: bool = True):
     nib = np.array(draw(st.lists(st.sampled_from(table), min_size=64 * chunks, max_size=64 * chunks)),
                    np.uint8).reshape(64, chunks)
     return meta_registers(nib, dtype_a, selector, fill=draw(st.integers(0, (1 << 32) - 1)))
+
+
+# ---- tcgen05 beyond the dense MMA: .sp, .ws, sm_103a -------------------------------------------------------
+
+def _dense_to(d: InstrDescriptor, draw, *, sparse=False, ws=False, cta_group=1, max_shift=0):
+    """d with an M and N legal for the form (PTX Table 39), or None when the form has none."""
+    eight_bit_b = d.transpose_b and d.dtype_b in ("e4m3", "e5m2", "s8", "u8")
+    ms = [m for m in (32, 64, 128, 256) if not shape_findings(d.kind, m, 256 if not sparse or not ws else 128,
+                                                              cta_group, sparse=sparse, ws=ws,
+                                                              transposed_8bit_b=eight_bit_b)
+          or any(not shape_findings(d.kind, m, n, cta_group, sparse=sparse, ws=ws, transposed_8bit_b=eight_bit_b)
+                 for n in range(8, 257, 8))]
+    m = draw(st.sampled_from(ms))
+    ns = [n for n in range(8, 257, 8) if not shape_findings(d.kind, m, n, cta_group, sparse=sparse, ws=ws,
+                                                            transposed_8bit_b=eight_bit_b)]
+    return InstrDescriptor(**{**d.__dict__, "m": m, "n": draw(st.sampled_from(ns)), "sparse": sparse,
+                              "max_shift": max_shift})
+
+
+@st.composite
+def tcgen05_sparse_forms(draw, kinds=KINDS, cta_group: int = 1):
+    """InstrDescriptors of legal tcgen05.mma.sp forms: the sparse bit, a selector the kind reads (tf32 / f16:
+    0-3, else 0), M and N of PTX Table 39's sparse rows for `cta_group`."""
+    d = draw(tcgen05_forms(kinds=kinds, cta_group=cta_group))
+    d = _dense_to(d, draw, sparse=True, cta_group=cta_group)
+    return InstrDescriptor(**{**d.__dict__, "sparsity_selector": draw(st.sampled_from(TCGEN05_SELECTORS[d.kind]))})
+
+
+@st.composite
+def tcgen05_ws_forms(draw, kinds=WS_KINDS, sparse=None):
+    """(InstrDescriptor, zero-column mask value or None) of legal tcgen05.mma.ws forms: tf32 / f16 / f8f6f4 / i8,
+    M 32 / 64 / 128, N 64 / 128 / 256 (sparse: 64 / 128), a max shift, and a mask whose column shift keeps
+    within it (PTX Tables 39, 42, 45). sparse=None draws either."""
+    kinds = [k for k in kinds if k in WS_KINDS]
+    d = draw(tcgen05_forms(kinds=kinds, cta_group=1))
+    sp = draw(st.booleans()) if sparse is None else sparse
+    d = _dense_to(d, draw, sparse=sp, ws=True, max_shift=draw(st.integers(0, 3)))
+    if sp:
+        d = InstrDescriptor(**{**d.__dict__, "sparsity_selector": draw(st.sampled_from(TCGEN05_SELECTORS[d.kind]))})
+    if not draw(st.booleans()):
+        return d, None
+    limit = min(d.max_shift_columns, 16 if d.m == 32 else 32)
+    z = ZeroColumnMask(tuple(draw(st.integers(0, 255)) for _ in range(4)), tuple(draw(st.integers(0, 1)) for _ in range(4)),
+                       draw(st.booleans()), draw(st.integers(0, 255)), draw(st.integers(0, 255)),
+                       draw(st.integers(0, limit)))
+    return d, z.encode()
+
+
+@st.composite
+def sparse_nibbles(draw, kind: str, rows: int, valid: bool = True):
+    """(rows, chunks) uint8 metadata nibbles for a tcgen05.mma.sp of `kind`: the meaningful ones of PTX
+    9.7.16.10.8 (valid) or any 4-bit values."""
+    from .blackwell import K_OF_KIND
+    from .blackwell_sparse import CHUNK, VALID_NIBBLES
+    chunks = 2 * K_OF_KIND[kind] // CHUNK[kind]
+    table = VALID_NIBBLES[CHUNK[kind]] if valid else tuple(range(16))
+    return np.array(draw(st.lists(st.sampled_from(table), min_size=rows * chunks, max_size=rows * chunks)),
+                    np.uint8).reshape(rows, chunks)
+
+
+@st.composite
+def sm103_forms(draw, cta_group: int = 1):
+    """K = 96 InstrDescriptors (sm_103a, kind::mxf4 / mxf4nvf4): M and N as PTX Table 39 and CuTe's SM103 atoms
+    allow, scale ids a 3X (.block32) / 6X (.block16) run may start at."""
+    kind = draw(st.sampled_from(["mxf4", "mxf4nvf4"]))
+    scale_type = draw(st.sampled_from(list(SCALE_CODES[kind])))
+    m = draw(st.sampled_from([128] if cta_group == 1 else [128, 256]))
+    ids = (0, 2) if scale_type == "ue4m3" else (0, 1, 2, 3)
+    return InstrDescriptor(kind, "e2m1", "e2m1", m=m, n=16 * draw(st.integers(1, 16)), scale_type=scale_type,
+                           k96=True, a_scale_id=draw(st.sampled_from(ids)), b_scale_id=draw(st.sampled_from(ids)),
+                           negate_a=draw(st.booleans()))
+
+
+@st.composite
+def lbo_mode_descriptors(draw):
+    """UmmaDescriptors with LBO mode 1 that validate(arch='sm103') accepts: 128B swizzle, base offset 0, the second
+    chunk at the start of a 128-byte line (what CuTe's sm103 mainloop writes)."""
+    return UmmaDescriptor(16 * draw(st.integers(0x40, 0x2000)), 128 * draw(st.integers(8, 0x600)),
+                          16 * draw(st.integers(1, 256)), 0, SwizzleMode.B128, version=1, lbo_mode=1)

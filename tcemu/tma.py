@@ -159,9 +159,10 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
     if sw.bits and inner > span:
         raise TmaError("box", f"box[0] spans {inner} bytes, more than the {name} swizzle span ({span} bytes)")
     strides = tensor.strides[::-1]  # bytes, dimension 0 first
-    if strides[0] != es or any(s % 16 for s in strides[1:]) or any(s <= 0 for s in strides):
-        raise TmaError("tensor", f"byte strides {strides[1:]} of dimensions 1.. must be positive multiples of 16, "
-                                 "and dimension 0 contiguous")
+    # a stride of 0 is a multiple of 16 (CUTLASS gives its extent-1 batch mode stride 0; the driver takes it)
+    if strides[0] != es or any(s % 16 for s in strides[1:]) or any(s < 0 for s in strides):
+        raise TmaError("tensor", f"byte strides {strides[1:]} of dimensions 1.. must be non-negative multiples of "
+                                 "16, and dimension 0 contiguous")
     smem_addr = as_int(smem_addr, "smem_addr", 0, (window if window is not None else 1 << 32) - 1, TmaError)
     if smem_addr % 128:
         raise TmaError("smem_addr", f"{smem_addr}: the destination must be 128-byte aligned (misaligned address)")

@@ -12,14 +12,34 @@ tests/test_cute_tmem.py, and are not silicon-verified):
   1 tf32, 2 16-bit, 4 8-bit containers (fp4 in bits 2-5, fp6 in bits 0-5, as mma.sync's f8f6f4 registers),
   8 e2m1 for kind::mxf4*.
   Scales: factor j of row (or B column) r in lane r % 32 of every 32-lane sub-partition (PTX: they must be
-  duplicated into all four), column r // 32, byte sf_id + j of the cell.
+  duplicated into all four), column r // 32, byte sf_id + j of the cell. K = 96 (sm_103a: 3 or 6 factors a row)
+  runs on past byte 3: byte b = sf_id + j of the row's stream sits in column r // 32 + (R / 32) * (b // 4), byte
+  b % 4, R = 128 for up to 128 rows (256 beyond); CuTe's tmem_sf_frg tiled one factor at a time, as its sm103
+  mainloop iterates, puts factor s there (tests/test_cute_tmem.py); PTX's Figures 234-258 (images) agree in
+  having ids 0-3 for 3X, 0 / 2 for 6X and separate SFB pictures for N <= 128 and N > 128.
+
+.ws (weight stationary, PTX 9.7.16.10.5 layouts D, E, G; CuTe's tmem_frg_ws): M = 128 as layout D; M = 64
+(2x2): row r in lane r + 64 * (n // (N/2)), column n % (N/2); M = 32 (1x4): lane r + 32 * (n // (N/4)), column
+n % (N/4). Sparse cta_group::2 M = 128 is layout C, "4x1 (1/2 datapath utilized)" like layout F: each CTA's 64
+rows as M = 64's (our reading of the table; no CuTe builder exists for it).
+
+Sparse metadata (tcgen05.mma.sp, PTX 9.7.16.10.8.4, whose figures we could not read; CuTe's tmem_e_frg /
+tmem_e_frg_ws, element by element in tests/test_cute_tmem.py): the nibble of chunk c of row r sits, relative to
+the metadata address's column plus the sparsity selector,
+  tf32, f16 (8 chunks a row): lane r % 8 + 8 * (c // 4) + 16 * (r // 16), column 0, bits 16 * ((r // 8) % 2)
+  + 4 * (c % 4): one column per instruction (CuTe gives the next K block the next column, and hands an odd
+  column to the hardware as the even one with selector 1; selectors 2-3 continue that pattern, unpinned);
+  i8, f8f6f4, mxf8f6f4, mxf4* (16 chunks): lane r, column c // 8, bits 4 * (c % 8); the selector is 0.
+  Rows per CTA: 128 (M = 128, or M = 256 with cta_group::2); .ws M = 64 and 32 hold their rows in lanes
+  [0, M) and again in every further block of M lanes (the copies must agree). M = 64 without .ws and
+  cta_group::2 M = 128 have no CuTe builder (tmem_e_frg asserts 128 rows): not modelled.
 """
 import numpy as np
 
 from .errors import TmemError
-from .instr import scale_id_rule
+from .instr import SELECTORS, scale_id_rule
 from .smem import SUBBYTE
-from .validate import as_array, as_choice, as_int, as_int_array, as_uint_bits, show
+from .validate import as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 LANES, COLUMNS = 128, 512
 
@@ -71,11 +91,26 @@ def row_lanes(m: int, cta_group: int = 1, lane_base: int = 0) -> np.ndarray:
     raise TmemError("m", f"no tensor-memory layout is modelled for M = {m} with cta_group::{cta_group}")
 
 
-def d_cells(m: int, n: int, cta_group: int = 1, lane_base: int = 0):
+def d_cells(m: int, n: int, cta_group: int = 1, lane_base: int = 0, *, sparse: bool = False, ws: bool = False):
     """(lanes, columns), each (rows of this CTA, N): where this CTA's part of D lives, relative to the
-    D address's column."""
+    D address's column. `ws`: the .ws layouts (D, E, G); `sparse` with cta_group::2 M = 128: layout C."""
     m, cta_group = _m_group(m, cta_group)
     n = _n(n)
+    lane_base = as_int(lane_base, "lane", 0, LANES - 1, TmemError)
+    sparse, ws = as_bool(sparse, "sparse", TmemError), as_bool(ws, "ws", TmemError)
+    if ws:
+        if cta_group != 1 or m not in (32, 64, 128):
+            raise TmemError("m", f"no .ws tensor-memory layout for M = {m} with cta_group::{cta_group}")
+        if lane_base:
+            raise TmemError("lane", f".ws M = {m} starts at lane 0 (PTX 9.7.16.10.5), not {lane_base}")
+        ways = 128 // m  # 1x4 (M = 32), 2x2 (M = 64), 4x1 (M = 128): N split over the lane blocks
+        if n % ways:
+            raise TmemError("n", f"N = {n} does not split over the {ways} lane blocks of .ws M = {m}")
+        r, c = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+        return r + m * (c // (n // ways)), c % (n // ways)
+    if sparse and cta_group == 2 and m == 128:  # layout C: each CTA's 64 rows on half the data path, as layout F
+        lanes = row_lanes(64, 1, lane_base)
+        return np.broadcast_to(lanes[:, None], (64, n)), np.broadcast_to(np.arange(n), (64, n))
     if cta_group == 2 and m == 128:  # layout B, 2x2: N's halves in lanes 0-63 and 64-127
         if lane_base:
             raise TmemError("lane", f"M = 128 with cta_group::2 starts at lane 0, not {lane_base}")
@@ -139,19 +174,21 @@ class TensorMemory:
         self.written[lanes, columns] = True
 
     # D: the accumulator -------------------------------------------------------------------------------
-    def read_d(self, address, m: int, n: int, dtype_d: str, cta_group: int = 1) -> np.ndarray:
+    def read_d(self, address, m: int, n: int, dtype_d: str, cta_group: int = 1, *, sparse: bool = False,
+               ws: bool = False) -> np.ndarray:
         """This CTA's rows of D as raw bits (uint32; uint16 for f16, the low half of each cell)."""
         as_choice(dtype_d, "dtype_d", D_TYPES, TmemError)
-        lanes, cols = d_cells(m, n, cta_group, split_address(address)[0])
+        lanes, cols = d_cells(m, n, cta_group, split_address(address)[0], sparse=sparse, ws=ws)
         cells = self.read(address, lanes, cols)
         return (cells & 0xFFFF).astype(np.uint16) if dtype_d == "f16" else cells
 
-    def write_d(self, address, bits, m: int, dtype_d: str, cta_group: int = 1, keep_lanes=None) -> None:
+    def write_d(self, address, bits, m: int, dtype_d: str, cta_group: int = 1, keep_lanes=None, *,
+                sparse: bool = False, ws: bool = False) -> None:
         """Store this CTA's rows of D (raw bits); lanes set in `keep_lanes` (disable-output-lane) keep
         their old value."""
         as_choice(dtype_d, "dtype_d", D_TYPES, TmemError)
         bits = as_uint_bits(bits, 16 if dtype_d == "f16" else 32, "bits", TmemError, ndim=2)
-        lanes, cols = d_cells(m, bits.shape[1], cta_group, split_address(address)[0])
+        lanes, cols = d_cells(m, bits.shape[1], cta_group, split_address(address)[0], sparse=sparse, ws=ws)
         if bits.shape != lanes.shape:
             raise TmemError("bits", f"must have shape {lanes.shape} (this CTA's rows of D, N), got {bits.shape}")
         cells = bits
@@ -204,13 +241,17 @@ class TensorMemory:
     # Block scales ---------------------------------------------------------------------------------------
     @staticmethod
     def _sf_cells(rows, nsf, sf_id):
+        """(lanes (rows, 1), columns (rows, nsf), bit shifts (nsf,)) of factor j of each row: byte sf_id + j of the
+        row's byte stream, which runs on (K = 96) R / 32 columns further per 4 bytes (module text)."""
         r = np.arange(rows)
-        return r % 32, r // 32, (sf_id + np.arange(nsf)) * 8
+        b = sf_id + np.arange(nsf)
+        wrap = (128 if rows <= 128 else 256) // 32
+        return (r % 32)[:, None], (r // 32)[:, None] + wrap * (b // 4)[None, :], (b % 4) * 8
 
     def read_scales(self, address, rows: int, nsf: int, sf_id: int, field: str = "scale") -> np.ndarray:
         """(rows, nsf) uint8 scale factors; all four sub-partitions must hold the same copy (PTX 9.7.16.10.7)."""
         lane0, _ = split_address(address, field)
-        rows, nsf = as_int(rows, "rows", 1, 2 * LANES, TmemError), as_int(nsf, "nsf", 1, 4, TmemError)
+        rows, nsf = as_int(rows, "rows", 1, 2 * LANES, TmemError), as_int(nsf, "nsf", 1, 6, TmemError)
         sf_id = as_int(sf_id, "sf_id", 0, 3, TmemError)
         if lane0:
             raise TmemError(field, f"scale factors start at lane 0 (they fill every sub-partition), not {lane0}")
@@ -221,29 +262,105 @@ class TensorMemory:
         copies = [self.read(address, lanes + 32 * q, cols, field) for q in range(4)]
         for q in range(1, 4):
             if not np.array_equal(copies[q], copies[0]):
-                r = int(np.argmax(copies[q] != copies[0]))
+                r = int(np.argwhere(copies[q] != copies[0])[0][0])
                 raise TmemError(field, f"row {r}: sub-partition {q} (lane {r % 32 + 32 * q}) differs from lane "
                                        f"{r % 32}; scale factors must be duplicated into all four sub-partitions")
-        return ((copies[0][:, None].astype(np.int64) >> shift[None, :]) & 0xFF).astype(np.uint8)
+        return ((copies[0].astype(np.int64) >> shift[None, :]) & 0xFF).astype(np.uint8)
 
-    def write_scales(self, address, scales, sf_id: int = 0) -> None:
+    def write_scales(self, address, scales, sf_id: int = 0, *, k96: bool = False) -> None:
         """Store (rows, nsf) scale-factor bytes, duplicated into all four sub-partitions (as tcgen05.cp
-        .32x128b.warpx4 does). sf_id (0..3, the 2-bit field) is the byte of the cell the first factor goes to."""
+        .32x128b.warpx4 does). sf_id (0..3, the 2-bit field) is the byte of the cell the first factor goes to.
+        `k96` (sm_103a): bytes past the cell's last run on into later columns (module text), as K = 96's 3 or 6
+        factors a row do."""
         scales = as_uint_bits(scales, 8, "scales", TmemError, ndim=2)
         rows, nsf = scales.shape
         sf_id = as_int(sf_id, "sf_id", 0, 3, TmemError)
-        if not 1 <= rows <= 2 * LANES or not 1 <= nsf <= 4:  # rows: M or N, up to 256
-            raise TmemError("scales", f"must be (rows 1..{2 * LANES}, factors 1..4) bytes, got shape {scales.shape}")
-        if sf_id + nsf > 4:  # a store may fill any bytes of the cell (PTX 9.7.16.10.7.2-3)
+        k96 = as_bool(k96, "k96", TmemError)
+        most = 6 if k96 else 4  # K = 96: 3 (.block32) or 6 (.block16) factors a row
+        if not 1 <= rows <= 2 * LANES or not 1 <= nsf <= most:  # rows: M or N, up to 256
+            raise TmemError("scales", f"must be (rows 1..{2 * LANES}, factors 1..{most}) bytes, got shape "
+                                      f"{scales.shape}")
+        if sf_id + nsf > 4 and not k96:  # a store may fill any bytes of the cell (PTX 9.7.16.10.7.2-3)
             raise TmemError("sf_id", f"{nsf} scale byte(s) per row from byte {sf_id} do not fit the 32-bit tensor-memory "
                                      "cell (4 bytes: byte ids 0-3); an instruction then reads 1 at any byte "
-                                     "(.scale_vec::1X), 2 at byte 0 or 2 (2X) or 4 at byte 0 (4X)")
+                                     "(.scale_vec::1X), 2 at byte 0 or 2 (2X) or 4 at byte 0 (4X); K = 96's runs "
+                                     "past the cell take k96=True")
         lanes, cols, shift = self._sf_cells(rows, nsf, sf_id)
         _, col0 = split_address(address, "scale")
-        mask = np.int64(sum(0xFF << int(s) for s in shift))
         for q in range(4):
-            old = np.where(self.written[lanes + 32 * q, cols + col0], self.cells[lanes + 32 * q, cols + col0], 0)
-            cell = old.astype(np.int64) & ~mask
             for j in range(nsf):
-                cell |= (scales[:, j] & 0xFF) << shift[j]
-            self.write(address, lanes + 32 * q, cols, cell)
+                ll, cc = lanes[:, 0] + 32 * q, cols[:, j]
+                old = np.where(self.written[ll, cc + col0], self.cells[ll, cc + col0], 0).astype(np.int64)
+                cell = (old & ~np.int64(0xFF << int(shift[j]))) | ((scales[:, j] & 0xFF) << shift[j])
+                self.write(address, ll, cc, cell)
+
+    # Sparse metadata (tcgen05.mma.sp) ---------------------------------------------------------------------
+    def read_sparse_meta(self, address, kind: str, rows: int, *, selector: int = 0, ws: bool = False) -> np.ndarray:
+        """(rows, chunks) uint8 metadata nibbles of this CTA's rows of A (module text); .ws copies must agree."""
+        lanes, cols, shift = meta_cells(kind, rows, selector=selector, ws=ws, address=address)
+        copies = [self.read(address, ll, cols, "sparse_meta") for ll in lanes]
+        for q in range(1, len(copies)):
+            if not np.array_equal(copies[q], copies[0]):
+                r, c = np.argwhere(copies[q] != copies[0])[0]
+                raise TmemError("sparse_meta", f"row {r} chunk {c}: copy {q} (lane {int(lanes[q][r, c])}) differs from "
+                                               f"lane {int(lanes[0][r, c])}; .ws M = {rows} reads its metadata from "
+                                               f"every block of {rows} lanes (CuTe's tmem_e_frg_ws duplicates it)")
+        return ((copies[0].astype(np.int64) >> shift) & 0xF).astype(np.uint8)
+
+    def write_sparse_meta(self, address, nibbles, kind: str, *, selector: int = 0, ws: bool = False) -> None:
+        """Lay (rows, chunks) metadata nibbles where tcgen05.mma.sp reads them (every .ws copy)."""
+        nib = np.asarray(nibbles)
+        if nib.ndim != 2 or nib.dtype.kind not in "iu" or (nib.size and (nib.min() < 0 or nib.max() > 15)):
+            raise TmemError("nibbles", f"must be a (rows, chunks) array of 4-bit values, got {nib.dtype} {nib.shape}")
+        lanes, cols, shift = meta_cells(kind, nib.shape[0], selector=selector, ws=ws, address=address)
+        if nib.shape != cols.shape:
+            raise TmemError("nibbles", f".kind::{kind} metadata is {cols.shape} (rows, chunks), got {nib.shape}")
+        _, col0 = split_address(address, "sparse_meta")
+        for ll in lanes:
+            self._spots(address, ll, cols, "sparse_meta")  # bounds
+            spots = (ll.ravel(), (cols + col0).ravel())
+            clear, put = np.zeros((LANES, COLUMNS), np.int64), np.zeros((LANES, COLUMNS), np.int64)
+            np.bitwise_or.at(clear, spots, (np.int64(0xF) << shift).ravel())  # several nibbles share a cell
+            np.bitwise_or.at(put, spots, (nib.astype(np.int64) << shift).ravel())
+            base = np.where(self.written[spots], self.cells[spots], 0).astype(np.int64)
+            self.cells[spots] = ((base & ~clear[spots]) | put[spots]).astype(np.uint32)
+            self.written[spots] = True
+
+
+META_16BIT = ("tf32", "f16")  # one column per instruction, two rows' nibbles per lane (module text)
+
+
+def meta_cells(kind: str, rows: int, *, selector: int = 0, ws: bool = False, address=None):
+    """(lanes: list of (rows, chunks) arrays, one per copy; columns (rows, chunks) relative to the address; bit
+    shifts (rows, chunks)) of the sparse metadata nibble of chunk c of row r (module text)."""
+    if kind not in SELECTORS:
+        raise TmemError("kind", f"{kind!r} is not a tcgen05 kind")
+    if isinstance(selector, bool) or selector not in SELECTORS[kind]:
+        raise TmemError("sparsity_selector", f"{selector!r}: .kind::{kind} takes {SELECTORS[kind]} (PTX 9.7.16.10.8.4)")
+    if ws:
+        if rows not in (32, 64, 128):
+            raise TmemError("m", f".ws sparse metadata holds M = 32, 64 or 128 rows, not {rows}")
+    elif rows != 128:
+        raise TmemError("m", f"sparse metadata in tensor memory is modelled for 128 rows a CTA (M = 128, or M = 256 "
+                             f"with cta_group::2; CuTe's tmem_e_frg asserts it), not {rows}: pass the metadata as an "
+                             "array of nibbles (sparse_meta=...)")
+    if address is not None and split_address(address, "sparse_meta")[0]:
+        raise TmemError("sparse_meta", f"{int(address):#010x} names lane {int(address) >> 16}: the metadata maps "
+                                       "(CuTe's tmem_e_frg / tmem_e_frg_ws) start at lane 0 and fill the lanes they "
+                                       "name; another lane base is not modelled")
+    if address is not None and selector and split_address(address, "sparse_meta")[1] % 2:
+        raise TmemError("sparse_meta", "an odd metadata column with a nonzero selector: CuTe hands the hardware an even "
+                                       "column and carries its low bit in the selector, so what an odd column plus a "
+                                       "selector reads is not pinned")
+    r = np.arange(rows)[:, None]
+    if kind in META_16BIT:
+        c = np.arange(8)[None, :]
+        lane = r % 8 + 8 * (c // 4) + 16 * (r // 16)
+        col = np.zeros_like(lane) + selector
+        shift = 16 * ((r // 8) % 2) + 4 * (c % 4)
+    else:
+        c = np.arange(16)[None, :]
+        lane = r + 0 * c
+        col = c // 8 + 0 * r
+        shift = 4 * (c % 8) + 0 * r
+    return [lane + rows * q for q in range(128 // rows if ws else 1)], col, shift

@@ -40,6 +40,8 @@ MAX_GLOBAL_BYTES = 1 << 26    # the TMA capture's global buffer (8 MiB bundled)
 MAX_FIXTURES = 64             # kernels embedded in one kernel_outputs trace (8 bundled)
 MAX_KERNEL_ELEMENTS = 1 << 24  # elements of one input or output tensor of a captured launch (1024^2 bundled)
 MAX_KERNEL_CTAS = 1 << 16     # CTAs of one captured launch (10 bundled)
+MAX_GEMM_DIM = 1 << 16        # M, N or K of one captured GEMM (1024 bundled)
+MAX_GEMM_MACS = 1 << 33       # M * N * K of one captured GEMM (2^30 bundled): bounds the replay's work
 
 
 @dataclass
@@ -67,9 +69,10 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
              "wgmma_sp_numerics": ("seed", "inst", "steps", "scale_d", "cls", "digest", "diag_case", "diag_offsets",
                                    "diag_regs"),
              "ptx_alu": ("op", "a", "b", "c", "e", "d", "d1"),
-             "kernel_outputs": ("seed", "status", "offsets", "bits")}
+             "kernel_outputs": ("seed", "status", "offsets", "bits"),
+             "gemm_outputs": ("seed", "status", "m", "n", "k", "stored_rows", "offsets", "bits", "digest_offsets",
+                              "row_digests")}
 _OPTIONAL = {"wgmma_operand_addresses": ("replica_mismatches",), "kernel_outputs": ("m", "n", "k", "grid")}
-
 
 
 def _fixture_members(meta) -> List[str]:
@@ -594,10 +597,85 @@ def _kernel_case(case, i, fixtures, formats, store_types, roles) -> int:
     return int(np.prod(case["output"]["shape"])) * np.dtype(store_types[case["output"]["dtype"]]).itemsize
 
 
+def _check_gemm(meta, cols):
+    """gemm_outputs: every case record holds what tcemu/gemm_trace.py reads (op, types, options, kernels, the
+    inputs' seeds and shapes, which must be the columns' M x K and K x N), and each case's stored bytes and row
+    digests are its record's: stored_rows whole rows of N outputs, M digests; none for a failed case."""
+    from .gemm_trace import _OUT
+    from .kernel_inputs import FORMATS
+    status = _col(cols, "status", 0, 127, (None,))
+    n = status.size
+    _col(cols, "seed", 0, (1 << 64) - 1, (n,))
+    m, nn, k = (_col(cols, c, 1, MAX_GEMM_DIM, (n,)).astype(np.int64) for c in ("m", "n", "k"))
+    rows = _col(cols, "stored_rows", 0, MAX_GEMM_DIM, (n,)).astype(np.int64)
+    bits = _col(cols, "bits", 0, 255, (None,))
+    off = _offsets(cols, "offsets", n, bits.size)
+    digests = _col(cols, "row_digests", 0, (1 << 64) - 1, (None,))
+    doff = _offsets(cols, "digest_offsets", n, digests.size)
+    cases = meta.get("cases")
+    if not isinstance(cases, list) or len(cases) != n:
+        raise TraceError("meta.cases", f"one case record per status entry expected ({n}), got {show(cases)}")
+    scales = meta.get("scales")
+    for i, case in enumerate(cases):
+        field = f"meta.cases[{i}]"
+        if not isinstance(case, dict):
+            raise TraceError(field, f"must be a record (a JSON object), got {show(case)}")
+        M, N, K = int(m[i]), int(nn[i]), int(k[i])
+        if M * N * K > MAX_GEMM_MACS or max(M * K, K * N, M * N) > MAX_KERNEL_ELEMENTS:
+            raise TraceError(field, f"{M} x {N} x {K} is larger than a trace's GEMM ({MAX_GEMM_MACS:,} products, "
+                                    f"{MAX_KERNEL_ELEMENTS:,} elements an operand)")
+        if status[i] != 0:
+            if rows[i] or off[i + 1] != off[i] or doff[i + 1] != doff[i]:
+                raise TraceError(field, "a case that was not captured stores no outputs and no digests")
+            continue
+        _gemm_case(case, field, M, N, K, meta, scales, FORMATS, _OUT)
+        size = np.dtype(_OUT[case["out"]]).itemsize
+        if rows[i] > M or off[i + 1] - off[i] != rows[i] * N * size:
+            raise TraceError("offsets", f"case {i} stores {int(off[i + 1] - off[i]):,} bytes; {int(rows[i])} whole "
+                                        f"rows of {N} {case['out']} outputs (at most {M} rows) expected")
+        if doff[i + 1] - doff[i] != M:
+            raise TraceError("digest_offsets", f"case {i} holds {int(doff[i + 1] - doff[i])} row digests; its "
+                                               f"{M} rows expected")
+
+
+def _gemm_case(case, field, M, N, K, meta, scales, formats, out_types):
+    def need(cond, what):
+        if not cond:
+            raise TraceError(field, what)
+
+    def finite(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and abs(v) < 1e38
+    need(isinstance(case.get("op"), str) and isinstance(case.get("in"), str), "op and in must be names")
+    need(case.get("out") in out_types, f"out must be one of {', '.join(out_types)}")
+    need(isinstance(case.get("options", {}), dict), "options must be a record")
+    need(isinstance(case.get("kernels", []), list) and len(case.get("kernels", [])) <= 64 and
+         all(isinstance(x, str) and len(x) <= 400 for x in case.get("kernels", [])),
+         "kernels must be a list of kernel names")
+    need(case.get("b_layout", "KN") is None or isinstance(case.get("b_layout", "KN"), str),
+         "b_layout must be a name")
+    if case["op"] == "scaled_mm":
+        sc = case.get("scales") or scales
+        need(isinstance(sc, list) and len(sc) == 2 and all(finite(v) for v in sc),
+             "scaled_mm needs its two per-tensor scales (the case's or meta.scales): finite numbers")
+    ins = case.get("inputs")
+    need(isinstance(ins, list) and all(isinstance(t, dict) for t in ins) and
+         sorted(t.get("buffer") for t in ins) == ["a", "b"], "inputs must be the records of buffers a and b")
+    want_b = [K, N] if case.get("b_layout", "KN") == "KN" else [N, K]  # otherwise stored (N, K), passed .t()
+    for t in ins:
+        shape = [M, K] if t["buffer"] == "a" else want_b
+        need(t.get("dtype") == case["in"] and t["dtype"] in formats,
+             f"input {t['buffer']}'s dtype must be the case's type ({show(case['in'])}), one of tcemu.kernel_inputs'")
+        need(t.get("shape") == shape and all(is_int(x) for x in t["shape"]),
+             f"input {t['buffer']}'s shape must be {shape} (M, N, K of the columns)")
+        need(is_int(t.get("seed")) and 0 <= t["seed"] < 1 << 64 and is_int(t.get("stream")) and
+             0 <= t["stream"] < 1 << 64, f"input {t['buffer']} needs an integer seed and stream below 2^64")
+
+
 _CHECKS = {"wgmma_operand_addresses": _check_addresses, "wgmma_numerics": _check_numerics,
            "smem_wavefronts": _check_wavefronts, "tma_tile_loads": _check_tma,
            "wgmma_sp_operand_addresses": _check_sp_addresses, "wgmma_sp_metadata": _check_sp_metadata,
-           "wgmma_sp_numerics": _check_sp_numerics, "ptx_alu": _check_ptx_alu, "kernel_outputs": _check_kernels}
+           "wgmma_sp_numerics": _check_sp_numerics, "ptx_alu": _check_ptx_alu, "kernel_outputs": _check_kernels,
+           "gemm_outputs": _check_gemm}
 
 
 @dataclass
@@ -1002,7 +1080,43 @@ def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
                                          f"{hw.size - same} of {hw.size} output bytes differ")
 
 
-_REPLAYERS = {"ptx_alu": _replay_ptx_alu, "kernel_outputs": _replay_kernels,
+def _replay_gemm(trace: Trace, result: ReplayResult, max_report: int):
+    """cuBLAS GEMMs (gemm_outputs) through tcemu.matmul; the model of each case comes from its record
+    (tcemu/gemm_trace.py), and cases it does not claim are noted, not judged."""
+    from .gemm_trace import case_model, compare, run_case
+    cols = trace.columns
+    for i, case in enumerate(trace.meta["cases"]):  # check_trace has held every record to _check_gemm
+        label = f"case {i} {case.get('op')} {case.get('in')}->{case.get('out')} {case.get('M')}x{case.get('N')}x" \
+                f"{case.get('K')}"
+        if int(cols["status"][i]) != 0:
+            result.notes.append(f"{label}: not captured ({case.get('error') or case.get('status')})")
+            continue
+        kw, reason = case_model(case, trace.meta)
+        if kw is None:
+            result.notes.append(f"{label}: not judged ({reason})")
+            continue
+        opts = case.get("options") or {}
+        name = f"{case['op']} {case['in']}->{case['out']}" + (
+            "" if case["op"] != "scaled_mm" else " fast_accum" if opts.get("use_fast_accum") else " promote")
+        g = result.groups.setdefault(name, GroupResult())
+        try:
+            rows_eq, same, stored, rows = compare(cols, i, case, run_case(case, kw))
+        except TcemuError as e:  # the model refuses the case: every value of it counts as differing
+            g.cases += 1
+            g.values += int(cols["m"][i]) + int(cols["stored_rows"][i]) * int(cols["n"][i])
+            if len(result.mismatches) < max_report:
+                result.mismatches.append(f"{label}: tcemu raised {type(e).__name__}: {e}"[:400])
+            continue
+        g.cases += 1
+        g.values += rows + stored
+        g.values_matched += rows_eq + same
+        g.cases_matched += rows_eq == rows and same == stored
+        if (rows_eq != rows or same != stored) and len(result.mismatches) < max_report:
+            result.mismatches.append(f"{label}: {rows - rows_eq} of {rows} row digests and {stored - same} of "
+                                     f"{stored} stored outputs differ")
+
+
+_REPLAYERS = {"ptx_alu": _replay_ptx_alu, "kernel_outputs": _replay_kernels, "gemm_outputs": _replay_gemm,
               "wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
               "smem_wavefronts": _replay_wavefronts, "tma_tile_loads": _replay_tma,
               "wgmma_sp_operand_addresses": _replay_sp_addresses, "wgmma_sp_metadata": _replay_sp_metadata,

@@ -22,8 +22,12 @@ Covered (every element compared, exactly):
 Not compared with tcemu (tcemu does not model them; checked against CuTe's formula only):
   A of F16BF16_2x1SM_TS at M = 128 (TmemAllocMode::Duplicated: a CTA's 64 rows at lanes r and r + 64;
   tcemu raises), and SFB of the cta_group::2 M = 128 (2x2) data path (ScaleFactorDuplicated2by2).
-Left out: M = 32 2-SM atoms and the .ws / sparse-metadata fragments (tmem_frg_ws, tmem_e_frg), which
-tcemu does not model.
+Sparse metadata (tcgen05.mma.sp): UMMA::tmem_e_frg (M = 128, f16 / tf32 / 8-bit / fp4, two MMAs deep in K) and
+  tmem_e_frg_ws (.ws M = 128 / 64 / 32 with their duplicated copies) against tmem.meta_cells, every element's
+  lane, column and bit; D of .ws (tmem_frg_ws, layouts D / E / G) against d_cells(ws=True); the scale factors of
+  sm103's K = 96 MMAs as CuTe's sm103 mainloop iterates them (tmem_sf_frg, one factor per K step, MMA j from
+  factor 3j or 6j) against TensorMemory._sf_cells's runs past byte 3.
+Left out: M = 32 2-SM atoms.
 
 Convention converted here: CuTe's tmem_ptr is lane << 16 | column like PTX's address, but tmem_ptr::operator+
 rotates a sub-word element offset into the top byte (rotr(offset, log2(32 / bits)), its "idx_" field), so the
@@ -37,7 +41,7 @@ import numpy as np
 import pytest
 
 from tcemu import TmemError
-from tcemu.tmem import TensorMemory, d_cells, tmem_address
+from tcemu.tmem import TensorMemory, d_cells, meta_cells, tmem_address
 
 from test_cute_umma import _cute_include, _nvcc  # the same CuTe headers / nvcc lookup and skips
 
@@ -56,7 +60,12 @@ def tmem_oracle(tmp_path_factory):
     assert run.returncode == 0, run.stderr[-2000:]
     recs = [json.loads(line) for line in run.stdout.splitlines()]
     for r in recs:
-        if r["rec"] in ("d", "a", "sf"):
+        if r["rec"] == "e":  # sparse metadata: (tile, copy, row, k)
+            shape = (r["tiles"], r["copies"], r["m"], r["k"])
+            r["lane"], r["col"] = (np.asarray(r[f], np.int64).reshape(shape) for f in ("lane", "col"))
+            idx = np.asarray(r.pop("idx"), np.int64).reshape(shape)
+            r["sub"], r["idx_low"] = idx >> (8 - r["shift"]), idx & ((1 << (8 - r["shift"])) - 1)
+        elif r["rec"] in ("d", "a", "sf", "dws", "sf103"):
             shape = (r["tiles"][1], r["tiles"][0], r["rows"], r["cols"])  # (t2, t1, i, k)
             r["lane"], r["col"] = (np.asarray(r[f], np.int64).reshape(shape) for f in ("lane", "col"))
             idx = np.asarray(r.pop("idx"), np.int64).reshape(shape)
@@ -97,6 +106,7 @@ def test_oracle_output_is_complete(tmem_oracle):
     kinds = [r["rec"] for r in tmem_oracle]
     assert kinds[0] == "meta" and kinds[-1] == "end"
     assert len(_of(tmem_oracle, "d")) == 31 and len(_of(tmem_oracle, "a")) == 10 and len(_of(tmem_oracle, "sf")) == 22
+    assert len(_of(tmem_oracle, "e")) == 11 and len(_of(tmem_oracle, "dws")) == 6 and len(_of(tmem_oracle, "sf103")) == 5
     for r in tmem_oracle[1:-1]:
         assert not r["idx_low"].any(), _name(r)
         # CuTe's per-CTA partition: 2-SM atoms hand each CTA M / 2 rows of D
@@ -177,8 +187,8 @@ def test_scales_match_cute(tmem_oracle):
         lanes, cols, shift = TensorMemory._sf_cells(mn, r["nsf"], r["sf_id"])
         q, row = np.divmod(np.arange(4 * mn), mn)
         j = np.arange(r["cols"]) // vs
-        want_lane = (lanes[row] + 32 * q)[:, None]
-        want_col = cols[row][:, None] + int(r["col"][0, 0, 0, 0])
+        want_lane = (lanes[row, 0] + 32 * q)[:, None]
+        want_col = cols[row][:, j] + int(r["col"][0, 0, 0, 0])
         want_sub = (shift // 8)[j][None, :]
         checked += _compare(r, (0, 0), want_lane, want_col, want_sub, failures)
     assert not failures, "\n".join(failures[:12])
@@ -199,3 +209,78 @@ def test_sfb_2x2_data_path(tmem_oracle):
         assert np.array_equal(r["lane"][0, 0], np.broadcast_to(want_lane[:, None], (2 * mn, r["cols"])))
         assert np.array_equal(r["col"][0, 0], np.broadcast_to(want_col[:, None], (2 * mn, r["cols"])))
         assert np.array_equal(r["sub"][0, 0][0], np.arange(r["cols"]) // r["vs"])
+
+
+# ---------------------------------------------------------------------------------------------
+# tcgen05.mma.sp metadata, .ws D, sm103 K = 96 scale factors
+# ---------------------------------------------------------------------------------------------
+CHUNK_OF = {"f16": 4, "tf32": 2, "i8": 4, "mxf4": 8}
+
+
+def test_sparse_metadata_matches_cute(tmem_oracle):
+    """tmem.meta_cells against CuTe's tmem_e_frg / tmem_e_frg_ws, every logical element of A: element k of chunk
+    c = k // w sits in its chunk's lane and column, at bit shift + (k % w) * 4 / w (a nibble per chunk). CuTe gives
+    the next MMA's metadata the next column (tf32 / f16) or the next two (8-bit, fp4): the base tcemu's
+    selector reading (column + selector) rests on, with CuTe handing an odd column over as selector 1."""
+    failures, checked = [], 0
+    for r in _of(tmem_oracle, "e"):
+        assert not r["idx_low"].any(), _name(r)
+        kind, m, k, w = r["kind"], r["m"], r["k"], CHUNK_OF[r["kind"]]
+        lanes, cols, shift = meta_cells(kind, m, ws=bool(r["ws"]))
+        assert len(lanes) == r["copies"], _name(r)
+        unit = {5: 1, 4: 2, 6: 0.5}[r["shift"]]  # bits per sub-word index: 1 (f16, 8-bit), 2 (tf32), 1/2 (fp4)
+        kk = np.arange(k)
+        col0 = int(r["col"][0, 0, 0, 0])
+        for t in range(r["tiles"]):
+            step = t * (1 if kind in ("f16", "tf32") else 2)
+            for q in range(r["copies"]):
+                want = (lanes[q][:, kk // w], cols[:, kk // w] + col0 + step, shift[:, kk // w] + (kk % w) * 4 / w)
+                got = (r["lane"][t, q], r["col"][t, q], r["sub"][t, q] * unit)
+                for what, g, wnt in zip(("lane", "column", "bit"), got, want):
+                    bad = np.argwhere(g != wnt)
+                    if len(bad):
+                        i, j = bad[0]
+                        failures.append(f"e {kind} ws={r['ws']} M={m} tile {t} copy {q}: {len(bad)} {what}s differ, "
+                                        f"first (row {i}, k {j}): CuTe {g[i, j]} tcemu {wnt[i, j]}")
+                checked += g.size
+    assert not failures, "\n".join(failures[:12])
+    # non-.ws: two tiles of 128 rows; .ws: one tile, M rows in 128 / M copies
+    assert checked == 2 * 128 * (32 + 16 + 64 + 128) + 128 * (32 + 32 + 32 + 16 + 16 + 64 + 64)
+
+
+def test_ws_d_matches_cute(tmem_oracle):
+    """d_cells(M, N, ws=True): layout D (M = 128), E (M = 64: N's halves in lanes 0-63 / 64-127), G (M = 32: N's
+    quarters in the four sub-partitions), against CuTe's tmem_frg_ws."""
+    failures, checked = [], 0
+    for r in _of(tmem_oracle, "dws"):
+        lane0, col0 = int(r["lane"][0, 0][0, 0]), int(r["col"][0, 0][0, 0])
+        lanes, cols = d_cells(r["m"], r["n"], 1, lane0, ws=True)
+        checked += _compare(r, (0, 0), lanes, cols + col0, 0, failures)
+    assert not failures, "\n".join(failures[:12])
+    assert checked == 128 * 64 + 128 * 256 + 64 * 64 + 64 * 256 + 32 * 64 + 32 * 128
+
+
+def test_sm103_k96_scales_match_cute(tmem_oracle):
+    """K = 96: MMA j reads factors 3j .. 3j + 2 (.block32) or 6j .. 6j + 5 (.block16) of CuTe's factor stream. Its
+    address is CuTe's for factor 3j (6j) with the byte in the scale-factor id, as CuTe's sm103 mainloop issues it;
+    TensorMemory._sf_cells(rows, 3 or 6, id) must then name CuTe's lane, column and byte of every factor of
+    every row and sub-partition copy, the runs past byte 3 included (ids 1-3, N > 128 with 8 columns a run)."""
+    failures, checked, ids = [], 0, set()
+    for r in _of(tmem_oracle, "sf103"):
+        mn, nsf = r["mn"], 96 // r["vs"]
+        lane, col, sub = r["lane"][:, 0], r["col"][:, 0], r["sub"][:, 0]  # (factor s, i = row + MN * copy, k)
+        for j in range(r["nk"] // nsf):
+            s0 = j * nsf
+            col0, sf_id = int(col[s0, 0, 0]), int(sub[s0, 0, 0])
+            ids.add(sf_id)
+            lanes, cols, shift = TensorMemory._sf_cells(mn, nsf, sf_id)
+            q, row = np.divmod(np.arange(4 * mn), mn)
+            for i in range(nsf):
+                want = ((lanes[row, 0] + 32 * q), cols[row, i] + col0, shift[i] // 8)
+                got = (lane[s0 + i, :, 0], col[s0 + i, :, 0], sub[s0 + i, :, 0])
+                for what, g, wnt in zip(("lane", "column", "byte"), got, want):
+                    if not np.array_equal(g, np.broadcast_to(wnt, g.shape)):
+                        failures.append(f"sf103 {r['which']} MN={mn} VS={r['vs']} MMA {j} factor {i}: {what}s differ")
+                checked += g.size
+    assert not failures, "\n".join(failures[:12])
+    assert ids == {0, 1, 2, 3} and checked == 4 * (2 * 128 * 12 + 256 * 12 + 128 * 24 + 256 * 24)

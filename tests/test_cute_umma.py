@@ -59,7 +59,7 @@ def _compile_command(nvcc, include, part, exe):
 
 class Oracle:
     def __init__(self, lines):
-        self.meta, self.tiles, self.smem, self.instr, self.ends = [], {}, [], [], []
+        self.meta, self.tiles, self.smem, self.instr, self.ends, self.sm103 = [], {}, [], [], [], []
         for line in lines:
             rec = json.loads(line)
             kind = rec["rec"]
@@ -72,6 +72,8 @@ class Oracle:
             elif kind == "idesc":
                 rec["value"] = int(rec["value"], 16)
                 self.instr.append(rec)
+            elif kind in ("sm103_tile", "sm103_desc"):
+                self.sm103.append(rec)
             else:
                 (self.meta if kind == "meta" else self.ends).append(rec)
 
@@ -401,10 +403,16 @@ def _breaks_scale_vec_4x(r):
     return r.get("sf") == "ue4m3" and not r["k_size"] and (r["a_sf_id"] or r["b_sf_id"])
 
 
+def _breaks_selector(r):
+    """PTX 9.7.16.10.8.4.5-6: the sparsity selector must be 0 for .kind::i8 and .kind::f8f6f4 (CuTe's own
+    S8 / F8F6F4 sparse atoms pass id2 = 0; the oracle hands make_runtime_instr_desc other values on purpose)."""
+    return "sf" not in r and r["kind"] in ("i8", "f8f6f4") and r["sparse"] and r["sparse_id2"]
+
+
 def test_tcemu_instr_descriptors_match_cute(oracle):
     cls = _tcemu_attr("InstrDescriptor", "instr")
     failures = []
-    refused_4x = 0
+    refused_4x = refused_sel = 0
     for r in oracle.instr:
         known = _classify(r)
         if known == "f8f6f4 f16 accumulator":
@@ -416,6 +424,9 @@ def test_tcemu_instr_descriptors_match_cute(oracle):
                 continue  # tcemu refuses reserved bits 0-1, as the PTX text has them
             if _breaks_scale_vec_4x(r) and e.field in ("a_scale_id", "b_scale_id") and "4X" in e.rule:
                 refused_4x += 1
+                continue
+            if _breaks_selector(r) and e.field == "sparsity_selector" and "must be 0" in e.rule:
+                refused_sel += 1
                 continue
             failures.append(f"{r['kind']} {r['a_cxx']}x{r['b_cxx']} {r['value']:#010x}: raised {e}")
             continue
@@ -430,3 +441,34 @@ def test_tcemu_instr_descriptors_match_cute(oracle):
             failures.append(f"{r['kind']} {r['value']:#010x}: encode gives {d.encode():#010x}")
     assert not failures, f"{len(failures)} disagree:\n" + "\n".join(failures[:20])
     assert refused_4x == sum(1 for r in oracle.instr if _breaks_scale_vec_4x(r)) > 0
+    assert refused_sel == sum(1 for r in oracle.instr if _breaks_selector(r)) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# sm103: K = 96 through LBO mode 1, as CuTe's sm103 mainloop issues it
+# ---------------------------------------------------------------------------------------------
+def test_sm103_lbo_mode_reads_cutes_k_blocks(oracle):
+    """CuTe's sm103 block-scaled mainloop lays three 128-byte K stages of A (and B) in K-major 128B-swizzled
+    shared memory and issues eight K = 96 (48-byte) MMAs over them; MMAs 2 and 5 start 96 bytes into a stage,
+    so their 48 bytes run into the next stage, whose start CuTe writes into the LBO field with LBO mode 1
+    (SM103::mma_unpack). tcemu's reading of LBO mode 1 (addressing.py) must give, element by element, the bytes
+    CuTe's own layout holds for K bytes [48 j, 48 j + 48) of the stages laid end to end; mode 0 must not
+    (it would read the start's next 128-byte line)."""
+    from dataclasses import replace
+    tiles = {r["mn"]: np.asarray(r["offsets"], np.int64).reshape(3, r["mn"], 128)
+             for r in oracle.sm103 if r["rec"] == "sm103_tile"}
+    descs = [r for r in oracle.sm103 if r["rec"] == "sm103_desc"]
+    assert sorted(tiles) == [128, 256] and len(descs) == 16
+    crossing = 0
+    for r in descs:
+        mn, j = r["mn"], r["mma"]
+        want = np.concatenate(list(tiles[mn]), axis=1)[:, 48 * j + np.arange(96) // 2]  # packed e2m1: its byte
+        d = tcemu.UmmaDescriptor.decode(int(r["desc"], 16))
+        assert d.lbo_mode == 1 and d.validate("sm103", major="K") == [], r
+        got = tcemu.operand_addresses(d, rows=mn, k=96, dtype="e2m1", arch="sm103")
+        assert np.array_equal(got, want), r
+        if r["kblock"] > 5:  # the read crosses into the next stage: LBO mode 0 reads something else
+            crossing += 1
+            mode0 = tcemu.operand_addresses(replace(d, lbo_mode=0, lbo=16), rows=mn, k=96, dtype="e2m1", arch="sm103")
+            assert not np.array_equal(mode0, want)
+    assert crossing == 4

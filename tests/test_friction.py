@@ -7,7 +7,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PUBLIC_SUBMODULES = ["addressing", "arch", "banks", "blackwell", "check", "cli", "descriptors", "dtypes", "errors",
+PUBLIC_SUBMODULES = ["addressing", "arch", "banks", "blackwell", "blackwell_sparse", "check", "cli", "collector",
+                     "descriptors", "dtypes", "errors",
                      "explain", "fdp", "formats", "fragments", "fuzz", "hopper", "instr", "kernel_inputs", "operand",
                      "oracle", "pictures", "ptx", "seeds", "smem", "sparse", "sparse_seeds", "strategies", "swizzle",
                      "tma", "tmem", "traces", "triton"]

@@ -63,3 +63,54 @@ def test_wgmma_forms_strategy(form):
 def test_tcgen05_forms_strategy(d, desc):
     assert d.validate() == [] and tcemu.InstrDescriptor.decode(d.encode(), d.kind) == d
     assert isinstance(desc, tcemu.UmmaDescriptor) and desc.validate() == []
+
+
+# ---- tcgen05 .sp / .ws / sm_103a ---------------------------------------------------------------------------
+
+def test_sm103_campaign_agrees_and_catches_mode_0():
+    """sm103 cases: half of them LBO mode 1 (K = 96 fp4 as 48 bytes), against two pycute layouts composed as the
+    PTX sentence reads; an emulator that ignores the mode (reads on in the start's line) is caught."""
+    result = campaign(cases=40, seed=7, progress=None, arch="sm103")
+    assert (result["cases"], result["disagreement"]) == (40, None)
+
+    def mode0(desc, **kw):
+        if desc.lbo_mode:
+            desc = dataclasses.replace(desc, lbo_mode=0, lbo=16)
+        return operand_addresses(desc, **kw)
+    rep = campaign(cases=200, seed=7, progress=None, arch="sm103", emulator=mode0)["disagreement"]
+    assert rep is not None and "mode1_oracle" in rep and "arch='sm103'" in rep
+
+
+from tcemu.strategies import lbo_mode_descriptors, sm103_forms, sparse_nibbles, tcgen05_sparse_forms, tcgen05_ws_forms  # noqa: E402
+from tcemu.blackwell import check_form as tcgen05_check_form  # noqa: E402
+from tcemu.blackwell_sparse import invalid_nibbles  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(st.sampled_from([1, 2]).flatmap(lambda g: st.tuples(st.just(g), tcgen05_sparse_forms(cta_group=g))))
+def test_sparse_forms_strategy(case):
+    group, d = case
+    assert d.sparse and d.validate(cta_group=group) == []
+    tcgen05_check_form(d, group, False, None, None, 0)
+
+
+@given(tcgen05_ws_forms())
+def test_ws_forms_strategy(case):
+    d, mask = case
+    assert d.m in (32, 64, 128) and d.validate(ws=True) == []
+    tcgen05_check_form(d, 1, False, None, None, 0, ws=True)
+    if mask is not None:
+        assert tcemu.instr.ZeroColumnMask.decode(mask).validate(d.m, d.n, d.max_shift_columns) == []
+
+
+@given(st.sampled_from(["tf32", "f16", "i8", "mxf4"]).flatmap(lambda k: st.tuples(st.just(k), sparse_nibbles(k, 16))))
+def test_sparse_nibbles_strategy(case):
+    kind, nib = case
+    assert nib.shape == (16, {"tf32": 8, "f16": 8, "i8": 16, "mxf4": 16}[kind]) and not invalid_nibbles(nib, kind).any()
+
+
+@given(sm103_forms(), lbo_mode_descriptors())
+def test_sm103_strategies(d, desc):
+    tcgen05_check_form(d, 1, False, desc, None, 0, arch="sm103")
+    assert desc.validate("sm103", major="K") == []
+    assert operand_addresses(desc, rows=8, k=96, dtype="e2m1", arch="sm103").shape == (8, 96)

@@ -13,16 +13,18 @@ def test_decode_is_exact_or_refused(value, kind):
         d = InstrDescriptor.decode(value, kind)
     except DescriptorError as e:
         assert e.field in ("dtype_a", "dtype_b", "dtype_d", "scale_type", "reserved", "saturate", "negate_a",
-                           "negate_b", "transpose_a", "transpose_b", "a_scale_id", "b_scale_id")
+                           "negate_b", "transpose_a", "transpose_b", "a_scale_id", "b_scale_id",
+                           "sparsity_selector", "k96")
         return
     assert d.encode() == value and d.kind == kind
 
 
 def test_table42_field_positions():
     d = InstrDescriptor("f8f6f4", "e2m3", "e2m1", m=128, n=248, dtype_d="f16", negate_a=True, transpose_b=True,
-                        sparse=True, sparsity_selector=3, max_shift=2)
+                        sparse=True, max_shift=2)
     v = d.encode()
-    assert (v & 3, v >> 2 & 1, v >> 4 & 3, v >> 7 & 7, v >> 10 & 7) == (3, 1, 0, 3, 5)
+    assert (v & 3, v >> 2 & 1, v >> 4 & 3, v >> 7 & 7, v >> 10 & 7) == (0, 1, 0, 3, 5)
+    assert InstrDescriptor("f16", "f16", "f16", m=128, n=8, sparse=True, sparsity_selector=3).encode() & 7 == 0b111
     assert (v >> 13 & 1, v >> 14 & 1, v >> 15 & 1, v >> 16 & 1) == (1, 0, 0, 1)
     assert (v >> 17 & 63, v >> 24 & 31, v >> 30) == (31, 8, 2)
     assert InstrDescriptor("i8", "s8", "u8", m=64, n=8, dtype_d="s32", saturate=True).encode() == \

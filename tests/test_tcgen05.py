@@ -440,7 +440,9 @@ def test_cta_pair_with_a_in_tensor_memory():
 
 @pytest.mark.parametrize("kw,field,match", [
     (dict(kind="i8", dtype_a="s8", dtype_b="s8", m=64, n=40, dtype_d="s32"), "n", "48..256"),
-    (dict(kind="mxf8f6f4", dtype_a="e4m3", dtype_b="e4m3", m=128, n=8, sparse=True), "sparse", "not modelled"),
+    (dict(kind="mxf8f6f4", dtype_a="e4m3", dtype_b="e4m3", m=128, n=8, sparse=True), "sparse_meta", "pass the metadata"),
+    (dict(kind="f16", dtype_a="f16", dtype_b="f16", m=64, n=8, max_shift=1), "max_shift", "tcgen05.mma.ws"),
+    (dict(kind="f16", dtype_a="f16", dtype_b="f16", m=32, n=64), "m", "M = 32 is a .ws shape"),
     (dict(kind="mxf4", dtype_a="e2m1", dtype_b="e2m1", m=128, n=8, k96=True), "k96", "sm_103a"),
     (dict(kind="f16", dtype_a="f16", dtype_b="f16", m=256, n=8), "m", "Table 39"),  # M = 256 needs the pair
     (dict(kind="f8f6f4", dtype_a="e4m3", dtype_b="e4m3", m=64, n=8, transpose_b=True), "n", "Table 50"),

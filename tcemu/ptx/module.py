@@ -137,6 +137,7 @@ class Module:
             raise PtxError("kernel", f"{show(name)} is not a kernel of this module; kernels: {', '.join(self.kernels)}")
         prog = Program(fn, self._module_symbols(), [v for v in self.tree.variables if v.space == "shared"],
                        self.tree.functions)
+        prog.target = tuple(self.tree.target)   # sm_103a forms (tcgen05 K = 96, LBO mode 1) read it
         prog.set_dynamic_base()
         code = []
         for pc, ins in enumerate(prog.instrs):

@@ -146,9 +146,10 @@ def validate(tm: TensorMap, where: str = "tensor map") -> None:
         if not 0 < d <= 1 << 32:
             raise TmaError("global_dim", f"{where}: globalDim[{i}] = {d} must be in 1..2^32")
     for i, s in enumerate(tm.global_stride):
-        if s % 16 or not 0 < s < 1 << 40:
-            raise TmaError("global_stride", f"{where}: globalStrides[{i}] = {s} must be a positive multiple of 16 "
-                                            "below 2^40")
+        # 0 is a multiple of 16: CUTLASS encodes a batch mode of extent 1 with stride 0 (make_cute_packed_stride;
+        # CuTe's make_tma_copy_desc asserts only "multiple of 16B" and "below 2^40")
+        if s % 16 or not 0 <= s < 1 << 40:
+            raise TmaError("global_stride", f"{where}: globalStrides[{i}] = {s} must be a multiple of 16 below 2^40")
     for i, b in enumerate(tm.box_dim):
         if not 0 < b <= 256:
             raise TmaError("box_dim", f"{where}: boxDim[{i}] = {b} must be in 1..256 (0: never set?)")

@@ -137,6 +137,64 @@ void d_grid_2sm() {
   d_case<SM100_MMA_F16BF16_2x1SM_SS<half_t, half_t, C, 128, 256, K_, K_>, 2, 128, 256>("F16BF16_2x1SM_SS");
 }
 
+// Sparse metadata (tcgen05.mma.sp): UMMA::tmem_e_frg (the sparse traits' FrgTypeE) and tmem_e_frg_ws (.ws),
+// over one MMA's ((M, K[, copies]), 1, TILES) where K counts logical elements of A. For every (tile, copy, row,
+// k): lane, column and the sub-word index (units of the metadata element's bits: 1 for f16 / 8-bit, 2 for tf32,
+// 1/2 for fp4, i.e. tmem_ptr<sparse_elem<S, uint8_t>>::OffsetShift 5, 4, 6).
+template <class Frg, class V, int M, int K, int TILES>
+void e_case(char const* kind, int ws) {
+  Tensor t = Frg::make(make_shape(make_shape(Int<M>{}, Int<K>{}), _1{}, Int<TILES>{}));
+  using T = typename remove_cvref_t<decltype(t.data())>::value_type;
+  // .ws copies: a third sub-mode (tf32 / f16 atoms), or the high part of an over-long K mode (8-bit atoms:
+  // Shape<M, Shape<64, copies>>); element k of copy q is then K index k + K * q.
+  constexpr int R0 = decltype(rank<0>(t))::value;
+  int copies = 1;
+  if constexpr (R0 == 3) copies = int(size<0, 2>(t));
+  else copies = int(size<0, 1>(t)) / K;
+  printf("{\"rec\":\"e\",\"kind\":\"%s\",\"ws\":%d,\"m\":%d,\"k\":%d,\"copies\":%d,\"tiles\":%d,\"shift\":%d", kind, ws,
+         M, K, copies, TILES, int(tmem_ptr<T>::OffsetShift));
+  char const* field[3] = {"lane", "col", "idx"};
+  for (int f = 0; f < 3; ++f) {
+    printf(",\"%s\":[", field[f]);
+    char const* sep = "";
+    for (int b = 0; b < TILES; ++b)
+      for (int q = 0; q < copies; ++q)
+        for (int i = 0; i < M; ++i)
+          for (int k = 0; k < K; ++k) {
+            int off;
+            if constexpr (R0 == 3) off = t.layout()(make_coord(make_coord(i, k, q), 0, b));
+            else off = t.layout()(make_coord(make_coord(i, k + K * q), 0, b));
+            auto p = t.data() + off;
+            printf("%s%d", sep, f == 0 ? int(p.dp_) : f == 1 ? int(p.col_) : int(p.idx_));
+            sep = ",";
+          }
+    printf("]");
+  }
+  printf("}\n");
+}
+
+// D of tcgen05.mma.ws: UMMA::tmem_frg_ws (layouts D, E, G) over one MMA's ((M, N), 1, 1).
+template <int M, int N>
+void dws_case() {
+  Tensor d = UMMA::tmem_frg_ws<float, float, 1>::make(make_shape(make_shape(Int<M>{}, Int<N>{}), _1{}, _1{}));
+  char head[128];
+  snprintf(head, sizeof head, "\"op\":\"tmem_frg_ws\",\"n_sm\":1,\"m\":%d,\"n\":%d,\"dtype\":\"f32\"", M, N);
+  dump("dws", head, d);
+}
+
+// Scale factors of sm103's K = 96 MMAs as CuTe's sm103 mainloop iterates them: tmem_sf_frg over one factor per
+// K step, ((MN, (VS, 1)), 1, NK) (sm103_blockscaled_mma_warpspecialized.hpp: MmaIterShapeSFA/SFB), MMA j
+// starting at factor 3j (VS = 32) or 6j (VS = 16).
+template <class SF, int VS, bool IsSFA, int MN, int NK>
+void sf103_case() {
+  Tensor s = UMMA::tmem_sf_frg<SF, VS, 1, IsSFA>::make(
+      make_shape(make_shape(Int<MN>{}, make_shape(Int<VS>{}, _1{})), _1{}, Int<NK>{}));
+  char head[256];
+  snprintf(head, sizeof head, "\"which\":\"%s\",\"n_sm\":1,\"mn\":%d,\"vs\":%d,\"nk\":%d,\"sf\":\"%s\"",
+           IsSFA ? "sfa" : "sfb", MN, VS, NK, TypeName<SF>::value);
+  dump("sf103", head, s);
+}
+
 int main() {
   setvbuf(stdout, nullptr, _IOFBF, 1 << 20);
   printf("{\"rec\":\"meta\",\"cutlass\":\"%d.%d.%d\"}\n", CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH);
@@ -172,6 +230,31 @@ int main() {
     sf_case<float_ue8m0_t, 32, 1, 1, true, 128>("4x1", id);
     sf_case<float_ue8m0_t, 32, 1, 1, false, 128>("4x1", id);
   }
+  // Sparse metadata: tcgen05.mma.sp M = 128 (two MMAs deep in K), and .ws M = 128 / 64 / 32.
+  e_case<UMMA::tmem_e_frg<half_t>, half_t, 128, 32, 2>("f16", 0);
+  e_case<UMMA::tmem_e_frg<tfloat32_t>, tfloat32_t, 128, 16, 2>("tf32", 0);
+  e_case<UMMA::tmem_e_frg<uint8_t>, uint8_t, 128, 64, 2>("i8", 0);
+  e_case<UMMA::tmem_e_frg<float_e2m1_t>, float_e2m1_t, 128, 128, 2>("mxf4", 0);
+  e_case<UMMA::tmem_e_frg_ws<half_t>, half_t, 128, 32, 1>("f16", 1);
+  e_case<UMMA::tmem_e_frg_ws<half_t>, half_t, 64, 32, 1>("f16", 1);
+  e_case<UMMA::tmem_e_frg_ws<half_t>, half_t, 32, 32, 1>("f16", 1);
+  e_case<UMMA::tmem_e_frg_ws<tfloat32_t>, tfloat32_t, 64, 16, 1>("tf32", 1);
+  e_case<UMMA::tmem_e_frg_ws<tfloat32_t>, tfloat32_t, 32, 16, 1>("tf32", 1);
+  e_case<UMMA::tmem_e_frg_ws<uint8_t>, uint8_t, 64, 64, 1>("i8", 1);
+  e_case<UMMA::tmem_e_frg_ws<uint8_t>, uint8_t, 32, 64, 1>("i8", 1);
+  // D of .ws.
+  dws_case<128, 64>();
+  dws_case<128, 256>();
+  dws_case<64, 64>();
+  dws_case<64, 256>();
+  dws_case<32, 64>();
+  dws_case<32, 128>();
+  // sm103 K = 96 scale factors: .block32 (3 a MMA, ue8m0) and .block16 (6 a MMA, ue4m3), four MMAs deep.
+  sf103_case<float_ue8m0_t, 32, true, 128, 12>();
+  sf103_case<float_ue8m0_t, 32, false, 128, 12>();
+  sf103_case<float_ue8m0_t, 32, false, 256, 12>();
+  sf103_case<float_ue4m3_t, 16, true, 128, 24>();
+  sf103_case<float_ue4m3_t, 16, false, 256, 24>();
   printf("{\"rec\":\"end\"}\n");
   return 0;
 }

@@ -253,6 +253,41 @@ void type_grid() {
   }
 }
 
+// sm103 K = 96 (CuTe's sm103 block-scaled mainloop, sm103_blockscaled_mma_warpspecialized.hpp): A (or B) in shared
+// memory as its SmemLayoutA, UMMA::tile_to_mma_shape(Layout_K_SW128_Atom<uint8_t>, ((MN, 16 bytes), 1, 8 K blocks,
+// 3 stages), K-major order); the descriptor of every 16-byte K block from MakeTensor<smem_desc<K>> (its tCrA); and
+// the eight K = 96 MMAs one three-stage k-tile issues (K block, stage, next stage, as its mma() lists them), each
+// descriptor rewritten as SM103::mma_unpack rewrites it: lbo_mode_ = 1, LBO field = the next buffer's
+// start_address_ field. Records: "sm103_tile" (byte offset of every (stage, row, K byte) from the window start)
+// and "sm103_desc" (MMA j reads K bytes [48 j, 48 j + 48) of the three stages laid end to end).
+template <int MN>
+[[maybe_unused]] static void sm103_cases() {
+  using T = uint8_t;
+  auto layout = UMMA::tile_to_mma_shape(UMMA::Layout_K_SW128_Atom<T>{},
+                                        make_shape(make_shape(Int<MN>{}, _16{}), _1{}, _8{}, _3{}), Step<_1, _2, _3>{});
+  Tensor sA = make_tensor(make_smem_ptr<T>(smem_buf), layout);
+  Tensor tCrA = MakeTensor<UMMA::smem_desc<UMMA::Major::K>>{}(sA);
+  fprintf(out, "{\"rec\":\"sm103_tile\",\"mn\":%d,\"offsets\":[", MN);
+  char const* sep = "";
+  for (int st = 0; st < 3; ++st)
+    for (int m = 0; m < MN; ++m)
+      for (int kb = 0; kb < 128; ++kb) {
+        fprintf(out, "%s%llu", sep, (unsigned long long)(byte_addr(&sA(make_coord(make_coord(m, kb % 16), 0, kb / 16, st))) -
+                                                         byte_addr(smem_buf)));
+        sep = ",";
+      }
+  fprintf(out, "]}\n");
+  int const sched[8][3] = {{0, 0, 0}, {3, 0, 0}, {6, 0, 1}, {1, 1, 1}, {4, 1, 1}, {7, 1, 2}, {2, 2, 2}, {5, 2, 2}};
+  for (int j = 0; j < 8; ++j) {
+    UMMA::SmemDescriptor a = tCrA(0, 0, sched[j][0], sched[j][1]);
+    UMMA::SmemDescriptor next = tCrA(0, 0, 0, sched[j][2]);
+    a.lbo_mode_ = 1;
+    a.leading_byte_offset_ = next.start_address_;
+    fprintf(out, "{\"rec\":\"sm103_desc\",\"mn\":%d,\"mma\":%d,\"kblock\":%d,\"stage\":%d,\"next\":%d,"
+                 "\"desc\":\"0x%016llx\"}\n", MN, j, sched[j][0], sched[j][1], sched[j][2], (unsigned long long)uint64_t(a));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Part 2: instruction descriptors
 // ---------------------------------------------------------------------------------------------
@@ -454,6 +489,8 @@ int main() {
   misaligned_cases();
 #if ORACLE_PART != 1
   lbo_mode_cases();
+  sm103_cases<128>();
+  sm103_cases<256>();
   instr_grid();
 #endif
   fprintf(out, "{\"rec\":\"end\",\"part\":%d}\n", ORACLE_PART);

@@ -583,8 +583,9 @@ def c_mapa(ins, prog, pc):
     def op(W, m):
         v = ga(W).astype(np.uint64)
         rank = gb(W).astype(np.uint64)
-        if (rank >= np.uint64(len(W.cta.cluster))).any():
-            raise MemoryFault(wh, f"mapa to CTA rank {int(rank.max())}; the cluster has {len(W.cta.cluster)}")
+        act = mask_array(m) & W.live
+        if (rank[act] >= np.uint64(len(W.cta.cluster))).any():
+            raise MemoryFault(wh, f"mapa to CTA rank {int(rank[act].max())}; the cluster has {len(W.cta.cluster)}")
         off = ((v - base) if generic else v) & np.uint64((1 << CLUSTER_SHIFT) - 1)
         r = ((rank + np.uint64(1)) << np.uint64(CLUSTER_SHIFT)) | off
         sd(W, (r + base if generic else r).astype(CONTAINER[t.bits]), m)

@@ -34,6 +34,18 @@ high bits) where the plain form holds column c (CuTe's _16b ValIDs); unpack writ
 K-major operand and writes row r to lane r (.128x256b, .128x128b), lane 32 r (.4x256b), lanes r + 32 q
 (.32x128b.warpx4), r and r + 64 (.64x128b.warpx2::02_13), r % 32 + 64 (r / 32) and + 32 (::01_23): CuTe's UTCCP
 Copy_Traits; the .b8x16 decompression puts each fp4 / fp6 value in an 8-bit container (tcemu.tmem.CONTAINER_SHIFT).
+
+Forms beyond the dense MMA (operand grammar: PTX 9.7.16.10.9, every line checked with ptxas 13.0):
+  tcgen05.mma.sp   [d], a, b, [sp-meta-tmem], idesc, ... : the descriptor's sparse bit must be set; the metadata cells
+                   (tcemu.tmem.meta_cells: the selector's sub-column, .ws copies) are read like A and the scale factors;
+  tcgen05.mma.ws / .ws.sp   ..., enable-input-d {, zero-column-mask-desc}: cta_group::1, kinds tf32/f16/f8f6f4/i8; D in
+                   the .ws layouts (D / E / G); B's rows read are those the mask keeps, from its column shift on;
+  .collector::a::fill/use/lastuse/discard (non-.ws) and .collector::b0..b3::* (.ws): one CollectorBuffers per CTA (the
+                   pair's even CTA for cta_group::2); no qualifier is ::a::discard (.ws: ::b0::discard); a use the buffer
+                   cannot serve (no live fill, other places, changed bytes) is a KernelFault from the instruction model;
+  .target sm_103a: K = 96 (bit 31 of the mxf4 / mxf4nvf4 descriptor, the dense spelling) with its 3 / 6 scale factors
+                   a row running on past byte 3, and LBO mode 1 descriptors; .kind::i8 is refused there (ptxas 13.0).
+Refused: .ashift (not modelled), block-scaled cta_group::2 (the 2x2 scale-factor layout).
 Not silicon-verified (README, "Blackwell").
 """
 import itertools
@@ -44,10 +56,11 @@ import numpy as np
 from ... import blackwell
 from ...addressing import operand_addresses
 from ...descriptors import UmmaDescriptor
-from ...errors import TcemuError
-from ...instr import BLOCK_SCALED, InstrDescriptor
+from ...collector import CollectorBuffers, CollectorOp
+from ...errors import DescriptorError, TcemuError
+from ...instr import BLOCK_SCALED, WS_KINDS, InstrDescriptor, ZeroColumnMask
 from ...smem import SUBBYTE
-from ...tmem import COLUMNS, CONTAINER_SHIFT, LANES, TensorMemory, d_cells, row_lanes
+from ...tmem import COLUMNS, CONTAINER_SHIFT, LANES, TensorMemory, d_cells, meta_cells, row_lanes
 from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK
@@ -113,6 +126,7 @@ class Tmem:
         self.commits = {}                                  # (warp, lane, cta_group) -> [[(rank, offset, phase)]]
         self.unreleased = {}                               # (warp, lane, cta_group) -> [AsyncOp] not yet committed
         self.pair = {}                                     # cta_group::2 rendezvous: key -> record
+        self.collector = None                              # CollectorBuffers of its tcgen05.mma collector qualifiers
 
     def at_exit(self, cta):
         if self.allocs:
@@ -161,6 +175,7 @@ def _why(W, op) -> str:
 
 def check_async(W, tm, lanes, cols, wh, what, pipelined=None, readers=False):
     """Cells an asynchronous op wrote (or, readers=True, also read) must be known complete to W, unless pipelined."""
+    lanes, cols = np.broadcast_arrays(lanes, cols)   # the offending cell is named by its index in both
     for table, verb in ((tm.writer, "written"), (tm.reader, "read")) if readers else ((tm.writer, "written"),):
         ids = table[lanes, cols]
         for i in np.unique(ids[ids >= 0]).tolist():
@@ -176,6 +191,7 @@ def check_async(W, tm, lanes, cols, wh, what, pipelined=None, readers=False):
 
 def check_pending(tm, lanes, cols, wh, what, loads=False):
     """No un-waited tcgen05.st (and, loads=True, tcgen05.ld) of any warp on these cells."""
+    lanes, cols = np.broadcast_arrays(lanes, cols)
     for table, texts, waiting in ((tm.st_warp, tm.st_text, "tcgen05.wait::st"),) + \
             (((tm.ld_warp, tm.ld_text, "tcgen05.wait::ld"),) if loads else ()):
         ws = table[lanes, cols]
@@ -583,17 +599,20 @@ def c_fence(ins, prog, pc):
 
 # ------------------------------------------------------------------------------------------------ shared operands
 
-def _smem_spots(cta, desc_value, rows, k, dtype, major, padded, which, wh, W):
+def _smem_spots(cta, desc_value, rows, k, dtype, major, padded, which, wh, W, arch="sm100", keep=None):
     """Byte indices of shared memory an operand reads (checked: inside the allocation, not in flight, fenced for the
     async proxy, TMA-guard phases observed by the issuing warp, layout provenance). Fewer than 8 rows (tcgen05.cp
-    .4x256b) are the first rows of one core-matrix group."""
+    .4x256b) are the first rows of one core-matrix group; `keep` (rows,) bool: only those rows are read (B under a
+    zero-column mask); `arch` "sm103" reads LBO mode 1 descriptors."""
     sh = cta.shared
     try:
         desc = UmmaDescriptor.decode(int(desc_value))
         addr_dtype = "u8" if padded else dtype
-        addrs = operand_addresses(desc, rows=max(rows, 8), k=k, dtype=addr_dtype, major=major, arch="sm100")[:rows]
+        addrs = operand_addresses(desc, rows=max(rows, 8), k=k, dtype=addr_dtype, major=major, arch=arch)[:rows]
     except TcemuError as e:
         raise KernelFault(wh, f"{which}: {e}") from None
+    if keep is not None:
+        addrs = addrs[np.asarray(keep, bool)]
     if padded:
         width = SUBBYTE[dtype]
         bit = width * (addrs & 15)
@@ -648,19 +667,57 @@ def _feeds_mma(thread, group):
     return ok
 
 
+def _form(ins, mods):
+    """(ws, sp) from the qualifiers right after tcgen05.mma: .sp, .ws or .ws.sp (PTX 9.7.16.10.9; ptxas 13.0 refuses
+    .sp.ws as "Unknown modifier '.ws'")."""
+    parts = mods.parts
+    ws = bool(parts) and parts[0] == "ws"
+    sp = len(parts) > int(ws) and parts[int(ws)] == "sp"
+    if parts.count("ws") + parts.count("sp") != int(ws) + int(sp):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: .ws / .sp go right after tcgen05.mma, in the order "
+                                                "tcgen05.mma.ws.sp (PTX 9.7.16.10.9)")
+    return ws, sp
+
+
+def _collector(ins, mods, ws):
+    """The .collector::<buffer>::<op> qualifier (None: absent, the default discard). Grammar (PTX 9.7.16.10.9, and
+    ptxas 13.0): .collector::a::* on tcgen05.mma and tcgen05.mma.sp of every kind, .collector::b0..b3::* on
+    tcgen05.mma.ws and .ws.sp only."""
+    found = [p for p in mods.parts if p.startswith("collector")]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: more than one .collector qualifier")
+    try:
+        return CollectorOp.parse(found[0], ws)
+    except TcemuError as e:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: .{found[0]}: {e.rule}") from None
+
+
+def _arch(prog):
+    """sm103 for a module whose .target is sm_103a / sm_103f (K = 96, LBO mode 1), else sm100."""
+    return "sm103" if any(t.startswith("sm_103") for t in getattr(prog, "target", ())) else "sm100"
+
+
 @register("tcgen05.mma")
 def c_mma(ins, prog, pc):
     mods = Mods(ins, skip=2)
-    if mods.parts and mods.parts[0] in ("sp", "ws"):
-        mods.unsupported(f"tcgen05.mma.{mods.parts[0]} is not modelled (tcemu.tcgen05_mma models dense, non-.ws MMAs)")
-    for p in mods.parts:
-        if p == "ashift" or p.startswith("collector"):
-            mods.unsupported(f".{p} (convolution / collector-buffer MMAs) is not modelled")
+    ws, sp = _form(ins, mods)
+    if "ashift" in mods:
+        mods.unsupported(".ashift (the convolution form shifting A's rows) is not modelled")
     group = _cta_group(mods, ins, prog)
     kind = mods.one_of(tuple(_KINDS))
     if kind is None:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} needs .kind::tf32/f16/f8f6f4/i8/mxf8f6f4/mxf4/mxf4nvf4")
     kind = _KINDS[kind]
+    arch = _arch(prog)
+    if kind == "i8" and arch == "sm103":   # ptxas 13.0: "Feature '.kind::i8' not supported on .target 'sm_103a'"
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: .kind::i8 is not supported on .target sm_103a (ptxas "
+                                                "13.0 refuses it; CCCL's tcgen05_mma headers guard i8 to sm_100a / "
+                                                "sm_110a)")
+    if ws and (group != 1 or kind not in WS_KINDS):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: tcgen05.mma.ws is .cta_group::1 with .kind::"
+                                                f"{' / '.join(WS_KINDS)} only (PTX Table 39, 9.7.16.10.9)")
     scaled = "block_scale" in mods
     if scaled != (kind in BLOCK_SCALED):
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: .block_scale goes with the block-scaled kinds "
@@ -671,21 +728,35 @@ def c_mma(ins, prog, pc):
         raise PtxSyntaxError(ins.line, ins.col, ".kind::mxf4nvf4 needs .scale_vec::2X/4X or .block16/.block32 "
                                                 "(PTX 9.7.16.10.9.1)")
     ops = list(ins.operands)
-    if len(ops) < 5:
+    if len(ops) < 5 + sp:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: too few operands")
     g_d = tmem_getter(prog, ops[0], ins)
     a_tmem = isinstance(ops[1], P.Addr)
+    collector = _collector(ins, mods, ws)
     g_a = tmem_getter(prog, ops[1], ins) if a_tmem else prog.read(ops[1], U64, ins)
     g_b = prog.read(ops[2], U64, ins)
-    g_i = prog.read(ops[3], U32, ins)
-    rest = ops[4:]
-    g_sa = g_sb = g_lanes = None
+    g_meta = None
+    if sp:   # [d-tmem], a, b-desc, [sp-meta-tmem], idesc, ...
+        if not isinstance(ops[3], P.Addr):
+            raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: the fourth operand is the sparsity metadata's "
+                                                    f"tensor-memory address [sp-meta-tmem], got {P.fmt(ops[3])}")
+        g_meta = tmem_getter(prog, ops[3], ins)
+    g_i = prog.read(ops[3 + sp], U32, ins)
+    rest = ops[4 + sp:]
+    g_sa = g_sb = g_lanes = g_zcm = None
     if scaled:
         if len(rest) != 3:
             raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected [scale-A-tmem], [scale-B-tmem], "
                                                     "enable-input-d")
         g_sa, g_sb = tmem_getter(prog, rest[0], ins), tmem_getter(prog, rest[1], ins)
         rest = rest[2:]
+    elif ws:   # enable-input-d {, zero-column-mask-desc}: no lane mask, no scale-input-d (9.7.16.10.9)
+        if not 1 <= len(rest) <= 2 or any(isinstance(r, P.Vec) for r in rest):
+            raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected enable-input-d {{, "
+                                                    "zero-column-mask-desc}")
+        if len(rest) == 2:
+            g_zcm = prog.read(rest[1], U64, ins)
+            rest = rest[:1]
     elif isinstance(rest[0], P.Vec):
         if len(rest[0].items) != 4 * group:
             raise PtxSyntaxError(ins.line, ins.col, f"disable-output-lane takes {4 * group} registers with "
@@ -701,33 +772,36 @@ def c_mma(ins, prog, pc):
             raise PtxSyntaxError(ins.line, ins.col, "scale-input-d is an immediate")
         scale_input_d = rest[1].value
     wh = where(ins)
-    text = f"tcgen05.mma (line {ins.line})"
-    K = blackwell.K_OF_KIND[kind]
+    name = "tcgen05.mma" + (".ws" if ws else "") + (".sp" if sp else "")
+    text = f"{name} (line {ins.line})"
+    default_buffer = "b0" if ws else "a"   # no qualifier: .collector::a::discard (.ws: ::b0::discard)
 
     def issue(W, lane):
         d_addr, idesc_v = int(g_d(W)[lane]), int(g_i(W)[lane])
         try:
             d = InstrDescriptor.decode(idesc_v, kind)
-            blackwell.check_form(d, group, a_tmem, None, None, scale_input_d)
+            blackwell.check_form(d, group, a_tmem, None, None, scale_input_d, ws=ws, arch=arch, sparse=sp)
             bs = blackwell.block_size(d, block) if scaled else None
         except TcemuError as e:
             raise KernelFault(wh, f"instruction descriptor {idesc_v:#010x} (.kind::{kind}): {e}") from None
         ctas = list(pair_of(W.cta, wh)) if group == 2 else [W.cta]
         tms = [state(c) for c in ctas]
         M, N = d.m, d.n
+        K = blackwell.instr_k(d)
+        KA = K // 2 if sp else K      # a sparse A holds K/2 of each row's K (9.7.16.10.8)
         mc, nc = M // group, N // group
         thread = (W.cta.rank, W.index, int(lane))
-        key = (d_addr, M, N)
+        key = (d_addr, M, N) + (("ws",) if ws else ())
         op = AsyncOp("mma", W, lane, group, text, key)
         d_lane, d_col = split(d_addr, wh, "D address")
-        # tensor memory: D (and C), A, scale factors
+        # tensor memory: D (and C), A, scale factors, sparse metadata
         try:
-            dl, dc = d_cells(M, N, group, d_lane)
+            dl, dc = d_cells(M, N, group, d_lane, sparse=sp, ws=ws)
         except TcemuError as e:
             raise KernelFault(wh, f"D at {d_addr:#010x}: {e}") from None
         dc = dc + d_col
         enable = bool(g_en(W)[lane])
-        reads = []   # (tmem, lanes, cols) read as A / scale factors
+        reads = []   # (tmem, lanes, cols) read as A / scale factors / metadata
         a_addr = None
         if a_tmem:
             a_addr = int(g_a(W)[lane])
@@ -737,43 +811,85 @@ def c_mma(ins, prog, pc):
                 al = row_lanes(M, group, a_lane)
             except TcemuError as e:
                 raise KernelFault(wh, f"A at {a_addr:#010x}: {e}") from None
-            ac = a_col + np.arange(-(-K * bits // 32))
+            ac = a_col + np.arange(-(-KA * bits // 32))
             for t in tms:
                 reads.append((t, al[:, None], ac[None, :], "A"))
+        meta = None
+        if sp:
+            meta = int(g_meta(W)[lane])
+            try:
+                ml, mcols, _ = meta_cells(kind, mc, selector=d.sparsity_selector, ws=ws, address=meta)
+            except TcemuError as e:
+                raise KernelFault(wh, f"sparse metadata at {meta:#010x}: {e}") from None
+            m_col = split(meta, wh, "sparse metadata address")[1]
+            for t in tms:   # every copy (.ws M = 64 / 32), each CTA's own rows (cta_group::2)
+                reads.append((t, np.stack(ml), (mcols + m_col)[None], "sparse metadata"))
         sfa = sfb = None
         if scaled:
             if group == 2:
                 raise PtxUnsupported(ins.opcode, "block-scaled tcgen05.mma with cta_group::2 (the 2x2 scale-factor "
                                                  f"layout) is not modelled ({ins.where()})")
             sfa, sfb = int(g_sa(W)[lane]), int(g_sb(W)[lane])
-            for addr, rows, name in ((sfa, M, "scale factors of A"), (sfb, N, "scale factors of B")):
-                sl, sc = split(addr, wh, name)
+            for addr, rows, sf_id, mat in ((sfa, M, d.a_scale_id, "A"), (sfb, N, d.b_scale_id, "B")):
+                sl, sc = split(addr, wh, f"scale factors of {mat}")
                 r = np.arange(rows)
+                if d.k96:   # 3 or 6 bytes a row from byte sf_id, running on into later columns (tmem.py)
+                    fl, fc, _ = TensorMemory._sf_cells(rows, K // bs, sf_id)
+                    reads.append((tms[0], fl[:, :, None] + 32 * np.arange(4) + sl, sc + fc[:, :, None],
+                                  f"scale factors of {mat}"))
+                    continue
                 reads.append((tms[0], (r % 32)[:, None] + 32 * np.arange(4) + sl, sc + (r // 32)[:, None]
-                              + 0 * np.arange(4), name))
+                              + 0 * np.arange(4), f"scale factors of {mat}"))
         for t in tms:
             check_allocated(t, dc, wh, "tcgen05.mma's D is")
             check_pending(t, dl, dc, wh, "tcgen05.mma accumulates into", loads=True)
             check_async(W, t, dl, dc, wh, "tcgen05.mma accumulates into", pipelined=_mma_pipelined(thread, group, key),
                         readers=True)
-        for t, ll, cc, name in reads:
-            check_allocated(t, cc, wh, f"tcgen05.mma's {name} is in")
-            check_pending(t, ll, cc, wh, f"tcgen05.mma reads its {name} from")
-            check_async(W, t, ll, cc, wh, f"tcgen05.mma reads its {name} from", pipelined=_feeds_mma(thread, group))
+        for t, ll, cc, what in reads:
+            check_allocated(t, cc, wh, f"tcgen05.mma's {what} is in")
+            check_pending(t, ll, cc, wh, f"tcgen05.mma reads its {what} from")
+            check_async(W, t, ll, cc, wh, f"tcgen05.mma reads its {what} from", pipelined=_feeds_mma(thread, group))
+        # the zero-column mask (.ws): B's columns read are those the mask keeps, from the column shift on
+        zcm, keep_b, rows_b = None, None, nc
+        if g_zcm is not None:
+            zcm = int(g_zcm(W)[lane])
+            try:
+                mask = ZeroColumnMask.decode(zcm)
+                for f, rule in mask.validate(M, N, d.max_shift_columns):
+                    raise DescriptorError(f, rule)
+                unit = blackwell._row_unit(d)
+                rows_b = -(-(N + mask.shift) // unit) * unit
+                keep_b = np.zeros(rows_b, bool)
+                keep_b[mask.shift:mask.shift + N] = ~mask.mask(M, N)
+            except TcemuError as e:
+                raise KernelFault(wh, f"zero-column mask descriptor {zcm:#018x}: {e}") from None
         # shared memory: A (unless in tensor memory) and B, each CTA's rows / columns of the pair
         padded = kind in ("f8f6f4", "mxf8f6f4")
-        for which, value, rows, dtype, mn in (("A", None if a_tmem else int(g_a(W)[lane]), mc, d.dtype_a,
-                                               d.transpose_a),
-                                              ("B", int(g_b(W)[lane]), nc, d.dtype_b, d.transpose_b)):
+        for which, value, rows, k, dtype, mn, keep in (("A", None if a_tmem else int(g_a(W)[lane]), mc, KA,
+                                                        d.dtype_a, d.transpose_a, None),
+                                                       ("B", int(g_b(W)[lane]), rows_b, K, d.dtype_b, d.transpose_b,
+                                                        keep_b)):
             if value is None:
                 continue
             for c in ctas:
-                spots = _smem_spots(c, value, rows, K, dtype, "MN" if mn else "K", padded and dtype in SUBBYTE,
-                                    f"tcgen05.mma operand {which}", wh, W)
+                spots = _smem_spots(c, value, rows, k, dtype, "MN" if mn else "K", padded and dtype in SUBBYTE,
+                                    f"tcgen05.mma operand {which}", wh, W, arch=arch, keep=keep)
                 op.reads.append((c.shared, spots))
         lanes_words = None
         if g_lanes is not None:
             lanes_words = np.array([int(g(W)[lane]) for g in g_lanes], np.uint64)
+        model_kw = {}
+        if sp:
+            model_kw["sparse_meta"] = meta
+        if ws:
+            model_kw.update(ws=True, zero_column_mask=zcm)
+        if arch != "sm100":
+            model_kw["arch"] = arch
+        buffers = state(ctas[0]).collector   # one set per CTA (cta_group::2: the pair's, on its even CTA)
+        if collector is not None:
+            if buffers is None:
+                buffers = state(ctas[0]).collector = CollectorBuffers()
+            model_kw.update(collector=buffers, collector_op=collector)
         t0 = time.perf_counter()
         try:
             blackwell.tcgen05_mma([c.shared.smem for c in ctas] if group == 2 else ctas[0].shared.smem,
@@ -781,9 +897,11 @@ def c_mma(ins, prog, pc):
                                   enable_input_d=enable, scale_input_d=scale_input_d,
                                   tmem=[t.mem for t in tms] if group == 2 else tms[0].mem, d_tmem=d_addr,
                                   a_tmem=a_addr, scale_a=sfa, scale_b=sfb, block_size_k=bs,
-                                  disable_output_lane=lanes_words)
+                                  disable_output_lane=lanes_words, **model_kw)
         except TcemuError as e:
             raise KernelFault(wh, f"{e}") from None
+        if collector is None and buffers is not None:
+            buffers.buffers.pop(default_buffer, None)
         launch = W.cta.launch
         if hasattr(launch, "tensor_core_seconds"):
             launch.tensor_core_seconds += time.perf_counter() - t0

@@ -1,0 +1,564 @@
+"""Numba kernels of tcemu.matmul: a chain of fused dot products over K, many outputs at once.
+
+One chain step is one tensor-core instruction's fused dot (fdp.py; traces/wgmma_numerics_sm90.npz): for output
+(m, n), with E the largest alignment exponent among the step's products (ea + eb), C's and the zero floor,
+
+    D = round( C truncated + sum_k (a_k b_k truncated) ),   every term truncated toward zero to 2^(E - F).
+
+Here every operand is held as an exact float64 value and an int32 alignment exponent. A product a_k b_k is exact
+in float64 (at most 22 significant bits), so is its scaling by 2^(F - E); np.trunc of the scaled product is the
+truncated term as an integer below 2^(F + 2); the K_step + 1 terms sum exactly (below 2^(F + 8) < 2^53, in any
+order); the sum times 2^(E - F) is the exact fused sum, rounded once by bit operations (RZ for f32, RNE for f16).
+Both loops run over n and vectorise. Lanes with NaN/inf anywhere, and lanes whose sum is zero (the sign of an
+exact zero needs every term), are redone by `_general`, which applies every rule of fdp.py one output at a time.
+
+Fast path: when bounds on the exponents prove that no term of a row segment is truncated (every product's lowest
+bit and C's lowest kept bit at or above 2^(E - F)), the fused sum is the exact sum and E is not needed: the
+segment runs as plain float64 multiply-adds (exact: all partial sums fit in 53 bits).
+
+Two-level accumulation (promote_every): the chain runs in `acc` from +0 (or from no C); every P steps it is
+promoted into the f32 `main` accumulator as CUDA code does it, main = fma(s, acc, main) rounded once to f32
+(s = 1, or DeepGEMM's per-block scale product), then the chain restarts.
+"""
+import numpy as np
+from numba import njit
+
+
+NO_TERM = -(1 << 20)   # alignment of a zero or special element: never the maximum, sums stay in int32
+SPECIAL_CAL = 1024     # alignment recorded for an inf/NaN accumulator (float64 exponent field 2047)
+BIG = 1 << 20          # "no nonzero term" for minima
+
+
+# ---- operand preparation: raw bits -> exact float64 values, alignments and per-step exponent bounds
+
+@njit(cache=True)
+def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, scale_nan, scale_block, val, al, lo,
+                 hi, zero, spec):
+    """bits (R, Kc) -> val, al (R, steps * ks) (zero padded), per (row, step) min/max alignment of nonzero finite
+    elements (BIG / NO_TERM when none), any zero (padding included), any inf/NaN. Each pattern is looked up in
+    the format's tables (index bits >> shift: value, alignment, class 0 zero / 1 finite / 2 inf or NaN).
+    scale_exp (R, nblocks) int32 (block-scaled kinds: 2^e multiplies every element of a block of scale_block K;
+    scale_nan marks NaN scales) or an empty array."""
+    R, Kc = bits.shape
+    scaled = scale_exp.shape[1] > 0
+    for r in range(R):
+        for s in range(steps):
+            lo[r, s] = BIG
+            hi[r, s] = NO_TERM
+            zero[r, s] = False
+            spec[r, s] = False
+            for j in range(ks):
+                k = s * ks + j
+                if k >= Kc:
+                    val[r, k] = 0.0
+                    al[r, k] = NO_TERM
+                    zero[r, s] = True
+                    continue
+                i = np.int64(bits[r, k]) >> shift
+                cls = tab_cls[i]
+                v = tab_val[i]
+                align = tab_al[i]
+                if scaled:
+                    b = k // scale_block
+                    if scale_nan[r, b]:
+                        cls = 2
+                        v = np.nan
+                    elif cls == 1:
+                        v = v * _i2f(np.int64(1023 + scale_exp[r, b]) << 52)  # exact: 2^e, |e| <= 127
+                        align += scale_exp[r, b]
+                val[r, k] = v
+                if cls == 0:
+                    al[r, k] = NO_TERM
+                    zero[r, s] = True
+                elif cls == 1:
+                    al[r, k] = align
+                    lo[r, s] = min(lo[r, s], align)
+                    hi[r, s] = max(hi[r, s], align)
+                else:
+                    al[r, k] = NO_TERM
+                    spec[r, s] = True
+
+
+@njit(cache=True)
+def tile_columns(val, al, zero, spec, lo, hi, N, steps, ks, tn, zero_exp, bval, bal, bzf, bspec, blo, bhi, bzany,
+                 bsany):
+    """B prepared as rows (N, K) -> tile-major (T, K, TN) values/alignments, per (T, step, lane) zero floor and
+    special flag, per (T, step) bounds over the tile's columns."""
+    T = bval.shape[0]
+    Kp = steps * ks
+    for t in range(T):
+        for s in range(steps):
+            blo[t, s] = BIG
+            bhi[t, s] = NO_TERM
+            bzany[t, s] = False
+            bsany[t, s] = False
+        for j in range(tn):
+            n = t * tn + j
+            if n >= N:  # padding lanes: never read back
+                for k in range(Kp):
+                    bval[t, k, j] = 1.0
+                    bal[t, k, j] = NO_TERM
+                for s in range(steps):
+                    bzf[t, s, j] = NO_TERM
+                    bspec[t, s, j] = False
+                continue
+            for k in range(Kp):
+                bval[t, k, j] = val[n, k]
+                bal[t, k, j] = al[n, k]
+            for s in range(steps):
+                bzf[t, s, j] = zero_exp if zero[n, s] else NO_TERM
+                bspec[t, s, j] = spec[n, s]
+                blo[t, s] = min(blo[t, s], lo[n, s])
+                bhi[t, s] = max(bhi[t, s], hi[n, s])
+                bzany[t, s] |= zero[n, s]
+                bsany[t, s] |= spec[n, s]
+
+
+# ---- bit views of scalars (separate functions: numba's IR checks refuse .view on a variable defined twice)
+
+@njit(cache=True)
+def _f2i(x):
+    return np.float64(x).view(np.int64)
+
+
+@njit(cache=True)
+def _i2f(i):
+    return np.int64(i).view(np.float64)
+
+
+# ---- rounding of an exact float64 sum to the accumulator format
+
+@njit(cache=True)
+def _round(x, keep, emin, emax, rne, sub_up, sub_down):
+    """x (exact, nonzero or zero) rounded once to a float with `keep` fraction bits, exponents emin..emax:
+    toward zero (f32; fdp.round_to_float's RZ) or to nearest even (f16); overflow gives inf; a result that
+    rounds to zero is +0. sub_up = 2^(keep - emin), sub_down = its inverse (the subnormal grid)."""
+    xb = _f2i(x)
+    ex = ((xb >> 52) & 0x7FF) - 1023
+    sh = 52 - keep
+    if rne:
+        rn = _i2f((xb + ((np.int64(1) << (sh - 1)) - 1) + ((xb >> sh) & 1)) & ~((np.int64(1) << sh) - 1))
+        rs = np.rint(x * sub_up) * sub_down
+    else:
+        rn = _i2f(xb & ~((np.int64(1) << sh) - 1))
+        rs = np.trunc(x * sub_up) * sub_down
+    r = rn if ex >= emin else rs
+    rb = _f2i(r)
+    rex = ((rb >> 52) & 0x7FF) - 1023
+    if rex > emax:
+        r = np.inf if x > 0 else -np.inf
+    if r == 0.0:
+        r = 0.0
+    return r
+
+
+@njit(cache=True)
+def _align_of(r, emin, zero_exp):
+    """Alignment exponent of an accumulator value: its binade (emin for subnormals), zero_exp for zeros,
+    SPECIAL_CAL for inf/NaN."""
+    rex = ((_f2i(r) >> 52) & 0x7FF) - 1023
+    if r == 0.0:
+        return np.int32(zero_exp)
+    return np.int32(max(rex, emin))
+
+
+# ---- one output, every rule (fdp._fdp_general on exact values)
+
+@njit(cache=True)
+def _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, sub_up, sub_down,
+             nan_value):
+    """The fused dot of row m of A and lane n of B tile t over K [k0, k0 + ks), with C = c unless
+    c_al == NO_TERM (no C)."""
+    nan = False
+    pinf = False
+    ninf = False
+    all_neg_zero = True
+    E = np.int64(NO_TERM) * 4
+    for k in range(k0, k0 + ks):
+        x = aval[m, k]
+        y = bval[t, k, n]
+        neg = np.signbit(x) != np.signbit(y)
+        if np.isnan(x) or np.isnan(y):
+            nan = True
+        elif np.isinf(x) or np.isinf(y):
+            if x == 0.0 or y == 0.0:
+                nan = True
+            elif neg:
+                ninf = True
+            else:
+                pinf = True
+        elif x == 0.0 or y == 0.0:
+            E = max(E, zero_exp)
+            all_neg_zero = all_neg_zero and neg
+        else:
+            E = max(E, np.int64(aal[m, k]) + bal[t, k, n])
+            all_neg_zero = False
+    c_present = c_al != NO_TERM
+    if c_present:
+        if np.isnan(c):
+            nan = True
+        elif np.isinf(c):
+            if c < 0:
+                ninf = True
+            else:
+                pinf = True
+        elif c == 0.0:
+            E = max(E, zero_exp)
+            all_neg_zero = all_neg_zero and np.signbit(c)
+        else:
+            E = max(E, np.int64(c_al))
+            all_neg_zero = False
+    if nan or (pinf and ninf):
+        return nan_value
+    if pinf:
+        return np.inf
+    if ninf:
+        return -np.inf
+    sc = _i2f((1023 + F - E) << 52)
+    iv = _i2f((1023 - F + E) << 52)
+    acc = 0.0
+    for k in range(k0, k0 + ks):
+        acc += np.trunc(aval[m, k] * bval[t, k, n] * sc)
+    if c_present:
+        acc += np.trunc(c * sc)
+    if acc == 0.0:
+        return -0.0 if all_neg_zero else 0.0
+    return _round(acc * iv, keep, emin, emax, rne, sub_up, sub_down)
+
+
+@njit(cache=True)
+def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, F, zero_exp, keep, emin, emax, rne,
+          sub_up, sub_down, nan_value):
+    """One flagged lane: the truncated sum without special-value branches when the lane has no NaN/inf and its
+    result is a nonzero normal number; _general otherwise."""
+    if not lane_special and c_al < SPECIAL_CAL:
+        E = max(np.int64(c_al), zf, zr)
+        for k in range(k0, k0 + ks):
+            E = max(E, np.int64(aal[m, k]) + bal[t, k, n])
+        sc = _i2f((1023 + F - E) << 52)
+        x = np.trunc(c * sc)
+        for k in range(k0, k0 + ks):
+            x += np.trunc(aval[m, k] * bval[t, k, n] * sc)
+        if x != 0.0:
+            return _round(x * _i2f((1023 - F + E) << 52), keep, emin, emax, rne, sub_up, sub_down)
+    return _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, sub_up,
+                    sub_down, nan_value)
+
+
+# ---- one chain step of a tile: rows [r0, r1) of tile t
+
+KB = 8  # K elements per loop pass when a step has more than 16 (more row streams defeat the vectoriser)
+
+# A tile step: acc[t, m, :nlen] = fused dot of (row m of A, lane n of B tile t) over chain step s, with C =
+# acc[t, m, n], for the lanes it can settle; the others are flagged (flag[m - r0, n]; acc/cal keep C) for _lane:
+# NaN/inf in the lane's inputs, a zero sum (the sign of zero needs every term), a result outside the
+# accumulator's normal range (subnormal, overflow), or, on the fast path, a C with bits below 2^(E - F).
+# zrow/skip/fast/top_p/lo_p (per row of the tile): its zero floor, whether all its lanes go to _general (NaN/inf
+# in the row of A), whether it takes the fast path, the bounds of its products; nbad receives the flagged lanes
+# per row. Steps of up to 16 run each lane in one pass; longer ones in passes of KB elements with the lane's
+# partial sums in ebuf/xbuf. Whole arrays and indices, no views: a view per row costs more than a row of work.
+# (Two rows per pass, to read B's step once, defeats the vectoriser: it cannot prove two rows of `acc` apart.)
+
+
+@njit(cache=True, inline="always")
+def _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
+    """Round the exact sums xbuf of a fast-path row; flag lanes whose C the true E would truncate."""
+    sh = 52 - keep
+    mask = ~((np.int64(1) << sh) - 1)
+    half = (np.int64(1) << (sh - 1)) - 1
+    bad_n = 0
+    for n in range(nlen):
+        c = acc[t, m, n]
+        cl = cal[t, m, n]
+        x = xbuf[n]
+        top = np.int64(max(tp, cl))  # >= the lane's E; C is exact iff it is a multiple of 2^(top - F)
+        ct = c * _i2f((1023 + F - top) << 52)
+        ok = (lp >= top - thr_p) & (ct == np.trunc(ct))
+        xb = _f2i(x)
+        ex = ((xb >> 52) & 0x7FF) - 1023
+        bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | (not ok)
+        rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
+        acc[t, m, n] = c if bad else _i2f(rb)
+        cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
+        flag[i, n] = bad
+        bad_n += bad
+    return bad_n
+
+
+@njit(cache=True, inline="always")
+def _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
+    """Round the truncated sums xbuf (in units of 2^(E - F), E in ebuf) of a general-path row."""
+    sh = 52 - keep
+    mask = ~((np.int64(1) << sh) - 1)
+    half = (np.int64(1) << (sh - 1)) - 1
+    bad_n = 0
+    for n in range(nlen):
+        e = np.int64(ebuf[n])
+        c = acc[t, m, n]
+        cl = cal[t, m, n]
+        x = xbuf[n]
+        xb = _f2i(x * _i2f((1023 - F + e) << 52))
+        ex = ((xb >> 52) & 0x7FF) - 1023
+        bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
+        rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
+        acc[t, m, n] = c if bad else _i2f(rb)
+        cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
+        flag[i, n] = bad
+        bad_n += bad
+    return bad_n
+
+
+@njit(cache=True, inline="always")
+def _skip_row(flag, i, nlen):
+    for n in range(nlen):
+        flag[i, n] = True
+    return nlen
+
+
+@njit(cache=True, inline="always")
+def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    """One pass per lane (KS <= 16, a compile-time constant)."""
+    k0 = s * KS
+    for i in range(r1 - r0):
+        m = r0 + i
+        if skip[i]:
+            nbad[i] = _skip_row(flag, i, nlen)
+        elif fast[i]:  # no product is truncated (row bounds): exact multiply-adds
+            for n in range(nlen):
+                x = acc[t, m, n]
+                for k in range(KS):
+                    x += aval[m, k0 + k] * bval[t, k0 + k, n]
+                xbuf[n] = x
+            nbad[i] = _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, top_p[i], lo_p[i], F, keep, emin, emax,
+                                     rne, thr_p)
+        else:
+            zr = zrow[i]
+            for n in range(nlen):  # int32 throughout (numba widens int32 + int32 to int64: half the lanes)
+                e = max(cal[t, m, n], bzf[t, s, n], zr)
+                for k in range(KS):
+                    e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
+                ebuf[n] = e
+            sh = 52 - keep  # the epilogue in the same pass (one load and store of each lane fewer)
+            mask = ~((np.int64(1) << sh) - 1)
+            half = (np.int64(1) << (sh - 1)) - 1
+            bad_n = 0
+            for n in range(nlen):
+                e = np.int64(ebuf[n])
+                sc = _i2f((1023 + F - e) << 52)
+                c = acc[t, m, n]
+                cl = cal[t, m, n]
+                x = np.trunc(c * sc)
+                for k in range(KS):
+                    x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
+                xb = _f2i(x * _i2f((1023 - F + e) << 52))
+                ex = ((xb >> 52) & 0x7FF) - 1023
+                bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
+                rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
+                acc[t, m, n] = c if bad else _i2f(rb)
+                cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
+                flag[i, n] = bad
+                bad_n += bad
+            nbad[i] = bad_n
+
+
+@njit(cache=True, inline="always")
+def _tile_step_blocked(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
+                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    """Passes of KB elements per lane (any ks), partial sums in ebuf/xbuf."""
+    k0 = s * ks
+    whole = ks - ks % KB
+    for i in range(r1 - r0):
+        m = r0 + i
+        if skip[i]:
+            nbad[i] = _skip_row(flag, i, nlen)
+        elif fast[i]:
+            for n in range(nlen):
+                xbuf[n] = acc[t, m, n]
+            for kb in range(0, whole, KB):
+                for n in range(nlen):
+                    x = xbuf[n]
+                    for k in range(KB):
+                        x += aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n]
+                    xbuf[n] = x
+            for k in range(whole, ks):
+                for n in range(nlen):
+                    xbuf[n] += aval[m, k0 + k] * bval[t, k0 + k, n]
+            nbad[i] = _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, top_p[i], lo_p[i], F, keep, emin, emax,
+                                     rne, thr_p)
+        else:
+            zr = zrow[i]
+            for n in range(nlen):
+                ebuf[n] = max(cal[t, m, n], bzf[t, s, n], zr)
+            for kb in range(0, whole, KB):
+                for n in range(nlen):
+                    e = ebuf[n]
+                    for k in range(KB):
+                        e = max(e, np.int32(aal[m, k0 + kb + k] + bal[t, k0 + kb + k, n]))
+                    ebuf[n] = e
+            for k in range(whole, ks):
+                for n in range(nlen):
+                    ebuf[n] = max(ebuf[n], np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
+            for n in range(nlen):
+                xbuf[n] = np.trunc(acc[t, m, n] * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
+            for kb in range(0, whole, KB):
+                for n in range(nlen):
+                    sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
+                    x = xbuf[n]
+                    for k in range(KB):
+                        x += np.trunc(aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n] * sc)
+                    xbuf[n] = x
+            for k in range(whole, ks):
+                for n in range(nlen):
+                    xbuf[n] += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n]
+                                        * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
+            nbad[i] = _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax,
+                                        rne)
+
+
+@njit(cache=True, nogil=True)
+def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+           lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(8, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+
+
+@njit(cache=True, nogil=True)
+def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+            lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(16, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+
+
+@njit(cache=True, nogil=True)
+def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
+            lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step_blocked(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
+                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+
+
+@njit(cache=True, nogil=True)
+def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+                  top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step_blocked(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
+                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+
+
+# ---- promotion into the f32 main accumulator
+
+@njit(cache=True)
+def fma_f32(s, t, m):
+    """f32(s * t + m) rounded once to nearest even, for f32 values s, t, m (CUDA's fmaf / FFMA): s * t is exact
+    in float64; the float64 sum is made round-to-odd (TwoSum error), and round-to-odd at 53 bits followed by
+    one rounding to 24 bits is the correctly rounded result (Boldo & Melquiond, 2008)."""
+    p = s * t
+    x = p + m
+    if not np.isfinite(x):
+        return np.float32(x)
+    bb = x - p
+    err = (p - (x - bb)) + (m - bb)
+    if err != 0.0:
+        xb = _f2i(x)
+        if (xb & 1) == 0:
+            x = _i2f(xb + (1 if (err > 0.0) == (x > 0.0) else -1))
+    return np.float32(x)
+
+
+@njit(cache=True)
+def _promote_rows(acc, cal, main, t, r0, r1, nlen, sa, sb, init_cal):
+    """main = fma(s, acc, main) in f32 for rows [r0, r1) of tile t, s = f32(sa[m] * sb[n]); the chain restarts."""
+    for m in range(r0, r1):
+        for n in range(nlen):
+            sc = np.float64(np.float32(sa[m] * sb[n]))
+            main[t, m, n] = np.float64(fma_f32(sc, acc[t, m, n], main[t, m, n]))
+            acc[t, m, n] = 0.0
+            cal[t, m, n] = init_cal
+
+
+# ---- the job kernel: a chunk of chain steps over a range of output tiles (one thread's share)
+
+FAST_BACKOFF = 16  # steps a row segment stays on the general path after a fast attempt flagged > 1/8 of lanes
+
+
+@njit(cache=True, nogil=True)
+def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, blo, bhi, bzany, bsany,
+               acc, cal, main, backoff, m0, m1, N, tm, steps, g0, g_last, promote, init_cal, ps_a, ps_b, kb0,
+               F, zero_exp, keep, emin, emax, rne, sub_up, sub_down, nan_value, thr_p, allow_fast, stats):
+    """Jobs [j0, j1) of a prepared chunk: chain steps [0, steps) on rows [m0, m1) of the state (acc, cal,
+    main: (T, M, TN)); job j is tile j % T, rows m0 + (j // T) * tm onwards. Releases the GIL: threads run
+    disjoint job ranges (tcemu.matmul, workers=).
+
+    g0: the chunk's first step, counted from the start of the chain (promotion intervals, first-step C);
+    g_last: the chain's last step (a partial promotion interval is promoted there); promote: P or 0;
+    ps_a (M, nkb) / ps_b (nkb, T * TN): promotion scales (float32 values) or empty arrays (scale 1);
+    backoff (T, M): fast-path back-off counters; stats (T * ntm, 3): row segments run fast, run general, and
+    lanes redone one at a time."""
+    T, _, TN = acc.shape
+    scaled = ps_a.shape[1] > 0
+    ones_m = np.ones(acc.shape[1], np.float64)
+    for job in range(j0, j1):
+        t = job % T
+        r0 = m0 + (job // T) * tm
+        r1 = min(m1, r0 + tm)
+        rows = r1 - r0
+        nlen = min(TN, N - t * TN)
+        ebuf = np.empty(TN, np.int32)
+        xbuf = np.empty(TN, np.float64)
+        flag = np.empty((tm, TN), np.bool_)
+        zrow = np.empty(tm, np.int32)
+        skip = np.zeros(tm, np.bool_)
+        fast = np.zeros(tm, np.bool_)
+        top_p = np.empty(tm, np.int32)
+        lo_p = np.empty(tm, np.int32)
+        nbad = np.zeros(tm, np.int64)
+        ones_b = np.ones(TN, np.float64)
+        for s in range(steps):
+            g = g0 + s
+            k0 = s * ks
+            for i in range(rows):
+                m = r0 + i
+                zrow[i] = zero_exp if azero[m, s] else NO_TERM
+                tp = ahi[m, s] + bhi[t, s]
+                if azero[m, s] or bzany[t, s]:
+                    tp = max(tp, zero_exp)
+                top_p[i] = tp
+                lo_p[i] = alo[m, s] + blo[t, s]
+                fast[i] = False
+                skip[i] = aspec[m, s]
+                if allow_fast and not bsany[t, s] and not aspec[m, s]:
+                    if backoff[t, m] > 0:
+                        backoff[t, m] -= 1
+                    else:
+                        fast[i] = lo_p[i] >= tp - thr_p
+            if ks == 16:  # the unrolled kernels of the instruction K steps, separate functions (an inlined copy
+                # in this loop optimises worse)
+                _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                        fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+            elif ks == 32:
+                _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                        fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+            elif ks == 8:
+                _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+                       fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+            else:
+                _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
+                              skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+            for i in range(rows):
+                m = r0 + i
+                stats[job, 0 if fast[i] else 1] += 1
+                if fast[i] and nbad[i] * 8 > nlen:
+                    backoff[t, m] = FAST_BACKOFF
+                if nbad[i]:
+                    for n in range(nlen):
+                        if flag[i, n]:  # acc/cal still hold C
+                            acc[t, m, n] = _lane(aval, aal, m, bval, bal, t, n, k0, ks, acc[t, m, n], cal[t, m, n],
+                                                 bzf[t, s, n], zrow[i], aspec[m, s] or bspec[t, s, n], F, zero_exp,
+                                                 keep, emin, emax, rne, sub_up, sub_down, nan_value)
+                            cal[t, m, n] = _align_of(acc[t, m, n], emin, zero_exp)
+                            stats[job, 2] += 1
+            if promote and ((g + 1) % promote == 0 or g == g_last):
+                if scaled:
+                    _promote_rows(acc, cal, main, t, r0, r1, nlen, ps_a[:, kb0 + g // promote],
+                                  ps_b[kb0 + g // promote, t * TN:(t + 1) * TN], init_cal)
+                else:
+                    _promote_rows(acc, cal, main, t, r0, r1, nlen, ones_m, ones_b, init_cal)

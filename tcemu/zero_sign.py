@@ -1,0 +1,257 @@
+"""Replay of a `wgmma_zero_sign` trace (scripts/capture_edges.py, traces/README.md): one dense or sparse wgmma
+(N = 8) per case on patterned operands, every thread's raw D registers; the questions are the sign of an exact zero
+sum and whether a -133 zero floor applies where no zero term is visible (NOTES.md "Sparse wgmma", open (a) / (b)).
+
+    r = replay_zero_sign(meta, columns)          # the trace's meta dict and numeric columns
+    r.ok, r.cases[i].values_matched, r.table()   # per case: tcemu.wgmma / tcemu.wgmma_sp against the registers
+    replay_zero_sign(meta, columns, hypotheses=HYPOTHESES)  # also: does each alternative explain each case?
+
+Operands are rebuilt from the patterns (element (r, k) of an operand with `cols` elements per row is
+pool[off + (r * cols + k) % len]), laid into shared memory as the capture did (K-major, no swizzle) and run
+through tcemu's instruction models. Alternatives (HYPOTHESES; "model" is tcemu as it stands):
+  positive_zero          an exact zero sum is +0 whatever the terms' signs (the unit never gives -0)
+  scale_d0_adds_zero     scale-d 0 adds a +0 accumulator (a +0 term at the zero floor) instead of none
+  hard_floor             dense: the largest alignment exponent is floored at the zero exponent (-133) even
+                         without a zero term (a -0 term appended, so the zero sign rule is unchanged)
+  signed                 sparse rule "signed": the dense zero sign over the stored products and C
+  zeros                  sparse rule "zeros": pruned positions are (scale-a-signed) +0 x B terms: sign from B and
+                         the -133 floor (their B here is finite, so 0 x inf never arises)
+  pruned_plus_zero       sparse: pruned positions are +0 terms (the -133 floor, +0 sign whatever imm-scale-a)
+"""
+from dataclasses import dataclass, field
+from typing import Dict, List, NamedTuple, Optional
+
+import numpy as np
+
+from .descriptors import GmmaDescriptor
+from .errors import TcemuError, TraceError
+from .fdp import OUT_NUMPY, decode_operand, fused_dot
+from .fragments import to_d_registers
+from .hopper import K_OF, fdp_unit, wgmma
+from .smem import SharedMemory
+from .sparse import SP_K_OF, densify, meta_nibbles, wgmma_sp
+
+KIND = "wgmma_zero_sign"
+COLUMNS = ("inst", "group", "scale_d", "sp_meta", "a_off", "a_len", "b_off", "b_len", "c_off", "c_len", "pool",
+           "d_offsets", "d_regs")
+DENSE_HYPOTHESES = ("model", "positive_zero", "scale_d0_adds_zero", "hard_floor")
+SPARSE_HYPOTHESES = ("model", "signed", "zeros", "pruned_plus_zero", "scale_d0_adds_zero")
+HYPOTHESES = tuple(dict.fromkeys(DENSE_HYPOTHESES + SPARSE_HYPOTHESES))
+_BASE, _B_OFF = 0x400, 4096  # where this replay lays A and B (the capture's own base is not recorded: no swizzle)
+_NEG_ZERO = {"tf32": 0x80000000, "f16": 0x8000, "bf16": 0x8000, "e4m3": 0x80, "e5m2": 0x80}
+_ONE = {"tf32": 0x3F800000, "f16": 0x3C00, "bf16": 0x3F80, "e4m3": 0x38, "e5m2": 0x3C}
+
+
+class CaseInputs(NamedTuple):
+    sparse: bool
+    atype: str
+    btype: str
+    dtype: str
+    n: int
+    k: int            # logical K
+    scale_a: int
+    scale_b: int
+    scale_d: bool
+    sp_meta: int      # the metadata register of every thread (sparse)
+    a: np.ndarray     # (64, K) or (64, K/2) stored, raw bits
+    b: np.ndarray     # (N, K) raw bits
+    c: np.ndarray     # (64, N) raw bits of D's type
+
+
+@dataclass
+class CaseResult:
+    index: int
+    group: str
+    form: str
+    values: int
+    values_matched: int
+    first_mismatch: Optional[str] = None
+    hypotheses: Dict[str, bool] = field(default_factory=dict)  # alternative -> every register matches
+
+    @property
+    def ok(self) -> bool:
+        return self.values == self.values_matched
+
+    @property
+    def group_key(self) -> str:
+        """A replay group name: what the case asks and the instruction form."""
+        return f"{self.group} {self.form}"
+
+    def describe(self) -> str:
+        return (f"case {self.index} {self.group_key}: {self.values - self.values_matched} of {self.values} registers "
+                f"differ" + (f" (first: {self.first_mismatch})" if self.first_mismatch else ""))
+
+
+@dataclass
+class ZeroSignReplay:
+    meta: dict
+    cases: List[CaseResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.cases) and all(c.ok for c in self.cases)
+
+    def by_group(self) -> Dict[str, Dict[str, int]]:
+        """group -> {"cases": n, "model": cases matched, <hypothesis>: cases it explains, ...}."""
+        out: Dict[str, Dict[str, int]] = {}
+        for c in self.cases:
+            g = out.setdefault(c.group, {"cases": 0, "model": 0})
+            g["cases"] += 1
+            g["model"] += c.ok
+            for h, ok in c.hypotheses.items():
+                if h != "model":
+                    g[h] = g.get(h, 0) + ok
+        return out
+
+    def table(self) -> str:
+        lines = []
+        for name, g in self.by_group().items():
+            alts = ", ".join(f"{h} {v}" for h, v in g.items() if h not in ("cases", "model"))
+            lines.append(f"{name:<22} {g['cases']:>3} cases, model {g['model']:>3}" + (f"; {alts}" if alts else ""))
+        return "\n".join(lines)
+
+
+def _check(meta, cols):
+    if not isinstance(meta, dict) or meta.get("kind") != KIND:
+        raise TraceError("meta.kind", f"expected a tcemu-trace of kind {KIND!r}")
+    for key in ("kinds", "instantiations", "groups"):
+        if not isinstance(meta.get(key), list):
+            raise TraceError(f"meta.{key}", "missing or not a list")
+    missing = [c for c in COLUMNS if c not in cols]
+    if missing:
+        raise TraceError(", ".join(missing), "columns missing")
+    n = cols["inst"].size
+    if any(cols[c].size != n for c in COLUMNS if c not in ("pool", "d_offsets", "d_regs")) \
+            or cols["d_offsets"].size != n + 1:
+        raise TraceError("columns", "per-case columns must have one entry per case (d_offsets one more)")
+    pool = cols["pool"].size
+    for p in ("a", "b", "c"):
+        off, ln = cols[f"{p}_off"].astype(np.int64), cols[f"{p}_len"].astype(np.int64)
+        if n and (off.min() < 0 or ln.min() <= 0 or (off + ln).max() > pool):
+            raise TraceError(f"{p}_off, {p}_len", "patterns must be non-empty slices of pool")
+    if n and (cols["inst"].min() < 0 or cols["inst"].max() >= len(meta["instantiations"])
+              or cols["group"].min() < 0 or cols["group"].max() >= len(meta["groups"])):
+        raise TraceError("inst, group", "indexes outside meta.instantiations / meta.groups")
+
+
+def _tile(cols, p, rows, width):
+    off, ln = int(cols[f"{p}_off"]), int(cols[f"{p}_len"])
+    return cols["pool"][off + np.arange(rows * width) % ln].reshape(rows, width)
+
+
+def case_inputs(meta, cols, i) -> CaseInputs:
+    """The operands of case i, rebuilt from its patterns."""
+    sparse, kind, n, sa, sb = meta["instantiations"][int(cols["inst"][i])]
+    atype, btype, dtype = meta["kinds"][kind][:3]
+    k = (SP_K_OF if sparse else K_OF)[atype]
+    one = {"a_off": cols["a_off"][i], "a_len": cols["a_len"][i], "b_off": cols["b_off"][i],
+           "b_len": cols["b_len"][i], "c_off": cols["c_off"][i], "c_len": cols["c_len"][i], "pool": cols["pool"]}
+    a = _tile(one, "a", 64, k // 2 if sparse else k)
+    b = _tile(one, "b", n, k)
+    c = _tile(one, "c", 64, n).astype(np.uint16 if dtype == "f16" else np.uint32)
+    return CaseInputs(bool(sparse), atype, btype, dtype, int(n), k, int(sa), int(sb), bool(cols["scale_d"][i]),
+                      int(cols["sp_meta"][i]), a, b, c)
+
+
+def _smem(x: CaseInputs, b=None):
+    da = GmmaDescriptor(_BASE, lbo=128, sbo=256)
+    db = GmmaDescriptor(_BASE + _B_OFF, lbo=128, sbo=(512 if x.sparse else 256))
+    smem = SharedMemory()
+    smem.write_operand(da, x.a, dtype=x.atype)
+    smem.write_operand(db, x.b if b is None else b, dtype=x.btype)
+    return smem, da, db
+
+
+def _hard_floor(x: CaseInputs):
+    """Dense D bits with a -0 x +1 term appended: the zero floor applies, the zero sign rule is unchanged."""
+    A = decode_operand(x.a, x.atype, negate=x.scale_a == -1)
+    B = decode_operand(x.b, x.btype, negate=x.scale_b == -1)
+    zero = decode_operand(np.full((64, 1), _NEG_ZERO[x.atype]), x.atype)
+    one = decode_operand(np.full((x.n, 1), _ONE[x.btype]), x.btype)
+    C = decode_operand(x.c, x.dtype) if x.scale_d else None
+    return fused_dot(np.concatenate([A, zero], axis=1), np.concatenate([B, one], axis=1), C,
+                     fdp_unit(x.atype, x.dtype))
+
+
+def case_bits(x: CaseInputs, hypothesis: str = "model") -> np.ndarray:
+    """tcemu's (64, N) raw D bits for the case (uint32, or uint16 for f16) under `hypothesis`."""
+    names = SPARSE_HYPOTHESES if x.sparse else DENSE_HYPOTHESES
+    if hypothesis not in names:
+        raise TraceError("hypothesis", f"{hypothesis!r}: {'sparse' if x.sparse else 'dense'} cases take "
+                                       f"{', '.join(names)}")
+    raw = np.uint16 if x.dtype == "f16" else np.uint32
+    if hypothesis == "hard_floor":
+        return _hard_floor(x).astype(raw)
+    c, scale_d = x.c, x.scale_d
+    if hypothesis == "scale_d0_adds_zero" and not scale_d:
+        c, scale_d = np.zeros_like(x.c), True
+    b = None
+    if hypothesis == "pruned_plus_zero":
+        nib = meta_nibbles(np.full(128, x.sp_meta, np.uint32), x.atype)
+        if not (nib == nib[0, 0]).all():
+            raise TraceError("sp_meta", "pruned_plus_zero needs one metadata nibble in every chunk")
+        kept = densify(np.ones(x.a.shape, np.uint32), nib, x.atype)[0] != 0  # logical columns the stored ones take
+        one = _ONE[x.btype] | (_NEG_ZERO[x.btype] if (x.scale_a == -1) != (x.scale_b == -1) else 0)  # product +0
+        b = np.where(kept[None, :], x.b, one).astype(x.b.dtype)
+    smem, da, db = _smem(x, b)
+    common = dict(shape=f"m64n{x.n}k{x.k}", dtype_a=x.atype, dtype_b=x.btype, dtype_d=x.dtype,
+                  c=c.view(OUT_NUMPY[x.dtype]), scale_d=scale_d, scale_a=x.scale_a, scale_b=x.scale_b)
+    if x.sparse:
+        rule = {"signed": "signed", "zeros": "zeros", "pruned_plus_zero": "zeros"}.get(hypothesis, "selected")
+        d = wgmma_sp(smem, da, db, sparse_meta=np.full(128, x.sp_meta, np.uint32), rule=rule, **common)
+    else:
+        d = wgmma(smem, da, db, **common)
+    d = d.view(raw).copy()
+    if hypothesis == "positive_zero":
+        d[d == (0x8000 if x.dtype == "f16" else 0x80000000)] = 0
+    return d
+
+
+def case_registers(meta, cols, i, hypothesis: str = "model") -> np.ndarray:
+    """tcemu's (128, nregs) raw D registers for case i (the layout the trace stores)."""
+    x = case_inputs(meta, cols, i)
+    return to_d_registers(case_bits(x, hypothesis), x.dtype)
+
+
+def hardware_registers(cols, i, nregs: int) -> np.ndarray:
+    lo, hi = int(cols["d_offsets"][i]), int(cols["d_offsets"][i + 1])
+    if hi - lo != 128 * nregs:
+        raise TraceError("d_offsets", f"case {i}: {hi - lo} registers stored, expected 128 x {nregs}")
+    return cols["d_regs"][lo:hi].reshape(128, nregs)
+
+
+def replay_zero_sign(meta, cols, hypotheses=()) -> ZeroSignReplay:
+    """Every case through tcemu.wgmma / tcemu.wgmma_sp against the captured registers; `hypotheses` (names from
+    HYPOTHESES) are also tried per case, each where it applies (dense or sparse)."""
+    _check(meta, cols)
+    unknown = [h for h in hypotheses if h not in HYPOTHESES]
+    if unknown:
+        raise TraceError("hypotheses", f"unknown {unknown}; expected names from {', '.join(HYPOTHESES)}")
+    result = ZeroSignReplay(meta)
+    for i in range(cols["inst"].size):
+        x = case_inputs(meta, cols, i)
+        group = meta["groups"][int(cols["group"][i])]
+        group = group["name"] if isinstance(group, dict) else str(group)
+        form = (f"{'sp ' if x.sparse else ''}{x.atype}.{x.btype}->{x.dtype}" + (" neg-a" if x.scale_a == -1 else "")
+                + ("" if x.scale_d else " scale-d 0") + (f" meta {x.sp_meta:#010x}" if x.sparse else ""))
+        try:
+            model = to_d_registers(case_bits(x), x.dtype)
+        except TcemuError as e:
+            model = None
+            err = f"tcemu raised {type(e).__name__}: {e}"
+        hw = hardware_registers(cols, i, (x.n // 4) if x.dtype == "f16" else x.n // 2)
+        same = model == hw if model is not None else np.zeros(hw.shape, bool)
+        first = err if model is None else None
+        if model is not None and not same.all():
+            t, j = (int(v) for v in np.argwhere(~same)[0])
+            first = f"thread {t} reg {j}: hardware {int(hw[t, j]):#010x}, tcemu {int(model[t, j]):#010x}"
+        case = CaseResult(i, group, form, hw.size, int(same.sum()), first)
+        names = SPARSE_HYPOTHESES if x.sparse else DENSE_HYPOTHESES
+        for h in hypotheses:
+            if h in names:
+                try:
+                    case.hypotheses[h] = bool((to_d_registers(case_bits(x, h), x.dtype) == hw).all())
+                except TcemuError:
+                    case.hypotheses[h] = False
+        result.cases.append(case)
+    return result
