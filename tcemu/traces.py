@@ -26,6 +26,7 @@ from .dtypes import SM90_OPERAND_DTYPES
 from .errors import TcemuError, TraceError
 from .smem import SharedMemory
 from .validate import as_int, is_int, show
+from .zero_sign import COLUMNS as ZERO_SIGN_COLUMNS
 
 FORMAT, VERSION = "tcemu-trace", 1
 
@@ -40,6 +41,10 @@ MAX_GLOBAL_BYTES = 1 << 26    # the TMA capture's global buffer (8 MiB bundled)
 MAX_FIXTURES = 64             # kernels embedded in one kernel_outputs trace (8 bundled)
 MAX_KERNEL_ELEMENTS = 1 << 24  # elements of one input or output tensor of a captured launch (1024^2 bundled)
 MAX_KERNEL_CTAS = 1 << 16     # CTAs of one captured launch (10 bundled)
+MAX_LAUNCHES = 64             # launch records in one fixture json (4 bundled)
+MAX_LAUNCH_BYTES = 1 << 28    # all buffers of one recorded launch (about 400 KB bundled)
+MAX_PARAM_BYTES = 32764       # a kernel's parameter space (CUDA 12.1+; the bundled blobs hold 1,536 bytes)
+MAX_POOL = 1 << 22            # pattern pool of a wgmma_zero_sign trace (9,628 values bundled)
 MAX_GEMM_DIM = 1 << 16        # M, N or K of one captured GEMM (1024 bundled)
 MAX_GEMM_MACS = 1 << 33       # M * N * K of one captured GEMM (2^30 bundled): bounds the replay's work
 
@@ -70,14 +75,17 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
                                    "diag_regs"),
              "ptx_alu": ("op", "a", "b", "c", "e", "d", "d1"),
              "kernel_outputs": ("seed", "status", "offsets", "bits"),
+             "launch_outputs": ("seed", "status", "offsets", "bits"),
              "gemm_outputs": ("seed", "status", "m", "n", "k", "stored_rows", "offsets", "bits", "digest_offsets",
-                              "row_digests")}
-_OPTIONAL = {"wgmma_operand_addresses": ("replica_mismatches",), "kernel_outputs": ("m", "n", "k", "grid")}
+                              "row_digests"),
+             "wgmma_zero_sign": ZERO_SIGN_COLUMNS}
+_OPTIONAL = {"wgmma_operand_addresses": ("replica_mismatches",), "kernel_outputs": ("m", "n", "k", "grid"),
+             "launch_outputs": ("m", "n", "k", "grid")}
 
 
 def _fixture_members(meta) -> List[str]:
-    """The members a kernel_outputs trace embeds: each fixture's PTX and json (`fixture_<name>_ptx` / `_json`),
-    named by meta.fixtures (checked before any member is read)."""
+    """The members a kernel_outputs / launch_outputs trace embeds: each fixture's PTX and json
+    (`fixture_<name>_ptx` / `_json`), named by meta.fixtures (checked before any member is read)."""
     fixtures = meta.get("fixtures")
     if not isinstance(fixtures, dict) or not 1 <= len(fixtures) <= MAX_FIXTURES or not all(
             isinstance(n, str) and 0 < len(n) <= 80 and n.replace("_", "").isalnum() and n.isascii()
@@ -88,7 +96,7 @@ def _fixture_members(meta) -> List[str]:
 
 
 # Members named by the meta rather than fixed by the kind (read, like the columns, only when named).
-_EMBEDDED = {"kernel_outputs": _fixture_members}
+_EMBEDDED = {"kernel_outputs": _fixture_members, "launch_outputs": _fixture_members}
 
 # The record layout of scripts/capture_tma.py (CASE_DTYPE), field for field.
 TMA_CASE = np.dtype([("dtype", "<i4"), ("rank", "<i4"), ("swizzle", "<i4"), ("dst", "<i4"), ("gaddr", "<i8"),
@@ -486,22 +494,8 @@ def _check_kernels(meta, cols):
     holds what the replay reads (tcemu.ptx.replay.replay_case), with bounded sizes."""
     from .kernel_inputs import FORMATS
     from .ptx.replay import PARAM_ROLES, STORE_TYPES
-    fixtures = {}
-    for name in _fixture_members(meta)[::2]:
-        fx = name[len("fixture_"):-len("_ptx")]
-        digests = meta["fixtures"][fx]
-        for ext in ("ptx", "json"):
-            raw = cols.get(f"fixture_{fx}_{ext}")
-            if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or raw.ndim != 1:
-                raise TraceError(f"fixture_{fx}_{ext}", f"must be the fixture's bytes (uint8), got {show(raw)}")
-            want = digests.get(f"{ext}_sha256") if isinstance(digests, dict) else None
-            if hashlib.sha256(raw.tobytes()).hexdigest() != want:
-                raise TraceError(f"fixture_{fx}_{ext}", f"its sha256 differs from meta.fixtures[{fx!r}]")
-        try:
-            cols[f"fixture_{fx}_ptx"].tobytes().decode("utf-8")
-        except UnicodeDecodeError:
-            raise TraceError(f"fixture_{fx}_ptx", "is not UTF-8 text") from None
-        fj = fixtures[fx] = _json_value(raw.tobytes(), f"fixture_{fx}_json")
+    fixtures = _embedded_fixtures(meta, cols)
+    for fx, fj in fixtures.items():
         if not isinstance(fj, dict) or not isinstance(fj.get("params"), list) or \
                 not is_int(fj.get("num_ctas", 1)) or not 1 <= fj.get("num_ctas", 1) <= 16:
             raise TraceError(f"fixture_{fx}_json", "must hold the kernel's params (a list) and num_ctas (1..16)")
@@ -525,6 +519,28 @@ def _check_kernels(meta, cols):
         if off[i + 1] - off[i] != size:
             raise TraceError("offsets", f"case {i} holds {int(off[i + 1] - off[i]):,} output bytes; its record says "
                                         f"{size:,}")
+
+
+def _embedded_fixtures(meta, cols) -> dict:
+    """name -> the parsed json of each fixture meta.fixtures names; its PTX and json members must have the sha256
+    there, the PTX must be UTF-8 text."""
+    fixtures = {}
+    for name in _fixture_members(meta)[::2]:
+        fx = name[len("fixture_"):-len("_ptx")]
+        digests = meta["fixtures"][fx]
+        for ext in ("ptx", "json"):
+            raw = cols.get(f"fixture_{fx}_{ext}")
+            if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or raw.ndim != 1:
+                raise TraceError(f"fixture_{fx}_{ext}", f"must be the fixture's bytes (uint8), got {show(raw)}")
+            want = digests.get(f"{ext}_sha256") if isinstance(digests, dict) else None
+            if hashlib.sha256(raw.tobytes()).hexdigest() != want:
+                raise TraceError(f"fixture_{fx}_{ext}", f"its sha256 differs from meta.fixtures[{fx!r}]")
+        try:
+            cols[f"fixture_{fx}_ptx"].tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise TraceError(f"fixture_{fx}_ptx", "is not UTF-8 text") from None
+        fixtures[fx] = _json_value(cols[f"fixture_{fx}_json"].tobytes(), f"fixture_{fx}_json")
+    return fixtures
 
 
 def _json_value(raw: bytes, field: str):
@@ -671,11 +687,174 @@ def _gemm_case(case, field, M, N, K, meta, scales, formats, out_types):
              0 <= t["stream"] < 1 << 64, f"input {t['buffer']} needs an integer seed and stream below 2^64")
 
 
+def _check_launches(meta, cols):
+    """launch_outputs: the embedded fixtures (sha256) and their launch records (tcemu/launches.py) hold what the
+    replay reads, with bounded sizes; every captured case names a fixture, one of its launches, the launch's output
+    buffer (its dtype and storage) and the seed of the seed column, and stores exactly that buffer's bytes."""
+    fixtures = _embedded_fixtures(meta, cols)
+    for fx, fj in fixtures.items():
+        if not isinstance(fj, dict) or not isinstance(fj.get("launches"), list) or \
+                not 1 <= len(fj["launches"]) <= MAX_LAUNCHES:
+            raise TraceError(f"fixture_{fx}_json", f"must hold the fixture's launch records (launches: a list of "
+                                                   f"1..{MAX_LAUNCHES})")
+    status = _col(cols, "status", 0, 127, (None,))
+    n = status.size
+    seeds = _col(cols, "seed", 0, (1 << 64) - 1, (n,))
+    for name in ("m", "n", "k"):
+        if name in cols:
+            _col(cols, name, 0, 1 << 20, (n,))
+    grid = _col(cols, "grid", 1, MAX_KERNEL_CTAS, (n, 3)) if "grid" in cols else None
+    bits = _col(cols, "bits", 0, 255, (None,))
+    off = _offsets(cols, "offsets", n, bits.size)
+    cases = meta.get("cases")
+    if not isinstance(cases, list) or len(cases) != n:
+        raise TraceError("meta.cases", f"one case record per status entry expected ({n}), got {show(cases)}")
+    checked = {}
+    for i, case in enumerate(cases):
+        field = f"meta.cases[{i}]"
+        if not isinstance(case, dict):
+            raise TraceError(field, f"must be a record (a JSON object), got {show(case)}")
+        if status[i] != 0:
+            if off[i + 1] != off[i]:
+                raise TraceError("offsets", f"case {i} was not captured: it stores no output bytes")
+            continue
+        fx, launch = case.get("fixture"), case.get("launch")
+        if not isinstance(fx, str) or fx not in fixtures or not is_int(launch) or \
+                not 0 <= launch < len(fixtures[fx]["launches"]):
+            raise TraceError(field, "fixture and launch must name one of meta.fixtures and an index into its "
+                                    "launch records")
+        key = (fx, int(launch))
+        if key not in checked:
+            checked[key] = _launch_record(fixtures[fx]["launches"][launch], f"fixture_{fx}_json: launches[{launch}]")
+        buffers = checked[key]
+        if not is_int(case.get("seed")) or case["seed"] != int(seeds[i]):
+            raise TraceError(field, f"seed must be the seed column's {int(seeds[i])}")
+        out = case.get("output")
+        if not isinstance(out, dict) or not isinstance(out.get("buffer"), str) or \
+                buffers.get(out["buffer"], {}).get("role") != "output":
+            raise TraceError(field, "output must name an output buffer of its launch record")
+        b = buffers[out["buffer"]]
+        if out.get("dtype") != b["dtype"] or out.get("storage") != b["storage"]:
+            raise TraceError(field, f"output {out['buffer']} must have its launch record's dtype {b['dtype']} and "
+                                    f"storage {b['storage']}")
+        if off[i + 1] - off[i] != b["bytes"]:
+            raise TraceError("offsets", f"case {i} holds {int(off[i + 1] - off[i]):,} output bytes; buffer "
+                                        f"{out['buffer']} of its launch record holds {b['bytes']:,}")
+        if grid is not None and grid[i].tolist() != fixtures[fx]["launches"][launch]["grid"]:
+            raise TraceError("grid", f"case {i}: {grid[i].tolist()} is not its launch record's grid")
+
+
+def _launch_record(rec, field) -> dict:
+    """Check one launch record (tcemu/launches.py reads it) for types and sizes the replay relies on; tcemu.launches
+    checks the rest against the PTX when it replays (LaunchRecordError). Its buffers, by name."""
+    from .kernel_inputs import FORMATS
+
+    def need(cond, what):
+        if not cond:
+            raise TraceError(field, what)
+
+    def ints(v, n, lo, hi):
+        return isinstance(v, list) and (n is None or len(v) == n) and all(is_int(x) and lo <= x <= hi for x in v)
+
+    def records(key, limit, **fields):
+        v = rec.get(key)
+        need(isinstance(v, list) and len(v) <= limit and all(
+            isinstance(r, dict) and all(check(r.get(f)) for f, check in fields.items()) for r in v),
+             f"{key} must be up to {limit} records of {', '.join(fields)}")
+        return v
+    need(isinstance(rec, dict), f"must be a launch record (a JSON object), got {show(rec)}")
+    need(isinstance(rec.get("entry"), str) and 0 < len(rec["entry"]) <= 8192, "entry must be the kernel's name")
+    need(ints(rec.get("grid"), 3, 1, MAX_KERNEL_CTAS) and int(np.prod(rec["grid"])) <= MAX_KERNEL_CTAS,
+         f"grid must be 3 integers, at most {MAX_KERNEL_CTAS} CTAs")
+    need(ints(rec.get("block"), 3, 1, 1024) and int(np.prod(rec["block"])) <= 1024,
+         "block must be 3 integers, at most 1024 threads")
+    need(ints(rec.get("cluster"), 3, 1, 16) and int(np.prod(rec["cluster"])) <= 16,
+         "cluster must be 3 integers, at most 16 CTAs")
+    need(is_int(rec.get("shared_bytes")) and 0 <= rec["shared_bytes"] <= max(SMEM_WINDOW.values()),
+         "shared_bytes must be the dynamic shared bytes of the launch")
+    blob = rec.get("param_blob")
+    need(isinstance(blob, str) and len(blob) <= 2 * MAX_PARAM_BYTES and len(blob) % 2 == 0 and
+         all(c in "0123456789abcdefABCDEF" for c in blob), f"param_blob must be hex of at most {MAX_PARAM_BYTES} bytes")
+    word = (lambda v: is_int(v) and -(1 << 64) < v < 1 << 64)  # noqa: E731
+    name = (lambda v: isinstance(v, str) and 0 < len(v) <= 8192)  # noqa: E731
+    records("params", 256, name=name, offset=lambda v: is_int(v) and 0 <= v <= MAX_PARAM_BYTES)
+    records("pointers", 256, offset=lambda v: is_int(v) and 0 <= v <= MAX_PARAM_BYTES, buffer=name, delta=word)
+    records("tensormaps", 16, offset=lambda v: is_int(v) and 0 <= v <= MAX_PARAM_BYTES,
+            encode=lambda v: is_int(v) and 0 <= v < 16)
+    small = (lambda v: is_int(v) and 0 <= v < 1 << 8)  # noqa: E731
+    records("encodes", 16, dtype=small, rank=lambda v: is_int(v) and 1 <= v <= 5, buffer=name, delta=word,
+            interleave=small, swizzle=small, l2_promotion=small, oob_fill=small,
+            **{f: (lambda v: ints(v, None, 0, 1 << 40) and 1 <= len(v) <= 5)
+               for f in ("dims", "strides_bytes", "box", "element_strides")})
+    bufs = records("buffers", 16, name=name, role=lambda v: v in ("input", "output", "workspace"),
+                   dtype=lambda v: v == "bytes" or v in FORMATS,
+                   storage=lambda v: ints(v, None, 1, MAX_LAUNCH_BYTES) and 1 <= len(v) <= 4,
+                   bytes=lambda v: is_int(v) and 1 <= v <= MAX_LAUNCH_BYTES, address=lambda v: word(v) and v >= 0)
+    out = {}
+    for b in bufs:
+        need(b["name"] not in out, f"buffer {show(b['name'])} appears twice")
+        item = 1 if b["dtype"] == "bytes" else np.dtype(FORMATS[b["dtype"]][0]).itemsize
+        need(int(np.prod(b["storage"], dtype=np.float64)) * item == b["bytes"],
+             f"buffer {show(b['name'])}: storage {b['storage']} of {b['dtype']} is not {b['bytes']:,} bytes")
+        out[b["name"]] = b
+    need(sum(b["bytes"] for b in bufs) <= MAX_LAUNCH_BYTES, f"its buffers hold more than {MAX_LAUNCH_BYTES:,} bytes")
+    return out
+
+
+# wgmma kinds a wgmma_zero_sign case may name: the floating-point ones (PTX 9.7.15.5.1)
+_ZS_KINDS = {("tf32", "tf32", "f32"), ("f16", "f16", "f32"), ("f16", "f16", "f16"), ("bf16", "bf16", "f32")} | {
+    (a, b, d) for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2") for d in ("f16", "f32")}
+_BITS = {"tf32": 32, "f32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8}
+
+
+def _check_zero_sign(meta, cols):
+    """wgmma_zero_sign (tcemu/zero_sign.py): kinds are floating-point wgmma kinds, instantiations legal dense or
+    sparse forms, every case's A, B and C patterns non-empty slices of the pool holding bits of their types, and
+    its registers 128 threads x the D registers of its form."""
+    from .hopper import legal_n
+    kinds = _meta_list(meta, "kinds", 16, lambda v: isinstance(v, list) and len(v) == 3 and
+                       all(isinstance(t, str) for t in v) and tuple(v) in _ZS_KINDS)
+    insts = _meta_list(meta, "instantiations", 4096, lambda v: isinstance(v, list) and len(v) == 5 and
+                       all(is_int(x) for x in v) and v[0] in (0, 1) and 0 <= v[1] < len(kinds) and
+                       legal_n(v[2], kinds[v[1]][2]) and v[3] in (1, -1) and v[4] in (1, -1))
+    groups = _meta_list(meta, "groups", 256, lambda v: (isinstance(v, dict) and isinstance(v.get("name"), str)
+                                                         and 0 < len(v["name"]) <= 80) or
+                        (isinstance(v, str) and 0 < len(v) <= 80))
+    n = _col(cols, "inst", 0, len(insts) - 1, (None,)).size
+    _col(cols, "group", 0, len(groups) - 1, (n,))
+    _col(cols, "scale_d", 0, 1, (n,))
+    _col(cols, "sp_meta", 0, (1 << 32) - 1, (n,))
+    pool = _col(cols, "pool", 0, (1 << 32) - 1, (None,))
+    if pool.size > MAX_POOL:
+        raise TraceError("pool", f"{pool.size:,} values; a trace's pool holds at most {MAX_POOL:,}")
+    pats = {}
+    for p in ("a", "b", "c"):
+        o = _col(cols, f"{p}_off", 0, pool.size - 1 if pool.size else 0, (n,)).astype(np.int64)
+        ln = _col(cols, f"{p}_len", 1, max(pool.size, 1), (n,)).astype(np.int64)
+        if n and (not pool.size or int((o + ln).max()) > pool.size):
+            raise TraceError(f"{p}_off, {p}_len", "each pattern must be a non-empty slice of pool")
+        pats[p] = (o, ln)
+    regs = _col(cols, "d_regs", 0, (1 << 32) - 1, (None,))
+    off = _offsets(cols, "d_offsets", n, regs.size)
+    inst = cols["inst"].astype(np.int64)
+    for i in range(n):
+        sparse, kind, width, _, _ = insts[int(inst[i])]
+        types = dict(zip("abc", kinds[kind]))
+        for p, (o, ln) in pats.items():
+            values = pool[int(o[i]):int(o[i] + ln[i])]
+            if int(values.max()) >> _BITS[types[p]]:
+                raise TraceError(f"{p}_off", f"case {i}: its {p.upper()} pattern holds values wider than "
+                                             f"{types[p]}'s {_BITS[types[p]]} bits")
+        per_thread = width // 4 if kinds[kind][2] == "f16" else width // 2
+        if off[i + 1] - off[i] != 128 * per_thread:
+            raise TraceError("d_offsets", f"case {i} must hold 128 x {per_thread} registers")
+
+
 _CHECKS = {"wgmma_operand_addresses": _check_addresses, "wgmma_numerics": _check_numerics,
            "smem_wavefronts": _check_wavefronts, "tma_tile_loads": _check_tma,
            "wgmma_sp_operand_addresses": _check_sp_addresses, "wgmma_sp_metadata": _check_sp_metadata,
            "wgmma_sp_numerics": _check_sp_numerics, "ptx_alu": _check_ptx_alu, "kernel_outputs": _check_kernels,
-           "gemm_outputs": _check_gemm}
+           "gemm_outputs": _check_gemm, "launch_outputs": _check_launches, "wgmma_zero_sign": _check_zero_sign}
 
 
 @dataclass
@@ -1116,7 +1295,51 @@ def _replay_gemm(trace: Trace, result: ReplayResult, max_report: int):
                                      f"{stored} stored outputs differ")
 
 
+def _replay_launches(trace: Trace, result: ReplayResult, max_report: int):
+    """Recorded launches (launch_outputs): each captured case rerun from the fixture embedded in the trace and
+    its seed (tcemu.launches.replay_trace_case), every output byte compared."""
+    from .launches import replay_trace_case
+    cols, modules = trace.columns, {}
+    for i, case in enumerate(trace.meta["cases"]):  # check_trace has held every record to _check_launches
+        if int(cols["status"][i]) != 0:
+            result.notes.append(f"case {i} ({show(case.get('fixture'))}): not captured ({show(case.get('status'))})")
+            continue
+        name = case["fixture"]
+        hw = cols["bits"][int(cols["offsets"][i]):int(cols["offsets"][i + 1])]
+        try:
+            got = replay_trace_case(trace, i, modules)
+        except TcemuError as e:
+            got = None
+            if len(result.mismatches) < max_report:
+                result.mismatches.append(f"case {i} {name}: {type(e).__name__}: {e}"[:400])
+        g = result.groups.setdefault(name, GroupResult())
+        g.cases += 1
+        g.values += hw.size
+        if got is not None:
+            same = int(np.count_nonzero(got == hw)) if got.size == hw.size else 0
+            g.values_matched += same
+            g.cases_matched += same == hw.size
+            if same != hw.size and len(result.mismatches) < max_report:
+                result.mismatches.append(f"case {i} {name} {case.get('M')}x{case.get('N')}x{case.get('K')}: "
+                                         f"{hw.size - same} of {hw.size} output bytes differ")
+
+
+def _replay_zero_sign(trace: Trace, result: ReplayResult, max_report: int):
+    """Exact-zero signs and the zero floor of wgmma (wgmma_zero_sign): tcemu.zero_sign's replay, one group per
+    question and form, every D register compared."""
+    from .zero_sign import replay_zero_sign
+    for case in replay_zero_sign(trace.meta, trace.columns).cases:
+        g = result.groups.setdefault(case.group_key, GroupResult())
+        g.cases += 1
+        g.cases_matched += case.ok
+        g.values += case.values
+        g.values_matched += case.values_matched
+        if not case.ok and len(result.mismatches) < max_report:
+            result.mismatches.append(case.describe()[:400])
+
+
 _REPLAYERS = {"ptx_alu": _replay_ptx_alu, "kernel_outputs": _replay_kernels, "gemm_outputs": _replay_gemm,
+              "launch_outputs": _replay_launches, "wgmma_zero_sign": _replay_zero_sign,
               "wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
               "smem_wavefronts": _replay_wavefronts, "tma_tile_loads": _replay_tma,
               "wgmma_sp_operand_addresses": _replay_sp_addresses, "wgmma_sp_metadata": _replay_sp_metadata,

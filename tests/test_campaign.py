@@ -950,6 +950,49 @@ def _cut_kernels(c):
                 **{f"fixture_{name}_{e}": c[f"fixture_{name}_{e}"] for e in ("ptx", "json")})
 
 
+def _cut_gemm(c):
+    """Two cuBLAS cases: bf16 200 x 136 x 72 (captured, every row stored) and one torch refused (status 1)."""
+    meta = json.loads(c["meta"].tobytes())
+    rows = [next(j for j, case in enumerate(meta["cases"]) if case["in"] == "bf16" and case["K"] == 72),
+            next(j for j, case in enumerate(meta["cases"]) if case["status"] != "ok")]
+    meta["cases"] = [meta["cases"][j] for j in rows]
+    bits = [c["bits"][c["offsets"][j]:c["offsets"][j + 1]] for j in rows]
+    digests = [c["row_digests"][c["digest_offsets"][j]:c["digest_offsets"][j + 1]] for j in rows]
+    out = {k: c[k][rows] for k in ("seed", "status", "m", "n", "k", "stored_rows")}
+    return dict(meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), bits=np.concatenate(bits),
+                offsets=np.concatenate([[0], np.cumsum([b.size for b in bits])]).astype(np.int64),
+                row_digests=np.concatenate(digests),
+                digest_offsets=np.concatenate([[0], np.cumsum([x.size for x in digests])]).astype(np.int64), **out)
+
+
+def _cut_launches(c):
+    """One recorded CUTLASS launch (pingpong bf16 -> f32, 200 x 136 x 200) and its embedded fixture."""
+    meta = json.loads(c["meta"].tobytes())
+    i = next(j for j, case in enumerate(meta["cases"]) if case["fixture"] == "cutlass_pingpong_bf16" and
+             case["M"] == 200)
+    name = meta["cases"][i]["fixture"]
+    meta["cases"], meta["fixtures"] = [meta["cases"][i]], {name: meta["fixtures"][name]}
+    lo, hi = int(c["offsets"][i]), int(c["offsets"][i + 1])
+    out = {k: c[k][i:i + 1] for k in ("seed", "status", "m", "n", "k", "grid")}
+    return dict(meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), bits=c["bits"][lo:hi],
+                offsets=np.array([0, hi - lo], np.int64), **out,
+                **{f"fixture_{name}_{e}": c[f"fixture_{name}_{e}"] for e in ("ptx", "json")})
+
+
+def _cut_zero_sign(c):
+    """Three wgmma_zero_sign cases tcemu's model already gives (dense exact cancellation, the sparse -0 control,
+    the dense C = +0 floor control): the rules pending on branch `rules` leave them as they are."""
+    meta = json.loads(c["meta"].tobytes())
+    names = [g["name"] for g in meta["groups"]]
+    rows = [int(np.flatnonzero(c["group"] == names.index(g))[0])
+            for g in ("dense_cancel", "sparse_negzero_c", "floor_dense_zeroc")]
+    regs = [c["d_regs"][c["d_offsets"][j]:c["d_offsets"][j + 1]] for j in rows]
+    out = {k: c[k][rows] for k in ("inst", "group", "scale_d", "sp_meta", "a_off", "a_len", "b_off", "b_len",
+                                   "c_off", "c_len")}
+    return dict(out, meta=c["meta"], pool=c["pool"], d_regs=np.concatenate(regs),
+                d_offsets=np.concatenate([[0], np.cumsum([r.size for r in regs])]).astype(np.int64))
+
+
 def _with_meta(cols, **changes):
     meta = json.loads(cols["meta"].tobytes())
     meta.update(changes)
@@ -985,7 +1028,10 @@ def _trace_dir():
             "spmeta": _cut("wgmma_sp_metadata_sm90.npz", _cut_sp_metadata),
             "spnum": _cut("wgmma_sp_numerics_sm90.npz", _cut_sp_numerics),
             "alu": _cut("ptx_alu_sm90.npz", _cut_alu),
-            "kern": _cut("triton_kernels_sm90.npz", _cut_kernels)}
+            "kern": _cut("triton_kernels_sm90.npz", _cut_kernels),
+            "gemm": _cut("torch_gemm_sm90.npz", _cut_gemm),
+            "launch": _cut("cutlass_kernels_sm90.npz", _cut_launches),
+            "zs": _cut("wgmma_zero_sign_sm90.npz", _cut_zero_sign)}
     for key, cols in base.items():
         save(f"{key}.npz", cols, False)
         save(f"{key}_objects.npz", dict(cols, extra_obj=np.array([_Tripwire()], dtype=object),
@@ -1077,6 +1123,63 @@ def _trace_dir():
     save("kern_cases.npz", _with_meta(c, cases="x"), True)
     save("kern_inputs.npz", _with_meta(c, cases=[dict(case, inputs=[dict(case["inputs"][0], dtype="e5m2")])]), True)
     save("kern_bits.npz", dict(c, bits=c["bits"][:-1], offsets=c["offsets"] - np.array([0, 1])), True)
+    c = base["gemm"]
+    meta = json.loads(c["meta"].tobytes())
+    case, failed = meta["cases"]
+    save("gemm_macs.npz", dict(c, m=c["m"] * 0 + 60000, n=c["n"] * 0 + 60000, k=c["k"] * 0 + 60000), True)
+    save("gemm_out.npz", _with_meta(c, cases=[dict(case, out="f64"), failed]), True)
+    save("gemm_shape.npz", _with_meta(c, cases=[dict(case, inputs=[dict(case["inputs"][0], shape=[1 << 20, 72]),
+                                                                   case["inputs"][1]]), failed]), True)
+    save("gemm_dtype.npz", _with_meta(c, cases=[dict(case, inputs=[dict(t, dtype="e5m2") for t in case["inputs"]]),
+                                                failed]), True)
+    save("gemm_kernels.npz", _with_meta(c, cases=[dict(case, kernels=[7]), failed]), True)
+    save("gemm_options.npz", _with_meta(c, cases=[dict(case, options="high"), failed]), True)
+    save("gemm_scales.npz", _with_meta(c, cases=[dict(case, op="scaled_mm", scales=["1.5", None]), failed],
+                                       scales=None), True)
+    save("gemm_seed.npz", _with_meta(c, cases=[dict(case, inputs=[dict(t, seed=-1) for t in case["inputs"]]),
+                                               failed]), True)
+    save("gemm_rows.npz", dict(c, stored_rows=c["stored_rows"] + 1000), True)
+    save("gemm_digests.npz", dict(c, digest_offsets=c["digest_offsets"] * 0), True)
+    save("gemm_failed.npz", dict(c, status=c["status"] * 0 + 1), True)  # a failed case stores nothing
+    save("gemm_cases.npz", _with_meta(c, cases=[case, "x"]), True)
+    save("gemm_model.npz", _with_meta(c, cases=[dict(case, op="addmm"), failed]), None)  # not judged: noted only
+    c = base["launch"]
+    meta = json.loads(c["meta"].tobytes())
+    case, fx = meta["cases"][0], next(iter(meta["fixtures"]))
+    fj = json.loads(c[f"fixture_{fx}_json"].tobytes())
+
+    def with_record(**changes):  # the embedded json edited, its sha256 updated (a consistent but hostile fixture)
+        rec = dict(fj["launches"][case["launch"]], **changes)
+        raw = np.frombuffer(json.dumps(dict(fj, launches=[rec if i == case["launch"] else r for i, r in
+                                                          enumerate(fj["launches"])])).encode(), np.uint8)
+        digests = dict(meta["fixtures"][fx], json_sha256=__import__("hashlib").sha256(raw.tobytes()).hexdigest())
+        return _with_meta(dict(c, **{f"fixture_{fx}_json": raw}), fixtures={fx: digests})
+    rec = fj["launches"][case["launch"]]
+    save("launch_grid.npz", with_record(grid=[1 << 20, 1 << 20, 1]), True)
+    save("launch_cluster.npz", with_record(cluster=[64, 1, 1]), True)
+    save("launch_buffer.npz", with_record(buffers=[dict(b, storage=[1 << 20, 1 << 20], bytes=1 << 42)
+                                                   for b in rec["buffers"]]), True)
+    save("launch_storage.npz", with_record(buffers=[dict(b, storage=["200", "136"]) for b in rec["buffers"]]), True)
+    save("launch_encode.npz", with_record(encodes=[dict(e, dims=["x"] * e["rank"]) for e in rec["encodes"]]), True)
+    save("launch_blob.npz", with_record(param_blob="zz" * 8), True)
+    save("launch_role.npz", with_record(buffers=[dict(b, role="input") for b in rec["buffers"]]), True)
+    save("launch_entry.npz", with_record(entry="_Z6nosuch"), None)  # a consistent record of another kernel: refused
+    save("launch_index.npz", _with_meta(c, cases=[dict(case, launch=99)]), True)
+    save("launch_fixture.npz", _with_meta(c, cases=[dict(case, fixture="../x")]), True)
+    save("launch_seed.npz", _with_meta(c, cases=[dict(case, seed=case["seed"] ^ 1)]), True)
+    save("launch_output.npz", _with_meta(c, cases=[dict(case, output=dict(case["output"], storage=[1 << 20]))]), True)
+    save("launch_bits.npz", dict(c, bits=c["bits"][:-1], offsets=c["offsets"] - np.array([0, 1])), True)
+    save("launch_json.npz", with_record(), False)  # re-serialised, same record: replays as before
+    c = base["zs"]
+    meta = json.loads(c["meta"].tobytes())
+    save("zs_kinds.npz", _with_meta(c, kinds=[["s8", "s8", "s32"]] * len(meta["kinds"])), True)
+    save("zs_inst.npz", _with_meta(c, instantiations=[[0, 0, 7, 1, 1]] * len(meta["instantiations"])), True)
+    save("zs_groups.npz", _with_meta(c, groups="dense"), True)
+    save("zs_pattern.npz", dict(c, a_off=c["a_off"] * 0 + c["pool"].size - 1, a_len=c["a_len"] * 0 + 2), True)
+    save("zs_wide.npz", _with_meta(dict(c, pool=c["pool"] | np.uint32(0xFFFF0000)),   # 32-bit bf16 elements
+                                   kinds=[["bf16", "bf16", "f32"]] * len(meta["kinds"])), True)
+    save("zs_regs.npz", dict(c, d_offsets=c["d_offsets"] // 2), True)
+    save("zs_group.npz", dict(c, group=c["group"] + 1000), True)
     c = base["wave"]
     save("wave_ops.npz", _with_meta(c, ops=["ld.shared.b33"] * 30), True)
     save("wave_mask.npz", dict(c, mask=c["mask"][:3]), True)

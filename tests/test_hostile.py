@@ -239,7 +239,7 @@ def test_every_trace_kind_is_registered_in_all_three_places():
     from tcemu.traces import _CHECKS, _REPLAYERS, _REQUIRED
     assert set(_REQUIRED) == set(_CHECKS) == set(_REPLAYERS)
     assert {"wgmma_sp_operand_addresses", "wgmma_sp_metadata", "wgmma_sp_numerics", "ptx_alu",
-            "kernel_outputs"} <= set(_REQUIRED)
+            "kernel_outputs", "gemm_outputs", "launch_outputs", "wgmma_zero_sign"} <= set(_REQUIRED)
 
 
 def _kernel_trace(tmp_path, name="k.npz", meta_changes=None, case_changes=None, **changes):
@@ -335,6 +335,60 @@ def test_sparse_and_alu_trace_refusals(tmp_path):
     assert field_of(load_trace, str(tmp_path / "alu.npz")) == "meta.forms"
     np.savez(tmp_path / "aluop.npz", **dict(cols, op=np.full(100, 5000, np.int16)))
     assert field_of(load_trace, str(tmp_path / "aluop.npz")) == "op"
+
+
+def _saved(tmp_path, name, cols, **meta_changes):
+    import json
+    meta = json.loads(cols["meta"].tobytes())
+    meta.update(meta_changes)
+    np.savez(tmp_path / name, **dict(cols, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8)))
+    return str(tmp_path / name)
+
+
+def test_gemm_launch_and_zero_sign_trace_refusals(tmp_path):
+    """gemm_outputs, launch_outputs and wgmma_zero_sign: a record the replay could not read, or that disagrees with
+    the columns, is refused by load_trace naming it (the bundled traces load: test_traces)."""
+    import hashlib
+    import json
+    with np.load(os.path.join(TRACES, "torch_gemm_sm90.npz")) as z:
+        cols = {k: z[k] for k in z.files}
+    cases = json.loads(cols["meta"].tobytes())["cases"]
+    a, b = cases[0]["inputs"]
+    wrong = [dict(cases[0], inputs=[dict(a, shape=[128, 64]), b])] + cases[1:]   # A is not M x K
+    assert field_of(load_trace, _saved(tmp_path, "g1.npz", cols, cases=wrong)) == "meta.cases[0]"
+    untyped = [dict(cases[0], kernels=[1])] + cases[1:]                           # `"splitK" in 1` in the model
+    assert field_of(load_trace, _saved(tmp_path, "g2.npz", cols, cases=untyped)) == "meta.cases[0]"
+    np.savez(tmp_path / "g3.npz", **dict(cols, stored_rows=cols["stored_rows"] + (cols["status"] != 0)))
+    assert field_of(load_trace, str(tmp_path / "g3.npz")) == "meta.cases[28]"   # a refused case storing rows
+    np.savez(tmp_path / "g4.npz", **dict(cols, m=cols["m"] * 64, n=cols["n"] * 64))
+    assert field_of(load_trace, str(tmp_path / "g4.npz")) == "meta.cases[0]"    # past the operand limit
+
+    with np.load(os.path.join(TRACES, "cutlass_kernels_sm90.npz")) as z:
+        cols = {k: z[k] for k in z.files}
+    meta = json.loads(cols["meta"].tobytes())
+    cases = meta["cases"]
+    assert field_of(load_trace, _saved(tmp_path, "l1.npz", cols, cases=[dict(cases[0], seed=1)] + cases[1:])) == \
+        "meta.cases[0]"                                                          # not the seed column's
+    assert field_of(load_trace, _saved(tmp_path, "l2.npz", cols, cases=[dict(cases[0], launch=7)] + cases[1:])) == \
+        "meta.cases[0]"
+    fx = cases[0]["fixture"]
+    fj = json.loads(cols[f"fixture_{fx}_json"].tobytes())
+    fj["launches"][0]["buffers"][0]["storage"] = ["256", 256]                    # int("256") in tcemu.launches
+    raw = np.frombuffer(json.dumps(fj).encode(), np.uint8)
+    fixtures = dict(meta["fixtures"], **{fx: dict(meta["fixtures"][fx], json_sha256=hashlib.sha256(raw).hexdigest())})
+    cols[f"fixture_{fx}_json"] = raw
+    assert field_of(load_trace, _saved(tmp_path, "l3.npz", cols, fixtures=fixtures)) == \
+        f"fixture_{fx}_json: launches[0]"
+
+    with np.load(os.path.join(TRACES, "wgmma_zero_sign_sm90.npz")) as z:
+        cols = {k: z[k] for k in z.files}
+    np.savez(tmp_path / "z1.npz", **dict(cols, c_len=cols["c_len"] + cols["pool"].size))
+    assert field_of(load_trace, str(tmp_path / "z1.npz")) == "c_len"                 # longer than the pool
+    np.savez(tmp_path / "z0.npz", **dict(cols, c_off=cols["c_off"] * 0 + cols["pool"].size - 1))
+    assert field_of(load_trace, str(tmp_path / "z0.npz")) == "c_off, c_len"          # runs past its end
+    meta = json.loads(cols["meta"].tobytes())
+    assert field_of(load_trace, _saved(tmp_path, "z2.npz", cols, kinds=[["s8", "u8", "s32"]] + meta["kinds"][1:])) \
+        == "meta.kinds"
 
 
 @pytest.mark.parametrize("edit,what", [
