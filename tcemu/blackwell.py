@@ -250,13 +250,13 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
             raise LayoutError("disable_output_lane", "masks lanes of D in tensor memory: pass d_tmem= and tmem=")
     if (a is None) == (a_tmem is None):
         raise LayoutError("a", "A comes from a shared-memory descriptor or from a_tmem=, exactly one of them")
-    ws = bool(ws)
+    ws = as_bool(ws, "ws", LayoutError)
     check_form(d, cta_group, a_tmem is not None, a, desc_b, scale_input_d, ws=ws, arch=arch)
     if d.sparse != (sparse_meta is not None):
         raise LayoutError("sparse_meta", "the instruction descriptor is sparse (bit 2): pass the metadata, sparse_meta="
                           if d.sparse else "sparse_meta= goes with a sparse instruction descriptor (bit 2 set)")
-    if invalid_meta not in (None, "gather"):
-        raise LayoutError("invalid_meta", f"{invalid_meta!r}: None (refuse undefined metadata) or 'gather'")
+    if not (invalid_meta is None or (isinstance(invalid_meta, str) and invalid_meta == "gather")):
+        raise LayoutError("invalid_meta", f"{show(invalid_meta)}: None (refuse undefined metadata) or 'gather'")
     if ws and disable_output_lane is not None:
         raise LayoutError("disable_output_lane", "tcgen05.mma.ws takes no lane mask (PTX 9.7.16.10.9.3)")
     zcm = _zero_column_mask(zero_column_mask, d, ws)

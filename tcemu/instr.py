@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import DescriptorError
-from .validate import as_bool, as_int, show
+from .validate import as_bool, as_int, is_int, show
 
 KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
@@ -350,14 +350,30 @@ class ZeroColumnMask:
             try:
                 value = int(value.replace("_", ""), 0)
             except ValueError:
-                raise DescriptorError("zero_column_mask", f"{value!r} is not an integer literal (hex needs 0x)") from None
+                raise DescriptorError("zero_column_mask", f"{show(value)} is not an integer literal (hex needs 0x)") from None
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 1 << 64:
-            raise DescriptorError("zero_column_mask", f"must be a 64-bit zero-column mask descriptor, got {value!r}")
+            raise DescriptorError("zero_column_mask", f"must be a 64-bit zero-column mask descriptor, got {show(value)}")
         v = int(value)
         return cls(tuple(v >> (8 * i) & 0xFF for i in range(4)), tuple(v >> (32 + i) & 1 for i in range(4)),
                    bool(v >> 39 & 1), v >> 40 & 0xFF, v >> 48 & 0xFF, v >> 56 & 0x3F, v & cls.RESERVED)
 
+    def _fields(self):
+        """DescriptorError unless every field has its type and fits its bits (an int past a field's width would
+        spill into the next one)."""
+        def ints(v, n, hi):
+            return isinstance(v, (tuple, list)) and len(v) == n and all(is_int(x) and 0 <= x <= hi for x in v)
+        if not ints(self.start_counts, 4, 255):
+            raise DescriptorError("start_counts", f"four 8-bit start counts (0..255, PTX Table 45), got "
+                                                  f"{show(self.start_counts)}")
+        if not ints(self.first_spans, 4, 1):
+            raise DescriptorError("first_spans", f"four 1-bit first spans (0 or 1), got {show(self.first_spans)}")
+        as_bool(self.non_zero_mask, "non_zero_mask", DescriptorError)
+        for name, top in (("skip_span", 255), ("use_span", 255), ("shift", 63)):
+            as_int(getattr(self, name), name, 0, top, DescriptorError)
+        as_int(self.reserved_bits, "reserved_bits", 0, (1 << 64) - 1, DescriptorError)
+
     def encode(self) -> int:
+        self._fields()
         v = self.reserved_bits | int(self.non_zero_mask) << 39 | self.skip_span << 40 | self.use_span << 48 \
             | self.shift << 56
         for i in range(4):
@@ -367,6 +383,10 @@ class ZeroColumnMask:
     def validate(self, m: int, n: int, max_shift_columns=None):
         """[(field, rule)]: reserved bits, field widths, the shift limit of M (Table 45) and of the
         instruction descriptor's max shift (Table 42), N split evenly among the sub-masks."""
+        self._fields()
+        m, n = as_int(m, "m", 1, 256, DescriptorError), as_int(n, "n", 1, 256, DescriptorError)
+        if max_shift_columns is not None:
+            max_shift_columns = as_int(max_shift_columns, "max_shift", 0, 32, DescriptorError)
         out = []
         if self.reserved_bits & self.RESERVED:
             out.append(("zero_column_mask", f"reserved bits {self.reserved_bits & self.RESERVED:#x} (36-38, 62-63) "

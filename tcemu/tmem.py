@@ -334,9 +334,9 @@ def meta_cells(kind: str, rows: int, *, selector: int = 0, ws: bool = False, add
     """(lanes: list of (rows, chunks) arrays, one per copy; columns (rows, chunks) relative to the address; bit
     shifts (rows, chunks)) of the sparse metadata nibble of chunk c of row r (module text)."""
     if kind not in SELECTORS:
-        raise TmemError("kind", f"{kind!r} is not a tcgen05 kind")
+        raise TmemError("kind", f"{show(kind)} is not a tcgen05 kind")
     if isinstance(selector, bool) or selector not in SELECTORS[kind]:
-        raise TmemError("sparsity_selector", f"{selector!r}: .kind::{kind} takes {SELECTORS[kind]} (PTX 9.7.16.10.8.4)")
+        raise TmemError("sparsity_selector", f"{show(selector)}: .kind::{kind} takes {SELECTORS[kind]} (PTX 9.7.16.10.8.4)")
     if ws:
         if rows not in (32, 64, 128):
             raise TmemError("m", f".ws sparse metadata holds M = 32, 64 or 128 rows, not {rows}")

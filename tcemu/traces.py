@@ -807,10 +807,10 @@ _ZS_KINDS = {("tf32", "tf32", "f32"), ("f16", "f16", "f32"), ("f16", "f16", "f16
 _BITS = {"tf32": 32, "f32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8}
 
 
-def _check_zero_sign(meta, cols):
+def _check_zero_sign(meta, cols, registers=True):
     """wgmma_zero_sign (tcemu/zero_sign.py): kinds are floating-point wgmma kinds, instantiations legal dense or
     sparse forms, every case's A, B and C patterns non-empty slices of the pool holding bits of their types, and
-    its registers 128 threads x the D registers of its form."""
+    (`registers`) its registers 128 threads x the D registers of its form."""
     from .hopper import legal_n
     kinds = _meta_list(meta, "kinds", 16, lambda v: isinstance(v, list) and len(v) == 3 and
                        all(isinstance(t, str) for t in v) and tuple(v) in _ZS_KINDS)
@@ -834,6 +834,8 @@ def _check_zero_sign(meta, cols):
         if n and (not pool.size or int((o + ln).max()) > pool.size):
             raise TraceError(f"{p}_off, {p}_len", "each pattern must be a non-empty slice of pool")
         pats[p] = (o, ln)
+    if not registers:  # a plan's columns (scripts/capture_edges.py): the operands only
+        return
     regs = _col(cols, "d_regs", 0, (1 << 32) - 1, (None,))
     off = _offsets(cols, "d_offsets", n, regs.size)
     inst = cols["inst"].astype(np.int64)
@@ -855,6 +857,15 @@ _CHECKS = {"wgmma_operand_addresses": _check_addresses, "wgmma_numerics": _check
            "wgmma_sp_operand_addresses": _check_sp_addresses, "wgmma_sp_metadata": _check_sp_metadata,
            "wgmma_sp_numerics": _check_sp_numerics, "ptx_alu": _check_ptx_alu, "kernel_outputs": _check_kernels,
            "gemm_outputs": _check_gemm, "launch_outputs": _check_launches, "wgmma_zero_sign": _check_zero_sign}
+
+
+def check_zero_sign_operands(meta, cols) -> None:
+    """The wgmma_zero_sign checks of everything but the captured registers (a capture plan has none yet)."""
+    if not isinstance(meta, dict) or meta.get("kind") != "wgmma_zero_sign":
+        raise TraceError("meta.kind", f"expected the meta of a tcemu-trace of kind 'wgmma_zero_sign', got {show(meta)}")
+    if not isinstance(cols, dict) or not all(isinstance(k, str) for k in cols):
+        raise TraceError("columns", f"must map column names to arrays, got {show(cols)}")
+    _check_zero_sign(meta, cols, registers=False)
 
 
 @dataclass

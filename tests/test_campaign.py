@@ -846,6 +846,243 @@ entry("serve.ptx_view", serve_api_ptx.ptx_view,
                {"ptx": TID_PTX, "block": "32", "args": "zeros:u32:32 32", "limit": "7"}],
               ["grid", "warp", "cta", "limit", "kernel", "shared"]), weight=0.7)
 
+# ---- main's second round: tcemu.matmul, launch records, the zero-sign replay, tcgen05 .sp / .ws / sm_103a, the
+# zero-column mask, device printf and instruction traces ----
+
+from tcemu import launches, zero_sign  # noqa: E402
+from tcemu.collector import CollectorBuffers  # noqa: E402
+from tcemu.instr import ZeroColumnMask  # noqa: E402
+
+MM_A = RNG.integers(0, 1 << 16, (16, 32)).astype(np.uint16) & 0x7F7F   # bf16 bits: finite values
+MM_B = RNG.integers(0, 1 << 16, (32, 8)).astype(np.uint16) & 0x7F7F
+entry("matmul", lambda a, b, **kw: tcemu.matmul(a, b, dtype_b="bf16", **kw),
+      Arr(st.just(MM_A), [MM_A[:, :31], MM_A.astype(np.int64) + (1 << 16), MM_A[None], MM_A[:0], np.zeros((16, 32),
+                                                                                                    np.float16)]),
+      Arr(st.just(MM_B), [MM_B[:31], MM_B.astype(np.int64) - (1 << 20), MM_B.ravel(), np.zeros((32, 8), np.float32)]),
+      dtype_a=Name(["bf16"], bad=["e4m3", "tf32"]), arch=Name(["sm90", "sm100"]), dtype_d=Name(["f32"], bad=["f16"]),
+      out_dtype=Opt(Name(["f32", "bf16", "f16"], bad=["e4m3", "s32"])),
+      c=Opt(Arr(st.just(np.zeros((16, 8), np.float32)), [np.zeros((16, 9), np.float32), np.zeros((16, 8), np.float16)],
+                as_float=False)),
+      k_step=Opt(Int([16, 32], lo=1, bad=[0, 7, -16, 24])), promote_every=Opt(Int([1, 2], lo=1, bad=[0, -1])),
+      split_k=Int([1, 2], lo=1, bad=[0, -1]), workers=Opt(Int([1, 2], lo=1, bad=[0, -2])),
+      init=Name(["zero", "none"]), engine=Name(["fast", "reference"]),
+      alpha=Opt(Param(st.sampled_from([1.0, 0.9375, 2, np.float32(0.5)]),
+                      st.sampled_from([NAN, INF, "1", True, 0.1, [1.0], 1j, HUGE, np.array([1.0])]))),
+      satfinite=Param(st.just(False), st.sampled_from(["False", 0, None, 1])),
+      progress=Param(st.sampled_from([False, lambda done, total: None]), st.sampled_from(["yes", 1, [], 5.0])),
+      tile=Param(st.none(), st.sampled_from([(64, 64), "x", 7])), weight=1.5)
+FP8_A = RNG.integers(0, 0x78, (8, 256)).astype(np.uint8)   # e4m3 finite bits
+FP8_B = RNG.integers(0, 0x78, (256, 8)).astype(np.uint8)
+SCALE_A, SCALE_B = np.float32(RNG.random((8, 2)) + 0.5), np.float32(RNG.random((1, 2)) + 0.5)
+entry("matmul(BlockScales)", lambda sa, sb, a_block, b_block, block_k, promote: tcemu.matmul(
+    FP8_A, FP8_B, dtype_a="e4m3", dtype_b="e4m3", promote_every=promote,
+    scales=tcemu.BlockScales(sa, sb, a_block, b_block, block_k)),
+      Arr(st.just(SCALE_A), [SCALE_A[:, :1], SCALE_A.astype(np.float64), np.zeros((8, 2), np.int32)],
+          as_float=False),  # a NaN / inf scale is data: the promotion FFMA multiplies it (NaN / inf out)
+      Arr(st.just(SCALE_B), [SCALE_B[:, :1], np.zeros((2, 2), np.float32)],
+          as_float=False),
+      Int([1], lo=1, bad=[0, 3]), Int([128], lo=1, bad=[0, 7]), Int([128], lo=1, bad=[0, 100]),
+      Int([4], lo=1, bad=[0, 3]))
+MX_SCALES = (RNG.integers(120, 130, (16, 1)), RNG.integers(120, 130, (8, 1)))
+entry("matmul(sm100 mx scales)", lambda a, b, scales, **kw: tcemu.matmul(a, b, dtype_a="e4m3", dtype_b="e4m3",
+                                                                        arch="sm100", scales=scales, **kw),
+      Param(st.just(FP8_A[:, :32].repeat(2, 0)), st.sampled_from([FP8_A, "x"])),
+      Param(st.just(FP8_B[:32]), st.sampled_from([FP8_B[:31], None])),
+      Param(st.just(MX_SCALES), st.sampled_from([None, MX_SCALES[0], (MX_SCALES[0], MX_SCALES[0]),
+                                                 (MX_SCALES[0] + 200, MX_SCALES[1]), (MX_SCALES[0].astype(float),
+                                                                                      MX_SCALES[1]), "x", ()])),
+      kind=Name(["mxf8f6f4"], bad=["f16", "mxf4"]), out_dtype=Opt(Name(["f32", "bf16"])))
+
+# launch records (tcemu.launches): the pingpong CUTLASS kernel, 200 x 136 x 200 (one output tile per CTA)
+PP_JSON = json.load(open(os.path.join(HERE, "fixtures", "ptx", "cutlass_pingpong_bf16.json")))
+PP_RECORD = next(r for r in PP_JSON["launches"] if r["case"][0] == 200)
+PP_MODULE = tptx.load(os.path.join(HERE, "fixtures", "ptx", "cutlass_pingpong_bf16.ptx"))
+
+
+def _record(**changes):
+    return dict(PP_RECORD, **changes)
+
+
+def _buffers(**changes):
+    return [dict(b, **changes) for b in PP_RECORD["buffers"]]
+
+
+BAD_RECORDS = [None, "x", [], {}, _record(grid=[1 << 20, 1 << 20, 1]), _record(grid="x"), _record(block=[4096, 1, 1]),
+               _record(param_blob="zz"), _record(param_blob=PP_RECORD["param_blob"][:-2]), _record(param_blob=7),
+               _record(buffers=_buffers(storage=["200", 136])), _record(buffers=_buffers(storage=[1 << 30, 1 << 30])),
+               _record(buffers=_buffers(dtype="e9m9")), _record(buffers=_buffers(role="eval")),
+               _record(buffers=_buffers(address=-256)), _record(buffers=_buffers(address=1.5)),
+               _record(buffers=_buffers(address=1 << 70)), _record(buffers=_buffers(bytes=HUGE)),
+               _record(buffers="x"), _record(buffers=PP_RECORD["buffers"] * 2),
+               _record(encodes=[dict(e, dims=["x"] * e["rank"]) for e in PP_RECORD["encodes"]]),
+               _record(encodes=[dict(e, rank=9) for e in PP_RECORD["encodes"]]),
+               _record(encodes=[dict(e, dtype=99) for e in PP_RECORD["encodes"]]),
+               _record(encodes=[dict(e, box=[1 << 20] * e["rank"]) for e in PP_RECORD["encodes"]]),
+               _record(tensormaps=[dict(t, offset=3) for t in PP_RECORD["tensormaps"]]),
+               _record(tensormaps=[dict(t, encode=99) for t in PP_RECORD["tensormaps"]]),
+               _record(pointers=[{"offset": 0, "buffer": "nope", "delta": 0}]),
+               _record(pointers=[{"offset": "0", "buffer": "A", "delta": 0}]),
+               _record(params=[dict(p, offset=p["offset"] + 8) for p in PP_RECORD["params"]]),
+               _record(params="x"), _record(entry="_Z6nosuch"), _record(entry=None), _record(cluster=[0, 1, 1]),
+               _record(shared_bytes=-1), _record(shared_bytes=1 << 40),
+               {k: v for k, v in PP_RECORD.items() if k != "encodes"}]
+entry("launches.replay", lambda rec, ptx, **kw: launches.replay(rec, ptx, **kw),
+      Param(st.just(PP_RECORD), st.sampled_from(BAD_RECORDS)),
+      Param(st.just(PP_MODULE), st.sampled_from(["garbage", 7, None, TID_MODULE, b"\xff", [PP_MODULE]])),
+      seed=Int([0, 7, (1 << 64) - 1], lo=0, hi=(1 << 64) - 1),
+      inputs=Opt(Param(st.just(None).map(lambda _: {"A": RNG.integers(0, 1 << 16, (200, 200)).astype(np.uint16)}),
+                       st.sampled_from([{"Z": np.zeros(4)}, {"A": np.zeros((200, 199), np.uint16)}, "x", [],
+                                        {"A": np.zeros((200, 200), object)}, {"A": "x"}, {"D": np.zeros((200, 136),
+                                                                                               np.float32)},
+                                        {7: np.zeros(4)}]))),
+      cluster=Opt(Param(st.sampled_from([(1, 1, 1), [1, 1, 1]]),
+                        st.sampled_from([(0, 1, 1), "x", (1.5, 1, 1), (HUGE, 1, 1), (1, 1), (64, 1, 1)]))),
+      check=lambda r: np.asarray(r.outputs["D"]).shape == (200, 136) or pytest.fail("wrong output shape"),
+      weight=0.5)
+_LAUNCH_TRACE = []
+
+
+def _launch_trace():
+    """The campaign's cut launch_outputs trace (one pingpong case), loaded once."""
+    if not _LAUNCH_TRACE:
+        _LAUNCH_TRACE.append(traces.load_trace(os.path.join(_trace_dir()[0], "launch.npz")))
+    return _LAUNCH_TRACE[0]
+
+
+def _trace_case(trace, i, modules):
+    t = _launch_trace() if trace == "launch" else trace() if callable(trace) else trace
+    return launches.replay_trace_case(t, i, {"cutlass_pingpong_bf16": PP_MODULE} if modules == "cached" else modules)
+
+
+def _hand_trace(**meta_changes):
+    """A Trace built by hand from the cut one, its meta changed (made when drawn: the files exist by then)."""
+    return lambda: traces.Trace(_launch_trace().path, dict(_launch_trace().meta, **meta_changes),
+                                _launch_trace().columns)
+
+
+entry("launches.replay_trace_case", _trace_case,
+      Param(st.just("launch"), st.sampled_from([None, "x", {}, 7, _hand_trace(cases="x"), _hand_trace(kind="ptx_alu"),
+                                                _hand_trace(cases=[{"fixture": "x"}]), _hand_trace(fixtures={}),
+                                                lambda: traces.load_trace(os.path.join(_trace_dir()[0], "zs.npz"))])),
+      Int([0], lo=0, hi=0, bad=[1, -1]),
+      Param(st.sampled_from([None, "cached", {}]), st.sampled_from(["x", [], 5, {"cutlass_pingpong_bf16": "module"},
+                                                                    {"cutlass_pingpong_bf16": TID_MODULE}])),
+      weight=0.5)
+
+# the zero-sign replay (tcemu.zero_sign): the campaign's cut trace (three cases tcemu's model gives)
+_ZS = []
+
+
+def _zs():
+    if not _ZS:
+        t = traces.load_trace(os.path.join(_trace_dir()[0], "zs.npz"))
+        _ZS.append((t.meta, t.columns))
+    return _ZS[0]
+
+
+def _zs_meta(**changes):
+    return lambda: dict(_zs()[0], **changes)
+
+
+def _zs_cols(**changes):
+    return lambda: dict(_zs()[1], **changes)
+
+
+def _replay_zero_sign(meta, cols, hypotheses):
+    meta = _zs()[0] if meta == "zs" else meta() if callable(meta) else meta
+    cols = _zs()[1] if cols == "zs" else cols() if callable(cols) else cols
+    return zero_sign.replay_zero_sign(meta, cols, hypotheses)
+
+
+entry("zero_sign.replay_zero_sign", _replay_zero_sign,
+      Param(st.just("zs"), st.sampled_from([None, "x", [], {}, _zs_meta(kinds=[["s8", "s8", "s32"]] * 5),
+                                            _zs_meta(kinds="x"), _zs_meta(instantiations=[[0, 9, 8, 1, 1]] * 20),
+                                            _zs_meta(instantiations=[[0, 0, 7, 1, 1]] * 20),
+                                            _zs_meta(groups=None), _zs_meta(kind="ptx_alu"),
+                                            _zs_meta(kinds=[["f16", "f16", "f16"]] * 5)])),
+      Param(st.just("zs"), st.sampled_from([None, "x", [], {}, _zs_cols(pool=None), _zs_cols(pool=[1, 2, 3]),
+                                            _zs_cols(a_len=np.full(3, 1 << 30, np.int32)),
+                                            _zs_cols(a_off=np.full(3, -5, np.int32)),
+                                            _zs_cols(d_offsets=np.zeros(4, np.int64)),
+                                            _zs_cols(inst=np.full(3, 999, np.int16)),
+                                            _zs_cols(inst=np.zeros(3, np.float64)),
+                                            _zs_cols(sp_meta=np.full(3, -1, np.int64)),
+                                            _zs_cols(group=np.zeros(2, np.int16)),
+                                            _zs_cols(pool=np.full(9628, 0xFFFFFFFF, np.uint32))])),
+      Param(st.sampled_from([(), zero_sign.HYPOTHESES, ("model",), ["positive_zero", "zeros"]]),
+            st.sampled_from(["model", ["nonsense"], None, 5, [None], ("model", 7), {"model": 1}])))
+
+# tcgen05.mma.sp / .ws / sm_103a (keyword-only arguments of tcgen05_mma), ZeroColumnMask, CollectorBuffers
+SP_F16 = InstrDescriptor("f16", "f16", "f16", m=128, n=64, sparse=True)
+SP_F8 = InstrDescriptor("f8f6f4", "e4m3", "e4m3", m=128, n=64, sparse=True)
+
+
+def _nibbles(kind):
+    from tcemu.blackwell_sparse import CHUNK, VALID_NIBBLES
+    chunks = 2 * tcemu.blackwell.K_OF_KIND[kind] // CHUNK[kind]
+    return st.just(None).map(lambda _: RNG.choice(VALID_NIBBLES[CHUNK[kind]], (128, chunks)).astype(np.uint8))
+
+
+entry("tcgen05_mma(sparse)", lambda idesc, meta, da, db, **kw: tcemu.tcgen05_mma(FULL100, da, db, idesc,
+                                                                                 sparse_meta=meta, **kw),
+      Param(st.sampled_from([SP_F16, SP_F8]), st.sampled_from([InstrDescriptor("f16", "f16", "f16", m=128, n=64)])),
+      Arr(_nibbles("f16"), [np.full((128, 8), 16), np.full((128, 8), -1), np.zeros((128, 7), np.uint8),
+                            np.zeros((64, 8), np.uint8), 0, 1 << 40, True, "x"], ok=(0,)),
+      DESC100, DESC100, invalid_meta=Opt(Name(["gather"], bad=["zeros", "refuse"])),
+      enable_input_d=Flag(), weight=1.5)
+WS_F16 = InstrDescriptor("f16", "f16", "f32", m=64, n=64, max_shift=2)   # max shift 16 columns
+ZCM = [None, 0, ZeroColumnMask(shift=8).encode(), ZeroColumnMask((1, 0, 0, 0), (1, 0, 0, 0), True, 3, 4, 2).encode(),
+       ZeroColumnMask(shift=16), hex(ZeroColumnMask(non_zero_mask=True, skip_span=1).encode())]
+entry("tcgen05_mma(ws)", lambda da, db, **kw: tcemu.tcgen05_mma(FULL100, da, db, WS_F16, **kw), DESC100, DESC100,
+      ws=Param(st.just(True), st.sampled_from([False, 1, "True", None, np.array([True]), 2])),
+      zero_column_mask=Param(st.sampled_from(ZCM), st.sampled_from(
+          [-1, 1 << 64, "0xzz", 1.5, HUGE, ZeroColumnMask(shift=17).encode(), ZeroColumnMask(shift=40).encode(),
+           1 << 36, [0], ZeroColumnMask(start_counts=(300, 0, 0, 0)), ZeroColumnMask(shift=-1),
+           ZeroColumnMask(start_counts="abcd"), object()])),
+      collector=Opt(Param(st.builds(CollectorBuffers), st.sampled_from(["x", 5, {}, []]))),
+      collector_op=Opt(Name(["b0::fill", "b1::discard", ".collector::b2::fill", "b3::discard"],
+                            bad=["a::fill", "b4::fill", "b0::keep", "b0::use", "b0", "::"])),
+      enable_input_d=Flag(), weight=1.5)
+K96 = InstrDescriptor("mxf4", "e2m1", "e2m1", m=128, n=64, scale_type="ue8m0", k96=True)   # 3 factors a row
+K96_SA, K96_SB = RNG.integers(120, 130, (128, 3)), RNG.integers(120, 130, (64, 3))
+
+
+def _lbo_mode_descs():
+    from tcemu.strategies import lbo_mode_descriptors
+    return lbo_mode_descriptors().filter(lambda d: d.start_address + 128 * 48 < 200 * 1024 and d.lbo + 128 * 48 <
+                                         200 * 1024)
+
+
+entry("tcgen05_mma(sm103)", lambda da, db, sa, sb, **kw: tcemu.tcgen05_mma(FULL100, da, db, K96, scale_a=sa,
+                                                                          scale_b=sb, **kw),
+      Param(st.sampled_from(D100[:2]) | _lbo_mode_descs(), DESC100.bad), DESC100,
+      Arr(st.just(K96_SA), [K96_SA[:, :2], np.full((128, 3), 256), K96_SA[:, :1].repeat(6, 1)]),
+      Arr(st.just(K96_SB), [K96_SB[:1], np.full((64, 3), -1)]),
+      arch=Name(["sm103"], bad=["sm100", "sm90"]), enable_input_d=Flag(), weight=1.2)
+entry("ZeroColumnMask.decode/mask", lambda v, m, n: ZeroColumnMask.decode(v).mask(m, n),
+      Param(st.sampled_from([0, ZCM[2], ZCM[3], ZCM[5]]), st.sampled_from([-1, 1 << 64, "0xzz", "9" * 5000, 1.5, None,
+                                                                          HUGE, True, 1 << 36, [0]])),
+      Int([32, 64, 128], lo=32, hi=128, bad=[0, 16, 96]), Int([64, 128, 256], lo=8, hi=256, bad=[0, -8, 6, 66]))
+entry("ZeroColumnMask.encode", lambda *f: ZeroColumnMask(*f).encode(),
+      Param(st.sampled_from([(0, 0, 0, 0), (1, 2, 3, 255)]), st.sampled_from([(256, 0, 0, 0), (-1, 0, 0, 0), (0, 0),
+                                                                             "abcd", None, (1.5, 0, 0, 0)])),
+      Param(st.sampled_from([(0, 0, 0, 0), (1, 0, 1, 0)]), st.sampled_from([(2, 0, 0, 0), (0,), "0000", None])),
+      Flag(), Int([0, 3, 255], lo=0, hi=255), Int([0, 4, 255], lo=0, hi=255), Int([0, 8, 32], lo=0, hi=63))
+entry("ZeroColumnMask.validate", lambda v, m, n, ms: ZeroColumnMask.decode(v).validate(m, n, ms),
+      Param(st.sampled_from([0, ZCM[2], ZCM[3]])), Int([32, 64, 128], bad=[16, 96, 0]),
+      Int([64, 128, 256], bad=[0, 6]), Opt(Int([0, 8, 16, 32], lo=0, bad=[-1])),
+      reports=lambda findings: bool(findings))
+
+# device printf and per-instruction traces of Module.launch (tests/fixtures/ptx/calls.ptx: calls, vprintf, assert)
+CALLS_MODULE = tptx.load(os.path.join(HERE, "fixtures", "ptx", "calls.ptx"))
+entry("ptx.Module.launch(printf, trace)", lambda n, printf, trace: CALLS_MODULE.launch(
+    "_Z1kPii", grid=1, block=64, args=[np.zeros(64, np.int32), n], printf=printf, trace=trace),
+      Int([64, 40], lo=0, hi=64, bad=[60]),       # n = 60: thread 60's assert(t < n) fails: a KernelFault
+      Name(["collect", "stdout"], bad=["file", "print", "STDOUT"]),
+      Opt(Param(st.sampled_from([lambda w, pc, m, c: None, print if False else (lambda *a: None)]),
+                st.sampled_from([5, "x", True, object(), [print]]))),
+      check=lambda st_: st_["printf"] == ["t=5 v=15 c=1 f=7.500000 s=hi\n"] or pytest.fail(str(st_["printf"])))
+
 # ---- trace files: small valid ones cut from the bundled captures, and hostile mutations ----
 
 TRIPWIRE = os.path.join(tempfile.gettempdir(), f"tcemu_campaign_unpickled_{os.getpid()}")
