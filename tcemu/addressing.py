@@ -39,6 +39,7 @@ from .descriptors import HOPPER_CODE_1, GmmaDescriptor, SwizzleMode, as_arch_des
 from .dtypes import MN_MAJOR_DTYPES, OPERAND_DTYPES, element_type, parse_major
 from .errors import DescriptorError, LayoutError
 from .swizzle import swizzle_address
+from .validate import show
 
 
 @njit(cache=True)
@@ -79,10 +80,10 @@ def _check_shape(desc: GmmaDescriptor, rows, k, dtype, k_major, arch):
                                    + HOPPER_CODE_1)
     for name, value in (("rows", rows), ("k", k)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-            raise LayoutError(name, f"must be a positive integer, got {value!r}")
+            raise LayoutError(name, f"must be a positive integer, got {show(value)}")
     rows, k = int(rows), int(k)
     if rows * k > MAX_ELEMENTS:
-        raise LayoutError("rows, k", f"{rows} x {k} elements exceed the {MAX_ELEMENTS:,}-element limit "
+        raise LayoutError("rows, k", f"{show(rows)} x {show(k)} elements exceed the {MAX_ELEMENTS:,}-element limit "
                                      "(the 228 KiB window holds at most 1,867,776 b1 elements)")
     T = etype.per_chunk
     if k_major:

@@ -1,5 +1,6 @@
 """Per-architecture constants."""
 from .errors import TcemuError
+from .validate import show
 
 # Shared-memory window per CTA as the descriptors address it (bytes).
 # sm90: 228 KiB (CUDA Programming Guide, compute capability 9.0); dynamic shared
@@ -19,5 +20,5 @@ def is_blackwell(arch) -> bool:
 
 def check_arch(arch: str) -> str:
     if not isinstance(arch, str) or arch not in SMEM_WINDOW:
-        raise TcemuError("arch", f"{arch!r} is not supported; expected one of {', '.join(ARCHES)}")
+        raise TcemuError("arch", f"{show(arch)} is not supported; expected one of {', '.join(ARCHES)}")
     return arch

@@ -20,6 +20,9 @@ from numba import njit
 
 from .arch import check_arch
 from .errors import TcemuError
+from .validate import as_int, as_int_array, as_int_list, is_int, show
+
+MAX_BATCH = 1 << 22  # patterns per wavefronts_batch call (4 M: the int64 copy of the addresses is 1 GiB)
 
 BANKS, BANK_BYTES, WAVEFRONT_BYTES = 32, 4, 128
 
@@ -62,8 +65,8 @@ _WIDTH = {"u8": 1, "s8": 1, "b8": 1, "u16": 2, "s16": 2, "b16": 2, "f16": 2, "bf
 def parse_op(op) -> SmemOp:
     """PTX spellings (ld.shared.v4.b32, ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16) or short forms
     (ld.v4.b32, lds.128, ldmatrix.x4.trans, stmatrix.x2)."""
-    if not isinstance(op, str):
-        raise BankError("op", f"must be a string, got {op!r}")
+    if not isinstance(op, str) or len(op) > 100:
+        raise BankError("op", f"must be a PTX or SASS op name, got {show(op)}")
     parts = [p for p in op.strip().lower().split(".") if p and p not in ("sync", "aligned", "m8n8", "shared",
                                                                          "shared::cta", "volatile", "relaxed")]
     if not parts:
@@ -74,17 +77,17 @@ def parse_op(op) -> SmemOp:
         xs = [p for p in parts if re.fullmatch(r"x[124]", p)]
         rest = [p for p in parts[1:] if p not in xs and p not in ("trans", "b16")]
         if len(xs) != 1 or rest:
-            raise BankError("op", f"{op!r}: expected {kind}[.sync.aligned.m8n8].x1|x2|x4[.trans][.shared.b16]")
+            raise BankError("op", f"{show(op)}: expected {kind}[.sync.aligned.m8n8].x1|x2|x4[.trans][.shared.b16]")
         x, trans = int(xs[0][1]), "trans" in parts
         name = f"{kind}.sync.aligned.m8n8.x{x}{'.trans' if trans else ''}.shared.b16"
         return SmemOp(name, kind, 16, x, trans)
     if head in ("lds", "sts") and len(parts) <= 2:  # SASS spellings: lds, lds.u8, sts.64, lds.128
         suffix = parts[1] if len(parts) == 2 else "32"
         if suffix not in _SASS:
-            raise BankError("op", f"{op!r}: unknown SASS width .{suffix}")
+            raise BankError("op", f"{show(op)}: unknown SASS width .{suffix}")
         return _ld_st(head[:2], *_SASS[suffix])
     if head not in ("ld", "st"):
-        raise BankError("op", f"{op!r}: expected ld, st, ldmatrix or stmatrix")
+        raise BankError("op", f"{show(op)}: expected ld, st, ldmatrix or stmatrix")
     vec = 1
     types = []
     for p in parts[1:]:
@@ -93,9 +96,9 @@ def parse_op(op) -> SmemOp:
         elif p in _WIDTH:
             types.append(p)
         else:
-            raise BankError("op", f"{op!r}: unknown qualifier .{p}")
+            raise BankError("op", f"{show(op)}: unknown qualifier .{p}")
     if len(types) != 1:
-        raise BankError("op", f"{op!r}: needs exactly one type (.u8 .u16 .b32 .b64 ...)")
+        raise BankError("op", f"{show(op)}: needs exactly one type (.u8 .u16 .b32 .b64 ...)")
     return _ld_st(head, vec, types[0])
 
 
@@ -160,20 +163,13 @@ def _ranges(threads):
 
 
 def _check(op: SmemOp, addresses, mask):
-    try:
-        addrs = np.asarray(addresses)
-    except (TypeError, ValueError) as e:
-        raise BankError("addresses", f"not an array of integers ({e})") from None
-    if addrs.dtype.kind not in "iu":
-        raise BankError("addresses", f"must be integers, got {addrs.dtype}")
+    addrs = as_int_array(addresses, "addresses", -(1 << 62), 1 << 62, BankError)
     if addrs.ndim != 1 or addrs.size not in (op.threads_used, 32):
         raise BankError("addresses", f"{op.name} takes one address per thread: 32 (or the {op.threads_used} "
                                      f"it uses), got shape {addrs.shape}")
     full = np.zeros(32, np.int64)
     full[:addrs.size] = addrs
-    if isinstance(mask, bool) or not isinstance(mask, (int, np.integer)) or not 0 <= int(mask) < 1 << 32:
-        raise BankError("mask", f"must be a 32-bit thread mask, got {mask!r}")
-    mask = int(mask)
+    mask = as_int(mask, "mask", 0, (1 << 32) - 1, BankError)
     if op.matrices and mask != 0xFFFFFFFF:
         raise BankError("mask", f"{op.kind} is .sync.aligned: all 32 threads execute it")
     mask &= (1 << op.threads_used) - 1
@@ -250,14 +246,21 @@ def _batch(addrs, masks, width, base_per, used, merges, out):
 
 
 def wavefronts_batch(op, addresses, masks=None) -> np.ndarray:
-    """(n,) wavefronts for n patterns of one op: addresses (n, 32), masks (n,) or None (all active)."""
+    """(n,) wavefronts for n patterns of one op: addresses (n, 32), masks (n,) 32-bit thread masks or None
+    (all active; the matrix ops take no other)."""
     op = op if isinstance(op, SmemOp) else parse_op(op)
-    addrs = np.ascontiguousarray(addresses, np.int64)
-    if addrs.ndim != 2 or addrs.shape[1] != 32:
+    addrs = as_int_array(addresses, "addresses", 0, 1 << 62, BankError, ndim=2, max_size=MAX_BATCH * 32)
+    if addrs.shape[1] != 32:
         raise BankError("addresses", f"must have shape (n, 32), got {addrs.shape}")
-    masks = np.full(addrs.shape[0], 0xFFFFFFFF, np.int64) if masks is None else np.asarray(masks, np.int64)
-    if np.any(addrs < 0) or np.any(addrs % op.width):
+    if masks is None:
+        masks = np.full(addrs.shape[0], 0xFFFFFFFF, np.int64)
+    else:  # one mask per pattern, checked before the kernel indexes it (a short array was read past its end)
+        masks = as_int_array(masks, "masks", 0, (1 << 32) - 1, BankError, shape=(addrs.shape[0],))
+        if op.matrices and np.any(masks != 0xFFFFFFFF):
+            raise BankError("masks", f"{op.kind} is .sync.aligned: all 32 threads execute it")
+    if np.any(addrs % op.width):
         raise BankError("addresses", f"every address must be a non-negative multiple of {op.width}")
+    addrs, masks = np.ascontiguousarray(addrs), np.ascontiguousarray(masks)
     out = np.empty(addrs.shape[0], np.int64)
     _batch(addrs, masks, op.width, op.phase_threads, op.threads_used, op.pair_merges, out)
     return out
@@ -269,30 +272,53 @@ def pattern_from_layout(shape, stride, *, element_bytes: int = 1, base: int = 0)
     """Thread t -> base + element_bytes * (CuTe layout shape:stride)(t), colexicographic like CuTe.
 
     pattern_from_layout((8, 4), (64, 4), element_bytes=4): 8 rows of 64 floats, 4 threads per row."""
-    shape, stride = np.atleast_1d(shape).astype(np.int64), np.atleast_1d(stride).astype(np.int64)
-    if shape.shape != stride.shape or np.prod(shape) < 32 or np.any(shape <= 0):
-        raise BankError("shape", f"{tuple(shape)}:{tuple(stride)} must cover 32 threads with positive extents")
-    t = np.arange(32)
-    coords = [(t // int(np.prod(shape[:i]))) % shape[i] for i in range(shape.size)]
-    return base + element_bytes * sum(c * st for c, st in zip(coords, stride))
+    shape = as_int_list([shape] if is_int(shape) else shape, "shape", None, 1, 1 << 20, BankError)
+    stride = as_int_list([stride] if is_int(stride) else stride, "stride", len(shape), -(1 << 32), 1 << 32, BankError)
+    element_bytes = as_int(element_bytes, "element_bytes", 1, 16, BankError)
+    base = as_int(base, "base", 0, 1 << 32, BankError)
+    if not 1 <= len(shape) <= 8 or np.prod(np.minimum(shape, 32)) < 32:
+        raise BankError("shape", f"{show(shape)}:{show(stride)} must cover 32 threads with 1 to 8 modes")
+    out = []
+    for t in range(32):  # Python ints: no int64 wrap
+        offset, rest = 0, t
+        for extent, st in zip(shape, stride):
+            offset, rest = offset + (rest % extent) * st, rest // extent
+        out.append(base + element_bytes * offset)
+    if not all(0 <= a < 1 << 40 for a in out):
+        raise BankError("stride", f"{show(shape)}:{show(stride)} gives addresses outside [0, 2^40)")
+    return np.array(out, np.int64)
+
+
+MAX_EXPRESSION = 1000   # characters of a --pattern expression
+MAX_DEPTH = 200         # nesting of its operators (a + b + ... chains nest one level per operator)
+VALUE_LIMIT = 1 << 64   # every intermediate value stays below this (no huge integers, however written)
 
 
 def pattern_from_expression(expr: str) -> np.ndarray:
     """Addresses from an arithmetic expression in t (thread index): e.g. "(t % 8) * 128 + (t // 8) * 16".
 
-    Only integers, t, + - * // % << >> & | ^ ~ and parentheses are allowed; nothing is executed."""
+    Only integers, t, + - * // % << >> & | ^ ~ and parentheses are allowed; nothing is executed. The text is
+    at most 1,000 characters with at most 200 nested operators, and every intermediate value stays below 2^64 in
+    magnitude, so no expression runs long or grows huge numbers."""
     import ast
+    if not isinstance(expr, str) or len(expr) > MAX_EXPRESSION:
+        raise BankError("pattern", f"must be an expression of at most {MAX_EXPRESSION} characters, got {show(expr)}")
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Add, ast.Sub,
                ast.Mult, ast.FloorDiv, ast.Mod, ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor,
                ast.Invert, ast.USub, ast.UAdd)
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as e:
-        raise BankError("pattern", f"{expr!r} is not an expression ({e.msg})") from None
-    for node in ast.walk(tree):
+        raise BankError("pattern", f"{show(expr)} is not an expression ({e.msg})") from None
+    stack = [(tree, 0)]
+    while stack:  # iterative: the check itself must not recurse on a deep tree
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BankError("pattern", f"{show(expr)} nests more than {MAX_DEPTH} operators")
         if not isinstance(node, allowed) or (isinstance(node, ast.Name) and node.id != "t") or \
-                (isinstance(node, ast.Constant) and not isinstance(node.value, int)):
-            raise BankError("pattern", f"{expr!r}: only integers, t and integer operators are allowed")
+                (isinstance(node, ast.Constant) and (type(node.value) is not int or abs(node.value) >= VALUE_LIMIT)):
+            raise BankError("pattern", f"{show(expr)}: only integers below 2^64, t and integer operators are allowed")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
     def ev(n, t):
         if isinstance(n, ast.Expression):
@@ -310,14 +336,18 @@ def pattern_from_expression(expr: str) -> np.ndarray:
                ast.RShift: lambda: a >> b, ast.BitAnd: lambda: a & b, ast.BitOr: lambda: a | b,
                ast.BitXor: lambda: a ^ b}
         if isinstance(n.op, (ast.FloorDiv, ast.Mod)) and b == 0:
-            raise BankError("pattern", f"{expr!r}: division by zero at t = {t}")
+            raise BankError("pattern", f"{show(expr)}: division by zero at t = {t}")
         if isinstance(n.op, (ast.LShift, ast.RShift)) and not 0 <= b < 64:
-            raise BankError("pattern", f"{expr!r}: shift by {b} at t = {t}")
-        return ops[type(n.op)]()
+            raise BankError("pattern", f"{show(expr)}: shift by {show(b)} at t = {t}")
+        v = ops[type(n.op)]()
+        if not -VALUE_LIMIT < v < VALUE_LIMIT:
+            raise BankError("pattern", f"{show(expr)}: an intermediate value reaches 2^64 at t = {t}")
+        return v
     values = [ev(tree, t) for t in range(32)]
     bad = [t for t, v in enumerate(values) if not -(1 << 40) < v < 1 << 40]
     if bad:
-        raise BankError("pattern", f"{expr!r} gives {values[bad[0]]} at t = {bad[0]}, not a shared-memory address")
+        raise BankError("pattern", f"{show(expr)} gives {show(values[bad[0]])} at t = {bad[0]}, not a shared-memory "
+                                   "address")
     return np.array(values, np.int64)
 
 
@@ -327,9 +357,8 @@ def pattern_from_descriptor(desc, rows, cols, *, tile_rows: int, tile_k: int, dt
 
     E.g. an epilogue where thread t stores 16 bytes at row t % 8, column 8 * (t // 8) of a bf16 tile."""
     from .addressing import operand_addresses
-    rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
-    if rows.shape != (32,) or cols.shape != (32,):
-        raise BankError("rows", "rows and cols give one (row, column) per thread: 32 each")
+    rows = as_int_array(rows, "rows", 0, 1 << 20, BankError, shape=(32,))
+    cols = as_int_array(cols, "cols", 0, 1 << 20, BankError, shape=(32,))
     tile = operand_addresses(desc, rows=tile_rows, k=tile_k, dtype=dtype, major=major)
     if rows.min() < 0 or cols.min() < 0 or rows.max() >= tile_rows or cols.max() >= tile_k:
         raise BankError("rows", f"(row, column) outside the {tile_rows} x {tile_k} tile")

@@ -35,8 +35,9 @@ from .fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decod
                   integer_dot)
 from .formats import NAN, decode_int
 from .instr import BLOCK_SCALED, InstrDescriptor, ZeroColumnMask, scale_id_rule, shape_findings
-from .smem import SUBBYTE, SharedMemory
+from .smem import SUBBYTE, as_shared_memory
 from .tmem import TensorMemory
+from .validate import as_array, as_bool, as_int, as_uint_bits, is_int, show
 
 K_OF_KIND = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
 _GROUPED = ("mxf4", "mxf4nvf4")
@@ -61,9 +62,11 @@ def fdp_unit(kind: str, dtype_d: str) -> FdpUnit:
 
 
 def _idesc(idesc, kind) -> InstrDescriptor:
+    if kind is not None and not isinstance(kind, str):
+        raise LayoutError("kind", f"must be a .kind name, got {show(kind)}")
     if isinstance(idesc, InstrDescriptor):
         if kind is not None and kind != idesc.kind:
-            raise LayoutError("kind", f"{kind!r} disagrees with the instruction descriptor's .kind::{idesc.kind}")
+            raise LayoutError("kind", f"{show(kind)} disagrees with the instruction descriptor's .kind::{idesc.kind}")
         return idesc
     if kind is None:
         raise LayoutError("kind", "a raw instruction descriptor does not say its .kind: pass kind=")
@@ -79,8 +82,8 @@ def block_size(d: InstrDescriptor, requested=None) -> int:
             raise LayoutError("block_size_k", ".kind::mxf4nvf4 with ue8m0 scales needs block_size_k 16 (.block16) "
                                               "or 32 (.block32): PTX requires the qualifier")
         return legal[0]
-    if requested not in legal:
-        raise LayoutError("block_size_k", f"{requested!r}: .kind::{d.kind} with {d.scale_type} scales takes {legal}")
+    if not is_int(requested) or requested not in legal:
+        raise LayoutError("block_size_k", f"{show(requested)}: .kind::{d.kind} with {d.scale_type} scales takes {legal}")
     return requested
 
 
@@ -89,8 +92,12 @@ def check_form(d: InstrDescriptor, cta_group, a_from_tmem: bool, desc_a, desc_b,
     """Refuse what the hardware refuses or tcemu does not model, naming the field and the rule. `ws`: the
     tcgen05.mma.ws form; `arch`: "sm103" allows K = 96 and LBO mode 1; `sparse` (None: the descriptor's bit)
     the .sp form the instruction is, which the descriptor's sparse bit must match."""
-    if arch not in ARCHS:
-        raise LayoutError("arch", f"{arch!r}: tcgen05.mma runs on {' or '.join(ARCHS)}")
+    scale_input_d = as_int(scale_input_d, "scale_input_d", 0, 15, LayoutError)
+    ws = as_bool(ws, "ws", LayoutError)
+    if not isinstance(arch, str) or arch not in ARCHS:
+        raise LayoutError("arch", f"{show(arch)}: tcgen05.mma runs on {' or '.join(ARCHS)}")
+    if sparse is not None:
+        sparse = as_bool(sparse, "sparse", LayoutError)
     for f, rule in d.validate(strict=False):
         raise LayoutError(f, rule)
     if sparse is not None and bool(sparse) != d.sparse:
@@ -106,7 +113,7 @@ def check_form(d: InstrDescriptor, cta_group, a_from_tmem: bool, desc_a, desc_b,
         raise LayoutError("max_shift", f"code {d.max_shift} ({d.max_shift_columns} columns): the max shift is the B "
                                        "reuse shift of tcgen05.mma.ws (PTX Table 42); a non-.ws MMA carries 0")
     if scale_input_d and (ws or d.kind not in ("tf32", "f16") or not 0 <= scale_input_d <= 15):
-        raise LayoutError("scale_input_d", f"{scale_input_d!r}: an immediate 0..15, for .kind::tf32 and "
+        raise LayoutError("scale_input_d", f"{show(scale_input_d)}: an immediate 0..15, for .kind::tf32 and "
                                            ".kind::f16 only, and not with .ws (PTX 9.7.16.10.9)")
     if a_from_tmem:
         if d.transpose_a:
@@ -141,13 +148,15 @@ def check_form(d: InstrDescriptor, cta_group, a_from_tmem: bool, desc_a, desc_b,
 
 def _pair(obj, cta_group, field, make=None):
     objs = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    if len(objs) > 2:
+        raise LayoutError(field, f"one per CTA of the pair, got {len(objs)}")
     if len(objs) != cta_group:
         raise LayoutError(field, f"cta_group::{cta_group} needs {cta_group} of them (one per CTA of the pair)")
     return [make(o) if make else o for o in objs]
 
 
 def _as_smem(s):
-    return s if isinstance(s, SharedMemory) else SharedMemory("sm100", data=np.asarray(s, np.uint8))
+    return as_shared_memory(s, "sm100")
 
 
 def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group, arch="sm100", keep=None):
@@ -188,17 +197,17 @@ def _scales(d, scale, rows_per_cta, nsf, sf_id, tmems, field, cta_group):
             raise LayoutError(field, "scale factors from tensor memory need tmem= and cta_group::1 (the 2x2 "
                                      "scale layout of cta_group::2 is not modelled: pass arrays)")
         return tmems[0].read_scales(scale, rows_per_cta, nsf, sf_id, field)
-    arr = np.asarray(scale)
+    arr = as_array(scale, field, LayoutError)
     if arr.dtype.kind not in "iu" or arr.shape != (rows_per_cta * cta_group, nsf):
         raise LayoutError(field, f"must be a ({rows_per_cta * cta_group}, {nsf}) array of raw scale bytes "
                                  f"(one per {d.kind} block of K), got {arr.dtype} {arr.shape}")
-    return arr.astype(np.int64) & 0xFF
+    return as_uint_bits(arr, 8, field, LayoutError)
 
 
 def _lane_mask(words, cta_group, cta):
     if words is None:
         return None
-    words = np.asarray(words, np.uint64).ravel()
+    words = as_uint_bits(words, 32, "disable_output_lane", LayoutError, ndim=1).astype(np.uint64)
     if words.size != 4 * cta_group:
         raise LayoutError("disable_output_lane", f"cta_group::{cta_group} takes {4 * cta_group} 32-bit words")
     w = words[4 * cta:4 * cta + 4]
@@ -232,17 +241,22 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
     arch: "sm103" allows K = 96 (kind::mxf4*) and LBO mode 1 descriptors.
     """
     d = _idesc(idesc, kind)
-    if cta_group not in (1, 2):
-        raise LayoutError("cta_group", f"{cta_group!r}: 1 or 2")
+    cta_group = as_int(cta_group, "cta_group", 1, 2, LayoutError)
+    enable_input_d = as_bool(enable_input_d, "enable_input_d", LayoutError)
+    scale_input_d = as_int(scale_input_d, "scale_input_d", 0, 15, LayoutError)
+    if disable_output_lane is not None:
+        _lane_mask(disable_output_lane, cta_group, 0)  # its form, before any work
+        if d_tmem is None:
+            raise LayoutError("disable_output_lane", "masks lanes of D in tensor memory: pass d_tmem= and tmem=")
     if (a is None) == (a_tmem is None):
         raise LayoutError("a", "A comes from a shared-memory descriptor or from a_tmem=, exactly one of them")
-    ws = bool(ws)
+    ws = as_bool(ws, "ws", LayoutError)
     check_form(d, cta_group, a_tmem is not None, a, desc_b, scale_input_d, ws=ws, arch=arch)
     if d.sparse != (sparse_meta is not None):
         raise LayoutError("sparse_meta", "the instruction descriptor is sparse (bit 2): pass the metadata, sparse_meta="
                           if d.sparse else "sparse_meta= goes with a sparse instruction descriptor (bit 2 set)")
-    if invalid_meta not in (None, "gather"):
-        raise LayoutError("invalid_meta", f"{invalid_meta!r}: None (refuse undefined metadata) or 'gather'")
+    if not (invalid_meta is None or (isinstance(invalid_meta, str) and invalid_meta == "gather")):
+        raise LayoutError("invalid_meta", f"{show(invalid_meta)}: None (refuse undefined metadata) or 'gather'")
     if ws and disable_output_lane is not None:
         raise LayoutError("disable_output_lane", "tcgen05.mma.ws takes no lane mask (PTX 9.7.16.10.9.3)")
     zcm = _zero_column_mask(zero_column_mask, d, ws)
@@ -288,13 +302,14 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
     if d.sparse:
         nibbles = _sparse_nibbles(d, sparse_meta, tmems, mc, cta_group, ws, K, invalid_meta)
 
+    c_given = accumulator_bits(c, (M, N), d.dtype_d) if c is not None else None  # checked even if unused
     layout = dict(sparse=d.sparse, ws=ws)
     c_bits = None
     if enable_input_d:
         if d_tmem is not None:
             c_bits = np.concatenate([t.read_d(d_tmem, M, N, d.dtype_d, cta_group, **layout) for t in tmems])
         elif c is not None:
-            c_bits = accumulator_bits(c, (M, N), d.dtype_d)
+            c_bits = c_given
     if d.sparse:
         out = _sparse_arithmetic(d, a_bits, b_bits, nibbles, c_bits, scale_input_d, *scaled)
     else:

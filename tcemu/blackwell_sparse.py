@@ -20,6 +20,7 @@ multiply nothing (an inf or NaN of B there is never read). None of this is silic
 import numpy as np
 
 from .errors import LayoutError
+from .validate import show
 from .sparse import gather_b as _half_gather  # tf32's 16-bit-halves reading of undefined metadata (wgmma.sp, H100)
 
 CHUNK = {"tf32": 2, "f16": 4, "f8f6f4": 4, "i8": 4, "mxf8f6f4": 4, "mxf4": 8, "mxf4nvf4": 8}
@@ -30,8 +31,8 @@ __all__ = ["CHUNK", "VALID_NIBBLES", "chunks_per_row", "columns", "invalid_nibbl
 
 
 def _kind(kind) -> str:
-    if kind not in CHUNK:
-        raise LayoutError("kind", f"{kind!r} is not a tcgen05 kind ({', '.join(CHUNK)})")
+    if not isinstance(kind, str) or kind not in CHUNK:
+        raise LayoutError("kind", f"{show(kind)} is not a tcgen05 kind ({', '.join(CHUNK)})")
     return kind
 
 

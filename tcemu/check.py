@@ -20,6 +20,7 @@ from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleM
 from .dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
 from .errors import LayoutError, TcemuError
 from .operand import instruction_k, operand_spec
+from .validate import as_array, as_bool, as_int, as_int_array, show
 
 
 @dataclass
@@ -41,14 +42,11 @@ class CheckReport:
 
 
 def _written(written) -> np.ndarray:
-    try:
-        w = np.asarray(written)
-    except (TypeError, ValueError) as e:
-        raise LayoutError("written", f"must be a (rows, k) integer array of addresses ({e})") from None
+    w = as_array(written, "written", LayoutError)
     if w.ndim != 2 or w.dtype.kind not in "iu" or not w.size:
         raise LayoutError("written", f"must be a (rows, k) integer array of addresses, not empty, got {w.dtype} "
                                      f"{w.shape}")
-    return w.astype(np.int64)
+    return as_int_array(w, "written", 0, 1 << 40, LayoutError)
 
 
 @dataclass(frozen=True)
@@ -77,8 +75,8 @@ def _operand(dtype, major, operand, arch, padded, instr, kind, cta_group) -> _Op
     if instr is not None:
         spec = operand_spec(instr, kind=kind, operand=operand, cta_group=cta_group)
         if dtype is not None and dtype != spec.dtype:
-            raise LayoutError("dtype", f"{dtype!r} disagrees with the instruction's {spec.name} type {spec.dtype}")
-        if padded is not None and bool(padded) != spec.padded:
+            raise LayoutError("dtype", f"{show(dtype)} disagrees with the instruction's {spec.name} type {spec.dtype}")
+        if padded is not None and as_bool(padded, "padded", LayoutError) != spec.padded:
             is_padded(spec.dtype, padded, kind=spec.instr.kind)  # raises, naming the kind's form
         return _Operand(spec.name, spec.dtype, spec.padded, spec.major, "sm100", spec.k, spec.rows, spec.cta_group,
                         spec)
@@ -88,8 +86,8 @@ def _operand(dtype, major, operand, arch, padded, instr, kind, cta_group) -> _Op
         raise LayoutError("cta_group", "the CTA pair needs the instruction descriptor (instr=...)")
     arch = check_arch(arch)
     element_type(dtype, allowed=OPERAND_DTYPES[arch])
-    if not isinstance(operand, str) or not operand:
-        raise LayoutError("operand", f"{operand!r}: a name such as 'A' or 'B'")
+    if not isinstance(operand, str) or not operand or len(operand) > 8:
+        raise LayoutError("operand", f"a short operand name such as 'A' or 'B', got {show(operand)}")
     return _Operand(operand, dtype, is_padded(dtype, padded), major, arch)
 
 
@@ -122,6 +120,7 @@ def check_operand(written, desc, *, dtype: Optional[str] = None, major: str = "K
     kind=): take the operand's type, form, major-ness and K from the instruction (operand 'A' or 'B'); with
     cta_group::2 `written` is one CTA's placement (M / 2 rows of A, N / 2 of B) or both CTAs' stacked (each
     half checked in its own CTA's shared memory)."""
+    max_lines = as_int(max_lines, "max_lines", 0, 1 << 16, LayoutError)
     w = _written(written)
     op = _operand(dtype, major, operand, arch, padded, instr, kind, cta_group)
     desc = as_arch_descriptor(desc, op.arch)
@@ -314,11 +313,8 @@ def k_block_descriptors(desc, blocks: int, start_advance: int, *, arch: str = "s
     """The descriptors a kernel issues for K blocks 0..blocks-1 when it adds `start_advance` bytes to the start
     address per block (DeepGEMM's advance_umma_desc_lo, CUTLASS's descriptor iterator, ...)."""
     desc = as_arch_descriptor(desc, check_arch(arch))
-    for name, v in (("blocks", blocks), ("start_advance", start_advance)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise LayoutError(name, f"must be an integer, got {v!r}")
-    if blocks < 1:
-        raise LayoutError("blocks", f"{blocks}: at least one K block")
+    blocks = as_int(blocks, "blocks", 1, 1 << 12, LayoutError)  # at least one K block
+    start_advance = as_int(start_advance, "start_advance", -(1 << 18), 1 << 18, LayoutError)
     return [replace(desc, start_address=desc.start_address + int(i) * int(start_advance)) for i in range(int(blocks))]
 
 
@@ -330,6 +326,7 @@ def check_tile(written, descs, *, dtype: Optional[str] = None, major: str = "K",
     `start_advance`, the bytes the kernel adds to the start per block). Each instruction reads `k` columns (one
     instruction's K by default); the report says, per K block, whether it read its own columns and, if not,
     whose data it read ("K block 2 read the data of K block 1"), and the start advance the placement needs."""
+    max_lines = as_int(max_lines, "max_lines", 0, 1 << 16, LayoutError)
     w = _written(written)
     op = _operand(dtype, major, operand, arch, padded, instr, kind, cta_group)
     rows, tile_k = w.shape
@@ -339,8 +336,9 @@ def check_tile(written, descs, *, dtype: Optional[str] = None, major: str = "K",
     if k is None:
         k = op.k if op.k is not None else _instruction_k(op)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0 or tile_k % k:
-        raise LayoutError("k", f"{k!r}: the tile's {tile_k} columns must split into K blocks of k columns")
-    nblocks = tile_k // int(k)
+        raise LayoutError("k", f"{show(k)}: the tile's {tile_k} columns must split into K blocks of k columns")
+    k = int(k)
+    nblocks = tile_k // k
     if start_advance is not None:
         if isinstance(descs, (list, tuple)):
             raise LayoutError("start_advance", "give one descriptor with start_advance, or the list of descriptors")

@@ -6,14 +6,32 @@ import sys
 import numpy as np
 
 from .addressing import canonical_layout, core_matrix_rows, operand_addresses
+from .arch import ARCHES
 from .descriptors import UmmaDescriptor, as_arch_descriptor
-from .errors import TcemuError
+from .dtypes import OPERAND_DTYPES, element_type
+from .errors import TcemuError, TraceError
 from .instr import KINDS, InstrDescriptor
 from .traces import replay, trace_paths
+from .validate import output_path, show
+
+PICTURE_SUFFIXES = (".png", ".svg")
+
+
+def _int_arg(text: str, field: str, lo: int, hi: int) -> int:
+    """An integer command-line value (0x.. for hex) in [lo, hi]; TcemuError naming the option otherwise."""
+    try:
+        value = int(text.replace("_", ""), 0) if len(text) <= 80 else None
+    except ValueError:
+        value = None
+    if value is None or not lo <= value <= hi:
+        raise TcemuError(field, f"{show(text)} is not an integer in [{lo}, {hi:#x}] (0x.. for hex)")
+    return value
 
 
 def _decode(args) -> int:
     desc = as_arch_descriptor(args.descriptor, args.arch)
+    if args.dtype is not None:
+        element_type(args.dtype, allowed=OPERAND_DTYPES[args.arch])
     print(f"descriptor     {desc.encode():#018x}  ({args.arch})")
     print(f"start_address  {desc.start_address:#x}")
     print(f"lbo            {desc.lbo:#x} ({desc.lbo} bytes)")
@@ -56,15 +74,17 @@ def _addresses(args) -> int:
 def _banks(args) -> int:
     from .banks import bank_conflicts, parse_op, pattern_from_descriptor, pattern_from_expression
     op = parse_op(args.op)
+    mask = _int_arg(args.mask, "mask", 0, (1 << 32) - 1)
+    if args.png is not None:
+        output_path(args.png, "png", PICTURE_SUFFIXES)
     if sum(x is not None for x in (args.addresses, args.pattern, args.desc)) != 1:
         print("tcemu: error: give exactly one of --addresses, --pattern, --desc", file=sys.stderr)
         return 2
     if args.addresses is not None:
-        try:
-            addrs = [int(a, 0) for a in args.addresses.replace(",", " ").split()]
-        except ValueError:
-            print("tcemu: error: --addresses takes integers (0x.. for hex)", file=sys.stderr)
-            return 2
+        words = args.addresses.replace(",", " ").split()
+        if len(words) > 32:
+            raise TcemuError("addresses", f"32 addresses at most, got {len(words)}")
+        addrs = [_int_arg(a, "addresses", 0, (1 << 40) - 1) for a in words]
     elif args.pattern is not None:
         addrs = pattern_from_expression(args.pattern)
     else:
@@ -72,11 +92,11 @@ def _banks(args) -> int:
         cols = pattern_from_expression(args.cols_expr)
         addrs = pattern_from_descriptor(args.desc, rows, cols, tile_rows=args.tile_rows, tile_k=args.tile_k,
                                         dtype=args.dtype, major=args.major)
-    report = bank_conflicts(op, addrs, mask=int(args.mask, 0))
+    report = bank_conflicts(op, addrs, mask=mask)
     print(report.table())
-    if args.png:
+    if args.png is not None:
         from .pictures import bank_heatmap
-        bank_heatmap(report, np.asarray(addrs), int(args.mask, 0), args.png)
+        bank_heatmap(report, np.asarray(addrs), mask, args.png)
         print(f"wrote {args.png}")
     return 0
 
@@ -85,14 +105,19 @@ def _tile(text):
     if text is None:
         return None
     try:
+        if len(text) > 40:
+            raise ValueError
         rows, k = (int(x) for x in text.lower().split("x"))
     except ValueError:
-        raise TcemuError("tile", f"{text!r}: ROWSxK, e.g. 64x256") from None
+        raise TcemuError("tile", f"{show(text)}: ROWSxK, e.g. 64x256") from None
     return rows, k
 
 
 def _explain(args) -> int:
     from .explain import explain, has_errors, instruction_k
+    for option, path in (("png", args.png), ("svg", args.svg), ("html", getattr(args, "html", None))):
+        if path is not None:
+            output_path(path, option, (f".{option}",))
     padded = {"padded": True, "packed": False, None: None}[args.form]
     kw = dict(dtype=args.dtype, major=args.major, arch=args.arch, padded=padded, operand=args.operand.upper())
     if args.cta_group is not None and args.instr is None:
@@ -103,11 +128,11 @@ def _explain(args) -> int:
     text = explain(args.descriptor, rows=args.rows, k=args.k, tile=_tile(args.tile), sparse=args.sparse,
                    **kw)
     print(text)
-    for path in filter(None, (args.png, args.svg)):
+    for path in (p for p in (args.png, args.svg) if p is not None):
         from .pictures import operand_map
         shape = {} if args.instr is not None else dict(
-            rows=args.rows, k=args.k or instruction_k(args.dtype, args.arch, args.sparse, args.operand,
-                                                      padded=padded))
+            rows=args.rows, k=args.k if args.k is not None else instruction_k(args.dtype, args.arch, args.sparse,
+                                                                              args.operand, padded=padded))
         operand_map(args.descriptor, path, **shape, **{k: v for k, v in kw.items() if k != "ws"})
         print(f"wrote {path}")
     if getattr(args, "html", None):
@@ -132,6 +157,7 @@ def _instr(args) -> int:
 
 def _swizzle_picture(args) -> int:
     from .pictures import swizzle_atom
+    output_path(args.png, "png", PICTURE_SUFFIXES)
     swizzle_atom(args.mode, args.png, base_offset=args.base_offset)
     print(f"wrote {args.png}")
     return 0
@@ -152,8 +178,7 @@ def _fuzz(args) -> int:
 def _replay(args) -> int:
     paths = trace_paths(args.paths)
     if not paths:
-        print("no traces found", file=sys.stderr)
-        return 2
+        raise TraceError("paths", "no .npz traces found there")
     ok = True
     print(f"{'trace':<32} {'group':<16} {'cases':>7} {'matched':>7} {'values':>10} {'matched':>10}")
     for path in paths:
@@ -181,12 +206,19 @@ def _replay(args) -> int:
     return 0 if ok else 1
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (`tcemu decode: error: ...`) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="tcemu", description="Bit-accurate CPU emulator of tensor-core operand reads.")
+    ap = _Parser(prog="tcemu", description="Bit-accurate CPU emulator of tensor-core operand reads.")
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("decode", help="decode and validate a matrix descriptor")
     p.add_argument("descriptor", help="64-bit descriptor, e.g. 0x4000004000010040")
-    p.add_argument("--arch", default="sm90")
+    p.add_argument("--arch", default="sm90", choices=ARCHES)
     p.add_argument("--dtype", help="element type for the layout's units (default: bytes)")
     p.add_argument("--major", choices=["K", "MN"], help="operand major-ness (default: show both)")
     p.set_defaults(run=_decode)
@@ -196,12 +228,12 @@ def main(argv=None) -> int:
     p.add_argument("--k", type=int, required=True)
     p.add_argument("--dtype", required=True)
     p.add_argument("--major", default="K", choices=["K", "MN"])
-    p.add_argument("--arch", default="sm90")
+    p.add_argument("--arch", default="sm90", choices=ARCHES)
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_addresses)
     p = sub.add_parser("explain", help="a descriptor in plain words, with lints for known traps")
     p.add_argument("descriptor")
-    p.add_argument("--arch", default="sm90")
+    p.add_argument("--arch", default="sm90", choices=ARCHES)
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--major", default="K", choices=["K", "MN"])
     p.add_argument("--rows", type=int, default=64, help="M (A) or N (B)")
@@ -250,7 +282,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("fuzz", help="fuzz address resolution against CuTe's layout algebra (pycute)")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--arch", default="sm90", choices=["sm90", "sm100", "sm103"])
+    p.add_argument("--arch", default="sm90", choices=ARCHES)
     p.set_defaults(run=_fuzz)
     from .ptx.cli import add_parser as add_run
     add_run(sub)
@@ -262,8 +294,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         return args.run(args)
-    except TcemuError as e:
-        print(f"tcemu: error: {type(e).__name__}: {e}", file=sys.stderr)
+    except TcemuError as e:  # bad input: one line naming the field and the rule, never a traceback
+        print(f"tcemu: error: {type(e).__name__}: {e}".replace("\n", "; "), file=sys.stderr)
         return 2
 
 

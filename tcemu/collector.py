@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import LayoutError
+from .validate import show
 
 OPS = ("fill", "use", "lastuse", "discard")
 
@@ -40,11 +41,11 @@ class CollectorOp:
         elif isinstance(text, str):
             parts = [p for p in text.strip().lstrip(".").split("::") if p and p != "collector"]
         else:
-            raise LayoutError("collector_op", f"{text!r}: a string such as 'b0::fill' or 'a::use'")
+            raise LayoutError("collector_op", f"{show(text)}: a string such as 'b0::fill' or 'a::use'")
         buffers = ("b0", "b1", "b2", "b3") if ws else ("a",)
         if len(parts) != 2 or parts[0] not in buffers or parts[1] not in OPS:
             form = "tcgen05.mma.ws takes .collector::b0..b3" if ws else "tcgen05.mma takes .collector::a"
-            raise LayoutError("collector_op", f"{text!r}: {form}::fill / use / lastuse / discard (PTX 9.7.16.10.9)")
+            raise LayoutError("collector_op", f"{show(text)}: {form}::fill / use / lastuse / discard (PTX 9.7.16.10.9)")
         return cls(parts[0], parts[1])
 
 

@@ -12,10 +12,11 @@ from typing import List, NamedTuple
 
 import numpy as np
 
-from .arch import SMEM_WINDOW, check_arch
+from .arch import SMEM_WINDOW, check_arch, is_blackwell
 from .dtypes import parse_major
 from .errors import DescriptorError
 from .swizzle import SWIZZLE_128B, SWIZZLE_128B_BASE32B, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_NONE, Swizzle
+from .validate import as_int, is_int, show
 
 
 class SwizzleMode(Enum):
@@ -38,13 +39,18 @@ class SwizzleMode(Enum):
     def parse(cls, value) -> "SwizzleMode":
         if isinstance(value, cls):
             return value
-        text = str(value).strip().upper().removesuffix("B").removeprefix("SW")
+        if is_int(value) and 0 <= value <= 128:  # 0 (none), 32, 64, 128: the width in bytes
+            value = str(int(value))
+        if not isinstance(value, str) or len(value) > 40:
+            raise DescriptorError("swizzle", f"{show(value)} is not a swizzle mode; expected none, 32B, 64B, 128B "
+                                             "or 128B_base32B (sm100)")
+        text = value.strip().upper().removesuffix("B").removeprefix("SW")
         if text.replace("_", "").replace("ATOM", "BASE") in ("128BBASE32", "128BASE32"):
             return cls.B128_BASE32B
         for mode in cls:
             if text == mode.value.upper().removesuffix("B") or (text in ("0", "INTERLEAVE") and mode is cls.NONE):
                 return mode
-        raise DescriptorError("swizzle", f"{value!r} is not a swizzle mode; expected none, 32B, 64B, 128B "
+        raise DescriptorError("swizzle", f"{show(value)} is not a swizzle mode; expected none, 32B, 64B, 128B "
                                          "or 128B_base32B (sm100)")
 
 
@@ -96,11 +102,8 @@ class GmmaDescriptor:
         if self.swizzle not in self._LAYOUT_CODE:
             raise DescriptorError("swizzle", f"{self.swizzle.value} has no layout-type code in this descriptor "
                                              f"({', '.join(m.value for m in self._LAYOUT_CODE)})")
-        for name in self._INT_FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise DescriptorError(name, f"must be an integer, got {type(value).__name__} {value!r}")
-            object.__setattr__(self, name, int(value))
+        for name in self._INT_FIELDS:  # any 64-bit value here; validate() states each field's encoding rule
+            object.__setattr__(self, name, as_int(getattr(self, name), name, -(1 << 64), 1 << 64, DescriptorError))
 
     @classmethod
     def decode(cls, value) -> "GmmaDescriptor":
@@ -301,21 +304,25 @@ class UmmaDescriptor(GmmaDescriptor):
 
 
 def _descriptor_int(value) -> int:
+    if isinstance(value, str) and len(value) > 100:
+        raise DescriptorError("descriptor", f"{show(value)} is too long for a 64-bit value")
     if isinstance(value, str):
         try:
             value = int(value.replace("_", ""), 0)
         except ValueError:
-            raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
+            raise DescriptorError("descriptor", f"{show(value)} is not an integer literal (hex needs 0x)") from None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {type(value).__name__} {value!r}")
-    if not 0 <= int(value) < 1 << 64:
-        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {int(value):#x}")
+        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {show(value)}")
+    if not 0 <= int(value) < 1 << 64:  # hex reads as the fields it would hold
+        shown = f"{int(value):#x}" if int(value).bit_length() <= 128 else show(value)
+        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {shown}")
     return int(value)
 
 
 def as_arch_descriptor(desc, arch: str):
     """The descriptor for `arch`: sm90 GmmaDescriptor, sm100 / sm103 UmmaDescriptor (ints are decoded as such)."""
-    cls = UmmaDescriptor if arch in ("sm100", "sm103") else GmmaDescriptor
+    check_arch(arch)
+    cls = UmmaDescriptor if is_blackwell(arch) else GmmaDescriptor
     if isinstance(desc, GmmaDescriptor):
         if type(desc) is not cls:
             raise DescriptorError("desc", f"a {type(desc).__name__} cannot describe an {arch} operand; use {cls.__name__}")

@@ -8,6 +8,7 @@ module imports nothing of tcemu's arithmetic (the function travels by reference:
 import numpy as np
 
 from .errors import TcemuError
+from .validate import show
 
 DEFAULT_TILE = (1024, 1024)
 
@@ -17,7 +18,7 @@ def tile_shape(tile):
     tm, tn = DEFAULT_TILE if tile is None else tile if isinstance(tile, tuple) and len(tile) == 2 else (0, 0)
     for v in (tm, tn):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise TcemuError("tile", f"a pair of positive integers (rows, cols) per task, got {tile!r}")
+            raise TcemuError("tile", f"a pair of positive integers (rows, cols) per task, got {show(tile)}")
     return int(tm), int(tn)
 
 
@@ -33,7 +34,7 @@ def _client(scheduler):
         try:
             return Client(scheduler, timeout=30), True
         except (OSError, TimeoutError, ValueError) as e:
-            raise TcemuError("scheduler", f"cannot reach the dask scheduler at {scheduler!r} ({e})") from None
+            raise TcemuError("scheduler", f"cannot reach the dask scheduler at {show(scheduler)} ({e})") from None
     raise TcemuError("scheduler", f"a dask scheduler address ('tcp://host:8786') or a distributed.Client, "
                                   f"got {type(scheduler).__name__}")
 

@@ -1,7 +1,11 @@
 """Element types as PTX spells them (without the dot), with their storage width in shared memory."""
 from dataclasses import dataclass
 
+import ml_dtypes
+import numpy as np
+
 from .errors import LayoutError
+from .validate import as_bool, show
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,15 @@ _TYPES = [
 ]
 DTYPES = {t.name: t for t in _TYPES}
 
+# numpy / ml_dtypes types whose values are those of the named element type: an array of one of these holds,
+# element for element, the bits shared memory stores (tf32 in its f32 container; fp4/fp6 in the low bits of
+# a byte; b1 as bool). ue8m0 is the block-scale type.
+NUMPY_TYPES = {"f32": np.float32, "tf32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+               "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2, "e2m3": ml_dtypes.float6_e2m3fn,
+               "e3m2": ml_dtypes.float6_e3m2fn, "e2m1": ml_dtypes.float4_e2m1fn, "ue8m0": ml_dtypes.float8_e8m0fnu,
+               "s8": np.int8, "u8": np.uint8, "s32": np.int32, "b1": np.bool_}
+SIGNED_INT_DTYPES = ("s8", "s32")
+
 # wgmma multiplicands (PTX 9.7.15.5.1.1); accumulators are f32, f16, s32.
 SM90_OPERAND_DTYPES = ("tf32", "f16", "bf16", "e4m3", "e5m2", "s8", "u8", "b1")
 # Only 16-bit multiplicands may be MN-major (imm-trans-a/b) on sm90 (PTX 9.7.15.5.1.2).
@@ -47,18 +60,20 @@ MN_MAJOR_DTYPES = {"sm90": SM90_MN_MAJOR_DTYPES, "sm100": SM100_MN_MAJOR_DTYPES,
 
 def element_type(name: str, allowed=SM90_OPERAND_DTYPES) -> ElementType:
     if not isinstance(name, str) or name.lstrip(".") not in allowed:
-        raise LayoutError("dtype", f"{name!r} is not a multiplicand type; expected one of {', '.join(allowed)}")
+        raise LayoutError("dtype", f"{show(name)} is not a multiplicand type; expected one of {', '.join(allowed)}")
     return DTYPES[name.lstrip(".")]
 
 
 def parse_major(major) -> bool:
     """True for K-major, False for MN-major ('M' and 'N' name MN-major of A and B)."""
-    text = str(major).strip().upper().removesuffix("-MAJOR")
+    if not isinstance(major, str) or len(major) > 20:
+        raise LayoutError("major", f"{show(major)} is not a major-ness; expected 'K' or 'MN'")
+    text = major.strip().upper().removesuffix("-MAJOR")
     if text == "K":
         return True
     if text in ("MN", "M", "N"):
         return False
-    raise LayoutError("major", f"{major!r} is not a major-ness; expected 'K' or 'MN'")
+    raise LayoutError("major", f"{show(major)} is not a major-ness; expected 'K' or 'MN'")
 
 
 # ---- fp4 / fp6 in shared memory: packed or padded (README, "fp4 and fp6 in shared memory") ----------------
@@ -80,7 +95,9 @@ PADDED_KINDS, PACKED_KINDS = ("f8f6f4", "mxf8f6f4"), ("mxf4", "mxf4nvf4")
 def is_padded(dtype, padded=None, *, kind=None, error=LayoutError) -> bool:
     """Whether `dtype`'s elements lie padded (16 per 16 bytes) by the rule above; raises `error` on a form that
     does not exist (packed fp6, padded b1 or byte types) or that contradicts the kind."""
-    name = dtype.lstrip(".") if isinstance(dtype, str) else dtype
+    name = dtype.lstrip(".") if isinstance(dtype, str) else None
+    if padded is not None:
+        padded = as_bool(padded, "padded", error)
     if name not in FP4_FP6:  # byte types are one per byte in every kind: padded means nothing for them
         if padded and name == "b1":
             raise error("padded", "b1 has no padded form: only fp4 / fp6 (e2m1, e2m3, e3m2) do")
@@ -99,7 +116,9 @@ def is_padded(dtype, padded=None, *, kind=None, error=LayoutError) -> bool:
 def placement_dtype(dtype, padded=None, *, kind=None, major=None) -> str:
     """The element type whose addressing gives `dtype`'s placement: 'u8' (byte slots) for padded e2m1, the dtype
     itself otherwise (fp6 types are addressed as slots already). fp4 / fp6 are K-major only (PTX 9.7.16.10.3)."""
-    name = dtype.lstrip(".") if isinstance(dtype, str) else dtype
+    if not isinstance(dtype, str):
+        raise LayoutError("dtype", f"must be a type name, got {show(dtype)}")
+    name = dtype.lstrip(".")
     padded = is_padded(name, padded, kind=kind)
     if name in FP4_FP6 and major is not None and not parse_major(major):
         raise LayoutError("major", f"{name} must be K-major (PTX 9.7.16.10.3: transposes take 8-, 16- and 32-bit "

@@ -13,12 +13,15 @@ from typing import List
 import numpy as np
 
 from .addressing import canonical_layout, core_matrix_rows, lbo_mode_split, lbo_used, operand_addresses
+from .arch import check_arch
 from .blackwell import check_form, instr_k
 from .descriptors import Finding, SwizzleMode, as_arch_descriptor
 from .dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
 from .errors import LayoutError, TcemuError
+from .instr import InstrDescriptor
 from .operand import instruction_k, operand_name, operand_spec
 from .sparse import invalid_nibbles, meta_nibbles, meta_slots
+from .validate import as_bool, as_int_list, is_int, show
 
 DYNAMIC_SMEM_BASE = 0x400  # where dynamic shared memory started in every capture (traces/*.npz)
 
@@ -29,6 +32,7 @@ __all__ = ["explain", "lint", "describe_instruction", "describe_sparse_meta", "d
 def dense_strides(desc, dtype: str, major: str, rows: int, k: int, arch: str = "sm90"):
     """(LBO, SBO) in bytes of a canonical tile of exactly `rows` x `k` (one instruction's K), packed densely with
     the M/N atoms adjacent (CuTe's make_gmma_desc would produce these for such a tile)."""
+    check_arch(arch)
     T = element_type(dtype, allowed=OPERAND_DTYPES[arch]).per_chunk
     w = desc.swizzle.bytes
     if parse_major(major):
@@ -87,6 +91,7 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
     sparse (sm90 wgmma.mma_async.sp): without k=, A's K/2 stored elements or B's K. A swizzled K-major operand
     whose K spans more than one swizzled row (sparse B) is placed by LBO too, so an LBO below the row width is
     flagged (addressing.lbo_used)."""
+    sparse = as_bool(sparse, "sparse", LayoutError)
     if instr is not None:
         if sparse:
             raise LayoutError("sparse", "sparse= is sm90's wgmma.mma_async.sp; a tcgen05 instruction descriptor "
@@ -102,7 +107,9 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
         padded = is_padded(dtype, padded)
     desc = as_arch_descriptor(desc, arch)
     at = placement_dtype(dtype, padded, major=major)
-    k = k or instruction_k(dtype, arch, sparse, name, padded=padded)
+    if k is not None and not is_int(k):
+        raise LayoutError("k", f"must be an integer or None, got {show(k)}")
+    k = instruction_k(dtype, arch, sparse, name, padded=padded) if k is None else k  # k=0 is an error
     tag = f" (operand {name})"
     out = [f._replace(rule=f.rule + tag) for f in desc.validate(arch, major=major)]
     wide = parse_major(major) and desc.swizzle is not SwizzleMode.NONE and not getattr(desc, "lbo_mode", 0) and \
@@ -157,12 +164,9 @@ def lint(desc, *, dtype=None, major: str = "K", rows: int = 64, k=None, arch: st
 
 
 def _tile_findings(desc, addrs, read, tile, rows, k, bits, nbytes, name, label, tag, major):
-    try:
-        t_rows, t_k = (int(x) for x in tile)
-    except (TypeError, ValueError):
-        raise LayoutError("tile", f"{tile!r}: (rows, k) of the tile in shared memory") from None
-    if t_rows < rows or t_k < k or t_rows <= 0 or t_k <= 0:
-        raise LayoutError("tile", f"{tile!r}: the tile holds at least one instruction's {rows} x {k}")
+    t_rows, t_k = as_int_list(tile, "tile", 2, 1, 1 << 20, LayoutError)  # (rows, k) of the tile in shared memory
+    if t_rows < rows or t_k < k:
+        raise LayoutError("tile", f"{show(tile)}: the tile holds at least one instruction's {rows} x {k}")
     # a swizzled tile keeps whole W-byte rows (TMA's pitch is the swizzle span): its contiguous direction rounds up
     w = desc.swizzle.bytes if desc.swizzle is not SwizzleMode.NONE else 1
     inner, outer = (t_k, t_rows) if parse_major(major) else (t_rows, t_k)
@@ -186,6 +190,9 @@ def has_errors(text: str) -> bool:
 def describe_instruction(idesc, *, ws: bool = False) -> List[str]:
     """A tcgen05 instruction descriptor in words, with the shape rules it breaks (PTX Table 39; `ws`: those of
     tcgen05.mma.ws)."""
+    if not isinstance(idesc, InstrDescriptor):
+        raise LayoutError("idesc", f"must be an InstrDescriptor, got {show(idesc)}")
+    ws = as_bool(ws, "ws", LayoutError)
     d = idesc
     major = lambda t: "MN-major" if t else "K-major"  # noqa: E731
     form = lambda t: f"{t} {'padded' if is_padded(t, None, kind=d.kind) else 'packed'}" if t in FP4_FP6 else t  # noqa: E731
@@ -242,9 +249,12 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
     with `kind`), the operand's type, form, major-ness and this CTA's extent come from it (operand "a" or "b";
     cta_group None takes 2 for M = 256: each CTA of the pair holds half of A's rows and of B's columns). With
     `sparse` (sm90 wgmma.mma_async.sp) the extent is A's K/2 stored elements or B's K (operand "a" or "b")."""
+    sparse = as_bool(sparse, "sparse", LayoutError)
     if sparse and instr is not None:
         raise LayoutError("sparse", "sparse= is sm90's wgmma.mma_async.sp; a tcgen05 instruction descriptor "
                                     "(instr=) gives the operand's shape itself")
+    if k is not None and not is_int(k):
+        raise LayoutError("k", f"must be an integer or None, got {show(k)}")
     lines = []
     name = operand_name(operand)
     if instr is not None:
@@ -262,7 +272,7 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
     at = placement_dtype(etype.name, padded, major=major)
     if sparse:
         full = instruction_k(etype.name, arch, True, "B")
-        k = k or instruction_k(etype.name, arch, True, name)
+        k = instruction_k(etype.name, arch, True, name) if k is None else k
         lines.append(f"sparse wgmma (k{full}): " + ("A holds K/2 stored elements per row, read like a dense A"
                                                      if name == "A" else f"B reads all {full} K elements"))
         if name == "B" and parse_major(major) and desc.swizzle is not SwizzleMode.NONE and \
@@ -270,7 +280,7 @@ def explain(desc, *, dtype: str = "bf16", major: str = "K", rows: int = 64, k=No
             lines.append(f"K spans {k * etype.bits // 8} bytes but a {desc.swizzle.value}-swizzled row holds "
                          f"{desc.swizzle.bytes}: the next atom column starts LBO = {desc.lbo:#x} bytes on (Triton/XLA's "
                          "descriptors; pending traces/wgmma_sp_addresses_sm90.npz)")
-    k = k or instruction_k(etype.name, arch, padded=padded)
+    k = instruction_k(etype.name, arch, padded=padded) if k is None else k
     if getattr(desc, "lbo_mode", 0):
         n1 = lbo_mode_split(desc, k, at, "sm103") if arch == "sm103" else k
         lines.append(f"LBO mode 1 (sm_103a): the LBO field holds the absolute address {desc.lbo:#x} of the second chunk; "

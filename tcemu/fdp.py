@@ -21,6 +21,7 @@ from numba import njit
 
 from .errors import LayoutError
 from .formats import FINITE, INF, NAN, RNE, RZ, ZERO, decode_float, format_args, get_format
+from .validate import MAX_ELEMENTS, as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
 __all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "grouped_dot",
@@ -32,8 +33,8 @@ _RAW = {"f32": np.uint32, "f16": np.uint16, "s32": np.uint32}
 
 def accumulator_bits(c, shape, dtype_d: str) -> np.ndarray:
     """The raw bits of an accumulator `c` given as a numpy array of D's type and shape; LayoutError on `c`."""
-    c = np.asarray(c)
-    want = OUT_NUMPY[dtype_d]
+    c = as_array(c, "c", LayoutError)
+    want = OUT_NUMPY[as_choice(dtype_d, "dtype_d", tuple(OUT_NUMPY), LayoutError)]
     if c.shape != tuple(shape):
         raise LayoutError("c", f"must have shape {tuple(shape)}, got {c.shape}")
     if c.dtype != want:
@@ -64,9 +65,10 @@ def _decode_kernel(flat, exp_bits, man_bits, bias, special, signed, shift, negat
 
 def decode_operand(bits, fmt: str, negate: bool = False) -> np.ndarray:
     """(..., 5) int64 decoded view of raw bit patterns; `negate` flips every sign (imm-scale = -1)."""
-    bits = np.asarray(bits)
+    bits = as_uint_bits(bits, get_format(fmt).bits, "bits", LayoutError)
+    negate = as_bool(negate, "negate", LayoutError)
     out = np.empty((bits.size, 5), np.int64)
-    _decode_kernel(bits.astype(np.int64).ravel(), *format_args(fmt), int(negate), out)
+    _decode_kernel(bits.ravel(), *format_args(fmt), int(negate), out)
     return out.reshape(bits.shape + (5,))
 
 
@@ -249,9 +251,31 @@ def fused_dot(A, B, C, unit: FdpUnit) -> np.ndarray:
 
     A (M, K, 5), B (N, K, 5), C (M, N, 5) decoded operands; returns raw output bits (uint32 / uint16).
     """
+    A, B, C = _decoded_operands(A, B, C, unit)
     out = np.empty((A.shape[0], B.shape[0]), np.int64)
     _fdp_kernel(A, B, *_accumulator_args(C), *_unit_args(unit), out)
     return out.astype(np.uint32 if get_format(unit.out_format).bits == 32 else np.uint16)
+
+
+def _decoded(X, field, shape):
+    """A decoded operand: an int64 array of `shape` (None: any extent) whose last axis holds the 5 fields. The
+    kernels index it without bounds checks, so every extent is checked here."""
+    if not isinstance(X, np.ndarray) or X.dtype != np.int64 or X.ndim != len(shape) or \
+            any(want is not None and have != want for have, want in zip(X.shape, shape)):
+        want = tuple("." if w is None else w for w in shape)
+        raise LayoutError(field, f"must be a decoded operand (decode_operand): int64 of shape {want}, got {show(X)}")
+    return np.ascontiguousarray(X)
+
+
+def _decoded_operands(A, B, C, unit):
+    if not isinstance(unit, FdpUnit) or unit.out_format not in ("f32", "f16"):
+        raise LayoutError("unit", f"must be an FdpUnit with out_format f32 or f16, got {show(unit)}")
+    A = _decoded(A, "A", (None, None, 5))
+    B = _decoded(B, "B", (None, A.shape[1], 5))
+    C = None if C is None else _decoded(C, "C", (A.shape[0], B.shape[0], 5))
+    if A.size * B.shape[0] > MAX_ELEMENTS * 256:
+        raise LayoutError("A, B", f"{A.shape[0]} x {B.shape[0]} x {A.shape[1]} products exceed the limit")
+    return A, B, C
 
 
 def _accumulator_args(C):
@@ -316,6 +340,12 @@ def grouped_dot(A, B, C, SA, SB, unit: FdpUnit, group: int = 16) -> np.ndarray:
 
     A (M, K, 5), B (N, K, 5) decoded elements of a format with no inf/NaN (e2m1); SA (M, K/group, 5),
     SB (N, K/group, 5) decoded scales; C (M, N, 5) or None. Returns raw f32 bits (uint32)."""
+    A, B, C = _decoded_operands(A, B, C, unit)
+    group = as_int(group, "group", 1, max(A.shape[1], 1), LayoutError)
+    if A.shape[1] % group:
+        raise LayoutError("group", f"{group} does not divide K = {A.shape[1]}")
+    SA = _decoded(SA, "SA", (A.shape[0], A.shape[1] // group, 5))
+    SB = _decoded(SB, "SB", (B.shape[0], A.shape[1] // group, 5))
     lsb_a, lsb_b = int(A[..., LSB].min(initial=0)), int(B[..., LSB].min(initial=0))
 
     def fixed(X, lsb):  # signed significands on one grid: small integers (e2m1: |x| * 2 <= 12)
@@ -359,8 +389,17 @@ def _int_kernel(A, B, C, c_present, satfinite, popc, out):
 
 def integer_dot(A, B, C, *, satfinite=False, popc=False) -> np.ndarray:
     """int32 D = C + sum(A * B) (popc: C + popcount(A AND B) over byte chunks), exact, wrapping mod 2^32
-    unless `satfinite` clamps the exact sum to the s32 range. A (M, K), B (N, K), C (M, N) int arrays."""
+    unless `satfinite` clamps the exact sum to the s32 range. A (M, K), B (N, K), C (M, N) int arrays of
+    32-bit values (signed or unsigned)."""
+    satfinite, popc = as_bool(satfinite, "satfinite", LayoutError), as_bool(popc, "popc", LayoutError)
+    lo = 0 if popc else -(1 << 31)  # popc counts the bits of A AND B: non-negative chunks (a negative never ends)
+    A = as_int_array(A, "A", lo, (1 << 32) - 1, LayoutError, ndim=2)
+    B = as_int_array(B, "B", lo, (1 << 32) - 1, LayoutError, ndim=2)
+    if B.shape[1] != A.shape[1]:
+        raise LayoutError("B", f"must have K = {A.shape[1]} columns like A, got shape {B.shape}")
+    c = np.zeros((1, 1), np.int64) if C is None else \
+        as_int_array(C, "C", -(1 << 31), (1 << 32) - 1, LayoutError, shape=(A.shape[0], B.shape[0]))
     out = np.empty((A.shape[0], B.shape[0]), np.int64)
-    c = np.asarray(C, np.int64) if C is not None else np.zeros((1, 1), np.int64)
-    _int_kernel(np.asarray(A, np.int64), np.asarray(B, np.int64), c, C is not None, satfinite, popc, out)
+    _int_kernel(np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(c), C is not None, satfinite,
+                popc, out)
     return out.astype(np.uint32).view(np.int32)  # wrap mod 2^32

@@ -11,7 +11,9 @@ import ml_dtypes
 import numpy as np
 from numba import njit
 
+from .dtypes import NUMPY_TYPES as ELEMENT_NUMPY_TYPES
 from .errors import LayoutError
+from .validate import show
 
 # FloatFormat.special: what the all-ones exponent field means.
 IEEE = 0  # inf (mantissa 0) or NaN (mantissa != 0): f32, tf32, f16, bf16, e5m2
@@ -97,11 +99,7 @@ _FORMATS = [
 FLOAT_FORMATS = {f.name: f for f in _FORMATS}
 
 # numpy / ml_dtypes types with the same encoding (ue4m3 has none).
-NUMPY_TYPES = {
-    "f32": np.float32, "tf32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
-    "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2, "e2m3": ml_dtypes.float6_e2m3fn,
-    "e3m2": ml_dtypes.float6_e3m2fn, "e2m1": ml_dtypes.float4_e2m1fn, "ue8m0": ml_dtypes.float8_e8m0fnu,
-}
+NUMPY_TYPES = {name: t for name, t in ELEMENT_NUMPY_TYPES.items() if name in FLOAT_FORMATS}
 
 INT_FORMATS = {"s8": (8, True), "u8": (8, False), "s32": (32, True), "b1": (1, False)}  # name: (bits, signed)
 
@@ -112,7 +110,7 @@ def get_format(name) -> FloatFormat:
         return name
     if isinstance(name, str) and name.lstrip(".") in FLOAT_FORMATS:
         return FLOAT_FORMATS[name.lstrip(".")]
-    raise FormatError("dtype", f"{name!r} is not a float format; expected one of {', '.join(FLOAT_FORMATS)}")
+    raise FormatError("dtype", f"{show(name)} is not a float format; expected one of {', '.join(FLOAT_FORMATS)}")
 
 
 def format_args(fmt) -> tuple:
@@ -265,7 +263,7 @@ def _as_bits(bits, width: int, field: str = "bits") -> np.ndarray:
             raise FormatError(field, "expected integer bit patterns")
         bad = [v for v in flat if not 0 <= v < limit]
         if bad:
-            raise FormatError(field, f"pattern {int(bad[0])} is outside [0, 2^{width})")
+            raise FormatError(field, f"pattern {show(bad[0])} is outside [0, 2^{width})")
         return np.array([int(v) for v in flat], dtype=np.int64).reshape(arr.shape)
     if arr.dtype.kind == "f" and arr.size == 0:  # np.asarray([]) is float64
         return arr.astype(np.int64)
@@ -274,7 +272,7 @@ def _as_bits(bits, width: int, field: str = "bits") -> np.ndarray:
     if arr.size and arr.dtype.kind != "b":
         lo, hi = arr.min(), arr.max()
         if lo < 0 or hi >= limit:
-            raise FormatError(field, f"pattern {int(lo if lo < 0 else hi)} is outside [0, 2^{width})")
+            raise FormatError(field, f"pattern {show(int(lo if lo < 0 else hi))} is outside [0, 2^{width})")
     return arr.astype(np.int64)
 
 
@@ -325,7 +323,7 @@ def _is_ml_float(dtype) -> bool:
 def _rounding_code(rounding) -> int:
     if isinstance(rounding, str) and rounding.lstrip(".").lower() in ROUNDING_MODES:
         return ROUNDING_MODES[rounding.lstrip(".").lower()]
-    raise FormatError("rounding", f"{rounding!r} is not a rounding mode; expected 'rne', 'rz' or 'rna'")
+    raise FormatError("rounding", f"{show(rounding)} is not a rounding mode; expected 'rne', 'rz' or 'rna'")
 
 
 def decode(bits, fmt_name) -> np.ndarray:
@@ -349,7 +347,7 @@ def encode(values, fmt_name, rounding="rne", saturate=False) -> np.ndarray:
     fmt = get_format(fmt_name)
     mode = _rounding_code(rounding)
     if not isinstance(saturate, (bool, np.bool_)):
-        raise FormatError("saturate", f"{saturate!r} is not a bool")
+        raise FormatError("saturate", f"{show(saturate)} is not a bool")
     arr = _as_values(values)
     out = np.empty(arr.shape, dtype=np.int64)
     _encode_kernel(np.ascontiguousarray(arr).reshape(-1), *format_args(fmt), mode, int(saturate),
@@ -385,7 +383,7 @@ def decode_int(bits, name) -> np.ndarray:
     """int64 values of s8, u8, s32 (two's complement from the storage width) or b1 (0/1) patterns."""
     key = name.lstrip(".") if isinstance(name, str) else None
     if key not in INT_FORMATS:
-        raise FormatError("dtype", f"{name!r} is not an integer type; expected one of {', '.join(INT_FORMATS)}")
+        raise FormatError("dtype", f"{show(name)} is not an integer type; expected one of {', '.join(INT_FORMATS)}")
     width, signed = INT_FORMATS[key]
     arr = _as_bits(bits, width)
     if signed:

@@ -14,13 +14,29 @@ from functools import lru_cache
 
 import numpy as np
 
-from .dtypes import element_type
+from .dtypes import SM90_OPERAND_DTYPES, element_type
 from .errors import LayoutError
+from .validate import as_choice, as_int, as_uint_bits
+
+D_TYPES = ("f32", "f16", "s32")
+
+
+def _a_type(dtype):
+    return element_type(dtype, allowed=SM90_OPERAND_DTYPES)
+
+
+def _d_n(n, dtype_d) -> int:
+    """N of a wgmma D fragment: a multiple of 8 up to 256 (hopper.legal_n narrows it per form)."""
+    as_choice(dtype_d, "dtype_d", D_TYPES, LayoutError)
+    n = as_int(n, "n", 8, 256, LayoutError)
+    if n % 8:
+        raise LayoutError("n", f"N = {n} is not a multiple of 8")
+    return n
 
 
 def a_coords(dtype: str):
     """(rows, cols) int arrays of shape (128, 4, per_register) for A held in registers."""
-    bits = element_type(dtype).bits
+    bits = _a_type(dtype).bits
     per = 32 // bits
     t = np.arange(128)[:, None, None]
     i = np.arange(4)[None, :, None]
@@ -32,19 +48,20 @@ def a_coords(dtype: str):
 
 
 def to_a_registers(bits: np.ndarray, dtype: str) -> np.ndarray:
-    """(128, 4) uint32 registers holding the (64, K) raw-bit matrix A (b1: a 0/1 matrix)."""
+    """(128, 4) uint32 registers holding the (64, K) raw-bit matrix A (b1: a 0/1 matrix): integer bit
+    patterns of the type's width."""
     row, col = a_coords(dtype)
     bits_per = 32 // row.shape[2]
-    vals = np.asarray(bits, np.uint64)[row, col] & np.uint64((1 << bits_per) - 1)
+    k = 8 * row.shape[2]  # K = 8 registers' worth of columns per row
+    vals = as_uint_bits(bits, bits_per, "bits", LayoutError, shape=(64, k), allow_bool=bits_per == 1)
+    vals = vals.astype(np.uint64)[row, col]
     shifts = (np.arange(row.shape[2], dtype=np.uint64) * np.uint64(bits_per))[None, None, :]
     return np.bitwise_or.reduce(vals << shifts, axis=2).astype(np.uint32)
 
 
 def from_a_registers(regs: np.ndarray, dtype: str) -> np.ndarray:
     """The (64, K) raw-bit matrix A held by (128, 4) uint32 registers (b1: 0/1 per element)."""
-    regs = np.asarray(regs)
-    if regs.shape != (128, 4):
-        raise LayoutError("a_regs", f"must be 128 threads x 4 registers, got shape {regs.shape}")
+    regs = as_uint_bits(regs, 32, "a_regs", LayoutError, shape=(128, 4))
     row, col = a_coords(dtype)
     per = row.shape[2]
     bits_per = 32 // per
@@ -72,9 +89,13 @@ def _d_coords(n: int):
 
 
 def to_d_registers(d_bits: np.ndarray, dtype_d: str) -> np.ndarray:
-    """(128, N/2) uint32 registers (N/4 for f16) holding the (64, N) raw-bit matrix D."""
-    d_bits = np.asarray(d_bits)
-    row, col = d_coords(d_bits.shape[1], dtype_d)
+    """(128, N/2) uint32 registers (N/4 for f16) holding the (64, N) raw-bit matrix D (integer bit patterns:
+    16-bit for f16, 32-bit for f32/s32)."""
+    as_choice(dtype_d, "dtype_d", D_TYPES, LayoutError)
+    d_bits = as_uint_bits(d_bits, 16 if dtype_d == "f16" else 32, "d_bits", LayoutError, ndim=2)
+    if d_bits.shape[0] != 64:
+        raise LayoutError("d_bits", f"must be a (64, N) matrix, got shape {d_bits.shape}")
+    row, col = d_coords(_d_n(d_bits.shape[1], dtype_d), dtype_d)
     vals = d_bits[row, col].astype(np.uint32)
     if dtype_d == "f16":
         return (vals[:, 0::2] & 0xFFFF) | (vals[:, 1::2] << 16)
@@ -83,7 +104,9 @@ def to_d_registers(d_bits: np.ndarray, dtype_d: str) -> np.ndarray:
 
 def from_d_registers(regs: np.ndarray, n: int, dtype_d: str) -> np.ndarray:
     """The (64, N) raw-bit matrix D (uint32, or uint16 for f16) held by the registers."""
-    regs = np.asarray(regs, np.uint32)
+    n = _d_n(n, dtype_d)
+    regs = as_uint_bits(regs, 32, "regs", LayoutError, shape=(128, n // 4 if dtype_d == "f16" else n // 2))
+    regs = regs.astype(np.uint32)
     row, col = d_coords(n, dtype_d)
     if dtype_d == "f16":
         vals = np.empty((128, n // 2), np.uint32)

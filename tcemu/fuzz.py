@@ -5,6 +5,7 @@ arch="sm103" adds LBO-mode-1 cases (K = 96 fp4, here as its 48 bytes of u8): the
 layouts as the PTX sentence reads (9.7.16.3.1.2: chunks from the start to the end of its 128-byte line, the rest
 from the LBO address), sharing no code with addressing.py."""
 import dataclasses
+import math
 import sys
 import time
 from typing import Callable, Optional
@@ -12,11 +13,15 @@ from typing import Callable, Optional
 import numpy as np
 
 from .addressing import operand_addresses
+from .arch import check_arch
 from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor
 from .dtypes import MN_MAJOR_DTYPES, element_type
 from .errors import TcemuError
 from .explain import instruction_k
 from .oracle import oracle
+from .validate import as_int, show
+
+MAX_SECONDS = 86400.0  # one day: a longer campaign is several runs with different seeds
 
 DTYPES = {"sm90": ("tf32", "f16", "bf16", "e4m3", "u8", "b1"), "sm100": ("tf32", "f16", "bf16", "e4m3", "u8"),
           "sm103": ("tf32", "f16", "bf16", "e4m3", "u8")}
@@ -48,6 +53,10 @@ def mode1_oracle(desc, rows, k, bits=8):
 
 
 def random_case(rng, arch: str = "sm90"):
+    """(desc, rows, k, dtype, major) drawn from `rng` (a numpy Generator)."""
+    check_arch(arch)
+    if not isinstance(rng, np.random.Generator):
+        raise TcemuError("rng", f"must be a numpy Generator (np.random.default_rng(seed)), got {show(rng)}")
     if arch == "sm103" and rng.random() < 0.5:
         return _lbo_mode_case(rng)
     dtype = str(rng.choice(DTYPES[arch]))
@@ -64,8 +73,17 @@ def random_case(rng, arch: str = "sm90"):
     return desc, rows, instruction_k(dtype, "sm100" if arch == "sm103" else arch), dtype, major
 
 
-def disagrees(case, emulator: Callable = operand_addresses) -> bool:
+def _case(case):
+    """A fuzz case (desc, rows, k, dtype, major) as random_case makes them."""
+    if not isinstance(case, tuple) or len(case) != 5 or not isinstance(case[0], GmmaDescriptor):
+        raise TcemuError("case", f"must be (desc, rows, k, dtype, major) as random_case returns, got {show(case)}")
     desc, rows, k, dtype, major = case
+    element_type(dtype, allowed=DTYPES[_arch(desc)])
+    return desc, as_int(rows, "rows", 1, 1 << 12), as_int(k, "k", 1, 1 << 12), dtype, major
+
+
+def disagrees(case, emulator: Callable = operand_addresses) -> bool:
+    desc, rows, k, dtype, major = _case(case)
     try:
         got = emulator(desc, rows=rows, k=k, dtype=dtype, major=major, arch=_arch(desc))
     except TcemuError:
@@ -79,7 +97,7 @@ def disagrees(case, emulator: Callable = operand_addresses) -> bool:
 
 def shrink(case, emulator: Callable = operand_addresses):
     """Greedily simplify a disagreeing case while it keeps disagreeing."""
-    desc, rows, k, dtype, major = case
+    desc, rows, k, dtype, major = _case(case)
     new = dataclasses.replace
     tries = [lambda d, r: (d, 8 if major == "K" else max(8, r // 2)),
              lambda d, r: (new(d, start_address=0x400 + d.start_address % 1024), r),
@@ -100,7 +118,7 @@ def shrink(case, emulator: Callable = operand_addresses):
 
 
 def reproducer(case) -> str:
-    desc, rows, k, dtype, major = case
+    desc, rows, k, dtype, major = _case(case)
     if getattr(desc, "lbo_mode", 0):
         return (f"tcemu.operand_addresses({hex(desc.encode())}, rows={rows}, k={k}, dtype={dtype!r}, major='K', "
                 f"arch='sm103')  # differs from tcemu.fuzz.mode1_oracle(UmmaDescriptor.decode({hex(desc.encode())}), "
@@ -113,7 +131,19 @@ def reproducer(case) -> str:
 
 def campaign(*, seconds: float = 10.0, cases: Optional[int] = None, seed: int = 0, progress=sys.stderr,
              emulator: Callable = operand_addresses, arch: str = "sm90") -> dict:
-    """Run random cases until `seconds` pass (or `cases` are done); stop at the first disagreement."""
+    """Run random cases until `seconds` pass (or `cases` are done); stop at the first disagreement.
+
+    seconds: a finite number in [0, MAX_SECONDS]; cases: None or 0..10^9; seed: 0 <= seed < 2^64."""
+    if isinstance(seconds, (bool, np.bool_)) or not isinstance(seconds, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(seconds) or not 0 <= seconds <= MAX_SECONDS:
+        raise TcemuError("seconds", f"must be a number of seconds in [0, {MAX_SECONDS}], got {show(seconds)}")
+    cases = None if cases is None else as_int(cases, "cases", 0, 10 ** 9)
+    seed = as_int(seed, "seed", 0, (1 << 64) - 1)
+    check_arch(arch)
+    if not callable(emulator):
+        raise TcemuError("emulator", f"must be a function like operand_addresses, got {show(emulator)}")
+    if progress is not None and not callable(getattr(progress, "write", None)):
+        raise TcemuError("progress", f"must be a text stream or None, got {show(progress)}")
     rng = np.random.default_rng(seed)
     n, elements, t0 = 0, 0, time.perf_counter()
     shown = t0

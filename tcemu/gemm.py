@@ -30,6 +30,7 @@ import numpy as np
 
 from . import chain
 from .errors import LayoutError
+from .validate import show
 from .fdp import FdpUnit, decode_operand, fused_dot, grouped_dot
 from .formats import INT_FORMATS, NUMPY_TYPES, encode, get_format
 
@@ -96,16 +97,16 @@ def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None,
     from .hopper import fdp_unit as hopper_unit
     from .instr import BLOCK_SCALED, InstrDescriptor
 
-    if arch not in ("sm90", "sm100"):
-        _fail("arch", f"{arch!r}: 'sm90' (wgmma) or 'sm100' (tcgen05.mma)")
+    if not isinstance(arch, str) or arch not in ("sm90", "sm100"):
+        _fail("arch", f"{show(arch)}: 'sm90' (wgmma) or 'sm100' (tcgen05.mma)")
     for name, v in (("dtype_a", dtype_a), ("dtype_b", dtype_b), ("dtype_d", dtype_d)):
         if not isinstance(v, str):
-            _fail(name, f"must be a type name (PTX spelling), got {v!r}")
-    if init not in ("zero", "none"):
-        _fail("init", f"{init!r}: 'zero' (the accumulator registers start at +0, as Triton) or 'none' (the "
+            _fail(name, f"must be a type name (PTX spelling), got {show(v)}")
+    if not isinstance(init, str) or init not in ("zero", "none"):
+        _fail("init", f"{show(init)}: 'zero' (the accumulator registers start at +0, as Triton) or 'none' (the "
                       "first instruction of a chain runs without C, scale-d = 0, as CUTLASS)")
     if not isinstance(satfinite, (bool, np.bool_)):
-        _fail("satfinite", f"must be a bool, got {satfinite!r}")
+        _fail("satfinite", f"must be a bool, got {show(satfinite)}")
     mx_block, stype = 0, None
     if arch == "sm90":
         if kind is not None:
@@ -114,11 +115,11 @@ def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None,
             _fail("block_size_k" if block_size_k is not None else "scale_type",
                   "block-scaled (mx) kinds are sm100 only")
         if dtype_a not in _SM90_K:
-            _fail("dtype_a", f"{dtype_a!r} is not an sm90 wgmma multiplicand for matmul ({', '.join(_SM90_K)})")
+            _fail("dtype_a", f"{show(dtype_a)} is not an sm90 wgmma multiplicand for matmul ({', '.join(_SM90_K)})")
         if dtype_b not in _SM90_PAIRS[dtype_a]:
-            _fail("dtype_b", f"{dtype_b!r} cannot pair with {dtype_a} ({', '.join(_SM90_PAIRS[dtype_a])})")
+            _fail("dtype_b", f"{show(dtype_b)} cannot pair with {dtype_a} ({', '.join(_SM90_PAIRS[dtype_a])})")
         if dtype_d not in _SM90_ACC[dtype_a]:
-            _fail("dtype_d", f"{dtype_d!r} is not a wgmma accumulator for {dtype_a} ({', '.join(_SM90_ACC[dtype_a])})")
+            _fail("dtype_d", f"{show(dtype_d)} is not a wgmma accumulator for {dtype_a} ({', '.join(_SM90_ACC[dtype_a])})")
         ks = _SM90_K[dtype_a]
         unit = None if dtype_d == "s32" else hopper_unit(dtype_a, dtype_d)
     else:
@@ -127,9 +128,11 @@ def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None,
                     "i8" if dtype_a in ("s8", "u8") else
                     ("mxf8f6f4" if mx_scales else "f8f6f4") if dtype_a in _F8F6F4 else None)
             if kind is None:
-                _fail("dtype_a", f"{dtype_a!r} is not a tcgen05 multiplicand")
+                _fail("dtype_a", f"{show(dtype_a)} is not a tcgen05 multiplicand")
         if not isinstance(kind, str) or kind not in K_OF_KIND:
-            _fail("kind", f"{kind!r}: one of {', '.join(K_OF_KIND)}")
+            _fail("kind", f"{show(kind)}: one of {', '.join(K_OF_KIND)}")
+        if scale_type is not None and not isinstance(scale_type, str):
+            _fail("scale_type", f"must be a scale type name (ue8m0, ue4m3), got {show(scale_type)}")
         if kind in BLOCK_SCALED:
             stype = scale_type or "ue8m0"
         elif scale_type is not None or block_size_k is not None:
@@ -147,30 +150,32 @@ def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None,
         unit = None if kind == "i8" else bw_unit(kind, dtype_d)
     if k_step is not None:
         if isinstance(k_step, bool) or not isinstance(k_step, (int, np.integer)) or k_step < 1:
-            _fail("k_step", f"must be a positive integer (K per chain step), got {k_step!r}")
+            _fail("k_step", f"must be a positive integer (K per chain step), got {show(k_step)}")
         if mx_block and k_step % mx_block and mx_block % k_step:
             _fail("k_step", f"{k_step} does not tile the {mx_block}-element scale blocks")
         ks = int(k_step)
     promote = 0
     if promote_every is not None:
         if isinstance(promote_every, bool) or not isinstance(promote_every, (int, np.integer)) or promote_every < 1:
-            _fail("promote_every", f"must be a positive integer (chain steps per promotion), got {promote_every!r}")
+            _fail("promote_every", f"must be a positive integer (chain steps per promotion), got {show(promote_every)}")
         if unit is None:
             _fail("promote_every", "integer kinds accumulate exactly: nothing to promote")
         if unit.out_format != "f32":
             _fail("promote_every", "promotion adds into f32 registers: the chain must accumulate in f32")
         promote = int(promote_every)
     if isinstance(split_k, bool) or not isinstance(split_k, (int, np.integer)) or split_k < 1:
-        _fail("split_k", f"must be a positive integer, got {split_k!r}")
+        _fail("split_k", f"must be a positive integer, got {show(split_k)}")
     if out_dtype is None:
         out_dtype = dtype_d
+    if not isinstance(out_dtype, str):
+        _fail("out_dtype", f"must be a type name ('f32', 'f16', 'bf16'), got {show(out_dtype)}")
     if dtype_d == "s32":
         if out_dtype != "s32":
             _fail("out_dtype", "integer kinds give s32")
         if promote or split_k > 1:
             _fail("split_k", "integer kinds: split-K is exact, nothing to model")
     elif out_dtype not in ("f32", "f16", "bf16"):
-        _fail("out_dtype", f"{out_dtype!r}: 'f32', 'f16' or 'bf16' (rounded to nearest even from the accumulator)")
+        _fail("out_dtype", f"{show(out_dtype)}: 'f32', 'f16' or 'bf16' (rounded to nearest even from the accumulator)")
     if satfinite and dtype_d != "s32":
         _fail("satfinite", "only integer kinds take .satfinite")
     return Plan(arch, kind, dtype_a, dtype_b, dtype_d, out_dtype, ks, unit, promote, int(split_k), init, mx_block,
@@ -240,10 +245,13 @@ def _block_scales(scales, M, N, K, plan):
         scales = BlockScales(*scales)
     if not isinstance(scales, BlockScales):
         _fail("scales", "fp8 block scales: a BlockScales or a pair (a, b) of float32 arrays (DeepGEMM 1x128, 128x128)")
+    blocks = {}
     for name in ("a_block", "b_block", "block_k"):
         v = getattr(scales, name)
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            _fail(f"scales.{name}", f"must be a positive integer, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 1 << 24:
+            _fail(f"scales.{name}", f"must be a positive integer (at most 2^24), got {show(v)}")
+        blocks[name] = int(v)  # a numpy unsigned scalar would turn -(-rows // blk) into an overflow
+    scales = BlockScales(scales.a, scales.b, **blocks)
     if not plan.promote:
         _fail("scales", "block scales are applied at promotion: pass promote_every too")
     if plan.promote * plan.ks != scales.block_k:
@@ -295,8 +303,8 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
                        k_step=k_step, promote_every=promote_every, split_k=split_k, kind=kind,
                        block_size_k=block_size_k, scale_type=scale_type, init=init, satfinite=satfinite,
                        mx_scales=mx)
-    if engine not in ("fast", "reference"):
-        _fail("engine", f"{engine!r}: 'fast' or 'reference'")
+    if not isinstance(engine, str) or engine not in ("fast", "reference"):
+        _fail("engine", f"{show(engine)}: 'fast' or 'reference'")
     LAST_STATS.clear()
     A = _operand_bits(a, plan.dtype_a, "a")
     B = _operand_bits(b, plan.dtype_b, "b")
@@ -308,11 +316,11 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
         _fail("a" if M == 0 or K == 0 else "b", f"empty GEMM ({M} x {N} x {K})")
     C = _accumulator_values(c, (M, N), plan.dtype_d) if c is not None else None
     if alpha is not None:
-        if plan.dtype_d == "s32" or not isinstance(alpha, (float, int, np.floating, np.integer)) \
-                or isinstance(alpha, bool) or not np.isfinite(alpha):
-            _fail("alpha", "a finite f32 epilogue scale for floating-point kinds")
+        number = isinstance(alpha, (float, int, np.floating, np.integer)) and not isinstance(alpha, (bool, np.bool_))
+        if plan.dtype_d == "s32" or not number or abs(alpha) >= 2.0 ** 128 or not np.isfinite(alpha):
+            _fail("alpha", f"a finite f32 epilogue scale for floating-point kinds, got {show(alpha)}")
         if float(np.float32(alpha)) != float(alpha):
-            _fail("alpha", f"{alpha!r} is not an f32 value (round it first)")
+            _fail("alpha", f"{show(alpha)} is not an f32 value (round it first)")
         alpha = float(alpha)
     mxs = None
     ps = None
@@ -330,7 +338,7 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
         ps = _block_scales(scales, M, N, K, plan)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))
                                 or workers < 1):
-        _fail("workers", f"must be a positive integer (threads), got {workers!r}")
+        _fail("workers", f"must be a positive integer (threads), got {show(workers)}")
     if tile is not None and scheduler is None:
         _fail("tile", "sizes the tasks of a dask cluster: pass scheduler= too")
     report = _Progress(progress, M * N * K, f"matmul {M}x{N}x{K} {plan.dtype_a}")
@@ -428,9 +436,10 @@ class _Progress:
 
     def __init__(self, progress, total, label):
         self.cb = progress if callable(progress) else None
-        self.bar = progress is True
-        if not (self.bar or self.cb or progress in (False, None)):
-            _fail("progress", f"True, False or a callable(done, total), got {progress!r}")
+        flag = isinstance(progress, (bool, np.bool_))
+        self.bar = flag and bool(progress)
+        if not (flag or self.cb or progress is None):  # a flag is a bool (validate.py), never 0 / 1 / "yes"
+            _fail("progress", f"True, False or a callable(done, total), got {show(progress)}")
         self.total, self.label, self.done_n = max(1, total), label, 0
         self.t0 = self.last = time.perf_counter()
 

@@ -15,7 +15,8 @@ from .errors import LayoutError
 from .fdp import OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, integer_dot
 from .formats import decode_int
 from .fragments import from_a_registers
-from .smem import SharedMemory
+from .smem import as_shared_memory
+from .validate import as_bool, as_int, show
 
 K_OF = {"tf32": 8, "f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32, "b1": 256}
 _FP8 = ("e4m3", "e5m2")
@@ -43,20 +44,26 @@ def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scal
                what="wgmma"):
     """(N, K) of a legal wgmma form; LayoutError naming the first broken rule otherwise. `k_of` is the
     instruction K per multiplicand type (sparse.SP_K_OF for wgmma.mma_async.sp)."""
-    m = re.fullmatch(r"m(\d+)n(\d+)k(\d+)", str(shape))
+    m = re.fullmatch(r"m(\d{1,4})n(\d{1,4})k(\d{1,4})", shape) if isinstance(shape, str) else None
     if not m:
-        raise LayoutError("shape", f"{shape!r} is not of the form m64nNkK")
+        raise LayoutError("shape", f"{show(shape)} is not of the form m64nNkK")
     M, N, K = map(int, m.groups())
-    if dtype_a not in k_of:
-        raise LayoutError("dtype_a", f"{dtype_a!r} is not a {what} multiplicand type ({', '.join(k_of)})")
+    if not isinstance(dtype_a, str) or dtype_a not in k_of:
+        raise LayoutError("dtype_a", f"{show(dtype_a)} is not a {what} multiplicand type ({', '.join(k_of)})")
+    for name, value in (("dtype_b", dtype_b), ("dtype_d", dtype_d)):
+        if not isinstance(value, str):
+            raise LayoutError(name, f"must be a type name, got {show(value)}")
+    trans_a, trans_b, satfinite = (as_bool(v, f, LayoutError) for v, f in
+                                   ((trans_a, "trans_a"), (trans_b, "trans_b"), (satfinite, "satfinite")))
+    scale_a, scale_b = as_int(scale_a, "scale_a", -1, 1, LayoutError), as_int(scale_b, "scale_b", -1, 1, LayoutError)
     pairs = {"tf32": ("tf32",), "f16": ("f16",), "bf16": ("bf16",), "e4m3": _FP8, "e5m2": _FP8,
              "s8": _INT8, "u8": _INT8, "b1": ("b1",)}
     if dtype_b not in pairs[dtype_a]:
-        raise LayoutError("dtype_b", f"{dtype_b!r} cannot pair with {dtype_a} (allowed: {', '.join(pairs[dtype_a])})")
+        raise LayoutError("dtype_b", f"{show(dtype_b)} cannot pair with {dtype_a} (allowed: {', '.join(pairs[dtype_a])})")
     accs = {"tf32": ("f32",), "bf16": ("f32",), "f16": ("f16", "f32"), "s8": ("s32",), "u8": ("s32",),
             "b1": ("s32",)}.get(dtype_a, ("f16", "f32"))
     if dtype_d not in accs:
-        raise LayoutError("dtype_d", f"{dtype_d!r} is not an accumulator for {dtype_a} (allowed: {', '.join(accs)})")
+        raise LayoutError("dtype_d", f"{show(dtype_d)} is not an accumulator for {dtype_a} (allowed: {', '.join(accs)})")
     if M != 64:
         raise LayoutError("shape", f"M = {M}: wgmma is m64 only")
     if K != k_of[dtype_a]:
@@ -69,7 +76,7 @@ def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scal
             raise LayoutError(name, f"transpose (MN-major) needs f16/bf16, not {dtype_a}")
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         if s not in (1, -1):
-            raise LayoutError(name, f"imm-scale must be 1 or -1, got {s!r}")
+            raise LayoutError(name, f"imm-scale must be 1 or -1, got {show(s)}")
         if s == -1 and dtype_d == "s32":
             raise LayoutError(name, f"imm-scale applies to floating-point types only, not {dtype_a}")
     if satfinite and (dtype_d != "s32" or dtype_a == "b1"):
@@ -87,8 +94,9 @@ def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype
     D = A * B. `a_regs` (128 threads x 4 uint32 registers) replaces A's descriptor (desc_a=None).
     """
     N, K = check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite)
-    if not isinstance(smem, SharedMemory):
-        smem = SharedMemory(data=np.asarray(smem, np.uint8))
+    scale_d = as_bool(scale_d, "scale_d", LayoutError)
+    smem = as_shared_memory(smem, "sm90", "smem")
+    c = accumulator_bits(c, (64, N), dtype_d) if c is not None else None  # checked even when scale_d ignores it
     if a_regs is not None:
         if desc_a is not None or trans_a:
             raise LayoutError("a_regs", "A comes from registers or from desc_a, not both (and takes no trans_a)")
@@ -96,7 +104,7 @@ def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype
     else:
         a_bits = smem.read_operand(desc_a, rows=64, k=K, dtype=dtype_a, major="MN" if trans_a else "K")
     b_bits = smem.read_operand(desc_b, rows=N, k=K, dtype=dtype_b, major="MN" if trans_b else "K")
-    c = accumulator_bits(c, (64, N), dtype_d) if (scale_d and c is not None) else None
+    c = c if scale_d else None
     if dtype_d == "s32":
         c = c.view(np.int32) if c is not None else None
         if dtype_a == "b1":

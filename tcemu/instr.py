@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import DescriptorError
+from .validate import as_bool, as_int, is_int, show
 
 KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
@@ -85,14 +86,16 @@ def instr_value(value) -> int:
     A 64-bit value is the runtime form CuTe passes to tcgen05.mma (cute/arch/mma_sm100_desc.hpp,
     make_runtime_instr_desc: the descriptor in the upper 32 bits, the lower 32 bits a sparse-metadata
     tensor-memory address that dense MMAs ignore; the inline asm hands the instruction `idescE >> 32`)."""
+    if isinstance(value, str) and len(value) > 64:
+        raise DescriptorError("descriptor", f"{show(value)} is too long for a 32-bit value (or its 64-bit form)")
     if isinstance(value, str):
         try:
             value = int(value.replace("_", ""), 0)
         except ValueError:
-            raise DescriptorError("descriptor", f"{value!r} is not an integer literal (hex needs 0x)") from None
+            raise DescriptorError("descriptor", f"{show(value)} is not an integer literal (hex needs 0x)") from None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise DescriptorError("descriptor", f"must be an integer (a 32-bit instruction descriptor), got "
-                                            f"{type(value).__name__} {value!r}")
+                                            f"{show(value)}")
     value = int(value)
     if 0 <= value < 1 << 32:
         return value
@@ -103,7 +106,8 @@ def instr_value(value) -> int:
                                             "make_runtime_instr_desc) holds the 32-bit descriptor in bits 32-63 "
                                             f"and leaves bits 0-31 zero for dense MMA, but they are {value & 0xFFFFFFFF:#010x}; "
                                             f"shift right by 32 ({value >> 32:#010x}) if that half is the descriptor")
-    raise DescriptorError("descriptor", f"{value:#x} is not a 32-bit instruction descriptor (nor its 64-bit "
+    shown = f"{value:#x}" if value.bit_length() <= 128 else show(value)  # hex reads as the bit fields it holds
+    raise DescriptorError("descriptor", f"{shown} is not a 32-bit instruction descriptor (nor its 64-bit "
                                         "runtime form, the value << 32)")
 
 
@@ -140,8 +144,18 @@ class InstrDescriptor:
     k96: bool = False            # mxf4*: dense K = 96 instead of 64 (sm_103a)
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise DescriptorError("kind", f"{self.kind!r}: expected one of {', '.join(KINDS)}")
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise DescriptorError("kind", f"{show(self.kind)}: expected one of {', '.join(KINDS)}")
+        # types and field widths at construction (validate() states the .kind's rules)
+        for name in ("dtype_a", "dtype_b", "dtype_d", "scale_type"):
+            if not isinstance(getattr(self, name), str):
+                raise DescriptorError(name, f"must be a type name, got {show(getattr(self, name))}")
+        for name in ("negate_a", "negate_b", "transpose_a", "transpose_b", "sparse", "saturate", "k96"):
+            object.__setattr__(self, name, as_bool(getattr(self, name), name, DescriptorError))
+        for name in ("m", "n"):
+            object.__setattr__(self, name, as_int(getattr(self, name), name, 0, 1 << 16, DescriptorError))
+        for name in ("sparsity_selector", "max_shift", "a_scale_id", "b_scale_id"):  # 2-bit fields
+            object.__setattr__(self, name, as_int(getattr(self, name), name, 0, 3, DescriptorError))
 
     @classmethod
     def decode(cls, value, kind: str) -> "InstrDescriptor":
@@ -150,8 +164,8 @@ class InstrDescriptor:
         The 64-bit runtime form that CuTe's make_runtime_instr_desc and DeepGEMM's
         make_runtime_instr_desc_with_sf_id build (the 32-bit value << 32, low half 0) is taken too."""
         value = instr_value(value)
-        if kind not in KINDS:
-            raise DescriptorError("kind", f"{kind!r}: expected one of {', '.join(KINDS)}")
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise DescriptorError("kind", f"{show(kind)}: expected one of {', '.join(KINDS)}")
         codes = TYPE_CODES[kind]
         common = dict(dtype_a=_name(codes, _field(value, 7, 3), "dtype_a"),
                       dtype_b=_name(codes, _field(value, 10, 2 if kind in ("mxf4", "mxf4nvf4") else 3), "dtype_b"),
@@ -198,18 +212,18 @@ class InstrDescriptor:
         codes = TYPE_CODES[self.kind]
         for name in ("dtype_a", "dtype_b"):
             if getattr(self, name) not in codes:
-                out.append((name, f"{getattr(self, name)!r} is not a .kind::{self.kind} type ({', '.join(codes)})"))
+                out.append((name, f"{show(getattr(self, name))} is not a .kind::{self.kind} type ({', '.join(codes)})"))
         scaled = self.kind in BLOCK_SCALED
         if not scaled and self.dtype_d not in D_CODES[self.kind]:
-            out.append(("dtype_d", f"{self.dtype_d!r} is not a .kind::{self.kind} accumulator "
+            out.append(("dtype_d", f"{show(self.dtype_d)} is not a .kind::{self.kind} accumulator "
                                    f"({', '.join(D_CODES[self.kind])})"))
         if scaled and self.scale_type not in SCALE_CODES[self.kind]:
-            out.append(("scale_type", f"{self.scale_type!r}: .kind::{self.kind} takes {', '.join(SCALE_CODES[self.kind])}"))
+            out.append(("scale_type", f"{show(self.scale_type)}: .kind::{self.kind} takes {', '.join(SCALE_CODES[self.kind])}"))
         m_unit, m_bits = (128, 2) if scaled else (16, 5)
         if not (isinstance(self.m, int) and self.m % m_unit == 0 and 0 <= self.m >> (m_unit.bit_length() - 1) < 1 << m_bits):
-            out.append(("m", f"{self.m!r} does not fit: the field holds M / {m_unit} in {m_bits} bits"))
+            out.append(("m", f"{show(self.m)} does not fit: the field holds M / {m_unit} in {m_bits} bits"))
         if not (isinstance(self.n, int) and self.n % 8 == 0 and 0 <= self.n >> 3 < 64):
-            out.append(("n", f"{self.n!r} does not fit: the field holds N / 8 in 6 bits"))
+            out.append(("n", f"{show(self.n)} does not fit: the field holds N / 8 in 6 bits"))
         for name, top in (("sparsity_selector", 3), ("max_shift", 3), ("a_scale_id", 3), ("b_scale_id", 3)):
             if not 0 <= getattr(self, name) <= top:
                 out.append((name, f"{getattr(self, name)} does not fit its 2-bit field"))
@@ -267,7 +281,7 @@ def shape_findings(kind: str, m: int, n: int, cta_group=None, *, transposed_8bit
     if cta_group is None:
         cta_group = 2 if m == 256 else 1
     if cta_group not in (1, 2):
-        return [("cta_group", f"{cta_group!r}: tcgen05 takes cta_group 1 or 2")]
+        return [("cta_group", f"{show(cta_group)}: tcgen05 takes cta_group 1 or 2")]
     scaled = kind in BLOCK_SCALED
     form = f".kind::{kind}{' .sp' if sparse else ''}"
     if ws:
@@ -336,14 +350,30 @@ class ZeroColumnMask:
             try:
                 value = int(value.replace("_", ""), 0)
             except ValueError:
-                raise DescriptorError("zero_column_mask", f"{value!r} is not an integer literal (hex needs 0x)") from None
+                raise DescriptorError("zero_column_mask", f"{show(value)} is not an integer literal (hex needs 0x)") from None
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 1 << 64:
-            raise DescriptorError("zero_column_mask", f"must be a 64-bit zero-column mask descriptor, got {value!r}")
+            raise DescriptorError("zero_column_mask", f"must be a 64-bit zero-column mask descriptor, got {show(value)}")
         v = int(value)
         return cls(tuple(v >> (8 * i) & 0xFF for i in range(4)), tuple(v >> (32 + i) & 1 for i in range(4)),
                    bool(v >> 39 & 1), v >> 40 & 0xFF, v >> 48 & 0xFF, v >> 56 & 0x3F, v & cls.RESERVED)
 
+    def _fields(self):
+        """DescriptorError unless every field has its type and fits its bits (an int past a field's width would
+        spill into the next one)."""
+        def ints(v, n, hi):
+            return isinstance(v, (tuple, list)) and len(v) == n and all(is_int(x) and 0 <= x <= hi for x in v)
+        if not ints(self.start_counts, 4, 255):
+            raise DescriptorError("start_counts", f"four 8-bit start counts (0..255, PTX Table 45), got "
+                                                  f"{show(self.start_counts)}")
+        if not ints(self.first_spans, 4, 1):
+            raise DescriptorError("first_spans", f"four 1-bit first spans (0 or 1), got {show(self.first_spans)}")
+        as_bool(self.non_zero_mask, "non_zero_mask", DescriptorError)
+        for name, top in (("skip_span", 255), ("use_span", 255), ("shift", 63)):
+            as_int(getattr(self, name), name, 0, top, DescriptorError)
+        as_int(self.reserved_bits, "reserved_bits", 0, (1 << 64) - 1, DescriptorError)
+
     def encode(self) -> int:
+        self._fields()
         v = self.reserved_bits | int(self.non_zero_mask) << 39 | self.skip_span << 40 | self.use_span << 48 \
             | self.shift << 56
         for i in range(4):
@@ -353,6 +383,10 @@ class ZeroColumnMask:
     def validate(self, m: int, n: int, max_shift_columns=None):
         """[(field, rule)]: reserved bits, field widths, the shift limit of M (Table 45) and of the
         instruction descriptor's max shift (Table 42), N split evenly among the sub-masks."""
+        self._fields()
+        m, n = as_int(m, "m", 1, 256, DescriptorError), as_int(n, "n", 1, 256, DescriptorError)
+        if max_shift_columns is not None:
+            max_shift_columns = as_int(max_shift_columns, "max_shift", 0, 32, DescriptorError)
         out = []
         if self.reserved_bits & self.RESERVED:
             out.append(("zero_column_mask", f"reserved bits {self.reserved_bits & self.RESERVED:#x} (36-38, 62-63) "

@@ -18,7 +18,7 @@ mantissa bits, so a tf32 consumer sees random low 13 bits to ignore or round.
 """
 import numpy as np
 
-from .errors import TcemuError
+from .validate import as_choice, as_int, bounded_shape
 
 __all__ = ["FORMATS", "WINDOW", "mix64", "words", "input_bits"]
 
@@ -51,12 +51,12 @@ def words(seed, stream, n):
 
 def input_bits(dtype, shape, seed, stream):
     """Raw bit patterns (uint8/16/32 array of `shape`) of a `dtype` tensor ("bf16", "f16", "f32", "e4m3")."""
-    if dtype not in FORMATS:
-        raise TcemuError("dtype", f"expected one of {sorted(FORMATS)}, got {dtype!r}")
+    dtype = as_choice(dtype, "dtype", tuple(FORMATS))
     store, ebits, mbits, bias = FORMATS[dtype]
-    shape = tuple(int(s) for s in shape)
+    shape = bounded_shape(shape, "shape", lo=0)  # sizes are checked before anything is allocated
+    seed, stream = as_int(seed, "seed", 0, (1 << 64) - 1), as_int(stream, "stream", 0, (1 << 64) - 1)
     n = int(np.prod(shape, dtype=np.int64))
-    w = words(int(seed), int(stream), n)
+    w = words(seed, stream, n)
     width = np.dtype(store).itemsize * 8
     sign = (w >> np.uint64(5)) & np.uint64(1)
     exp = ((w >> np.uint64(8)) & np.uint64(0xFFFF)) % np.uint64(2 * WINDOW + 1) + np.uint64(bias - WINDOW)

@@ -30,11 +30,16 @@ import numpy as np
 
 from .errors import TcemuError
 from .kernel_inputs import FORMATS, input_bits
+from .validate import as_int, is_int, show
 
 __all__ = ["LaunchRecordError", "Replay", "DRIVER_DTYPES", "POISON", "storage_dtype", "input_arrays", "blob_for",
            "tensor_map", "replay", "trace_fixture", "replay_trace_case"]
 
 POISON = 0xFF   # every output byte before the launch (scripts/capture_cutlass.py poisons the same way)
+MAX_BUFFER_BYTES = 1 << 28  # one buffer of a record (the bundled records' largest holds 262,144 bytes)
+MAX_PARAM_BYTES = 32764     # a kernel's parameter space (CUDA 12.1+)
+# Module.launch arguments a replay sets from the record itself
+_FROM_RECORD = ("grid", "block", "cluster", "shared_bytes", "param_bytes", "buffers", "args", "name")
 
 # CUtensorMapDataType (cuda.h), by value
 DRIVER_DTYPES = ("UINT8", "UINT16", "UINT32", "INT32", "UINT64", "INT64", "FLOAT16", "FLOAT32", "FLOAT64",
@@ -54,19 +59,36 @@ class Replay:
 
 def storage_dtype(dtype: str):
     """numpy dtype that holds one element's bits ("bytes" buffers are uint8)."""
-    if dtype == "bytes":
+    if isinstance(dtype, str) and dtype == "bytes":
         return np.dtype(np.uint8)
-    if dtype not in FORMATS:
-        raise LaunchRecordError("buffers.dtype", f"expected one of {sorted(FORMATS)} or 'bytes', got {dtype!r}")
+    if not isinstance(dtype, str) or dtype not in FORMATS:
+        raise LaunchRecordError("buffers.dtype", f"expected one of {sorted(FORMATS)} or 'bytes', got {show(dtype)}")
     return np.dtype(FORMATS[dtype][0])
 
 
 def _need(rec, key, kind):
-    if not isinstance(rec, dict) or key not in rec:
+    if not isinstance(rec, dict):
+        raise LaunchRecordError("record", f"must be a launch record (a dict), got {show(rec)}")
+    if key not in rec:
         raise LaunchRecordError(key, "missing from the launch record")
     v = rec[key]
     if not isinstance(v, kind) or isinstance(v, bool):
         raise LaunchRecordError(key, f"expected {getattr(kind, '__name__', kind)}, got {type(v).__name__}")
+    return v
+
+
+def _ints(rec, key, lo, hi, length=None):
+    """rec[key]: a list of integers in [lo, hi] (of `length`); never int() of a string or a float."""
+    v = _need(rec, key, list)
+    if (length is not None and len(v) != length) or not all(is_int(x) and lo <= x <= hi for x in v):
+        raise LaunchRecordError(key, f"must be a list of {length or 'some'} integers in [{lo}, {hi:#x}], got {show(v)}")
+    return [int(x) for x in v]
+
+
+def _int(rec, key, lo, hi):
+    v = _need(rec, key, int)
+    if not lo <= v <= hi:
+        raise LaunchRecordError(key, f"must be an integer in [{lo}, {hi:#x}], got {show(v)}")
     return v
 
 
@@ -76,16 +98,17 @@ def _buffers(record):
     for i, b in enumerate(bufs):
         name = _need(b, "name", str)
         if name in out:
-            raise LaunchRecordError("buffers", f"buffer {name!r} appears twice")
+            raise LaunchRecordError("buffers", f"buffer {show(name)} appears twice")
         role = _need(b, "role", str)
         if role not in _ROLES:
-            raise LaunchRecordError(f"buffers[{name}].role", f"expected one of {_ROLES}, got {role!r}")
+            raise LaunchRecordError(f"buffers[{show(name)}].role", f"expected one of {_ROLES}, got {show(role)}")
         dt = storage_dtype(_need(b, "dtype", str))
-        storage = [int(x) for x in _need(b, "storage", list)]
-        nbytes = _need(b, "bytes", int)
-        if int(np.prod(storage)) * dt.itemsize != nbytes or any(s < 1 for s in storage):
-            raise LaunchRecordError(f"buffers[{name}]", f"storage {storage} of {dt} is not {nbytes} bytes")
-        addr = _need(b, "address", int)
+        storage = _ints(b, "storage", 1, MAX_BUFFER_BYTES)
+        nbytes = _int(b, "bytes", 1, MAX_BUFFER_BYTES)
+        if not 1 <= len(storage) <= 5 or int(np.prod(storage, dtype=np.float64)) * dt.itemsize != nbytes:
+            raise LaunchRecordError(f"buffers[{show(name)}]", f"storage {show(storage)} of {dt} is not {nbytes} bytes "
+                                                              f"(at most {MAX_BUFFER_BYTES:,})")
+        addr = _int(b, "address", 0, (1 << 64) - 1)
         if addr % 256:
             raise LaunchRecordError(f"buffers[{name}].address", f"{addr:#x} is not 256-byte aligned")
         out[name] = {"index": i, "role": role, "dtype": b["dtype"], "np": dt, "storage": tuple(storage),
@@ -96,12 +119,18 @@ def _buffers(record):
 def input_arrays(record, seed: int, inputs: Optional[dict] = None) -> Dict[str, np.ndarray]:
     """Every buffer's initial contents: inputs from `inputs` (name -> array of the storage shape and element
     width) or else input_bits(dtype, storage, seed, stream = buffer index); outputs POISON; workspace zeros."""
+    if inputs is not None and not isinstance(inputs, dict):
+        raise LaunchRecordError("inputs", f"must be a dict (buffer name -> array) or None, got {show(inputs)}")
     inputs = dict(inputs or {})
     out = {}
     for name, b in _buffers(record).items():
         if b["role"] == "input":
             if name in inputs:
-                a = np.ascontiguousarray(inputs.pop(name))
+                a = inputs.pop(name)
+                if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
+                    raise LaunchRecordError(f"inputs[{name}]", f"must be a numeric array (the buffer's element bits), "
+                                                               f"got {show(a)}")
+                a = np.ascontiguousarray(a)
                 if a.shape != b["storage"] or a.dtype.itemsize != b["np"].itemsize:
                     raise LaunchRecordError(f"inputs[{name}]", f"expected shape {b['storage']} of {b['np'].itemsize}-"
                                                                f"byte elements, got {a.shape} {a.dtype}")
@@ -113,25 +142,27 @@ def input_arrays(record, seed: int, inputs: Optional[dict] = None) -> Dict[str, 
         else:
             out[name] = np.zeros(b["storage"], b["np"])
     if inputs:
-        raise LaunchRecordError("inputs", f"{sorted(inputs)} are not input buffers of this launch")
+        raise LaunchRecordError("inputs", f"{show(list(inputs))} are not input buffers of this launch")
     return out
 
 
 def tensor_map(encode: dict, buffers: dict):
     """tcemu's TensorMap for one recorded cuTensorMapEncodeTiled call (address = buffer + delta), validated."""
     from .ptx.tensormap import DRIVER_TYPES, TensorMap, validate
+    if not isinstance(buffers, dict):
+        raise LaunchRecordError("buffers", f"must be the record's buffers by name, got {show(buffers)}")
     dt = _need(encode, "dtype", int)
     if not 0 <= dt < len(DRIVER_DTYPES):
-        raise LaunchRecordError("encodes.dtype", f"CUtensorMapDataType {dt} is not modelled (0-12 are)")
+        raise LaunchRecordError("encodes.dtype", f"CUtensorMapDataType {show(dt)} is not modelled (0-12 are)")
     buf = _need(encode, "buffer", str)
     if buf not in buffers:
-        raise LaunchRecordError("encodes.buffer", f"{buf!r} is not a buffer of the record")
+        raise LaunchRecordError("encodes.buffer", f"{show(buf)} is not a buffer of the record")
     rank = _need(encode, "rank", int)
-    fields = {k: [int(x) for x in _need(encode, k, list)] for k in ("dims", "strides_bytes", "box", "element_strides")}
+    fields = {k: _ints(encode, k, 0, 1 << 62) for k in ("dims", "strides_bytes", "box", "element_strides")}
     if not (1 <= rank <= 5 and len(fields["dims"]) == len(fields["box"]) == len(fields["element_strides"]) == rank
             and len(fields["strides_bytes"]) == rank - 1):
-        raise LaunchRecordError("encodes", f"rank {rank} disagrees with dims/box/element_strides/strides lengths")
-    address = buffers[buf]["address"] + _need(encode, "delta", int)
+        raise LaunchRecordError("encodes", f"rank {show(rank)} disagrees with dims/box/element_strides/strides lengths")
+    address = buffers[buf]["address"] + _int(encode, "delta", -(1 << 64), 1 << 64)
     tm = TensorMap(DRIVER_TYPES[DRIVER_DTYPES[dt]], fields["dims"], fields["strides_bytes"], fields["box"],
                    fields["element_strides"], swizzle=_need(encode, "swizzle", int),
                    interleave=_need(encode, "interleave", int), fill=_need(encode, "oob_fill", int),
@@ -144,25 +175,29 @@ def blob_for(record) -> bytes:
     """The record's parameter blob with every tensor map in tcemu's format; pointers checked, left as recorded
     (the replay maps each buffer at its recorded address)."""
     from .ptx.tensormap import SIZE
+    text = _need(record, "param_blob", str)
+    if len(text) > 2 * MAX_PARAM_BYTES:
+        raise LaunchRecordError("param_blob", f"{len(text) // 2:,} bytes; a parameter space holds at most "
+                                              f"{MAX_PARAM_BYTES:,}")
     try:
-        blob = bytearray(bytes.fromhex(_need(record, "param_blob", str)))
+        blob = bytearray(bytes.fromhex(text))
     except ValueError:
         raise LaunchRecordError("param_blob", "is not hex") from None
     bufs = _buffers(record)
     for p in _need(record, "pointers", list):
-        off, name, delta = _need(p, "offset", int), _need(p, "buffer", str), _need(p, "delta", int)
+        off, name, delta = _need(p, "offset", int), _need(p, "buffer", str), _int(p, "delta", -(1 << 64), 1 << 64)
         if name not in bufs or not 0 <= off <= len(blob) - 8:
-            raise LaunchRecordError("pointers", f"offset {off} / buffer {name!r} outside the blob or the buffers")
+            raise LaunchRecordError("pointers", f"offset {show(off)} / buffer {show(name)} outside the blob or the buffers")
         held = int.from_bytes(blob[off:off + 8], "little")
         if held != bufs[name]["address"] + delta:
-            raise LaunchRecordError("pointers", f"blob offset {off} holds {held:#x}, the record says {name} + {delta}")
+            raise LaunchRecordError("pointers", f"blob offset {off} holds {held:#x}, the record says {show(name)} + {show(delta)}")
     encodes = _need(record, "encodes", list)
     for t in _need(record, "tensormaps", list):
         off, idx = _need(t, "offset", int), _need(t, "encode", int)
         if not 0 <= idx < len(encodes):
-            raise LaunchRecordError("tensormaps.encode", f"{idx} is not an index into encodes")
+            raise LaunchRecordError("tensormaps.encode", f"{show(idx)} is not an index into encodes")
         if off % 64 or not 0 <= off <= len(blob) - SIZE:
-            raise LaunchRecordError("tensormaps.offset", f"{off}: a map is 64-byte aligned inside the blob")
+            raise LaunchRecordError("tensormaps.offset", f"{show(off)}: a map is 64-byte aligned inside the blob")
         tm = tensor_map(encodes[idx], bufs)
         blob[off:off + SIZE] = tm.to_bytes()
     return bytes(blob)
@@ -183,7 +218,7 @@ def _check_layout(mod, record):
     for name, p in zip(names, params):
         off = _need(p, "offset", int)
         if prog.symbols[name].address != off:
-            raise LaunchRecordError("params", f"{name[:80]}...: the record puts it at offset {off}, the "
+            raise LaunchRecordError("params", f"{name[:80]}...: the record puts it at offset {show(off)}, the "
                                               f"interpreter at {prog.symbols[name].address}")
     return entry
 
@@ -195,14 +230,20 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
     kernel's CTAs never communicate (no distributed shared memory, multicast or remote arrive), so the split
     cannot change any output. `launch` goes to Module.launch (max_instructions, progress, check_layouts...)."""
     from . import ptx as tptx
+    seed = as_int(seed, "seed", 0, (1 << 64) - 1, LaunchRecordError)
+    clash = [k for k in launch if k in _FROM_RECORD]
+    if clash:
+        raise LaunchRecordError(clash[0], "comes from the launch record (replay sets it); pass cluster= to change "
+                                          "the cluster shape")
+    _need(record, "entry", str)  # the record's form before a PTX text is parsed
     mod = ptx if isinstance(ptx, tptx.Module) else tptx.load(ptx)
     entry = _check_layout(mod, record)
     blob = blob_for(record)
     bufs = _buffers(record)
     arrays = input_arrays(record, seed, inputs)
-    grid = [int(x) for x in _need(record, "grid", list)]
-    cl = [int(x) for x in _need(record, "cluster", list)] if cluster is None else cluster
-    stats = mod.launch(entry, grid=grid, block=[int(x) for x in _need(record, "block", list)], cluster=cl,
+    grid = _ints(record, "grid", 1, (1 << 31) - 1, 3)
+    cl = _ints(record, "cluster", 1, 16, 3) if cluster is None else cluster
+    stats = mod.launch(entry, grid=grid, block=_ints(record, "block", 1, 1024, 3), cluster=cl,
                        shared_bytes=_need(record, "shared_bytes", int), param_bytes=blob,
                        buffers=[(bufs[n]["address"], a) for n, a in arrays.items()], **launch)
     return Replay({n: a for n, a in arrays.items() if bufs[n]["role"] == "output"}, stats)
@@ -210,17 +251,31 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
 
 # ------------------------------------------------------------------------------------- traces (launch_outputs)
 
+def _launch_trace(trace):
+    """A launch_outputs Trace, held to the trace reader's checks (a Trace built by hand too)."""
+    from .traces import Trace, check_trace
+    if not isinstance(trace, Trace):
+        raise LaunchRecordError("trace", f"must be a launch_outputs Trace (tcemu.traces.load_trace), got {show(trace)}")
+    check_trace(trace)
+    if trace.kind != "launch_outputs":
+        raise LaunchRecordError("trace", f"is a {show(trace.kind)} trace, not launch_outputs")
+    return trace
+
+
 def trace_fixture(trace, name: str):
     """(PTX text, fixture json) embedded in a `launch_outputs` trace (scripts/capture_cutlass.py)."""
     import hashlib
     import json
+    trace = _launch_trace(trace)
+    if not isinstance(name, str):
+        raise LaunchRecordError("fixture", f"must be a fixture name, got {show(name)}")
     cols, meta = trace.columns, trace.meta
     try:
         ptx_raw = cols[f"fixture_{name}_ptx"].tobytes()
         js_raw = cols[f"fixture_{name}_json"].tobytes()
         want = meta["fixtures"][name]
     except KeyError:
-        raise LaunchRecordError("fixture", f"{name!r} is not embedded in {trace.path}") from None
+        raise LaunchRecordError("fixture", f"{show(name)} is not embedded in {trace.path}") from None
     for raw, key in ((ptx_raw, "ptx_sha256"), (js_raw, "json_sha256")):
         if hashlib.sha256(raw).hexdigest() != want[key]:
             raise LaunchRecordError("fixture", f"{name}: the embedded {key[:-7]} differs from meta.fixtures' sha256")
@@ -231,11 +286,22 @@ def replay_trace_case(trace, i: int, modules: Optional[dict] = None, **launch) -
     """tcemu's output bytes for case i of a `launch_outputs` trace (what its `bits` column holds for the GPU),
     from the fixture embedded in the trace and the case's seed. `modules` caches loaded PTX by fixture name."""
     from . import ptx as tptx
+    trace = _launch_trace(trace)
+    i = as_int(i, "i", 0, len(trace.meta["cases"]) - 1, LaunchRecordError)
+    if int(trace.columns["status"][i]) != 0:
+        raise LaunchRecordError("i", f"case {i} was not captured (status {int(trace.columns['status'][i])}): "
+                                     "nothing to compare")
+    if modules is not None and not isinstance(modules, dict):
+        raise LaunchRecordError("modules", f"must be a dict (fixture name -> tcemu.ptx Module) or None, got "
+                                           f"{show(modules)}")
     case = trace.meta["cases"][i]
     ptx, fixture = trace_fixture(trace, case["fixture"])
     modules = {} if modules is None else modules
     if case["fixture"] not in modules:
         modules[case["fixture"]] = tptx.load(ptx)
+    elif not isinstance(modules[case["fixture"]], tptx.Module):
+        raise LaunchRecordError("modules", f"{case['fixture']} must map to a loaded tcemu.ptx Module, got "
+                                           f"{show(modules[case['fixture']])}")
     record = fixture["launches"][case["launch"]]
     out = replay(record, modules[case["fixture"]], seed=int(case["seed"]), **launch)
     name = case["output"]["buffer"]

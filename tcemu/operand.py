@@ -11,12 +11,14 @@ tcgen05 instruction (tcgen05.mma.sp) gives A's K/2 and B's K; of a K = 96 one (s
 """
 from dataclasses import dataclass
 
+from .arch import check_arch
 from .blackwell import instr_k
 from .dtypes import OPERAND_DTYPES, element_type, is_padded, placement_dtype
 from .errors import LayoutError
 from .hopper import K_OF as WGMMA_K
 from .instr import InstrDescriptor
 from .sparse import SP_K_OF
+from .validate import as_bool, as_int, show
 
 
 def instruction_k(dtype: str, arch: str = "sm90", sparse: bool = False, operand: str = "A", *, padded=None) -> int:
@@ -24,11 +26,14 @@ def instruction_k(dtype: str, arch: str = "sm90", sparse: bool = False, operand:
     in the padded form (one 8-bit slot each) give 32 and packed e2m1 64 (dtypes' packed / padded rule).
     `sparse` (sm90 wgmma.mma_async.sp, PTX 9.7.15.6): A holds K/2 stored elements per row, B all K; `operand`
     ('A' or 'B') says which."""
-    etype = element_type(dtype, allowed=OPERAND_DTYPES[arch])
-    if sparse:
+    etype = element_type(dtype, allowed=OPERAND_DTYPES[check_arch(arch)])
+    name = operand_name(operand)
+    if padded is not None:
+        as_bool(padded, "padded", LayoutError)
+    if as_bool(sparse, "sparse", LayoutError):
         if arch != "sm90" or etype.name not in SP_K_OF:
             raise LayoutError("sparse", f"wgmma.mma_async.sp is sm90 with {', '.join(SP_K_OF)} (not {arch} {dtype})")
-        return SP_K_OF[etype.name] // (1 if operand_name(operand) == "B" else 2)
+        return SP_K_OF[etype.name] // (1 if name == "B" else 2)
     if arch == "sm90":
         return WGMMA_K[etype.name]
     return 256 // element_type(placement_dtype(etype.name, padded), allowed=OPERAND_DTYPES[arch]).bits
@@ -59,17 +64,19 @@ class OperandSpec:
 def operand_name(operand) -> str:
     """'A' or 'B' from 'a', 'A', 'b', 'B'."""
     if not isinstance(operand, str) or operand.upper() not in ("A", "B"):
-        raise LayoutError("operand", f"{operand!r}: 'A' or 'B'")
+        raise LayoutError("operand", f"{show(operand)}: 'A' or 'B'")
     return operand.upper()
 
 
 def operand_spec(instr, *, kind=None, operand="A", cta_group=None) -> OperandSpec:
     """The operand `operand` ('A' or 'B') of the tcgen05 instruction `instr` (an InstrDescriptor, or its
     32-bit value or 64-bit runtime form with `kind`), for one CTA of `cta_group` (None: 2 for M = 256, else 1)."""
+    if kind is not None and not isinstance(kind, str):
+        raise LayoutError("kind", f"must be a .kind name, got {show(kind)}")
     if isinstance(instr, InstrDescriptor):
         d = instr
         if kind is not None and kind != d.kind:
-            raise LayoutError("kind", f"{kind!r} disagrees with the instruction descriptor's .kind::{d.kind}")
+            raise LayoutError("kind", f"{show(kind)} disagrees with the instruction descriptor's .kind::{d.kind}")
     else:
         if kind is None:
             raise LayoutError("kind", "a raw instruction descriptor does not say its .kind: pass kind=")
@@ -77,8 +84,7 @@ def operand_spec(instr, *, kind=None, operand="A", cta_group=None) -> OperandSpe
     name = operand_name(operand)
     if cta_group is None:
         cta_group = 2 if d.m == 256 else 1
-    if isinstance(cta_group, bool) or cta_group not in (1, 2):
-        raise LayoutError("cta_group", f"{cta_group!r}: tcgen05 takes cta_group 1 or 2")
+    cta_group = as_int(cta_group, "cta_group", 1, 2, LayoutError)  # tcgen05 takes cta_group 1 or 2
     if d.m == 256 and cta_group == 1:
         raise LayoutError("cta_group", "M = 256 is a cta_group::2 shape (PTX Table 39): each CTA holds 128 rows of A")
     dtype, mn = (d.dtype_a, d.transpose_a) if name == "A" else (d.dtype_b, d.transpose_b)

@@ -9,6 +9,7 @@ import functools
 import numpy as np
 
 from .errors import TcemuError
+from .validate import as_bool, as_int, show
 
 
 def _pycute():
@@ -55,6 +56,17 @@ def layout_offsets(bits, k_major, W, rows, k, lbo, sbo, atom_rows=8):
 def oracle(start, lbo, sbo, b0, W, bits, k_major, rows, k, mode=None):
     """Hardware rule (H200 trace): Swizzle(start + L - 128*b0) + 128*b0; no swizzle ignores b0.
     `mode` names the layout type (default: the Hopper one of width W)."""
+    start, lbo, sbo = (as_int(v, name, 0, 1 << 18) for v, name in ((start, "start"), (lbo, "lbo"), (sbo, "sbo")))
+    b0 = as_int(b0, "b0", -7, 7)  # negative: the tests try wrong base-offset rules
+    W = as_int(W, "W", 16, 128)
+    bits = as_int(bits, "bits", 1, 32)
+    k_major = as_bool(k_major, "k_major")
+    rows, k = as_int(rows, "rows", 1, 4096), as_int(k, "k", 1, 4096)
+    if W not in (16, 32, 64, 128) or bits not in (1, 4, 8, 16, 32) or rows * k > 1 << 16:
+        raise TcemuError("W, bits, rows, k", f"W in 16/32/64/128, bits in 1/4/8/16/32, rows * k <= 65536; got "
+                                             f"{W}, {bits}, {rows} x {k}")
+    if mode is not None and mode not in ("none",) + tuple(SWIZZLES):
+        raise TcemuError("mode", f"{show(mode)}: expected none, {', '.join(SWIZZLES)}")
     mode = mode or {16: "none", 32: "32B", 64: "64B", 128: "128B"}[W]
     if mode == "none":
         return start + layout_offsets(bits, k_major, W, rows, k, lbo, sbo)

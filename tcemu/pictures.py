@@ -10,6 +10,19 @@ from .descriptors import SwizzleMode, as_arch_descriptor
 from .dtypes import OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
 from .errors import TcemuError
 from .operand import operand_spec
+from .validate import as_int, as_int_array, output_path, show
+
+SUFFIXES = (".png", ".svg")  # matplotlib picks the format from the extension
+
+
+def _save(fig, plt, path, dpi):
+    """Write the figure; a file the system refuses is an error naming the path, not an OSError."""
+    try:
+        fig.savefig(path, dpi=dpi)
+    except OSError as e:
+        raise TcemuError("path", f"cannot write {show(path)}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
 
 
 def _plt():
@@ -30,6 +43,9 @@ def operand_map(desc, path: str, *, rows=None, k=None, dtype=None, major: str = 
     With `instr` (an InstrDescriptor, or its value with kind=) the operand's type, form, major-ness and this
     CTA's rows and K come from the instruction (cta_group::2: one CTA's half of A's rows or B's columns);
     fp4 / fp6 follow dtypes' packed / padded rule (`padded`)."""
+    path = output_path(path, "path", SUFFIXES)
+    if not isinstance(operand, str) or len(operand) > 8:
+        raise TcemuError("operand", f"a short operand name such as 'A', got {show(operand)}")
     plt = _plt()
     note = ""
     if instr is not None:
@@ -70,14 +86,15 @@ def operand_map(desc, path: str, *, rows=None, k=None, dtype=None, major: str = 
     ax.set_title(f"{desc}\n{operand}: {rows}x{k} {form_text(dtype, padded)}, {'K' if k_major else 'MN'}-major{note}; "
                  "colour = core matrix, label = first element", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, plt, path, 110)
     return lo, labels
 
 
 def swizzle_atom(mode, path: str, *, base_offset: int = 0):
     """Draw one swizzle atom: logical chunk c of row r (label r,c) at its physical chunk.
     Returns the (rows, chunks) grid of logical chunk numbers by physical position."""
+    path = output_path(path, "path", SUFFIXES)
+    base_offset = as_int(base_offset, "base_offset", 0, 7)
     plt = _plt()
     mode = SwizzleMode.parse(mode)
     sw = mode.swizzle
@@ -96,13 +113,20 @@ def swizzle_atom(mode, path: str, *, base_offset: int = 0):
     ax.set_title(f"{mode.value} swizzle atom ({sw}), base offset {base_offset}: label = row, logical chunk",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, plt, path, 110)
     return grid.astype(int)
 
 
 def bank_heatmap(report, addrs, mask: int, path: str):
     """A lanes x banks heat map of one instruction's bank demand (tcemu banks --png)."""
+    from .banks import BankReport
+    if not isinstance(report, BankReport):
+        raise TcemuError("report", f"must be a banks.BankReport, got {show(report)}")
+    addrs = as_int_array(addrs, "addrs", 0, 1 << 62, ndim=1)
+    if addrs.size < report.op.threads_used:
+        raise TcemuError("addrs", f"{report.op.name} needs {report.op.threads_used} addresses, got {addrs.size}")
+    mask = as_int(mask, "mask", 0, (1 << 32) - 1)
+    path = output_path(path, "path", SUFFIXES)
     plt = _plt()
     op = report.op
     grid = np.zeros((32, 32))
@@ -119,5 +143,4 @@ def bank_heatmap(report, addrs, mask: int, path: str):
         if p.threads:
             ax.axhline(min(p.threads) - 0.5, color="white", lw=0.5)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, plt, path, 100)

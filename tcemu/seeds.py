@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import TcemuError
+from .validate import MAX_ELEMENTS, as_array, as_bool, as_int, show
 
 __all__ = ["NUMERICS_KINDS", "FORMAT_IDS", "FMTS", "KindFormats", "KIND_FORMATS", "CaseParams", "mix64", "rnd",
            "special_bits", "gen_float", "gen_int32", "gen_elem", "case_params", "case_params_formats",
@@ -103,11 +104,11 @@ def mix64(z) -> np.ndarray:
 def rnd(seed: int, stream: int, index) -> np.ndarray:
     """mix64(seed ^ mix64(stream << 32 | index)) with the kernel's types: seed uint64, stream and index
     uint32 (wider values are truncated as static_cast<uint32_t> would). Same shape as index."""
-    seed = _U64(int(seed) & _MASK64)
-    stream = int(stream) & _MASK32
-    idx = np.asarray(index)
-    if idx.dtype.kind not in "iu":
-        raise TcemuError("index", f"rnd index must be integers, got {idx.dtype}")
+    seed = _U64(as_int(seed, "seed", 0, _MASK64))
+    stream = as_int(stream, "stream", 0, _MASK64) & _MASK32
+    idx = as_array(index, "index")
+    if idx.dtype.kind not in "iu" or idx.size > MAX_ELEMENTS:
+        raise TcemuError("index", f"rnd index must be integers (at most {MAX_ELEMENTS:,}), got {show(idx)}")
     idx = idx.astype(np.uint64) & _M32
     return mix64(seed ^ mix64(_U64(stream << 32) | idx))
 
@@ -124,10 +125,10 @@ def _mode_width(mode: int, E: int) -> int:
 def special_bits(fmt: int, sel: int, sign: int) -> int:
     """The kernel's special_bits: 0 +0, 1 -0, 2 inf (e4m3: NaN), 3 NaN, 4 min subnormal, 5 max subnormal,
     6 max finite, 7 min normal (4..7 carry `sign`)."""
-    E, M, _, fn = FMTS[fmt]
-    s = (int(sign) << (E + M)) & _MASK32
+    E, M, _, fn = FMTS[as_int(fmt, "fmt", 0, len(FMTS) - 1)]
+    s = (as_int(sign, "sign", 0, 1) << (E + M)) & _MASK32
     emask, mmask = (1 << E) - 1, (1 << M) - 1
-    sel = int(sel)
+    sel = as_int(sel, "sel", 0, 7)
     if sel == 0:
         v = 0
     elif sel == 1:
@@ -194,7 +195,9 @@ def _gen_elem(r: np.ndarray, fmt: int, center: int, p: CaseParams) -> np.ndarray
 
 
 def _as_r(r) -> np.ndarray:
-    r = np.asarray(r)
+    r = as_array(r, "r")
+    if r.size > MAX_ELEMENTS:
+        raise TcemuError("r", f"{r.size:,} words exceed the {MAX_ELEMENTS:,} limit")
     if r.dtype != np.uint64:
         if r.dtype.kind not in "iu":
             raise TcemuError("r", f"expected integer (uint64) random words, got {r.dtype}")
@@ -204,19 +207,33 @@ def _as_r(r) -> np.ndarray:
 
 def gen_float(r, fmt: int, center: int, params: CaseParams) -> np.ndarray:
     """The kernel's gen_float, elementwise on uint64 words r: uint32 bit patterns of format `fmt` (0..5)."""
-    if not 0 <= int(fmt) < len(FMTS):
-        raise TcemuError("fmt", f"gen_float format must be 0..5, got {fmt}")
-    return _gen_float(_as_r(r), int(fmt), center, params).astype(np.uint32)
+    fmt = as_int(fmt, "fmt", 0, len(FMTS) - 1)
+    return _gen_float(_as_r(r), fmt, _center(center, fmt), _params(params)).astype(np.uint32)
 
 
 def gen_int32(r, mode: int) -> np.ndarray:
     """The kernel's gen_int32, elementwise on uint64 words r: uint32 (two's complement s32) values."""
-    return _gen_int32(_as_r(r), mode).astype(np.uint32)
+    return _gen_int32(_as_r(r), as_int(mode, "mode", 0, 5)).astype(np.uint32)
 
 
 def gen_elem(r, fmt: int, center: int, params: CaseParams) -> np.ndarray:
     """The kernel's gen_elem (operand element bits; formats > 5 give the low byte), as uint32."""
-    return _gen_elem(_as_r(r), int(fmt), center, params).astype(np.uint32)
+    fmt = as_int(fmt, "fmt", 0, len(FORMAT_IDS) - 1)
+    if fmt <= 5:
+        center = _center(center, fmt)
+    return _gen_elem(_as_r(r), fmt, center, _params(params)).astype(np.uint32)
+
+
+def _center(center, fmt) -> int:
+    return as_int(center, "center", 0, _max_normal_field(fmt))
+
+
+def _params(params) -> CaseParams:
+    if not isinstance(params, CaseParams):
+        raise TcemuError("params", f"must be a CaseParams (seeds.case_params), got {show(params)}")
+    as_int(params.mode, "params.mode", 0, 5)
+    as_int(params.specials, "params.specials", 0, 1)
+    return params
 
 
 # ---- per-case inputs ----
@@ -225,29 +242,29 @@ def _kind(kind) -> int:
     if isinstance(kind, (tuple, list)):
         key = tuple(kind)
         if key not in NUMERICS_KINDS:
-            raise TcemuError("kind", f"unknown numerics kind {kind!r}")
+            raise TcemuError("kind", f"unknown numerics kind {show(kind)}")
         return NUMERICS_KINDS.index(key)
     if isinstance(kind, bool) or not isinstance(kind, (int, np.integer)) or not 0 <= int(kind) < len(NUMERICS_KINDS):
-        raise TcemuError("kind", f"kind must be an index 0..{len(NUMERICS_KINDS) - 1} or a NUMERICS_KINDS tuple, got {kind!r}")
+        raise TcemuError("kind", f"kind must be an index 0..{len(NUMERICS_KINDS) - 1} or a NUMERICS_KINDS tuple, got {show(kind)}")
     return int(kind)
 
 
 def _step(step) -> int:
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= int(step) < (1 << 27):
-        raise TcemuError("step", f"step must be a non-negative integer, got {step!r}")
+        raise TcemuError("step", f"step must be a non-negative integer, got {show(step)}")
     return int(step)
 
 
 def _which(which) -> str:
-    w = str(which).upper()
+    w = which.upper() if isinstance(which, str) else None
     if w not in ("A", "B"):
-        raise TcemuError("which", f"which must be 'A' or 'B', got {which!r}")
+        raise TcemuError("which", f"which must be 'A' or 'B', got {show(which)}")
     return w
 
 
 def _count(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 < int(value) <= (1 << 20):
-        raise TcemuError(name, f"{name} must be a positive integer, got {value!r}")
+        raise TcemuError(name, f"{name} must be a positive integer, got {show(value)}")
     return int(value)
 
 
@@ -270,6 +287,9 @@ def instruction_k(kind) -> int:
 
 def case_params_formats(seed: int, fa: int, fb: int, fc: int) -> CaseParams:
     """The kernel's case_params(seed, fa, fb, fc) on format ids."""
+    fa = as_int(fa, "fa", 0, len(FORMAT_IDS) - 1)
+    fb, fc = (as_int(f, name, 0, len(FMTS) - 1 if fa <= 5 else len(FORMAT_IDS) - 1)
+              for f, name in ((fb, "fb"), (fc, "fc")))
     q = int(rnd(seed, STREAM_PARAMS, 0))
     mode = q % 6
     specials = int(((q >> 8) & 3) == 0)
@@ -316,6 +336,7 @@ def operand_bits(seed: int, kind, step: int, which: str, rows: int) -> np.ndarra
 def operand_smem(seed: int, kind, step: int, which: str, rows: int, mn_major: bool = False) -> np.ndarray:
     """The rows*32 bytes fill_operand writes from its `off`: K-major without swizzle (LBO 128, SBO 256), or
     for 16-bit kinds MN-major without swizzle (SBO 128, LBO rows/8*128). uint8, shape (rows*32,)."""
+    mn_major = as_bool(mn_major, "mn_major")
     v, bits = _operand_values(seed, kind, step, which, rows)
     rows, K = v.shape
     eb = 1 if bits == 1 else bits // 8

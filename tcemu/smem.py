@@ -3,65 +3,37 @@ import numpy as np
 
 from .addressing import operand_addresses
 from .arch import SMEM_WINDOW, check_arch
-from .dtypes import SM90_OPERAND_DTYPES, element_type, is_padded, parse_major, placement_dtype
+from .dtypes import (NUMPY_TYPES, OPERAND_DTYPES, SIGNED_INT_DTYPES, SM90_OPERAND_DTYPES, element_type, is_padded,
+                     parse_major, placement_dtype)
 from .errors import SharedMemoryError
+from .validate import as_array, as_bool, as_int, as_int_array, as_typed_values, as_uint_bits, is_int, show
 
 SUBBYTE = {"b1": 1, "e2m1": 4, "e2m3": 6, "e3m2": 6}  # value bits of the operand types narrower than a byte
-_BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 _LE = {8: np.dtype("u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}  # shared memory is little-endian
 
 
-def _numeric_array(values, field: str) -> np.ndarray:
-    try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError) as e:
-        raise SharedMemoryError(field, f"not a numeric array ({e})") from None
-    if arr.dtype.kind not in "biuf" and arr.dtype.name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
-        raise SharedMemoryError(field, f"must be numbers or bit patterns, got {arr.dtype}")
-    return arr
-
-
-def _as_bits(values, bits: int, field: str) -> np.ndarray:
-    """Raw bit patterns of `values`: float arrays of the right width are viewed, integers range-checked."""
-    values = _numeric_array(values, field)
-    if values.dtype.kind not in "iub":  # a float of some kind: its bits, if the width matches
-        if values.dtype.itemsize * 8 != bits:
-            raise SharedMemoryError(field, f"{values.dtype} has {values.dtype.itemsize * 8} bits; "
-                                           f"this element type stores {bits}")
-        return np.ascontiguousarray(values).view(_BITS_DTYPE[bits]).astype(np.int64)
-    if values.size and (values.min() < -(1 << (bits - 1)) or values.max() >= 1 << bits):
-        raise SharedMemoryError(field, f"values do not fit in {bits} bits")
-    return values.astype(np.int64) & ((1 << bits) - 1)
+def element_bits(values, dtype: str, bits: int, field: str = "values") -> np.ndarray:
+    """int64 bit patterns of `values` stored as `dtype`: an array of the type's numpy/ml_dtypes type
+    (dtypes.NUMPY_TYPES), or integer bit patterns (validate.as_typed_values)."""
+    return as_typed_values(values, bits, field, NUMPY_TYPES.get(dtype), dtype in SIGNED_INT_DTYPES, dtype,
+                           SharedMemoryError)
 
 
 def _address(value, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise SharedMemoryError(field, f"must be an integer byte address, got {value!r}")
-    return int(value)
+    return as_int(value, field, -(1 << 62), 1 << 62, SharedMemoryError)
 
 
-def _address_array(addresses) -> np.ndarray:
-    try:
-        arr = np.asarray(addresses)
-    except (ValueError, TypeError) as e:
-        raise SharedMemoryError("addresses", f"not an array of integers ({e})") from None
-    if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
-        raise SharedMemoryError("addresses", f"must be integers, got {arr.dtype}")
-    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
-        raise SharedMemoryError("addresses", "an address exceeds int64")
-    return arr.astype(np.int64)
+def _address_array(addresses, field: str = "addresses") -> np.ndarray:
+    return as_int_array(addresses, field, -(1 << 62), 1 << 62, SharedMemoryError)
 
 
 def _raw_bytes(data) -> np.ndarray:
     if isinstance(data, (bytes, bytearray, memoryview)):
         return np.frombuffer(bytes(data), np.uint8)
-    try:
-        arr = np.ascontiguousarray(data)
-    except (ValueError, TypeError) as e:
-        raise SharedMemoryError("data", f"not bytes or a numeric array ({e})") from None
+    arr = as_array(data, "data", SharedMemoryError)
     if arr.dtype.kind not in "biufV" or arr.dtype.hasobject:
         raise SharedMemoryError("data", f"must be bytes or a numeric array, got {arr.dtype}")
-    return arr.reshape(-1).view(np.uint8)
+    return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
 
 
 class SharedMemory:
@@ -83,12 +55,25 @@ class SharedMemory:
             raise SharedMemoryError(what, f"bytes [{lo:#x}, {hi:#x}) fall outside the {self.arch} shared window "
                                           f"[0, {self.size:#x})")
 
-    def read(self, address: int, nbytes: int) -> np.ndarray:
+    def read(self, address: int, nbytes: int, *, strict: bool = True) -> np.ndarray:
+        """A copy of `nbytes` bytes from `address`. strict (the default): every byte must have been written
+        (SharedMemoryError names the first that was not); strict=False reads them as they are (a raw dump:
+        zero unless written), as the hardware would return stale bytes."""
         address, nbytes = _address(address, "address"), _address(nbytes, "nbytes")
         if nbytes < 0:
             raise SharedMemoryError("nbytes", f"must not be negative, got {nbytes}")
         self._check(address, address + nbytes, "address")
+        if as_bool(strict, "strict", SharedMemoryError):
+            self._check_bytes_written(np.arange(address, address + nbytes), "address")
         return self.data[address:address + nbytes].copy()
+
+    def _check_bytes_written(self, spots, field: str):
+        """SharedMemoryError naming the first byte in `spots` (in order) that was never written."""
+        unwritten = ~self.written[spots]
+        if unwritten.any():
+            first = int(spots.ravel()[np.argmax(unwritten.ravel())])
+            raise SharedMemoryError(field, f"byte {first:#x} was never written ({int(unwritten.sum())} unwritten "
+                                           "bytes; pass strict=False to read raw bytes)")
 
     def write(self, address: int, data) -> None:
         address, raw = _address(address, "address"), _raw_bytes(data)
@@ -106,28 +91,36 @@ class SharedMemory:
                 raise SharedMemoryError("addresses", f"{bad:#x} is not aligned to the {nbytes}-byte element size")
         return addresses
 
-    def gather(self, addresses, dtype: str) -> np.ndarray:
-        """Raw bit patterns (uint8/16/32) of the elements at byte `addresses` (any shape)."""
+    def gather(self, addresses, dtype: str, *, strict: bool = True) -> np.ndarray:
+        """Raw bit patterns (uint8/16/32) of the elements at byte `addresses` (any shape). strict (the
+        default): every byte read must have been written, as for read()."""
         bits = _byte_element_bits(dtype)
         addresses = self._element_addresses(addresses, bits)
+        if as_bool(strict, "strict", SharedMemoryError):
+            self._check_bytes_written(addresses[..., None] + np.arange(bits // 8), "addresses")
         return self.data.view(_LE[bits])[addresses // (bits // 8)]  # aligned: one typed gather
 
     def scatter(self, addresses, values, dtype: str) -> None:
-        """Store `values` (bit patterns, or floats of the element's width) at byte `addresses`."""
+        """Store `values` at byte `addresses`: an array of the element type's numpy type (dtypes.NUMPY_TYPES),
+        or integer bit patterns; broadcast to the addresses' shape."""
         bits = _byte_element_bits(dtype)
         addresses = self._element_addresses(addresses, bits)
+        raw = element_bits(values, dtype, bits)
         try:
-            raw = np.broadcast_to(_as_bits(values, bits, "values"), addresses.shape).astype(np.int64)
-        except ValueError as e:
-            raise SharedMemoryError("values", f"shape does not match the addresses {addresses.shape} ({e})") from None
+            raw = np.broadcast_to(raw, addresses.shape)
+        except ValueError:
+            raise SharedMemoryError("values", f"shape {raw.shape} does not match the addresses {addresses.shape}") \
+                from None
         for b in range(bits // 8):
             self.data[addresses + b] = (raw >> (8 * b)) & 0xFF
             self.written[addresses + b] = True
 
     def scatter_bytes(self, addresses, raw) -> None:
-        """Store element i's bytes raw[i] (shape (n, element bytes), uint8) from byte address addresses[i]."""
+        """Store element i's bytes raw[i] (shape (n, element bytes), values 0..255) from byte address addresses[i]."""
         addresses = _address_array(addresses).ravel()
-        raw = np.asarray(raw, np.uint8).reshape(addresses.size, -1)
+        raw = as_uint_bits(raw, 8, "raw", SharedMemoryError, ndim=2)
+        if raw.shape[0] != addresses.size or not 1 <= raw.shape[1] <= 16:
+            raise SharedMemoryError("raw", f"must have shape ({addresses.size}, element bytes 1..16), got {raw.shape}")
         spots = addresses[:, None] + np.arange(raw.shape[1])
         if spots.size:
             self._check(int(spots.min()), int(spots.max()) + 1, "addresses")
@@ -142,11 +135,13 @@ class SharedMemory:
         (sm100) follow dtypes' packed / padded rule (README, "fp4 and fp6 in shared memory"): packed e2m1 two
         per byte, even k in the low nibble (kind::mxf4*); padded (padded=True, kind::f8f6f4 / mxf8f6f4, and
         always for fp6) 16 values then padding per 16-byte chunk (PTX .b4x16_p64 / .b6x16_p32), addressed like
-        8-bit elements.
+        8-bit elements. padded is None or a bool.
 
         keep_rows: a (rows,) bool mask; the other rows are neither checked nor read (they come back 0): B columns a
         zero-column mask zeroes, or rows before a column shift (tcgen05.mma.ws). arch: "sm103" reads LBO-mode-1
         descriptors of a Blackwell shared memory (addressing.py)."""
+        padded = None if padded is None else as_bool(padded, "padded", SharedMemoryError)
+        dtype = element_type(dtype, allowed=OPERAND_DTYPES[self.arch]).name
         arch = self._reading_arch(arch)
         keep = self._keep(keep_rows, rows)
         if dtype in SUBBYTE:
@@ -155,23 +150,23 @@ class SharedMemory:
         bits = element_type(dtype).bits
         full = int.from_bytes(b"\x01" * (bits // 8), "little")  # every byte of the element written
         self._check_written((self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full) & keep, addrs)
-        out = self.gather(addrs, dtype)
+        out = self.gather(addrs, dtype, strict=False)  # checked element by element just above (kept rows)
         return np.where(keep, out, 0).astype(out.dtype)
 
     def _reading_arch(self, arch):
-        if arch is None or arch == self.arch:
+        if arch is None or (isinstance(arch, str) and arch == self.arch):
             return self.arch
-        if {arch, self.arch} == {"sm100", "sm103"}:
+        if isinstance(arch, str) and {arch, self.arch} == {"sm100", "sm103"}:
             return arch
-        raise SharedMemoryError("arch", f"{arch!r} cannot read {self.arch} shared memory")
+        raise SharedMemoryError("arch", f"{show(arch)} cannot read {self.arch} shared memory")
 
     @staticmethod
     def _keep(keep_rows, rows):
         if keep_rows is None:
             return np.ones((1, 1), bool)
-        keep = np.asarray(keep_rows, bool)
-        if keep.shape != (rows,):
-            raise SharedMemoryError("keep_rows", f"must be a ({rows},) bool mask, got shape {keep.shape}")
+        keep = as_array(keep_rows, "keep_rows", SharedMemoryError)
+        if keep.dtype.kind != "b" or not is_int(rows) or keep.shape != (int(rows),):
+            raise SharedMemoryError("keep_rows", f"must be a ({show(rows)},) bool mask, got {show(keep)}")
         return keep[:, None]
 
     @staticmethod
@@ -198,7 +193,7 @@ class SharedMemory:
             self._check_written(~(self.written[lo] & self.written[hi]) & keep, addrs)
             word = self.data[lo].astype(np.int64) | self.data[hi].astype(np.int64) << 8
             return np.where(keep, (word >> shift) & mask, 0).astype(np.uint8)
-        bits = _as_bits(values, width, "values")
+        bits = element_bits(values, dtype, width)
         for spot, part in ((lo, (bits << shift) & 0xFF), (hi, (bits << shift) >> 8)):
             keep = ~((mask << shift) >> (8 if spot is hi else 0)) & 0xFF
             np.bitwise_and.at(self.data, spot, keep.astype(np.uint8))
@@ -206,16 +201,21 @@ class SharedMemory:
             self.written[spot] = True
 
     def write_operand(self, desc, values, *, dtype: str, major: str = "K", padded=None) -> None:
-        """Lay the (rows, k) matrix `values` into shared memory where the descriptor reads it."""
-        values = _numeric_array(values, "values")
+        """Lay the (rows, k) matrix `values` into shared memory where the descriptor reads it: an array of
+        the element type's numpy/ml_dtypes type (dtypes.NUMPY_TYPES), or integer bit patterns."""
+        values = as_array(values, "values", SharedMemoryError)
         if values.ndim != 2:
             raise SharedMemoryError("values", f"must be a (rows, k) matrix, got shape {values.shape}")
         rows, k = values.shape
+        padded = None if padded is None else as_bool(padded, "padded", SharedMemoryError)
         parse_major(major)
-        if dtype in SUBBYTE:
-            return self._subbyte(desc, rows, k, dtype, major, padded, values)
-        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=self.arch)
-        self.scatter(addrs, values, dtype)
+        etype = element_type(dtype, allowed=OPERAND_DTYPES[self.arch])
+        if etype.name in SUBBYTE:
+            bits = element_bits(values, etype.name, SUBBYTE[etype.name])  # before any address is resolved
+            return self._subbyte(desc, rows, k, etype.name, major, padded, bits)
+        bits = element_bits(values, etype.name, etype.bits)
+        addrs = operand_addresses(desc, rows=rows, k=k, dtype=etype.name, major=major, arch=self.arch)
+        self.scatter(addrs, bits, etype.name)
 
 
 def _byte_element_bits(dtype: str) -> int:
@@ -223,3 +223,18 @@ def _byte_element_bits(dtype: str) -> int:
     if etype.bits == 1:
         raise SharedMemoryError("dtype", "b1 elements are bits, not bytes: use read_operand/write_operand")
     return etype.bits
+
+
+def as_shared_memory(smem, arch: str, field: str = "smem") -> SharedMemory:
+    """`smem` itself (a SharedMemory of `arch`), or a new one holding a uint8 array / bytes from address 0."""
+    if isinstance(smem, SharedMemory):
+        if smem.arch != arch:
+            raise SharedMemoryError(field, f"an {smem.arch} SharedMemory cannot feed an {arch} instruction; "
+                                           f"use SharedMemory({arch!r})")
+        return smem
+    if not isinstance(smem, (bytes, bytearray, memoryview)):
+        arr = as_array(smem, field, SharedMemoryError)
+        if arr.dtype != np.uint8:
+            raise SharedMemoryError(field, f"must be a SharedMemory or a uint8 array of shared memory from address 0, "
+                                           f"got {show(arr)}")
+    return SharedMemory(arch, data=smem)

@@ -45,22 +45,34 @@ from .fdp import OUT_NUMPY, accumulator_bits, decode_operand, fused_dot, integer
 from .formats import decode_int
 from .fragments import from_a_registers
 from .hopper import check_form, fdp_unit
-from .smem import SharedMemory
+from .smem import as_shared_memory
+from .validate import as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 SP_K_OF = {"tf32": 16, "f16": 32, "bf16": 32, "e4m3": 64, "e5m2": 64, "s8": 64, "u8": 64}
 CHUNK = {"tf32": 2, "f16": 4, "bf16": 4, "e4m3": 4, "e5m2": 4, "s8": 4, "u8": 4}
 SELECTORS = {"tf32": (0, 1), "f16": (0, 1), "bf16": (0, 1), "e4m3": (0,), "e5m2": (0,), "s8": (0,), "u8": (0,)}
 VALID_NIBBLES = {2: (0x4, 0xE), 4: (0x4, 0x8, 0xC, 0x9, 0xD, 0xE)}  # by chunk width (PTX 9.7.15.6.1)
 RULES = ("selected", "zeros", "halves", "signed")
+_BITS = {"tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8}  # raw bits of one element
 
 __all__ = ["SP_K_OF", "CHUNK", "SELECTORS", "VALID_NIBBLES", "meta_slots", "meta_registers", "meta_nibbles",
            "invalid_nibbles", "sparsify", "densify", "gather_b", "sparse_dot", "wgmma_sp"]
 
 
 def _dtype(dtype_a) -> str:
-    if dtype_a not in SP_K_OF:
-        raise LayoutError("dtype_a", f"{dtype_a!r} is not a sparse wgmma multiplicand type ({', '.join(SP_K_OF)})")
+    if not isinstance(dtype_a, str) or dtype_a not in SP_K_OF:
+        raise LayoutError("dtype_a", f"{show(dtype_a)} is not a sparse wgmma multiplicand type ({', '.join(SP_K_OF)})")
     return dtype_a
+
+
+def _raw(bits, dtype, field, shape=None, ndim=None) -> np.ndarray:
+    """`bits`, checked: an integer array of `dtype` elements' raw bit patterns in [0, 2^bits) (s8: its values
+    in [-128, 128) too); floats are values, not bits, and are refused. Returned as given (its own dtype)."""
+    arr = as_array(bits, field, LayoutError)
+    width = _BITS[dtype]
+    as_int_array(arr, field, -(1 << (width - 1)) if dtype == "s8" else 0, (1 << width) - 1, LayoutError,
+                 shape=shape, ndim=ndim, what=f" ({width}-bit {dtype} patterns)")
+    return arr
 
 
 def chunks_per_row(dtype_a: str) -> int:
@@ -71,7 +83,7 @@ def _selector(dtype_a, selector) -> int:
     if isinstance(selector, bool) or not isinstance(selector, (int, np.integer)) or \
             int(selector) not in SELECTORS[_dtype(dtype_a)]:
         allowed = " or ".join(map(str, SELECTORS[dtype_a]))
-        raise LayoutError("sparsity_selector", f"{selector!r}: {dtype_a} takes sp-sel {allowed} (PTX 9.7.15.6.1; "
+        raise LayoutError("sparsity_selector", f"{show(selector)}: {dtype_a} takes sp-sel {allowed} (PTX 9.7.15.6.1; "
                                                "ptxas rejects any other value)")
     return int(selector)
 
@@ -93,16 +105,12 @@ def meta_slots(dtype_a: str, selector: int = 0):
 
 
 def _meta_array(meta) -> np.ndarray:
-    try:
-        arr = np.asarray(meta)
-    except (TypeError, ValueError) as e:
-        raise LayoutError("sparse_meta", f"not an array of registers ({e})") from None
+    arr = as_array(meta, "sparse_meta", LayoutError)
     if arr.shape != (128,) or arr.dtype.kind not in "iu":
         raise LayoutError("sparse_meta", f"must be 128 integer registers (one per warpgroup thread), got "
                                          f"shape {arr.shape} of {arr.dtype}")
-    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= 1 << 32):
-        raise LayoutError("sparse_meta", "registers are 32-bit: values must lie in [0, 2^32)")
-    return arr.astype(np.uint32)
+    # registers are 32-bit: values must lie in [0, 2^32)
+    return as_uint_bits(arr, 32, "sparse_meta", LayoutError).astype(np.uint32)
 
 
 def meta_nibbles(meta, dtype_a: str, selector: int = 0) -> np.ndarray:
@@ -115,10 +123,8 @@ def meta_nibbles(meta, dtype_a: str, selector: int = 0) -> np.ndarray:
 def meta_registers(nibbles, dtype_a: str, selector: int = 0, fill: int = 0) -> np.ndarray:
     """(128,) uint32 registers carrying (64, chunks) nibbles; threads that hold no metadata get `fill`."""
     thread, nibble = meta_slots(dtype_a, selector)
-    nib = np.asarray(nibbles)
-    if nib.shape != thread.shape or nib.dtype.kind not in "iu" or (nib.size and (nib.min() < 0 or nib.max() > 15)):
-        raise LayoutError("nibbles", f"must be a {thread.shape} array of 4-bit values")
-    regs = np.full(128, int(fill) & 0xFFFFFFFF, np.uint64)
+    nib = as_uint_bits(nibbles, 4, "nibbles", LayoutError, shape=thread.shape)  # 4-bit values
+    regs = np.full(128, as_int(fill, "fill", 0, (1 << 32) - 1, LayoutError), np.uint64)
     regs[np.unique(thread)] = 0
     np.bitwise_or.at(regs, thread.ravel(), nib.astype(np.uint64).ravel() << (4 * nibble.ravel()).astype(np.uint64))
     return regs.astype(np.uint32)
@@ -127,28 +133,29 @@ def meta_registers(nibbles, dtype_a: str, selector: int = 0, fill: int = 0) -> n
 def invalid_nibbles(nibbles, dtype_a: str) -> np.ndarray:
     """Boolean mask of the nibbles PTX leaves undefined (repeated indices; tf32: not 0b0100 / 0b1110).
     Unordered distinct indices (idx0 > idx1) are not listed as invalid by PTX and are not flagged."""
-    nib = np.asarray(nibbles)
+    nib = as_uint_bits(nibbles, 4, "nibbles", LayoutError)
     if CHUNK[_dtype(dtype_a)] == 2:
         return ~np.isin(nib, VALID_NIBBLES[2])
     return (nib & 3) == (nib >> 2)
 
 
 def _check_stored(a_bits, dtype_a):
-    a = np.asarray(a_bits)
-    want = (64, SP_K_OF[dtype_a] // 2)
+    want = (64, SP_K_OF[_dtype(dtype_a)] // 2)
+    a = as_array(a_bits, "a", LayoutError)
     if a.shape != want:
         raise LayoutError("a", f"stored A must be {want} ({dtype_a}: K/2 of each row), got {a.shape}")
-    return a
+    return _raw(a, dtype_a, "a")
 
 
 def sparsify(a_bits, dtype_a: str):
     """(stored (64, K/2), nibbles (64, chunks)) of a logical (64, K) raw-bit matrix A whose chunks hold at most
     2 (tf32: 1) non-zero bit patterns; zeros fill the remaining slots in ascending index order."""
     _dtype(dtype_a)
-    a = np.asarray(a_bits)
+    a = as_array(a_bits, "a", LayoutError)
     K, w = SP_K_OF[dtype_a], CHUNK[dtype_a]
     if a.shape != (64, K):
         raise LayoutError("a", f"logical A must be (64, {K}), got {a.shape}")
+    a = _raw(a, dtype_a, "a")
     keep = w // 2
     chunks = a.reshape(64, K // w, w)
     nonzero = chunks != 0
@@ -170,7 +177,7 @@ def sparsify(a_bits, dtype_a: str):
 def densify(stored, nibbles, dtype_a: str) -> np.ndarray:
     """The logical (64, K) matrix (raw bits, zeros elsewhere) of stored A and valid metadata."""
     a = _check_stored(stored, _dtype(dtype_a))
-    nib = np.asarray(nibbles)
+    nib = as_uint_bits(nibbles, 4, "nibbles", LayoutError, shape=(64, chunks_per_row(dtype_a)))
     if invalid_nibbles(nib, dtype_a).any() or (CHUNK[dtype_a] == 4 and ((nib & 3) > (nib >> 2)).any()):
         raise LayoutError("nibbles", "densify needs valid metadata with ascending indices")
     out = np.zeros((64, SP_K_OF[dtype_a]), a.dtype)
@@ -193,9 +200,12 @@ def gather_b(b_bits, nib_row, dtype_a: str) -> np.ndarray:
     (chunks,) nibbles. 2:4 kinds: B[:, 4c + idx_j]. tf32: the 32-bit value made of the chunk's 16-bit
     halves idx0 (low) and idx1 (high), halves numbered low-first across B[:, 2c] and B[:, 2c + 1] (equal to
     B[:, 2c] for 0b0100 and B[:, 2c + 1] for 0b1110)."""
-    b = np.asarray(b_bits)
-    nib = np.asarray(nib_row).astype(np.int64)
-    if CHUNK[_dtype(dtype_a)] == 4:
+    b = _raw(b_bits, _dtype(dtype_a), "b", ndim=2)
+    nib = as_uint_bits(nib_row, 4, "nib_row", LayoutError, ndim=1)
+    if nib.size * CHUNK[dtype_a] != b.shape[1]:
+        raise LayoutError("nib_row", f"{nib.size} nibbles do not cover B's {b.shape[1]} K columns in chunks of "
+                                     f"{CHUNK[dtype_a]}")
+    if CHUNK[dtype_a] == 4:
         return b[:, _columns(nib[None, :], dtype_a)[0]]
     b32 = b.astype(np.uint32)
     halves = np.stack([b32[:, 0::2] & 0xFFFF, b32[:, 0::2] >> 16, b32[:, 1::2] & 0xFFFF, b32[:, 1::2] >> 16], axis=2)
@@ -210,19 +220,26 @@ def sparse_dot(a_bits, b_bits, nibbles, c, *, dtype_a, dtype_b, dtype_d, scale_a
     nibbles, C raw bits or None. `rule`: "selected" (the model), or the alternatives "signed", "zeros" and
     "halves" (the last two for valid metadata only), kept to test the model against traces."""
     a = _check_stored(a_bits, dtype_a)
-    b = np.asarray(b_bits)
-    nib = np.asarray(nibbles)
-    if b.ndim != 2 or b.shape[1] != SP_K_OF[dtype_a]:
-        raise LayoutError("b", f"B must be (N, {SP_K_OF[dtype_a]}), got {b.shape}")
-    if nib.shape != (64, chunks_per_row(dtype_a)):
-        raise LayoutError("nibbles", f"must be (64, {chunks_per_row(dtype_a)}), got {nib.shape}")
-    if rule not in RULES:
-        raise LayoutError("rule", f"{rule!r}: one of {', '.join(RULES)}")
+    rule = as_choice(rule, "rule", RULES, LayoutError)
+    # the form's types, scales and .satfinite (hopper's rules, with the sparse K; N is checked below)
+    check_form(f"m64n8k{SP_K_OF[dtype_a]}", dtype_a, dtype_b, dtype_d, False, False, scale_a, scale_b, satfinite,
+               k_of=SP_K_OF, what="sparse wgmma")
+    b = as_array(b_bits, "b", LayoutError)
+    if b.ndim != 2 or b.shape[1] != SP_K_OF[dtype_a] or not 1 <= b.shape[0] <= 256:
+        raise LayoutError("b", f"B must be (N, {SP_K_OF[dtype_a]}) with N up to 256, got {b.shape}")
+    b = _raw(b, dtype_b if dtype_b in _BITS else dtype_a, "b")
+    nib = as_uint_bits(nibbles, 4, "nibbles", LayoutError, shape=(64, chunks_per_row(dtype_a)))
+    if c is not None:  # raw bits of C (int32 s32 values are their own bits)
+        c = as_array(c, "c", LayoutError)
+        c = c.view(np.uint32) if dtype_d == "s32" and c.dtype == np.int32 else c
+        width = 16 if dtype_d == "f16" else 32
+        c = as_uint_bits(c, width, "c", LayoutError, shape=(64, b.shape[0])).astype(
+            np.uint16 if width == 16 else np.uint32)
     args = (dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfinite)
     if rule in ("selected", "signed"):
         return _selected(a, b, nib, c, *args, positive_zero=rule == "selected")
     if invalid_nibbles(nib, dtype_a).any():
-        raise LayoutError("rule", f"{rule!r} is defined for valid metadata only")
+        raise LayoutError("rule", f"{show(rule)} is defined for valid metadata only")
     if rule == "zeros":  # one K-wide fused sum, +0 at the pruned positions
         logical = np.zeros((64, b.shape[1]), a.dtype)
         logical[np.arange(64)[:, None], _columns(nib, dtype_a)] = a
@@ -279,8 +296,9 @@ def wgmma_sp(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dt
     N, K = check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite,
                       k_of=SP_K_OF, what="sparse wgmma")
     sel = _selector(dtype_a, sparsity_selector)
-    if invalid_meta not in ("raise", "gather"):
-        raise LayoutError("invalid_meta", f"{invalid_meta!r}: 'raise' or 'gather'")
+    as_choice(invalid_meta, "invalid_meta", ("raise", "gather"), LayoutError)
+    as_choice(rule, "rule", RULES, LayoutError)
+    scale_d = as_bool(scale_d, "scale_d", LayoutError)
     nib = meta_nibbles(sparse_meta, dtype_a, sel)
     bad = invalid_nibbles(nib, dtype_a)
     if bad.any() and invalid_meta == "raise":
@@ -291,8 +309,8 @@ def wgmma_sp(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dt
                                          f"{4 * int(nibble[m, ch]) + 3}) is undefined for {dtype_a} (PTX 9.7.15.6.1; "
                                          f"{int(bad.sum())} such chunks); invalid_meta='gather' applies tcemu's "
                                          "hypothesis")
-    if not isinstance(smem, SharedMemory):
-        smem = SharedMemory(data=np.asarray(smem, np.uint8))
+    smem = as_shared_memory(smem, "sm90", "smem")
+    c = accumulator_bits(c, (64, N), dtype_d) if c is not None else None  # checked even when scale_d ignores it
     if a_regs is not None:
         if desc_a is not None or trans_a:
             raise LayoutError("a_regs", "A comes from registers or from desc_a, not both (and takes no trans_a)")
@@ -300,7 +318,7 @@ def wgmma_sp(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dt
     else:
         a_bits = smem.read_operand(desc_a, rows=64, k=K // 2, dtype=dtype_a, major="MN" if trans_a else "K")
     b_bits = smem.read_operand(desc_b, rows=N, k=K, dtype=dtype_b, major="MN" if trans_b else "K")
-    c = accumulator_bits(c, (64, N), dtype_d) if (scale_d and c is not None) else None
+    c = c if scale_d else None
     d = sparse_dot(a_bits, b_bits, nib, c, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d, scale_a=scale_a,
                    scale_b=scale_b, satfinite=satfinite, rule=rule)
     return d.view(OUT_NUMPY[dtype_d])

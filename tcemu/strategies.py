@@ -7,14 +7,17 @@
 import numpy as np
 from hypothesis import strategies as st
 
-from .arch import SMEM_WINDOW
+from .addressing import operand_addresses
+from .arch import SMEM_WINDOW, check_arch
 from .descriptors import SM90_RESERVED_MASK, SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor
 from .dtypes import SM90_MN_MAJOR_DTYPES, SM90_OPERAND_DTYPES, element_type
+from .errors import TcemuError
 from .hopper import K_OF
 from .instr import BLOCK_SCALED, D_CODES, KINDS, SCALE_CODES, TYPE_CODES, WS_KINDS, InstrDescriptor, ZeroColumnMask
 from .instr import SELECTORS as TCGEN05_SELECTORS
 from .instr import shape_findings
 from .sparse import SELECTORS, SP_K_OF, VALID_NIBBLES, CHUNK, meta_registers
+from .validate import as_int, show
 
 WINDOW = SMEM_WINDOW["sm90"]
 
@@ -24,10 +27,25 @@ def descriptor_values():
     return st.integers(0, (1 << 64) - 1)
 
 
+def valid_descriptors(swizzles=None, max_stride=4096, arch: str = "sm90"):
+    """Descriptors validate() accepts: GmmaDescriptor (sm90) or UmmaDescriptor with the version bit (sm100,
+    sm103). Arguments are checked when the strategy is made (an unknown arch raises here, not at draw time)."""
+    check_arch(arch)
+    legal = SM100_SWIZZLES if arch != "sm90" else SM90_SWIZZLES
+    if swizzles is not None:
+        if isinstance(swizzles, (str, SwizzleMode)) or not isinstance(swizzles, (list, tuple)) or not swizzles:
+            raise TcemuError("swizzles", f"must be a non-empty list of swizzle modes, got {show(swizzles)}")
+        swizzles = [SwizzleMode.parse(m) for m in swizzles]
+        for m in swizzles:
+            if m not in legal:
+                raise TcemuError("swizzles", f"{m.value} is not an {arch} descriptor swizzle")
+    max_stride = as_int(max_stride, "max_stride", 0, 16 * 0x3FFF)
+    return _valid_descriptors(tuple(swizzles or legal), max_stride, arch)
+
+
 @st.composite
-def valid_descriptors(draw, swizzles=None, max_stride=4096, arch: str = "sm90"):
-    """Descriptors validate() accepts: GmmaDescriptor (sm90) or UmmaDescriptor with the version bit (sm100)."""
-    mode = draw(st.sampled_from(swizzles or (SM100_SWIZZLES if arch != "sm90" else SM90_SWIZZLES)))
+def _valid_descriptors(draw, swizzles, max_stride, arch):
+    mode = draw(st.sampled_from(swizzles))
     fields = (16 * draw(st.integers(0x40, 0x2000)), 16 * draw(st.integers(0, max_stride // 16)),
               16 * draw(st.integers(0, max_stride // 16)), draw(st.integers(0, 7)) if mode is not SwizzleMode.NONE else 0,
               mode)
@@ -44,16 +62,36 @@ def invalid_descriptors(draw):
     return GmmaDescriptor(16 * draw(st.integers(WINDOW // 16, (1 << 14) - 1)), d.lbo, d.sbo, d.base_offset, d.swizzle)
 
 
+def operands(dtypes=SM90_OPERAND_DTYPES, majors=("K", "MN")):
+    """(desc, rows, k, dtype, major) that operand_addresses accepts: the instruction's K, rows a legal M/N,
+    strides up to 4 KiB, and a start address that keeps the whole operand inside the 228 KiB window."""
+    if isinstance(dtypes, str) or not isinstance(dtypes, (list, tuple)) or not dtypes or \
+            not all(d in SM90_OPERAND_DTYPES for d in dtypes):
+        raise TcemuError("dtypes", f"must be a non-empty list of {', '.join(SM90_OPERAND_DTYPES)}, got {show(dtypes)}")
+    if isinstance(majors, str) or not isinstance(majors, (list, tuple)) or not majors or \
+            not all(m in ("K", "MN") for m in majors):
+        raise TcemuError("majors", f"must be a non-empty list of 'K' and 'MN', got {show(majors)}")
+    if "K" not in majors and not any(d in SM90_MN_MAJOR_DTYPES for d in dtypes):
+        raise TcemuError("majors", f"MN-major needs one of {', '.join(SM90_MN_MAJOR_DTYPES)} among the dtypes")
+    return _operands(tuple(dtypes), tuple(majors))
+
+
 @st.composite
-def operands(draw, dtypes=SM90_OPERAND_DTYPES, majors=("K", "MN")):
-    """(desc, rows, k, dtype, major) that operand_addresses accepts: the instruction's K, rows a legal M/N."""
-    dtype = draw(st.sampled_from(dtypes))
+def _operands(draw, dtypes, majors):
+    dtype = draw(st.sampled_from([d for d in dtypes if "K" in majors or d in SM90_MN_MAJOR_DTYPES]))
     major = draw(st.sampled_from([m for m in majors if m == "K" or dtype in SM90_MN_MAJOR_DTYPES]))
-    desc = draw(valid_descriptors())
+    shape = draw(valid_descriptors())
     rows = 8 * draw(st.integers(1, 32))
     if major == "MN":
         rows = max(rows // element_type(dtype).per_chunk, 1) * element_type(dtype).per_chunk
-    return desc, rows, K_OF[dtype], dtype, major
+    k = K_OF[dtype]
+    # the operand's extent from start 0 (a swizzle only permutes bytes inside a 128-byte line), then a start
+    # address that keeps it in the window
+    probe = GmmaDescriptor(0, shape.lbo, shape.sbo, shape.base_offset, shape.swizzle)
+    extent = (int(operand_addresses(probe, rows=rows, k=k, dtype=dtype, major=major).max()) | 127) + 1
+    top = min(0x2000, (WINDOW - extent) // 16)
+    start = 16 * draw(st.integers(min(0x40, top), top))
+    return GmmaDescriptor(start, shape.lbo, shape.sbo, shape.base_offset, shape.swizzle), rows, k, dtype, major
 
 
 def wgmma_forms():
@@ -66,9 +104,16 @@ def wgmma_forms():
         lambda n: (f"m64n{n}k{K_OF[p[0]]}",) + p))
 
 
-@st.composite
-def tcgen05_forms(draw, kinds=KINDS, cta_group: int = 1):
+def tcgen05_forms(kinds=KINDS, cta_group: int = 1):
     """InstrDescriptors of legal tcgen05.mma forms (PTX Tables 39, 42-44) for `cta_group`."""
+    if isinstance(kinds, str) or not isinstance(kinds, (list, tuple)) or not kinds or \
+            not all(k in KINDS for k in kinds):
+        raise TcemuError("kinds", f"must be a non-empty list of {', '.join(KINDS)}, got {show(kinds)}")
+    return _tcgen05_forms(tuple(kinds), as_int(cta_group, "cta_group", 1, 2))
+
+
+@st.composite
+def _tcgen05_forms(draw, kinds, cta_group):
     kind = draw(st.sampled_from(kinds))
     types = list(TYPE_CODES[kind])
     scaled, packed = kind in BLOCK_SCALED, kind in ("mxf4", "mxf4nvf4")

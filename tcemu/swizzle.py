@@ -9,11 +9,27 @@ from typing import NamedTuple
 
 from numba import njit
 
+from .validate import as_int
 
-class Swizzle(NamedTuple):
+ADDRESS_BITS = 32  # shared and tensor-memory addresses fit 32 bits
+
+
+class _SwizzleFields(NamedTuple):
     bits: int   # B: how many chunk bits are permuted (0 = identity)
     base: int   # M: lowest permuted bit (log2 of the 16-byte chunk)
     shift: int  # S: distance to the bits that select the permutation
+
+
+class Swizzle(_SwizzleFields):
+    """Swizzle<B, M, S> with B, M >= 0, S >= B (CuTe asserts |S| >= B: the two fields must not overlap)
+    and M + S + B <= 32."""
+    __slots__ = ()
+
+    def __new__(cls, bits: int, base: int, shift: int):
+        bits = as_int(bits, "bits", 0, ADDRESS_BITS)
+        base = as_int(base, "base", 0, ADDRESS_BITS)
+        shift = as_int(shift, "shift", bits, ADDRESS_BITS - base - bits)
+        return super().__new__(cls, bits, base, shift)
 
     @property
     def atom_bytes(self) -> int:
@@ -21,7 +37,9 @@ class Swizzle(NamedTuple):
         return 1 << (self.base + self.bits) if self.bits else 16
 
     def __call__(self, addr: int, base_offset: int = 0) -> int:
-        return swizzle_address(addr, self.bits, self.base, self.shift, base_offset)
+        addr = as_int(addr, "addr", 0, (1 << ADDRESS_BITS) - 1)
+        base_offset = as_int(base_offset, "base_offset", 0, 7)  # the descriptors' 3-bit field
+        return int(swizzle_address(addr, self.bits, self.base, self.shift, base_offset))
 
     def __str__(self) -> str:
         return f"Swizzle<{self.bits},{self.base},{self.shift}>"

@@ -16,10 +16,12 @@ the 8-byte halves of every 16 bytes on odd lines (address bit 3 ^= bit 7, our re
 """
 import numpy as np
 
-from .arch import check_arch
+from .arch import SMEM_WINDOW, check_arch
 from .descriptors import SM90_SWIZZLES, SwizzleMode
 from .errors import TcemuError
 from .swizzle import Swizzle
+from .smem import SharedMemory
+from .validate import MAX_ELEMENTS, as_array, as_choice, as_int, as_int_array, as_int_list, is_int, show
 
 
 class TmaError(TcemuError):
@@ -33,7 +35,11 @@ SM100_TMA_SWIZZLES = {"128B_ATOM_32B": (Swizzle(2, 5, 2), False), "128B_ATOM_32B
 
 def _swizzle(mode, arch):
     """(name, Swizzle, flip) of a TMA swizzle mode on `arch`."""
-    text = str(mode).strip().upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_")
+    if isinstance(mode, SwizzleMode):
+        mode = mode.value
+    if not isinstance(mode, str) or len(mode) > 60:
+        raise TmaError("swizzle", f"{show(mode)} is not a TMA swizzle mode name")
+    text = mode.strip().upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_")
     if text in SM100_TMA_SWIZZLES and check_arch(arch) == "sm100":
         return (text, *SM100_TMA_SWIZZLES[text])
     try:
@@ -42,7 +48,7 @@ def _swizzle(mode, arch):
         parsed = None
     if parsed not in SM90_SWIZZLES:
         extra = ", 128B_ATOM_32B, 128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B on sm100" if arch == "sm100" else ""
-        raise TmaError("swizzle", f"{mode!r} is not a {arch} TMA swizzle (none, 32B, 64B, 128B{extra})")
+        raise TmaError("swizzle", f"{show(mode)} is not a {arch} TMA swizzle (none, 32B, 64B, 128B{extra})")
     return parsed.value, parsed.swizzle, False
 
 
@@ -65,21 +71,30 @@ def tma_load(smem, smem_addr: int, tensor, *, box, coords, element_strides=None,
     box[0] and coords[0] count elements) and the result gives each element's position by dtypes' packed /
     padded rule: the byte holding it (ALIGN8B: packed e2m1) or its 8-bit slot in a 16-byte chunk (ALIGN16B:
     padded e2m1 / e2m3 / e3m2). tma_placement turns the result into an operand placement."""
-    arch = arch or getattr(smem, "arch", "sm90")
+    if not isinstance(smem, SharedMemory):
+        raise TmaError("smem", f"must be a SharedMemory, got {show(smem)}")
+    if arch is not None and check_arch(arch) != smem.arch:
+        raise TmaError("arch", f"{show(arch)} differs from the shared memory's {smem.arch}")
+    arch = smem.arch
+    tensor = as_array(tensor, "tensor", TmaError)
+    box, coords = as_int_list(box, "box", error=TmaError), as_int_list(coords, "coords", error=TmaError)
+    as_choice(oob_fill, "oob_fill", ("zero",), TmaError)
     if data_type is not None:
-        return _packed_load(smem, smem_addr, np.asarray(tensor), list(box), list(coords), element_strides,
-                            swizzle, oob_fill, arch, data_type)
+        return _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, data_type)
     return _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch)
 
 
 def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, data_type):
-    name = str(data_type).upper().removeprefix("CU_TENSOR_MAP_DATA_TYPE_")
+    name = data_type.upper().removeprefix("CU_TENSOR_MAP_DATA_TYPE_") if isinstance(data_type, str) else None
     if name not in PACKED_TYPES or check_arch(arch) != "sm100":
-        raise TmaError("data_type", f"{data_type!r}: the packed types are sm100's {', '.join(PACKED_TYPES)}")
+        raise TmaError("data_type", f"{show(data_type)}: the packed types are sm100's {', '.join(PACKED_TYPES)}")
     if tensor.dtype != np.uint8 or not 1 <= tensor.ndim <= 5 or not box or not coords:
         raise TmaError("tensor", f"a packed {name} tensor is a uint8 array of packed bytes, got {tensor.dtype} "
                                  f"{tensor.shape}")
     width, padded = PACKED_TYPES[name]
+    if len(box) != tensor.ndim or len(coords) != tensor.ndim:
+        raise TmaError("box" if len(box) != tensor.ndim else "coords", f"needs {tensor.ndim} integers (dimension 0 "
+                                                                       "first)")
     if not padded:  # ALIGN8B: the packed bytes themselves, two elements per byte
         if box[0] % 32 or coords[0] % 2:
             raise TmaError("box" if box[0] % 32 else "coords", f"{name}: box[0] must be a multiple of 32 elements "
@@ -95,7 +110,7 @@ def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle,
     if any(s % 32 for s in tensor.strides[:-1]):
         raise TmaError("tensor", f"{name}: global strides must be multiples of 32 bytes (driver API)")
     if _swizzle(swizzle, arch)[0] not in ("none", "128B", "128B_ATOM_32B"):
-        raise TmaError("swizzle", f"{swizzle!r}: {name} loads take none, 128B or 128B_ATOM_32B (driver API)")
+        raise TmaError("swizzle", f"{show(swizzle)}: {name} loads take none, 128B or 128B_ATOM_32B (driver API)")
     groups = tensor.reshape(tensor.shape[:-1] + (-1, group_bytes))
     slots = np.zeros(groups.shape[:-1] + (16,), np.uint8)  # each 16 elements: their packed bytes, then padding
     slots[..., :group_bytes] = groups
@@ -106,33 +121,36 @@ def _packed_load(smem, smem_addr, tensor, box, coords, element_strides, swizzle,
 def _load(smem, smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill, arch, write=None):
     """The tile load; `write` (dimension-0 index -> bool) leaves padding positions unwritten."""
     addr, values, _, counts, keep = plan_tile(smem_addr, tensor, box, coords, element_strides, swizzle, oob_fill,
-                                               arch, write)
-    es = np.asarray(tensor).dtype.itemsize
+                                               arch, write, window=smem.size)
+    es = tensor.dtype.itemsize
     smem.scatter_bytes(addr[keep], np.ascontiguousarray(values).view(np.uint8).reshape(-1, es)[keep])
     return addr.reshape(counts[::-1])
 
 
 def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="none", oob_fill="zero", arch="sm90",
-              write=None):
+              write=None, window=None):
     """Where a tile-mode load puts each box element, without writing: (shared addresses, values, flat element
     index into `tensor` or -1 for out-of-bounds zeros, per-dimension counts (dimension 0 first), kept mask).
-    The checks are the driver's and the hardware's (TmaError)."""
-    tensor = np.asarray(tensor)
+    The checks are the driver's and the hardware's (TmaError). `window`: the shared memory's size in bytes, when
+    the box must lie inside it (tma_load); a box larger than any shared window is refused in any case, before
+    anything is allocated."""
+    tensor = as_array(tensor, "tensor", TmaError)
     rank = tensor.ndim
     if not 1 <= rank <= 5:
         raise TmaError("tensor", f"rank {rank}: TMA tensors have 1 to 5 dimensions")
+    if tensor.dtype.kind not in "biufcV" or tensor.dtype.hasobject:
+        raise TmaError("tensor", f"must be an array of numbers, got {tensor.dtype}")
     es = tensor.dtype.itemsize
     if es not in (1, 2, 4, 8):
         raise TmaError("tensor", f"elements of {es} bytes: TMA moves 1, 2, 4 or 8-byte elements")
-    box, coords = list(box), list(coords)
-    est = [1] * rank if element_strides is None else list(element_strides)
-    for name, v in (("box", box), ("coords", coords), ("element_strides", est)):
-        if len(v) != rank or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
-            raise TmaError(name, f"needs {rank} integers (dimension 0 first), got {v!r}")
+    box = as_int_list(box, "box", rank, error=TmaError)
+    coords = as_int_list(coords, "coords", rank, -(1 << 31), (1 << 31) - 1, TmaError)  # the driver's int32
+    est = [1] * rank if element_strides is None else as_int_list(element_strides, "element_strides", rank,
+                                                                   error=TmaError)
     if not all(1 <= b <= 256 for b in box):
-        raise TmaError("box", f"{box}: every box dimension is 1..256 elements")
+        raise TmaError("box", f"{show(box)}: every box dimension is 1..256 elements")
     if not all(1 <= e <= 8 for e in est):
-        raise TmaError("element_strides", f"{est}: each is 1..8")
+        raise TmaError("element_strides", f"{show(est)}: each is 1..8")
     name, sw, flip = _swizzle(swizzle, arch)
     span = 128 if flip or name in SM100_TMA_SWIZZLES else sw.atom_bytes
     inner = box[0] * es
@@ -145,15 +163,24 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
     if strides[0] != es or any(s % 16 for s in strides[1:]) or any(s < 0 for s in strides):
         raise TmaError("tensor", f"byte strides {strides[1:]} of dimensions 1.. must be non-negative multiples of "
                                  "16, and dimension 0 contiguous")
-    if isinstance(smem_addr, bool) or not isinstance(smem_addr, (int, np.integer)) or smem_addr % 128:
-        raise TmaError("smem_addr", f"{smem_addr!r}: the destination must be 128-byte aligned (misaligned address)")
+    smem_addr = as_int(smem_addr, "smem_addr", 0, (window if window is not None else 1 << 32) - 1, TmaError)
+    if smem_addr % 128:
+        raise TmaError("smem_addr", f"{smem_addr}: the destination must be 128-byte aligned (misaligned address)")
     if (coords[0] * es) % 16:
         raise TmaError("coords", f"coords[0] = {coords[0]} is {coords[0] * es} bytes, not a multiple of 16 "
                                  "(the hardware faults: illegal instruction)")
     if oob_fill != "zero":
-        raise TmaError("oob_fill", f"{oob_fill!r}: only 'zero' (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) is modelled")
+        raise TmaError("oob_fill", f"{show(oob_fill)}: only 'zero' (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) is modelled")
 
     counts = [box[0]] + [-(-box[d] // est[d]) for d in range(1, rank)]
+    pitch = span if sw.bits else inner
+    box_bytes = int(np.prod(counts[1:], dtype=np.int64)) * pitch  # checked before anything is allocated
+    if box_bytes > SMEM_WINDOW[arch]:
+        raise TmaError("box", f"{box_bytes:,} bytes of box exceed the {arch} shared window "
+                              f"({SMEM_WINDOW[arch]:#x} bytes)")
+    if window is not None and smem_addr + box_bytes > window:
+        raise TmaError("box", f"{box_bytes:,} bytes of box from {smem_addr:#x} run past the {arch} shared "
+                              f"window ({window:#x})")
     idx = np.indices(counts[::-1]).reshape(rank, -1)[::-1]  # (rank, n): dimension 0 first, varying fastest
     gcoord = np.array(coords)[:, None] + idx * np.array([1] + est[1:])[:, None]
     dims = np.array(tensor.shape[::-1])[:, None]
@@ -163,7 +190,6 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
     flat = np.full(idx.shape[1], -1, np.int64)
     flat[inside] = np.ravel_multi_index(tuple(gcoord[::-1][:, inside]), tensor.shape)
     row = np.ravel_multi_index(tuple(idx[1:][::-1]), counts[1:][::-1]) if rank > 1 else np.zeros(idx.shape[1], int)
-    pitch = span if sw.bits else inner
     addr = smem_addr + row * pitch + idx[0] * es
     addr = addr ^ ((((addr >> (sw.base + sw.shift)) & ((1 << sw.bits) - 1)) << sw.base) if sw.bits else 0)
     if flip:
@@ -173,22 +199,44 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
 
 
 # Byte patterns of the capture (scripts/capture_tma.cu gbyte/sbyte), to replay it.
+MAX_CAPTURE_BYTES = 1 << 26  # the capture's buffers: 8 MiB of global memory, a 48 KiB window
+
+
 def capture_global_bytes(n: int) -> np.ndarray:
-    i = np.arange(n, dtype=np.uint64)
+    i = np.arange(as_int(n, "n", 0, MAX_CAPTURE_BYTES, TmaError), dtype=np.uint64)
     return ((i * np.uint64(0x9D)) ^ (i >> np.uint64(8)) ^ ((i >> np.uint64(16)) * np.uint64(0x5B))).astype(np.uint8)
 
 
 def capture_prefill(n: int) -> np.ndarray:
-    j = np.arange(n, dtype=np.uint32)
+    j = np.arange(as_int(n, "n", 0, MAX_CAPTURE_BYTES, TmaError), dtype=np.uint32)
     return (0xA7 ^ (j * 0x35) ^ (j >> 7)).astype(np.uint8)
 
 
 def tensor_view(buffer: np.ndarray, offset: int, element_bytes: int, dims, strides) -> np.ndarray:
-    """A numpy view of a TMA tensor in a byte buffer: dims and byte strides dimension 0 first
-    (strides of dimensions 1..), as cuTensorMapEncodeTiled takes them."""
-    flat = np.asarray(buffer, np.uint8)[offset:]
+    """A read-only numpy view of a TMA tensor in a byte buffer: dims and byte strides dimension 0 first
+    (strides of dimensions 1..), as cuTensorMapEncodeTiled takes them.
+
+    Every byte the view can reach is proved inside `buffer` (a 1-D uint8 array, or bytes) before the view
+    is built: offset + sum((dims[d] - 1) * strides[d]) + element_bytes <= len(buffer)."""
+    if isinstance(buffer, (bytes, bytearray, memoryview)):
+        buffer = np.frombuffer(bytes(buffer), np.uint8)
+    if not isinstance(buffer, np.ndarray) or buffer.dtype != np.uint8 or buffer.ndim != 1:
+        raise TmaError("buffer", f"must be a 1-D uint8 array (or bytes), got {show(buffer)}")
+    element_bytes = as_int(element_bytes, "element_bytes", 1, 8, TmaError)
+    if element_bytes not in (1, 2, 4, 8):
+        raise TmaError("element_bytes", f"{element_bytes}: TMA moves 1, 2, 4 or 8-byte elements")
+    dims = as_int_list(dims, "dims", None, 1, 1 << 32, TmaError)
+    if not 1 <= len(dims) <= 5:
+        raise TmaError("dims", f"rank {len(dims)}: TMA tensors have 1 to 5 dimensions")
+    strides = as_int_list(strides, "strides", len(dims) - 1, 1, 1 << 40, TmaError)
+    offset = as_int(offset, "offset", 0, buffer.size, TmaError)
+    full = [element_bytes] + strides
+    last = offset + sum((d - 1) * st for d, st in zip(dims, full)) + element_bytes  # one past the last byte
+    if last > buffer.size:
+        raise TmaError("dims, strides", f"the tensor reaches byte {last - 1:#x} of a {buffer.size:#x}-byte buffer "
+                                        f"(offset {offset:#x}, dims {show(dims)}, strides {show(strides)})")
+    flat = np.ascontiguousarray(buffer)[offset:]
     flat = flat[:flat.size // element_bytes * element_bytes].view(np.dtype(f"<u{element_bytes}"))
-    full = [element_bytes] + list(strides)[:len(dims) - 1]
     return np.lib.stride_tricks.as_strided(flat, shape=tuple(dims[::-1]), strides=tuple(full[::-1]), writeable=False)
 
 
@@ -204,50 +252,52 @@ def tma_placement(loads, *, rows, k, element_strides=None) -> np.ndarray:
     dimension must span one element of the tile. element_strides: as passed to tma_load (a strided box takes
     every element_strides[d]-th coordinate; the placement counts the elements it took)."""
     if isinstance(loads, np.ndarray) or not isinstance(loads, (list, tuple)):
-        first = np.asarray(loads)
+        first = as_array(loads, "loads", TmaError)
         loads = [(first, [0] * first.ndim)]
+    if len(loads) > 1 << 16:
+        raise TmaError("loads", f"{len(loads):,} boxes; at most {1 << 16:,}")
     pairs = []
     for item in loads:
         if not isinstance(item, (list, tuple)) or len(item) != 2:
             raise TmaError("loads", "a tma_load result, or a list of (addresses, coords) pairs, one per box")
-        addr, coords = np.asarray(item[0]), list(item[1])
-        if addr.dtype.kind not in "iu" or addr.ndim < 1 or len(coords) != addr.ndim:
+        addr, coords = as_array(item[0], "loads", TmaError), item[1]
+        n = len(coords) if isinstance(coords, (list, tuple)) or (isinstance(coords, np.ndarray) and coords.ndim == 1) \
+            else -1
+        if addr.dtype.kind not in "iu" or not 1 <= addr.ndim <= 5 or n != addr.ndim:
             raise TmaError("loads", f"each box is tma_load's (outer-first) address array with its coords, dimension "
-                                    f"0 first; got {addr.dtype} {addr.shape} with coords {coords!r}")
-        if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in coords):
-            raise TmaError("loads", f"coords {coords!r} must be integers")
+                                    f"0 first; got {show(addr)} with coords {show(coords)}")
+        coords = as_int_list(coords, "loads", addr.ndim, -(1 << 31), (1 << 31) - 1, TmaError)  # the driver's int32
         if not addr.size:
             raise TmaError("loads", f"a box of shape {addr.shape} holds no element")
-        pairs.append((addr.astype(np.int64), [int(c) for c in coords]))
+        pairs.append((as_int_array(addr, "loads", 0, 1 << 40, TmaError), coords))
     if not pairs:
         raise TmaError("loads", "no box given")
     rank = pairs[0][0].ndim
     if any(a.ndim != rank for a, _ in pairs):
         raise TmaError("loads", "every box must come from the same tensor map (same rank)")
-    est = [1] * rank if element_strides is None else list(element_strides)
-    if len(est) != rank or not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) and 1 <= e <= 8
-                                   for e in est):
-        raise TmaError("element_strides", f"{element_strides!r}: {rank} integers 1..8, dimension 0 first")
+    if element_strides is None:
+        est = [1] * rank
+    else:  # rank integers 1..8, dimension 0 first
+        est = as_int_list(element_strides, "element_strides", rank, 1, 8, TmaError)
     est[0] = 1  # dimension 0 always takes consecutive elements
 
     def dims(value, name):
-        value = (value,) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else value
-        if not isinstance(value, (tuple, list)) or not value or not all(
-                isinstance(d, (int, np.integer)) and not isinstance(d, bool) and 0 <= d < rank for d in value):
-            raise TmaError(name, f"{value!r}: TMA dimension numbers 0..{rank - 1} (dimension 0 innermost), or a "
+        value = (value,) if is_int(value) else value
+        if not isinstance(value, (tuple, list)) or not value or not all(is_int(d) and 0 <= d < rank for d in value):
+            raise TmaError(name, f"{show(value)}: TMA dimension numbers 0..{rank - 1} (dimension 0 innermost), or a "
                                  "tuple of them, fastest first")
         return [int(d) for d in value]
 
     row_dims, k_dims = dims(rows, "rows"), dims(k, "k")
     if len(set(row_dims + k_dims)) != len(row_dims) + len(k_dims):
-        raise TmaError("rows, k", f"{rows!r} and {k!r} must name distinct dimensions")
+        raise TmaError("rows, k", f"{show(rows)} and {show(k)} must name distinct dimensions")
     lo = [min(c[d] for _, c in pairs) for d in range(rank)]
     hi = [max(c[d] + a.shape[rank - 1 - d] * est[d] for a, c in pairs) for d in range(rank)]
     count = [-(-(hi[d] - lo[d]) // est[d]) for d in range(rank)]
     for d in range(rank):
         if d not in row_dims + k_dims and count[d] != 1:
             raise TmaError("rows, k", f"dimension {d} spans {count[d]} elements of the tile but is neither in rows "
-                                      f"{rows!r} nor in k {k!r}")
+                                      f"{show(rows)} nor in k {show(k)}")
 
     def flat(index, ds):
         out, scale = 0, 1
@@ -256,6 +306,8 @@ def tma_placement(loads, *, rows, k, element_strides=None) -> np.ndarray:
         return out, scale
 
     n_rows, n_k = flat([0] * rank, row_dims)[1], flat([0] * rank, k_dims)[1]
+    if n_rows * n_k > MAX_ELEMENTS:  # checked before the placement is allocated
+        raise TmaError("loads", f"the boxes span a {n_rows} x {n_k} tile; at most {MAX_ELEMENTS:,} elements")
     out = np.full((n_rows, n_k), -1, np.int64)
     for addr, coords in pairs:
         for d in range(rank):

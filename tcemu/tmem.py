@@ -39,6 +39,7 @@ import numpy as np
 from .errors import TmemError
 from .instr import SELECTORS, scale_id_rule
 from .smem import SUBBYTE
+from .validate import as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 LANES, COLUMNS = 128, 512
 
@@ -46,7 +47,7 @@ LANES, COLUMNS = 128, 512
 def split_address(address, field: str = "address"):
     """(lane, column) of a tensor-memory address lane << 16 | column."""
     if isinstance(address, bool) or not isinstance(address, (int, np.integer)) or not 0 <= address < 1 << 32:
-        raise TmemError(field, f"must be a 32-bit tensor-memory address (lane << 16 | column), got {address!r}")
+        raise TmemError(field, f"must be a 32-bit tensor-memory address (lane << 16 | column), got {show(address)}")
     lane, column = int(address) >> 16, int(address) & 0xFFFF
     if lane >= LANES or column >= COLUMNS:
         raise TmemError(field, f"{int(address):#010x} is lane {lane}, column {column}: tensor memory has "
@@ -55,12 +56,29 @@ def split_address(address, field: str = "address"):
 
 
 def tmem_address(lane: int, column: int) -> int:
-    split_address(lane << 16 | column)
+    lane, column = as_int(lane, "lane", 0, LANES - 1, TmemError), as_int(column, "column", 0, COLUMNS - 1, TmemError)
     return lane << 16 | column
+
+
+D_TYPES = ("f32", "f16", "s32")
+A_BITS = (4, 8, 16, 32)  # A packed in tensor memory: e2m1 (mxf4*), 8-bit containers, 16-bit, tf32
+
+
+def _m_group(m, cta_group):
+    return as_int(m, "m", 1, 256, TmemError), as_int(cta_group, "cta_group", 1, 2, TmemError)
+
+
+def _n(n) -> int:
+    n = as_int(n, "n", 8, 256, TmemError)
+    if n % 8:
+        raise TmemError("n", f"N = {n} is not a multiple of 8")
+    return n
 
 
 def row_lanes(m: int, cta_group: int = 1, lane_base: int = 0) -> np.ndarray:
     """The lane of each of this CTA's rows of D or A (layouts D, F and A; see the module text)."""
+    m, cta_group = _m_group(m, cta_group)
+    lane_base = as_int(lane_base, "lane", 0, LANES - 1, TmemError)
     if cta_group == 1 and m == 64:
         if lane_base not in (0, 16):
             raise TmemError("lane", f"M = 64 uses half the data path: its lane base is 0 or 16, not {lane_base}")
@@ -76,6 +94,10 @@ def row_lanes(m: int, cta_group: int = 1, lane_base: int = 0) -> np.ndarray:
 def d_cells(m: int, n: int, cta_group: int = 1, lane_base: int = 0, *, sparse: bool = False, ws: bool = False):
     """(lanes, columns), each (rows of this CTA, N): where this CTA's part of D lives, relative to the
     D address's column. `ws`: the .ws layouts (D, E, G); `sparse` with cta_group::2 M = 128: layout C."""
+    m, cta_group = _m_group(m, cta_group)
+    n = _n(n)
+    lane_base = as_int(lane_base, "lane", 0, LANES - 1, TmemError)
+    sparse, ws = as_bool(sparse, "sparse", TmemError), as_bool(ws, "ws", TmemError)
     if ws:
         if cta_group != 1 or m not in (32, 64, 128):
             raise TmemError("m", f"no .ws tensor-memory layout for M = {m} with cta_group::{cta_group}")
@@ -102,6 +124,14 @@ def d_cells(m: int, n: int, cta_group: int = 1, lane_base: int = 0, *, sparse: b
 CONTAINER_SHIFT = {"e2m1": 2, "e2m3": 0, "e3m2": 0}
 
 
+def _container(container, bits):
+    if container is not None:
+        as_choice(container, "container", tuple(CONTAINER_SHIFT), TmemError)
+        if bits != 8:
+            raise TmemError("container", f"fp4/fp6 containers are 8 bits wide, not {show(bits)}")
+    return container
+
+
 class TensorMemory:
     """One CTA's tensor memory; every cell starts unwritten, and reading an unwritten cell is an error."""
 
@@ -110,12 +140,18 @@ class TensorMemory:
         self.written = np.zeros((LANES, COLUMNS), bool)
 
     def _spots(self, address, lanes, columns, field):
+        """Absolute (lanes, columns) arrays, broadcast together: lanes 0..127, columns 0..511 after adding the
+        address's column (never wrapping: a negative index is an error, not the last lane)."""
         _, col0 = split_address(address, field)
-        lanes, columns = np.asarray(lanes), np.asarray(columns) + col0
-        if lanes.size and (lanes.max() >= LANES or columns.max() >= COLUMNS):
-            raise TmemError(field, f"{address:#010x} with this shape runs past lane {LANES - 1} / column "
-                                   f"{COLUMNS - 1}")
-        return lanes, columns
+        lanes = as_int_array(lanes, "lanes", 0, LANES - 1, TmemError)
+        columns = as_int_array(columns, "columns", 0, COLUMNS - 1, TmemError) + col0
+        if columns.size and columns.max() >= COLUMNS:
+            raise TmemError(field, f"{address:#010x} with these columns runs past column {COLUMNS - 1}")
+        try:
+            return np.broadcast_arrays(lanes, columns)
+        except ValueError:
+            raise TmemError("lanes", f"lanes {lanes.shape} and columns {columns.shape} do not broadcast "
+                                     "together") from None
 
     def read(self, address, lanes, columns, field: str = "address") -> np.ndarray:
         """Cells at (lanes, columns + the address's column); lanes are absolute (the layouts add the base)."""
@@ -127,14 +163,21 @@ class TensorMemory:
         return self.cells[lanes, columns]
 
     def write(self, address, lanes, columns, values, field: str = "address") -> None:
+        """Store `values` (32-bit patterns, broadcast to the cells' shape) at (lanes, columns + column)."""
         lanes, columns = self._spots(address, lanes, columns, field)
-        self.cells[lanes, columns] = np.asarray(values, np.uint64).astype(np.uint32)
+        values = as_uint_bits(values, 32, "values", TmemError)
+        try:
+            values = np.broadcast_to(values, lanes.shape)
+        except ValueError:
+            raise TmemError("values", f"shape {values.shape} does not match the cells {lanes.shape}") from None
+        self.cells[lanes, columns] = values.astype(np.uint32)
         self.written[lanes, columns] = True
 
     # D: the accumulator -------------------------------------------------------------------------------
     def read_d(self, address, m: int, n: int, dtype_d: str, cta_group: int = 1, *, sparse: bool = False,
                ws: bool = False) -> np.ndarray:
         """This CTA's rows of D as raw bits (uint32; uint16 for f16, the low half of each cell)."""
+        as_choice(dtype_d, "dtype_d", D_TYPES, TmemError)
         lanes, cols = d_cells(m, n, cta_group, split_address(address)[0], sparse=sparse, ws=ws)
         cells = self.read(address, lanes, cols)
         return (cells & 0xFFFF).astype(np.uint16) if dtype_d == "f16" else cells
@@ -143,16 +186,27 @@ class TensorMemory:
                 sparse: bool = False, ws: bool = False) -> None:
         """Store this CTA's rows of D (raw bits); lanes set in `keep_lanes` (disable-output-lane) keep
         their old value."""
-        bits = np.asarray(bits)
+        as_choice(dtype_d, "dtype_d", D_TYPES, TmemError)
+        bits = as_uint_bits(bits, 16 if dtype_d == "f16" else 32, "bits", TmemError, ndim=2)
         lanes, cols = d_cells(m, bits.shape[1], cta_group, split_address(address)[0], sparse=sparse, ws=ws)
-        cells = bits.astype(np.uint32) & (0xFFFF if dtype_d == "f16" else 0xFFFFFFFF)
+        if bits.shape != lanes.shape:
+            raise TmemError("bits", f"must have shape {lanes.shape} (this CTA's rows of D, N), got {bits.shape}")
+        cells = bits
         if keep_lanes is not None:
-            write = ~np.asarray(keep_lanes, bool)[lanes]
+            keep = as_array(keep_lanes, "keep_lanes", TmemError)
+            if keep.dtype != np.bool_ or keep.shape != (LANES,):
+                raise TmemError("keep_lanes", f"must be a ({LANES},) bool array, got {show(keep)}")
+            write = ~keep[lanes]
             lanes, cols, cells = lanes[write], cols[write], cells[write]
         self.write(address, lanes, cols, cells)
 
     # A: a K-major operand -------------------------------------------------------------------------------
     def _a_cells(self, address, m, k, bits, cta_group):
+        bits = as_int(bits, "bits", 4, 32, TmemError)
+        if bits not in A_BITS:
+            raise TmemError("bits", f"{bits}: A sits in tensor memory 4, 8, 16 or 32 bits wide")
+        m, cta_group = _m_group(m, cta_group)
+        k = as_int(k, "k", 1, COLUMNS * 32 // bits, TmemError)
         # m counts this CTA's rows; row_lanes takes the instruction's M (CuTe's 2x1SM TS atoms: M = 256 puts
         # a CTA's 128 rows of A at lanes 0-127; M = 128 duplicates its 64 rows into lanes 64-127, not modelled)
         lanes = row_lanes(m * cta_group, cta_group, split_address(address, "a_tmem")[0])
@@ -164,6 +218,7 @@ class TensorMemory:
     def read_a(self, address, m: int, k: int, bits: int, cta_group: int = 1, container=None) -> np.ndarray:
         """(rows, K) raw element bits of an A operand packed `bits` wide; `container` names an fp4/fp6
         type held in 8-bit containers (kind::f8f6f4 / mxf8f6f4)."""
+        _container(container, bits)
         lanes, cols, shift = self._a_cells(address, m, k, bits, cta_group)
         cells = self.read(address, lanes, cols, "a_tmem").astype(np.int64)
         out = (cells >> shift) & ((1 << bits) - 1)
@@ -172,8 +227,10 @@ class TensorMemory:
         return out
 
     def write_a(self, address, values, bits: int, cta_group: int = 1, container=None) -> None:
-        """Lay the (rows, K) raw bits of A into tensor memory where tcgen05.mma reads it."""
-        values = np.asarray(values, np.int64)
+        """Lay the (rows, K) raw bits of A into tensor memory where tcgen05.mma reads it (integer patterns of
+        `bits`, or of the container type's width)."""
+        width = SUBBYTE[_container(container, bits)] if container is not None else bits
+        values = as_uint_bits(values, as_int(width, "bits", 4, 32, TmemError), "values", TmemError, ndim=2)
         lanes, cols, shift = self._a_cells(address, values.shape[0], values.shape[1], bits, cta_group)
         if container is not None:
             values = values << CONTAINER_SHIFT[container]
@@ -194,6 +251,8 @@ class TensorMemory:
     def read_scales(self, address, rows: int, nsf: int, sf_id: int, field: str = "scale") -> np.ndarray:
         """(rows, nsf) uint8 scale factors; all four sub-partitions must hold the same copy (PTX 9.7.16.10.7)."""
         lane0, _ = split_address(address, field)
+        rows, nsf = as_int(rows, "rows", 1, 2 * LANES, TmemError), as_int(nsf, "nsf", 1, 6, TmemError)
+        sf_id = as_int(sf_id, "sf_id", 0, 3, TmemError)
         if lane0:
             raise TmemError(field, f"scale factors start at lane 0 (they fill every sub-partition), not {lane0}")
         rule = scale_id_rule(nsf, sf_id)  # nsf is the reading instruction's .scale_vec size
@@ -210,11 +269,18 @@ class TensorMemory:
 
     def write_scales(self, address, scales, sf_id: int = 0, *, k96: bool = False) -> None:
         """Store (rows, nsf) scale-factor bytes, duplicated into all four sub-partitions (as tcgen05.cp
-        .32x128b.warpx4 does). `k96` (sm_103a): bytes past the cell's last run on into later columns (module
-        text), as K = 96's 3 or 6 factors a row do."""
-        scales = np.asarray(scales, np.int64)
+        .32x128b.warpx4 does). sf_id (0..3, the 2-bit field) is the byte of the cell the first factor goes to.
+        `k96` (sm_103a): bytes past the cell's last run on into later columns (module text), as K = 96's 3 or 6
+        factors a row do."""
+        scales = as_uint_bits(scales, 8, "scales", TmemError, ndim=2)
         rows, nsf = scales.shape
-        if sf_id not in (0, 1, 2, 3) or (sf_id + nsf > 4 and not k96):  # a store may fill any bytes of the cell
+        sf_id = as_int(sf_id, "sf_id", 0, 3, TmemError)
+        k96 = as_bool(k96, "k96", TmemError)
+        most = 6 if k96 else 4  # K = 96: 3 (.block32) or 6 (.block16) factors a row
+        if not 1 <= rows <= 2 * LANES or not 1 <= nsf <= most:  # rows: M or N, up to 256
+            raise TmemError("scales", f"must be (rows 1..{2 * LANES}, factors 1..{most}) bytes, got shape "
+                                      f"{scales.shape}")
+        if sf_id + nsf > 4 and not k96:  # a store may fill any bytes of the cell (PTX 9.7.16.10.7.2-3)
             raise TmemError("sf_id", f"{nsf} scale byte(s) per row from byte {sf_id} do not fit the 32-bit tensor-memory "
                                      "cell (4 bytes: byte ids 0-3); an instruction then reads 1 at any byte "
                                      "(.scale_vec::1X), 2 at byte 0 or 2 (2X) or 4 at byte 0 (4X); K = 96's runs "
@@ -268,9 +334,9 @@ def meta_cells(kind: str, rows: int, *, selector: int = 0, ws: bool = False, add
     """(lanes: list of (rows, chunks) arrays, one per copy; columns (rows, chunks) relative to the address; bit
     shifts (rows, chunks)) of the sparse metadata nibble of chunk c of row r (module text)."""
     if kind not in SELECTORS:
-        raise TmemError("kind", f"{kind!r} is not a tcgen05 kind")
+        raise TmemError("kind", f"{show(kind)} is not a tcgen05 kind")
     if isinstance(selector, bool) or selector not in SELECTORS[kind]:
-        raise TmemError("sparsity_selector", f"{selector!r}: .kind::{kind} takes {SELECTORS[kind]} (PTX 9.7.16.10.8.4)")
+        raise TmemError("sparsity_selector", f"{show(selector)}: .kind::{kind} takes {SELECTORS[kind]} (PTX 9.7.16.10.8.4)")
     if ws:
         if rows not in (32, 64, 128):
             raise TmemError("m", f".ws sparse metadata holds M = 32, 64 or 128 rows, not {rows}")

@@ -18,6 +18,7 @@ in the metadata are 0, otherwise `grid size x size` bytes at the given alignment
 import re
 
 from .errors import TcemuError
+from .validate import as_int, as_int_list, show
 
 __all__ = ["TritonError", "ARCHS", "specialize", "compile_kernel", "kernel_params", "entry_params", "launch_grid",
            "opcode_census"]
@@ -72,6 +73,8 @@ def specialize(fn, values):
         elif isinstance(v, bool):
             signature[name] = "u1"
         elif isinstance(v, int):
+            if not -2**63 <= v < 2**64:
+                raise TritonError(f"values[{show(name)}]", f"{show(v)} does not fit a 64-bit integer argument")
             if v == 1:
                 signature[name], constexprs[name] = "constexpr", 1
             else:
@@ -81,8 +84,8 @@ def specialize(fn, values):
         elif isinstance(v, float):
             signature[name] = "fp32"
         else:
-            raise TritonError(f"values[{name!r}]", f"expected a pointer type string, a tensordesc type, an int "
-                                                    f"or a float, got {type(v).__name__}")
+            raise TritonError(f"values[{show(name)}]", f"expected a pointer type string, a tensordesc type, an int "
+                                                        f"or a float, got {type(v).__name__}")
     return signature, constexprs, divisible
 
 
@@ -188,19 +191,22 @@ def launch_grid(rule, args, constexprs):
     env = {**constexprs, **args}
 
     def val(x):
-        if isinstance(x, int):
+        if isinstance(x, int) and not isinstance(x, bool):
             return x
         if isinstance(x, str):
             if x not in env:
-                raise TritonError("grid", f"rule names {x!r}, which is neither an argument nor a constexpr")
-            return int(env[x])
+                raise TritonError("grid", f"rule names {show(x)}, which is neither an argument nor a constexpr")
+            return as_int(env[x], f"grid ({x})", error=TritonError)
         if isinstance(x, (list, tuple)) and len(x) == 2:
             n, b = val(x[0]), val(x[1])
+            if b <= 0:
+                raise TritonError("grid", f"[n, block] with block {b}: the block must be positive")
             return -(-n // b)
-        raise TritonError("grid", f"factor {x!r} is not an int, a name or [n, block]")
+        raise TritonError("grid", f"factor {show(x)} is not an int, a name or [n, block]")
 
-    if len(rule) != 3:
-        raise TritonError("grid", "expected 3 dimensions")
+    if not isinstance(rule, (list, tuple)) or len(rule) != 3 or not all(isinstance(d, (list, tuple)) for d in rule):
+        raise TritonError("grid", f"a grid rule has 3 dimensions, each a list of factors; got {show(rule)} (the "
+                                  "metadata has no rule: pass grid=)")
     grid = []
     for dim in rule:
         g = 1
@@ -219,8 +225,14 @@ def compile_kernel(fn, *, signature, constexprs, num_warps, num_stages, arch="sm
     pointer argument, as a real launch on 16-byte-aligned buffers) or an iterable of argument names that get
     tt.divisibility 16 (use `specialize` to derive all three from launch values); grid: optional rule for
     `launch_grid`, stored in the metadata; options: extra Triton compile options."""
-    if arch not in ARCHS:
-        raise TritonError("arch", f"expected one of {sorted(ARCHS)}, got {arch!r}")
+    if not isinstance(arch, str) or arch not in ARCHS:
+        raise TritonError("arch", f"expected one of {sorted(ARCHS)}, got {show(arch)}")
+    num_warps = as_int(num_warps, "num_warps", 1, 32, TritonError)
+    if num_warps & (num_warps - 1):
+        raise TritonError("num_warps", f"{num_warps}: a power of two (1, 2, 4, 8, 16 or 32)")
+    num_stages = as_int(num_stages, "num_stages", 1, 8, TritonError)
+    if options is not None and not isinstance(options, dict):
+        raise TritonError("options", f"must be a dict of Triton compile options, got {show(options)}")
     names = _arg_names(fn)
     if list(signature) != names:
         raise TritonError("signature", f"must list the arguments of {fn.__name__} in order: {names}")
@@ -239,7 +251,11 @@ def compile_kernel(fn, *, signature, constexprs, num_warps, num_stages, arch="sm
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in divisibility}
     src = ASTSource(fn, signature=dict(signature), constexprs=dict(constexprs), attrs=attrs)
     opts = {"num_warps": num_warps, "num_stages": num_stages, **(options or {})}
-    compiled = triton.compile(src, target=GPUTarget("cuda", ARCHS[arch], 32), options=opts)
+    try:
+        compiled = triton.compile(src, target=GPUTarget("cuda", ARCHS[arch], 32), options=opts)
+    except Exception as e:  # noqa: BLE001 - Triton's own errors (syntax, types, options) are about fn or options
+        raise TritonError("fn", f"Triton could not compile {getattr(fn, '__name__', 'it')}: {type(e).__name__}: "
+                                f"{show(str(e), 400)}") from None
     ptx, cubin = compiled.asm["ptx"], compiled.asm["cubin"]
     md = compiled.metadata
     entry, params = kernel_params(ptx, signature)
@@ -293,10 +309,13 @@ class TensorDescriptor:
         import numpy as np
         if not isinstance(base, np.ndarray):
             raise TritonError("base", f"must be a numpy array, got {type(base).__name__}")
+        if not 1 <= base.ndim <= 5 or base.dtype.hasobject or base.dtype.kind not in "biuf":
+            raise TritonError("base", f"must be a numeric array of 1 to 5 dimensions, got {show(base)}")
         if base.strides[-1] != base.dtype.itemsize:
             raise TritonError("base", "the last dimension must be contiguous")
         self.base = base
-        self.block_shape = [int(b) for b in block_shape]
+        # a TMA box: one entry per dimension, 1..256 elements each (cuTensorMapEncodeTiled)
+        self.block_shape = as_int_list(block_shape, "block_shape", base.ndim, 1, 256, TritonError)
         self.shape = list(base.shape)
         self.strides = [s // base.dtype.itemsize for s in base.strides]
 
@@ -311,7 +330,9 @@ def bind_args(meta, values, grid):
     (`kernel_params`) and the launch `values` (argument name -> numpy array, int, float or TensorDescriptor)."""
     import numpy as np
     from .ptx.tensormap import encode_tiled
-    tdm = list(meta.get("tensordesc_meta") or [])
+    tdm = meta.get("tensordesc_meta") or []
+    if not isinstance(tdm, list) or not all(isinstance(m, dict) for m in tdm):
+        raise TritonError("meta.tensordesc_meta", f"must be a list of records, got {show(tdm)}")
     descs = [p["arg"] for p in meta["params"] if p["role"] == "tensormap"]
     nprog = int(np.prod(grid))
     args = []
@@ -331,14 +352,25 @@ def bind_args(meta, values, grid):
             args.append(encode_tiled(d.base, box, dtype=_PTX_TO_DRIVER.get(m.get("elem_type")),
                                      swizzle=_SWZ.get(m.get("swizzle", 0), "none")))
         elif role in ("tensormap_shape", "tensormap_stride"):
-            d = values[arg]
-            args.append((d.shape if role == "tensormap_shape" else d.strides)[p["dim"]])
+            d = values.get(arg)
+            if not isinstance(d, TensorDescriptor):
+                raise TritonError(str(arg), f"a tensordesc argument takes a tcemu.triton.TensorDescriptor, got "
+                                            f"{type(d).__name__}")
+            dims = d.shape if role == "tensormap_shape" else d.strides
+            dim = p.get("dim")
+            if not isinstance(dim, int) or not 0 <= dim < len(dims):
+                raise TritonError("meta.params", f"{role} of {arg}: dim {show(dim)} is not one of its "
+                                                 f"{len(dims)} dimensions")
+            args.append(dims[dim])
         elif role in ("global_scratch", "profile_scratch"):
             key = "global" if role == "global_scratch" else "profile"
-            size = int(meta.get(f"{key}_scratch_size", 0) or 0)
+            size = as_int(meta.get(f"{key}_scratch_size", 0) or 0, f"meta.{key}_scratch_size", 0, 1 << 20,
+                          TritonError)
+            if size * nprog > 1 << 30:
+                raise TritonError("grid", f"{nprog} programs x {size} bytes of {key} scratch exceed 1 GiB")
             args.append(np.zeros(size * nprog, np.uint8) if size else None)
         else:
-            raise TritonError(p.get("ptx_name", "param"), f"unknown parameter role {role!r}")
+            raise TritonError("meta.params", f"unknown parameter role {show(role)}")
     return args
 
 
@@ -346,14 +378,17 @@ def check_specialization(meta, values):
     """A compiled kernel assumes what its JIT specialisation saw: integers marked divisible by 16 must be, and
     arguments compiled as the constant 1 are gone. Running it on other values is a different kernel (Triton
     would compile one), so refuse instead of computing something no GPU would."""
-    for name in meta.get("divisibility_16", []):
-        v = values.get(name)
+    import numpy as np
+    for name in meta.get("divisibility_16", []) or []:
+        v = values.get(name) if isinstance(name, str) else None
         if isinstance(v, int) and not isinstance(v, bool) and v % 16:
             raise TritonError(name, f"{v} is not a multiple of 16, but the kernel was compiled assuming it is "
                                     "(tt.divisibility 16); compile it for this value")
     for name, v in (meta.get("constexprs") or {}).items():
-        if name in values and values[name] != v:
-            raise TritonError(name, f"the kernel was compiled with {name} = {v!r} as a constant; got {values[name]!r}")
+        got = values.get(name, v)
+        if name in values and (not isinstance(got, (int, float, str, np.number)) or got != v):
+            raise TritonError(name, f"the kernel was compiled with {name} = {show(v)} as a constant; got "
+                                    f"{show(values[name])}")
 
 
 def run_compiled(ptx, meta, values, *, grid=None, **launch):
@@ -361,14 +396,40 @@ def run_compiled(ptx, meta, values, *, grid=None, **launch):
     a fixture json) on the CPU; pointer arguments are numpy arrays, updated in place. Returns launch stats."""
     from . import ptx as tptx
     mod = ptx if isinstance(ptx, tptx.Module) else tptx.load(ptx)
+    _check_meta(meta)
+    if not isinstance(values, dict) or not all(isinstance(k, str) for k in values):
+        raise TritonError("values", f"must map argument names to launch values, got {show(values)}")
     if grid is None:
-        grid = launch_grid(meta["grid"], {k: v for k, v in values.items() if isinstance(v, int)},
-                           meta.get("constexprs", {}))
-    grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
+        grid = launch_grid(meta.get("grid"), {k: v for k, v in values.items() if isinstance(v, int)},
+                           meta.get("constexprs") or {})
+    if isinstance(grid, int) and not isinstance(grid, bool):
+        grid = (grid,)
+    grid = as_int_list(grid, "grid", None, 1, (1 << 31) - 1, TritonError)
+    if not 1 <= len(grid) <= 3:
+        raise TritonError("grid", f"1 to 3 dimensions, got {len(grid)}")
+    grid = tuple(grid) + (1,) * (3 - len(grid))
     check_specialization(meta, values)
     args = bind_args(meta, values, grid)
     return mod.launch(meta["entry"], grid=grid, block=tuple(meta["block"]), args=args,
                       shared_bytes=int(meta["shared_bytes"]), **launch)
+
+
+def _check_meta(meta):
+    """The metadata run_compiled reads (compile_kernel's, or a fixture json): entry, block, shared bytes and the
+    parameter roles, of the documented types."""
+    if not isinstance(meta, dict):
+        raise TritonError("meta", f"must be compile_kernel's metadata (a dict), got {show(meta)}")
+    if not isinstance(meta.get("entry"), str):
+        raise TritonError("meta.entry", f"must be the kernel's name, got {show(meta.get('entry'))}")
+    as_int_list(meta.get("block"), "meta.block", None, 1, 1024, TritonError)
+    as_int(meta.get("shared_bytes"), "meta.shared_bytes", 0, 1 << 20, TritonError)
+    params = meta.get("params")
+    if not isinstance(params, list) or not all(isinstance(p, dict) and isinstance(p.get("role"), str)
+                                               for p in params):
+        raise TritonError("meta.params", f"must be a list of parameter records with roles, got {show(params)}")
+    for name in ("constexprs",):
+        if meta.get(name) is not None and not isinstance(meta[name], dict):
+            raise TritonError(f"meta.{name}", f"must be a dict, got {show(meta[name])}")
 
 
 def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launch=None, **values):
@@ -379,6 +440,8 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
     numpy arrays become pointers (Triton element types from their dtypes; bfloat16 / float8 from ml_dtypes),
     TensorDescriptor values become host tensor descriptors; ints and floats are scalars or constexprs."""
     import numpy as np
+    if launch is not None and not isinstance(launch, dict):
+        raise TritonError("launch", f"must be a dict of Module.launch options, got {show(launch)}")
     spec = {}
     for name, v in values.items():
         if isinstance(v, np.ndarray):
@@ -391,9 +454,7 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
     ptx, _, meta = compile_kernel(fn, signature=signature, constexprs=constexprs, num_warps=num_warps,
                                   num_stages=num_stages, arch=arch, divisibility=divisible, options=options)
     runtime = {k: v for k, v in values.items() if signature.get(k) != "constexpr"}
-    if not isinstance(grid, (tuple, list)):
-        grid = (int(grid),)
-    return run_compiled(ptx, meta, runtime, grid=tuple(grid), **(launch or {}))
+    return run_compiled(ptx, meta, runtime, grid=grid, **(launch or {}))
 
 
 def _triton_dtype(dt):

@@ -25,6 +25,7 @@ import numpy as np
 
 from .descriptors import GmmaDescriptor
 from .errors import TcemuError, TraceError
+from .validate import as_int, show
 from .fdp import OUT_NUMPY, decode_operand, fused_dot
 from .fragments import to_d_registers
 from .hopper import K_OF, fdp_unit, wgmma
@@ -112,26 +113,17 @@ class ZeroSignReplay:
 
 
 def _check(meta, cols):
+    """The trace reader's checks of a wgmma_zero_sign trace (tcemu/traces.py, _check_zero_sign), for a meta and
+    columns handed in directly: TraceError naming the field unless they have the documented form."""
+    from .traces import Trace, check_trace
     if not isinstance(meta, dict) or meta.get("kind") != KIND:
-        raise TraceError("meta.kind", f"expected a tcemu-trace of kind {KIND!r}")
-    for key in ("kinds", "instantiations", "groups"):
-        if not isinstance(meta.get(key), list):
-            raise TraceError(f"meta.{key}", "missing or not a list")
+        raise TraceError("meta.kind", f"expected the meta of a tcemu-trace of kind {KIND!r}, got {show(meta)}")
+    if not isinstance(cols, dict) or not all(isinstance(k, str) for k in cols):
+        raise TraceError("columns", f"must map column names to arrays, got {show(cols)}")
     missing = [c for c in COLUMNS if c not in cols]
     if missing:
         raise TraceError(", ".join(missing), "columns missing")
-    n = cols["inst"].size
-    if any(cols[c].size != n for c in COLUMNS if c not in ("pool", "d_offsets", "d_regs")) \
-            or cols["d_offsets"].size != n + 1:
-        raise TraceError("columns", "per-case columns must have one entry per case (d_offsets one more)")
-    pool = cols["pool"].size
-    for p in ("a", "b", "c"):
-        off, ln = cols[f"{p}_off"].astype(np.int64), cols[f"{p}_len"].astype(np.int64)
-        if n and (off.min() < 0 or ln.min() <= 0 or (off + ln).max() > pool):
-            raise TraceError(f"{p}_off, {p}_len", "patterns must be non-empty slices of pool")
-    if n and (cols["inst"].min() < 0 or cols["inst"].max() >= len(meta["instantiations"])
-              or cols["group"].min() < 0 or cols["group"].max() >= len(meta["groups"])):
-        raise TraceError("inst, group", "indexes outside meta.instantiations / meta.groups")
+    check_trace(Trace("<columns>", meta, cols))
 
 
 def _tile(cols, p, rows, width):
@@ -140,7 +132,13 @@ def _tile(cols, p, rows, width):
 
 
 def case_inputs(meta, cols, i) -> CaseInputs:
-    """The operands of case i, rebuilt from its patterns."""
+    """The operands of case i, rebuilt from its patterns (the D registers need not be there: a capture plan)."""
+    from .traces import check_zero_sign_operands
+    check_zero_sign_operands(meta, cols)
+    return _case_inputs(meta, cols, as_int(i, "i", 0, cols["inst"].size - 1, TraceError))
+
+
+def _case_inputs(meta, cols, i) -> CaseInputs:
     sparse, kind, n, sa, sb = meta["instantiations"][int(cols["inst"][i])]
     atype, btype, dtype = meta["kinds"][kind][:3]
     k = (SP_K_OF if sparse else K_OF)[atype]
@@ -175,9 +173,11 @@ def _hard_floor(x: CaseInputs):
 
 def case_bits(x: CaseInputs, hypothesis: str = "model") -> np.ndarray:
     """tcemu's (64, N) raw D bits for the case (uint32, or uint16 for f16) under `hypothesis`."""
+    if not isinstance(x, CaseInputs):
+        raise TraceError("x", f"must be the CaseInputs of a case (zero_sign.case_inputs), got {show(x)}")
     names = SPARSE_HYPOTHESES if x.sparse else DENSE_HYPOTHESES
-    if hypothesis not in names:
-        raise TraceError("hypothesis", f"{hypothesis!r}: {'sparse' if x.sparse else 'dense'} cases take "
+    if not isinstance(hypothesis, str) or hypothesis not in names:
+        raise TraceError("hypothesis", f"{show(hypothesis)}: {'sparse' if x.sparse else 'dense'} cases take "
                                        f"{', '.join(names)}")
     raw = np.uint16 if x.dtype == "f16" else np.uint32
     if hypothesis == "hard_floor":
@@ -224,12 +224,14 @@ def replay_zero_sign(meta, cols, hypotheses=()) -> ZeroSignReplay:
     """Every case through tcemu.wgmma / tcemu.wgmma_sp against the captured registers; `hypotheses` (names from
     HYPOTHESES) are also tried per case, each where it applies (dense or sparse)."""
     _check(meta, cols)
-    unknown = [h for h in hypotheses if h not in HYPOTHESES]
+    if isinstance(hypotheses, str) or not isinstance(hypotheses, (list, tuple)):
+        raise TraceError("hypotheses", f"must be a list of names from {', '.join(HYPOTHESES)}, got {show(hypotheses)}")
+    unknown = [h for h in hypotheses if not isinstance(h, str) or h not in HYPOTHESES]
     if unknown:
-        raise TraceError("hypotheses", f"unknown {unknown}; expected names from {', '.join(HYPOTHESES)}")
+        raise TraceError("hypotheses", f"unknown {show(unknown)}; expected names from {', '.join(HYPOTHESES)}")
     result = ZeroSignReplay(meta)
     for i in range(cols["inst"].size):
-        x = case_inputs(meta, cols, i)
+        x = _case_inputs(meta, cols, i)
         group = meta["groups"][int(cols["group"][i])]
         group = group["name"] if isinstance(group, dict) else str(group)
         form = (f"{'sp ' if x.sparse else ''}{x.atype}.{x.btype}->{x.dtype}" + (" neg-a" if x.scale_a == -1 else "")

@@ -7,9 +7,8 @@ tcemu.ptx.fparith / intarith and report, per op form, how many captured results 
 
 status: "match" (every case), "MISMATCH", "refused" (tcemu raises PtxUnsupported: approximate forms; the
 trace then holds what the hardware does, to model them later) or "ERROR" (tcemu raised something else:
-a bug). Reading the trace never executes anything in it (allow_pickle=False, JSON meta).
+a bug). Reading the trace never executes anything in it (tcemu.traces.load_trace: no numpy.load, JSON meta).
 """
-import json
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
@@ -25,6 +24,10 @@ _FLOAT_OPS = {"add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", 
 _ROUND = {"rn", "rz", "rm", "rp", "approx", "full", "rna", "rni", "rzi", "rmi", "rpi"}
 _FTYPES = {"f32", "f64", "f16", "bf16", "f16x2", "bf16x2"}
 _INTS = {"s8": 8, "u8": 8, "s16": 16, "u16": 16, "s32": 32, "u32": 32, "s64": 64, "u64": 64}
+# operand tags of meta.forms[i].src (traces/README.md, ptx_alu) and their register widths
+OPERAND_BITS = {"f64": 64, "f32": 32, "f16": 16, "bf16": 16, "f16x2": 32, "bf16x2": 32, "e4m3x2": 16, "e5m2x2": 16,
+                "u16": 16, "s16": 16, "u32": 32, "s32": 32, "u64": 64, "s64": 64, "sh": 32, "pos": 32, "len": 32,
+                "cf": 32, "sel": 32}
 
 
 @dataclass
@@ -53,21 +56,13 @@ class AluReplay:
 
 
 def load_alu_trace(path):
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            cols = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError) as e:
-        raise TraceError("path", f"{path}: not a readable .npz archive ({e})") from None
-    try:
-        meta = json.loads(cols.pop("meta").tobytes().decode("utf-8"))
-    except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TraceError("meta", f"{path}: missing or not JSON ({e})") from None
-    if meta.get("format") != "tcemu-trace" or meta.get("kind") != "ptx_alu":
-        raise TraceError("meta.kind", f"{path}: expected a tcemu-trace of kind 'ptx_alu'")
-    missing = [c for c in ("op", "a", "b", "c", "e", "d", "d1") if c not in cols]
-    if missing:
-        raise TraceError(", ".join(missing), f"{path}: columns missing")
-    return meta, cols
+    """(meta, columns) of a ptx_alu trace, read by tcemu.traces.load_trace (only the documented members, sizes
+    and the meta's forms checked before anything is decompressed; nothing in the file is executed)."""
+    from ..traces import load_trace
+    trace = load_trace(path)
+    if trace.kind != "ptx_alu":
+        raise TraceError("meta.kind", f"{trace.path}: expected a tcemu-trace of kind 'ptx_alu', got {trace.kind!r}")
+    return trace.meta, trace.columns
 
 
 def _extend(bits, dtype, reg_bits):
@@ -86,10 +81,7 @@ def evaluate(name, dst, src, a, b, c, e):
     """tcemu's (d0, d1) for one captured op form over uint64 operand columns; raises PtxUnsupported for
     refused forms."""
     ops = [a, b, c, e][:len(src)]
-    widths = {"f64": 64, "f32": 32, "f16": 16, "bf16": 16, "f16x2": 32, "bf16x2": 32, "e4m3x2": 16, "e5m2x2": 16,
-              "u16": 16, "s16": 16, "u32": 32, "s32": 32, "u64": 64, "s64": 64, "sh": 32, "pos": 32, "len": 32,
-              "cf": 32, "sel": 32}
-    ops = [x.astype({16: np.uint16, 32: np.uint32, 64: np.uint64}[widths[t]]) for x, t in zip(ops, src)]
+    ops = [x.astype({16: np.uint16, 32: np.uint32, 64: np.uint64}[OPERAND_BITS[t]]) for x, t in zip(ops, src)]
     zero = np.zeros(a.size, np.uint64)
     parts = name.split(".")
     head = parts[0]
@@ -191,7 +183,7 @@ def replay_alu_columns(meta, cols, max_report: int = 1) -> AluReplay:
         except PtxUnsupported:
             fr.status = "refused"
             continue
-        except (PtxError, ValueError, TypeError, KeyError) as ex:
+        except (PtxError, ValueError, TypeError, KeyError, IndexError) as ex:  # a name tcemu cannot read
             fr.status = "ERROR"
             fr.first_mismatch = f"{type(ex).__name__}: {ex}"
             continue

@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 
+from ..validate import show
 from ..errors import TcemuError
 from .errors import PtxError
 
@@ -23,11 +24,13 @@ _DT = {"bf16": np.uint16, "f16": np.float16, "f32": np.float32, "e4m3": np.uint8
 
 def _dims(text: str, field: str):
     try:
+        if len(text) > 80:
+            raise ValueError
         dims = tuple(int(x) for x in text.lower().split("x"))
     except ValueError:
-        raise PtxError(field, f"{text!r} is not an x-separated list of ints") from None
+        raise PtxError(field, f"{show(text)} is not an x-separated list of ints") from None
     if not dims or any(d < 1 for d in dims) or np.prod(dims, dtype=np.float64) > 2**31:
-        raise PtxError(field, f"{text!r}: dimensions must be positive and hold at most 2^31 elements")
+        raise PtxError(field, f"{show(text)}: dimensions must be positive and hold at most 2^31 elements")
     return dims
 
 
@@ -46,29 +49,35 @@ def parse_arg(text: str, previous: list, index: int):
         pass
     if t.endswith(".npy"):
         if not os.path.isfile(t):
-            raise PtxError(field, f"{t} is not a file")
+            raise PtxError(field, f"{show(t)} is not a file")
         try:
             arr = np.load(t, allow_pickle=False)
-        except (ValueError, OSError) as e:
-            raise PtxError(field, f"cannot read {t} as a .npy array ({e})") from None
+        except (ValueError, OSError, EOFError) as e:
+            raise PtxError(field, f"cannot read {show(t)} as a .npy array ({show(str(e), 200)})") from None
+        if not isinstance(arr, np.ndarray):
+            raise PtxError(field, f"{show(t)} holds an archive, not one .npy array")
         return np.ascontiguousarray(arr)
     parts = t.split(":")
     kind = parts[0]
     if kind in ("zeros", "random"):
         if len(parts) not in (3, 4) or parts[1] not in _DT:
-            raise PtxError(field, f"{t!r}: expected {kind}:TYPE:SHAPE[:SEED], TYPE one of {', '.join(_DT)}")
+            raise PtxError(field, f"{show(t)}: expected {kind}:TYPE:SHAPE[:SEED], TYPE one of {', '.join(_DT)}")
         shape = _dims(parts[2], field)
         if kind == "zeros":
             return np.zeros(shape, _DT[parts[1]])
         from ..kernel_inputs import input_bits
         if parts[1] not in ("bf16", "f16", "f32", "e4m3"):
             raise PtxError(field, "random arrays are bf16, f16, f32 or e4m3")
-        seed = int(parts[3]) if len(parts) == 4 and parts[3].isdigit() else 0
+        seed = 0
+        if len(parts) == 4:
+            seed = int(parts[3]) if parts[3].isdigit() and len(parts[3]) <= 20 else -1
+            if not 0 <= seed < 1 << 64:
+                raise PtxError(field, f"{show(parts[3])}: the seed is an integer in [0, 2^64)")
         bits = input_bits(parts[1], shape, seed, index)
         return bits.view(_DT[parts[1]]) if parts[1] in ("f16", "f32") else bits
     if kind == "tensormap":
         if len(parts) not in (3, 4) or not parts[1].isdigit():
-            raise PtxError(field, f"{t!r}: expected tensormap:ARG:BOX[:SWIZZLE]")
+            raise PtxError(field, f"{show(t)}: expected tensormap:ARG:BOX[:SWIZZLE]")
         src = int(parts[1])
         if not 0 <= src < len(previous) or not isinstance(previous[src], np.ndarray):
             raise PtxError(field, f"argument {src} is not an earlier array argument")
@@ -76,11 +85,18 @@ def parse_arg(text: str, previous: list, index: int):
         arr = previous[src]
         dtype = "BFLOAT16" if arr.dtype == np.uint16 else None
         return encode_tiled(arr, list(_dims(parts[2], field)), dtype=dtype, swizzle=parts[3] if len(parts) == 4 else "none")
-    raise PtxError(field, f"{t!r} is not a number, null, a .npy file, zeros:/random:/tensormap: spec")
+    raise PtxError(field, f"{show(t)} is not a number, null, a .npy file, zeros:/random:/tensormap: spec")
 
 
 def run_command(args) -> int:
     from . import load
+    if args.save:  # the folder is made before the run, so that a bad one costs nothing
+        try:
+            os.makedirs(args.save, exist_ok=True)
+        except OSError as e:
+            raise PtxError("--save", f"cannot make the folder {show(args.save)} ({e.strerror or e})") from None
+        if not os.access(args.save, os.W_OK | os.X_OK):
+            raise PtxError("--save", f"{show(args.save)} is not a writable folder")
     mod = load(args.ptx)
     name = args.kernel
     if name is None:
@@ -97,7 +113,6 @@ def run_command(args) -> int:
                        progress=not args.quiet)
     print(f"{name}: {stats['ctas']} CTAs, {stats['warp_instructions']} warp instructions, {stats['seconds']:.2f} s")
     if args.save:
-        os.makedirs(args.save, exist_ok=True)
         for i, v in enumerate(values):
             if isinstance(v, np.ndarray):
                 np.save(os.path.join(args.save, f"arg{i}.npy"), v, allow_pickle=False)

@@ -11,6 +11,8 @@ class PtxSyntaxError(PtxError):
 
     def __init__(self, line: int, column: int, rule: str):
         self.line, self.column = line, column
+        if len(rule) > 1000:  # a rule quotes the text: never a whole hostile line
+            rule = rule[:1000] + "..."
         super().__init__(f"line {line}, column {column}", rule)
 
 

@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ..smem import SharedMemory
+from ..validate import as_int, show
 from . import parser as P
 from .errors import KernelFault, PtxError, PtxSyntaxError, PtxUnsupported
 from .machine import ClusterBarrier, Cta, run_ctas
@@ -74,17 +75,26 @@ class Launch:
         return (time.perf_counter_ns() - self._t0) & 0xFFFFFFFF
 
 
+# CUDA's launch limits (programming guide, compute capability 9.0 / 10.0): gridDim and blockDim per axis
+DIM3_LIMITS = {"grid": ((1 << 31) - 1, 65535, 65535), "block": (1024, 1024, 64), "cluster": (16, 16, 16)}
+MAX_CTAS = 1 << 20  # CTAs one launch runs on the CPU (a larger grid: pick some with ctas=)
+
+
 def _dim3(value, field: str):
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = (int(value),)
     try:
         dims = tuple(int(v) for v in value)
     except (TypeError, ValueError):
-        raise PtxError(field, f"must be an int or a tuple of up to three ints, got {value!r}") from None
+        raise PtxError(field, f"must be an int or a tuple of up to three ints, got {show(value)}") from None
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims) or \
             any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) for v in value):
-        raise PtxError(field, f"must be 1-3 positive ints, got {value!r}")
-    return dims + (1,) * (3 - len(dims))
+        raise PtxError(field, f"must be 1-3 positive ints, got {show(value)}")
+    dims = dims + (1,) * (3 - len(dims))
+    limits = DIM3_LIMITS.get(field)
+    if limits and any(d > lim for d, lim in zip(dims, limits)):
+        raise PtxError(field, f"{show(dims)} exceeds CUDA's limits {limits} (x, y, z)")
+    return dims
 
 
 def _cta_index(value):
@@ -97,7 +107,7 @@ def _cta_index(value):
         dims = ()
     if not 1 <= len(dims) <= 3 or any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0
                                       for v in dims):
-        raise PtxError("ctas", f"each entry must be a CTA index of 1-3 non-negative ints, got {value!r}")
+        raise PtxError("ctas", f"each entry must be a CTA index of 1-3 non-negative ints, got {show(value)}")
     return tuple(int(v) for v in dims) + (0,) * (3 - len(dims))
 
 
@@ -105,6 +115,8 @@ class Module:
     def __init__(self, text: str, name: str = "<ptx>"):
         self.name = name
         self.tree = P.parse(text)
+        if not self.tree.version:  # PTX ISA 11.1.1: each module begins with a .version directive
+            raise PtxSyntaxError(1, 1, "a PTX module begins with a .version directive (is this PTX text?)")
         self._programs: Dict[str, Program] = {}
         if self.tree.address_size != 64:
             raise PtxUnsupported(".address_size", "only 64-bit addressing is modelled")
@@ -122,14 +134,18 @@ class Module:
             return prog
         fn = self.tree.functions.get(name)
         if fn is None or not fn.entry:
-            raise PtxError("kernel", f"{name!r} is not a kernel of this module; kernels: {', '.join(self.kernels)}")
+            raise PtxError("kernel", f"{show(name)} is not a kernel of this module; kernels: {', '.join(self.kernels)}")
         prog = Program(fn, self._module_symbols(), [v for v in self.tree.variables if v.space == "shared"],
                        self.tree.functions)
         prog.target = tuple(self.tree.target)   # sm_103a forms (tcgen05 K = 96, LBO mode 1) read it
         prog.set_dynamic_base()
         code = []
         for pc, ins in enumerate(prog.instrs):
-            op = lookup(ins)(ins, prog, pc)
+            try:
+                op = lookup(ins)(ins, prog, pc)
+            except IndexError:  # an instruction compiler read an operand the text does not have
+                raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {len(ins.operands)} operands are too few for "
+                                                        "this instruction") from None
             code.append(_guarded(op, ins, prog) if ins.guard and not getattr(op, "guarded", False) else op)
         prog.code = [_hazard_checked(op, ins, prog) for op, ins in zip(code, prog.instrs)]
         prog.code.append(_fell_off(fn))
@@ -160,14 +176,17 @@ class Module:
         statistics' "printf" list).
         trace: called as trace(warp, pc, mask, control) after every instruction any warp executes (machine.py);
         an exception it raises ends the launch."""
+        if not isinstance(name, str):
+            raise PtxError("kernel", f"must be a kernel name, got {show(name)}")
         prog = self.program(name)
         grid, block, cluster = _dim3(grid, "grid"), _dim3(block, "block"), _dim3(cluster, "cluster")
+        max_instructions = as_int(max_instructions, "max_instructions", 1, 1 << 62, PtxError)
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
-            raise PtxError("shared_bytes", f"must be a non-negative int, got {shared_bytes!r}")
+            raise PtxError("shared_bytes", f"must be a non-negative int, got {show(shared_bytes)}")
         for flag, value in (("zero_init_shared", zero_init_shared), ("check_layouts", check_layouts),
                             ("progress", progress)):
             if not isinstance(value, (bool, np.bool_)):
-                raise PtxError(flag, f"must be a bool, got {value!r}")
+                raise PtxError(flag, f"must be a bool, got {show(value)}")
         nthreads = int(np.prod(block))
         if nthreads > 1024:
             raise PtxError("block", f"{nthreads} threads per CTA; at most 1024")
@@ -192,7 +211,7 @@ class Module:
         L = Launch(grid, block, cluster, int(shared_bytes), "explicitcluster" in prog.fn.directives)
         L.check_layouts = bool(check_layouts)
         if printf not in ("stdout", "collect"):
-            raise PtxError("printf", f"{printf!r}: 'stdout' or 'collect'")
+            raise PtxError("printf", f"{show(printf)}: 'stdout' or 'collect'")
         L.echo = printf == "stdout"
         if trace is not None and not callable(trace):
             raise PtxError("trace", f"must be a callable (warp, pc, mask, control), got {type(trace).__name__}")
@@ -201,10 +220,14 @@ class Module:
             writeback = self._bind_blob(prog, L, param_bytes, buffers)
         else:
             writeback = self._bind_args(prog, L, args)
-        every = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         if ctas is None:
-            chosen = every
+            if int(np.prod(grid)) > MAX_CTAS:
+                raise PtxError("grid", f"{int(np.prod(grid)):,} CTAs; the CPU runs at most {MAX_CTAS:,} in one launch "
+                                       "(choose some with ctas=)")
+            chosen = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         else:
+            if not isinstance(ctas, (list, tuple)) or not 1 <= len(ctas) <= MAX_CTAS:
+                raise PtxError("ctas", f"must be a list of CTA indices, got {show(ctas)}")
             chosen = [_cta_index(c) for c in ctas]
             for c in chosen:
                 if any(c[i] >= grid[i] for i in range(3)):
@@ -255,6 +278,8 @@ class Module:
             if missing or extra:
                 raise PtxError("args", f"missing {missing}, unknown {extra}")
             args = [args[p.name] for p in infos]
+        if not isinstance(args, (list, tuple)):
+            raise PtxError("args", f"must be a list of the kernel's arguments (or a dict by name), got {show(args)}")
         args = list(args)
         if len(args) != len(infos):
             raise PtxError("args", f"{prog.name} takes {len(infos)} parameters "
@@ -329,7 +354,7 @@ def _param_bytes(info: Param, value, L: Launch, writeback, placed) -> bytes:
             return (0).to_bytes(8, "little")
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             if not 0 <= int(value) < 1 << 64:
-                raise PtxError(info.name, f"pointer value {value} does not fit 64 bits")
+                raise PtxError(info.name, f"pointer value {show(value)} does not fit 64 bits")
             return int(value).to_bytes(8, "little")
         if not isinstance(value, np.ndarray):
             raise PtxError(info.name, f"a pointer parameter takes a numpy array, None or an int address, "
@@ -390,7 +415,7 @@ def _scalar_bytes(info: Param, value) -> bytes:
             raise PtxUnsupported(info.name, f".{info.type} parameters")
         raw = struct.pack(fmt, float(value))
         if float(struct.unpack(fmt, raw)[0]) != float(value) and not np.isnan(float(value)):
-            raise PtxError(info.name, f"{value!r} is not exactly representable as .{info.type}")
+            raise PtxError(info.name, f"{show(value)} is not exactly representable as .{info.type}")
         return raw
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise PtxError(info.name, f"a .{info.type} parameter takes an int, got {type(value).__name__}")
@@ -399,7 +424,7 @@ def _scalar_bytes(info: Param, value) -> bytes:
     if t.kind == "b":
         lo = -(1 << (t.bits - 1))
     if not lo <= v <= hi:
-        raise PtxError(info.name, f"{v} does not fit .{info.type} [{lo}, {hi}]")
+        raise PtxError(info.name, f"{show(v)} does not fit .{info.type} [{lo}, {hi}]")
     return (v & ((1 << t.bits) - 1)).to_bytes(t.bits // 8, "little")
 
 
@@ -500,15 +525,33 @@ def load(source) -> Module:
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and
                                            source.endswith(".ptx")):
         path = os.fspath(source)
-        if not os.path.isfile(path):
-            raise PtxError("path", f"{path} is not a readable file")
-        with open(path, encoding="utf-8", errors="strict") as f:
-            return Module(f.read(), os.path.basename(path))
-    if isinstance(source, bytes):
-        source = source.decode("utf-8")
+        if not isinstance(path, str) or "\0" in path or not os.path.isfile(path):
+            raise PtxError("path", f"{show(path)} is not a readable file")
+        try:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_PTX_BYTES + 1)
+        except OSError as e:
+            raise PtxError("path", f"cannot read {show(path)} ({e.strerror or e})") from None
+        return Module(_ptx_text(raw, "path"), os.path.basename(path))
+    if isinstance(source, (bytes, bytearray)):
+        source = _ptx_text(bytes(source), "source")
     if not isinstance(source, str):
         raise PtxError("source", f"expected a path or PTX text, got {type(source).__name__}")
+    if len(source) > MAX_PTX_BYTES:
+        raise PtxError("source", f"{len(source):,} characters of PTX; at most {MAX_PTX_BYTES:,}")
     return Module(source)
+
+
+MAX_PTX_BYTES = 1 << 26  # one module's text (the largest bundled fixture is 85 KB)
+
+
+def _ptx_text(raw: bytes, field: str) -> str:
+    if len(raw) > MAX_PTX_BYTES:
+        raise PtxError(field, f"more than {MAX_PTX_BYTES:,} bytes of PTX")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PtxError(field, f"PTX text is UTF-8 (ASCII in practice); byte {e.start} is not ({e.reason})") from None
 
 
 _ = PtxSyntaxError

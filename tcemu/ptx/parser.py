@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
+from ..validate import show
 from .errors import PtxSyntaxError
 
 _TOKEN = re.compile(r"""
@@ -38,7 +39,7 @@ def tokenize(text: str) -> List[Token]:
     while pos < n:
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise PtxSyntaxError(line, pos - line_start + 1, f"unexpected character {text[pos]!r}")
+            raise PtxSyntaxError(line, pos - line_start + 1, f"unexpected character {show(text[pos])}")
         kind = m.lastgroup
         tok = m.group(kind)
         if kind == "nl":
@@ -259,7 +260,7 @@ class _Parser:
     def expect(self, text: str) -> Token:
         t = self.next()
         if t.text != text:
-            self.error(t, f"expected {text!r}, found {t.text!r}")
+            self.error(t, f"expected {show(text)}, found {show(t.text)}")
         return t
 
     def accept(self, text: str) -> bool:
@@ -273,7 +274,7 @@ class _Parser:
         neg = self.accept("-")
         t = self.next()
         if t.kind != "number" or "." in t.text:
-            self.error(t, f"expected an integer, found {t.text!r}")
+            self.error(t, f"expected an integer, found {show(t.text)}")
         v = _int(t.text)
         return -v if neg else v
 
@@ -352,13 +353,13 @@ class _Parser:
             while self.next().text != ";":
                 pass
         else:
-            self.error(t, f"unexpected {t.text!r} at module scope")
+            self.error(t, f"unexpected {show(t.text)} at module scope")
 
     def parse_variable(self, extern=False, param=False) -> VarDecl:
         start = self.next()
         space = _SPACES.get(start.text)
         if space is None:
-            self.error(start, f"expected a state space, found {start.text!r}")
+            self.error(start, f"expected a state space, found {show(start.text)}")
         align, vector, typ, ptr_space = 0, 1, None, None
         while True:
             t = self.peek()
@@ -384,7 +385,7 @@ class _Parser:
             self.error(self.peek(), "declaration without a type")
         name_tok = self.next()
         if name_tok.kind != "ident":
-            self.error(name_tok, f"expected a name, found {name_tok.text!r}")
+            self.error(name_tok, f"expected a name, found {show(name_tok.text)}")
         decl = VarDecl(space, typ, name_tok.text, align, None, None, extern, vector, ptr_space, name_tok.line)
         if self.accept("<"):
             decl.count = -self.integer()  # register range %r<N>: negative marks a range
@@ -437,7 +438,7 @@ class _Parser:
             returns = self.param_list()
         name = self.next()
         if name.kind != "ident":
-            self.error(name, f"expected a function name, found {name.text!r}")
+            self.error(name, f"expected a function name, found {show(name.text)}")
         params = self.param_list() if self.peek().text == "(" else []
         fn = Function(name.text, kind.text == ".entry", params, returns, line=name.line)
         while self.peek().kind != "eof" and self.peek().text in _PERF:
@@ -553,7 +554,7 @@ class _Parser:
         while True:
             name = self.next()
             if name.kind != "ident":
-                self.error(name, f"expected a register name, found {name.text!r}")
+                self.error(name, f"expected a register name, found {show(name.text)}")
             count = None
             if self.accept("<"):
                 count = self.integer()
@@ -581,7 +582,7 @@ class _Parser:
             guard = (scoped, neg)
         op = self.next()
         if op.kind != "ident" or op.text.startswith(("%", ".")):
-            self.error(op, f"expected an instruction, found {op.text!r}")
+            self.error(op, f"expected an instruction, found {show(op.text)}")
         operands = []
         if not self.accept(";"):
             while True:
@@ -592,7 +593,7 @@ class _Parser:
                     break
                 t = self.next()
                 if t.text != ",":
-                    self.error(t, f"expected ',' or ';' after an operand, found {t.text!r}")
+                    self.error(t, f"expected ',' or ';' after an operand, found {show(t.text)}")
         return Instruction(op.text, operands, guard, first.line, first.col, self.loc, scope)
 
     def parse_operand(self, resolve):
@@ -632,7 +633,7 @@ class _Parser:
                 return FloatLit(float(tok.text))
             return Imm(_int(tok.text))
         if tok.kind != "ident":
-            self.error(tok, f"unexpected {tok.text!r} in an operand")
+            self.error(tok, f"unexpected {show(tok.text)} in an operand")
         if tok.text == "_":
             return Sink()
         scoped = resolve(tok.text)  # registers may be named without % (inline asm: `.reg .pred complete;`)
@@ -676,22 +677,37 @@ class _Parser:
         return Addr(base, off, vec)
 
 
+class _BadLiteral(ValueError):
+    def __init__(self, text):
+        super().__init__(text)
+        self.text = text
+
+
 def _int(text: str) -> int:
     t = text.rstrip("uU")
-    if t.lower().startswith("0x"):
-        return int(t, 16)
-    if t.lower().startswith("0b"):
-        return int(t, 2)
-    if len(t) > 1 and t.startswith("0") and t.isdigit():
-        return int(t, 8)  # PTX octal literals
-    return int(t)
+    try:
+        if t.lower().startswith("0x"):
+            return int(t, 16)
+        if t.lower().startswith("0b"):
+            return int(t, 2)
+        if len(t) > 1 and t.startswith("0") and t.isdigit():
+            return int(t, 8)  # PTX octal literals
+        return int(t)
+    except ValueError:
+        raise _BadLiteral(text) from None
 
 
 def parse(text: str) -> Module:
     """Parse a whole PTX module; PtxSyntaxError names the line and column of the first problem."""
     if not isinstance(text, str):
         raise PtxSyntaxError(1, 1, f"PTX text must be a str, got {type(text).__name__}")
-    module = _Parser(text).parse()
+    parser = _Parser(text)
+    try:
+        module = parser.parse()
+    except _BadLiteral as e:  # a number token that is no PTX integer literal ("08", "1e08" where an int goes)
+        tok = parser.toks[max(parser.i - 1, 0)] if parser.toks else Token("eof", "", 1, 1)
+        raise PtxSyntaxError(tok.line, tok.col, f"{show(e.text)} is not an integer literal (PTX 4.5.1: decimal, "
+                                                "0x hex, 0b binary, 0 octal)") from None
     names = {}  # .file directives may follow the code (Triton puts them last)
     for fn in module.functions.values():
         for ins in fn.body:

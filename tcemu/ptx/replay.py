@@ -18,6 +18,9 @@ from .tensormap import DRIVER_TYPES, TensorMap, validate
 
 POISON = 0xFF
 _STORE = {"bf16": np.uint16, "f16": np.uint16, "f32": np.uint32, "e4m3": np.uint8}
+STORE_TYPES = _STORE  # output dtypes a case may name (tcemu.traces checks a case record against these)
+PARAM_ROLES = ("pointer", "global_scratch", "profile_scratch", "tensormap", "tensormap_shape", "tensormap_stride",
+               "scalar")
 _DRIVER_CODES = {0: "UINT8", 1: "UINT16", 2: "UINT32", 3: "INT32", 4: "UINT64", 5: "INT64", 6: "FLOAT16",
                  7: "FLOAT32", 8: "FLOAT64", 9: "BFLOAT16", 10: "FLOAT32_FTZ", 11: "TFLOAT32", 12: "TFLOAT32_FTZ"}
 

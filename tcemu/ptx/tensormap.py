@@ -28,6 +28,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..tma import TmaError
+from ..validate import as_int_list, show
 
 SIZE = 128
 MAGIC = b"TCTM"
@@ -171,6 +172,13 @@ def swizzle_name(tm: TensorMap) -> str:
     return ATOMICITY_NAMES[tm.swizzle_atomicity] if tm.swizzle_atomicity else SWIZZLE_NAMES[tm.swizzle]
 
 
+def _name(value, prefix):
+    """A driver enum name, upper case, without its CU_TENSOR_MAP_... prefix; None for anything but a short string."""
+    if not isinstance(value, str) or len(value) > 80:
+        return None
+    return value.upper().removeprefix(prefix)
+
+
 def encode_tiled(tensor: np.ndarray, box, *, dtype=None, element_strides=None, swizzle="none",
                  interleave="none", l2_promotion="none", oob_fill="none") -> TensorMap:
     """cuTensorMapEncodeTiled for a numpy array: dimension 0 is the array's last (contiguous) axis; box and
@@ -186,9 +194,9 @@ def encode_tiled(tensor: np.ndarray, box, *, dtype=None, element_strides=None, s
         if code is None:
             raise TmaError("dtype", f"no tensor-map element type for {tensor.dtype}; pass dtype=")
     else:
-        key = str(dtype).upper().removeprefix("CU_TENSOR_MAP_DATA_TYPE_")
+        key = _name(dtype, "CU_TENSOR_MAP_DATA_TYPE_")
         if key not in DRIVER_TYPES:
-            raise TmaError("dtype", f"{dtype!r} is not a CUtensorMapDataType ({', '.join(DRIVER_TYPES)})")
+            raise TmaError("dtype", f"{show(dtype)} is not a CUtensorMapDataType ({', '.join(DRIVER_TYPES)})")
         code = DRIVER_TYPES[key]
     es = ELEM_BYTES[code]
     if tensor.dtype.itemsize != es:
@@ -197,26 +205,25 @@ def encode_tiled(tensor: np.ndarray, box, *, dtype=None, element_strides=None, s
     if strides[0] != es:
         raise TmaError("tensor", "dimension 0 (the last axis) must be contiguous")
     rank = tensor.ndim
-    box = list(box)
-    est = [1] * rank if element_strides is None else list(element_strides)
-    for name, v in (("box", box), ("element_strides", est)):
-        if len(v) != rank or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
-            raise TmaError(name, f"needs {rank} integers (dimension 0 first), got {v!r}")
-    sw = str(swizzle).upper().removeprefix("CU_TENSOR_MAP_SWIZZLE_")
+    # dimension 0 first; validate() states the driver's ranges (boxDim 1..256, elementStrides 1..8)
+    box = as_int_list(box, "box", rank, -(1 << 16), 1 << 16, TmaError)
+    est = [1] * rank if element_strides is None else as_int_list(element_strides, "element_strides", rank,
+                                                                   -(1 << 16), 1 << 16, TmaError)
+    sw = _name(swizzle, "CU_TENSOR_MAP_SWIZZLE_")
     atomicity = ATOMICITIES.get(sw, 0)
     sw = "128B" if atomicity else {"NONE": "none", "32B": "32B", "64B": "64B", "128B": "128B"}.get(sw)
     if sw is None:
-        raise TmaError("swizzle", f"{swizzle!r}: none, 32B, 64B or 128B (sm100: 128B_ATOM_32B, "
+        raise TmaError("swizzle", f"{show(swizzle)}: none, 32B, 64B or 128B (sm100: 128B_ATOM_32B, "
                                   "128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B)")
-    if str(interleave).upper().removeprefix("CU_TENSOR_MAP_INTERLEAVE_") != "NONE":
-        raise TmaError("interleave", "interleaved layouts are not modelled")
-    fill = {"NONE": 0, "NAN_REQUEST_ZERO_FMA": 1}.get(str(oob_fill).upper().removeprefix("CU_TENSOR_MAP_FLOAT_OOB_FILL_"))
+    if _name(interleave, "CU_TENSOR_MAP_INTERLEAVE_") != "NONE":
+        raise TmaError("interleave", f"{show(interleave)}: interleaved layouts are not modelled (none only)")
+    fill = {"NONE": 0, "NAN_REQUEST_ZERO_FMA": 1}.get(_name(oob_fill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_"))
     if fill is None:
-        raise TmaError("oob_fill", f"{oob_fill!r}: none or nan_request_zero_fma")
-    l2 = {"NONE": 0, "64B": 1, "128B": 2, "256B": 3}.get(str(l2_promotion).upper().removeprefix(
-        "CU_TENSOR_MAP_L2_PROMOTION_").removeprefix("L2_"))
+        raise TmaError("oob_fill", f"{show(oob_fill)}: none or nan_request_zero_fma")
+    l2 = {"NONE": 0, "64B": 1, "128B": 2, "256B": 3}.get((_name(l2_promotion, "CU_TENSOR_MAP_L2_PROMOTION_") or "")
+                                                         .removeprefix("L2_"))
     if l2 is None:
-        raise TmaError("l2_promotion", f"{l2_promotion!r}: none, 64B, 128B or 256B")
+        raise TmaError("l2_promotion", f"{show(l2_promotion)}: none, 64B, 128B or 256B")
     tm = TensorMap(code, [int(d) for d in tensor.shape[::-1]], [int(s) for s in strides[1:]],
                    [int(b) for b in box], [int(e) for e in est], SWIZZLES[sw], 0, fill, l2, 0, tensor, atomicity)
     validate(tm, "encode_tiled")

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..validate import show
 from .errors import PtxError
 
 
@@ -42,7 +43,7 @@ for _name, _bits in (("f16", 16), ("bf16", 16), ("f32", 32), ("f64", 64), ("f16x
 def ptx_type(name: str, field: str = "type") -> PtxType:
     t = TYPES.get(name.lstrip("."))
     if t is None:
-        raise PtxError(field, f"{name!r} is not a PTX fundamental type")
+        raise PtxError(field, f"{show(name)} is not a PTX fundamental type")
     return t
 
 

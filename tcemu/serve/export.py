@@ -2,6 +2,8 @@
 inline, the view's data embedded as JSON; it draws without a server and loads nothing."""
 import json
 
+from ..errors import TcemuError
+from ..validate import show
 from .api import descriptor_view
 from .server import static_files
 
@@ -35,6 +37,9 @@ def explain_html(args, path: str) -> dict:
         values["sparse"] = "1"
     data = descriptor_view(values)
     page = standalone_page("descriptor", values, data, data["command"] + f" --html {path}")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page)
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as e:  # the system refuses the file: an error naming the option, not an OSError
+        raise TcemuError("html", f"cannot write {show(path)}: {e.strerror or e}") from None
     return data

@@ -4,6 +4,7 @@ A request is a flat mapping of field name -> value: strings from a query string,
 booleans from a JSON body. Every view declares the fields it takes; any other field is refused.
 """
 from ..errors import TcemuError
+from ..validate import show
 
 MAX_TEXT = 256  # characters of an ordinary field (the PTX text has its own, larger bound)
 
@@ -41,7 +42,7 @@ class Params:
             return default
         value = self.raw[name]
         if isinstance(value, bool):
-            raise ServeError(name, f"must be text, got {value!r}")
+            raise ServeError(name, f"must be text, got {show(value)}")
         value = str(value)
         if len(value) > max_len:
             raise ServeError(name, f"{len(value)} characters; at most {max_len}")
@@ -55,17 +56,17 @@ class Params:
             return default
         value = self.raw[name]
         if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-            raise ServeError(name, f"must be an integer, got {value!r}")
+            raise ServeError(name, f"must be an integer, got {show(value)}")
         if isinstance(value, str):
             if len(value) > 40:
                 raise ServeError(name, f"{value[:20]!r}...: not an integer of at most 40 characters")
             try:
                 value = int(value.replace("_", ""), 0)
             except ValueError:
-                raise ServeError(name, f"{value!r} is not an integer (hex needs 0x)") from None
+                raise ServeError(name, f"{show(value)} is not an integer (hex needs 0x)") from None
         value = int(value)
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise ServeError(name, f"{value} is out of range: expected {lo if lo is not None else '...'}.."
+            raise ServeError(name, f"{show(value)} is out of range: expected {lo if lo is not None else '...'}.."
                                    f"{hi if hi is not None else '...'}")
         return value
 
@@ -75,10 +76,12 @@ class Params:
                 raise ServeError(name, f"is required: one of {', '.join(map(str, options))}")
             return default
         value = self.raw[name]
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(int(value)) if float(value).is_integer() else str(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value) if value.bit_length() <= 64 else value
+        elif isinstance(value, float):
+            value = str(int(value)) if value.is_integer() else str(value)
         if not isinstance(value, str) or value not in options:
-            raise ServeError(name, f"{value!r}: expected one of {', '.join(map(str, options))}")
+            raise ServeError(name, f"{show(value)}: expected one of {', '.join(map(str, options))}")
         return value
 
     def flag(self, name: str, default: bool = False) -> bool:
@@ -92,7 +95,7 @@ class Params:
             return True
         if text in ("0", "false", "off", "no"):
             return False
-        raise ServeError(name, f"{value!r}: expected a boolean (1/0, true/false, on/off)")
+        raise ServeError(name, f"{show(value)}: expected a boolean (1/0, true/false, on/off)")
 
     def int_list(self, name: str, default=None, *, min_len: int = 1, max_len: int = 5, lo=None, hi=None):
         """Integers separated by 'x' ("64x64"), or by commas or spaces ("0x400, 16": then each may be hex)."""
@@ -106,15 +109,17 @@ class Params:
         else:
             parts = text.lower().split("x")
         if not min_len <= len(parts) <= max_len:
-            raise ServeError(name, f"{text!r}: expected {min_len} to {max_len} integers separated by x or commas")
+            raise ServeError(name, f"{show(text)}: expected {min_len} to {max_len} integers separated by x or commas")
         out = []
         for p in parts:
             try:
-                v = int(p, 0)
+                v = int(p, 0) if len(p) <= 40 else None
             except ValueError:
-                raise ServeError(name, f"{p!r} in {text!r} is not an integer") from None
+                v = None
+            if v is None:
+                raise ServeError(name, f"{show(p)} in {show(text)} is not an integer") from None
             if (lo is not None and v < lo) or (hi is not None and v > hi):
-                raise ServeError(name, f"{v} in {text!r} is out of range {lo}..{hi}")
+                raise ServeError(name, f"{v} in {show(text)} is out of range {lo}..{hi}")
             out.append(v)
         return out
 

@@ -362,7 +362,10 @@ def _matrix_form(ins, mods):
     shape = mods.one_of(("m8n8", "m16n16", "m8n16", "m16n8"))
     if shape != "m8n8" or mods.type().bits != 16:
         mods.unsupported(f"only .m8n8 .b16 matrices are modelled ({shape})")
-    num = {"x1": 1, "x2": 2, "x4": 4}[mods.one_of(("x1", "x2", "x4"))]
+    count = mods.one_of(("x1", "x2", "x4"))
+    if count is None:  # PTX 9.7.14.5.15-16: .num is required
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: needs the matrix count .x1, .x2 or .x4")
+    num = {"x1": 1, "x2": 2, "x4": 4}[count]
     return num, "trans" in mods
 
 
