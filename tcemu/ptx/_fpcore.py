@@ -131,9 +131,9 @@ def round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, 
     sig: int64 in (0, 2^62). Subnormal results are kept unless ftz; ftz flushes to a zero of the same sign
     every result that is tiny after rounding with an unbounded exponent (IEEE 754 7.5), which includes the
     values just below 2^emin that round up to it on the format's grid but not at full precision (H100:
-    traces/ptx_alu_edges_sm90.npz, mul/fma/div/rcp .ftz.f32, 1,059 deciding cases). Overflow per IEEE 754 7.4 (rz and the rounding away from a sign give the
-    largest finite), or the largest finite with satfinite / formats without inf (e2m3, e3m2, e2m1); FN
-    formats (e4m3) without satfinite give NaN."""
+    traces/ptx_alu_edges_sm90.npz, mul/fma/div/rcp .ftz.f32, 1,059 deciding cases). Overflow per IEEE 754
+    7.4 (rz and the rounding away from a sign give the largest finite), or the largest finite with satfinite /
+    formats without inf (e2m3, e3m2, e2m1); FN formats (e4m3) without satfinite give NaN."""
     emin = 1 - bias
     e_top = exp + bitlen(sig) - 1
     q = max(e_top, emin) - mb
