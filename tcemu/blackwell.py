@@ -14,8 +14,8 @@ What each rule rests on (none of it is silicon-verified; README.md, "Blackwell")
 
 Forms beyond the dense MMA (README.md, "Blackwell"; nothing of them has met silicon):
   tcgen05.mma.sp (sparse=1 in the instruction descriptor, sparse_meta=): A holds K/2 of K per row, the metadata
-    (blackwell_sparse.py; in tensor memory: tmem.py) picks B's columns; the dense unit on the stored products,
-    an exact zero sum +0 (the H100's sparse wgmma rule). Shapes: PTX Table 39.
+    (blackwell_sparse.py; in tensor memory: tmem.py) picks B's columns; the dense unit on the stored products
+    (an exact zero sum +0, as every unit: fdp_unit). Shapes: PTX Table 39.
   tcgen05.mma.ws (ws=True): cta_group::1, M = 32 / 64 / 128, N = 64 / 128 / 256 (sparse 64 / 128), kinds tf32 /
     f16 / f8f6f4 / i8; D in layouts D / E / G (tmem.py); the same arithmetic; an optional zero-column mask
     descriptor (instr.ZeroColumnMask) zeroes and shifts B's columns within the instruction descriptor's max
@@ -53,12 +53,20 @@ def instr_k(d: InstrDescriptor) -> int:
 
 
 def fdp_unit(kind: str, dtype_d: str) -> FdpUnit:
-    """Design constants of the Blackwell dot-product unit (MMA-Sim; Khattak & Mikaitis; not silicon-verified)."""
+    """Design constants of the Blackwell dot-product unit (MMA-Sim; Khattak & Mikaitis; not silicon-verified).
+
+    An exact zero sum is +0 whatever the signs of the terms (signed_zero=False): the rule the H100 follows for
+    dense and sparse wgmma (traces/wgmma_zero_sign_sm90.npz), and what MMA-Sim's tcgen05 model computes for every
+    exact zero (its fused sum starts from +0.0); tcemu's tcgen05.mma.sp already gave +0, and dense and sparse
+    now share the rule. Not measured on a Blackwell. Without C (enable-input-d false) no C term is added
+    (zero_c_when_absent=False), unlike the H100's scale-d = 0: nothing tells how tcgen05 behaves there (MMA-Sim
+    always adds C); the two differ only when every product lies below the zero floor."""
+    rules = dict(signed_zero=False, zero_c_when_absent=False)
     if kind in _GROUPED:
-        return FdpUnit(35, "f32", 23, RZ, zero_exp=-139)
+        return FdpUnit(35, "f32", 23, RZ, zero_exp=-139, **rules)
     if dtype_d == "f16":
-        return FdpUnit(25, "f16", 10, RNE)
-    return FdpUnit(25, "f32", 23, RZ)
+        return FdpUnit(25, "f16", 10, RNE, **rules)
+    return FdpUnit(25, "f32", 23, RZ, **rules)
 
 
 def _idesc(idesc, kind) -> InstrDescriptor:
@@ -423,7 +431,7 @@ def _arithmetic(d, a_bits, b_bits, c_bits, scale_input_d, sa, sb, bs):
 
 def _sparse_arithmetic(d, a_bits, b_bits, nib, c_bits, scale_input_d, sa, sb, bs):
     """D of tcgen05.mma.sp: rows with the same metadata read the same B columns; the dense unit on the K/2 stored
-    products of each (blackwell_sparse.py), an exact zero sum +0."""
+    products of each (blackwell_sparse.py), an exact zero sum +0 as the unit gives it (fdp_unit)."""
     patterns, inverse = np.unique(nib, axis=0, return_inverse=True)
     inverse = np.asarray(inverse).ravel()
     out = None
@@ -435,9 +443,6 @@ def _sparse_arithmetic(d, a_bits, b_bits, nib, c_bits, scale_input_d, sa, sb, bs
         if out is None:
             out = np.empty((a_bits.shape[0], part.shape[1]), part.dtype)
         out[rows] = part
-    if d.kind != "i8":  # fdp's -0 for a sum of -0 terms; the sparse unit gives +0 (H100, wgmma.sp)
-        sign = out.dtype.type(1 << (8 * out.dtype.itemsize - 1))
-        out[out == sign] = 0
     return out
 
 

@@ -14,8 +14,9 @@ made of the 16-bit halves its two indices name). That reading is what the H100 d
 Stored element j of a chunk multiplies logical column (chunk start) + idx_j (4:8: the pair idx_{j // 2}, element
 j % 2 of it). The arithmetic (blackwell.py) is the dense unit's on the stored products: each row's metadata picks
 the B columns, the K/2 stored products and C make one fused sum (mxf4*: the dense K = 64 unit's groups of 16, now
-of stored products), and an exact zero sum is +0, as the H100's sparse wgmma gives (NOTES.md). Pruned positions
-multiply nothing (an inf or NaN of B there is never read). None of this is silicon-verified for tcgen05.
+of stored products), and an exact zero sum is +0, the unit's rule (blackwell.fdp_unit; the H100's, dense and sparse).
+Pruned positions multiply nothing (an inf or NaN of B there is never read). None of this is silicon-verified for
+tcgen05.
 """
 import numpy as np
 

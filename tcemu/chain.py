@@ -9,14 +9,16 @@ Here every operand is held as an exact float64 value and an int32 alignment expo
 in float64 (at most 22 significant bits), so is its scaling by 2^(F - E); np.trunc of the scaled product is the
 truncated term as an integer below 2^(F + 2); the K_step + 1 terms sum exactly (below 2^(F + 8) < 2^53, in any
 order); the sum times 2^(E - F) is the exact fused sum, rounded once by bit operations (RZ for f32, RNE for f16).
-Both loops run over n and vectorise. Lanes with NaN/inf anywhere, and lanes whose sum is zero (the sign of an
-exact zero needs every term), are redone by `_general`, which applies every rule of fdp.py one output at a time.
+Both loops run over n and vectorise. Lanes with NaN/inf anywhere, and lanes whose sum is zero (+0, or under a unit
+with signed_zero a sign that needs every term), are redone by `_general`, which applies every rule of fdp.py one
+output at a time.
 
 Fast path: when bounds on the exponents prove that no term of a row segment is truncated (every product's lowest
 bit and C's lowest kept bit at or above 2^(E - F)), the fused sum is the exact sum and E is not needed: the
 segment runs as plain float64 multiply-adds (exact: all partial sums fit in 53 bits).
 
-Two-level accumulation (promote_every): the chain runs in `acc` from +0 (or from no C); every P steps it is
+Two-level accumulation (promote_every): the chain runs in `acc` from +0 (or from no C, a +0 accumulator term on
+sm90: fdp.FdpUnit.zero_c_when_absent); every P steps it is
 promoted into the f32 `main` accumulator as CUDA code does it, main = fma(s, acc, main) rounded once to f32
 (s = 1, or DeepGEMM's per-block scale product), then the chain restarts.
 """
@@ -166,9 +168,9 @@ def _align_of(r, emin, zero_exp):
 
 @njit(cache=True)
 def _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, sub_up, sub_down,
-             nan_value):
+             nan_value, signed_zero):
     """The fused dot of row m of A and lane n of B tile t over K [k0, k0 + ks), with C = c unless
-    c_al == NO_TERM (no C)."""
+    c_al == NO_TERM (no C); an exact zero is +0, or -0 when signed_zero and every term is -0 (fdp.FdpUnit)."""
     nan = False
     pinf = False
     ninf = False
@@ -222,13 +224,13 @@ def _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, 
     if c_present:
         acc += np.trunc(c * sc)
     if acc == 0.0:
-        return -0.0 if all_neg_zero else 0.0
+        return -0.0 if (all_neg_zero and signed_zero) else 0.0
     return _round(acc * iv, keep, emin, emax, rne, sub_up, sub_down)
 
 
 @njit(cache=True)
 def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, F, zero_exp, keep, emin, emax, rne,
-          sub_up, sub_down, nan_value):
+          sub_up, sub_down, nan_value, signed_zero):
     """One flagged lane: the truncated sum without special-value branches when the lane has no NaN/inf and its
     result is a nonzero normal number; _general otherwise."""
     if not lane_special and c_al < SPECIAL_CAL:
@@ -242,7 +244,7 @@ def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, 
         if x != 0.0:
             return _round(x * _i2f((1023 - F + E) << 52), keep, emin, emax, rne, sub_up, sub_down)
     return _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, sub_up,
-                    sub_down, nan_value)
+                    sub_down, nan_value, signed_zero)
 
 
 # ---- one chain step of a tile: rows [r0, r1) of tile t
@@ -483,11 +485,13 @@ FAST_BACKOFF = 16  # steps a row segment stays on the general path after a fast 
 @njit(cache=True, nogil=True)
 def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, blo, bhi, bzany, bsany,
                acc, cal, main, backoff, m0, m1, N, tm, steps, g0, g_last, promote, init_cal, ps_a, ps_b, kb0,
-               F, zero_exp, keep, emin, emax, rne, sub_up, sub_down, nan_value, thr_p, allow_fast, stats):
+               F, zero_exp, keep, emin, emax, rne, sub_up, sub_down, nan_value, signed_zero, thr_p, allow_fast, stats):
     """Jobs [j0, j1) of a prepared chunk: chain steps [0, steps) on rows [m0, m1) of the state (acc, cal,
     main: (T, M, TN)); job j is tile j % T, rows m0 + (j // T) * tm onwards. Releases the GIL: threads run
     disjoint job ranges (tcemu.matmul, workers=).
 
+    init_cal: the accumulator's alignment when a chain (re)starts: the zero floor for +0 registers (or a unit that
+    adds a +0 accumulator without C), NO_TERM for an instruction without C;
     g0: the chunk's first step, counted from the start of the chain (promotion intervals, first-step C);
     g_last: the chain's last step (a partial promotion interval is promoted there); promote: P or 0;
     ps_a (M, nkb) / ps_b (nkb, T * TN): promotion scales (float32 values) or empty arrays (scale 1);
@@ -553,7 +557,7 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
                         if flag[i, n]:  # acc/cal still hold C
                             acc[t, m, n] = _lane(aval, aal, m, bval, bal, t, n, k0, ks, acc[t, m, n], cal[t, m, n],
                                                  bzf[t, s, n], zrow[i], aspec[m, s] or bspec[t, s, n], F, zero_exp,
-                                                 keep, emin, emax, rne, sub_up, sub_down, nan_value)
+                                                 keep, emin, emax, rne, sub_up, sub_down, nan_value, signed_zero)
                             cal[t, m, n] = _align_of(acc[t, m, n], emin, zero_exp)
                             stats[job, 2] += 1
             if promote and ((g + 1) % promote == 0 or g == g_last):

@@ -8,9 +8,16 @@ H200 (traces/wgmma_numerics_sm90.npz):
   4. E = the largest alignment exponent, zero terms counting as `zero_exp`;
   5. every term is truncated toward zero to a multiple of 2^(E - F); the terms are summed exactly;
   6. the sum is rounded once to the output format.
-NaN in, inf * 0 or +inf + -inf give the canonical NaN; otherwise an inf gives a signed inf; an exact
-zero is -0 only when every term is -0, and a nonzero sum that rounds to zero gives +0 (H200 trace:
-60 of 60 such outputs).
+NaN in, inf * 0 or +inf + -inf give the canonical NaN; otherwise an inf gives a signed inf; a nonzero sum
+that rounds to zero gives +0 (H200 trace: 60 of 60 such outputs). Two rules are properties of the unit (FdpUnit):
+  signed_zero        the sign of an exact zero sum. False (every unit tcemu models): +0 whatever the terms' signs,
+                     measured on an H100 for dense and sparse wgmma of every float kind, even when every product
+                     and C are -0 (traces/wgmma_zero_sign_sm90.npz, traces/wgmma_sp_numerics_sm90.npz). True: -0
+                     when every term is -0 (IEEE 754's rule for sums), kept to replay traces against it.
+  zero_c_when_absent what the unit adds when there is no C (wgmma scale-d = 0). True (Hopper): a +0 accumulator,
+                     a zero term at zero_exp that takes part in the largest-exponent search (H100: it changes
+                     truncation when every product lies below 2^zero_exp, traces/wgmma_zero_sign_sm90.npz).
+                     False: no C term at all.
 
 Decoded operands are int64 arrays (..., 5): class, sign, significand, lsb exponent, alignment exponent.
 """
@@ -50,6 +57,8 @@ class FdpUnit(NamedTuple):
     rounding: int          # RZ or RNE, applied once to the sum
     zero_exp: int = -133   # alignment exponent of a zero term (product or C); -126 and MMA-Sim's
                            # "zero operand = -126" both fail traces/wgmma_numerics_sm90.npz
+    signed_zero: bool = False         # an exact zero sum is -0 when every term is -0 (else always +0: H100)
+    zero_c_when_absent: bool = False  # no C: add a +0 accumulator term (H100 wgmma scale-d 0) instead of none
 
 
 @njit(cache=True)
@@ -128,8 +137,8 @@ def _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shi
 
 @njit(cache=True)
 def _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bias, emax_field, rounding,
-                 sign_shift, nan_bits):
-    """One output, every rule: special values, the -0 rule, underflow to +0."""
+                 sign_shift, nan_bits, signed_zero):
+    """One output, every rule: special values, the sign of an exact zero, underflow to +0."""
     K = A.shape[1]
     nan = False
     pinf = False
@@ -183,7 +192,7 @@ def _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bia
         t = _shift(C[m, n, SIG], C[m, n, LSB] - u)
         S += -t if C[m, n, SIGN] else t
     if S == 0:
-        return np.int64(all_neg_zero) << sign_shift
+        return np.int64(all_neg_zero and signed_zero) << sign_shift
     return _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift)
 
 
@@ -211,7 +220,7 @@ def _split(X):
 
 @njit(cache=True)
 def _fdp_kernel(A, B, C, c_present, F, zero_exp, keep, out_man, emin, bias, emax_field, rounding,
-                sign_shift, nan_bits, out):
+                sign_shift, nan_bits, signed_zero, out):
     M, K = A.shape[0], A.shape[1]
     N = B.shape[0]
     a_sig, a_al, a_sp, a_z, a_man = _split(A)
@@ -222,7 +231,7 @@ def _fdp_kernel(A, B, C, c_present, F, zero_exp, keep, out_man, emin, bias, emax
             c_cls = C[m, n, CLS] if c_present else ZERO
             if a_sp[m] or b_sp[n] or c_cls == NAN or c_cls == INF:
                 out[m, n] = _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bias,
-                                         emax_field, rounding, sign_shift, nan_bits)
+                                         emax_field, rounding, sign_shift, nan_bits, signed_zero)
                 continue
             E = np.int64(zero_exp) if (a_z[m] or b_z[n] or (c_present and c_cls == ZERO)) else np.int64(_NO_TERM)
             for k in range(K):
@@ -239,21 +248,23 @@ def _fdp_kernel(A, B, C, c_present, F, zero_exp, keep, out_man, emin, bias, emax
             if c_present and c_cls == FINITE:
                 t = _shift(C[m, n, SIG], C[m, n, LSB] - u)
                 S += -t if C[m, n, SIGN] else t
-            if S == 0:  # the sign of an exact zero needs every term: take the general path
-                out[m, n] = _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep, out_man, emin, bias,
-                                         emax_field, rounding, sign_shift, nan_bits)
+            if S == 0:  # +0, or (signed_zero) a sign that needs every term: the general path
+                out[m, n] = 0 if not signed_zero else _fdp_general(A, B, C, m, n, c_present, F, zero_exp, keep,
+                                                                   out_man, emin, bias, emax_field, rounding,
+                                                                   sign_shift, nan_bits, signed_zero)
                 continue
             out[m, n] = _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift)
 
 
 def fused_dot(A, B, C, unit: FdpUnit) -> np.ndarray:
-    """D[m, n] = the unit's fused sum of A[m, k] * B[n, k] over k (and C[m, n] if C is not None).
+    """D[m, n] = the unit's fused sum of A[m, k] * B[n, k] over k and C[m, n]; C None: the unit's own rule
+    (zero_c_when_absent: a +0 accumulator, else no C term).
 
     A (M, K, 5), B (N, K, 5), C (M, N, 5) decoded operands; returns raw output bits (uint32 / uint16).
     """
     A, B, C = _decoded_operands(A, B, C, unit)
     out = np.empty((A.shape[0], B.shape[0]), np.int64)
-    _fdp_kernel(A, B, *_accumulator_args(C), *_unit_args(unit), out)
+    _fdp_kernel(A, B, *_accumulator_args(C, unit, out.shape), *_unit_args(unit), out)
     return out.astype(np.uint32 if get_format(unit.out_format).bits == 32 else np.uint16)
 
 
@@ -278,22 +289,29 @@ def _decoded_operands(A, B, C, unit):
     return A, B, C
 
 
-def _accumulator_args(C):
-    """(C, present) for the kernels: numba wants an array even when there is no C."""
-    return (C, True) if C is not None else (np.zeros((1, 1, 5), np.int64), False)
+def _accumulator_args(C, unit: FdpUnit, shape):
+    """(C, present) for the kernels: without C, a decoded +0 accumulator (class ZERO, sign 0: all-zero rows)
+    when the unit adds one, else a dummy (numba wants an array) and present = False."""
+    if C is not None:
+        return C, True
+    if unit.zero_c_when_absent:
+        return np.zeros(tuple(shape) + (5,), np.int64), True
+    return np.zeros((1, 1, 5), np.int64), False
 
 
 def _unit_args(unit: FdpUnit) -> tuple:
     """The unit's constants in the kernels' order: F, zero exponent, kept bits, then the output format's
-    mantissa bits, emin, bias, all-ones exponent field, rounding, sign position and canonical NaN."""
+    mantissa bits, emin, bias, all-ones exponent field, rounding, sign position and canonical NaN, and the
+    unit's zero-sign rule."""
     fmt = get_format(unit.out_format)
     return (unit.frac_bits, unit.zero_exp, unit.keep_bits, fmt.man_bits, 1 - fmt.bias, fmt.bias,
-            (1 << fmt.exp_bits) - 1, unit.rounding, fmt.bits - 1, (1 << (fmt.bits - 1)) - 1)  # NaN: 0x7fffffff
+            (1 << fmt.exp_bits) - 1, unit.rounding, fmt.bits - 1, (1 << (fmt.bits - 1)) - 1,  # NaN: 0x7fffffff
+            bool(unit.signed_zero))
 
 
 @njit(cache=True)
 def _grouped_kernel(P, A, B, C, c_present, SA, SB, unit_exp, F, zero_exp, keep, out_man, emin, bias, emax_field,
-                    rounding, sign_shift, nan_bits, out):
+                    rounding, sign_shift, nan_bits, signed_zero, out):
     M, N, G = P.shape
     for m in range(M):
         for n in range(N):
@@ -327,7 +345,7 @@ def _grouped_kernel(P, A, B, C, c_present, SA, SB, unit_exp, F, zero_exp, keep, 
             if S != 0:
                 out[m, n] = _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift)
                 continue
-            neg = not c_present or (C[m, n, CLS] == ZERO and C[m, n, SIGN] == 1)  # -0 only if every term is -0
+            neg = signed_zero and (not c_present or (C[m, n, CLS] == ZERO and C[m, n, SIGN] == 1))  # every term -0
             for k in range(A.shape[1]):
                 neg = neg and (A[m, k, CLS] == ZERO or B[n, k, CLS] == ZERO) and (A[m, k, SIGN] ^ B[n, k, SIGN]) == 1
             out[m, n] = np.int64(neg) << sign_shift
@@ -363,7 +381,7 @@ def grouped_dot(A, B, C, SA, SB, unit: FdpUnit, group: int = 16) -> np.ndarray:
         span = slice(g * group, (g + 1) * group)
         P[:, :, g] = a[:, span] @ b[:, span].T
     out = np.empty((A.shape[0], B.shape[0]), np.int64)
-    _grouped_kernel(P, A, B, *_accumulator_args(C), SA, SB, lsb_a + lsb_b, *_unit_args(unit), out)
+    _grouped_kernel(P, A, B, *_accumulator_args(C, unit, out.shape), SA, SB, lsb_a + lsb_b, *_unit_args(unit), out)
     return out.astype(np.uint32)
 
 

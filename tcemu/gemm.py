@@ -290,7 +290,10 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
     alpha: f32 epilogue scale: D = f32(alpha * acc) before out_dtype (per-tensor fp8 scales, torch._scaled_mm).
     out_dtype: "f32", "f16" or "bf16" (default dtype_d), rounded to nearest even from the f32 result.
     init: "zero" (accumulator registers start at +0: Triton) or "none" (the first instruction of each chain runs
-      with scale-d = 0: CUTLASS); they differ only in signs of zero and exponents below 2^-133.
+      with scale-d = 0: CUTLASS). On sm90 the two give the same bits: scale-d = 0 adds a +0 accumulator, a zero
+      term like +0 registers (H100, traces/wgmma_zero_sign_sm90.npz). On sm100 they may differ only where every
+      product of a chain's first step lies below the zero floor (2^-133; tcgen05 without C adds no term, not
+      measured); never in a sign: every unit gives +0 for an exact zero.
     workers: threads for the fast engine (default: every core); scheduler: a dask.distributed address or Client
       to spread output tiles (`tile` = (rows, cols), default 1024 x 1024) over a cluster; progress: True for a
       bar on stderr, or a callable(done, total) in multiply-adds.
@@ -580,7 +583,7 @@ def _unit_consts(unit):
     keep = unit.keep_bits
     return dict(F=unit.frac_bits, zero_exp=unit.zero_exp, keep=keep, emin=emin, emax=emax,
                 rne=unit.rounding == 0, sub_up=2.0 ** (keep - emin), sub_down=2.0 ** (emin - keep),
-                nan_value=np.nan)
+                nan_value=np.nan, signed_zero=bool(unit.signed_zero))
 
 
 @functools.lru_cache(maxsize=None)
@@ -636,7 +639,9 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     T = -(-N // tn)
     fa, fb = get_format(plan.dtype_a), get_format(plan.dtype_b)
     thr_p = unit.frac_bits - fa.man_bits - fb.man_bits
-    init_cal = unit.zero_exp if plan.init == "zero" else chain.NO_TERM
+    # a chain (re)starts from +0 registers (init "zero") or from an instruction without C, which a unit that adds a
+    # +0 accumulator then (sm90: traces/wgmma_zero_sign_sm90.npz) computes the same way
+    init_cal = unit.zero_exp if (plan.init == "zero" or unit.zero_c_when_absent) else chain.NO_TERM
     # K chunk: whole steps, whole promotion intervals and whole scale blocks, prepared operands within budget
     unit_k = ks * _unit_steps(plan)
     per_k = 13 * M + 26 * T * tn  # bytes per K: A and B rows decoded (value, alignment, flags), B's tile copy
@@ -691,7 +696,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                 args = (ks, pa.val, pa.al, pa.lo, pa.hi, pa.zero, pa.spec, bval, bal, bzf, bspec, blo, bhi, bzany,
                         bsany, acc, cal, main, backoff, 0, M, N, _TM, nst, g0, g_last, plan.promote, init_cal, ps_a,
                         ps_b, kb0, uc["F"], uc["zero_exp"], uc["keep"], uc["emin"], uc["emax"], uc["rne"],
-                        uc["sub_up"], uc["sub_down"], uc["nan_value"], thr_p, FAST_PATH, stats)
+                        uc["sub_up"], uc["sub_down"], uc["nan_value"], uc["signed_zero"], thr_p, FAST_PATH, stats)
                 _run_jobs(pool, threads, njobs, args)
                 report.add(M * N * (min(c1, K) - c0))
             st = stats.sum(axis=0)

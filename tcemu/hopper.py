@@ -27,11 +27,16 @@ def fdp_unit(dtype_a: str, dtype_d: str) -> FdpUnit:
     """Design constants of the Hopper dot-product unit for an operand type and accumulator.
 
     F = 25 for tf32/f16/bf16, 13 for fp8; f32 results round toward zero (fp8 keeping 13 fraction bits),
-    f16 results to nearest even (hardware-leads.md; MMA-Sim; traces/wgmma_numerics_sm90.npz)."""
+    f16 results to nearest even (hardware-leads.md; MMA-Sim; traces/wgmma_numerics_sm90.npz).
+    An exact zero sum is +0 whatever the signs of the terms, and scale-d = 0 (or no C) adds a +0 accumulator,
+    which counts at the -133 zero floor: H100, traces/wgmma_zero_sign_sm90.npz (120 of 120 cases: every dense
+    tf32/f16/bf16/e4m3 -> f32 and f16 -> f16 case with all products and C -0 reads +0; with scale-d = 0 and
+    every product below 2^-133 the truncation is the one a +0 C term gives, dense and sparse)."""
     frac = 13 if dtype_a in _FP8 else 25
+    rules = dict(signed_zero=False, zero_c_when_absent=True)
     if dtype_d == "f16":
-        return FdpUnit(frac, "f16", 10, RNE)
-    return FdpUnit(frac, "f32", 13 if dtype_a in _FP8 else 23, RZ)
+        return FdpUnit(frac, "f16", 10, RNE, **rules)
+    return FdpUnit(frac, "f32", 13 if dtype_a in _FP8 else 23, RZ, **rules)
 
 
 def legal_n(n: int, dtype_d: str) -> bool:
@@ -90,8 +95,10 @@ def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype
     """One wgmma.mma_async: the (64, N) result as float32, float16 or int32.
 
     `smem` is a SharedMemory or a uint8 array of absolute shared addresses. `c` (the accumulator
-    before the instruction, same dtype as the result) is added when `scale_d` is true; c=None means
-    D = A * B. `a_regs` (128 threads x 4 uint32 registers) replaces A's descriptor (desc_a=None).
+    before the instruction, same dtype as the result) is added when `scale_d` is true; scale_d=False or
+    c=None means D = A * B, which the unit computes as A * B + (+0): the +0 accumulator is a zero term of the
+    sum (fdp_unit), whether A comes from shared memory or from registers. `a_regs` (128 threads x 4 uint32
+    registers) replaces A's descriptor (desc_a=None).
     """
     N, K = check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite)
     scale_d = as_bool(scale_d, "scale_d", LayoutError)

@@ -21,14 +21,16 @@ stored matrix read through its descriptor like a dense A of K/2. B: N x K throug
 swizzle K-major B's 64 bytes of K span two atom columns, LBO apart (addressing.py).
 
 Arithmetic ("selected", the default; traces/wgmma_sp_numerics_sm90.npz, H100: 1,536 of 1,536 cases): one
-fused dot product (fdp.py) of the K/2 stored products and C, except that an exact zero sum is +0 even when
-every stored product and C is -0 (the dense unit's rule gives -0 there: 57 captured cases, A = C = -0 and
-B > 0, read +0 on every output). Pruned positions multiply nothing: an inf or NaN of B at a pruned position
-leaves the result alone. Whether they count as zero terms for the -133 zero floor of the largest exponent
-is not decided: no captured case depends on it (NOTES.md). Three alternatives are kept for replaying
-traces against them, and the trace rejects each: "zeros" (a K-wide fused sum with +0 A at pruned positions,
-so 0 * inf = NaN there), "halves" (two fused sums over logical K halves, the accumulator rounded between
-them) and "signed" (the dense zero sign: -0 when every stored product and C is -0).
+fused dot product of the Hopper unit (hopper.fdp_unit) over the K/2 stored products and C, nothing else: an
+exact zero sum is +0 even when every stored product and C is -0 (57 captured cases, A = C = -0 and B > 0,
+read +0 on every output), the unit's own rule, dense included (traces/wgmma_zero_sign_sm90.npz); scale-d = 0
+adds the unit's +0 accumulator (same trace: floor_sparse_noc). Pruned positions multiply nothing: an inf or
+NaN of B at a pruned position leaves the result alone. Whether they also count as zero terms for the -133
+zero floor cannot be seen: the accumulator term (C, or the +0 of scale-d = 0) always counts at -133 or
+above. Three alternatives are kept for replaying traces against them, and the traces reject each: "zeros"
+(a K-wide fused sum with +0 A at pruned positions, so 0 * inf = NaN there), "halves" (two fused sums over
+logical K halves, the accumulator rounded between them) and "signed" (IEEE 754's zero sign: -0 when every
+stored product and C is -0, fdp.FdpUnit.signed_zero).
 
 PTX leaves invalid metadata undefined (repeated indices 0b0000, 0b0101, 0b1010, 0b1111; for tf32 anything
 but 0b0100 / 0b1110). tcemu refuses it unless invalid_meta="gather": each stored element then multiplies
@@ -236,8 +238,10 @@ def sparse_dot(a_bits, b_bits, nibbles, c, *, dtype_a, dtype_b, dtype_d, scale_a
         c = as_uint_bits(c, width, "c", LayoutError, shape=(64, b.shape[0])).astype(
             np.uint16 if width == 16 else np.uint32)
     args = (dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfinite)
+    unit = fdp_unit(dtype_a, dtype_d) if dtype_d != "s32" else None
     if rule in ("selected", "signed"):
-        return _selected(a, b, nib, c, *args, positive_zero=rule == "selected")
+        return _selected(a, b, nib, c, *args, unit=unit._replace(signed_zero=True) if rule == "signed" and unit
+                         else unit)
     if invalid_nibbles(nib, dtype_a).any():
         raise LayoutError("rule", f"{show(rule)} is defined for valid metadata only")
     if rule == "zeros":  # one K-wide fused sum, +0 at the pruned positions
@@ -248,7 +252,7 @@ def sparse_dot(a_bits, b_bits, nibbles, c, *, dtype_a, dtype_b, dtype_d, scale_a
                                None if c is None else np.asarray(c).view(np.int32), satfinite=satfinite)
         return fused_dot(decode_operand(logical, dtype_a, negate=scale_a == -1),
                          decode_operand(b, dtype_b, negate=scale_b == -1),
-                         None if c is None else decode_operand(c, dtype_d), fdp_unit(dtype_a, dtype_d))
+                         None if c is None else decode_operand(c, dtype_d), unit)
     hs, hk, hc = a.shape[1] // 2, b.shape[1] // 2, nib.shape[1] // 2  # "halves": two steps over logical K halves
     acc = c
     for h in range(2):
@@ -257,9 +261,11 @@ def sparse_dot(a_bits, b_bits, nibbles, c, *, dtype_a, dtype_b, dtype_d, scale_a
     return acc.view(np.int32) if dtype_d == "s32" else acc
 
 
-def _selected(a, b, nib, c, dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfinite, positive_zero=True):
-    """One fused sum per output of the stored products (each with the B element its index names) and C;
-    `positive_zero`: an exact zero sum is +0 (traces/wgmma_sp_numerics_sm90.npz), else the dense unit's sign."""
+def _selected(a, b, nib, c, dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfinite, unit=None):
+    """One fused sum per output of the stored products (each with the B element its index names) and C, in
+    `unit` (default: the Hopper unit of the types; None for integer kinds)."""
+    if unit is None and dtype_d != "s32":
+        unit = fdp_unit(dtype_a, dtype_d)
     out = np.empty((64, b.shape[0]), np.int64)
     patterns, inverse = np.unique(nib, axis=0, return_inverse=True)
     integer = dtype_d == "s32"
@@ -272,12 +278,9 @@ def _selected(a, b, nib, c, dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfini
         if integer:
             out[rows] = integer_dot(A[rows], decode_int(bg, dtype_b), cr, satfinite=satfinite)
         else:
-            out[rows] = fused_dot(A[rows], decode_operand(bg, dtype_b, negate=scale_b == -1), cr,
-                                  fdp_unit(dtype_a, dtype_d))
+            out[rows] = fused_dot(A[rows], decode_operand(bg, dtype_b, negate=scale_b == -1), cr, unit)
     if integer:
         return out.astype(np.int32)
-    if positive_zero:  # fdp gives -0 only for an exact zero of all -0 terms; the sparse unit gives +0
-        out[out == (0x8000 if dtype_d == "f16" else 0x80000000)] = 0
     return out.astype(np.uint16 if dtype_d == "f16" else np.uint32)
 
 

@@ -1,6 +1,8 @@
 """Replay of a `wgmma_zero_sign` trace (scripts/capture_edges.py, traces/README.md): one dense or sparse wgmma
-(N = 8) per case on patterned operands, every thread's raw D registers; the questions are the sign of an exact zero
-sum and whether a -133 zero floor applies where no zero term is visible (NOTES.md "Sparse wgmma", open (a) / (b)).
+(N = 8) per case on patterned operands, every thread's raw D registers; the questions were the sign of an exact
+zero sum and whether a -133 zero floor applies where no zero term is visible (NOTES.md "Edge capture"). The H100
+capture (traces/wgmma_zero_sign_sm90.npz) settled both: the unit gives +0 for every exact zero, and scale-d = 0
+adds a +0 accumulator (hopper.fdp_unit); tcemu's model now matches all 120 cases.
 
     r = replay_zero_sign(meta, columns)          # the trace's meta dict and numeric columns
     r.ok, r.cases[i].values_matched, r.table()   # per case: tcemu.wgmma / tcemu.wgmma_sp against the registers
@@ -8,15 +10,19 @@ sum and whether a -133 zero floor applies where no zero term is visible (NOTES.m
 
 Operands are rebuilt from the patterns (element (r, k) of an operand with `cols` elements per row is
 pool[off + (r * cols + k) % len]), laid into shared memory as the capture did (K-major, no swizzle) and run
-through tcemu's instruction models. Alternatives (HYPOTHESES; "model" is tcemu as it stands):
-  positive_zero          an exact zero sum is +0 whatever the terms' signs (the unit never gives -0)
-  scale_d0_adds_zero     scale-d 0 adds a +0 accumulator (a +0 term at the zero floor) instead of none
-  hard_floor             dense: the largest alignment exponent is floored at the zero exponent (-133) even
-                         without a zero term (a -0 term appended, so the zero sign rule is unchanged)
-  signed                 sparse rule "signed": the dense zero sign over the stored products and C
-  zeros                  sparse rule "zeros": pruned positions are (scale-a-signed) +0 x B terms: sign from B and
-                         the -133 floor (their B here is finite, so 0 x inf never arises)
-  pruned_plus_zero       sparse: pruned positions are +0 terms (the -133 floor, +0 sign whatever imm-scale-a)
+through tcemu's instruction models. Alternatives (HYPOTHESES; "model" is tcemu as it stands), each the model with
+one rule changed:
+  signed_zero            IEEE 754's sign of an exact zero sum: -0 when every term is -0 (fdp.FdpUnit.signed_zero;
+                         tcemu's dense rule before this capture; sparse.py's rule "signed")
+  no_c_term              scale-d 0 adds no C term (fdp.FdpUnit.zero_c_when_absent off; tcemu before this capture):
+                         no zero floor unless a product is zero
+  zeros                  sparse rule "zeros": pruned positions are (scale-a-signed) +0 x B terms (their B here is
+                         finite, so 0 x inf never arises)
+  pruned_plus_zero       sparse: pruned positions are +0 terms
+Against the capture: signed_zero fails every dense case whose terms are all -0 with C given; no_c_term fails
+floor_dense_noc and floor_sparse_noc; the sparse pruned-position alternatives match every case here (the +0
+accumulator already puts a zero term at -133, so a pruned zero term changes nothing: only an inf or NaN of B at a
+pruned position separates "zeros", and traces/wgmma_sp_numerics_sm90.npz rejects it there).
 """
 from dataclasses import dataclass, field
 from typing import Dict, List, NamedTuple, Optional
@@ -30,13 +36,13 @@ from .fdp import OUT_NUMPY, decode_operand, fused_dot
 from .fragments import to_d_registers
 from .hopper import K_OF, fdp_unit, wgmma
 from .smem import SharedMemory
-from .sparse import SP_K_OF, densify, meta_nibbles, wgmma_sp
+from .sparse import SP_K_OF, densify, gather_b, meta_nibbles, wgmma_sp
 
 KIND = "wgmma_zero_sign"
 COLUMNS = ("inst", "group", "scale_d", "sp_meta", "a_off", "a_len", "b_off", "b_len", "c_off", "c_len", "pool",
            "d_offsets", "d_regs")
-DENSE_HYPOTHESES = ("model", "positive_zero", "scale_d0_adds_zero", "hard_floor")
-SPARSE_HYPOTHESES = ("model", "signed", "zeros", "pruned_plus_zero", "scale_d0_adds_zero")
+DENSE_HYPOTHESES = ("model", "signed_zero", "no_c_term")
+SPARSE_HYPOTHESES = ("model", "signed_zero", "no_c_term", "zeros", "pruned_plus_zero")
 HYPOTHESES = tuple(dict.fromkeys(DENSE_HYPOTHESES + SPARSE_HYPOTHESES))
 _BASE, _B_OFF = 0x400, 4096  # where this replay lays A and B (the capture's own base is not recorded: no swizzle)
 _NEG_ZERO = {"tf32": 0x80000000, "f16": 0x8000, "bf16": 0x8000, "e4m3": 0x80, "e5m2": 0x80}
@@ -160,15 +166,19 @@ def _smem(x: CaseInputs, b=None):
     return smem, da, db
 
 
-def _hard_floor(x: CaseInputs):
-    """Dense D bits with a -0 x +1 term appended: the zero floor applies, the zero sign rule is unchanged."""
+def _unit_variant(x: CaseInputs, **rule):
+    """D bits of the case through the Hopper unit with one rule changed (fdp.FdpUnit fields): the stored
+    products (sparse: each with the B element its metadata names; one pattern for every row here) and C."""
     A = decode_operand(x.a, x.atype, negate=x.scale_a == -1)
-    B = decode_operand(x.b, x.btype, negate=x.scale_b == -1)
-    zero = decode_operand(np.full((64, 1), _NEG_ZERO[x.atype]), x.atype)
-    one = decode_operand(np.full((x.n, 1), _ONE[x.btype]), x.btype)
+    b = x.b
+    if x.sparse:
+        nib = meta_nibbles(np.full(128, x.sp_meta, np.uint32), x.atype)
+        if not (nib == nib[0]).all():
+            raise TraceError("sp_meta", "a unit variant needs the same metadata in every row")
+        b = gather_b(x.b, nib[0], x.atype)
+    B = decode_operand(b, x.btype, negate=x.scale_b == -1)
     C = decode_operand(x.c, x.dtype) if x.scale_d else None
-    return fused_dot(np.concatenate([A, zero], axis=1), np.concatenate([B, one], axis=1), C,
-                     fdp_unit(x.atype, x.dtype))
+    return fused_dot(A, B, C, fdp_unit(x.atype, x.dtype)._replace(**rule))
 
 
 def case_bits(x: CaseInputs, hypothesis: str = "model") -> np.ndarray:
@@ -180,11 +190,11 @@ def case_bits(x: CaseInputs, hypothesis: str = "model") -> np.ndarray:
         raise TraceError("hypothesis", f"{show(hypothesis)}: {'sparse' if x.sparse else 'dense'} cases take "
                                        f"{', '.join(names)}")
     raw = np.uint16 if x.dtype == "f16" else np.uint32
-    if hypothesis == "hard_floor":
-        return _hard_floor(x).astype(raw)
+    if hypothesis == "signed_zero":
+        return _unit_variant(x, signed_zero=True).astype(raw)
+    if hypothesis == "no_c_term":
+        return _unit_variant(x, zero_c_when_absent=False).astype(raw)
     c, scale_d = x.c, x.scale_d
-    if hypothesis == "scale_d0_adds_zero" and not scale_d:
-        c, scale_d = np.zeros_like(x.c), True
     b = None
     if hypothesis == "pruned_plus_zero":
         nib = meta_nibbles(np.full(128, x.sp_meta, np.uint32), x.atype)
@@ -197,14 +207,11 @@ def case_bits(x: CaseInputs, hypothesis: str = "model") -> np.ndarray:
     common = dict(shape=f"m64n{x.n}k{x.k}", dtype_a=x.atype, dtype_b=x.btype, dtype_d=x.dtype,
                   c=c.view(OUT_NUMPY[x.dtype]), scale_d=scale_d, scale_a=x.scale_a, scale_b=x.scale_b)
     if x.sparse:
-        rule = {"signed": "signed", "zeros": "zeros", "pruned_plus_zero": "zeros"}.get(hypothesis, "selected")
+        rule = {"zeros": "zeros", "pruned_plus_zero": "zeros"}.get(hypothesis, "selected")
         d = wgmma_sp(smem, da, db, sparse_meta=np.full(128, x.sp_meta, np.uint32), rule=rule, **common)
     else:
         d = wgmma(smem, da, db, **common)
-    d = d.view(raw).copy()
-    if hypothesis == "positive_zero":
-        d[d == (0x8000 if x.dtype == "f16" else 0x80000000)] = 0
-    return d
+    return d.view(raw).copy()
 
 
 def case_registers(meta, cols, i, hypothesis: str = "model") -> np.ndarray:

@@ -1009,7 +1009,7 @@ entry("zero_sign.replay_zero_sign", _replay_zero_sign,
                                             _zs_cols(sp_meta=np.full(3, -1, np.int64)),
                                             _zs_cols(group=np.zeros(2, np.int16)),
                                             _zs_cols(pool=np.full(9628, 0xFFFFFFFF, np.uint32))])),
-      Param(st.sampled_from([(), zero_sign.HYPOTHESES, ("model",), ["positive_zero", "zeros"]]),
+      Param(st.sampled_from([(), zero_sign.HYPOTHESES, ("model",), ["signed_zero", "zeros"]]),
             st.sampled_from(["model", ["nonsense"], None, 5, [None], ("model", 7), {"model": 1}])))
 
 # tcgen05.mma.sp / .ws / sm_103a (keyword-only arguments of tcgen05_mma), ZeroColumnMask, CollectorBuffers

@@ -99,10 +99,10 @@ def test_dry_run_writes_both_traces_in_their_formats(tmp_path):
         assert zmeta.get(key) is not None, key
     res = replay_zero_sign(zmeta, zcols)
     assert len(res.cases) == zcols["inst"].size == 120
-    # the dry run stores zeros: exactly the cases whose tcemu result is +0 everywhere match
-    plus_zero = {"dense_pospzero_c", "dense_mix_b", "dense_cancel", "dense_negscale_pos"} | \
-        {g for g in E.GROUPS if g.startswith("sparse_")}
-    assert {c.group for c in res.cases if c.ok} == plus_zero
+    # the dry run stores zeros: exactly the cases whose tcemu result is +0 everywhere match, i.e. every sign case
+    # (an exact zero is +0) and no floor case (tiny nonzero sums)
+    assert {c.group for c in res.cases if c.ok} == {g for g in E.GROUPS if not g.startswith("floor_")}
+    assert not any(c.ok for c in res.cases if c.group.startswith("floor_"))
 
 
 # ------------------------------------------------------------------ f32 .ftz flush rule
@@ -124,7 +124,8 @@ DECIDING = [("mul", "rn", (0x00FFFFFF, 0x3F000000), 0x00800000, 0),
 def test_deciding_inputs_are_planned(alu_plan, op, mode, ops, kept, flushed):
     out = E.ftz_outcomes(op, mode, *ops)
     assert out == {"subnormal_after": kept, "tiny_after_unbounded": flushed, "tiny_before": flushed}
-    assert int(float_op(op, "f32", *[np.array([x], np.uint32) for x in ops], rounding=mode, ftz=True)[0]) == kept
+    # tcemu follows the H100 (traces/ptx_alu_edges_sm90.npz): tiny after rounding with an unbounded exponent
+    assert int(float_op(op, "f32", *[np.array([x], np.uint32) for x in ops], rounding=mode, ftz=True)[0]) == flushed
     plan_op, slots = alu_plan
     i = [f.name for f in E.FORMS].index(f"{op}.{mode}.ftz.f32")
     rows = {tuple(int(x) for x in r[:len(ops)]) for r in slots[plan_op == i]}
@@ -157,8 +158,9 @@ def test_ftz_plan_separates_the_three_rules(alu_plan):
 
 def test_planner_model_equals_tcemu_on_every_ftz_case(alu_plan):
     """The driver's exact rational model (Fractions) and tcemu's integer kernels are written independently: on every
-    planned case with a finite nonzero result, the planner's 'subnormal after rounding' bits (with .ftz) and its f32
-    rounding (without) equal tcemu's. So the deciding cases decide what the brief asks, not a planner slip."""
+    planned case with a finite nonzero result, the planner's 'tiny after rounding with an unbounded exponent' bits
+    (with .ftz: the rule the H100 follows, traces/ptx_alu_edges_sm90.npz) and its f32 rounding (without) equal
+    tcemu's. So the deciding cases decided what they were planned to, not a planner slip."""
     op, slots = alu_plan
     checked = 0
     for i, f in enumerate(E.FORMS):
@@ -173,7 +175,7 @@ def test_planner_model_equals_tcemu_on_every_ftz_case(alu_plan):
             ops = [int(x) for x in r]
             if ftz:
                 o = E.ftz_outcomes(p[0], p[1], *ops)
-                want = None if o is None else o["subnormal_after"]
+                want = None if o is None else o["tiny_after_unbounded"]
             else:
                 x = E.exact_result(p[0], *ops, ftz=False)
                 want = None if x is None else E.f32_bits(E.round_f32(x, p[1]), x < 0)
@@ -220,9 +222,13 @@ def test_same_type_cvts_see_signalling_nans(alu_plan):
     for name, snan in (("cvt.f64.f64", 0x7FF0000000000001), ("cvt.rzi.f64.f64", 0xFFF0000000000001),
                        ("cvt.f32.f32", 0x7F800001), ("cvt.f16.f16", 0x7C01), ("cvt.bf16.bf16", 0x7F81)):
         assert snan in set(int(x) for x in _rows(alu_plan, name)), name
-    # tcemu today: cvt.f64.f64 is a move (the signalling NaN comes back unchanged), cvt.rzi quiets it
+    # cvt.f64.f64 and cvt.f32.f32 are moves (the signalling NaN comes back unchanged; f32 measured by this capture),
+    # cvt.rzi quiets it; cvt.f16.f16 / bf16.bf16 give the canonical NaN (measured by this capture)
     assert int(cvt("f64", "f64", np.array([0x7FF0000000000001], np.uint64))[0]) == 0x7FF0000000000001
     assert int(cvt("f64", "f64", np.array([0x7FF0000000000001], np.uint64), rounding="rzi")[0]) == 0x7FF8000000000001
+    assert int(cvt("f32", "f32", np.array([0x7F800001], np.uint32))[0]) == 0x7F800001
+    assert int(cvt("f16", "f16", np.array([0x7C01], np.uint16))[0]) == 0x7FFF
+    assert int(cvt("bf16", "bf16", np.array([0x7F81], np.uint16))[0]) == 0x7FFF
 
 
 # ------------------------------------------------------------------ wgmma: what each planned group asks
@@ -232,60 +238,68 @@ def _model(cases, pool, groups, hypothesis="model"):
     out = []
     for i in range(cases.size):
         x = case_inputs(meta, cols, i)
-        names = ("signed", "zeros", "pruned_plus_zero") if x.sparse else ("positive_zero", "hard_floor")
-        if hypothesis in ("model", "scale_d0_adds_zero") or hypothesis in names:
+        names = ("zeros", "pruned_plus_zero") if x.sparse else ()
+        if hypothesis in ("model", "signed_zero", "no_c_term") or hypothesis in names:
             out.append(case_bits(x, hypothesis).astype(np.uint32))
         else:
             out.append(None)
     return out
 
 
+# the sign groups whose every term is -0 (a product sign or C = -0), by their definitions (scripts/capture_edges.py)
+ALL_NEG = {"dense_negzero_c", "dense_negzero_noc", "dense_negprod_c", "dense_negprod_noc", "dense_negscale_c",
+           "sparse_negzero_c", "sparse_negprod_c", "sparse_negprod_noc", "sparse_prunedneg_c", "sparse_prunedpos_c",
+           "sparse_negscale_c"}
+
+
 def test_sign_groups_predict_what_their_definitions_say(zs_plan):
-    """tcemu's D for every sign case, against the sign derived by hand from the group's definition (fdp.py: an exact
-    zero is -0 only when every term is -0; sparse.py: the sparse unit gives +0), and the alternative each group
-    was built to tell apart from the model disagrees with it on every output."""
+    """tcemu's D for every sign case is +0 (the H100's rule: an exact zero is +0 whatever the terms' signs), and the
+    IEEE alternative ('signed_zero': -0 only when every term is -0) gives the sign derived by hand from the group's
+    definition: -0 where every stored product and C are -0, +0 where one term is +0 (a +0 product, C = +0, or the
+    +0 accumulator that scale-d = 0 adds: so the *_noc groups are +0 under either sign rule, and only the *_c
+    groups tell the rules apart)."""
     cases, pool, groups, _ = zs_plan
     model = _model(cases, pool, groups)
-    pos0 = _model(cases, pool, groups, "positive_zero")
-    zeros = _model(cases, pool, groups, "zeros")
+    signed = _model(cases, pool, groups, "signed_zero")
+    no_c = _model(cases, pool, groups, "no_c_term")
     meta, cols = _zs_columns(cases, pool, groups, [])
+    told = 0
     for i, g in enumerate(groups):
         if g.startswith("floor_"):
             continue
         x = case_inputs(meta, cols, i)
         neg = 0x8000 if x.dtype == "f16" else 0x80000000
-        d = model[i]
-        if g in ("dense_negzero_c", "dense_negzero_noc", "dense_negprod_c", "dense_negprod_noc", "dense_negscale_c"):
-            assert np.all(d == neg), g
-            assert np.all(pos0[i] == 0), g
+        assert np.all(model[i] == 0) and np.all(no_c[i] == 0), g
+        if g in ALL_NEG:
+            ieee = np.full((64, x.n), not g.endswith("_noc"))
         elif g == "dense_mix_rows":  # row r misses pattern entry (8r + K) % (K + 1): all -0 iff that is the +0
             K = x.k
             all_neg = np.array([all((r * K + k) % (K + 1) != 0 for k in range(K)) for r in range(64)])
             assert all_neg.any() and not all_neg.all()
-            assert np.array_equal(d == neg, np.repeat(all_neg[:, None], x.n, axis=1))
-        elif g == "dense_mix_c":  # C = -0, -0, +0 repeating over m * 8 + n
-            c_neg = (np.arange(64 * x.n) % 3 != 2).reshape(64, x.n)
-            assert np.array_equal(d == neg, c_neg)
-        elif g == "sparse_mix_c":
-            assert np.all(d == 0)
-        else:
-            assert np.all(d == 0), g
-        if g in ("sparse_negprod_c", "sparse_negprod_noc", "sparse_prunedneg_c", "sparse_negscale_c"):
-            assert np.all(zeros[i] == neg), g  # pruned +0 x B (B < 0, or A negated): every term -0
-        if g == "sparse_prunedpos_c":
-            assert np.all(zeros[i] == 0)
+            ieee = np.repeat(all_neg[:, None], x.n, axis=1)
+        elif g in ("dense_mix_c", "sparse_mix_c"):  # C = -0, -0, +0 repeating over m * 8 + n
+            ieee = (np.arange(64 * x.n) % 3 != 2).reshape(64, x.n)
+        else:  # a +0 product in every output (dense_pospzero_c, mix_b, cancel, negscale_pos, sparse_pospzero_c)
+            ieee = np.zeros((64, x.n), bool)
+        assert np.array_equal(signed[i], np.where(ieee, neg, 0)), g
+        told += bool(ieee.any())
+    # per kind: dense negzero_c, negprod_c, negscale_c, mix_rows, mix_c; sparse negzero_c, negprod_c (2 metadata),
+    # prunedneg_c (2), prunedpos_c (2), negscale_c, mix_c
+    assert told == 14 * len(E.KINDS)
 
 
 def test_floor_cases_tell_the_floor_apart(zs_plan):
     """Every floor case: the planner's fused sums (scripts/capture_edges.py fused_sums, written independently) equal
-    tcemu's fdp with and without a zero term at -133; the two differ in at least 50 of the 512 outputs; tcemu's
-    model takes the floor exactly where a zero term exists (C = +0), and the alternative built for the case ('zeros'
-    for sparse, 'hard_floor' for dense) takes it without one."""
+    tcemu's fdp without any zero term and with one at -133; the two differ in at least 50 of the 512 outputs.
+    tcemu's model takes the floor in every floor case: with C = +0 given (a zero term) and with scale-d = 0 (the
+    +0 accumulator the H100 adds: floor_dense_noc / floor_sparse_noc). The 'no_c_term' alternative (tcemu before
+    the capture) floors only where C = +0 is given; the sparse 'zeros' alternative (pruned positions as zero terms)
+    cannot be told from the model here, the accumulator already being a zero term."""
     cases, pool, groups, found = zs_plan
     meta, cols = _zs_columns(cases, pool, groups, [])
     model = _model(cases, pool, groups)
+    no_c = _model(cases, pool, groups, "no_c_term")
     zeros = _model(cases, pool, groups, "zeros")
-    hard = _model(cases, pool, groups, "hard_floor")
     floor_cases = [i for i, g in enumerate(groups) if g.startswith("floor_")]
     assert sorted(found) == floor_cases and len(floor_cases) == 10
     for i in floor_cases:
@@ -294,7 +308,8 @@ def test_floor_cases_tell_the_floor_apart(zs_plan):
         b = x.b
         if x.sparse:
             b = x.b[:, E.kept_columns(x.atype, 0xE if x.sp_meta == E.META_HIGH else 0x4, x.k)]
-        A, B, unit = decode_operand(x.a, x.atype), decode_operand(b, x.btype), fdp_unit(x.atype, x.dtype)
+        A, B = decode_operand(x.a, x.atype), decode_operand(b, x.btype)
+        unit = fdp_unit(x.atype, x.dtype)._replace(zero_c_when_absent=False)  # C None: no term at all
         plain = fused_dot(A, B, None, unit)
         floor = fused_dot(np.concatenate([A, decode_operand(np.zeros((64, 1), np.uint32), x.atype)], axis=1),
                           np.concatenate([B, decode_operand(np.full((8, 1), E.ONE[x.atype]), x.btype)], axis=1),
@@ -302,34 +317,33 @@ def test_floor_cases_tell_the_floor_apart(zs_plan):
         assert np.array_equal(E.fused_sums(x.a, b, x.atype), plain), g
         assert np.array_equal(E.fused_sums(x.a, b, x.atype, E.FLOOR), floor), g
         assert np.count_nonzero(plain != floor) == found[i] >= 50, g
-        other = zeros[i] if x.sparse else hard[i]
+        assert np.array_equal(model[i], floor), g
         if g.endswith("_noc"):
-            assert not x.scale_d and np.array_equal(model[i], plain) and np.array_equal(other, floor), g
-        else:  # C = +0: a zero term, so the model floors already
-            assert x.scale_d and np.all(x.c == 0) and np.array_equal(model[i], floor), g
-            assert np.array_equal(other, floor), g
+            assert not x.scale_d and np.array_equal(no_c[i], plain), g
+        else:  # C = +0 given: a zero term under either rule
+            assert x.scale_d and np.all(x.c == 0) and np.array_equal(no_c[i], floor), g
+        if x.sparse:
+            assert np.array_equal(zeros[i], floor), g
 
 
 # ------------------------------------------------------------------ the replay
 
 def test_replay_reports_matches_and_mismatches_by_register(zs_plan):
-    """A two-case trace written by hand: dense f16 -> f32, A = -0, B > 0, C = -0: fdp gives -0 (0x80000000) in every
-    register; the second copy has thread 5 register 2 planted as +0."""
+    """A two-case trace written by hand: dense f16 -> f32, A = -0, B > 0, C = -0: the H100 (and tcemu) give +0 in
+    every register; the second copy has thread 5 register 2 planted as -0 (0x80000000, IEEE's sign)."""
     cases, pool, groups, _ = zs_plan
     i = next(j for j, g in enumerate(groups) if g == "dense_negzero_c" and E.KINDS[E.INSTANTIATIONS[
         int(cases["inst"][j])][1]] == ("f16", "f16", "f32"))
-    good = np.full((128, 4), 0x80000000, np.uint32)
+    good = np.zeros((128, 4), np.uint32)
     bad = good.copy()
-    bad[5, 2] = 0
+    bad[5, 2] = 0x80000000
     meta, cols = _zs_columns(cases[[i, i]], pool, [groups[i]] * 2, [good, bad])
     r = replay_zero_sign(meta, cols, hypotheses=HYPOTHESES)
     assert [c.ok for c in r.cases] == [True, False]
     assert (r.cases[1].values, r.cases[1].values_matched) == (512, 511)
-    assert "thread 5 reg 2: hardware 0x00000000, tcemu 0x80000000" in r.cases[1].describe()
-    assert r.cases[0].hypotheses == {"model": True, "positive_zero": False, "scale_d0_adds_zero": True,
-                                     "hard_floor": True}
-    assert r.by_group()["dense_negzero_c"] == {"cases": 2, "model": 1, "positive_zero": 0, "scale_d0_adds_zero": 1,
-                                               "hard_floor": 1}
+    assert "thread 5 reg 2: hardware 0x80000000, tcemu 0x00000000" in r.cases[1].describe()
+    assert r.cases[0].hypotheses == {"model": True, "signed_zero": False, "no_c_term": True}
+    assert r.by_group()["dense_negzero_c"] == {"cases": 2, "model": 1, "signed_zero": 0, "no_c_term": 1}
     assert not r.ok and "dense_negzero_c" in r.table()
 
 
@@ -418,3 +432,15 @@ def test_zero_sign_trace_replays():
     meta = json.loads(cols.pop("meta").tobytes())
     r = replay_zero_sign(meta, cols, hypotheses=HYPOTHESES)
     assert r.ok, "\n" + r.table() + "\n" + "\n".join(c.describe() for c in r.cases if not c.ok)
+    assert (len(r.cases), sum(c.values for c in r.cases), sum(c.values_matched for c in r.cases)) == \
+        (120, 55808, 55808)
+    # each rule the capture settled is needed: IEEE's zero sign fails every group whose terms are all -0 with C
+    # given (dense and sparse, every kind), no C term fails the scale-d = 0 floor cases (H100, 2026-11 capture)
+    fails = lambda h: sorted({c.group for c in r.cases if not c.hypotheses[h]})  # noqa: E731
+    assert fails("signed_zero") == sorted({"dense_negzero_c", "dense_negprod_c", "dense_negscale_c", "dense_mix_rows",
+                                           "dense_mix_c", "sparse_negzero_c", "sparse_negprod_c", "sparse_prunedneg_c",
+                                           "sparse_prunedpos_c", "sparse_negscale_c", "sparse_mix_c"})
+    assert sum(not c.hypotheses["signed_zero"] for c in r.cases) == 70
+    assert fails("no_c_term") == ["floor_dense_noc", "floor_sparse_noc"]
+    pruned = [v for c in r.cases for h, v in c.hypotheses.items() if h in ("zeros", "pruned_plus_zero")]
+    assert len(pruned) == 2 * 61 and all(pruned)  # 61 sparse cases: pruned zero terms change nothing visible

@@ -359,6 +359,11 @@ def test_cvt_nan_rules():
     assert cvt("f16", "f32", f32(0xFFC00000), rounding="rn")[0] == 0x7FFF
     assert cvt("f64", "f64", f64(0xFFF0000000000001), rounding="rni")[0] == 0xFFF8000000000001  # FRND.F64
     assert cvt("f64", "f64", f64(0x7FF0000000000001))[0] == 0x7FF0000000000001   # no instruction: a move
+    # cvt.f32.f32 is a move too; cvt.f16.f16 / bf16.bf16 canonicalise (traces/ptx_alu_edges_sm90.npz)
+    assert cvt("f32", "f32", f32(0x7F800001))[0] == 0x7F800001
+    assert cvt("f32", "f32", f32(0xFFC00005))[0] == 0xFFC00005
+    assert cvt("f16", "f16", np.array([0x7C01], np.uint16))[0] == 0x7FFF
+    assert cvt("bf16", "bf16", np.array([0xFF81], np.uint16))[0] == 0x7FFF
     assert cvt("f32", "f32", f32(0x7F800001), rounding="rni")[0] == 0x7FFFFFFF
 
 
@@ -432,6 +437,64 @@ def test_cvt_ftz_f32_f64_flushes_tiny_after_rounding(xs, mode):
         assert int(got[i]) == want, (mode, hex(x))
     assert cvt("f32", "f64", f64(0x380FFFFFEFFFFFFF), rounding="rn", ftz=True)[0] == 0
     assert cvt("f32", "f64", f64(0x380FFFFFEFFFFFFF), rounding="rn")[0] == 0x00800000
+
+
+def f32_near_min_normal_operands(op):
+    """f32 operands whose mul / fma / div / rcp result lies near 2^-126 (where .ftz decides): a in the lowest
+    binades (or a subnormal), b near 1 (div: in [1, 4); rcp: x near 2^126), fma's c a tiny value or a zero."""
+    sign = st.integers(0, 1).map(lambda s: s << 31)
+    man = st.one_of(st.integers(0, (1 << 23) - 1), st.sampled_from([(1 << 23) - 1, (1 << 23) - 2, 0, 1]))
+
+    def pat(fields, known=()):  # known: magnitudes that put results right at 2^-126 (the deciding window)
+        drawn = st.tuples(sign, st.sampled_from(fields), man).map(lambda t: t[0] | (t[1] << 23) | t[2])
+        return st.one_of(drawn, st.tuples(sign, st.sampled_from(known)).map(lambda t: t[0] | t[1])) if known \
+            else drawn
+    tiny = [0x00FFFFFF, 0x00FFFFFE, 0x00FFFFFD, 0x00800001, 0x00800003]
+    near_one = [0x3F000000, 0x3F000001, 0x3F7FFFFE, 0x3F7FFFFF, 0x3F800001]
+    if op == "rcp":
+        return st.tuples(pat([252, 253, 254], [0x7E800001, 0x7E800003, 0x7E7FFFFF]))
+    if op == "div":
+        return st.tuples(pat([0, 1, 2], tiny), pat([127, 128], [0x40000000, 0x3F800001, 0x3FFFFFFF]))
+    if op == "mul":
+        return st.tuples(pat([0, 1, 2], tiny), pat([125, 126, 127], near_one))
+    return st.tuples(pat([0, 1, 2], tiny), pat([125, 126, 127], near_one),
+                     st.one_of(pat([0]), st.sampled_from([0, 1 << 31])))
+
+
+@pytest.mark.parametrize("op", ["mul", "fma", "div", "rcp"])
+@FEW
+@given(data=st.data())
+def test_f32_ftz_flushes_results_tiny_after_rounding(op, data):
+    """.ftz.f32: a result is flushed when it is tiny after rounding with an unbounded exponent (IEEE 754 7.5),
+    measured on an H100 (traces/ptx_alu_edges_sm90.npz: all 1,059 cases of mul/fma/div/rcp .rn/.rm/.rp.ftz.f32
+    where this rule and "subnormal after rounding" disagree follow this rule). The Fraction reference encodes
+    the rule (ptx_reference.encode, tiny_after_rounding); operands are drawn so that results straddle 2^-126."""
+    mode = data.draw(st.sampled_from(["rn", "rz", "rm", "rp"]))
+    rows = data.draw(st.lists(f32_near_min_normal_operands(op), min_size=12, max_size=12))
+    got = float_op(op, "f32", *[np.array(c, np.uint32) for c in zip(*rows)], rounding=mode, ftz=True)
+    for g, a in zip(got, rows):
+        want = {"mul": lambda: R.ref_mul(a[0], a[1], "f32", mode, True),
+                "fma": lambda: R.ref_fma(a[0], a[1], a[2], "f32", mode, True),
+                "div": lambda: R.ref_div(a[0], a[1], "f32", mode, True),
+                "rcp": lambda: R.ref_div(R.encode(("num", 1), "f32"), a[0], "f32", mode, True)}[op]()
+        assert int(g) == want, (op, mode, [hex(v) for v in a], hex(int(g)), hex(want))
+
+
+def test_f32_ftz_hand_worked_flushes():
+    """0x00ffffff * 0.5 = 2^-126 - 2^-150 exactly: halfway between 0x007fffff and 0x00800000 on the f32 grid (ties
+    to even: 2^-126, a normal result), exact and below 2^-126 with an unbounded exponent: .ftz flushes it (the
+    H100 gives 0x00000000, traces/ptx_alu_edges_sm90.npz); without .ftz it is 0x00800000. 1 / 0x7e800001 =
+    2^-126 / (1 + 2^-23) lies in (2^-126 - 2^-149, 2^-126 - 2^-150): .rp rounds it up to 2^-126 on the f32
+    grid but to 2^-126 - 2^-150 at full precision, so .rp.ftz flushes it too (H100: 0x00000000). A value that
+    reaches 2^-126 at full precision is not tiny: 0x00800001 * 0x3f7ffffe = 2^-126 (1 + 2^-23)(1 - 2^-23) =
+    2^-126 - 2^-172 lies above 2^-126 - 2^-150, the largest 24-bit value below 2^-126: .rn and .rp round it to
+    2^-126 and keep 0x00800000, .rz and .rm (positive) truncate it below and flush it."""
+    assert float_op("mul", "f32", f32(0x00FFFFFF), f32(0x3F000000), rounding="rn")[0] == 0x00800000
+    assert float_op("mul", "f32", f32(0x00FFFFFF), f32(0x3F000000), rounding="rn", ftz=True)[0] == 0
+    assert float_op("mul", "f32", f32(0x80FFFFFF), f32(0x3F000000), rounding="rm", ftz=True)[0] == 0x80000000
+    assert float_op("rcp", "f32", f32(0x7E800001), rounding="rp", ftz=True)[0] == 0
+    for mode, want in (("rn", 0x00800000), ("rp", 0x00800000), ("rz", 0), ("rm", 0)):
+        assert float_op("mul", "f32", f32(0x00800001), f32(0x3F7FFFFE), rounding=mode, ftz=True)[0] == want, mode
 
 
 # ------------------------------------------------------------------ hand-worked integer rules

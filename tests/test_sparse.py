@@ -215,9 +215,11 @@ def test_repeated_indices_gather_both_products():
 
 
 def test_exact_zero_sum_is_positive():
-    """A = -0 (f16), B = +1, C = -0: every stored product and C is -0, so the dense unit's rule (fdp.py) gives -0;
-    the sparse unit gives +0 (traces/wgmma_sp_numerics_sm90.npz, H100: 57 such cases, every output +0). The
-    'signed' alternative keeps the dense sign. Nonzero results keep theirs: -1 * 1 * 16 stored = -16."""
+    """A = -0 (f16), B = +1, C = -0: every stored product and C is -0, and the unit gives +0 (the Hopper unit's rule,
+    dense and sparse: traces/wgmma_sp_numerics_sm90.npz, 57 such sparse cases, every output +0;
+    traces/wgmma_zero_sign_sm90.npz for dense). The 'signed' alternative (IEEE 754's sign) gives -0 with a -0 C;
+    without C (scale-d = 0) the unit adds a +0 accumulator, so even 'signed' gives +0. Nonzero results keep their
+    sign: -1 * 1 * 16 stored = -16."""
     a = np.full((64, 16), 0x8000, np.uint16)  # -0.0 f16
     b = np.full((8, 32), 0x3C00, np.uint16)   # +1.0
     nib = np.full((64, 8), 0x4, np.uint8)     # positions 0, 1 kept; 2, 3 pruned
@@ -226,7 +228,7 @@ def test_exact_zero_sum_is_positive():
         c = np.full((64, 8), c_neg0, np.uint32 if dtype_d == "f32" else np.uint16)
         for cc in (None, c):
             assert np.all(S.sparse_dot(a, b, nib, cc, **common) == 0)
-            assert np.all(S.sparse_dot(a, b, nib, cc, rule="signed", **common) == neg0)
+            assert np.all(S.sparse_dot(a, b, nib, cc, rule="signed", **common) == (0 if cc is None else neg0))
             assert np.all(S.sparse_dot(a, b, nib, cc, rule="zeros", **common) == 0)  # +0 pruned terms
     a[:] = 0xBC00  # -1.0: 16 stored products of -1 -> -16.0 = 0xC1800000
     assert np.all(S.sparse_dot(a, b, nib, None, dtype_a="f16", dtype_b="f16", dtype_d="f32") == 0xC1800000)
@@ -390,15 +392,20 @@ def _num_inputs(trace, i):
 
 def test_numerics_trace_rejects_the_alternative_rules():
     """Each alternative fails on captured cases chosen by an input property, where 'selected' matches:
-    'signed' on every negzero case (A = C = -0, B > 0: hardware +0), 'zeros' on every valid case with an inf or
-    NaN of B at a pruned position (hardware: no 0 * inf), 'halves' on ordinary cases (rounding between halves).
+    'signed' on every negzero case with a -0 C (A = C = -0, B > 0: hardware +0), 'zeros' on every valid case with
+    an inf or NaN of B at a pruned position (hardware: no 0 * inf), 'halves' on ordinary cases (rounding between
+    halves). The three negzero cases of one step with scale-d = 0 match 'signed' too: scale-d = 0 adds the unit's
+    +0 accumulator (traces/wgmma_zero_sign_sm90.npz), a +0 term, so no rule of the sign can give -0 there.
     tests/test_traces.py replays every case under 'selected'."""
     trace = load_trace(_trace("wgmma_sp_numerics_sm90.npz"))
     props = {i: _num_inputs(trace, i) for i in range(trace.columns["seed"].size)}
     match = lambda i, rule: bool(sp_numerics_case_matches(trace, i, rule).all())  # noqa: E731
     negzero = [i for i, p in props.items() if p[1]]
     assert len(negzero) == 57
-    assert all(match(i, "selected") and not match(i, "signed") for i in negzero)
+    plus_c = [i for i in negzero if trace.columns["scale_d"][i] == 0 and trace.columns["steps"][i] == 1]
+    assert len(plus_c) == 3
+    assert all(match(i, "selected") and match(i, "signed") for i in plus_c)
+    assert all(match(i, "selected") and not match(i, "signed") for i in negzero if i not in plus_c)
     pruned = [i for i, p in props.items() if p[2]][:12]
     assert len(pruned) == 12 and all(match(i, "selected") and not match(i, "zeros") for i in pruned)
     plain = [i for i, p in props.items() if p[0] and not p[1] and not p[2] and trace.columns["cls"][i] == 0][:12]

@@ -165,8 +165,9 @@ def test_sparse_mxf8f6f4_and_mxf4nvf4_match_reference():
 
 
 def test_sparse_exact_zero_is_positive_and_pruned_positions_are_not_read():
-    """Every stored product -0 and C = -0: the dense unit says -0, the sparse rule (H100 wgmma.sp) +0. B holds
-    inf at every pruned position: nothing multiplies it."""
+    """Every stored product -0 and C = -0: +0, dense and sparse alike (blackwell.fdp_unit: the H100's rule for
+    wgmma and wgmma.sp, and MMA-Sim's tcgen05 arithmetic; not measured on a Blackwell). B holds inf at every
+    pruned position: nothing multiplies it."""
     a = np.full((64, 16), 0x8000, np.uint16)        # -0
     b = np.full((8, 32), 0x3C00, np.uint16)         # 1.0 ...
     nib = np.full((64, 8), 0b0100, np.uint8)         # indices 0 and 1 of every chunk
@@ -178,7 +179,10 @@ def test_sparse_exact_zero_is_positive_and_pruned_positions_are_not_read():
     ones, _, _ = smem_with(a, np.full((8, 32), 0x3C00, np.uint16), "f16", "f16")
     dense = tcgen05_mma(ones, da, db, InstrDescriptor("f16", "f16", "f16", m=64, n=8), c=np.full((64, 8), -0.0,
                                                                                                  np.float32))
-    assert set(dense.view(np.uint32).ravel()) == {0x80000000}  # the dense unit keeps -0 (fdp's rule)
+    assert set(dense.view(np.uint32).ravel()) == {0}  # the dense unit: +0 too (before: IEEE's -0)
+    # enable-input-d false: no C term on tcgen05 (unlike wgmma's scale-d = 0); the sign is +0 either way
+    assert set(tcgen05_mma(ones, da, db, InstrDescriptor("f16", "f16", "f16", m=64, n=8),
+                           enable_input_d=False).view(np.uint32).ravel()) == {0}
 
 
 def test_sparse_metadata_refusals_and_gather():

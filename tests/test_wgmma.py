@@ -108,6 +108,41 @@ def test_close_to_float64_and_chains_accumulate():
     assert np.array_equal(d3.view(np.uint32), d1.view(np.uint32))
 
 
+def _bf16_tiles(a_row, b_row, n=8):
+    """Shared memory holding A = a_row in every row, B = b_row in every column (raw bf16 bits, K = 16)."""
+    smem = SharedMemory()
+    a = np.tile(np.asarray(a_row, np.uint16), (64, 1))
+    smem.write_operand(DA, a, dtype="bf16")
+    smem.write_operand(DB, np.tile(np.asarray(b_row, np.uint16), (n, 1)), dtype="bf16")
+    return smem, to_a_registers(a, "bf16")
+
+
+def test_exact_zero_is_positive_and_scale_d0_adds_a_positive_zero():
+    """The H100's two rules (traces/wgmma_zero_sign_sm90.npz), for A from shared memory and from registers:
+    (1) every product -0 (A = -0 or imm-scale-a = -1 on +0, B = +1) and C = -0 gives +0, not IEEE's -0;
+    (2) scale-d = 0 adds a +0 accumulator, a zero term at -133. Hand-worked: A = (2^-74, 2^-80 x 15), B = (2^-74,
+    -2^-80 x 15): exact sum 2^-148 - 15 * 2^-160. Without a zero term the largest exponent is -148 and the terms
+    are exact: RZ to f32 gives 2^-149 (0x00000001). With the +0 term E = -133, the 2^-158 grid truncates every
+    -2^-160 to 0: 2^-148 (0x00000002), which the H100 gives (its floor_dense_noc cases)."""
+    common = dict(shape="m64n8k16", dtype_a="bf16", dtype_b="bf16", dtype_d="f32")
+    neg0 = np.full((64, 8), -0.0, np.float32)
+    for a_row, scale_a in (([0x8000] * 16, 1), ([0x0000] * 16, -1)):
+        smem, regs = _bf16_tiles(a_row, [0x3F80] * 16)
+        for kw in (dict(c=neg0), dict(c=neg0, scale_d=False), dict(scale_d=False), {}):
+            for d in (wgmma(smem, DA, DB, scale_a=scale_a, **kw, **common),
+                      wgmma(smem, None, DB, a_regs=regs, scale_a=scale_a, **kw, **common)):
+                assert set(d.view(np.uint32).ravel().tolist()) == {0}, (a_row[0], scale_a, kw)
+    smem, regs = _bf16_tiles([0x1A80] + [0x1780] * 15, [0x1A80] + [0x9780] * 15)  # 2^-74, 2^-80, -2^-80
+    assert np.float32(np.array([0x1A80], np.uint16).view(ml_dtypes.bfloat16)[0]) == 2.0 ** -74
+    assert np.float32(np.array([0x9780], np.uint16).view(ml_dtypes.bfloat16)[0]) == -(2.0 ** -80)
+    c_junk = np.full((64, 8), 1.0, np.float32)
+    for kw in (dict(scale_d=False), dict(c=c_junk, scale_d=False), {}):
+        for d in (wgmma(smem, DA, DB, **kw, **common), wgmma(smem, None, DB, a_regs=regs, **kw, **common)):
+            assert set(d.view(np.uint32).ravel().tolist()) == {0x00000002}, kw
+    zero_c = wgmma(smem, DA, DB, c=np.zeros((64, 8), np.float32), **common)  # C = +0 given: the same zero term
+    assert set(zero_c.view(np.uint32).ravel().tolist()) == {0x00000002}
+
+
 def test_scale_a_negates_exactly():
     smem, _, _ = _operands("e4m3", ml_dtypes.float8_e4m3fn, 8, 32)
     common = dict(shape="m64n8k32", dtype_a="e4m3", dtype_b="e4m3", dtype_d="f32")
@@ -154,6 +189,8 @@ def _failures(unit_change, kinds, limit=40):
     ({"rounding": RNE}, ("bf16",)),                 # nearest-even instead of toward zero for f32
     ({"keep_bits": 23}, ("e4m3",)),                 # fp8 -> f32 keeps 13 fraction bits, not 23
     ({"zero_exp": -126}, ("tf32", "bf16")),
+    # signed_zero / zero_c_when_absent: this trace cannot tell (no case has every term -0 or every product below
+    # 2^-133); traces/wgmma_zero_sign_sm90.npz does (tests/test_capture_edges.py::test_zero_sign_trace_replays)
 ])
 def test_trace_rejects_other_constants(change, kinds):
     assert _failures(change, kinds) > 0

@@ -20,8 +20,12 @@ same way (predicates as bool arrays). Modifier keywords mirror the PTX modifiers
 
 Rules (PTX ISA 9.7.3, 9.7.4, 9.7.9.21, IEEE 754-2019): one exact result rounded once (fma included);
 subnormals kept unless .ftz (inputs and results flushed to a zero of the same sign; a result is flushed
-when it is subnormal after rounding, except cvt.ftz.f32.f64, emulated by ptxas, which flushes results tiny
-after rounding with an unbounded exponent: _ftz_f32_from_f64); cvt.rna.tf32.f32 is integer arithmetic on the
+when it is tiny after rounding with an unbounded exponent, IEEE 754 7.5, not merely when it is subnormal after
+rounding: a value just below 2^-126 that rounds up to 2^-126 on the f32 grid is flushed unless it also reaches
+2^-126 at full precision. Measured for mul/fma/div/rcp .ftz.f32 on an H100, traces/ptx_alu_edges_sm90.npz:
+1,059 cases where the rules disagree, every one "tiny after rounding"; _fpcore.round_pack. cvt.ftz.f32.f64,
+emulated by ptxas, follows the same rule through its own thresholds: _ftz_f32_from_f64); cvt.f32.f32 and
+cvt.f64.f64 without modifiers are register moves (NaN bits kept); cvt.rna.tf32.f32 is integer arithmetic on the
 pattern (_cvt_tf32); an exact zero sum is +0, -0 under .rm; .sat clamps to [+0, 1] and
 turns NaN into +0; .relu turns negative results into +0 and keeps NaN; .satfinite turns +-inf into
 +-max finite. NaN results: NAN_POLICY (arithmetic), CVT_NAN (conversions), _float_to_int_nan, all measured
@@ -521,8 +525,11 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu):
         _check(not ftz or dtype == "f32", "ftz", f"{form}: .ftz applies to f32 only")
         _check(not sat or dtype != "bf16", "sat", f"{form}: .sat does not apply to bf16")
         _check(not (relu or satfinite), "modifier", f"{form}: no .relu/.satfinite here")
-        if dtype == "f64" and rounding is None:
-            return x.copy()  # cvt.f64.f64: ptxas emits no instruction (a register move); NaN bits unchanged
+        if rounding is None and (dtype == "f64" or (dtype == "f32" and not ftz and not sat)):
+            # cvt.f64.f64 and cvt.f32.f32 are register moves: every bit kept, a signalling NaN included
+            # (f64: ptxas emits no instruction; f32: 0x7f800001 -> 0x7f800001, traces/ptx_alu_edges_sm90.npz).
+            # cvt.f16.f16 / cvt.bf16.bf16 are not: their NaNs come back canonical (0x7fff, same trace).
+            return x.copy()
         flat = np.ascontiguousarray(x).reshape(-1).astype(np.uint64)
         out = np.empty(flat.size, np.uint64)
         eb, mb, bias, special, shift = _fmt_args(dtype)
