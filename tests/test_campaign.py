@@ -1673,6 +1673,16 @@ def _settings(weight):
     return settings(max_examples=_examples(weight), suppress_health_check=list(HealthCheck), deadline=None)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _compiled():
+    """numba compiles a kernel at its first call (about 10 s for the matmul engines on a cold cache, as in CI's
+    fresh clone): compile them before the hang alarm times any call."""
+    for kw in ({}, {"engine": "reference"}, {"init": "none", "promote_every": 1, "split_k": 2, "out_dtype": "bf16"}):
+        tcemu.matmul(MM_A, MM_B, dtype_a="bf16", dtype_b="bf16", **kw)
+    tcemu.matmul(FP8_A, FP8_B, dtype_a="e4m3", dtype_b="e4m3", promote_every=4,
+                 scales=tcemu.BlockScales(SCALE_A, SCALE_B, 1, 128, 128))
+
+
 @pytest.mark.parametrize("e", ENTRIES, ids=lambda e: e.name)
 def test_entry_point(e):
     @_settings(e.weight)

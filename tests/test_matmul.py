@@ -71,6 +71,49 @@ def test_triton_trace_rejects_neighbouring_models():
         assert np.count_nonzero(got.view(np.uint8).reshape(-1) != hw) > 0, (i, kw)
 
 
+# ---- silicon: CUTLASS sm_90a GEMMs (traces/cutlass_kernels_sm90.npz), through matmul instead of the PTX
+# interpreter. CUTLASS's first MMA of a tile runs without C (scale-d 0); the fp8 "promote" kernel adds the wgmma
+# partial sums into f32 registers every 4 K blocks (its mainloop), "fastaccum" never does.
+
+CUTLASS = os.path.join(HERE, "..", "traces", "cutlass_kernels_sm90.npz")
+CUTLASS_PROMOTE = {"cutlass_fp8_promote": 4}
+
+
+def _cutlass_cases():
+    from tcemu import launches
+    t = load_trace(CUTLASS)
+    for i, case in enumerate(t.meta["cases"]):
+        if case["fixture"] == "cutlass_cute_tutorial":   # an f16 tutorial kernel with C stored (N, M): see test_traces
+            continue
+        rec = launches.trace_fixture(t, case["fixture"])[1]["launches"][case["launch"]]
+        ins = launches.input_arrays(rec, int(case["seed"]))
+        hw = t.columns["bits"][t.columns["offsets"][i]:t.columns["offsets"][i + 1]]
+        yield case, ins["A"], ins["B"].T, hw          # B is stored (N, K): K-major, as CUTLASS's TN GEMM
+
+
+def test_cutlass_launches_equal_the_chain():
+    seen = set()
+    for case, A, B, hw in _cutlass_cases():
+        dt, od = case["inputs"][0]["dtype"], case["output"]["dtype"]
+        got = matmul(A, B, dtype_a=dt, dtype_b=dt, out_dtype=od, init="none",
+                     promote_every=CUTLASS_PROMOTE.get(case["fixture"]))
+        assert np.array_equal(got.view(np.uint8).reshape(-1), hw), (case["fixture"], case["launch"])
+        seen.add(case["fixture"])
+    assert len(seen) == 5
+
+
+def test_cutlass_fp8_trace_tells_promotion_apart():
+    """The fp8 launches decide between fast accumulation and promotion every 4 blocks: each is wrong for the
+    other kernel."""
+    for case, A, B, hw in _cutlass_cases():
+        if case["fixture"] not in ("cutlass_fp8_promote", "cutlass_fp8_fastaccum"):
+            continue
+        wrong = None if case["fixture"] == "cutlass_fp8_promote" else 4
+        got = matmul(A, B, dtype_a="e4m3", dtype_b="e4m3", out_dtype=case["output"]["dtype"], init="none",
+                     promote_every=wrong)
+        assert np.count_nonzero(got.view(np.uint8).reshape(-1) != hw) > 1000, case["fixture"]
+
+
 # ---- silicon: cuBLAS (traces/torch_gemm_sm90.npz; the replay of every claimed case is in test_traces.py)
 
 def _torch_case(index):

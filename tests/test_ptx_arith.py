@@ -276,6 +276,18 @@ def test_cvt_saturation_and_tf32():
     assert cvt("f16", "f32", f32(0xBF800000), rounding="rn", relu=True)[0] == 0
 
 
+def test_same_type_cvt_sat_clamps():
+    """cvt.sat.f64.f64 / cvt.sat.f32.f32 are not moves: .sat clamps to [+0, 1.0], NaN and negatives give +0
+    (PTX 9.7.9.21; only the modifier-free forms are moves, traces/ptx_alu_edges_sm90.npz)."""
+    x = np.array([0x7FF0000000000001, 0xBFF0000000000000, 0x4000000000000000, 0x3FE0000000000000,
+                  0x8000000000000000, 0x7FF0000000000000], np.uint64)
+    assert [int(v) for v in cvt("f64", "f64", x, sat=True)] == [0, 0, 0x3FF0000000000000, 0x3FE0000000000000, 0,
+                                                                 0x3FF0000000000000]
+    assert [int(v) for v in cvt("f64", "f64", x)] == [int(v) for v in x]
+    y = f32(0x7F800001, 0xC0000000, 0x40000000, 0x3F000000)
+    assert [int(v) for v in cvt("f32", "f32", y, sat=True)] == [0, 0, 0x3F800000, 0x3F000000]
+
+
 def test_refusals_and_bad_modifiers():
     x = f32(0x3F800000)
     for op, kw in (("ex2", {"rounding": "approx"}), ("tanh", {"rounding": "approx"}), ("sin", {}),

@@ -525,7 +525,7 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu):
         _check(not ftz or dtype == "f32", "ftz", f"{form}: .ftz applies to f32 only")
         _check(not sat or dtype != "bf16", "sat", f"{form}: .sat does not apply to bf16")
         _check(not (relu or satfinite), "modifier", f"{form}: no .relu/.satfinite here")
-        if rounding is None and (dtype == "f64" or (dtype == "f32" and not ftz and not sat)):
+        if rounding is None and not sat and (dtype == "f64" or (dtype == "f32" and not ftz)):
             # cvt.f64.f64 and cvt.f32.f32 are register moves: every bit kept, a signalling NaN included
             # (f64: ptxas emits no instruction; f32: 0x7f800001 -> 0x7f800001, traces/ptx_alu_edges_sm90.npz).
             # cvt.f16.f16 / cvt.bf16.bf16 are not: their NaNs come back canonical (0x7fff, same trace).
