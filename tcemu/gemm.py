@@ -49,6 +49,7 @@ _BUDGET = 256 << 20   # bytes of prepared operands per K chunk (the working set 
 _TN, _TM = 128, 128   # output tile of the fast engine: lanes per row segment, rows per parallel job
 _TN_BLOCKED = 256     # lanes per row segment for K steps above 16 (passes of 8: more lanes amortise them)
 FAST_PATH = True      # the exact fast path (chain.py): off only to measure or test the general path
+MAX_STEP = 1 << 20    # k_step, promote_every, split_k: far past any K a GEMM here can hold (a bound keeps arithmetic sane)
 LAST_STATS = {}       # the fast engine's last run: row segments on the fast path, general path, lanes redone
                       # (empty after a reference-engine or integer run)
 
@@ -149,22 +150,24 @@ def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None,
         ks = K_OF_KIND[kind]
         unit = None if kind == "i8" else bw_unit(kind, dtype_d)
     if k_step is not None:
-        if isinstance(k_step, bool) or not isinstance(k_step, (int, np.integer)) or k_step < 1:
-            _fail("k_step", f"must be a positive integer (K per chain step), got {show(k_step)}")
+        if isinstance(k_step, bool) or not isinstance(k_step, (int, np.integer)) or not 1 <= k_step <= MAX_STEP:
+            _fail("k_step", f"must be a positive integer (K per chain step, at most {MAX_STEP}), got {show(k_step)}")
         if mx_block and k_step % mx_block and mx_block % k_step:
             _fail("k_step", f"{k_step} does not tile the {mx_block}-element scale blocks")
         ks = int(k_step)
     promote = 0
     if promote_every is not None:
-        if isinstance(promote_every, bool) or not isinstance(promote_every, (int, np.integer)) or promote_every < 1:
-            _fail("promote_every", f"must be a positive integer (chain steps per promotion), got {show(promote_every)}")
+        if isinstance(promote_every, bool) or not isinstance(promote_every, (int, np.integer)) \
+                or not 1 <= promote_every <= MAX_STEP:
+            _fail("promote_every", f"must be a positive integer (chain steps per promotion, at most {MAX_STEP}), "
+                                   f"got {show(promote_every)}")
         if unit is None:
             _fail("promote_every", "integer kinds accumulate exactly: nothing to promote")
         if unit.out_format != "f32":
             _fail("promote_every", "promotion adds into f32 registers: the chain must accumulate in f32")
         promote = int(promote_every)
-    if isinstance(split_k, bool) or not isinstance(split_k, (int, np.integer)) or split_k < 1:
-        _fail("split_k", f"must be a positive integer, got {show(split_k)}")
+    if isinstance(split_k, bool) or not isinstance(split_k, (int, np.integer)) or not 1 <= split_k <= MAX_STEP:
+        _fail("split_k", f"must be a positive integer (at most {MAX_STEP}), got {show(split_k)}")
     if out_dtype is None:
         out_dtype = dtype_d
     if not isinstance(out_dtype, str):
@@ -340,8 +343,8 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
                             "raw scale bytes")
         ps = _block_scales(scales, M, N, K, plan)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))
-                                or workers < 1):
-        _fail("workers", f"must be a positive integer (threads), got {show(workers)}")
+                                or not 1 <= workers <= 4096):
+        _fail("workers", f"must be a positive integer (threads, at most 4096), got {show(workers)}")
     if tile is not None and scheduler is None:
         _fail("tile", "sizes the tasks of a dask cluster: pass scheduler= too")
     report = _Progress(progress, M * N * K, f"matmul {M}x{N}x{K} {plan.dtype_a}")

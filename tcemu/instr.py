@@ -374,6 +374,9 @@ class ZeroColumnMask:
 
     def encode(self) -> int:
         self._fields()
+        self = ZeroColumnMask(tuple(int(c) for c in self.start_counts), tuple(int(f) for f in self.first_spans),
+                              bool(self.non_zero_mask), int(self.skip_span), int(self.use_span), int(self.shift),
+                              int(self.reserved_bits))  # numpy scalars would overflow in the shifts below
         v = self.reserved_bits | int(self.non_zero_mask) << 39 | self.skip_span << 40 | self.use_span << 48 \
             | self.shift << 56
         for i in range(4):
@@ -403,6 +406,8 @@ class ZeroColumnMask:
         if max_shift_columns is not None and self.shift > max_shift_columns:
             out.append(("max_shift", f"column shift {self.shift} exceeds the instruction descriptor's maximum shift "
                                      f"of {max_shift_columns} columns (bits 30-31, PTX Table 42)"))
+        if n % 8:
+            out.append(("n", f"N = {n}: tcgen05 N is a multiple of 8 (PTX Table 39)"))
         if m not in (32, 64, 128) or n % (128 // m):
             out.append(("m", f"M = {m}, N = {n}: the mask splits N into {128 // m if m in (32, 64, 128) else '?'} "
                              "sub-masks (M = 128, 64, 32: 1, 2, 4)"))

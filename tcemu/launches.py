@@ -242,7 +242,8 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
     bufs = _buffers(record)
     arrays = input_arrays(record, seed, inputs)
     grid = _ints(record, "grid", 1, (1 << 31) - 1, 3)
-    cl = _ints(record, "cluster", 1, 16, 3) if cluster is None else cluster
+    recorded = _ints(record, "cluster", 1, 16, 3)  # checked even when cluster= overrides it
+    cl = recorded if cluster is None else cluster
     stats = mod.launch(entry, grid=grid, block=_ints(record, "block", 1, 1024, 3), cluster=cl,
                        shared_bytes=_need(record, "shared_bytes", int), param_bytes=blob,
                        buffers=[(bufs[n]["address"], a) for n, a in arrays.items()], **launch)
