@@ -68,7 +68,7 @@ from ..types import TYPES
 from . import Mods, mask_array, register, where
 from .mbarrier import lookup
 from .memory_ops import address, cluster_space, shared_target
-from .wgmma import check_provenance
+from .wgmma import check_async_proxy_read, check_provenance
 
 B32 = TYPES["b32"]
 U16 = TYPES["u16"]
@@ -629,14 +629,7 @@ def _smem_spots(cta, desc_value, rows, k, dtype, major, padded, which, wh, W, ar
         raise MemoryFault(wh, f"{which} reads shared bytes [{lo_:#x}, {hi_:#x}) of CTA rank {cta.rank} through "
                               f"descriptor {int(desc_value):#018x}, outside the kernel's shared memory "
                               f"[{sh.lo:#x}, {sh.hi:#x})")
-    if sh.async_pending[spots].any():
-        b = int(spots[sh.async_pending[spots] != 0][0])
-        raise HazardError(wh, f"{which} reads shared address {b:#x} while an asynchronous copy to it is still in "
-                              "flight (missing cp.async.wait_group / mbarrier wait)")
-    bad = sh.unfenced_bytes(spots)
-    if bad.size:
-        raise HazardError(wh, f"{which} reads shared address {int(bad[0]):#x}, written by the generic proxy "
-                              "(st.shared / cp.async) with no fence.proxy.async since (PTX 9.7.16.6.5)")
+    check_async_proxy_read(sh, spots, wh, which, "", "st.shared / cp.async", "PTX 9.7.16.6.5")
     if sh.guarded:
         sh.check_guard([W], spots, wh, f"({which}) reads")
     if ebytes and cta.launch.check_layouts:
