@@ -10,13 +10,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import List, NamedTuple
 
-import numpy as np
-
 from .arch import SMEM_WINDOW, check_arch, is_blackwell
 from .dtypes import parse_major
 from .errors import DescriptorError
 from .swizzle import SWIZZLE_128B, SWIZZLE_128B_BASE32B, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_NONE, Swizzle
-from .validate import as_int, is_int, show
+from .validate import as_int, as_int_literal, is_int, show
 
 
 class SwizzleMode(Enum):
@@ -304,19 +302,11 @@ class UmmaDescriptor(GmmaDescriptor):
 
 
 def _descriptor_int(value) -> int:
-    if isinstance(value, str) and len(value) > 100:
-        raise DescriptorError("descriptor", f"{show(value)} is too long for a 64-bit value")
-    if isinstance(value, str):
-        try:
-            value = int(value.replace("_", ""), 0)
-        except ValueError:
-            raise DescriptorError("descriptor", f"{show(value)} is not an integer literal (hex needs 0x)") from None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {show(value)}")
-    if not 0 <= int(value) < 1 << 64:  # hex reads as the fields it would hold
-        shown = f"{int(value):#x}" if int(value).bit_length() <= 128 else show(value)
+    value = as_int_literal(value, "descriptor", 100, "a 64-bit value", "an unsigned 64-bit integer", DescriptorError)
+    if not 0 <= value < 1 << 64:  # hex reads as the fields it would hold
+        shown = f"{value:#x}" if value.bit_length() <= 128 else show(value)
         raise DescriptorError("descriptor", f"must be an unsigned 64-bit integer, got {shown}")
-    return int(value)
+    return value
 
 
 def as_arch_descriptor(desc, arch: str):

@@ -89,6 +89,21 @@ def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scal
     return N, K
 
 
+def read_operands(smem, desc_a, desc_b, a_regs, c, scale_d, n, k_a, k, dtype_a, dtype_b, dtype_d, trans_a, trans_b):
+    """(A bits (64, k_a), B bits (n, k), C bits or None) of a dense or sparse wgmma: A from `a_regs` or desc_a,
+    B from desc_b, C checked even when scale_d drops it."""
+    smem = as_shared_memory(smem, "sm90", "smem")
+    c = accumulator_bits(c, (64, n), dtype_d) if c is not None else None
+    if a_regs is not None:
+        if desc_a is not None or trans_a:
+            raise LayoutError("a_regs", "A comes from registers or from desc_a, not both (and takes no trans_a)")
+        a_bits = from_a_registers(a_regs, dtype_a)
+    else:
+        a_bits = smem.read_operand(desc_a, rows=64, k=k_a, dtype=dtype_a, major="MN" if trans_a else "K")
+    b_bits = smem.read_operand(desc_b, rows=n, k=k, dtype=dtype_b, major="MN" if trans_b else "K")
+    return a_bits, b_bits, c if scale_d else None
+
+
 def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype_d: str,
           trans_a: bool = False, trans_b: bool = False, c=None, scale_d: bool = True,
           scale_a: int = 1, scale_b: int = 1, satfinite: bool = False, a_regs=None) -> np.ndarray:
@@ -102,16 +117,8 @@ def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype
     """
     N, K = check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite)
     scale_d = as_bool(scale_d, "scale_d", LayoutError)
-    smem = as_shared_memory(smem, "sm90", "smem")
-    c = accumulator_bits(c, (64, N), dtype_d) if c is not None else None  # checked even when scale_d ignores it
-    if a_regs is not None:
-        if desc_a is not None or trans_a:
-            raise LayoutError("a_regs", "A comes from registers or from desc_a, not both (and takes no trans_a)")
-        a_bits = from_a_registers(a_regs, dtype_a)
-    else:
-        a_bits = smem.read_operand(desc_a, rows=64, k=K, dtype=dtype_a, major="MN" if trans_a else "K")
-    b_bits = smem.read_operand(desc_b, rows=N, k=K, dtype=dtype_b, major="MN" if trans_b else "K")
-    c = c if scale_d else None
+    a_bits, b_bits, c = read_operands(smem, desc_a, desc_b, a_regs, c, scale_d, N, K, K, dtype_a, dtype_b, dtype_d,
+                                      trans_a, trans_b)
     if dtype_d == "s32":
         c = c.view(np.int32) if c is not None else None
         if dtype_a == "b1":

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import DescriptorError
-from .validate import as_bool, as_int, is_int, show
+from .validate import as_bool, as_int, as_int_literal, is_int, show
 
 KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
@@ -86,17 +86,8 @@ def instr_value(value) -> int:
     A 64-bit value is the runtime form CuTe passes to tcgen05.mma (cute/arch/mma_sm100_desc.hpp,
     make_runtime_instr_desc: the descriptor in the upper 32 bits, the lower 32 bits a sparse-metadata
     tensor-memory address that dense MMAs ignore; the inline asm hands the instruction `idescE >> 32`)."""
-    if isinstance(value, str) and len(value) > 64:
-        raise DescriptorError("descriptor", f"{show(value)} is too long for a 32-bit value (or its 64-bit form)")
-    if isinstance(value, str):
-        try:
-            value = int(value.replace("_", ""), 0)
-        except ValueError:
-            raise DescriptorError("descriptor", f"{show(value)} is not an integer literal (hex needs 0x)") from None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise DescriptorError("descriptor", f"must be an integer (a 32-bit instruction descriptor), got "
-                                            f"{show(value)}")
-    value = int(value)
+    value = as_int_literal(value, "descriptor", 64, "a 32-bit value (or its 64-bit form)",
+                           "an integer (a 32-bit instruction descriptor)", DescriptorError)
     if 0 <= value < 1 << 32:
         return value
     if 1 << 32 <= value < 1 << 64:

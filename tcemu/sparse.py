@@ -43,11 +43,9 @@ cannot reach the hardware; tcemu refuses them too.
 import numpy as np
 
 from .errors import LayoutError
-from .fdp import OUT_NUMPY, accumulator_bits, decode_operand, fused_dot, integer_dot
+from .fdp import OUT_NUMPY, decode_operand, fused_dot, integer_dot
 from .formats import decode_int
-from .fragments import from_a_registers
-from .hopper import check_form, fdp_unit
-from .smem import as_shared_memory
+from .hopper import check_form, fdp_unit, read_operands
 from .validate import as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 SP_K_OF = {"tf32": 16, "f16": 32, "bf16": 32, "e4m3": 64, "e5m2": 64, "s8": 64, "u8": 64}
@@ -312,16 +310,8 @@ def wgmma_sp(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dt
                                          f"{4 * int(nibble[m, ch]) + 3}) is undefined for {dtype_a} (PTX 9.7.15.6.1; "
                                          f"{int(bad.sum())} such chunks); invalid_meta='gather' applies tcemu's "
                                          "hypothesis")
-    smem = as_shared_memory(smem, "sm90", "smem")
-    c = accumulator_bits(c, (64, N), dtype_d) if c is not None else None  # checked even when scale_d ignores it
-    if a_regs is not None:
-        if desc_a is not None or trans_a:
-            raise LayoutError("a_regs", "A comes from registers or from desc_a, not both (and takes no trans_a)")
-        a_bits = from_a_registers(a_regs, dtype_a)
-    else:
-        a_bits = smem.read_operand(desc_a, rows=64, k=K // 2, dtype=dtype_a, major="MN" if trans_a else "K")
-    b_bits = smem.read_operand(desc_b, rows=N, k=K, dtype=dtype_b, major="MN" if trans_b else "K")
-    c = c if scale_d else None
+    a_bits, b_bits, c = read_operands(smem, desc_a, desc_b, a_regs, c, scale_d, N, K // 2, K, dtype_a, dtype_b,
+                                      dtype_d, trans_a, trans_b)
     d = sparse_dot(a_bits, b_bits, nib, c, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d, scale_a=scale_a,
                    scale_b=scale_b, satfinite=satfinite, rule=rule)
     return d.view(OUT_NUMPY[dtype_d])

@@ -1243,6 +1243,19 @@ def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
             if key not in cols:
                 raise TraceError(key, f"{trace.path}: fixture member missing")
             return cols[key]
+
+    def run(i, case, name):
+        if name not in mods:  # a fixture whose PTX does not parse fails each of its cases
+            mods[name] = fixture_from_trace(_Z(), name)
+        module, fixture = mods[name]
+        return replay_case(module, fixture, case)
+    _replay_output_bytes(trace, cases, result, max_report, run)
+
+
+def _replay_output_bytes(trace: Trace, cases, result: ReplayResult, max_report: int, run):
+    """kernel_outputs / launch_outputs: each captured case's output bytes (run(i, case, fixture name), a
+    TcemuError counting as all differing) against the trace's, one group per fixture."""
+    cols = trace.columns
     for i, case in enumerate(cases):
         if int(cols["status"][i]) != 0:
             result.notes.append(f"case {i} ({show(case.get('fixture'))}): not captured ({show(case.get('status'))})")
@@ -1250,10 +1263,7 @@ def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
         name = case["fixture"]
         hw = cols["bits"][int(cols["offsets"][i]):int(cols["offsets"][i + 1])]
         try:
-            if name not in mods:  # a fixture whose PTX does not parse fails each of its cases
-                mods[name] = fixture_from_trace(_Z(), name)
-            module, fixture = mods[name]
-            got = replay_case(module, fixture, case)
+            got = run(i, case, name)
         except TcemuError as e:
             got = None
             if len(result.mismatches) < max_report:
@@ -1310,29 +1320,10 @@ def _replay_launches(trace: Trace, result: ReplayResult, max_report: int):
     """Recorded launches (launch_outputs): each captured case rerun from the fixture embedded in the trace and
     its seed (tcemu.launches.replay_trace_case), every output byte compared."""
     from .launches import replay_trace_case
-    cols, modules = trace.columns, {}
-    for i, case in enumerate(trace.meta["cases"]):  # check_trace has held every record to _check_launches
-        if int(cols["status"][i]) != 0:
-            result.notes.append(f"case {i} ({show(case.get('fixture'))}): not captured ({show(case.get('status'))})")
-            continue
-        name = case["fixture"]
-        hw = cols["bits"][int(cols["offsets"][i]):int(cols["offsets"][i + 1])]
-        try:
-            got = replay_trace_case(trace, i, modules)
-        except TcemuError as e:
-            got = None
-            if len(result.mismatches) < max_report:
-                result.mismatches.append(f"case {i} {name}: {type(e).__name__}: {e}"[:400])
-        g = result.groups.setdefault(name, GroupResult())
-        g.cases += 1
-        g.values += hw.size
-        if got is not None:
-            same = int(np.count_nonzero(got == hw)) if got.size == hw.size else 0
-            g.values_matched += same
-            g.cases_matched += same == hw.size
-            if same != hw.size and len(result.mismatches) < max_report:
-                result.mismatches.append(f"case {i} {name} {case.get('M')}x{case.get('N')}x{case.get('K')}: "
-                                         f"{hw.size - same} of {hw.size} output bytes differ")
+    modules = {}
+    # check_trace has held every record to _check_launches
+    _replay_output_bytes(trace, trace.meta["cases"], result, max_report,
+                         lambda i, case, name: replay_trace_case(trace, i, modules))
 
 
 def _replay_zero_sign(trace: Trace, result: ReplayResult, max_report: int):

@@ -66,6 +66,22 @@ def as_int(value, field: str, lo=None, hi=None, error=TcemuError) -> int:
     return v
 
 
+def as_int_literal(value, field: str, max_chars: int, too_long: str, expected: str, error=TcemuError) -> int:
+    """An int from an int, numpy integer or integer literal string (0x / 0o / 0b prefixes, `_` separators); a
+    string longer than max_chars is refused before it is parsed ("... is too long for {too_long}"), a non-integer
+    as "must be {expected}". The caller checks the range."""
+    if isinstance(value, str) and len(value) > max_chars:
+        raise error(field, f"{show(value)} is too long for {too_long}")
+    if isinstance(value, str):
+        try:
+            value = int(value.replace("_", ""), 0)
+        except ValueError:
+            raise error(field, f"{show(value)} is not an integer literal (hex needs 0x)") from None
+    if not is_int(value):
+        raise error(field, f"must be {expected}, got {show(value)}")
+    return int(value)
+
+
 def _range(lo, hi) -> str:
     if lo is None and hi is None:
         return ""

@@ -170,16 +170,6 @@ def _expected(W, count):
     return 32 * sum(1 for w in W.cta.warps if not w.done)
 
 
-@register("bar.warp.sync")
-def c_bar_warp(ins, prog, pc):
-    """bar.warp.sync membermask: the member lanes converge here (PTX 9.7.13.2)."""
-    gm = prog.read(operands(ins, 1)[0], U32, ins)
-
-    def op(W, m):
-        _members(W, m, gm, ins)
-    return op
-
-
 @register("bar", "barrier")
 def c_bar(ins, prog, pc):
     mods = Mods(ins)

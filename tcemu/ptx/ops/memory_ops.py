@@ -162,19 +162,24 @@ def _vec_parts(ins, op):
     return list(op.items) if isinstance(op, P.Vec) else [op]
 
 
-@register("ld")
-def c_ld(ins, prog, pc):
+def _ld_st_operands(ins, prog, regs_at, addr_at, what):
+    """ld / st: (type, vector width, state space, register names, address getter, element bytes); the register
+    vector is operand regs_at (`what` names its role in the error) and must hold .v<n> registers."""
     mods = Mods(ins)
     t = mods.type()
     space = space_of(mods)
     vec = int(next((p[1:] for p in mods.parts if p in ("v2", "v4", "v8")), 1))
-    d, a = ins.operands[0], ins.operands[1]
+    a = ins.operands[addr_at]
     space = effective_space(prog, a, space)
-    dests = _vec_parts(ins, d)
-    if len(dests) != vec:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} has {len(dests)} destinations for .v{vec}")
-    get_addr = address(prog, a, ins, space)
-    ebytes = max(1, t.bits // 8)
+    regs = _vec_parts(ins, ins.operands[regs_at])
+    if len(regs) != vec:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} has {len(regs)} {what} for .v{vec}")
+    return t, vec, space, regs, address(prog, a, ins, space), max(1, t.bits // 8)
+
+
+@register("ld")
+def c_ld(ins, prog, pc):
+    t, vec, space, dests, get_addr, ebytes = _ld_st_operands(ins, prog, 0, 1, "destinations")
     if t.bits == 128:
         raise PtxSyntaxError(ins.line, ins.col, ".b128 loads are not modelled")
     sets = [prog.write(x, t, ins) for x in dests]
@@ -199,17 +204,7 @@ def c_ld(ins, prog, pc):
 
 @register("st")
 def c_st(ins, prog, pc):
-    mods = Mods(ins)
-    t = mods.type()
-    space = space_of(mods)
-    vec = int(next((p[1:] for p in mods.parts if p in ("v2", "v4", "v8")), 1))
-    a, v = ins.operands[0], ins.operands[1]
-    space = effective_space(prog, a, space)
-    srcs = _vec_parts(ins, v)
-    if len(srcs) != vec:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} has {len(srcs)} sources for .v{vec}")
-    get_addr = address(prog, a, ins, space)
-    ebytes = max(1, t.bits // 8)
+    t, vec, space, srcs, get_addr, ebytes = _ld_st_operands(ins, prog, 1, 0, "sources")
     gets = [prog.read(x, t, ins) for x in srcs]
     wh = where(ins)
 
@@ -395,54 +390,61 @@ def _warp_wide(W, m, ins):
                                       f"{np.flatnonzero(m).tolist()} did")
 
 
-@register("ldmatrix")
-def c_ldmatrix(ins, prog, pc):
+# lane l holds elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of each 8x8 matrix (PTX 9.7.14.5.15)
+_FRAG_ROW = np.arange(32) // 4
+_FRAG_COL = 2 * (np.arange(32) % 4)
+
+
+def _matrix_operands(ins, prog, name, verb, regs_at, addr_at):
+    """ldmatrix (verb "writes") / stmatrix ("reads"): (num, trans, b32 register setters / getters, rows(W, m),
+    where); the register vector is operand regs_at and must hold one register per matrix, the address is
+    operand addr_at; rows checks that the whole warp executes and gives the (num, 8) row addresses in the
+    shared window."""
     mods = Mods(ins)
     num, trans = _matrix_form(ins, mods)
-    dests = _vec_parts(ins, ins.operands[0])
-    if len(dests) != num:
-        raise PtxSyntaxError(ins.line, ins.col, f"ldmatrix .x{num} writes {num} registers")
+    regs = _vec_parts(ins, ins.operands[regs_at])
+    if len(regs) != num:
+        raise PtxSyntaxError(ins.line, ins.col, f"{name} .x{num} {verb} {num} registers")
     space = space_of(mods)
-    get_addr = address(prog, ins.operands[1], ins, space)
-    sets = [prog.write(x, TYPES["b32"], ins) for x in dests]
+    get_addr = address(prog, ins.operands[addr_at], ins, space)
+    access_reg = prog.write if verb == "writes" else prog.read
+    fns = [access_reg(x, TYPES["b32"], ins) for x in regs]
     wh = where(ins)
-    lane = np.arange(32)
+
+    def rows(W, m):
+        _warp_wide(W, m, ins)
+        return _row_addresses(W, get_addr, num, space == "generic", wh)
+    return num, trans, fns, rows, wh
+
+
+@register("ldmatrix")
+def c_ldmatrix(ins, prog, pc):
+    num, trans, sets, rows_of, wh = _matrix_operands(ins, prog, "ldmatrix", "writes", 0, 1)
 
     def op(W, m):
-        _warp_wide(W, m, ins)
-        rows = _row_addresses(W, get_addr, num, space == "generic", wh)
+        rows = rows_of(W, m)
         raw = W.cta.shared.load(rows.reshape(-1), 16, W.tid[:8 * num], wh, W)  # (8 num, 16) bytes
         mats = from_bytes(raw, np.uint16).reshape(num, 8, 8)
         for i, s in enumerate(sets):
             mt = mats[i].T if trans else mats[i]
-            lo = mt[lane // 4, 2 * (lane % 4)].astype(np.uint32)
-            hi = mt[lane // 4, 2 * (lane % 4) + 1].astype(np.uint32)
+            lo = mt[_FRAG_ROW, _FRAG_COL].astype(np.uint32)
+            hi = mt[_FRAG_ROW, _FRAG_COL + 1].astype(np.uint32)
             s(W, lo | (hi << np.uint32(16)), None)
     return op
 
 
 @register("stmatrix")
 def c_stmatrix(ins, prog, pc):
-    mods = Mods(ins)
-    num, trans = _matrix_form(ins, mods)
-    srcs = _vec_parts(ins, ins.operands[1])
-    if len(srcs) != num:
-        raise PtxSyntaxError(ins.line, ins.col, f"stmatrix .x{num} reads {num} registers")
-    space = space_of(mods)
-    get_addr = address(prog, ins.operands[0], ins, space)
-    gets = [prog.read(x, TYPES["b32"], ins) for x in srcs]
-    wh = where(ins)
-    lane = np.arange(32)
+    num, trans, gets, rows_of, wh = _matrix_operands(ins, prog, "stmatrix", "reads", 1, 0)
 
     def op(W, m):
-        _warp_wide(W, m, ins)
-        rows = _row_addresses(W, get_addr, num, space == "generic", wh)
+        rows = rows_of(W, m)
         mats = np.zeros((num, 8, 8), np.uint16)
         for i, g in enumerate(gets):
             v = g(W)
             mt = np.zeros((8, 8), np.uint16)
-            mt[lane // 4, 2 * (lane % 4)] = (v & np.uint32(0xFFFF)).astype(np.uint16)
-            mt[lane // 4, 2 * (lane % 4) + 1] = (v >> np.uint32(16)).astype(np.uint16)
+            mt[_FRAG_ROW, _FRAG_COL] = (v & np.uint32(0xFFFF)).astype(np.uint16)
+            mt[_FRAG_ROW, _FRAG_COL + 1] = (v >> np.uint32(16)).astype(np.uint16)
             mats[i] = mt.T if trans else mt
         raw = np.ascontiguousarray(mats.reshape(num * 8, 8)).view(np.uint8)
         W.cta.shared.store(rows.reshape(-1), raw, W.tid[:8 * num], wh)

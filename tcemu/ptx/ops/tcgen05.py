@@ -68,7 +68,7 @@ from ..types import TYPES
 from . import Mods, mask_array, register, where
 from .mbarrier import lookup
 from .memory_ops import address, cluster_space, shared_target
-from .wgmma import check_provenance
+from .wgmma import check_async_proxy_read, check_provenance
 
 B32 = TYPES["b32"]
 U16 = TYPES["u16"]
@@ -498,6 +498,22 @@ def _cells(W, taddr, shape, num, split_off, pack, wh, what):
     return lanes, cols
 
 
+def _ldst_cells(W, m, ins, gaddr, shape, num, split_off, pack, wh, store):
+    """(state, lanes, cols) of the tensor-memory cells a tcgen05.ld (store False) or tcgen05.st moves, after the
+    whole-warp, uniform-address, allocation, pending-access and async-completion checks (a store also waits for
+    loads and async readers of its cells)."""
+    what = "tcgen05.st" if store else "tcgen05.ld"
+    act = _whole_warp(W, m, ins)
+    taddr = _uniform(gaddr(W), act, "taddr", wh)
+    tm = state(W.cta)
+    lanes, cols = _cells(W, taddr, shape, num, split_off, pack, wh, what)
+    access = f"{what} writes" if store else f"{what} reads"
+    check_allocated(tm, cols, wh, access)
+    check_pending(tm, lanes, cols, wh, access, loads=store)
+    check_async(W, tm, lanes, cols, wh, access, readers=store)
+    return tm, lanes, cols
+
+
 @register("tcgen05.ld")
 def c_ld(ins, prog, pc):
     mods = Mods(ins, skip=2)
@@ -517,13 +533,7 @@ def c_ld(ins, prog, pc):
     text = f"tcgen05.ld (line {ins.line})"
 
     def op(W, m):
-        act = _whole_warp(W, m, ins)
-        taddr = _uniform(gaddr(W), act, "taddr", wh)
-        tm = state(W.cta)
-        lanes, cols = _cells(W, taddr, shape, num, split_off, pack, wh, "tcgen05.ld")
-        check_allocated(tm, cols, wh, "tcgen05.ld reads")
-        check_pending(tm, lanes, cols, wh, "tcgen05.ld reads")
-        check_async(W, tm, lanes, cols, wh, "tcgen05.ld reads")
+        tm, lanes, cols = _ldst_cells(W, m, ins, gaddr, shape, num, split_off, pack, wh, store=False)
         if not tm.mem.written[lanes, cols].all():
             k = np.argwhere(~tm.mem.written[lanes, cols])[0]
             raise MemoryFault(wh, f"thread {k[0]} of warp {W.index} reads tensor-memory lane {int(lanes[tuple(k)])}, "
@@ -558,13 +568,7 @@ def c_st(ins, prog, pc):
     text = f"tcgen05.st (line {ins.line})"
 
     def op(W, m):
-        act = _whole_warp(W, m, ins)
-        taddr = _uniform(gaddr(W), act, "taddr", wh)
-        tm = state(W.cta)
-        lanes, cols = _cells(W, taddr, shape, num, split_off, pack, wh, "tcgen05.st")
-        check_allocated(tm, cols, wh, "tcgen05.st writes")
-        check_pending(tm, lanes, cols, wh, "tcgen05.st writes", loads=True)
-        check_async(W, tm, lanes, cols, wh, "tcgen05.st writes", readers=True)
+        tm, lanes, cols = _ldst_cells(W, m, ins, gaddr, shape, num, split_off, pack, wh, store=True)
         regs = np.stack([g(W) for g in gets], axis=1).astype(np.uint32)   # (32, nregs)
         if pack:  # unpack::16b: the low half into the first cell, the high half into the second, zero-extended
             vals = np.stack([regs & 0xFFFF, regs >> 16], axis=-1)
@@ -629,14 +633,7 @@ def _smem_spots(cta, desc_value, rows, k, dtype, major, padded, which, wh, W, ar
         raise MemoryFault(wh, f"{which} reads shared bytes [{lo_:#x}, {hi_:#x}) of CTA rank {cta.rank} through "
                               f"descriptor {int(desc_value):#018x}, outside the kernel's shared memory "
                               f"[{sh.lo:#x}, {sh.hi:#x})")
-    if sh.async_pending[spots].any():
-        b = int(spots[sh.async_pending[spots] != 0][0])
-        raise HazardError(wh, f"{which} reads shared address {b:#x} while an asynchronous copy to it is still in "
-                              "flight (missing cp.async.wait_group / mbarrier wait)")
-    bad = sh.unfenced_bytes(spots)
-    if bad.size:
-        raise HazardError(wh, f"{which} reads shared address {int(bad[0]):#x}, written by the generic proxy "
-                              "(st.shared / cp.async) with no fence.proxy.async since (PTX 9.7.16.6.5)")
+    check_async_proxy_read(sh, spots, wh, which, "", "st.shared / cp.async", "PTX 9.7.16.6.5")
     if sh.guarded:
         sh.check_guard([W], spots, wh, f"({which}) reads")
     if ebytes and cta.launch.check_layouts:

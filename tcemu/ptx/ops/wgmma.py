@@ -266,18 +266,24 @@ def _check_operand(cta, desc, rows, k, dtype, major, which, wh):
         raise MemoryFault(wh, f"operand {which} reads shared bytes [{lo:#x}, {hi:#x}) through descriptor "
                               f"{desc.encode():#018x}, outside the kernel's shared memory [{sh.lo:#x}, {sh.hi:#x})")
     spots = (addrs.reshape(-1, 1) + np.arange(ebytes)).reshape(-1)
-    if sh.async_pending[spots].any():
-        b = int(spots[sh.async_pending[spots] != 0][0])
-        raise HazardError(wh, f"operand {which} reads shared address {b:#x} while an asynchronous copy to it is "
-                              "still in flight (missing cp.async.wait_group / mbarrier wait before wgmma)")
-    bad = sh.unfenced_bytes(spots)
-    if bad.size:
-        raise HazardError(wh, f"operand {which} reads shared address {int(bad[0]):#x}, written by the generic proxy "
-                              f"(st.shared / cp.async / stmatrix) with no fence.proxy.async since "
-                              f"({bad.size} such bytes)")
+    check_async_proxy_read(sh, spots, wh, f"operand {which}", " before wgmma", "st.shared / cp.async / stmatrix")
     if dtype != "b1" and cta.launch.check_layouts:
         check_provenance(cta.launch.gmem, sh.source[addrs], ebytes, which, desc, wh)
     return spots
+
+
+def check_async_proxy_read(sh, spots, wh, reader, wait_hint, writers, cite=None):
+    """The async proxy (wgmma, tcgen05.mma) reads shared bytes `spots`: none may still be the target of an
+    asynchronous copy, none written by the generic proxy (`writers`) since the last fence.proxy.async. `cite`
+    closes the second message (default: how many such bytes)."""
+    if sh.async_pending[spots].any():
+        b = int(spots[sh.async_pending[spots] != 0][0])
+        raise HazardError(wh, f"{reader} reads shared address {b:#x} while an asynchronous copy to it is still in "
+                              f"flight (missing cp.async.wait_group / mbarrier wait{wait_hint})")
+    bad = sh.unfenced_bytes(spots)
+    if bad.size:
+        raise HazardError(wh, f"{reader} reads shared address {int(bad[0]):#x}, written by the generic proxy "
+                              f"({writers}) with no fence.proxy.async since ({cite or f'{bad.size} such bytes'})")
 
 
 def check_provenance(gmem, src, ebytes, which, desc, wh):
