@@ -229,7 +229,7 @@ class UmmaDescriptor(GmmaDescriptor):
         value = _descriptor_int(value)
         code = value >> 61 & 0x7
         if code not in _SM100_LAYOUT_MODE:
-            hopper = (f"; 3 is Hopper's encoding of the 32B swizzle (sm90's 2-bit layout type), which sm100 encodes "
+            hopper = ("; 3 is Hopper's encoding of the 32B swizzle (sm90's 2-bit layout type), which sm100 encodes "
                       "as 6 (Hopper's codes line up only when written at bit 62: 3 << 62 is 32B on both)"
                       if code == 3 else "")
             raise DescriptorError("swizzle", f"layout type {code} (bits 61-63) is unused on sm100; expected 0 none, "

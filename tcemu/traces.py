@@ -375,9 +375,9 @@ def _check_tma(meta, cols):
         raise TraceError("case", f"must be (n, {TMA_CASE.itemsize}) uint8 records, got {show(case)}")
     n = case.shape[0]
     records = np.ascontiguousarray(case).view(TMA_CASE).ravel()
-    for field, lo, hi in (("dtype", 0, 2), ("rank", 1, 5), ("swizzle", 0, 3), ("dst", 0, window - 1)):
-        if n and (records[field].min() < lo or records[field].max() > hi):
-            raise TraceError(f"case.{field}", f"must lie in [{lo}, {hi}]")
+    for name, lo, hi in (("dtype", 0, 2), ("rank", 1, 5), ("swizzle", 0, 3), ("dst", 0, window - 1)):
+        if n and (records[name].min() < lo or records[name].max() > hi):
+            raise TraceError(f"case.{name}", f"must lie in [{lo}, {hi}]")
     for name in ("refused", "timed_out"):
         _col(cols, name, 0, 1, (n,))
     positions = _col(cols, "positions", 0, window - 1, (None,))

@@ -712,3 +712,40 @@ def test_warp_wide_tma_store_writes_the_box_and_keeps_the_stage_read_until_wait_
     # after wait_group.read 0 all 32 reads have completed: the stage is free again
     ptx.load(_warp_tma_store("", "  st.shared.u32 [%r1], %r0;")).launch("k", grid=1, block=32, args=[tm],
                                                                        shared_bytes=4096)
+
+
+def test_mbarrier_state_carries_its_phase_and_pending_count():
+    """mbarrier.arrive returns an opaque state captured before the arrive: pending_count reads the arrivals that
+    were still pending then, test_wait with the state completes once that phase has (hand-derived: init 4, two
+    single arrivals, then one of count 2). The first test_wait asks for parity 1, the phase before phase 0, which
+    counts as complete (PTX: a wait on the immediately preceding phase's parity succeeds); tcemu parks a warp
+    whose test_wait fails until the phase completes (one legal schedule), so this kernel never asks a failing one."""
+    body = """\
+  .shared .align 8 .b64 bar;
+  setp.ne.u32 %p0, %r0, 0;
+  @%p0 bra DONE;
+  mov.u32 %r1, bar;
+  mbarrier.init.shared::cta.b64 [%r1], 4;
+  mbarrier.arrive.shared::cta.b64 %rd2, [%r1];
+  mbarrier.arrive.shared::cta.b64 %rd3, [%r1];
+  mbarrier.pending_count.b64 %r2, %rd2;
+  mbarrier.pending_count.b64 %r3, %rd3;
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 1;
+  selp.u32 %r4, 1, 0, %p1;
+  mbarrier.arrive.shared::cta.b64 %rd4, [%r1], 2;
+  mbarrier.pending_count.b64 %r5, %rd4;
+  mbarrier.test_wait.shared::cta.b64 %p2, [%r1], %rd2;
+  selp.u32 %r6, 1, 0, %p2;
+  mbarrier.arrive.shared::cta.b64 %rd5, [%r1];
+  mbarrier.pending_count.b64 %r7, %rd5;
+  st.global.u32 [%rd0], %r2;
+  st.global.u32 [%rd0+4], %r3;
+  st.global.u32 [%rd0+8], %r4;
+  st.global.u32 [%rd0+12], %r5;
+  st.global.u32 [%rd0+16], %r6;
+  st.global.u32 [%rd0+20], %r7;
+DONE:
+  ret;
+"""
+    out = run(body, out_words=6)
+    assert list(out) == [4, 3, 1, 2, 1, 4]   # the last arrive opens phase 1 with 4 pending

@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 import numpy as np
 
 from . import parser as P
-from .errors import PtxError, PtxSyntaxError, PtxUnsupported
+from .errors import PtxSyntaxError, PtxUnsupported
 from .memory import SMEM_RESERVED
 from .types import CONTAINER, MASKS, PtxType, ptx_type, resize
 

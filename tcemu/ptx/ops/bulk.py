@@ -16,7 +16,7 @@ from ..memory import PARAM_WINDOW, WINDOW_SIZE, WINDOWS
 from .. import tensormap as TM
 from ..types import TYPES
 from . import Mods, mask_array, register, where
-from .memory_ops import access, address, cluster_space, shared_target
+from .memory_ops import access, address, shared_target
 from .mbarrier import lookup
 
 U16 = TYPES["u16"]

@@ -151,7 +151,7 @@ def c_mbarrier(ins, prog, pc):
             for lane in np.flatnonzero(act):  # each executing thread arrives once
                 cta, off = shared_target(W, addrs[lane], space, wh)
                 mb = lookup(W, cta, off, wh)
-                out[lane] = mb.phase
+                out[lane] = mb.phase | mb.pending << 32  # the opaque state: phase and pending count before it
                 if expect:
                     mb.expect_tx(int(vals[lane]), wh)
                     mb.arrive(1, W, wh)
@@ -199,7 +199,7 @@ def c_mbarrier(ins, prog, pc):
             mb = lookup(W, cta, off, wh)
             want = gphase(W)
             act = mask_array(m) & W.live
-            w = int(want[act][0])
+            w = int(want[act][0]) if parity else int(want[act][0]) & 0xFFFFFFFF  # a state's phase: low word
             done = ((mb.phase & 1) != (w & 1)) if parity else (mb.phase > w)
             if done:
                 mb.observe(W)
@@ -212,7 +212,9 @@ def c_mbarrier(ins, prog, pc):
     if op_name == "pending_count":
         d, s = ops
         gs, sd = prog.read(s, U64, ins), prog.write(d, U32, ins)
-        return lambda W, m: sd(W, np.zeros(32, np.uint32), m)
+        # the pending arrivals of the phase when the arrive that returned the state ran, before it (PTX ISA,
+        # mbarrier.pending_count: the state is "captured prior to the arrive-on operation")
+        return lambda W, m: sd(W, (gs(W) >> np.uint64(32)).astype(np.uint32), m)
     raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: unknown mbarrier operation")
 
 
