@@ -718,8 +718,7 @@ def test_mbarrier_state_carries_its_phase_and_pending_count():
     """mbarrier.arrive returns an opaque state captured before the arrive: pending_count reads the arrivals that
     were still pending then, test_wait with the state completes once that phase has (hand-derived: init 4, two
     single arrivals, then one of count 2). The first test_wait asks for parity 1, the phase before phase 0, which
-    counts as complete (PTX: a wait on the immediately preceding phase's parity succeeds); tcemu parks a warp
-    whose test_wait fails until the phase completes (one legal schedule), so this kernel never asks a failing one."""
+    counts as complete (PTX: a wait on the immediately preceding phase's parity succeeds)."""
     body = """\
   .shared .align 8 .b64 bar;
   setp.ne.u32 %p0, %r0, 0;
@@ -749,3 +748,41 @@ DONE:
 """
     out = run(body, out_words=6)
     assert list(out) == [4, 3, 1, 2, 1, 4]   # the last arrive opens phase 1 with 4 pending
+
+
+def test_failing_test_wait_returns_false_when_nothing_else_can_move():
+    """A thread that tests an incomplete phase once, then arrives itself, is legal (test_wait does not wait): the
+    failing test gives False, the arrivals complete the phase, a second test gives True. A loop on a phase nobody
+    completes is still a hang."""
+    body = """\
+  .shared .align 8 .b64 bar;
+  setp.ne.u32 %p0, %r0, 0;
+  @%p0 bra DONE;
+  mov.u32 %r1, bar;
+  mbarrier.init.shared::cta.b64 [%r1], 2;
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 0;
+  selp.u32 %r2, 1, 0, %p1;
+  mbarrier.arrive.shared::cta.b64 %rd2, [%r1], 2;
+  mbarrier.test_wait.parity.shared::cta.b64 %p2, [%r1], 0;
+  selp.u32 %r3, 1, 0, %p2;
+  st.global.u32 [%rd0], %r2;
+  st.global.u32 [%rd0+4], %r3;
+DONE:
+  ret;
+"""
+    assert list(run(body, out_words=2)) == [0, 1]
+    spin = """\
+  .shared .align 8 .b64 bar;
+  mov.u32 %r1, bar;
+  setp.ne.u32 %p0, %r0, 0;
+  @%p0 bra WAIT;
+  mbarrier.init.shared::cta.b64 [%r1], 2;
+WAIT:
+  bar.sync 0;
+LOOP:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;
+  @!%p1 bra LOOP;
+  ret;
+"""
+    with pytest.raises(ptx.Deadlock, match="2 of 2 arrivals pending"):
+        run(spin, out_words=32)

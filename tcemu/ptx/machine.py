@@ -45,6 +45,8 @@ class Warp:
         self.lane_pc: Optional[np.ndarray] = None
         self.done = nthreads == 0
         self.wait: Optional[str] = None     # what a blocked warp waits on (deadlock reports)
+        self.parked_test = False            # blocked on a failing mbarrier test_wait / try_wait
+        self.give_up_test = False           # that wait returns False when next run (run_ctas, a stall)
         self.tid = index * 32 + LANES       # linear thread index in the CTA
         self.local = LocalMemory(prog.local_size) if prog.local_size else None
         self._special = {}
@@ -291,9 +293,12 @@ def run_ctas(ctas, max_instructions: int) -> int:
     """Run the warps of these CTAs (one CTA, or the CTAs of a cluster) until all exit; Deadlock otherwise."""
     total = 0
     warps = [w for c in ctas for w in c.warps]
+    released = set()  # warps whose failing test_wait / try_wait returned False since the last barrier event
     while True:
         progress = False
         alive = False
+        if any(c.progress for c in ctas):
+            released.clear()
         for c in ctas:
             c.progress = False
         for w in warps:
@@ -310,6 +315,14 @@ def run_ctas(ctas, max_instructions: int) -> int:
                     c.tmem.at_exit(c)
             return total
         if not progress and not any(c.progress for c in ctas):
+            # a failing mbarrier test_wait / try_wait may return False (PTX: it does not wait, or waits a bounded
+            # time): when nothing else can move, each parked one does so once; a hang only if that changes nothing
+            parked = [w for w in warps if not w.done and w.parked_test and id(w) not in released]
+            if parked:
+                for w in parked:
+                    w.give_up_test = True
+                    released.add(id(w))
+                continue
             where = ctas[0].ctaid if len(ctas) == 1 else f"cluster of CTAs {[c.ctaid for c in ctas]}"
             raise Deadlock(f"CTA {where}" if len(ctas) == 1 else where, "no warp can make progress (hang):\n" +
                            "\n".join((f"CTA {c.ctaid}:\n" if len(ctas) > 1 else "") + c.report() for c in ctas))

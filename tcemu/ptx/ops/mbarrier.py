@@ -205,7 +205,14 @@ def c_mbarrier(ins, prog, pc):
                 mb.observe(W)
                 sd(W, np.ones(32, bool), m)
                 W.sync.pop(key, None)
+                W.parked_test = False
                 return None
+            if W.give_up_test:  # run_ctas: every warp is parked; this wait reports the phase incomplete
+                W.give_up_test = W.parked_test = False
+                sd(W, np.zeros(32, bool), m)
+                W.sync.pop(key, None)
+                return None
+            W.parked_test = True
             W.wait = (f"{'parity ' + str(w & 1) if parity else 'phase ' + str(w)} of the {mb.describe()}")
             return BLOCK
         return wait
