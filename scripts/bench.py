@@ -194,15 +194,15 @@ def cores():
         return os.cpu_count() or 1
 
 
-def blas_all_cores(n):
-    """float64 BLAS multiply-adds per second on an n^3 GEMM with every core (a subprocess: the thread count of
-    an OpenBLAS already loaded cannot change); the best of 3 calls."""
+def blas_rate(n, threads=None):
+    """float64 BLAS multiply-adds per second on an n^3 GEMM with `threads` threads, default every core (a
+    subprocess: the thread count of an OpenBLAS already loaded cannot change); the best of 3 calls."""
     code = ("import numpy as np, time; n = %d; a = np.random.default_rng(0).standard_normal((n, n)); b = a.T.copy();"
             " a @ b; best = 9e9\nfor _ in range(3):\n t = time.perf_counter(); a @ b; "
             "best = min(best, time.perf_counter() - t)\nprint(n ** 3 / best)" % n)
     env = dict(os.environ)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = str(cores())
+        env[var] = str(threads or cores())
     return float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
                                 text=True).stdout)
 
@@ -242,7 +242,7 @@ def matmul_bench(quick=False):
         return macs / (time.perf_counter() - t)
 
     def blasn():
-        return blas_all_cores(n)
+        return blas_rate(n)
 
     ncores = cores()
     rows = []

@@ -7,7 +7,6 @@ OpenBLAS fixes its threads at load). Prints MAC/s, speedup over one worker and t
 Numbers in the README come from the device machine's 16 CPU cores (it has no other use for them here)."""
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -16,16 +15,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import tcemu  # noqa: E402
-
-
-def blas(n, threads):
-    code = ("import numpy as np, time; n = %d; a = np.random.default_rng(0).standard_normal((n, n)); b = a.T.copy();"
-            " a @ b; best = 9e9\nfor _ in range(3):\n t = time.perf_counter(); a @ b; "
-            "best = min(best, time.perf_counter() - t)\nprint(n ** 3 / best)" % n)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads))
-    return float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
-                                text=True).stdout)
+from bench import blas_rate, cores  # noqa: E402  (scripts/bench.py, beside this file)
 
 
 def main():
@@ -33,7 +23,7 @@ def main():
     ap.add_argument("--n", type=int, default=2048)
     args = ap.parse_args()
     n = args.n
-    ncores = len(os.sched_getaffinity(0))
+    ncores = cores()
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((n, n)).astype(ml_dtypes.bfloat16) for _ in range(2))
     counts = sorted({1 << i for i in range(ncores.bit_length()) if 1 << i <= ncores} | {ncores})
@@ -53,7 +43,7 @@ def main():
         assert np.array_equal(out.view(np.uint32), ref), "the output depends on the worker count"
         rate = n ** 3 / best
         first = first or rate
-        br = blas(n, w)
+        br = blas_rate(n, w)
         print(f"{w:>8} {rate:>12.3g} {rate / first:>8.2f} {br:>15.3g} {rate / br:>10.2f}", flush=True)
 
 

@@ -859,12 +859,9 @@ _CHECKS = {"wgmma_operand_addresses": _check_addresses, "wgmma_numerics": _check
            "gemm_outputs": _check_gemm, "launch_outputs": _check_launches, "wgmma_zero_sign": _check_zero_sign}
 
 
-def check_zero_sign_operands(meta, cols) -> None:
-    """The wgmma_zero_sign checks of everything but the captured registers (a capture plan has none yet)."""
-    if not isinstance(meta, dict) or meta.get("kind") != "wgmma_zero_sign":
-        raise TraceError("meta.kind", f"expected the meta of a tcemu-trace of kind 'wgmma_zero_sign', got {show(meta)}")
-    if not isinstance(cols, dict) or not all(isinstance(k, str) for k in cols):
-        raise TraceError("columns", f"must map column names to arrays, got {show(cols)}")
+def check_zero_sign_operands(meta: dict, cols: dict) -> None:
+    """The wgmma_zero_sign checks of everything but the captured registers (a capture plan has none yet); meta
+    and cols are already a dict of kind wgmma_zero_sign and a dict of columns (tcemu.zero_sign checks that)."""
     _check_zero_sign(meta, cols, registers=False)
 
 

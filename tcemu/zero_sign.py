@@ -118,18 +118,22 @@ class ZeroSignReplay:
         return "\n".join(lines)
 
 
-def _check(meta, cols):
+def _check(meta, cols, registers=True):
     """The trace reader's checks of a wgmma_zero_sign trace (tcemu/traces.py, _check_zero_sign), for a meta and
-    columns handed in directly: TraceError naming the field unless they have the documented form."""
-    from .traces import Trace, check_trace
+    columns handed in directly: TraceError naming the field unless they have the documented form. Without
+    `registers`, a capture plan's: the operands only (no D registers yet)."""
+    from .traces import Trace, check_trace, check_zero_sign_operands
     if not isinstance(meta, dict) or meta.get("kind") != KIND:
         raise TraceError("meta.kind", f"expected the meta of a tcemu-trace of kind {KIND!r}, got {show(meta)}")
     if not isinstance(cols, dict) or not all(isinstance(k, str) for k in cols):
         raise TraceError("columns", f"must map column names to arrays, got {show(cols)}")
-    missing = [c for c in COLUMNS if c not in cols]
+    missing = [c for c in (COLUMNS if registers else COLUMNS[:-2]) if c not in cols]
     if missing:
         raise TraceError(", ".join(missing), "columns missing")
-    check_trace(Trace("<columns>", meta, cols))
+    if registers:
+        check_trace(Trace("<columns>", meta, cols))
+    else:
+        check_zero_sign_operands(meta, cols)
 
 
 def _tile(cols, p, rows, width):
@@ -139,8 +143,7 @@ def _tile(cols, p, rows, width):
 
 def case_inputs(meta, cols, i) -> CaseInputs:
     """The operands of case i, rebuilt from its patterns (the D registers need not be there: a capture plan)."""
-    from .traces import check_zero_sign_operands
-    check_zero_sign_operands(meta, cols)
+    _check(meta, cols, registers=False)
     return _case_inputs(meta, cols, as_int(i, "i", 0, cols["inst"].size - 1, TraceError))
 
 

@@ -201,16 +201,12 @@ def c_mbarrier(ins, prog, pc):
             act = mask_array(m) & W.live
             w = int(want[act][0]) if parity else int(want[act][0]) & 0xFFFFFFFF  # a state's phase: low word
             done = ((mb.phase & 1) != (w & 1)) if parity else (mb.phase > w)
-            if done:
-                mb.observe(W)
-                sd(W, np.ones(32, bool), m)
+            if done or W.give_up_test:  # give up: every warp was parked (run_ctas); the phase is incomplete
+                if done:
+                    mb.observe(W)
+                sd(W, np.full(32, done), m)
                 W.sync.pop(key, None)
-                W.parked_test = False
-                return None
-            if W.give_up_test:  # run_ctas: every warp is parked; this wait reports the phase incomplete
                 W.give_up_test = W.parked_test = False
-                sd(W, np.zeros(32, bool), m)
-                W.sync.pop(key, None)
                 return None
             W.parked_test = True
             W.wait = (f"{'parity ' + str(w & 1) if parity else 'phase ' + str(w)} of the {mb.describe()}")
