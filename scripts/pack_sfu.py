@@ -19,7 +19,7 @@ def pack(path):
 
 
 def main(rawdir, outdir):
-    names = sorted(os.listdir(rawdir))
+    names = sorted(n for n in os.listdir(rawdir) if n.endswith((".u32", ".u16")))
     first = [n for n in names if not n.startswith(("lg2", "sin", "cos", "tanh"))]
     order = first + [n for n in names if n not in first]
     with ProcessPoolExecutor(16) as ex:

@@ -78,7 +78,8 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
              "launch_outputs": ("seed", "status", "offsets", "bits"),
              "gemm_outputs": ("seed", "status", "m", "n", "k", "stored_rows", "offsets", "bits", "digest_offsets",
                               "row_digests"),
-             "wgmma_zero_sign": ZERO_SIGN_COLUMNS}
+             "wgmma_zero_sign": ZERO_SIGN_COLUMNS,
+             "sfu_proof": ("form", "a", "b", "out")}
 _OPTIONAL = {"wgmma_operand_addresses": ("replica_mismatches",), "kernel_outputs": ("m", "n", "k", "grid"),
              "launch_outputs": ("m", "n", "k", "grid")}
 
@@ -489,6 +490,33 @@ def _check_ptx_alu(meta, cols):
         _col(cols, name, 0, (1 << 64) - 1, (n,))
 
 
+def _check_sfu_proof(meta, cols):
+    """sfu_proof: meta.forms are approximate forms tcemu knows (sfu_forms.LEGAL), the sample's operands fit
+    their forms' widths, meta.proof counts every form once."""
+    from .ptx.errors import PtxError
+    from .ptx.sfu_forms import form_bits, parse_form
+
+    def form(v):
+        try:
+            return isinstance(v, str) and len(v) <= 40 and bool(parse_form(v))
+        except PtxError:
+            return False
+    forms = _meta_list(meta, "forms", 64, form)
+    n = _col(cols, "form", 0, len(forms) - 1, (None,)).size
+    for name, hi in (("a", (1 << 64) - 1), ("b", (1 << 32) - 1), ("out", (1 << 64) - 1)):
+        _col(cols, name, 0, hi, (n,))
+    width = np.array([form_bits(parse_form(f)[3]) for f in forms])[cols["form"].astype(np.int64)]
+    for name in ("a", "out"):
+        over = (width < 64) & (cols[name] >> np.minimum(width, 63).astype(np.uint64) != 0)
+        if over.any():
+            raise TraceError(name, f"case {int(np.flatnonzero(over)[0])}: wider than its form's operands")
+    proof = meta.get("proof")
+    if not isinstance(proof, dict) or not isinstance(proof.get("forms"), list) or len(proof["forms"]) > 64 or \
+            not all(isinstance(r, dict) and r.get("form") in forms and is_int(r.get("inputs"))
+                    and is_int(r.get("mismatches")) for r in proof["forms"]):
+        raise TraceError("meta.proof", "must hold {form, inputs, mismatches} per form of meta.forms")
+
+
 def _check_kernels(meta, cols):
     """kernel_outputs: the embedded fixtures are the ones meta.fixtures names (sha256), and every case record
     holds what the replay reads (tcemu.ptx.replay.replay_case), with bounded sizes."""
@@ -855,7 +883,7 @@ def _check_zero_sign(meta, cols, registers=True):
 _CHECKS = {"wgmma_operand_addresses": _check_addresses, "wgmma_numerics": _check_numerics,
            "smem_wavefronts": _check_wavefronts, "tma_tile_loads": _check_tma,
            "wgmma_sp_operand_addresses": _check_sp_addresses, "wgmma_sp_metadata": _check_sp_metadata,
-           "wgmma_sp_numerics": _check_sp_numerics, "ptx_alu": _check_ptx_alu, "kernel_outputs": _check_kernels,
+           "wgmma_sp_numerics": _check_sp_numerics, "ptx_alu": _check_ptx_alu, "sfu_proof": _check_sfu_proof, "kernel_outputs": _check_kernels,
            "gemm_outputs": _check_gemm, "launch_outputs": _check_launches, "wgmma_zero_sign": _check_zero_sign}
 
 
@@ -1226,6 +1254,35 @@ def _replay_ptx_alu(trace: Trace, result: ReplayResult, max_report: int):
         result.notes.append(f"{len(refused)} approximate forms refused by tcemu, not judged: {', '.join(refused)}")
 
 
+def _replay_sfu_proof(trace: Trace, result: ReplayResult, max_report: int):
+    """The approximate forms' sample (special values of every class, seeded random inputs) through
+    tcemu.ptx.fparith, every result bit demanded; the exhaustive GPU counts are reported as notes."""
+    from .ptx import fparith
+    from .ptx.sfu_forms import form_bits, parse_form
+    cols, forms = trace.columns, trace.meta["forms"]
+    for i, name in enumerate(forms):
+        sel = np.flatnonzero(cols["form"] == i)
+        if not sel.size:
+            continue
+        op, rounding, ftz, ftype = parse_form(name)
+        dt = {16: np.uint16, 32: np.uint32, 64: np.uint64}[form_bits(ftype)]
+        ops = [cols["a"][sel].astype(dt)] + ([cols["b"][sel].astype(np.uint32)] if op == "div" else [])
+        got = np.asarray(fparith.float_op(op, ftype, *ops, rounding=rounding, ftz=ftz)).astype(np.uint64)
+        same = got == cols["out"][sel]
+        g = result.groups.setdefault(name, GroupResult())
+        g.cases += sel.size
+        g.cases_matched += int(same.sum())
+        g.values += sel.size
+        g.values_matched += int(same.sum())
+        if not same.all() and len(result.mismatches) < max_report:
+            j = sel[int(np.flatnonzero(~same)[0])]
+            result.mismatches.append(f"{name}: in 0x{int(cols['a'][j]):x} 0x{int(cols['b'][j]):x}: hardware "
+                                     f"0x{int(cols['out'][j]):x}, tcemu 0x{int(got[np.flatnonzero(~same)[0]]):x}")
+    proved = trace.meta["proof"]["forms"]
+    result.notes.append(f"exhaustive GPU proof (meta.proof): {sum(r['inputs'] for r in proved):,} inputs over "
+                        f"{len(proved)} forms, {sum(r['mismatches'] for r in proved):,} mismatches")
+
+
 def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
     """Whole kernels: each captured launch rerun on the PTX interpreter, every output byte compared."""
     from .ptx.replay import fixture_from_trace, replay_case
@@ -1342,7 +1399,7 @@ _REPLAYERS = {"ptx_alu": _replay_ptx_alu, "kernel_outputs": _replay_kernels, "ge
               "wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
               "smem_wavefronts": _replay_wavefronts, "tma_tile_loads": _replay_tma,
               "wgmma_sp_operand_addresses": _replay_sp_addresses, "wgmma_sp_metadata": _replay_sp_metadata,
-              "wgmma_sp_numerics": _replay_sp_numerics}
+              "wgmma_sp_numerics": _replay_sp_numerics, "sfu_proof": _replay_sfu_proof}
 
 
 def replay(trace, max_report: int = 10) -> ReplayResult:

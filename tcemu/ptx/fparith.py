@@ -7,7 +7,7 @@ same way (predicates as bool arrays). Modifier keywords mirror the PTX modifiers
     float_op(op, ftype, *operands, rounding=None, ftz=False, sat=False, relu=False, nan=False,
              xorsign_abs=False) -> bits
         op: add sub mul fma mad div rcp sqrt neg abs min max copysign (exact), and the approximate
-        rsqrt ex2 lg2 sin cos tanh, div.approx/full, rcp/sqrt.approx (refused: PtxUnsupported).
+        rsqrt ex2 lg2 sin cos tanh, div.approx/full, rcp/sqrt.approx (the H100's bits: sfu_forms).
         rounding: None (PTX's default, .rn, where PTX allows omitting it), "rn" "rz" "rm" "rp", "approx", "full".
     float_compare(cmp, ftype, a, b, ftz=False) -> bool array; for f16x2/bf16x2 a pair (lower, upper halves)
         cmp: eq ne lt le gt ge (ordered), equ neu ltu leu gtu geu (unordered), num, nan (setp/set, 9.7.3.x).
@@ -30,8 +30,8 @@ pattern (_cvt_tf32); an exact zero sum is +0, -0 under .rm; .sat clamps to [+0, 
 turns NaN into +0; .relu turns negative results into +0 and keeps NaN; .satfinite turns +-inf into
 +-max finite. NaN results: NAN_POLICY (arithmetic), CVT_NAN (conversions), _float_to_int_nan, all measured
 on an H100 (traces/ptx_alu_sm90.npz, every non-approximate form matches case for case).
-Bad modifier combinations (those ptxas 13.0 rejects for sm_90a) raise PtxError; forms whose hardware
-result is not specified exactly raise PtxUnsupported naming the form.
+Bad modifier combinations (those ptxas 13.0 rejects for sm_90a) raise PtxError. The approximate forms
+compute what the H100 computes: MUFU tables measured on sm_90 and the SASS around them (sfu_forms).
 """
 from functools import lru_cache
 
@@ -39,7 +39,8 @@ import numpy as np
 
 from ..formats import FLOAT_FORMATS, FN, IEEE, NONE
 from . import _fpcore as core
-from .errors import PtxError, PtxUnsupported
+from . import sfu_forms
+from .errors import PtxError
 
 # name -> (exp bits, mantissa bits, bias, special, container bits, low container bits ignored)
 FORMATS = {name: (f.exp_bits, f.man_bits, f.bias, f.special, f.bits, f.shift)
@@ -71,23 +72,16 @@ def _nan_mode(op, ftype):
     return NAN_POLICY.get((op, ftype), core.NAN_CANONICAL)
 
 
-# The approximate instructions: their exact results are not specified by PTX (error bounds only).
+# The approximate instructions: PTX gives only error bounds; tcemu computes what the H100's MUFU and the SASS
+# around it compute (sfu_forms, from tables measured on sm_90 and proven over every input).
 APPROX_OPS = ("rsqrt", "ex2", "lg2", "sin", "cos", "tanh")
+APPROX = "approx"   # _float_plan's marker for a form sfu_forms computes
 
 
 def _name(op, ftype, rounding=None, **flags):
     mods = [rounding] if rounding else []
     mods += [k.replace("_", ".") if k != "nan" else "NaN" for k, v in flags.items() if v]
     return ".".join([op] + mods + [ftype])
-
-
-def _refuse_approx(form):
-    # traces/ptx_alu_sm90.npz holds 29 of these forms: none is correctly rounded (errors up to 1-2 ulp, more
-    # for lg2/sin/cos/tanh), and each is a MUFU table lookup (MUFU.RCP/RSQ/SQRT/EX2/LG2/SIN/COS/TANH, RCP64H,
-    # RSQ64H seeding a Newton step) whose table is not public: NOTES.md "ALU capture" has the measured errors.
-    raise PtxUnsupported(form, "PTX specifies only an error bound for this approximation, not its bits, and "
-                               "the H100 computes it from an unpublished MUFU table (not correctly rounded: "
-                               "measured errors in NOTES.md, 'ALU capture'); tcemu does not model it")
 
 
 def _bits(x, width, field):
@@ -179,7 +173,7 @@ def _validate(op, ftype, rounding, ftz, sat, relu, nan, xorsign_abs):
         _check(rounding is None and not (ftz or sat or relu or nan or xorsign_abs), "modifier",
                f"{form}: copysign takes no modifier")
     elif op in APPROX_OPS:
-        pass  # refused by the caller whatever the modifiers
+        _check(not (sat or relu or nan or xorsign_abs), "modifier", f"{form}: no .sat/.relu/.NaN/.xorsign")
     else:
         raise PtxError("op", f"{op!r} is not a PTX floating-point operation handled here; expected one of "
                              f"{', '.join(_ARITY)}")
@@ -198,10 +192,12 @@ def _float_plan(op, ftype, nops, rounding, ftz, sat, relu, nan, xorsign_abs):
     if rounding is not None and rounding not in ("rn", "rz", "rm", "rp", "approx", "full"):
         raise PtxError("rounding", f"{rounding!r} is not one of rn rz rm rp approx full")
     form = _validate(op, ftype, rounding, ftz, sat, relu, nan, xorsign_abs)
-    if op in APPROX_OPS or rounding in ("approx", "full"):
-        _refuse_approx(form)
     base = PACKED.get(ftype, ftype)
-    return base, (32 if ftype in PACKED else FORMATS[base][4])
+    width = 32 if ftype in PACKED else FORMATS[base][4]
+    if op in APPROX_OPS or rounding in ("approx", "full"):
+        sfu_forms.check_form(op, rounding, ftz, ftype, form)
+        return APPROX, width
+    return base, width
 
 
 def _lanes(operands, width):
@@ -230,6 +226,8 @@ def float_op(op, ftype, *operands, rounding=None, ftz=False, sat=False, relu=Fal
     except TypeError:
         raise PtxError("op", f"unusable instruction description {op!r} {ftype!r} {rounding!r}") from None
     flat, shape = _lanes(operands, width)
+    if base is APPROX:
+        return sfu_forms.approx(op, ftype, flat, rounding, bool(ftz)).reshape(shape)
     if ftype in PACKED and op in _ARITH:
         eb, mb, bias, special, shift, dt, sign = _CONST[base]
         x = flat[0].astype(np.uint64)
