@@ -42,6 +42,8 @@ struct Tables {
 };
 __constant__ Tables T;
 __constant__ int TANH_K[11] = {6, 6, 6, 5, 5, 4, 4, 4, 3, 2, 3};
+// the control: when >= 0, RCP's table entry at this mantissa has its last bit flipped (the proof must see it)
+__constant__ int CONTROL_M = -1;
 
 // ------------------------------------------------------------------ the model (tcemu/sfu/mufu.py)
 __device__ __forceinline__ bool isnan32(uint32_t x) { return (x & 0x7fffffffu) > INF; }
@@ -56,7 +58,9 @@ __device__ uint32_t m_rcp(uint32_t x) {
   if (isnan32(x)) return QNAN;
   if (e == 0) return INF | s;
   if (e == 255) return s;
-  return scale(T.rcp[m], 127 - e, s);
+  uint32_t r = T.rcp[m];
+  if ((int)m == CONTROL_M) r ^= 1u;
+  return scale(r, 127 - e, s);
 }
 __device__ uint32_t m_rsq(uint32_t x) {
   uint32_t s = x & SIGN; int e = (x >> 23) & 255; uint32_t m = x & 0x7fffff;
@@ -372,7 +376,15 @@ int main(int argc, char** argv) {
                fb[f][v][c][2], fb[f][v][c][3]);
     printf("]}%s\n", f + 1 < NFORMS ? "," : "");
   }
-  printf("]}\n");
+  printf("],\n");
+  // control: a one-bit change in RCP's table must show as exactly 504 mismatches of rcp.approx.ftz.f32
+  // (mantissa 12345, exponents 1..252 where the result stays normal, both signs)
+  int cm = 12345; CK(cudaMemcpyToSymbol(CONTROL_M, &cm, sizeof cm));
+  unsigned long long zero[NFORMS][5] = {}; CK(cudaMemcpyToSymbol(bad, zero, sizeof zero));
+  prove<<<132 * 16, 256>>>(RCP_FTZ, 0, 1ull << 32); CK(cudaGetLastError());
+  CK(cudaMemcpyFromSymbol(hb, bad, sizeof hb));
+  printf(" \"control\": {\"form\": \"rcp.approx.ftz.f32\", \"flipped\": \"rcp[12345] bit 0\", "
+         "\"expected\": 504, \"mismatches\": %llu}}\n", hb[RCP_FTZ][0]);
   // the sample for CI
   size_t bytes; Rec* d = (Rec*)upload(argv[2], &bytes);
   int nrec = (int)(bytes / sizeof(Rec));

@@ -72,7 +72,12 @@ def build_sample(seed, n_random=2048):
     f32s, f64s = special_f32(), special_f64()
     for fi, name in enumerate(FORMS):
         if name.startswith("div"):
-            sp = f32s[rng.choice(f32s.size, 96, replace=False)]
+            # every class of divisor (zeros, subnormals, 2^-126, |b| > 2^126, inf, NaNs) against every class
+            # of dividend, plus random specials
+            key = np.array([0, 0x80000000, 1, 0x807FFFFF, 0x00800000, 0x3F800000, 0xBFC00000, 0x7E800000,
+                            0x7E800001, 0xFEFFFFFF, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFBFFFFF],
+                           np.uint64)
+            sp = np.unique(np.concatenate([key, f32s[rng.choice(f32s.size, 81, replace=False)]]))
             a = np.repeat(sp, sp.size)
             b = np.tile(sp, sp.size)
             a = np.concatenate([a, rng.integers(0, 1 << 32, n_random, dtype=np.uint64)])
@@ -121,6 +126,9 @@ def main():
                  table_meta_sha256={k: v["sha256"] for k, v in tables.meta()["tables"].items()})
     with open(os.path.join(args.out, "sfu_proof.json"), "w") as f:
         json.dump(proof, f, indent=1)
+    c = proof["control"]
+    print(f"control ({c['flipped']} in the model): {c['mismatches']} mismatches of {c['form']}, "
+          f"{c['expected']} expected")
     width = max(len(x["form"]) for x in proof["forms"])
     for x in proof["forms"]:
         print(f"{x['form']:{width}s} {x['inputs']:>12,d} inputs  {x['mismatches']:>10,d} mismatches  "

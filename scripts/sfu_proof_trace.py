@@ -33,7 +33,7 @@ def main():
             "build": "nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o .bins/sfu_prove scripts/prove_sfu.cu",
             "sources": {s: hashlib.sha256(open(os.path.join(HERE, s), "rb").read()).hexdigest() for s in srcs},
             "seed": proof["seed"], "smem_base": 0, "forms": FORMS,
-            "proof": {k: proof[k] for k in ("gpu_ms", "forms", "table_meta_sha256")},
+            "proof": {k: proof[k] for k in ("gpu_ms", "forms", "control", "table_meta_sha256")},
             "columns": {"form": "index into meta.forms", "a": "first operand's raw bits",
                         "b": "second operand's raw bits (div; 0 otherwise)", "out": "the hardware's result bits"}}
     cols = {"form": rec[:, 0].astype(np.uint8), "a": rec[:, 1], "b": rec[:, 2].astype(np.uint32), "out": rec[:, 3]}
