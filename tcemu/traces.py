@@ -585,7 +585,8 @@ def _json_value(raw: bytes, field: str):
 
 
 def _kernel_case(case, i, fixtures, formats, store_types, roles) -> int:
-    """Check one captured case's record (what replay_case reads); its output's size in bytes."""
+    """Check one captured case's record (what replay_case, or replay_launches for a multi-launch case, reads); its
+    output's size in bytes (a multi-launch case: the sum over its outputs)."""
     field = f"meta.cases[{i}]"
 
     def need(cond, what):
@@ -601,6 +602,49 @@ def _kernel_case(case, i, fixtures, formats, store_types, roles) -> int:
                 int(np.prod(v["shape"], dtype=np.float64)) <= MAX_KERNEL_ELEMENTS)
     need(isinstance(case, dict), "must be a record (a JSON object)")
     need(case.get("fixture") in fixtures, "fixture must be one of meta.fixtures")
+    multi = "launches" in case
+    need(isinstance(case.get("inputs"), list) and len(case["inputs"]) <= 8 and
+         all(tensor(t, formats) and ints([t.get("seed"), t.get("stream")], 2, 0, (1 << 64) - 1)
+             for t in case["inputs"]), "inputs must be up to 8 (buffer, dtype, shape, seed, stream) records")
+    if multi:
+        outs = case.get("outputs")
+        need(isinstance(outs, list) and 1 <= len(outs) <= MAX_CASE_OUTPUTS and
+             all(tensor(o, store_types) and o.get("init", "poison") in ("poison", "zero") for o in outs),
+             f"outputs must be 1..{MAX_CASE_OUTPUTS} (buffer, dtype, shape, init poison/zero) records")
+        need(isinstance(case["launches"], list) and 1 <= len(case["launches"]) <= MAX_CASE_LAUNCHES and
+             all(isinstance(ln, dict) and ln.get("fixture") in fixtures for ln in case["launches"]),
+             f"launches must be 1..{MAX_CASE_LAUNCHES} launch records, each naming one of meta.fixtures")
+        named_list = [t["buffer"] for t in case["inputs"]] + [o["buffer"] for o in outs]
+        need(len(set(named_list)) == len(named_list), "inputs and outputs must name distinct buffers")
+        total = sum(int(np.prod(o["shape"])) * np.dtype(store_types[o["dtype"]]).itemsize for o in outs)
+        need(total <= MAX_COLUMN_BYTES, f"outputs must fit in {MAX_COLUMN_BYTES:,} bytes")
+    else:
+        need(tensor(case.get("output"), store_types), "output must be a (buffer, dtype, shape) record")
+        named_list = [t["buffer"] for t in case["inputs"]] + [case["output"]["buffer"]]
+        total = int(np.prod(case["output"]["shape"])) * np.dtype(store_types[case["output"]["dtype"]]).itemsize
+    need(isinstance(case.get("buffers"), dict) and set(case["buffers"]) == set(named_list) and
+         all(isinstance(b, dict) and ints([b.get("address")], 1, 0, (1 << 64) - 1) for b in case["buffers"].values()),
+         "buffers must give the device address of every input and of the output" + ("s" if multi else ""))
+    for j, rec in enumerate(case["launches"] if multi else [case]):
+        _kernel_launch(rec, f"{field}.launches[{j}]" if multi else field, fixtures, roles)
+    return total
+
+
+MAX_CASE_LAUNCHES = 16   # launches of one multi-launch kernel_outputs case (4 bundled)
+MAX_CASE_OUTPUTS = 16    # output buffers of one (9 bundled)
+
+
+def _kernel_launch(case, field, fixtures, roles):
+    """One launch of a kernel_outputs case (the case itself, or one of its launches): what _launch_one reads."""
+    def need(cond, what):
+        if not cond:
+            raise TraceError(field, what)
+
+    def ints(v, n, lo, hi):
+        return isinstance(v, list) and (n is None or len(v) == n) and all(is_int(x) and lo <= x <= hi for x in v)
+
+    def scalar(v):  # an integer, or a float argument's value (packed as the parameter's float type)
+        return is_int(v) or (isinstance(v, float) and np.isfinite(v))
     need(isinstance(case.get("entry"), str) and 0 < len(case["entry"]) <= 200, "entry must be the kernel's name")
     need(ints(case.get("grid"), 3, 1, MAX_KERNEL_CTAS) and int(np.prod(case["grid"])) <= MAX_KERNEL_CTAS,
          f"grid must be 3 integers, at most {MAX_KERNEL_CTAS} CTAs")
@@ -608,14 +652,6 @@ def _kernel_case(case, i, fixtures, formats, store_types, roles) -> int:
          "block must be 3 integers, at most 1024 threads")
     need(is_int(case.get("shared_bytes")) and 0 <= case["shared_bytes"] <= max(SMEM_WINDOW.values()),
          "shared_bytes must be the dynamic shared bytes of the launch")
-    need(isinstance(case.get("inputs"), list) and len(case["inputs"]) <= 8 and
-         all(tensor(t, formats) and ints([t.get("seed"), t.get("stream")], 2, 0, (1 << 64) - 1)
-             for t in case["inputs"]), "inputs must be up to 8 (buffer, dtype, shape, seed, stream) records")
-    need(tensor(case.get("output"), store_types), "output must be a (buffer, dtype, shape) record")
-    named = {t["buffer"] for t in case["inputs"]} | {case["output"]["buffer"]}
-    need(isinstance(case.get("buffers"), dict) and set(case["buffers"]) == named and
-         all(isinstance(b, dict) and ints([b.get("address")], 1, 0, (1 << 64) - 1) for b in case["buffers"].values()),
-         "buffers must give the device address of every input and of the output")
     scratch = case.get("scratch", {})
     need(isinstance(scratch, dict) and len(scratch) <= 4 and all(
         isinstance(s, dict) and ints([s.get("address")], 1, 0, (1 << 64) - 1) and
@@ -635,10 +671,10 @@ def _kernel_case(case, i, fixtures, formats, store_types, roles) -> int:
     map_args = {t["arg"] for t in maps}
     need(isinstance(case.get("params"), list) and len(case["params"]) <= 256 and all(
         isinstance(p, dict) and p.get("role") in roles and
-        (p.get("arg") in map_args if p.get("role") == "tensormap" else is_int(p.get("value")))
+        (p.get("arg") in map_args if p.get("role") == "tensormap" else
+         scalar(p.get("value")) if p.get("role") == "scalar" else is_int(p.get("value")))
         for p in case["params"]), "params must be (role, arg, value) records; a tensormap's arg names one of "
-                                 "its tensormaps, other values are integers")
-    return int(np.prod(case["output"]["shape"])) * np.dtype(store_types[case["output"]["dtype"]]).itemsize
+                                 "its tensormaps, a scalar is an integer or a finite float, other values are integers")
 
 
 def _check_gemm(meta, cols):
@@ -1285,7 +1321,7 @@ def _replay_sfu_proof(trace: Trace, result: ReplayResult, max_report: int):
 
 def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
     """Whole kernels: each captured launch rerun on the PTX interpreter, every output byte compared."""
-    from .ptx.replay import fixture_from_trace, replay_case
+    from .ptx.replay import fixture_from_trace, replay_case, replay_launches
     cols = trace.columns
     cases = trace.meta.get("cases")
     if not isinstance(cases, list) or len(cases) != cols["status"].size:
@@ -1298,11 +1334,15 @@ def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
                 raise TraceError(key, f"{trace.path}: fixture member missing")
             return cols[key]
 
-    def run(i, case, name):
+    def get(name):
         if name not in mods:  # a fixture whose PTX does not parse fails each of its cases
             mods[name] = fixture_from_trace(_Z(), name)
-        module, fixture = mods[name]
-        return replay_case(module, fixture, case)
+        return mods[name]
+
+    def run(i, case, name):
+        if "launches" in case:  # a multi-launch case: every launch in order, every output buffer compared
+            return replay_launches(get, case)
+        return replay_case(*get(name), case)
     _replay_output_bytes(trace, cases, result, max_report, run)
 
 
@@ -1330,8 +1370,9 @@ def _replay_output_bytes(trace: Trace, cases, result: ReplayResult, max_report: 
             g.values_matched += same
             g.cases_matched += same == hw.size
             if same != hw.size and len(result.mismatches) < max_report:
-                result.mismatches.append(f"case {i} {name} {case.get('M')}x{case.get('N')}x{case.get('K')}: "
-                                         f"{hw.size - same} of {hw.size} output bytes differ")
+                label = case.get("name") if isinstance(case.get("name"), str) else \
+                    f"{name} {case.get('M')}x{case.get('N')}x{case.get('K')}"
+                result.mismatches.append(f"case {i} {label[:120]}: {hw.size - same} of {hw.size} output bytes differ")
 
 
 def _replay_gemm(trace: Trace, result: ReplayResult, max_report: int):

@@ -22,8 +22,10 @@ FIX = ROOT / "tests" / "fixtures" / "ptx"
 sys.path.insert(0, str(ROOT / "scripts"))
 import capture_kernels as CK  # noqa: E402
 import capture_torch_gemm as CT  # noqa: E402
+import capture_sfu_kernels as CS  # noqa: E402
 
 SM90 = sorted(CK.FIXTURES)
+SFU = sorted({ln["fixture"] for c in CS.CASES for ln in c["launches"]})   # tests/test_sfu_kernels.py checks them
 SM100 = ["matmul_bf16_sm100", "matmul_e4m3_sm100", "matmul_tma_bf16_ws_sm100"]
 M64 = (1 << 64) - 1
 
@@ -35,10 +37,10 @@ def _meta(name):
 # ------------------------------------------------------------------ fixtures on disk
 
 def test_fixture_set_is_exactly_the_listed_kernels():
-    """Every Triton fixture on disk is one the capture or the sm100 list names, with its PTX (other fixture
+    """Every Triton fixture on disk is one the captures or the sm100 list name, with its PTX (other fixture
     families, nvcc's and CUTLASS's, share the folder and carry no "triton" key)."""
     triton = sorted(p.stem for p in FIX.glob("*.json") if "triton" in json.loads(p.read_text()))
-    assert triton == sorted(SM90 + SM100)
+    assert triton == sorted(SM90 + SM100 + SFU)
     assert all((FIX / f"{name}.ptx").exists() for name in triton)
 
 

@@ -5,6 +5,11 @@ trace), the grid, the seeded inputs, the buffers' device addresses, the paramete
 of every cuTensorMapEncodeTiled call. The replay regenerates the inputs, maps them (and the poisoned output
 and scratch buffers) at the same device addresses, re-encodes each tensor map in tcemu's format, launches the
 same PTX on the interpreter and returns the output's raw bytes.
+
+A multi-launch case (`launches` and `outputs` instead of one launch and `output`; scripts/capture_sfu_kernels.py)
+runs its launches in order over one set of buffers (a later kernel reads what an earlier one wrote), each
+non-input buffer poisoned with 0xFF or, with `init: "zero"`, zeroed first; it returns the bytes of every output
+buffer, concatenated in the order of `outputs` (replay_launches).
 """
 import json
 
@@ -17,7 +22,7 @@ from .module import Module
 from .tensormap import DRIVER_TYPES, TensorMap, validate
 
 POISON = 0xFF
-_STORE = {"bf16": np.uint16, "f16": np.uint16, "f32": np.uint32, "e4m3": np.uint8}
+_STORE = {"bf16": np.uint16, "f16": np.uint16, "f32": np.uint32, "e4m3": np.uint8, "i32": np.uint32}
 STORE_TYPES = _STORE  # output dtypes a case may name (tcemu.traces checks a case record against these)
 PARAM_ROLES = ("pointer", "global_scratch", "profile_scratch", "tensormap", "tensormap_shape", "tensormap_stride",
                "scalar")
@@ -58,22 +63,55 @@ def replay_case(module: Module, fixture: dict, case: dict, **launch) -> np.ndarr
     for kind, s in case.get("scratch", {}).items():
         size = nprog * int(s["bytes_per_program"])
         buffers.append((int(s["address"]), np.full(size, 0 if kind == "profile" else POISON, np.uint8)))
-    maps = {t["arg"]: _tensor_map(t["encode"]).to_bytes() for t in case.get("tensormaps", [])}
-    args = []
-    addrs = {a: arr for a, arr in buffers}
-    for prm, rec in zip(fixture["params"], case["params"]):
-        role = rec["role"]
-        if role == "tensormap":
-            args.append(maps[rec["arg"]])
-        elif role in ("pointer", "global_scratch", "profile_scratch"):
-            args.append(int(rec["value"]))
-        else:
-            args.append(rec["value"])
-    blob = _blob(module, case["entry"], fixture["params"], args)
-    module.launch(case["entry"], grid=tuple(case["grid"]), block=tuple(case["block"]),
-                  shared_bytes=int(case["shared_bytes"]), param_bytes=blob, buffers=buffers, **launch)
-    _ = addrs
+    _launch_one(module, fixture, case, buffers, **launch)
     return arrays[out["buffer"]].view(np.uint8).reshape(-1)
+
+
+def _launch_one(module, fixture, rec, buffers, **launch):
+    """Run one recorded launch (entry, grid, block, shared_bytes, params, tensormaps) over `buffers`."""
+    maps = {t["arg"]: _tensor_map(t["encode"]).to_bytes() for t in rec.get("tensormaps", [])}
+    args = []
+    for _, p in zip(fixture["params"], rec["params"]):
+        role = p["role"]
+        if role == "tensormap":
+            args.append(maps[p["arg"]])
+        elif role in ("pointer", "global_scratch", "profile_scratch"):
+            args.append(int(p["value"]))
+        else:
+            args.append(p["value"])
+    blob = _blob(module, rec["entry"], fixture["params"], args)
+    return module.launch(rec["entry"], grid=tuple(rec["grid"]), block=tuple(rec["block"]),
+                         shared_bytes=int(rec["shared_bytes"]), param_bytes=blob, buffers=buffers, **launch)
+
+
+def replay_launches(get_fixture, case: dict, *, only=None, initial=None, **launch) -> np.ndarray:
+    """The output bytes the CPU computes for a multi-launch case: get_fixture(name) -> (Module, fixture json);
+    every output buffer's bytes (uint8), concatenated in the order of case["outputs"].
+
+    only: indices of the launches to run (default: all, in order); initial: output buffer name -> bytes it holds
+    before the first launch that runs (default: poison, or zeros for `init: "zero"`). With both, one launch of a
+    sequence can be rerun from the buffers a capture recorded after the others."""
+    arrays = {}
+    for spec in case["inputs"]:
+        arrays[spec["buffer"]] = input_bits(spec["dtype"], spec["shape"], int(spec["seed"]), int(spec["stream"]))
+    for out in case["outputs"]:
+        n = int(np.prod(out["shape"])) * np.dtype(_STORE[out["dtype"]]).itemsize
+        if initial is not None and out["buffer"] in initial:
+            arrays[out["buffer"]] = np.array(initial[out["buffer"]], np.uint8).reshape(-1).copy()
+            if arrays[out["buffer"]].size != n:
+                raise PtxError(f"initial[{out['buffer']!r}]", f"{arrays[out['buffer']].size} bytes, the buffer {n}")
+        else:
+            arrays[out["buffer"]] = np.full(n, 0 if out.get("init") == "zero" else POISON, np.uint8)
+    buffers = [(int(b["address"]), arrays[name]) for name, b in case["buffers"].items()]
+    for j, rec in enumerate(case["launches"]):
+        if only is not None and j not in only:
+            continue
+        module, fixture = get_fixture(rec["fixture"])
+        nprog = int(np.prod(rec["grid"])) * int(fixture.get("num_ctas", 1))
+        scratch = [(int(s["address"]), np.full(nprog * int(s["bytes_per_program"]), 0 if kind == "profile" else POISON,
+                                               np.uint8)) for kind, s in rec.get("scratch", {}).items()]
+        _launch_one(module, fixture, rec, buffers + scratch, **launch)
+    return np.concatenate([arrays[o["buffer"]].view(np.uint8).reshape(-1) for o in case["outputs"]])
 
 
 def _blob(module, entry, params, values) -> bytes:
