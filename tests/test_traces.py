@@ -16,8 +16,26 @@ def test_there_are_traces():
     assert TRACES, "traces/ holds no captures"
 
 
+# traces of kernels that need approximate special-function PTX: skipped while tcemu refuses a form they use
+# (tests/sfu_probe.py; tests/test_cutlass_sfu.py replays them case by case)
+SFU_TRACES = ("cutlass_sfu_kernels_sm90.npz",)
+
+
+def _sfu_refused(path):
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from sfu_probe import refused_forms
+    from tcemu.launches import trace_fixture
+    trace = load_trace(path)
+    return sorted({f for name in trace.meta["fixtures"] for f in refused_forms(trace_fixture(trace, name)[0])})
+
+
 @pytest.mark.parametrize("path", TRACES, ids=os.path.basename)
 def test_trace_replays_exactly(path):
+    if os.path.basename(path) in SFU_TRACES:
+        missing = _sfu_refused(path)
+        if missing:
+            pytest.skip(f"needs the SFU models: tcemu refuses {', '.join(missing)}")
     result = replay(path)
     assert result.mismatches == []
     for name, g in result.groups.items():
