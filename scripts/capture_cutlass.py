@@ -9,6 +9,10 @@ argument against the driver's rules, writes a trace of numpy stand-in outputs):
 
     python3 scripts/capture_cutlass.py --kernels .kernels --out /tmp/cap --dry-run
 
+`--set sfu` runs the kernels that need approximate special-function PTX instead (EVT GELU GEMMs, example 88's
+FMHA; scripts/cutlass_sfu_kernels.py makes them) and writes <out>/cutlass_sfu_kernels_sm90.npz. A record with
+several output buffers (the FMHA's O and LSE) stores them one after another (meta.cases[i].outputs).
+
 Needs numpy and cuda-bindings (`cuda.bindings.driver`) only; imports nothing from tcemu (the input generator
 and the driver wrapper come from scripts/capture_kernels.py, itself tcemu-free). Each fixture json
 (tests/fixtures/ptx/cutlass_*.json, made by scripts/cutlass_kernels.py) holds one launch record per case,
@@ -45,6 +49,9 @@ import capture_kernels as CK  # noqa: E402  (the generator copy and the checked 
 
 FIXTURES = ["cutlass_cute_tutorial", "cutlass_ws_bf16", "cutlass_pingpong_bf16", "cutlass_coop_bf16_2x1",
             "cutlass_fp8_fastaccum", "cutlass_fp8_promote"]
+# kernels that need approximate special-function PTX (scripts/cutlass_sfu_kernels.py): --set sfu
+SFU_FIXTURES = ["cutlass_evt_gelu_bf16", "cutlass_evt_gelu_taylor_bf16", "cutlass_fmha_f16"]
+SETS = {"base": (FIXTURES, "cutlass_kernels_sm90.npz"), "sfu": (SFU_FIXTURES, "cutlass_sfu_kernels_sm90.npz")}
 GUARD = 4096
 POISON = 0xFF
 TIMEOUT_S = 20.0
@@ -113,9 +120,9 @@ def plan(record):
         if t["offset"] % 64 or blob[t["offset"]:t["offset"] + 8] != b"tcTMAPph":
             raise CaseError(f"no placeholder tensor map at blob offset {t['offset']}")
     outs = [b for b in bufs if b["role"] == "output"]
-    if len(outs) != 1:
-        raise CaseError(f"expected one output buffer, the record has {len(outs)}")
-    return bufs, blob, outs[0]
+    if not outs:
+        raise CaseError("expected at least one output buffer, the record has none")
+    return bufs, blob, outs
 
 
 def patch(record, blob, addrs, encode):
@@ -259,18 +266,38 @@ def _to_bits(values, dtype):
     raise CaseError(f"no stand-in for {dtype}")
 
 
-def fake_output(record, inputs):
-    """A stand-in for the kernel's output (float64 product rounded to the output type) from the record's notes."""
+def _erf(x):
+    import math
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def fake_outputs(record, inputs):
+    """Stand-ins for the kernel's outputs ({buffer name: bits}, float64 maths rounded to each output's type) from
+    the record's notes."""
     notes = record["notes"]
     dec = {n: CK.decode(b["dtype"], inputs[n]) for n, b in ((b["name"], b) for b in record["buffers"]) if n in inputs}
-    out = [b for b in record["buffers"] if b["role"] == "output"][0]
-    if "layout" in notes:       # the CuTe tutorial: C (N, M) storage (column-major M x N)
+    outs = [b for b in record["buffers"] if b["role"] == "output"]
+    if "fusion" in notes:       # example 88's FMHA: Q (B, H, Q, D), K and V (B, H, K, D); O, LSE (B, H, Q)
+        s = np.einsum("bhqd,bhkd->bhqk", dec["Q"], dec["K"]) / np.sqrt(notes["D"])
+        mx = s.max(axis=-1, keepdims=True)
+        p = np.exp(s - mx)
+        total = p.sum(axis=-1, keepdims=True)
+        vals = {"O": np.einsum("bhqk,bhkd->bhqd", p / total, dec["V"]), "LSE": (mx + np.log(total))[..., 0]}
+    elif "layout" in notes:     # the CuTe tutorial: C (N, M) storage (column-major M x N)
         a = dec["A"].T if notes["layout"] == "NT" else dec["A"]       # (M, K)
         b = dec["B"].T if notes["layout"] == "NT" else dec["B"]       # (N, K)
-        c = (a @ b.T).T
+        vals = {outs[0]["name"]: (a @ b.T).T}
     else:                       # CUTLASS GEMMs: A (M, K), B (N, K), D (M, N)
         c = dec["A"] @ dec["B"].T
-    return _to_bits(c, out["dtype"]).reshape(out["storage"])
+        act = notes.get("activation")
+        if act == "GELU":
+            c = 0.5 * c * (1 + _erf(c / np.sqrt(2)))
+        elif act == "GELU_taylor":
+            c = 0.5 * c * (1 + np.tanh(0.7978845608028654 * c * (1 + 0.044715 * c * c)))
+        elif act is not None:
+            raise CaseError(f"no stand-in for activation {act!r}")
+        vals = {outs[0]["name"]: c}
+    return {b["name"]: _to_bits(vals[b["name"]], b["dtype"]).reshape(b["storage"]) for b in outs}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -279,9 +306,9 @@ def sha256_file(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def case_list(fixtures_dir, only):
+def case_list(fixtures_dir, only, names=FIXTURES):
     cases = []
-    for name in FIXTURES:
+    for name in names:
         if only and name not in only:
             continue
         meta = json.load(open(os.path.join(fixtures_dir, name + ".json")))
@@ -295,12 +322,12 @@ def run_case(drv, index, fixture, j, seed, fixtures_dir, kernels_dir, modules):
     rec = meta["launches"][j]
     notes = rec["notes"]
     info = {"index": index, "fixture": fixture, "launch": j, "case": rec["case"], "entry": rec["entry"],
-            "M": notes["M"], "N": notes["N"], "K": notes["K"], "grid": rec["grid"], "block": rec["block"],
+            "M": notes.get("M", 0), "N": notes.get("N", 0), "K": notes.get("K", 0), "grid": rec["grid"], "block": rec["block"],
             "cluster": rec["cluster"], "shared_bytes": rec["shared_bytes"], "seed": seed, "status": "error",
             "error": None, "deterministic": None, "poison_left": None, "guard_clobbered": None}
     out = None
     try:
-        bufs, blob, obuf = plan(rec)
+        bufs, blob, obufs = plan(rec)
         ptx = os.path.join(fixtures_dir, fixture + ".ptx")
         if sha256_file(ptx) != meta["ptx_sha256"]:
             raise CaseError(f"{ptx}: sha256 differs from {fixture}.json")
@@ -325,7 +352,12 @@ def run_case(drv, index, fixture, j, seed, fixtures_dir, kernels_dir, modules):
                 specs.append({"buffer": b["name"], "dtype": b["dtype"], "storage": b["storage"], "seed": seed,
                               "stream": b["index"]})
         info["inputs"] = specs
-        info["output"] = {"buffer": obuf["name"], "dtype": obuf["dtype"], "storage": obuf["storage"]}
+        # one output: `output`, as always; several: `outputs`, their bytes stored one after another in this order
+        odesc = [{"buffer": b["name"], "dtype": b["dtype"], "storage": b["storage"]} for b in obufs]
+        if len(odesc) == 1:
+            info["output"] = odesc[0]
+        else:
+            info["outputs"] = odesc
         allocs, running, addrs = [], False, {}
         try:
             for b in bufs:
@@ -346,13 +378,14 @@ def run_case(drv, index, fixture, j, seed, fixtures_dir, kernels_dir, modules):
             info["param_blob"] = real_blob.hex()
             offsets = [p["offset"] for p in rec["params"]]
             if isinstance(drv, FakeDriver):
-                def on_launch(d, rec=rec, inputs=inputs, addr=addrs[obuf["name"]]):
-                    d.upload(addr, fake_output(rec, inputs))
+                def on_launch(d, rec=rec, inputs=inputs, addrs=addrs):
+                    for name, bits in fake_outputs(rec, inputs).items():
+                        d.upload(addrs[name], bits)
                 drv.on_launch = on_launch
-            nbytes, runs = obuf["bytes"], []
-            obase = addrs[obuf["name"]] - GUARD
+            runs = []
             for _ in range(2):
-                drv.fill(obase, POISON, nbytes + 2 * GUARD)
+                for b in obufs:
+                    drv.fill(addrs[b["name"]] - GUARD, POISON, b["bytes"] + 2 * GUARD)
                 t0 = time.time()
                 running = True   # stays True only when the wait timed out
                 try:
@@ -365,14 +398,20 @@ def run_case(drv, index, fixture, j, seed, fixtures_dir, kernels_dir, modules):
                     raise
                 running = False
                 info.setdefault("seconds", []).append(round(time.time() - t0, 4))
-                runs.append(drv.download(obase, nbytes + 2 * GUARD))
+                runs.append([drv.download(addrs[b["name"]] - GUARD, b["bytes"] + 2 * GUARD) for b in obufs])
             first, second = runs
-            out = first[GUARD:GUARD + nbytes]
-            guards = np.concatenate([first[:GUARD], first[GUARD + nbytes:]])
-            es = ELEM_BYTES[obuf["dtype"]]
-            info["deterministic"] = bool(np.array_equal(first, second))
-            info["poison_left"] = int(np.all(out.reshape(-1, es) == POISON, axis=1).sum())
-            info["guard_clobbered"] = int(np.count_nonzero(guards != POISON))
+            outs, poison, clobbered = [], 0, 0
+            for b, raw in zip(obufs, first):
+                o = raw[GUARD:GUARD + b["bytes"]]
+                outs.append(o)
+                es = ELEM_BYTES[b["dtype"]]
+                poison += int(np.all(o.reshape(-1, es) == POISON, axis=1).sum())
+                guards = np.concatenate([raw[:GUARD], raw[GUARD + b["bytes"]:]])
+                clobbered += int(np.count_nonzero(guards != POISON))
+            out = np.concatenate(outs)
+            info["deterministic"] = all(np.array_equal(x, y) for x, y in zip(first, second))
+            info["poison_left"] = poison
+            info["guard_clobbered"] = clobbered
             info["status"] = "ok" if info["deterministic"] else "nondeterministic"
         finally:
             for a in allocs if not running else ():   # never free under a kernel that may still run
@@ -395,7 +434,8 @@ def run_case(drv, index, fixture, j, seed, fixtures_dir, kernels_dir, modules):
 def sources():
     files = ["scripts/capture_cutlass.py", "scripts/capture_kernels.py", "scripts/cutlass_kernels.py",
              "scripts/cutlass/fake_cuda.cpp", "scripts/cutlass/record.h", "scripts/cutlass/cute_tutorial.cu",
-             "scripts/cutlass/gemm_sm90.cu", "tcemu/kernel_inputs.py"]
+             "scripts/cutlass/gemm_sm90.cu", "scripts/cutlass_sfu_kernels.py", "scripts/cutlass/gemm_evt_sm90.cu",
+             "scripts/cutlass/fmha_sm90.cu", "tcemu/kernel_inputs.py"]
     return {f: sha256_file(os.path.join(ROOT, f)) for f in files if os.path.exists(os.path.join(ROOT, f))}
 
 
@@ -428,12 +468,16 @@ def main():
     ap.add_argument("--fixtures", default=os.path.join(ROOT, "tests", "fixtures", "ptx"))
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--only", default=None, help="comma-separated fixture names (default: all)")
+    ap.add_argument("--only", default=None, help="comma-separated fixture names (default: all of the set)")
+    ap.add_argument("--set", default="base", choices=sorted(SETS),
+                    help="base: the GEMM fixtures -> cutlass_kernels_sm90.npz; sfu: the kernels that need "
+                         "approximate special functions (scripts/cutlass_sfu_kernels.py) -> cutlass_sfu_kernels_sm90.npz")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: plan, patch, write a trace of stand-in outputs")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     only = set(args.only.split(",")) if args.only else None
-    cases = case_list(args.fixtures, only)
+    names, trace_name = SETS[args.set]
+    cases = case_list(args.fixtures, only, names)
     drv = FakeDriver() if args.dry_run else Driver()
     if not args.dry_run and drv.cc != (9, 0):
         print(f"warning: {drv.name} is sm_{drv.cc[0]}{drv.cc[1]}, the cubins are sm_90a", flush=True)
@@ -458,8 +502,9 @@ def main():
             "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": "python3 " + " ".join(sys.argv),
-            "build": "PTX, cubins and launch records from scripts/cutlass_kernels.py (each fixture json: the nvcc, "
-                     "ptxas and builder commands, tool versions, sha256)",
+            "build": "PTX, cubins and launch records from scripts/cutlass_kernels.py"
+                     + (" (via scripts/cutlass_sfu_kernels.py)" if args.set == "sfu" else "")
+                     + " (each fixture json: the nvcc, ptxas and builder commands, tool versions, sha256)",
             "sources": sources(), "fixtures": fixtures, "seed": args.seed, "smem_base": None,
             "fixtures_dir": os.path.relpath(args.fixtures, ROOT),
             "generator": "tcemu/kernel_inputs.py (copy in scripts/capture_kernels.py): input_bits(dtype, storage, "
@@ -469,7 +514,9 @@ def main():
                         "k": "K", "grid": "(cases, 3) launch grid",
                         "offsets": "case i's output bytes are bits[offsets[i]:offsets[i+1]] (empty when it failed)",
                         "bits": "uint8 raw bytes of the output buffer after the first run, little-endian elements, "
-                                "its row-major storage order (meta.cases[i].output: buffer, dtype, storage)"}}
+                                "its row-major storage order (meta.cases[i].output: buffer, dtype, storage); a "
+                                "launch with several output buffers stores each in turn, in the order of "
+                                "meta.cases[i].outputs"}}
     infos, outs, modules = [], [], {}
     t_start, hung = time.time(), None
     for i, (name, j) in enumerate(cases):
@@ -489,7 +536,7 @@ def main():
         outs.append(out)
         print(f"[{time.time() - t_start:6.1f}s] case {i:2d} {name:22s} {str(info.get('case')):24s} {info['status']}"
               + (f": {info['error']}" if info.get("error") else ""), flush=True)
-    path = os.path.join(args.out, "cutlass_kernels_sm90.npz")
+    path = os.path.join(args.out, trace_name)
     write_trace(path, meta, infos, outs)
     print(f"\n{'case':>4} {'fixture':22s} {'M':>5} {'N':>5} {'K':>5} {'grid':>9} {'cluster':>7} {'status':16s} "
           f"{'det':>4} {'poison':>6} {'guard':>5}")

@@ -33,7 +33,7 @@ from .kernel_inputs import FORMATS, input_bits
 from .validate import as_int, is_int, show
 
 __all__ = ["LaunchRecordError", "Replay", "DRIVER_DTYPES", "POISON", "storage_dtype", "input_arrays", "blob_for",
-           "tensor_map", "replay", "trace_fixture", "replay_trace_case"]
+           "tensor_map", "replay", "trace_fixture", "replay_trace_case", "case_outputs"]
 
 POISON = 0xFF   # every output byte before the launch (scripts/capture_cutlass.py poisons the same way)
 MAX_BUFFER_BYTES = 1 << 28  # one buffer of a record (the bundled records' largest holds 262,144 bytes)
@@ -284,8 +284,9 @@ def trace_fixture(trace, name: str):
 
 
 def replay_trace_case(trace, i: int, modules: Optional[dict] = None, **launch) -> np.ndarray:
-    """tcemu's output bytes for case i of a `launch_outputs` trace (what its `bits` column holds for the GPU),
-    from the fixture embedded in the trace and the case's seed. `modules` caches loaded PTX by fixture name."""
+    """tcemu's output bytes for case i of a `launch_outputs` trace (what its `bits` column holds for the GPU:
+    every output buffer of case_outputs(case), one after another), from the fixture embedded in the trace and
+    the case's seed. `modules` caches loaded PTX by fixture name."""
     from . import ptx as tptx
     trace = _launch_trace(trace)
     i = as_int(i, "i", 0, len(trace.meta["cases"]) - 1, LaunchRecordError)
@@ -305,5 +306,13 @@ def replay_trace_case(trace, i: int, modules: Optional[dict] = None, **launch) -
                                            f"{show(modules[case['fixture']])}")
     record = fixture["launches"][case["launch"]]
     out = replay(record, modules[case["fixture"]], seed=int(case["seed"]), **launch)
-    name = case["output"]["buffer"]
-    return np.ascontiguousarray(out.outputs[name]).reshape(-1).view(np.uint8)
+    return np.concatenate([np.ascontiguousarray(out.outputs[name]).reshape(-1).view(np.uint8)
+                           for name in case_outputs(case)])
+
+
+def case_outputs(case) -> list:
+    """The output buffers a `launch_outputs` case stores, in the order of its bytes: `output` (one buffer) or
+    `outputs` (a launch with several, stored one after another)."""
+    if "outputs" in case:
+        return [o["buffer"] for o in case["outputs"]]
+    return [case["output"]["buffer"]]

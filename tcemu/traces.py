@@ -793,17 +793,28 @@ def _check_launches(meta, cols):
         buffers = checked[key]
         if not is_int(case.get("seed")) or case["seed"] != int(seeds[i]):
             raise TraceError(field, f"seed must be the seed column's {int(seeds[i])}")
-        out = case.get("output")
-        if not isinstance(out, dict) or not isinstance(out.get("buffer"), str) or \
-                buffers.get(out["buffer"], {}).get("role") != "output":
-            raise TraceError(field, "output must name an output buffer of its launch record")
-        b = buffers[out["buffer"]]
-        if out.get("dtype") != b["dtype"] or out.get("storage") != b["storage"]:
-            raise TraceError(field, f"output {out['buffer']} must have its launch record's dtype {b['dtype']} and "
-                                    f"storage {b['storage']}")
-        if off[i + 1] - off[i] != b["bytes"]:
-            raise TraceError("offsets", f"case {i} holds {int(off[i + 1] - off[i]):,} output bytes; buffer "
-                                        f"{out['buffer']} of its launch record holds {b['bytes']:,}")
+        # one output buffer (`output`) or several stored one after another (`outputs`, never both)
+        if "outputs" in case:
+            outs = case["outputs"]
+            if "output" in case or not isinstance(outs, list) or not 2 <= len(outs) <= len(buffers):
+                raise TraceError(field, "outputs must list two or more output buffers of its launch record "
+                                        "(and replace output)")
+        else:
+            outs = [case.get("output")]
+        total, seen = 0, set()
+        for out in outs:
+            if not isinstance(out, dict) or not isinstance(out.get("buffer"), str) or \
+                    buffers.get(out["buffer"], {}).get("role") != "output" or out["buffer"] in seen:
+                raise TraceError(field, "output must name an output buffer of its launch record (each once)")
+            seen.add(out["buffer"])
+            b = buffers[out["buffer"]]
+            if out.get("dtype") != b["dtype"] or out.get("storage") != b["storage"]:
+                raise TraceError(field, f"output {out['buffer']} must have its launch record's dtype {b['dtype']} "
+                                        f"and storage {b['storage']}")
+            total += b["bytes"]
+        if off[i + 1] - off[i] != total:
+            raise TraceError("offsets", f"case {i} holds {int(off[i + 1] - off[i]):,} output bytes; buffer(s) "
+                                        f"{', '.join(sorted(seen))} of its launch record hold {total:,}")
         if grid is not None and grid[i].tolist() != fixtures[fx]["launches"][launch]["grid"]:
             raise TraceError("grid", f"case {i}: {grid[i].tolist()} is not its launch record's grid")
 

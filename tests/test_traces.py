@@ -2,7 +2,6 @@
 import glob
 import json
 import os
-import re
 
 import numpy as np
 import pytest
@@ -11,15 +10,12 @@ from tcemu import GmmaDescriptor, TraceError, operand_addresses
 from tcemu.traces import load_trace, replay
 
 TRACES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "traces", "*.npz")))
-# Whole traces of kernels with approximate (SFU) forms: slow to replay (tests/test_sfu_kernels.py replays one case
-# per kernel by default), and skipped while tcemu refuses those forms -- only when every failing case is such a
-# refusal, so the trace is judged in full once the SFU models land.
-NEEDS_SFU = {"triton_sfu_kernels_sm90.npz"}
-_APPROX_REFUSAL = re.compile(r": PtxUnsupported: (?:(?:ex2|lg2|rsqrt|sin|cos|tanh)\.\S*|\S*\.(?:approx|full)(?:\.\S*)?): ")
+# Whole traces slow to replay (tests/test_sfu_kernels.py replays one case per kernel by default)
+SLOW = {"triton_sfu_kernels_sm90.npz"}
 
 
 def _replay_params():
-    return [pytest.param(p, marks=pytest.mark.slow) if os.path.basename(p) in NEEDS_SFU else p for p in TRACES]
+    return [pytest.param(p, marks=pytest.mark.slow) if os.path.basename(p) in SLOW else p for p in TRACES]
 
 
 def test_there_are_traces():
@@ -29,9 +25,6 @@ def test_there_are_traces():
 @pytest.mark.parametrize("path", _replay_params(), ids=os.path.basename)
 def test_trace_replays_exactly(path):
     result = replay(path, max_report=1 << 20)
-    if os.path.basename(path) in NEEDS_SFU and result.mismatches and \
-            all(_APPROX_REFUSAL.search(m) for m in result.mismatches):
-        pytest.skip(f"needs the SFU models ({len(result.mismatches)} cases refused)")
     assert result.mismatches == []
     for name, g in result.groups.items():
         assert (g.cases_matched, g.values_matched) == (g.cases, g.values), name
