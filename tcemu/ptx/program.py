@@ -7,10 +7,12 @@ opcode table in `ops/`; each entry turns an Instruction into `op(W, m) -> contro
 """
 import dataclasses
 import struct
+from functools import cached_property
 from typing import Callable, Dict, List, NamedTuple, Optional
 
 import numpy as np
 
+from . import contract
 from . import parser as P
 from .errors import PtxSyntaxError, PtxUnsupported
 from .memory import SMEM_RESERVED
@@ -55,6 +57,13 @@ class Program:
         self.code: List[Callable] = []
         # per pc (plus the fell-off slot): does the instruction wait for the other lanes of its warp?
         self.converge = np.array([warp_synchronous(i) for i in self.instrs] + [False], bool)
+
+    @cached_property
+    def contractions(self):
+        """ptxas's mul + add/sub fusions (tcemu.ptx.contract): {add pc: (mul pc, operand index)}."""
+        leaders = {self.segments[name] + pc for name, f in self.functions.items() for pc in f.labels.values()}
+        leaders |= set(self.segments.values())
+        return contract.contractions(self.instrs, leaders)
 
     # -- calls: each called .func's body is appended once, its names prefixed with "name::"
     def _merge_callees(self, functions):

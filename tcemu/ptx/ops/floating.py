@@ -42,6 +42,8 @@ def c_float_arith(ins, prog, pc):
     name = ins.opcode.split(".")[0]
     flags = _flags(ins, mods)
     _checked(name, t, flags, ins)
+    if pc in prog.contractions:
+        return _fused(ins, prog, pc, t, flags)
     ops = operands(ins, _ARITY[name] + 1)
     gets = [prog.read(o, t, ins) for o in ops[1:]]
     sd = prog.write(ops[0], t, ins)
@@ -54,6 +56,30 @@ def c_float_arith(ins, prog, pc):
         return lambda W, m: sd(W, fparith.float_op(name, fname, g0(W), g1(W), **flags), m)
     g0, g1, g2 = gets
     return lambda W, m: sd(W, fparith.float_op(name, fname, g0(W), g1(W), g2(W), **flags), m)
+
+
+def _fused(ins, prog, pc, t, flags):
+    """An add/sub ptxas fuses with the mul that feeds it (tcemu.ptx.contract): one fma, rounded once."""
+    mul_pc, k = prog.contractions[pc]
+    mul = prog.instrs[mul_pc]
+    ga, gb = (prog.read(o, t, mul) for o in operands(mul, 3)[1:])
+    ops = operands(ins, 3)
+    gc = prog.read(ops[3 - k], t, ins)
+    sd = prog.write(ops[0], t, ins)
+    sign = np.array(1 << (t.bits - 1), np.dtype(f"u{t.bits // 8}"))
+    sub = ins.parts[0] == "sub"
+    neg_c, neg_a = sub and k == 1, sub and k == 2      # a*b - c = fma(a, b, -c); c - a*b = fma(-a, b, c)
+    fname = t.name
+    flags = dict(flags, rounding="rn")
+
+    def run(W, m):
+        a, b, c = ga(W), gb(W), gc(W)
+        if neg_a:
+            a = a ^ sign
+        if neg_c:
+            c = c ^ sign
+        return sd(W, fparith.float_op("fma", fname, a, b, c, **flags), m)
+    return run
 
 
 def c_float_unary(ins, prog, pc):
