@@ -6,9 +6,10 @@ combinations by name), then runs as one vectorised call per execution.
 import numpy as np
 
 from .. import fparith
+from .. import parser as P
 from ..errors import PtxError, PtxSyntaxError, PtxUnsupported
 from ..types import TYPES
-from . import Mods, operands, register
+from . import Mods, operands, register, require_ptx, require_target
 
 _ROUND = ("rn", "rz", "rm", "rp", "approx", "full")
 _ARITY = {"add": 2, "sub": 2, "mul": 2, "fma": 3, "mad": 3, "div": 2, "min": 2, "max": 2, "copysign": 2,
@@ -36,13 +37,25 @@ def c_float_only(ins, prog, pc):
     return c_float_arith(ins, prog, pc)
 
 
+def _sm100(sm):
+    return sm[0] >= 100
+
+
 def c_float_arith(ins, prog, pc):
     mods = Mods(ins)
     t = mods.type()
     name = ins.opcode.split(".")[0]
+    if t.name == "f32x2" and name in ("add", "sub", "mul", "fma"):  # PTX 9.7.3.1-4: PTX ISA 8.6, sm_100+
+        require_target(ins, prog, f"{name}.f32x2", _sm100, "sm_100 or higher")
+        require_ptx(ins, prog, f"{name}.f32x2", "8.6")
     flags = _flags(ins, mods)
     _checked(name, t, flags, ins)
     ops = operands(ins, _ARITY[name] + 1)
+    if t.name == "f32x2":
+        for o in ops:  # ptxas: "Arguments mismatch" for 32-bit registers and immediates
+            if not (isinstance(o, P.Reg) and prog.slot(o, ins).cls == 64):
+                raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: .f32x2 operands are .b64 registers, "
+                                                        f"got {P.fmt(o)}")
     gets = [prog.read(o, t, ins) for o in ops[1:]]
     sd = prog.write(ops[0], t, ins)
     fname = t.name
