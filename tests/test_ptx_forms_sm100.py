@@ -132,3 +132,34 @@ def test_f32x2_element_0_is_the_low_half():
     got = launch_alu("  fma.rn.f32x2 %rd24, %rd21, %rd22, %rd23;", [0x7F800000_3F800000], [0x3F800000_40400000],
                      [0xFF800000_3F800000], wide=True)
     assert got == [0x7FFFFFFF_40800000]
+
+
+# ----------------------------------------------------------------------------------------- three-input min/max
+
+@pytest.mark.parametrize("op", ["min", "max"])
+@pytest.mark.parametrize("mods", ["", ".ftz", ".NaN", ".abs", ".ftz.NaN.abs", ".NaN.abs"])
+def test_three_input_min_max_f32(op, mods):
+    n = 512
+    a, b, c = f32_lanes(n), f32_lanes(n), f32_lanes(n)
+    got = launch_alu(f"  {op}{mods}.f32 %r4, %r1, %r2, %r3;", a, b, c, wide=False)
+    flags = dict(nan=".NaN" in mods, ftz=".ftz" in mods, absolute=".abs" in mods)
+    for i in range(n):
+        assert got[i] == ref_minmax(op, [a[i], b[i], c[i]], **flags), (op + mods, hex(a[i]), hex(b[i]), hex(c[i]))
+
+
+def test_three_input_min_max_hand_cases():
+    cases = [  # (form, a, b, c, d)
+        ("max", 0x80000000, 0x00000000, 0x80000000, 0x00000000),        # +0 > -0
+        ("min", 0x00000000, 0x80000000, 0x00000000, 0x80000000),
+        ("max", 0x7FC00000, 0x3F800000, 0x7F800001, 0x3F800000),        # NaNs ignored
+        ("min", 0x7FC00000, 0xFFC00001, 0x7F800001, 0x7FFFFFFF),        # all NaN: canonical
+        ("max.NaN", 0x3F800000, 0x7F800001, 0x40000000, 0x7FFFFFFF),    # any NaN: canonical
+        ("min.abs", 0xC0400000, 0x40000000, 0xC0A00000, 0x40000000),    # min(|-3|, |2|, |-5|) = 2
+        ("max.abs", 0xC0400000, 0x40000000, 0xFFC00000, 0x40400000),    # max(3, 2, NaN) = 3
+        ("max", 0x00000001, 0x80000000, 0x00000000, 0x00000001),        # subnormals kept
+        ("max.ftz", 0x00000001, 0x80000000, 0x807FFFFF, 0x00000000),    # flushed to +0, -0, -0
+        ("min.ftz", 0x00000001, 0x00000000, 0x807FFFFF, 0x80000000),
+    ]
+    for form, a, b, c, d in cases:
+        got = launch_alu(f"  {form}.f32 %r4, %r1, %r2, %r3;", [a], [b], [c], wide=False)
+        assert got == [d], form
