@@ -163,3 +163,61 @@ def test_three_input_min_max_hand_cases():
     for form, a, b, c, d in cases:
         got = launch_alu(f"  {form}.f32 %r4, %r1, %r2, %r3;", [a], [b], [c], wide=False)
         assert got == [d], form
+
+
+# ----------------------------------------------------------------------------------------- redux.sync .f32
+
+REDUX = """
+  ld.param.u64 %rd2, [pa];
+  ld.param.u64 %rd5, [pd];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd6, %r0, 4;
+  add.s64 %rd7, %rd2, %rd6;
+  ld.global.u32 %r1, [%rd7];
+  mov.u32 %r4, 0xDEADBEEF;
+{body}
+  add.s64 %rd7, %rd5, %rd6;
+  st.global.u32 [%rd7], %r4;
+  ret;
+"""
+
+
+def launch_redux(body, values, header=H100A):
+    a = np.array(values, np.uint32)
+    d = np.zeros(32, np.uint32)
+    text = entry(REDUX.format(body=body), params=".param .u64 pa, .param .u64 pd", prologue="", header=header)
+    ptx.load(text).launch("k", grid=1, block=32, args=[a, d])
+    return [int(x) for x in d]
+
+
+@pytest.mark.parametrize("op", ["min", "max"])
+@pytest.mark.parametrize("mods", ["", ".abs", ".NaN", ".abs.NaN"])
+def test_redux_sync_f32(op, mods):
+    flags = dict(nan=".NaN" in mods, absolute=".abs" in mods)
+    for trial in range(6):
+        vals = f32_lanes(32)
+        if trial == 0:   # no NaN among the lanes
+            vals = [v if not R.is_nan_bits(v, "f32") else 0x80000000 for v in vals]
+        if trial == 1:   # every lane NaN: the canonical NaN
+            vals = [0x7FC00000 | (t << 3) | (0x80000000 if t % 3 else 0) for t in range(32)]
+        if trial == 2:   # only zeros of both signs and subnormals
+            vals = [[0, 0x80000000, 1, 0x80000001][t % 4] for t in range(32)]
+        got = launch_redux(f"  redux.sync.{op}{mods}.f32 %r4, %r1, -1;", vals)
+        assert got == [ref_minmax(op, vals, **flags)] * 32, (op + mods, [hex(v) for v in vals])
+
+
+def test_redux_sync_f32_partial_membermask():
+    # lanes 8-23 reduce among themselves; a NaN outside them does not count
+    vals = f32_lanes(32)
+    vals[3] = 0x7FC00000
+    vals[8:24] = [v if not R.is_nan_bits(v, "f32") else 0x3F800000 for v in vals[8:24]]
+    body = """
+  setp.lt.u32 %p1, %r0, 8;
+  setp.ge.u32 %p2, %r0, 24;
+  or.pred %p1, %p1, %p2;
+  @%p1 bra $L_out;
+  redux.sync.max.NaN.f32 %r4, %r1, 0x00ffff00;
+$L_out:
+"""
+    got = launch_redux(body, vals)
+    assert got == [0xDEADBEEF] * 8 + [ref_minmax("max", vals[8:24], nan=True)] * 16 + [0xDEADBEEF] * 8
