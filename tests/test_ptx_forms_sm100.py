@@ -221,3 +221,255 @@ $L_out:
 """
     got = launch_redux(body, vals)
     assert got == [0xDEADBEEF] * 8 + [ref_minmax("max", vals[8:24], nan=True)] * 16 + [0xDEADBEEF] * 8
+
+
+# ----------------------------------------------------------------------------------------- atom / red
+
+ATOM = """
+  ld.param.u64 %rd2, [pb];
+  ld.param.u64 %rd3, [cell];
+  ld.param.u64 %rd4, [pd];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd6, %r0, {lane_bytes};
+{loads}
+{ins}
+{stores}
+  ret;
+"""
+
+
+def _elems(kind, first, n):
+    return ["%{}{}".format(kind, first + i) for i in range(n)]
+
+
+def launch_atom(line_of, t, vec, bvals, cell, header=H90A, red=False):
+    """Every lane runs line_of(d_regs, b_regs) on the same cell (uint16/uint32 array); lane t's b elements are
+    bvals[t]. Returns (olds per lane, cell after)."""
+    w = 16 if t in ("f16", "bf16") else 32
+    kind = "h" if w == 16 else "r"
+    b_regs, d_regs = _elems(kind, 0, vec), _elems(kind, 8, vec)
+    eb = w // 8
+    loads = "  add.s64 %rd7, %rd2, %rd6;\n" + "\n".join(
+        f"  ld.global.b{w} {r}, [%rd7+{i * eb}];" for i, r in enumerate(b_regs))
+    stores = "" if red else "  add.s64 %rd7, %rd4, %rd6;\n" + "\n".join(
+        f"  st.global.b{w} [%rd7+{i * eb}], {r};" for i, r in enumerate(d_regs))
+    body = ATOM.format(lane_bytes=eb * vec, loads=loads, stores=stores, ins="  " + line_of(d_regs, b_regs))
+    dt = np.uint16 if w == 16 else np.uint32
+    b = np.array(bvals, dt).reshape(32, vec)
+    d = np.zeros((32, vec), dt)
+    text = entry(body, params=".param .u64 pb, .param .u64 cell, .param .u64 pd", prologue="", header=header)
+    ptx.load(text).launch("k", grid=1, block=32, args=[b, cell, d])
+    return d, cell
+
+
+def brace(regs):
+    return "{" + ", ".join(regs) + "}" if len(regs) > 1 else regs[0]
+
+
+def serial(cell0, bvals, fn):
+    """Lane-order serialisation of per-element read-modify-writes: (olds, final)."""
+    cell, olds = list(cell0), []
+    for lane in range(32):
+        olds.append(list(cell))
+        cell = [fn(o, x) for o, x in zip(cell, bvals[lane])]
+    return olds, cell
+
+
+def half_patterns(fmt, n):
+    """Lane values for a 16-bit format: subnormals first, then values near 1, then inf, -inf, NaN, a finite."""
+    mb = R.FORMATS[fmt][1]
+    bias = R.FORMATS[fmt][2]
+    out = []
+    for i in range(n):
+        s = int(RNG.integers(0, 2)) << 15
+        if i % 32 < 8:
+            out.append(s | int(RNG.integers(1, 1 << mb)))
+        elif i % 32 < 28:
+            out.append(s | (int(RNG.integers(bias - 3, bias + 3)) << mb) | int(RNG.integers(0, 1 << mb)))
+        else:
+            inf = ((1 << (15 - mb)) - 1) << mb
+            out.append([inf, inf | 0x8000, inf | 1, 0x3C00 if fmt == "f16" else 0x3F80][i % 32 - 28])
+    return out
+
+
+def x2(fn):
+    return lambda o, x: fn(o & 0xFFFF, x & 0xFFFF) | (fn(o >> 16, x >> 16) << 16)
+
+
+@pytest.mark.parametrize("t", ["f16", "bf16", "f16x2", "bf16x2"])
+def test_atom_add_noftz_half_types(t):
+    base = t[:-2] if t.endswith("x2") else t
+    if t.endswith("x2"):
+        lo, hi = half_patterns(base, 32), half_patterns(base, 32)
+        bvals = [[lo[i] | (hi[i] << 16)] for i in range(32)]
+        cell0 = [0x0001 | (0x8003 << 16)]   # subnormals: kept by .noftz
+        ref = x2(lambda o, x: R.ref_add(o, x, base))
+        cell = np.array(cell0, np.uint32)
+    else:
+        bvals = [[v] for v in half_patterns(base, 32)]
+        cell0 = [0x0001]
+        ref = lambda o, x: R.ref_add(o, x, base)  # noqa: E731
+        cell = np.array(cell0, np.uint16)
+    d, cell = launch_atom(lambda d, b: f"atom.global.add.noftz.{t} {d[0]}, [%rd3], {b[0]};", t, 1, bvals, cell)
+    olds, final = serial(cell0, bvals, ref)
+    assert [list(map(int, r)) for r in d] == olds and list(map(int, cell)) == final
+
+
+def test_atom_add_noftz_f16_keeps_subnormals_and_red_shared():
+    # 0x0001 (2^-24) + 0x0001 = 0x0002, on shared memory through red (no flush anywhere for .noftz)
+    body = """
+  mov.u32 %r0, %tid.x;
+  setp.eq.u32 %p1, %r0, 0;
+  mov.u32 %r2, s;
+  @%p1 st.shared.b16 [%r2], 0x0001;
+  bar.sync 0;
+  mov.b16 %h1, 0x0001;
+  red.shared.add.noftz.f16 [%r2], %h1;
+  bar.sync 0;
+  ld.shared.b16 %h2, [%r2];
+  cvt.u32.u16 %r3, %h2;
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd1, %rd1, %rd2;
+  st.global.u32 [%rd1], %r3;
+  ret;
+"""
+    out = np.zeros(32, np.uint32)
+    ptx.load(entry(body, prologue="", header=H90A, before=".shared .align 4 .b16 s;\n")).launch(
+        "k", grid=1, block=32, args=[out])
+    assert (out == 33).all()   # 33 * 2^-24, every step exact
+
+
+def test_scalar_atom_add_f32_flushes_on_global_only():
+    """PTX 9.7.13.5: atom.add.f32 on global memory flushes subnormal inputs and results to sign-preserving zero; on
+    shared memory (a .shared address or a generic one in the shared window) it keeps them."""
+    body = """
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd3, [cell];
+  mov.u32 %r2, s;
+  st.shared.u32 [%r2], 0x00800000;
+  st.shared.u32 [%r2+4], 0x00800000;
+  mov.b32 %r5, 0x80400000;
+  atom.global.add.f32 %r6, [%rd3], %r5;
+  atom.shared.add.f32 %r7, [%r2], %r5;
+  mov.u64 %rd4, s;
+  cvta.shared.u64 %rd4, %rd4;
+  atom.add.f32 %r8, [%rd4+4], %r5;
+  atom.global.add.f32 %r9, [%rd3+4], %r5;
+  ld.shared.u32 %r10, [%r2];
+  ld.shared.u32 %r11, [%r2+4];
+  st.global.u32 [%rd1], %r10;
+  st.global.u32 [%rd1+4], %r11;
+  st.global.u32 [%rd1+8], %r9;
+  ret;
+"""
+    out = np.zeros(3, np.uint32)
+    cell = np.array([0x00800000, 0x00000003], np.uint32)
+    ptx.load(entry(body, params=".param .u64 out, .param .u64 cell", prologue="", header=H90A,
+                   before=".shared .align 4 .b32 s[2];\n")).launch("k", grid=1, block=1, args=[out, cell])
+    # 2^-126 + (-2^-127): global flushes the addend (2^-126 stays), shared gives the subnormal 2^-127
+    assert int(cell[0]) == 0x00800000
+    assert int(out[0]) == 0x00400000 and int(out[1]) == 0x00400000
+    # 3 * 2^-149 + (-2^-127) on global: both flushed, +0 + -0 = +0; the old value comes back unflushed
+    assert int(cell[1]) == 0x00000000 and int(out[2]) == 0x00000003
+
+
+VECTOR_CASES = [  # (type, op, vec)
+    ("f32", "add", 2), ("f32", "add", 4), ("f16", "add", 8), ("bf16", "add", 2), ("f16", "max", 4),
+    ("bf16", "min", 8), ("f16x2", "add", 4), ("bf16x2", "add", 2), ("f16x2", "min", 2), ("bf16x2", "max", 4),
+]
+
+
+@pytest.mark.parametrize("t,op,vec", VECTOR_CASES)
+@pytest.mark.parametrize("red", [False, True])
+def test_vector_atom_red(t, op, vec, red):
+    if t == "f32":
+        bvals = [f32_lanes(vec) for _ in range(32)]
+        cell0 = f32_lanes(vec)
+        cell0 = [v if not R.is_nan_bits(v, "f32") else 0xC0000000 for v in cell0]
+        cell0[0] = 0x00000005                    # a subnormal cell: flushed (global atom.add.f32)
+        for lane in range(20):
+            bvals[lane] = [v if not R.is_nan_bits(v, "f32") else 0x3F800000 for v in bvals[lane]]
+        ref = lambda o, x: R.ref_add(o, x, "f32", "rn", ftz=True)  # noqa: E731
+        dt = np.uint32
+    else:
+        base = t[:-2] if t.endswith("x2") else t
+        cols = [half_patterns(base, 32) for _ in range(vec * (2 if t.endswith("x2") else 1))]
+        if t.endswith("x2"):
+            bvals = [[cols[2 * e][i] | (cols[2 * e + 1][i] << 16) for e in range(vec)] for i in range(32)]
+            cell0 = [0x0001 | (0x8000 << 16)] * vec
+        else:
+            bvals = [[cols[e][i] for e in range(vec)] for i in range(32)]
+            cell0 = [0x8000] * vec
+        one = (lambda o, x: R.ref_add(o, x, base)) if op == "add" else \
+            (lambda o, x: ref_minmax(op, [o, x], base))
+        ref = x2(one) if t.endswith("x2") else one
+        dt = np.uint16 if t in ("f16", "bf16") else np.uint32
+    cell = np.array(cell0, dt)
+    noftz = "" if t == "f32" else ".noftz"
+    if red:
+        line = lambda d, b: f"red.global.{op}{noftz}.v{vec}.{t} [%rd3], {brace(b)};"  # noqa: E731
+    else:
+        line = lambda d, b: f"atom.global.{op}{noftz}.v{vec}.{t} {brace(d)}, [%rd3], {brace(b)};"  # noqa: E731
+    d, cell = launch_atom(line, t, vec, [v for row in bvals for v in row], cell, red=red)
+    olds, final = serial(cell0, bvals, ref)
+    assert list(map(int, cell)) == final
+    if not red:
+        assert [list(map(int, r)) for r in d] == olds
+
+
+def test_triton_split_k_vector_atomic():
+    """Triton's split-K atomic_add line, verbatim: lane t adds (t, 1, 2^-149, -0) to cell t % 4; global memory
+    flushes the subnormal addend."""
+    body = """
+  ld.param.u64 %rd2, [cell];
+  ld.param.u64 %rd4, [out];
+  mov.u32 %r0, %tid.x;
+  and.b32 %r9, %r0, 3;
+  mul.wide.u32 %rd3, %r9, 16;
+  add.s64 %rd1, %rd2, %rd3;
+  cvt.rn.f32.u32 %f1, %r0;
+  mov.b32 %r5, %f1;
+  mov.b32 %r6, 0x3f800000;
+  mov.b32 %r7, 0x00000001;
+  mov.b32 %r8, 0x80000000;
+  atom.global.gpu.acq_rel.add.v4.f32 {%r1,%r2,%r3,%r4}, [%rd1], {%r5,%r6,%r7,%r8};
+  mul.wide.u32 %rd3, %r0, 16;
+  add.s64 %rd4, %rd4, %rd3;
+  st.global.v4.u32 [%rd4], {%r1,%r2,%r3,%r4};
+  ret;
+"""
+    cell = np.zeros(16, np.uint32)
+    out = np.zeros(128, np.uint32)
+    ptx.load(entry(body, params=".param .u64 cell, .param .u64 out", prologue="", header=H90A)).launch(
+        "k", grid=1, block=32, args=[cell, out])
+    out = out.reshape(32, 4)
+    for g in range(4):
+        lanes = [t for t in range(32) if t % 4 == g]
+        running = 0.0
+        for i, t in enumerate(lanes):
+            assert list(out[t]) == [int(np.float32(running).view(np.uint32)),
+                                    int(np.float32(i).view(np.uint32)), 0, 0]
+            running += t
+        assert list(cell[4 * g:4 * g + 4]) == [int(np.float32(running).view(np.uint32)), 0x41000000, 0, 0]
+
+
+def test_vector_atom_faults():
+    base = """
+  ld.param.u64 %rd2, [cell];
+  mov.b32 %r5, 0x3f800000;
+  mov.b32 %r6, 0x3f800000;
+  {ins}
+  ret;
+"""
+    cell = np.zeros(8, np.uint32)
+    # 8 bytes into the cell: a .v4.f32 access is 16 bytes and must be 16-byte aligned
+    text = entry(base.format(ins="red.global.add.v4.f32 [%rd2+8], {%r5,%r6,%r5,%r6};"),
+                 params=".param .u64 cell", prologue="", header=H90A)
+    with pytest.raises(MemoryFault, match="not aligned to 16 bytes"):
+        ptx.load(text).launch("k", grid=1, block=1, args=[cell])
+    # a generic address in the shared window: vector atomics reach global memory only
+    text = entry(base.format(ins="mov.u64 %rd3, s;\n  cvta.shared.u64 %rd3, %rd3;\n  red.add.v2.f32 [%rd3], {%r5,%r6};"),
+                 params=".param .u64 cell", prologue="", header=H90A, before=".shared .align 16 .b8 s[16];\n")
+    with pytest.raises(MemoryFault, match="needs a global address"):
+        ptx.load(text).launch("k", grid=1, block=1, args=[cell])
