@@ -1,7 +1,7 @@
 """Exact PTX floating-point arithmetic on raw bit patterns: what the interpreter's FP instructions compute.
 
 Every function is pure and vectorised over lanes: operands are numpy arrays of raw bit patterns (uint16 for
-f16/bf16, uint32 for f32 and the packed f16x2/bf16x2, uint64 for f64), any length, and results come back the
+f16/bf16, uint32 for f32 and the packed f16x2/bf16x2, uint64 for f64 and the sm_100 f32x2), any length, and results come back the
 same way (predicates as bool arrays). Modifier keywords mirror the PTX modifiers.
 
     float_op(op, ftype, *operands, rounding=None, ftz=False, sat=False, relu=False, nan=False,
@@ -54,6 +54,7 @@ assert FN == core.FN and IEEE == core.IEEE and NONE == core.NONE
 UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 SCALAR = ("f64", "f32", "f16", "bf16")
 PACKED = {"f16x2": "f16", "bf16x2": "bf16"}
+WIDE = {"f32x2": "f32"}  # sm_100 add/sub/mul/fma .f32x2: two f32 lanes in a .b64 register, element 0 in bits 0-31
 ROUNDING = {"rn": core.RN, "rz": core.RZ, "rm": core.RM, "rp": core.RP, "rna": core.RNA}
 INT_ROUNDING = {"rni": core.RN, "rzi": core.RZ, "rmi": core.RM, "rpi": core.RP}
 INT_TYPES = {"s8": (8, True), "s16": (16, True), "s32": (32, True), "s64": (64, True),
@@ -129,6 +130,13 @@ def _validate(op, ftype, rounding, ftz, sat, relu, nan, xorsign_abs):
     """PTX/ptxas (13.0, sm_90a) modifier rules of the FP instructions; raises PtxError."""
     base = PACKED.get(ftype, ftype)
     form = _name(op, ftype, rounding, ftz=ftz, sat=sat, relu=relu, nan=nan, xorsign_abs=xorsign_abs)
+    if ftype in WIDE:  # PTX 9.7.3.1-4: add/sub/mul{.rnd}{.ftz}.f32x2, fma.rnd{.ftz}.f32x2 (ptxas 13.0, sm_100a)
+        _check(op in ("add", "sub", "mul", "fma"), "type", f"{form}: .f32x2 is an add/sub/mul/fma type")
+        _check(rounding in ("rn", "rz", "rm", "rp") or (rounding is None and op != "fma"), "rounding",
+               f"{form}: " + ("a rounding modifier is required" if op == "fma" else "rounding is .rn .rz .rm .rp"))
+        _check(not (sat or relu or nan or xorsign_abs), "modifier", f"{form}: .f32x2 takes only a rounding "
+                                                                    f"modifier and .ftz")
+        return form
     if op in ("add", "sub", "mul"):
         _check(ftype in SCALAR or ftype in PACKED, "type", f"{form}: {op} takes f32 f64 f16 f16x2 bf16 bf16x2")
         if base in ("f32", "f64"):
@@ -185,13 +193,15 @@ def _float_plan(op, ftype, nops, rounding, ftz, sat, relu, nan, xorsign_abs):
     """Validated (base format, operand width) of one float_op form; raises for bad forms."""
     if not isinstance(op, str) or op not in _ARITY:
         raise PtxError("op", f"{op!r} is not one of {', '.join(_ARITY)}")
-    if ftype not in SCALAR and ftype not in PACKED:
-        raise PtxError("type", f"{ftype!r} is not one of f64 f32 f16 bf16 f16x2 bf16x2")
+    if ftype not in SCALAR and ftype not in PACKED and ftype not in WIDE:
+        raise PtxError("type", f"{ftype!r} is not one of f64 f32 f16 bf16 f16x2 bf16x2 f32x2")
     if nops != _ARITY[op]:
         raise PtxError("operands", f"{op} takes {_ARITY[op]} source operands, got {nops}")
     if rounding is not None and rounding not in ("rn", "rz", "rm", "rp", "approx", "full"):
         raise PtxError("rounding", f"{rounding!r} is not one of rn rz rm rp approx full")
     form = _validate(op, ftype, rounding, ftz, sat, relu, nan, xorsign_abs)
+    if ftype in WIDE:
+        return WIDE[ftype], 64
     base = PACKED.get(ftype, ftype)
     width = 32 if ftype in PACKED else FORMATS[base][4]
     if op in APPROX_OPS or rounding in ("approx", "full"):
@@ -228,6 +238,12 @@ def float_op(op, ftype, *operands, rounding=None, ftz=False, sat=False, relu=Fal
     flat, shape = _lanes(operands, width)
     if base is APPROX:
         return sfu_forms.approx(op, ftype, flat, rounding, bool(ftz)).reshape(shape)
+    if ftype in WIDE:  # each element is exactly the scalar f32 instruction
+        n = flat[0].size
+        halves = [np.concatenate([(a & np.uint64(0xFFFFFFFF)).astype(np.uint32), (a >> np.uint64(32)).astype(np.uint32)])
+                  for a in flat]
+        out = _scalar_op(op, base, halves, rounding, ftz, sat, relu, nan, xorsign_abs).astype(np.uint64)
+        return (out[:n] | (out[n:] << np.uint64(32))).reshape(shape)
     if ftype in PACKED and op in _ARITH:
         eb, mb, bias, special, shift, dt, sign = _CONST[base]
         x = flat[0].astype(np.uint64)

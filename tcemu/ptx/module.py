@@ -138,6 +138,7 @@ class Module:
         prog = Program(fn, self._module_symbols(), [v for v in self.tree.variables if v.space == "shared"],
                        self.tree.functions)
         prog.target = tuple(self.tree.target)   # sm_103a forms (tcgen05 K = 96, LBO mode 1) read it
+        prog.ptx_version = self.tree.version     # forms newer than the module's .version are refused
         prog.set_dynamic_base()
         code = []
         for pc, ins in enumerate(prog.instrs):

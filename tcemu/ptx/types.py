@@ -35,7 +35,7 @@ for _bits in (8, 16, 32, 64):
         TYPES[f"{_kind}{_bits}"] = PtxType(f"{_kind}{_bits}", _bits, _kind)
 TYPES["b128"] = PtxType("b128", 128, "b")
 for _name, _bits in (("f16", 16), ("bf16", 16), ("f32", 32), ("f64", 64), ("f16x2", 32), ("bf16x2", 32),
-                     ("tf32", 32), ("e4m3", 8), ("e5m2", 8), ("e4m3x2", 16), ("e5m2x2", 16), ("e2m3x2", 16),
+                     ("tf32", 32), ("f32x2", 64), ("e4m3", 8), ("e5m2", 8), ("e4m3x2", 16), ("e5m2x2", 16), ("e2m3x2", 16),
                      ("e3m2x2", 16), ("e2m1x2", 8), ("ue8m0x2", 16), ("e4m3x4", 32), ("e5m2x4", 32)):
     TYPES[_name] = PtxType(_name, _bits, "f")
 

@@ -67,6 +67,36 @@ def where(ins: Instruction) -> str:
     return f"{ins.text()} ({ins.where()})"
 
 
+def target_sm(prog) -> Optional[tuple]:
+    """The module's .target as (number, suffix): sm_100a -> (100, "a"), sm_90 -> (90, ""); None without one."""
+    for t in getattr(prog, "target", ()):
+        if t.startswith("sm_"):
+            num = "".join(ch for ch in t[3:] if ch.isdigit())
+            return int(num), t[3 + len(num):]
+    return None
+
+
+def require_target(ins: Instruction, prog, feature: str, ok: Callable, needs: str):
+    """Refuse `feature` unless ok((number, suffix)) holds for the module's .target, as ptxas does (a module
+    without .target is not checked)."""
+    sm = target_sm(prog)
+    if sm is not None and not ok(sm):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {feature} requires .target {needs} (ptxas 13.0 "
+                                                f"refuses it on .target sm_{sm[0]}{sm[1]})")
+
+
+def require_ptx(ins: Instruction, prog, feature: str, version: str):
+    """Refuse `feature` when the module's .version is older than `version` (PTX ISA notes), as ptxas does."""
+    have = getattr(prog, "ptx_version", None)
+    try:
+        older = have is not None and tuple(map(int, have.split("."))) < tuple(map(int, version.split(".")))
+    except ValueError:
+        return
+    if older:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {feature} requires PTX ISA .version {version} or "
+                                                f"later (the module says .version {have})")
+
+
 def active_any(m) -> bool:
     return m is None or bool(m.any())
 

@@ -7,11 +7,12 @@ the warp's arrival in `W.sync`, later ones check whether the barrier completed.
 """
 import numpy as np
 
+from .. import fparith
 from .. import parser as P
 from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK
 from ..types import TYPES
-from . import Mods, mask_array, operands, register, where  # noqa: F401
+from . import Mods, mask_array, operands, register, require_ptx, require_target, where  # noqa: F401
 
 U32 = TYPES["u32"]
 B32 = TYPES["b32"]
@@ -413,7 +414,9 @@ def c_redux(ins, prog, pc):
     t = mods.type()
     name = mods.one_of(("add", "min", "max", "and", "or", "xor"))
     if t.kind == "f":
-        mods.unsupported("floating-point redux")
+        return _c_redux_f32(ins, prog, mods, t, name)
+    if "abs" in mods or "NaN" in mods:  # ptxas: "requires '.f32' type with '.abs' modifier"
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: .abs and .NaN need the .f32 type")
     d, a, mask = operands(ins, 3)
     ga, gm, sd = prog.read(a, t, ins), prog.read(mask, U32, ins), prog.write(d, t, ins)
 
@@ -430,6 +433,37 @@ def c_redux(ins, prog, pc):
             r = int({"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name].reduce(
                 v.view(np.uint32)))
         sd(W, np.full(32, r, np.uint32), m)
+    return op
+
+
+def _redux_f32_target(sm):
+    return 100 <= sm[0] < 110 and sm[1] in ("a", "f")
+
+
+def _c_redux_f32(ins, prog, mods, t, name):
+    """redux.sync.{min,max}{.abs}{.NaN}.f32 (PTX 9.7.13.12; PTX ISA 8.6, sm_100a, the sm_100f family from 8.8):
+    the min/max of the member lanes' values (|x| with .abs) under min/max.f32's rules: -0 < +0, subnormals kept,
+    a NaN ignored unless every value is NaN (then the canonical NaN 0x7fffffff), any NaN gives the canonical NaN
+    with .NaN. Reduced as a tree of two-input min/max (both rules are associative)."""
+    extra = [p for p in mods.parts if p not in ("sync", "min", "max", "abs", "NaN", "f32")]
+    if t.name != "f32" or name not in ("min", "max") or extra:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: floating-point redux is "
+                                                f"redux.sync.{{min,max}}{{.abs}}{{.NaN}}.f32")
+    require_target(ins, prog, "redux.f32", _redux_f32_target, "sm_100a, sm_103a or the sm_100f family")
+    require_ptx(ins, prog, "redux.f32", "8.6")
+    nan = "NaN" in mods
+    mag = np.uint32(0x7FFFFFFF if "abs" in mods else 0xFFFFFFFF)
+    # what lanes outside the reduction hold: a NaN (ignored) without .NaN, else -inf for max, +inf for min
+    identity = np.uint32(0x7FFFFFFF if not nan else 0xFF800000 if name == "max" else 0x7F800000)
+    d, a, mask = operands(ins, 3)
+    ga, gm, sd = prog.read(a, t, ins), prog.read(mask, U32, ins), prog.write(d, t, ins)
+
+    def op(W, m):
+        act = _members(W, m, gm, ins)
+        v = np.where(act, ga(W) & mag, identity)
+        while v.size > 1:
+            v = fparith.float_op(name, "f32", v[:v.size // 2], v[v.size // 2:], nan=nan)
+        sd(W, np.full(32, v[0], np.uint32), m)
     return op
 
 

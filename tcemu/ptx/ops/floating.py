@@ -6,9 +6,10 @@ combinations by name), then runs as one vectorised call per execution.
 import numpy as np
 
 from .. import fparith
+from .. import parser as P
 from ..errors import PtxError, PtxSyntaxError, PtxUnsupported
 from ..types import TYPES
-from . import Mods, operands, register
+from . import Mods, operands, register, require_ptx, require_target
 
 _ROUND = ("rn", "rz", "rm", "rp", "approx", "full")
 _ARITY = {"add": 2, "sub": 2, "mul": 2, "fma": 3, "mad": 3, "div": 2, "min": 2, "max": 2, "copysign": 2,
@@ -36,15 +37,33 @@ def c_float_only(ins, prog, pc):
     return c_float_arith(ins, prog, pc)
 
 
+def _sm100(sm):
+    return sm[0] >= 100
+
+
 def c_float_arith(ins, prog, pc):
     mods = Mods(ins)
     t = mods.type()
     name = ins.opcode.split(".")[0]
+    if name in ("min", "max"):
+        if len(ins.operands) == 4:
+            return _c_minmax3(ins, prog, mods, t, name)
+        if ("xorsign" in mods) != ("abs" in mods):  # ptxas: ".abs requires .xorsign" and the converse
+            raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: two-input {name} takes .xorsign and .abs "
+                                                    f"together or neither")
+    if t.name == "f32x2" and name in ("add", "sub", "mul", "fma"):  # PTX 9.7.3.1-4: PTX ISA 8.6, sm_100+
+        require_target(ins, prog, f"{name}.f32x2", _sm100, "sm_100 or higher")
+        require_ptx(ins, prog, f"{name}.f32x2", "8.6")
     flags = _flags(ins, mods)
     _checked(name, t, flags, ins)
     if pc in prog.contractions:
         return _fused(ins, prog, pc, t, flags)
     ops = operands(ins, _ARITY[name] + 1)
+    if t.name == "f32x2":
+        for o in ops:  # ptxas: "Arguments mismatch" for 32-bit registers and immediates
+            if not (isinstance(o, P.Reg) and prog.slot(o, ins).cls == 64):
+                raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: .f32x2 operands are .b64 registers, "
+                                                        f"got {P.fmt(o)}")
     gets = [prog.read(o, t, ins) for o in ops[1:]]
     sd = prog.write(ops[0], t, ins)
     fname = t.name
@@ -80,6 +99,28 @@ def _fused(ins, prog, pc, t, flags):
             c = c ^ sign
         return sd(W, fparith.float_op("fma", fname, a, b, c, **flags), m)
     return run
+
+
+def _c_minmax3(ins, prog, mods, t, name):
+    """min/max{.ftz}{.NaN}{.abs}.f32 d, a, b, c (PTX 9.7.3.11-12; PTX ISA 8.8, sm_100): .abs takes |a| |b| |c|
+    first, then d = two-input(two-input(a, b), c) with the two-input form's NaN, -0 < +0 and .ftz rules."""
+    feature = f"{name}.f32 with three inputs"
+    require_target(ins, prog, feature, _sm100, "sm_100 or higher")
+    require_ptx(ins, prog, feature, "8.8")
+    extra = [p for p in mods.parts if p not in ("ftz", "NaN", "abs", "f32")]
+    if t.name != "f32" or extra:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: three-input {name} is {name}{{.ftz}}{{.NaN}}{{.abs}}"
+                                                f".f32 (not {', '.join('.' + p for p in extra) or '.' + t.name})")
+    flags = dict(ftz="ftz" in mods, nan="NaN" in mods)
+    ops = operands(ins, 4)
+    ga, gb, gc = (prog.read(o, t, ins) for o in ops[1:])
+    sd = prog.write(ops[0], t, ins)
+    mag = np.uint32(0x7FFFFFFF if "abs" in mods else 0xFFFFFFFF)
+    f = fparith.float_op
+
+    def op(W, m):
+        sd(W, f(name, "f32", f(name, "f32", ga(W) & mag, gb(W) & mag, **flags), gc(W) & mag, **flags), m)
+    return op
 
 
 def c_float_unary(ins, prog, pc):

@@ -6,11 +6,12 @@ written before it is read.
 """
 import numpy as np
 
+from .. import fparith
 from .. import parser as P
 from ..errors import HazardError, MemoryFault, PtxSyntaxError
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
-from . import Mods, mask_array, operands, register, where
+from . import Mods, mask_array, operands, register, require_ptx, require_target, where
 
 SPACES = ("global", "shared", "local", "param", "const")
 CLUSTER_SHIFT = 24  # a shared::cluster address: ((rank + 1) << 24) | offset; offsets below 2^24 are the own CTA's
@@ -453,15 +454,31 @@ def c_stmatrix(ins, prog, pc):
 
 # ----------------------------------------------------------------------------------------------- atomics
 
+# atom / red with a vector type (PTX 9.7.13.5-6; PTX ISA 8.1, sm_90, .global only): allowed vector sizes per
+# type and operation (the ISA's table, and ptxas 13.0: "Only .v2 or .v4 ... with type .f16x2 on .add")
+_VECTOR_FORMS = {"f32": ((2, 4), ("add",)), "f16": ((2, 4, 8), ("add", "min", "max")),
+                 "bf16": ((2, 4, 8), ("add", "min", "max")), "f16x2": ((2, 4), ("add", "min", "max")),
+                 "bf16x2": ((2, 4), ("add", "min", "max"))}
+_HALF = ("f16", "bf16", "f16x2", "bf16x2")
+
+
 def _atomic_fn(op_name, t):
-    """new = fn(old, b, c) on unsigned containers."""
+    """new = fn(old, b, c, in_global) on unsigned containers, one row per vector element."""
     bits = t.bits
     cont = CONTAINER[bits]
     if t.kind == "f":
-        if op_name != "add" or t.name not in ("f32", "f64"):
-            return None
-        ft = np.float32 if bits == 32 else np.float64
-        return lambda old, b, c: (old.view(ft) + b.view(ft)).view(cont)
+        if t.name == "f32" and op_name == "add":
+            # rounds to nearest even; on global memory subnormal inputs and results are flushed to a zero of the
+            # same sign, on shared memory kept (PTX 9.7.13.5). NaN: the canonical 0x7fffffff of add.f32 (assumed)
+            return lambda old, b, c, in_global: fparith.float_op("add", "f32", old, b, rounding="rn",
+                                                                 ftz=in_global)
+        if t.name in _HALF and op_name in ("add", "min", "max"):
+            # .noftz: the add.rn / min / max of f16, bf16 and their x2 forms, subnormals kept (PTX 9.7.13.5);
+            # NaN results canonical (0x7fff per half), as those instructions give (assumed for the atomic unit)
+            return lambda old, b, c, in_global: fparith.float_op(op_name, t.name, old, b)
+        if t.name == "f64" and op_name == "add":
+            return lambda old, b, c, in_global: (old.view(np.float64) + b.view(np.float64)).view(cont)
+        return None
     sv = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[bits]
     fns = {
         "add": lambda o, b, c: (o + b).astype(cont),
@@ -475,7 +492,46 @@ def _atomic_fn(op_name, t):
         "max": (lambda o, b, c: np.maximum(o.view(sv), b.view(sv)).view(cont)) if t.signed else
                (lambda o, b, c: np.maximum(o, b)),
     }
-    return fns.get(op_name)
+    fn = fns.get(op_name)
+    return None if fn is None else (lambda old, b, c, in_global: fn(old, b, c))
+
+
+def _atom_form(ins, prog, mods, t, name, vec, space):
+    """Refuse the float and vector forms ptxas 13.0 refuses, naming the rule."""
+    def bad(rule):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {rule}")
+    half = t.name in _HALF
+    if "noftz" in mods and not half:
+        bad(".noftz applies to .f16 .bf16 .f16x2 .bf16x2 only")
+    if half and "noftz" not in mods:
+        bad(f".{t.name} needs .noftz (atom/red.add.noftz.{t.name})")
+    if t.name.startswith("bf16"):
+        require_target(ins, prog, f"{name}.{t.name}", lambda sm: sm[0] >= 90, "sm_90 or higher")
+    if vec == 1:
+        if half and name != "add":
+            bad(f".{name}.{t.name} exists only with a vector qualifier (.v2 .v4{' .v8' if '2' not in t.name else ''})")
+        return
+    require_target(ins, prog, "atom/red with a vector type", lambda sm: sm[0] >= 90, "sm_90 or higher")
+    require_ptx(ins, prog, "atom/red with a vector type", "8.1")
+    sizes, ops = _VECTOR_FORMS.get(t.name, ((), ()))
+    if not sizes:
+        bad(f"vector atom/red takes .f32 .f16 .bf16 .f16x2 .bf16x2, not .{t.name}")
+    if name not in ops:
+        bad(f"vector atom/red on .{t.name} is {' '.join('.' + o for o in ops)} only")
+    if vec not in sizes:
+        bad(f".v{vec} on .{t.name}: vector sizes are {' '.join(f'.v{v}' for v in sizes)}")
+    if space != "global" and space != "generic":
+        bad(f"vector atom/red addresses .global only, not .{space}")
+
+
+def _vector(ins, op, vec, what):
+    items = list(op.items) if isinstance(op, P.Vec) else [op]
+    if vec > 1 and (not isinstance(op, P.Vec) or len(items) != vec):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {what} is a brace vector of {vec} for .v{vec}, "
+                                                f"got {P.fmt(op)}")
+    if vec == 1 and isinstance(op, P.Vec):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {what} is a vector; the opcode names no .v2/.v4/.v8")
+    return items
 
 
 @register("atom", "red")
@@ -485,8 +541,8 @@ def c_atom(ins, prog, pc):
     space = space_of(mods)
     is_red = ins.opcode.startswith("red")
     name = mods.one_of(("add", "and", "or", "xor", "exch", "cas", "inc", "dec", "min", "max"))
-    if any(p.startswith("v") and p[1:].isdigit() for p in mods.parts):
-        mods.unsupported("vector atomics")
+    vec = int(next((p[1:] for p in mods.parts if p in ("v2", "v4", "v8")), 1))
+    _atom_form(ins, prog, mods, t, name, vec, space)
     fn = _atomic_fn(name, t)
     if fn is None:
         mods.unsupported(f"{name} on .{t.name}")
@@ -499,31 +555,39 @@ def c_atom(ins, prog, pc):
         dest, a, b = ops[0], ops[1], ops[2]
         c = ops[3] if name == "cas" else None
     get_addr = address(prog, a, ins, space)
-    gb = prog.read(b, t, ins)
+    gbs = [prog.read(x, t, ins) for x in _vector(ins, b, vec, "b")]
     gc = prog.read(c, t, ins) if c is not None else None
-    sd = prog.write(dest, t, ins) if dest is not None else None
-    nbytes = t.bits // 8
+    sds = None if dest is None else [prog.write(x, t, ins) for x in _vector(ins, dest, vec, "d")]
+    ebytes = t.bits // 8
+    nbytes = ebytes * vec
     wh = where(ins)
     cont = CONTAINER[t.bits]
+    flushes = t.name == "f32"   # atom.add.f32 flushes subnormals on global memory only
 
     def op(W, m):
         act = mask_array(m) if m is not None else (W.live if not W.full else np.ones(32, bool))
-        addrs, bv = get_addr(W), gb(W)
-        cv = gc(W) if gc is not None else bv
-        out = np.zeros(32, cont)
+        addrs = get_addr(W)
+        bv = np.stack([g(W) for g in gbs], axis=1)  # (32, vec)
+        cv = gc(W)[:, None] if gc is not None else bv
+        out = np.zeros((32, vec), cont)
         for lane in np.flatnonzero(act):  # one lane after another, in lane order
             ad = addrs[lane:lane + 1]
             tid = W.tid[lane:lane + 1]
-            old = from_bytes(access(W, space, ad, tid, nbytes, wh), cont)[:, 0]
-            new = fn(old, bv[lane:lane + 1], cv[lane:lane + 1])
-            access(W, space, ad, tid, nbytes, wh, data=as_bytes(new.reshape(1, 1).astype(cont), nbytes))
-            out[lane] = old[0]
-        if sd is not None:
-            sd(W, out, act)
+            lands = space if space != "generic" else generic_space(int(ad[0]))
+            if vec > 1 and lands != "global":
+                raise MemoryFault(wh, f"thread {int(tid[0])}: a vector atom/red needs a global address; generic "
+                                      f"address {int(ad[0]):#x} is in the {lands} window")
+            old = from_bytes(access(W, space, ad, tid, nbytes, wh), cont)[0]
+            new = fn(old, bv[lane], cv[lane], flushes and lands == "global")
+            access(W, space, ad, tid, nbytes, wh, data=as_bytes(new.reshape(1, vec).astype(cont), nbytes))
+            out[lane] = old
+        if sds is not None:
+            for i, sd in enumerate(sds):
+                sd(W, out[:, i], act)
     return op
 
 
-_ = (generic_space, resize)
+_ = resize
 
 
 # ----------------------------------------------------------------------------------------------- clusters
