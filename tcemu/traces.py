@@ -79,7 +79,8 @@ _REQUIRED = {"wgmma_operand_addresses": ("desc", "operand", "dtype", "major", "r
              "gemm_outputs": ("seed", "status", "m", "n", "k", "stored_rows", "offsets", "bits", "digest_offsets",
                               "row_digests"),
              "wgmma_zero_sign": ZERO_SIGN_COLUMNS,
-             "sfu_proof": ("form", "a", "b", "out")}
+             "sfu_proof": ("form", "a", "b", "out"),
+             "program_outputs": ("ptx", "bits", "offsets")}
 _OPTIONAL = {"wgmma_operand_addresses": ("replica_mismatches",), "kernel_outputs": ("m", "n", "k", "grid"),
              "launch_outputs": ("m", "n", "k", "grid")}
 
@@ -517,6 +518,24 @@ def _check_sfu_proof(meta, cols):
         raise TraceError("meta.proof", "must hold {form, inputs, mismatches} per form of meta.forms")
 
 
+def _check_program_outputs(meta, cols):
+    """program_outputs: the embedded PTX is the one meta.ptx_sha256 names; one launch record per output range,
+    each a kernel of one output buffer with a bounded grid and block."""
+    ptx = _col(cols, "ptx", 0, 255, (None,))
+    if hashlib.sha256(ptx.astype(np.uint8).tobytes()).hexdigest() != meta.get("ptx_sha256"):
+        raise TraceError("ptx", "the embedded PTX is not the one meta.ptx_sha256 names")
+
+    def launch(v):
+        return (isinstance(v, dict) and isinstance(v.get("entry"), str) and 0 < len(v["entry"]) <= 200
+                and all(is_int(v.get(k)) and 1 <= v[k] <= lim for k, lim in
+                        (("grid", 65535), ("block", 1024), ("words", 1 << 24))))
+    launches = _meta_list(meta, "launches", 256, launch)
+    bits = _col(cols, "bits", 0, (1 << 32) - 1, (None,))
+    off = _offsets(cols, "offsets", len(launches), bits.size)
+    if any(int(off[i + 1] - off[i]) != r["words"] for i, r in enumerate(launches)):
+        raise TraceError("offsets", "each launch's range must hold its meta.launches words")
+
+
 def _check_kernels(meta, cols):
     """kernel_outputs: the embedded fixtures are the ones meta.fixtures names (sha256), and every case record
     holds what the replay reads (tcemu.ptx.replay.replay_case), with bounded sizes."""
@@ -930,7 +949,7 @@ def _check_zero_sign(meta, cols, registers=True):
 _CHECKS = {"wgmma_operand_addresses": _check_addresses, "wgmma_numerics": _check_numerics,
            "smem_wavefronts": _check_wavefronts, "tma_tile_loads": _check_tma,
            "wgmma_sp_operand_addresses": _check_sp_addresses, "wgmma_sp_metadata": _check_sp_metadata,
-           "wgmma_sp_numerics": _check_sp_numerics, "ptx_alu": _check_ptx_alu, "sfu_proof": _check_sfu_proof, "kernel_outputs": _check_kernels,
+           "wgmma_sp_numerics": _check_sp_numerics, "ptx_alu": _check_ptx_alu, "sfu_proof": _check_sfu_proof, "program_outputs": _check_program_outputs, "kernel_outputs": _check_kernels,
            "gemm_outputs": _check_gemm, "launch_outputs": _check_launches, "wgmma_zero_sign": _check_zero_sign}
 
 
@@ -1330,6 +1349,27 @@ def _replay_sfu_proof(trace: Trace, result: ReplayResult, max_report: int):
                         f"{len(proved)} forms, {sum(r['mismatches'] for r in proved):,} mismatches")
 
 
+def _replay_program_outputs(trace: Trace, result: ReplayResult, max_report: int):
+    """Each launch of the embedded module rerun on the PTX interpreter (one output buffer, zeroed first, as the
+    capture did), every output word demanded."""
+    from . import ptx as P
+    cols = trace.columns
+    mod = P.load(cols["ptx"].astype(np.uint8).tobytes().decode("utf-8"))
+    for i, r in enumerate(trace.meta["launches"]):
+        want = cols["bits"][int(cols["offsets"][i]):int(cols["offsets"][i + 1])]
+        out = np.zeros(want.size, np.uint32)
+        mod.launch(r["entry"], grid=r["grid"], block=r["block"], args=[out])
+        same = out == want
+        g = result.groups.setdefault(r["entry"], GroupResult())
+        g.cases += 1
+        g.cases_matched += bool(same.all())
+        g.values += want.size
+        g.values_matched += int(same.sum())
+        if not same.all() and len(result.mismatches) < max_report:
+            j = int(np.flatnonzero(~same)[0])
+            result.mismatches.append(f"{r['entry']}: word {j}: hardware 0x{int(want[j]):08x}, tcemu 0x{int(out[j]):08x}")
+
+
 def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
     """Whole kernels: each captured launch rerun on the PTX interpreter, every output byte compared."""
     from .ptx.replay import fixture_from_trace, replay_case, replay_launches
@@ -1451,7 +1491,8 @@ _REPLAYERS = {"ptx_alu": _replay_ptx_alu, "kernel_outputs": _replay_kernels, "ge
               "wgmma_operand_addresses": _replay_addresses, "wgmma_numerics": _replay_numerics,
               "smem_wavefronts": _replay_wavefronts, "tma_tile_loads": _replay_tma,
               "wgmma_sp_operand_addresses": _replay_sp_addresses, "wgmma_sp_metadata": _replay_sp_metadata,
-              "wgmma_sp_numerics": _replay_sp_numerics, "sfu_proof": _replay_sfu_proof}
+              "wgmma_sp_numerics": _replay_sp_numerics, "sfu_proof": _replay_sfu_proof,
+              "program_outputs": _replay_program_outputs}
 
 
 def replay(trace, max_report: int = 10) -> ReplayResult:

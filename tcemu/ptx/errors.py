@@ -20,6 +20,11 @@ class PtxUnsupported(PtxError):
     """An instruction or form the interpreter refuses (never skipped): `field` names it."""
 
 
+class PtxUnsupportedWarning(UserWarning):
+    """A kernel holds instructions the interpreter does not model: listed when the kernel is compiled; each
+    raises PtxUnsupported, naming itself and its line, only if a thread executes it."""
+
+
 class KernelFault(PtxError):
     """Something the running kernel did that the hardware would fault on, hang on, or leave undefined
     (out-of-bounds access, hazard, deadlock). `field` names the instruction and where it ran."""

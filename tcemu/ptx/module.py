@@ -11,6 +11,7 @@ parameters (`.param .align 64 .b8 p[128]`, a CUtensorMap or a struct) take bytes
 import os
 import struct
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
@@ -19,7 +20,7 @@ import numpy as np
 from ..smem import SharedMemory
 from ..validate import as_int, show
 from . import parser as P
-from .errors import KernelFault, PtxError, PtxSyntaxError, PtxUnsupported
+from .errors import KernelFault, PtxError, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
@@ -141,17 +142,31 @@ class Module:
         prog.ptx_version = self.tree.version     # forms newer than the module's .version are refused
         prog.set_dynamic_base()
         code = []
+        prog.unsupported = []   # (line, opcode, rule) of instructions refused only if executed
         for pc, ins in enumerate(prog.instrs):
             try:
                 op = lookup(ins)(ins, prog, pc)
             except IndexError:  # an instruction compiler read an operand the text does not have
                 raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {len(ins.operands)} operands are too few for "
                                                         "this instruction") from None
+            except PtxUnsupported as e:  # valid PTX tcemu does not model: refused when a thread runs it
+                prog.unsupported.append((ins.line, ins.opcode, e.rule))
+                op = _refused(ins, e)
             code.append(_guarded(op, ins, prog) if ins.guard and not getattr(op, "guarded", False) else op)
         prog.code = [_hazard_checked(op, ins, prog) for op, ins in zip(code, prog.instrs)]
         prog.code.append(_fell_off(fn))
         self._programs[name] = prog
+        if prog.unsupported:
+            warnings.warn(f"{name}: {len(prog.unsupported)} instructions tcemu does not model, refused if executed: "
+                          + "; ".join(f"line {ln} {op}" for ln, op, _ in prog.unsupported[:8])
+                          + (" ..." if len(prog.unsupported) > 8 else ""), PtxUnsupportedWarning, stacklevel=2)
         return prog
+
+    def unsupported(self, name: str):
+        """[(line, opcode, rule)] of kernel `name`'s instructions tcemu does not model (compiles it)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PtxUnsupportedWarning)
+            return list(self.program(name).unsupported)
 
     def _module_symbols(self) -> Dict[str, Symbol]:
         syms = {}
@@ -519,6 +534,15 @@ class _Progress:
     def done(self):
         import sys
         sys.stderr.write("\n")
+
+
+def _refused(ins, err):
+    """The op of an instruction tcemu does not model: raises, naming it and its line, when a thread runs it."""
+    rule = err.rule if ins.where() in err.rule else f"{err.rule} ({ins.where()})"
+
+    def op(W, m):
+        raise PtxUnsupported(err.field, rule)
+    return op
 
 
 def load(source) -> Module:
