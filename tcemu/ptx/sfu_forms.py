@@ -11,7 +11,7 @@ Scaling constants (SASS): 2^24 for subnormal inputs (FSETP.GEU |x|, 2^-126: NaN 
 """
 import numpy as np
 
-from ..sfu import mufu
+from ..sfu import fast, mufu
 from . import _fpcore as core
 from .errors import PtxError
 
@@ -36,6 +36,15 @@ LEGAL = {
     ("div", "approx", False, "f32"), ("div", "approx", True, "f32"),
     ("div", "full", False, "f32"), ("div", "full", True, "f32"),
 }
+
+
+def _core(name):
+    """An f32 MUFU core, compiled (tcemu.sfu.fast; mufu.py is the reference it is tested against)."""
+    return lambda x: fast.core(name, x)
+
+
+RCP, RSQ, SQRT, EX2, LG2, SIN, COS, TANH = (_core(n) for n in ("rcp", "rsqrt", "sqrt", "ex2", "lg2", "sin", "cos",
+                                                                 "tanh"))
 
 
 def check_form(op, rounding, ftz, ftype, form):
@@ -82,6 +91,8 @@ def _scaled(x, core_fn, in_scale, out_scale, fadd=None):
     """ptxas's non-.ftz wrapper: a subnormal input is scaled by in_scale first; the core's result is then
     multiplied by out_scale (or has fadd added)."""
     low = _subnormal(x)
+    if not low.any():
+        return core_fn(x)
     xs = np.where(low, fmul(x, _const(in_scale, x)), x)
     y = core_fn(xs)
     if fadd is not None:
@@ -93,38 +104,41 @@ def _scaled(x, core_fn, in_scale, out_scale, fadd=None):
 
 def _rcp_f32(a, ftz):
     if ftz:
-        return mufu.rcp(a)
+        return RCP(a)
     # FSEL: s = 1/4 above 2^126, 2^24 below 2^-126, else 1; MUFU.RCP(a * s) * s
+    if not ((_abs(a) > HUGE32) | _subnormal(a)).any():
+        return RCP(a)      # s = 1 in every lane: both FMULs are exact
     s = np.where(_abs(a) > HUGE32, np.uint32(0x3E800000),
                  np.where(_subnormal(a), np.uint32(0x4B800000), np.uint32(0x3F800000)))
-    return fmul(s, mufu.rcp(fmul(a, s)))
+    return fmul(s, RCP(fmul(a, s)))
 
 
 def _ex2_f32(a, ftz):
     if ftz:
-        return mufu.ex2(a)
+        return EX2(a)
     # FSETP.GEU a, -126: below it, EX2(a / 2) squared (FMUL keeps the subnormal result)
     low = (a > np.uint32(0xC2FC0000)) & (a <= np.uint32(0xFF800000))   # a < -126, not NaN
+    if not low.any():
+        return EX2(a)
     half = np.where(low, fmul(a, _const(0x3F000000, a)), a)
-    y = mufu.ex2(half)
+    y = EX2(half)
     return np.where(low, fmul(y, y), y).astype(np.uint32)
 
 
 def _div_f32(a, b, full, ftz):
     a, b = np.asarray(a, np.uint32), np.asarray(b, np.uint32)
-    if full:
-        big = _abs(b) > HUGE32 if ftz else _abs(b) > HUGE32   # FSETP.GT(.FTZ): subnormals are not > 2^126
+    b2 = b
+    big = _abs(b) > HUGE32   # FSETP.GT(.FTZ): subnormals are not > 2^126
+    if full and big.any():
         quarter = _const(0x3E800000, b)
         a = np.where(big, fmul(a, quarter, ftz), a)
         b2 = np.where(big, fmul(b, quarter, ftz), b)
-    else:
-        b2 = b
-    if not ftz:
-        low = _subnormal(b)
+    low = _subnormal(b)
+    if not ftz and low.any():
         two24 = _const(0x4B800000, b)
         a = np.where(low, fmul(a, two24), a)
         b2 = np.where(low, fmul(b2, two24), b2)
-    return fmul(mufu.rcp(b2), a, ftz)
+    return fmul(RCP(b2), a, ftz)
 
 
 def _rsqrt_f64(x):
@@ -183,19 +197,19 @@ def approx(op, ftype, operands, rounding, ftz):
         if op == "rcp":
             return _rcp_f32(a, ftz)
         if op == "sqrt":
-            return mufu.sqrt(a) if ftz else _scaled(a, mufu.sqrt, 0x4B800000, 0x39800000)   # 2^24, 2^-12
+            return SQRT(a) if ftz else _scaled(a, SQRT, 0x4B800000, 0x39800000)   # 2^24, 2^-12
         if op == "rsqrt":
-            return mufu.rsqrt(a) if ftz else _scaled(a, mufu.rsqrt, 0x4B800000, 0x45800000)  # 2^24, 2^12
+            return RSQ(a) if ftz else _scaled(a, RSQ, 0x4B800000, 0x45800000)  # 2^24, 2^12
         if op == "lg2":
-            return mufu.lg2(a) if ftz else _scaled(a, mufu.lg2, 0x4B800000, None, fadd=0xC1C00000)  # -24
+            return LG2(a) if ftz else _scaled(a, LG2, 0x4B800000, None, fadd=0xC1C00000)  # -24
         if op == "ex2":
             return _ex2_f32(a, ftz)
         if op in ("sin", "cos"):
             # FMUL.RZ by 1/(2 pi) (0x3e22f983), no .FTZ, into MUFU.SIN / MUFU.COS
             t = fmul(a, _const(0x3E22F983, a), mode=core.RZ)
-            return (mufu.sin if op == "sin" else mufu.cos)(t)
+            return (SIN if op == "sin" else COS)(t)
         if op == "tanh":
-            return mufu.tanh(a)
+            return TANH(a)
         if op == "div":
             return _div_f32(a, operands[1], rounding == "full", ftz)
     if ftype == "f64":
