@@ -176,6 +176,49 @@ def cutlass_bench():
     return best.stats, np.array_equal(ref.view(np.uint32), best.outputs["D"].view(np.uint32))
 
 
+def sfu_bench():
+    """Approximate (MUFU) forms per warp instruction (32 lanes) through tcemu.ptx.fparith, next to add.rn.f32 in
+    the same run; and Triton's fused attention forward (tutorial 06, f16, Z=1 H=2 N_CTX=256 D=64, from
+    traces/triton_sfu_kernels_sm90.npz) on the PTX interpreter, one core, checked against the H200's bytes,
+    next to numpy float64 attention of the same shape."""
+    from tcemu.ptx import fparith
+    from tcemu.ptx.replay import fixture_from_trace, replay_launches
+    from tcemu.traces import load_trace
+    x = (np.random.default_rng(0).random(32) * 8 - 4).astype(np.float32).view(np.uint32)
+    rows = []
+    for name, op, kw in (("add.rn.f32", "add", dict(rounding="rn")),
+                         ("ex2.approx.ftz.f32", "ex2", dict(rounding="approx", ftz=True)),
+                         ("ex2.approx.f32", "ex2", dict(rounding="approx")),
+                         ("lg2.approx.f32", "lg2", dict(rounding="approx")),
+                         ("sin.approx.f32", "sin", dict(rounding="approx")),
+                         ("tanh.approx.f32", "tanh", dict(rounding="approx")),
+                         ("div.full.f32", "div", dict(rounding="full"))):
+        args = (x, x) if op in ("add", "div") else (x,)
+        per_s = rate(lambda: fparith.float_op(op, "f32", *args, **kw), 1)
+        rows.append((name, 1e6 / per_s))
+    trace = load_trace(os.path.join(HERE, "..", "traces", "triton_sfu_kernels_sm90.npz"))
+    i = next(k for k, c in enumerate(trace.meta["cases"]) if c["name"].startswith("attn_fwd_f16"))
+    case = trace.meta["cases"][i]
+    mods = {}
+
+    def fixture(name):
+        if name not in mods:
+            mods[name] = fixture_from_trace(trace.columns, name)
+        return mods[name]
+    replay_launches(fixture, case)   # compile, JIT, decode the tables
+    t = time.perf_counter()
+    got = replay_launches(fixture, case)
+    seconds = time.perf_counter() - t
+    hw = trace.columns["bits"][int(trace.columns["offsets"][i]):int(trace.columns["offsets"][i + 1])]
+    q, k, v = (np.random.rand(2, 256, 64) for _ in range(3))
+    t = time.perf_counter()
+    for _ in range(10):
+        s_ = q @ k.transpose(0, 2, 1) * 0.125
+        p_ = np.exp(s_ - s_.max(-1, keepdims=True))
+        (p_ / p_.sum(-1, keepdims=True)) @ v
+    return rows, seconds, np.array_equal(got, hw), (time.perf_counter() - t) / 10
+
+
 def best_rate(fn, macs, repeats=3):
     """Multiply-adds per second: the best of `repeats` timed calls (after one warm-up call)."""
     fn()
@@ -348,6 +391,14 @@ def main():
           f"{'bit-identical to' if same else 'DIFFERS from'} tcemu.matmul")
     print(f"{'  inside the wgmma model / interpreting the rest':<58} {st['tensor_core_seconds']:>10.2f} s  "
           f"{interp:.2f} s ({st['warp_instructions'] / interp:,.0f} warp instructions/s)")
+    print()
+    rows, att_s, att_same, att_np = sfu_bench()
+    base = rows[0][1]
+    print(f"{'special functions, one warp instruction (32 lanes)':<58} {'us':>10}  reference: add.rn.f32 {base:.1f} us")
+    for name, us in rows[1:]:
+        print(f"{'  ' + name:<58} {us:>10.1f}  x{us / base:.1f}")
+    print(f"{'Triton attention fwd f16 1x2x256x64 on the PTX interpreter':<58} {att_s:>10.2f} s  "
+          f"{'bit-identical to' if att_same else 'DIFFERS from'} the H200; numpy float64 {att_np * 1e3:.2f} ms")
     print()
     rows, plan = matmul_bench(quick)
     print(f"{'tcemu.matmul (bit-exact)':<46} {'tcemu MAC/s':>14} {'f64 BLAS MAC/s':>15} {'ratio':>6}  paths "
