@@ -40,16 +40,14 @@ def main():
         offsets.append(offsets[-1] + words)
         launches.append({"entry": entry, "grid": grid, "block": block, "words": words})
     ptx = open(PTX, "rb").read()
-    src = {n: hashlib.sha256(open(p, "rb").read()).hexdigest() for n, p in
-           (("capture_atomics.cu", os.path.join(HERE, "capture_atomics.cu")),
-            ("capture_atomics.py", os.path.join(HERE, "capture_atomics.py")),
-            ("atomics_sm90.cu", PTX[:-4] + ".cu"))}
+    src = {os.path.relpath(p, ROOT): hashlib.sha256(open(p, "rb").read()).hexdigest() for p in
+           (os.path.join(HERE, "capture_atomics.cu"), os.path.join(HERE, "capture_atomics.py"), PTX[:-4] + ".cu")}
     meta = {"format": "tcemu-trace", "version": 1, "kind": "program_outputs", "arch": "sm90", "gpu": args.gpu,
             "driver": args.driver, "cuda": "13.0 (V13.0.88)", "date": args.date,
             "command": "./.bins/capture_atomics $OUT",
             "build": "nvcc -gencode=arch=compute_90a,code=sm_90a -o .bins/capture_atomics scripts/capture_atomics.cu; "
                      "nvcc -gencode=arch=compute_90a,code=sm_90a -ptx atomics_sm90.cu -o atomics_sm90.ptx",
-            "sources": src, "seed": 0, "smem_base": 0, "ptx_sha256": hashlib.sha256(ptx).hexdigest(),
+            "sources": src, "seed": "none (the kernels index a fixed table of special values)", "smem_base": 0, "ptx_sha256": hashlib.sha256(ptx).hexdigest(),
             "launches": launches,
             "columns": {"ptx": "the module's PTX text (UTF-8)", "bits": "each launch's output buffer, uint32 words",
                         "offsets": "launch i owns bits[offsets[i]:offsets[i+1]]"}}

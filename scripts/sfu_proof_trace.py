@@ -31,7 +31,7 @@ def main():
             "gpu": proof["gpu"], "driver": proof["driver"], "cuda": proof["cuda"], "date": proof["date"],
             "command": proof["command"],
             "build": "nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o .bins/sfu_prove scripts/prove_sfu.cu",
-            "sources": {s: hashlib.sha256(open(os.path.join(HERE, s), "rb").read()).hexdigest() for s in srcs},
+            "sources": {"scripts/" + s: hashlib.sha256(open(os.path.join(HERE, s), "rb").read()).hexdigest() for s in srcs},
             "seed": proof["seed"], "smem_base": 0, "forms": FORMS,
             "proof": {k: proof[k] for k in ("gpu_ms", "forms", "control", "table_meta_sha256")},
             "columns": {"form": "index into meta.forms", "a": "first operand's raw bits",

@@ -1,6 +1,4 @@
 """traces/atomics_sm90.npz: float atomics on special values, as an H100 left them (kind program_outputs)."""
-import numpy as np
-
 from tcemu.traces import Trace, load_trace, replay
 
 TRACE = "traces/atomics_sm90.npz"

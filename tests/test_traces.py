@@ -35,8 +35,9 @@ def test_trace_replays_exactly(path):
 def test_trace_provenance(path):
     meta = load_trace(path).meta
     # whole-kernel and library captures (kernel_outputs, launch_outputs, gemm_outputs) place no probe in shared
-    # memory: they compute their own addresses, so they need no smem_base
-    probe = meta["kind"] not in ("kernel_outputs", "launch_outputs", "gemm_outputs")
+    # memory: they compute their own addresses, so they need no smem_base (nor do the instruction-level
+    # program_outputs and sfu_proof captures)
+    probe = meta["kind"] not in ("kernel_outputs", "launch_outputs", "gemm_outputs", "program_outputs", "sfu_proof")
     for key in ("gpu", "driver", "cuda", "date", "command", "sources", "seed") + (("smem_base",) if probe else ()):
         assert meta.get(key), key
     for src, digest in meta["sources"].items():

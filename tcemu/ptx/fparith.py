@@ -40,7 +40,7 @@ import numpy as np
 from ..formats import FLOAT_FORMATS, FN, IEEE, NONE
 from . import _fpcore as core
 from . import sfu_forms
-from .errors import PtxError
+from .errors import PtxError, PtxUnsupported
 
 # name -> (exp bits, mantissa bits, bias, special, container bits, low container bits ignored)
 FORMATS = {name: (f.exp_bits, f.man_bits, f.bias, f.special, f.bits, f.shift)
