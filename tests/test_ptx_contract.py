@@ -4,6 +4,7 @@ The rules were read from ptxas 13.0's SASS for sm_90a; test_rules_agree_with_ptx
 checks the FFMA count when ptxas and cuobjdump are on PATH (or in Triton's wheel)."""
 import glob
 import os
+import re
 import shutil
 import subprocess
 
@@ -18,6 +19,9 @@ HEAD = """.version 8.5
 .visible .entry k(.param .u64 out)
 {
  .reg .f32 %f<20>;
+ .reg .f64 %fd<8>;
+ .reg .b16 %h<8>;
+ .reg .b32 %x<8>;
  .reg .b64 %rd<8>;
  .reg .b32 %r<4>;
  .reg .pred %p<3>;
@@ -32,6 +36,13 @@ HEAD = """.version 8.5
  ld.global.f32 %f2, [%rd3+4];
  ld.global.f32 %f3, [%rd3+8];
  ld.global.f32 %f4, [%rd3+12];
+ ld.global.f64 %fd1, [%rd3];
+ ld.global.f64 %fd2, [%rd3+8];
+ ld.global.b16 %h1, [%rd3];
+ ld.global.b16 %h2, [%rd3+2];
+ ld.global.b16 %h3, [%rd3+4];
+ ld.global.b32 %x1, [%rd3];
+ ld.global.b32 %x2, [%rd3+4];
 """
 TAIL = " ret;\n}\n"
 
@@ -53,6 +64,12 @@ CASES = [
     ("x*y + x*y", "mul.f32 %f5, %f1, %f2;\n add.f32 %f6, %f5, %f5;\n st.global.f32 [%rd1], %f6;", 0),
     ("product into fma", "mul.f32 %f5, %f1, %f2;\n fma.rn.f32 %f6, %f3, %f4, %f5;\n st.global.f32 [%rd1], %f6;",
      0),
+    ("f64, c minus product", "mul.f64 %fd3, %fd1, %fd2;\n sub.f64 %fd4, %fd1, %fd3;\n st.global.f64 [%rd1], %fd4;", 1),
+    ("f16", "mul.f16 %h4, %h1, %h2;\n add.f16 %h5, %h4, %h3;\n st.global.b16 [%rd1], %h5;", 1),
+    ("bf16", "mul.bf16 %h4, %h1, %h2;\n sub.bf16 %h5, %h3, %h4;\n st.global.b16 [%rd1], %h5;", 1),
+    ("f16x2", "mul.f16x2 %x3, %x1, %x2;\n sub.f16x2 %x4, %x1, %x3;\n st.global.b32 [%rd1], %x4;", 1),
+    ("bf16x2 product stored", "mul.bf16x2 %x3, %x1, %x2;\n add.bf16x2 %x4, %x3, %x1;\n st.global.b32 [%rd1], %x4;\n"
+                              " st.global.b32 [%rd1+4], %x3;", 0),
     ("across a branch", "mul.f32 %f5, %f1, %f2;\n setp.gt.f32 %p1, %f3, 0f00000000;\n @%p1 bra L1;\n"
                         " add.f32 %f6, %f5, %f3;\n st.global.f32 [%rd1], %f6;\nL1:\n st.global.f32 [%rd1+8], %f4;",
      0),
@@ -68,6 +85,23 @@ def _fused(body):
 @pytest.mark.parametrize("name,body,ffma", CASES, ids=[c[0] for c in CASES])
 def test_fusions_counted_as_ptxas_makes_them(name, body, ffma):
     assert len(_fused(body)) == ffma
+
+
+def test_packed_halves_negate_both_lanes():
+    """c - a*b on f16x2 is fma(-a, b, c) in both halves: each half equals the scalar fused f16 result."""
+    out = np.zeros(64, np.uint32)
+    a, b, c = 0x3C013BFF, 0x3BFE3C02, 0xBC003C00      # per half: a, b and c (1 + 2^-10 etc.)
+    out[:3] = [a, b, c]
+    body = ("ld.global.b32 %x5, [%rd3+8];\n mul.f16x2 %x3, %x1, %x2;\n sub.f16x2 %x4, %x5, %x3;\n"
+            " st.global.b32 [%rd1], %x4;")
+    mod = ptx.load(HEAD + " " + body + "\n" + TAIL)
+    assert len(mod.program("k").contractions) == 1
+    mod.launch("k", grid=1, block=32, args=[out])
+    f16 = lambda v: np.uint16(v).view(np.float16).astype(np.float64)   # noqa: E731
+    for shift in (0, 16):
+        x, y, z = (f16((w >> shift) & 0xFFFF) for w in (a, b, c))
+        want = np.float16(z - x * y).view(np.uint16)      # exact in float64, one rounding to f16
+        assert (int(out[0]) >> shift) & 0xFFFF == want
 
 
 def test_two_products_fuse_the_first_operand():
@@ -110,4 +144,7 @@ def test_rules_agree_with_ptxas(tmp_path, name, body, ffma):
     subprocess.run([ptxas, "-arch=sm_90a", "-o", str(tmp_path / "k.cubin"), str(src)], check=True)
     sass = subprocess.run([cuobjdump, "-sass", str(tmp_path / "k.cubin")], check=True, capture_output=True,
                           text=True).stdout
-    assert sass.count("FFMA") == ffma + body.count("fma.rn")
+    # an FMA adding -RZ is a plain multiply (bf16 has no HMUL2 on sm_90)
+    fmas = sum(1 for line in sass.splitlines() if re.search(r"\b(FFMA|DFMA|HFMA2)\b", line) and
+               not re.search(r"-RZ\s*;", line))
+    assert fmas == ffma + body.count("fma.rn")

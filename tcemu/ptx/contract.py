@@ -3,8 +3,9 @@
 PTX ISA 9.7.3.1 (add, sub, mul): "mul/add sequences with no rounding modifiers may be optimized to use
 fused-multiply-add instructions on the target device". ptxas 13.0 does so for sm_90a (read from its SASS,
 tests/test_ptx_contract.py compiles each case with ptxas when it is on PATH):
-- a `mul.f32` / `mul.f64` and an `add`/`sub` of the same type, neither with a rounding modifier, both with
-  or without .ftz, in one basic block, neither guarded, fuse into FFMA / DFMA (the add's .sat carried);
+- a `mul` and an `add`/`sub` of the same type (f32, f64, f16, bf16, f16x2, bf16x2), neither with a rounding
+  modifier, both with or without .ftz, in one basic block, neither guarded, fuse into FFMA / DFMA / HFMA2 (the
+  add's .sat carried);
 - only when every read of the product is such an add/sub (a product also stored, compared or fed to an fma
   stays a separate FMUL), and not when one add reads it twice (x*y + x*y);
 - an add of two such products fuses its first operand; sub a*b - c is fma(a, b, -c), c - a*b is
@@ -16,7 +17,7 @@ from collections import defaultdict
 
 from . import parser as P
 
-_TYPES = ("f32", "f64")
+_TYPES = ("f32", "f64", "f16", "bf16", "f16x2", "bf16x2")
 
 
 def _plain(ins, ops):

@@ -85,7 +85,7 @@ def _fused(ins, prog, pc, t, flags):
     ops = operands(ins, 3)
     gc = prog.read(ops[3 - k], t, ins)
     sd = prog.write(ops[0], t, ins)
-    sign = np.array(1 << (t.bits - 1), np.dtype(f"u{t.bits // 8}"))
+    sign = np.array(0x80008000 if t.name in ("f16x2", "bf16x2") else 1 << (t.bits - 1), np.dtype(f"u{t.bits // 8}"))
     sub = ins.parts[0] == "sub"
     neg_c, neg_a = sub and k == 1, sub and k == 2      # a*b - c = fma(a, b, -c); c - a*b = fma(-a, b, c)
     fname = t.name
