@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tcemu.ptx as ptx
-from tcemu.ptx.errors import Deadlock, HazardError, KernelFault, PtxError
+from tcemu.ptx.errors import Deadlock, HazardError, KernelFault, PtxError, PtxSyntaxError
 
 from ptxkit import HEADER, entry, run
 
@@ -353,10 +353,19 @@ def test_infinite_loop_is_reported():
     assert "more than 10000" in str(e.value)
 
 
-@pytest.mark.parametrize("ins,words", [("bar.sync 16;", "outside 0-15"), ("bar.sync 0, 48;", "multiple of 32"),
-                                       ("mov.u32 %r2, %r0;\n  bar.sync %r2;", "same in every executing thread")])
+@pytest.mark.parametrize("ins,words", [("mov.u32 %r2, %r0;\n  bar.sync %r2;", "same in every executing thread"),
+                                       ("mov.u32 %r2, 16;\n  bar.sync %r2;", "outside 0-15"),
+                                       ("mov.u32 %r2, 48;\n  bar.sync 0, %r2;", "multiple of 32")])
 def test_bad_barrier_operands(ins, words):
     with pytest.raises(KernelFault) as e:
+        run(f"  {ins}\n  ret;\n")
+    assert words in str(e.value)
+
+
+@pytest.mark.parametrize("ins,words", [("bar.sync 16;", "out of range, expected to be in range [0..15]"),
+                                       ("bar.sync 0, 48;", "multiple of warp size")])
+def test_bad_barrier_immediates_refused_at_compile(ins, words):  # as ptxas refuses them (tests/test_ptx_strict.py)
+    with pytest.raises(PtxSyntaxError) as e:
         run(f"  {ins}\n  ret;\n")
     assert words in str(e.value)
 

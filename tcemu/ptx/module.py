@@ -20,6 +20,7 @@ import numpy as np
 from ..smem import SharedMemory
 from ..validate import as_int, show
 from . import parser as P
+from . import strict
 from .errors import KernelFault, PtxError, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
@@ -144,6 +145,7 @@ class Module:
         code = []
         prog.unsupported = []   # (line, opcode, rule) of instructions refused only if executed
         for pc, ins in enumerate(prog.instrs):
+            strict.check(ins, prog.reg_types, prog.target)   # what ptxas refuses (strict.py)
             try:
                 op = lookup(ins)(ins, prog, pc)
             except IndexError:  # an instruction compiler read an operand the text does not have

@@ -348,6 +348,8 @@ class _Parser:
         elif t.text in _SPACES:
             var = self.parse_variable(extern=".extern" in linkage)
             self.expect(";")
+            if not var.extern and any(v.name == var.name and not v.extern for v in self.module.variables):
+                self.error(t, f"Duplicate definition of variable '{var.name}'")  # PTX ISA 5.1: one per scope
             self.module.variables.append(var)
         elif t.text == ".alias":
             while self.next().text != ";":
@@ -452,6 +454,9 @@ class _Parser:
         if self.accept(";"):  # a prototype (extern function)
             self.module.functions.setdefault(fn.name, fn)
             return
+        old = self.module.functions.get(fn.name)
+        if old is not None and old.body:  # PTX ISA 11.3: one definition per function name
+            self.error(name, f"Duplicate definition of function '{fn.name}' (first defined on line {old.line})")
         self.parse_body(fn)
         self.module.functions[fn.name] = fn
 
@@ -562,6 +567,8 @@ class _Parser:
             names = [f"{name.text}{i}" for i in range(count)] if count is not None else [name.text]
             for n in names:
                 scoped = n if scope == 0 else f"{n}@{scope}"
+                if n in scope_names:  # PTX ISA 5.1: a name is declared once per scope
+                    self.error(name, f"Duplicate definition of variable '{n}'")
                 scope_names[n] = scoped
                 for lane in (range(vector) if vector > 1 else [None]):
                     key = scoped if lane is None else f"{scoped}.{'xyzw'[lane]}"

@@ -110,6 +110,7 @@ class Program:
         for name, f in self.functions.items():
             if f is not self.fn:
                 regs.update({f"{name}::{r}": t for r, t in f.regs.items()})
+        self.reg_types = regs   # declared type of each register (strict.py checks operands against it)
         for name, typ in regs.items():
             t = ptx_type(typ, "register type")
             cls = 1 if t.bits == 1 else (t.bits if t.bits in (8, 16, 32, 64) else None)

@@ -80,9 +80,10 @@ def c_cvt(ins, prog, pc):
 def c_cvta(ins, prog, pc):
     mods = Mods(ins)
     to = "to" in mods
-    space = mods.one_of(("global", "shared", "local", "param", "const"))
+    space = mods.one_of(("global", "shared", "local", "param", "const", "shared::cta"))
     if space is None:
         raise PtxSyntaxError(ins.line, ins.col, "cvta needs a state space")
+    space = "shared" if space == "shared::cta" else space   # PTX ISA 5.1.4: .shared means .shared::cta
     if "cluster" in ins.opcode:
         raise PtxUnsupported(ins.opcode, "shared::cluster generic addresses are not modelled yet")
     t = mods.type()
