@@ -14,7 +14,7 @@ import numpy as np
 
 from . import contract
 from . import parser as P
-from .errors import PtxSyntaxError, PtxUnsupported
+from .errors import PtxLimit, PtxSyntaxError, PtxUnsupported
 from .memory import SMEM_RESERVED
 from .types import CONTAINER, MASKS, PtxType, ptx_type, resize
 
@@ -110,6 +110,9 @@ class Program:
         for name, f in self.functions.items():
             if f is not self.fn:
                 regs.update({f"{name}::{r}": t for r, t in f.regs.items()})
+        if len(regs) > P.MAX_REGS_PER_FUNCTION:  # each function is held to it by the parser; with its callees
+            raise PtxLimit(self.name, f"{len(regs):,} registers with its called functions; tcemu allows at most "
+                                      f"{P.MAX_REGS_PER_FUNCTION:,} (tcemu.ptx.parser.MAX_REGS_PER_FUNCTION)")
         for name, typ in regs.items():
             t = ptx_type(typ, "register type")
             cls = 1 if t.bits == 1 else (t.bits if t.bits in (8, 16, 32, 64) else None)
