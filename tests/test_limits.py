@@ -259,3 +259,70 @@ def test_tmem_write_a_names_its_parameter():
 def test_limit_errors_are_tcemu_errors():
     assert issubclass(PtxLimit, TcemuError) and issubclass(LimitError, ValueError)
     assert issubclass(TraceError, TcemuError)
+
+
+# ---- 7. tcemu serve
+
+@pytest.fixture
+def server():
+    import threading
+    from tcemu.serve.server import make_server
+    srv = make_server(0, quiet=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+
+
+def post(port, path, body, headers=None):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("POST", path, body=body, headers=dict({"Content-Type": "application/json"}, **(headers or {})))
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, json.loads(data)
+
+
+def test_serve_bounds_json_integers(server):
+    for digits in (31, 5000, 200_000):
+        with bounded():
+            status, body = post(server, "/api/swizzle", '{"mode": "64B", "base_offset": ' + "9" * digits + "}")
+        assert status == 400 and body["error"]["field"] == "body" and "at most 30" in body["error"]["rule"]
+    status, body = post(server, "/api/swizzle", '{"mode": "64B", "base_offset": NaN}')
+    assert status == 400
+    assert post(server, "/api/swizzle", '{"mode": "64B", "base_offset": 1}')[0] == 200
+
+
+def test_serve_refuses_cross_origin_posts(server):
+    body = '{"mode": "64B", "base_offset": 1}'
+    for origin in ("http://evil.example", "null", f"http://127.0.0.1:{server + 1}"):
+        status, out = post(server, "/api/swizzle", body, {"Origin": origin})
+        assert status == 403 and out["error"]["field"] == "Origin"
+    for origin in (f"http://127.0.0.1:{server}", f"http://localhost:{server}"):
+        assert post(server, "/api/swizzle", body, {"Origin": origin})[0] == 200
+    assert post(server, "/api/swizzle", body)[0] == 200  # no Origin: not a browser's cross-site request
+
+
+def test_serve_slow_request_does_not_block_others(server, monkeypatch):
+    import threading
+    from tcemu.serve import server as S
+    started, release = threading.Event(), threading.Event()
+
+    def slow(fields):
+        started.set()
+        release.wait(10)
+        return {"slow": True}
+    monkeypatch.setitem(S._API, "slow", slow)
+    monkeypatch.setattr(S, "REQUEST_SECONDS", 1.0)
+    got = []
+    t = threading.Thread(target=lambda: got.append(post(server, "/api/slow", "{}")))
+    t.start()
+    assert started.wait(10)
+    t0 = time.monotonic()
+    assert post(server, "/api/swizzle", '{"mode": "64B", "base_offset": 1}')[0] == 200  # while slow runs
+    assert time.monotonic() - t0 < 5
+    t.join(10)
+    status, body = got[0]
+    assert status == 503 and body["error"]["type"] == "Timeout" and "more than 1 s" in body["error"]["rule"]
+    release.set()
