@@ -1,7 +1,7 @@
 """tcemu: a bit-accurate CPU emulator of how NVIDIA tensor cores read shared memory and multiply."""
 from .addressing import canonical_layout, core_matrix_rows, footprint, operand_addresses
 from .descriptors import Finding, GmmaDescriptor, SwizzleMode, UmmaDescriptor
-from .errors import DescriptorError, LayoutError, SharedMemoryError, TcemuError, TmemError, TraceError
+from .errors import DescriptorError, LayoutError, LimitError, SharedMemoryError, TcemuError, TmemError, TraceError
 from .fragments import from_a_registers, from_d_registers, to_a_registers, to_d_registers
 from .banks import bank_conflicts
 from .smem import SharedMemory
@@ -23,7 +23,7 @@ from .gemm import BlockScales, matmul
 
 __version__ = "0.1.0"
 __all__ = ["canonical_layout", "core_matrix_rows", "footprint", "operand_addresses", "Finding", "GmmaDescriptor",
-           "SwizzleMode", "UmmaDescriptor", "InstrDescriptor", "DescriptorError", "LayoutError", "SharedMemoryError", "TcemuError", "TraceError",
+           "SwizzleMode", "UmmaDescriptor", "InstrDescriptor", "DescriptorError", "LayoutError", "LimitError", "SharedMemoryError", "TcemuError", "TraceError",
            "from_a_registers", "from_d_registers", "to_a_registers", "to_d_registers", "bank_conflicts",
            "SharedMemory", "Swizzle", "tma_load", "wgmma", "wgmma_sp", "TensorMemory", "TmemError", "tmem_address", "tcgen05_mma",
            "check_operand", "suggest_descriptor", "check_tile", "tma_placement", "check", "explain", "matmul", "BlockScales"]

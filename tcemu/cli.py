@@ -180,9 +180,10 @@ def _replay(args) -> int:
     if not paths:
         raise TraceError("paths", "no .npz traces found there")
     ok = True
-    print(f"{'trace':<32} {'group':<16} {'cases':>7} {'matched':>7} {'values':>10} {'matched':>10}")
-    for path in paths:
+    for i, path in enumerate(paths):
         result = replay(path)
+        if i == 0:  # after the first trace loads: a file that is no trace gives one error line, no table
+            print(f"{'trace':<32} {'group':<16} {'cases':>7} {'matched':>7} {'values':>10} {'matched':>10}")
         name = path.rsplit("/", 1)[-1]
         many = len(result.groups) > 30  # e.g. one group per ALU form: list only the mismatching ones
         for group, g in sorted(result.groups.items()):
@@ -297,6 +298,9 @@ def main(argv=None) -> int:
     except TcemuError as e:  # bad input: one line naming the field and the rule, never a traceback
         print(f"tcemu: error: {type(e).__name__}: {e}".replace("\n", "; "), file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        print("tcemu: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -28,3 +28,8 @@ class TraceError(TcemuError):
 
 class TmemError(TcemuError):
     """A tensor-memory address, layout or read that tcgen05 does not allow."""
+
+
+class LimitError(TcemuError):
+    """An input that would need more memory or time than one of tcemu's named limits: the message gives the
+    estimate (or the count) and the limit, checked before anything is allocated."""

@@ -47,6 +47,8 @@ DRIVER_DTYPES = ("UINT8", "UINT16", "UINT32", "INT32", "UINT64", "INT64", "FLOAT
 _ROLES = ("input", "output", "workspace")
 
 
+ADDRESS_LIMIT = 1 << 63  # where a recorded buffer must end (GPU virtual addresses are 49 bits)
+
 class LaunchRecordError(TcemuError):
     """A launch record that is malformed or disagrees with the PTX it names."""
 
@@ -111,6 +113,9 @@ def _buffers(record):
         addr = _int(b, "address", 0, (1 << 64) - 1)
         if addr % 256:
             raise LaunchRecordError(f"buffers[{name}].address", f"{addr:#x} is not 256-byte aligned")
+        if addr + nbytes > ADDRESS_LIMIT:  # never wraps past 2^64, never overflows the interpreter's int64 maths
+            raise LaunchRecordError(f"buffers[{name}].address", f"{addr:#x} + {nbytes:,} bytes ends past 2^63: "
+                                                                "device buffers lie below 2^63")
         out[name] = {"index": i, "role": role, "dtype": b["dtype"], "np": dt, "storage": tuple(storage),
                      "bytes": nbytes, "address": addr}
     return out

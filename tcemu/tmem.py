@@ -201,7 +201,7 @@ class TensorMemory:
         self.write(address, lanes, cols, cells)
 
     # A: a K-major operand -------------------------------------------------------------------------------
-    def _a_cells(self, address, m, k, bits, cta_group):
+    def _a_cells(self, address, m, k, bits, cta_group, field="a_tmem"):
         bits = as_int(bits, "bits", 4, 32, TmemError)
         if bits not in A_BITS:
             raise TmemError("bits", f"{bits}: A sits in tensor memory 4, 8, 16 or 32 bits wide")
@@ -209,7 +209,7 @@ class TensorMemory:
         k = as_int(k, "k", 1, COLUMNS * 32 // bits, TmemError)
         # m counts this CTA's rows; row_lanes takes the instruction's M (CuTe's 2x1SM TS atoms: M = 256 puts
         # a CTA's 128 rows of A at lanes 0-127; M = 128 duplicates its 64 rows into lanes 64-127, not modelled)
-        lanes = row_lanes(m * cta_group, cta_group, split_address(address, "a_tmem")[0])
+        lanes = row_lanes(m * cta_group, cta_group, split_address(address, field)[0])
         per = 32 // bits
         kk = np.arange(k)
         return (np.broadcast_to(lanes[:, None], (lanes.size, k)), np.broadcast_to(kk // per, (lanes.size, k)),
@@ -231,7 +231,8 @@ class TensorMemory:
         `bits`, or of the container type's width)."""
         width = SUBBYTE[_container(container, bits)] if container is not None else bits
         values = as_uint_bits(values, as_int(width, "bits", 4, 32, TmemError), "values", TmemError, ndim=2)
-        lanes, cols, shift = self._a_cells(address, values.shape[0], values.shape[1], bits, cta_group)
+        lanes, cols, shift = self._a_cells(address, values.shape[0], values.shape[1], bits, cta_group,
+                                            "address")
         if container is not None:
             values = values << CONTAINER_SHIFT[container]
         packed = np.zeros((LANES, cols.max() + 1), np.int64)

@@ -120,7 +120,10 @@ def load_trace(path) -> Trace:
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise TraceError(name, "not a regular file")
-        _check_central_directory(fh, name)
+        try:
+            _check_central_directory(fh, name)
+        except OSError as e:  # e.g. /proc files: regular, but not seekable to their end
+            raise TraceError(name, f"not a readable .npz archive ({e.strerror or e})") from None
         try:
             zf = zipfile.ZipFile(fh)
         except _ARCHIVE_ERRORS as e:

@@ -16,7 +16,9 @@ import numpy as np
 
 from ..validate import show
 from ..errors import TcemuError
-from .errors import PtxError
+from .errors import PtxError, PtxLimit
+
+ARG_BYTES_LIMIT = 4 << 30  # one --arg array (zeros:/random:/.npy): larger is refused before it is allocated
 
 _DT = {"bf16": np.uint16, "f16": np.float16, "f32": np.float32, "e4m3": np.uint8, "u8": np.uint8, "s8": np.int8,
        "u16": np.uint16, "u32": np.uint32, "s32": np.int32, "u64": np.uint64, "s64": np.int64, "f64": np.float64}
@@ -32,6 +34,40 @@ def _dims(text: str, field: str):
     if not dims or any(d < 1 for d in dims) or np.prod(dims, dtype=np.float64) > 2**31:
         raise PtxError(field, f"{show(text)}: dimensions must be positive and hold at most 2^31 elements")
     return dims
+
+
+def _check_bytes(field: str, what: str, shape, itemsize: int):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    if n * itemsize > ARG_BYTES_LIMIT:
+        raise PtxLimit(field, f"{what}: {n:,} elements of {itemsize} bytes would take {n * itemsize:,} bytes; "
+                              f"an argument holds at most {ARG_BYTES_LIMIT:,} (tcemu.ptx.cli.ARG_BYTES_LIMIT)")
+
+
+def _load_npy(path: str, field: str):
+    # np.load, after checking the header's shape against the file's size and ARG_BYTES_LIMIT (a header that
+    # declares 10^12 elements is refused before numpy tries to allocate them)
+    fmt = np.lib.format
+    try:
+        with open(path, "rb") as fh:
+            version = fmt.read_magic(fh)
+            reader = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(version)
+            if reader is None:
+                raise ValueError(f"unknown .npy version {version}")
+            shape, _, dtype = reader(fh)
+            data_bytes = os.fstat(fh.fileno()).st_size - fh.tell()
+    except (ValueError, OSError, EOFError, TypeError) as e:
+        raise PtxError(field, f"cannot read {show(path)} as a .npy array ({show(str(e), 200)})") from None
+    _check_bytes(field, show(path), shape, dtype.itemsize)
+    need = 1
+    for d in shape:
+        need *= int(d)
+    need *= dtype.itemsize
+    if need > data_bytes:
+        raise PtxError(field, f"{show(path)}: its header declares shape {shape} of {dtype} ({need:,} bytes) but "
+                              f"the file holds {max(data_bytes, 0):,} bytes of data")
+    return np.load(path, allow_pickle=False)
 
 
 def parse_arg(text: str, previous: list, index: int):
@@ -51,8 +87,10 @@ def parse_arg(text: str, previous: list, index: int):
         if not os.path.isfile(t):
             raise PtxError(field, f"{show(t)} is not a file")
         try:
-            arr = np.load(t, allow_pickle=False)
+            arr = _load_npy(t, field)
         except (ValueError, OSError, EOFError) as e:
+            if isinstance(e, TcemuError):
+                raise
             raise PtxError(field, f"cannot read {show(t)} as a .npy array ({show(str(e), 200)})") from None
         if not isinstance(arr, np.ndarray):
             raise PtxError(field, f"{show(t)} holds an archive, not one .npy array")
@@ -63,6 +101,7 @@ def parse_arg(text: str, previous: list, index: int):
         if len(parts) not in (3, 4) or parts[1] not in _DT:
             raise PtxError(field, f"{show(t)}: expected {kind}:TYPE:SHAPE[:SEED], TYPE one of {', '.join(_DT)}")
         shape = _dims(parts[2], field)
+        _check_bytes(field, show(t), shape, np.dtype(_DT[parts[1]]).itemsize)
         if kind == "zeros":
             return np.zeros(shape, _DT[parts[1]])
         from ..kernel_inputs import input_bits
@@ -110,7 +149,7 @@ def run_command(args) -> int:
     stats = mod.launch(name, grid=_dims(args.grid, "--grid"), block=_dims(args.block, "--block"), args=values,
                        shared_bytes=args.shared, cluster=_dims(args.cluster, "--cluster"),
                        zero_init_shared=args.zero_init_shared, check_layouts=not args.no_check_layouts,
-                       progress=not args.quiet)
+                       progress=not args.quiet, max_instructions=args.max_instructions, timeout=args.timeout)
     print(f"{name}: {stats['ctas']} CTAs, {stats['warp_instructions']} warp instructions, {stats['seconds']:.2f} s")
     if args.save:
         for i, v in enumerate(values):
@@ -134,6 +173,9 @@ def add_parser(sub):
     p.add_argument("--zero-init-shared", action="store_true", help="shared memory starts as zeros")
     p.add_argument("--no-check-layouts", action="store_true", help="skip the operand layout provenance check")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--max-instructions", type=int, default=200_000_000,
+                   help="warp instructions per cluster before the run is stopped as a livelock (default 2e8)")
+    p.add_argument("--timeout", type=float, default=None, help="wall-clock seconds before the run is stopped")
     p.set_defaults(run=run_command)
 
 

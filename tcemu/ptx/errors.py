@@ -1,5 +1,5 @@
 """Errors of the PTX interpreter: each is a TcemuError naming what was wrong and the rule."""
-from ..errors import TcemuError
+from ..errors import LimitError, TcemuError
 
 
 class PtxError(TcemuError):
@@ -40,3 +40,13 @@ class HazardError(KernelFault):
 
 class Deadlock(KernelFault):
     """No warp can make progress; the message names every warp's PC and what it waits on."""
+
+
+class PtxLimit(PtxError, LimitError):
+    """A kernel, launch or argument larger than one of the interpreter's named limits (register count, memory
+    estimate, parameter bytes...): refused before allocating, naming the estimate and the limit."""
+
+
+class BudgetExceeded(Deadlock):
+    """A launch ran past its instruction budget (max_instructions) or its wall-clock time limit (timeout):
+    the message names the budget and what every unfinished warp was doing."""

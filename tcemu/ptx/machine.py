@@ -15,11 +15,12 @@ instruction and run it again later: blocking instructions are written to be re-e
 A launch's `trace` (Module.launch(trace=...)), when set, is called after every instruction a warp executes as
 trace(warp, pc, mask, control), mask as the instruction saw it (None: every live lane).
 """
+import time
 from typing import List, Optional
 
 import numpy as np
 
-from .errors import Deadlock, KernelFault, PtxError
+from .errors import BudgetExceeded, Deadlock, KernelFault, PtxError
 from .memory import LocalMemory
 from .program import CLASS_ATTR, Program, describe
 
@@ -289,8 +290,28 @@ class ClusterBarrier:
         return 32 * sum(1 for c in self.ctas for w in c.warps if not w.done)
 
 
-def run_ctas(ctas, max_instructions: int) -> int:
-    """Run the warps of these CTAs (one CTA, or the CTAs of a cluster) until all exit; Deadlock otherwise."""
+def budget_report(ctas, limit: int = 64) -> str:
+    """What each unfinished warp was doing when a budget ran out: its PC, the instruction's text and source line,
+    what it waits on, and how many instructions it had executed (a spinning warp has many)."""
+    lines = []
+    for c in ctas:
+        for w in c.warps:
+            if w.done:
+                continue
+            pc = w.current_pc()
+            ins = c.prog.instrs[pc] if pc < len(c.prog.instrs) else None
+            what = describe(ins) if ins is not None else "past the last instruction"
+            lines.append(f"  CTA {c.ctaid} warp {w.index}: pc {pc}, at {what}, {w.executed:,} instructions executed"
+                         + (f"; waits on {w.wait}" if w.wait else ""))
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"  ... and {len(lines) - limit} more warps"]
+    return "\n".join(lines)
+
+
+def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, timeout: Optional[float] = None) -> int:
+    """Run the warps of these CTAs (one CTA, or the CTAs of a cluster) until all exit; Deadlock otherwise.
+    BudgetExceeded past `max_instructions` warp instructions, or once time.monotonic() passes `deadline`
+    (checked after each warp's quantum; `timeout` is the launch's limit in seconds, for the message)."""
     total = 0
     warps = [w for c in ctas for w in c.warps]
     released = set()  # warps whose failing test_wait / try_wait returned False since the last barrier event
@@ -305,10 +326,16 @@ def run_ctas(ctas, max_instructions: int) -> int:
             if w.done:
                 continue
             alive = True
-            n = w.run(QUANTUM)
+            n = w.run(max(1, min(QUANTUM, max_instructions + 1 - total)))  # no quantum far past the budget
             total += n
             if n:
                 progress = True
+            if deadline is not None and time.monotonic() > deadline:
+                where = ctas[0].ctaid if len(ctas) == 1 else [c.ctaid for c in ctas]
+                raise BudgetExceeded(f"CTA {where}" if len(ctas) == 1 else f"cluster of CTAs {where}",
+                                     f"the launch ran past its time limit of {timeout:g} s (timeout=) after "
+                                     f"{total:,} warp instructions here (a livelock or an unbounded loop?); "
+                                     f"the unfinished warps:\n" + budget_report(ctas))
         if not alive:
             for c in ctas:
                 if c.tmem is not None:  # what the CTA still holds at exit (e.g. tensor memory never deallocated)
@@ -327,6 +354,6 @@ def run_ctas(ctas, max_instructions: int) -> int:
             raise Deadlock(f"CTA {where}" if len(ctas) == 1 else where, "no warp can make progress (hang):\n" +
                            "\n".join((f"CTA {c.ctaid}:\n" if len(ctas) > 1 else "") + c.report() for c in ctas))
         if total > max_instructions:
-            raise Deadlock(f"CTA {ctas[0].ctaid}", f"more than {max_instructions} warp instructions without "
-                                                  f"finishing (a livelock or an unbounded loop?)\n" +
-                           "\n".join(c.report() for c in ctas))
+            raise BudgetExceeded(f"CTA {ctas[0].ctaid}", f"more than {max_instructions} warp instructions without "
+                                                        f"finishing (a livelock or an unbounded loop?)\n" +
+                                 budget_report(ctas))

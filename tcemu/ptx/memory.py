@@ -74,6 +74,8 @@ class GlobalMemory:
 
     def place(self, base: int, data: np.ndarray, name: str, writable: bool = True, shape=(), itemsize: int = 1):
         """Map a buffer at a chosen device address (a captured launch's own pointers)."""
+        if not (0 <= base and base + data.size <= 1 << 63):
+            raise MemoryFault("buffers", f"'{name}' at {base:#x} ({data.size} bytes) does not lie in [0, 2^63)")
         for a in self.allocs:
             if base < a.end and a.base < base + data.size:
                 raise MemoryFault("buffers", f"buffer at {base:#x} ({data.size} bytes) overlaps '{a.name}'")

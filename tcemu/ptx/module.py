@@ -21,7 +21,7 @@ from ..smem import SharedMemory
 from ..validate import as_int, show
 from . import parser as P
 from . import strict
-from .errors import KernelFault, PtxError, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
+from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
@@ -30,6 +30,14 @@ from .types import ptx_type
 
 SMEM_LIMIT = 227 * 1024  # sm90: the most shared memory one CTA may allocate (static + dynamic)
 MAX_INSTRUCTIONS = 200_000_000
+# CUDA's limits (programming guide, compute capability 9.0 / 10.0; CUDA 12.1+ for the parameters)
+PARAM_LIMIT = 32_764        # bytes of a kernel's parameters
+CONST_LIMIT = 64 * 1024     # bytes of a module's .const variables
+LOCAL_LIMIT = 512 * 1024    # bytes of one thread's local frame
+# What one launch may allocate on the CPU for its own state: module variables, parameters, each warp's
+# registers and local frames, each CTA's shared-memory window (an estimate, checked before allocating).
+# Arrays passed as arguments are the caller's own and are not counted.
+MEMORY_LIMIT = 4 << 30
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,11 @@ class Module:
             except PtxUnsupported as e:  # valid PTX tcemu does not model: refused when a thread runs it
                 prog.unsupported.append((ins.line, ins.opcode, e.rule))
                 op = _refused(ins, e)
+            except KeyError as e:  # a form no table holds (e.g. a 128-bit type): never a raw KeyError
+                e = PtxUnsupported(ins.opcode, f"this form ({show(str(e.args[0]) if e.args else '', 40)}) is "
+                                               f"not modelled ({ins.where()})")
+                prog.unsupported.append((ins.line, ins.opcode, e.rule))
+                op = _refused(ins, e)
             code.append(_guarded(op, ins, prog) if ins.guard and not getattr(op, "guarded", False) else op)
         prog.code = [_hazard_checked(op, ins, prog) for op, ins in zip(code, prog.instrs)]
         prog.code.append(_fell_off(fn))
@@ -182,7 +195,7 @@ class Module:
     def launch(self, name: str, *, grid, block, args: Sequence = (), shared_bytes: int = 0,
                ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
-               param_bytes=None, buffers=(), printf: str = "stdout", trace=None):
+               param_bytes=None, buffers=(), printf: str = "stdout", trace=None, timeout: Optional[float] = None):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
@@ -193,12 +206,20 @@ class Module:
         printf: "stdout" (device printf output is written as it happens) or "collect" (only kept in the
         statistics' "printf" list).
         trace: called as trace(warp, pc, mask, control) after every instruction any warp executes (machine.py);
-        an exception it raises ends the launch."""
+        an exception it raises ends the launch.
+        max_instructions / timeout: the launch's budgets, warp instructions per cluster and wall-clock seconds
+        for the whole launch (None: no time limit); past either, BudgetExceeded (a Deadlock) names what every
+        unfinished warp was doing: its PC, instruction and source line."""
         if not isinstance(name, str):
             raise PtxError("kernel", f"must be a kernel name, got {show(name)}")
         prog = self.program(name)
         grid, block, cluster = _dim3(grid, "grid"), _dim3(block, "block"), _dim3(cluster, "cluster")
         max_instructions = as_int(max_instructions, "max_instructions", 1, 1 << 62, PtxError)
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.integer, np.floating)) or \
+                    not 0 < float(timeout) < 1e9:
+                raise PtxError("timeout", f"must be None or a positive number of seconds, got {show(timeout)}")
+            timeout = float(timeout)
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
             raise PtxError("shared_bytes", f"must be a non-negative int, got {show(shared_bytes)}")
         for flag, value in (("zero_init_shared", zero_init_shared), ("check_layouts", check_layouts),
@@ -216,8 +237,9 @@ class Module:
             raise PtxError("block", f"the kernel allows at most {int(np.prod(mx))} threads (.maxntid), got {nthreads}")
         total_smem = prog.dynamic_base() - SMEM_RESERVED + int(shared_bytes)
         if total_smem > SMEM_LIMIT:
-            raise PtxError("shared_bytes", f"{prog.shared_static} static + {shared_bytes} dynamic bytes exceed "
+            raise PtxLimit("shared_bytes", f"{prog.shared_static} static + {shared_bytes} dynamic bytes exceed "
                                            f"the {SMEM_LIMIT} bytes a CTA may have")
+        self._check_memory(prog, nthreads, cluster)
         for i in range(3):
             if grid[i] % cluster[i]:
                 raise PtxError("cluster", f"grid {grid} is not a multiple of the cluster shape {cluster}")
@@ -240,7 +262,7 @@ class Module:
             writeback = self._bind_args(prog, L, args)
         if ctas is None:
             if int(np.prod(grid)) > MAX_CTAS:
-                raise PtxError("grid", f"{int(np.prod(grid)):,} CTAs; the CPU runs at most {MAX_CTAS:,} in one launch "
+                raise PtxLimit("grid", f"{int(np.prod(grid)):,} CTAs; the CPU runs at most {MAX_CTAS:,} in one launch "
                                        "(choose some with ctas=)")
             chosen = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         else:
@@ -252,6 +274,7 @@ class Module:
                     raise PtxError("ctas", f"CTA {c} is outside the grid {grid}")
         stats = {"ctas": 0, "warp_instructions": 0, "seconds": 0.0}
         t0 = time.perf_counter()
+        deadline = None if timeout is None else time.monotonic() + timeout
         # the clusters holding the chosen CTAs, each run as one (its CTAs' warps interleave)
         groups = {}
         for c in chosen:
@@ -273,7 +296,7 @@ class Module:
                 for cta in ctas:
                     cta.cluster = ctas
                     cta.cluster_barrier = cbar
-                stats["warp_instructions"] += run_ctas(ctas, max_instructions)
+                stats["warp_instructions"] += run_ctas(ctas, max_instructions, deadline, timeout)
                 stats["ctas"] += len(ctas)
                 if bar:
                     bar.step()
@@ -286,6 +309,33 @@ class Module:
         stats["tensor_core_seconds"] = L.tensor_core_seconds
         stats["printf"] = list(L.printed)
         return stats
+
+    def _check_memory(self, prog: Program, nthreads: int, cluster):
+        """Refuse, before allocating anything, a launch beyond CUDA's size limits or whose own state would need
+        more than MEMORY_LIMIT bytes (the message gives the estimate, part by part)."""
+        if prog.param_size > PARAM_LIMIT:
+            raise PtxLimit("params", f"{prog.name}'s parameters take {prog.param_size:,} bytes; a kernel's "
+                                     f"parameters hold at most {PARAM_LIMIT:,} bytes (CUDA 12.1+)")
+        const = sum(v.size for v in self.tree.variables if v.space == "const")
+        if const > CONST_LIMIT:
+            raise PtxLimit(".const", f"the module's .const variables take {const:,} bytes; at most {CONST_LIMIT:,}")
+        if prog.local_size > LOCAL_LIMIT:
+            raise PtxLimit(".local", f"{prog.name}'s local frame takes {prog.local_size:,} bytes per thread; "
+                                     f"at most {LOCAL_LIMIT:,}")
+        from ..smem import SMEM_WINDOW
+        warps = -(-nthreads // 32) * int(np.prod(cluster))
+        regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
+        parts = {"module variables": sum(v.size for v in self.tree.variables if v.space in ("global", "const")),
+                 "parameters": prog.param_size,
+                 "registers": warps * regs,
+                 "local frames": warps * 32 * prog.local_size,
+                 "shared memory": int(np.prod(cluster)) * SMEM_WINDOW[self.arch] * 23}  # data + bookkeeping
+        total = sum(parts.values())
+        if total > MEMORY_LIMIT:
+            raise PtxLimit("launch", f"would need about {_size(total)} of memory ("
+                                     + ", ".join(f"{k} {_size(v)}" for k, v in parts.items() if v)
+                                     + f"); tcemu's limit is {_size(MEMORY_LIMIT)} "
+                                       "(tcemu.ptx.module.MEMORY_LIMIT)")
 
     def _bind_args(self, prog: Program, L: Launch, args):
         params = prog.fn.params
@@ -362,6 +412,13 @@ class Module:
                 blob.append(data)
                 off += data.size
             L.const = ByteSpace(np.concatenate(blob), "const")
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):,.1f} {unit}"
+    return f"{n} bytes"
 
 
 def _param_bytes(info: Param, value, L: Launch, writeback, placed) -> bytes:

@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
 from ..validate import show
-from .errors import PtxSyntaxError
+from .errors import PtxLimit, PtxSyntaxError
+
+# Virtual registers a PTX function may declare (PTX sets no limit; ptxas allocates at most 255 per thread). The
+# bundled kernels declare at most 6,794 in one range and 7,490 in one function. At the per-function limit a
+# kernel loads and compiles in about 1 s and 170 MB (a million registers: 6 s, 370 MB); each register then
+# costs 32 lanes x up to 8 bytes per warp of a launch (Module.launch's memory estimate).
+MAX_REGS_PER_DECLARATION = 65_536
+MAX_REGS_PER_FUNCTION = 262_144
 
 _TOKEN = re.compile(r"""
     (?P<ws>[ \t\r\f\v]+|\\\n)
@@ -204,6 +211,7 @@ class Function:
     directives: Dict[str, List[int]] = field(default_factory=dict)  # .reqntid, .maxntid, .reqnctapercluster...
     branch_targets: Dict[str, List[str]] = field(default_factory=dict)  # .branchtargets lists
     line: int = 0
+    nregs_declared: int = 0   # registers (vector elements counted) declared so far: MAX_REGS_PER_FUNCTION
 
 
 @dataclass
@@ -562,8 +570,12 @@ class _Parser:
                 self.error(name, f"expected a register name, found {show(name.text)}")
             count = None
             if self.accept("<"):
+                count_tok = self.peek()
                 count = self.integer()
                 self.expect(">")
+                self.check_regs(fn, name, count_tok, count, vector)
+            else:
+                self.check_regs(fn, name, name, None, vector)
             names = [f"{name.text}{i}" for i in range(count)] if count is not None else [name.text]
             for n in names:
                 scoped = n if scope == 0 else f"{n}@{scope}"
@@ -576,6 +588,25 @@ class _Parser:
             if not self.accept(","):
                 break
         self.expect(";")
+
+    def check_regs(self, fn, name, tok, count, vector):
+        """Refuse a register declaration (or a function's running total) above the named limits before a
+        single name is made: `.reg .b64 %rd<0xFFFFFFFFFFFFFFFFFFFF>` would otherwise never finish."""
+        if vector not in (1, 2, 4, 8):
+            self.error(tok, f".reg .v{vector}: vectors have 2, 4 or 8 elements")
+        if count is not None and count < 0:
+            self.error(tok, f"{name.text}<{count}>: a register range holds a non-negative count")
+        n = (1 if count is None else count) * vector
+        where = f"line {tok.line}, column {tok.col}"
+        if count is not None and count > MAX_REGS_PER_DECLARATION:
+            raise PtxLimit(where, f".reg {name.text}<{count}> declares {count:,} registers; tcemu allows at most "
+                                  f"{MAX_REGS_PER_DECLARATION:,} per declaration "
+                                  f"(tcemu.ptx.parser.MAX_REGS_PER_DECLARATION)")
+        fn.nregs_declared += n
+        if fn.nregs_declared > MAX_REGS_PER_FUNCTION:
+            raise PtxLimit(where, f".reg {name.text}: {fn.name} declares {fn.nregs_declared:,} registers so far; "
+                                  f"tcemu allows at most {MAX_REGS_PER_FUNCTION:,} per function "
+                                  f"(tcemu.ptx.parser.MAX_REGS_PER_FUNCTION)")
 
     def parse_instruction(self, scope, resolve) -> Instruction:
         guard = None

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import contract
 from . import parser as P
-from .errors import PtxSyntaxError, PtxUnsupported
+from .errors import PtxLimit, PtxSyntaxError, PtxUnsupported
 from .memory import SMEM_RESERVED
 from .types import CONTAINER, MASKS, PtxType, ptx_type, resize
 
@@ -111,6 +111,9 @@ class Program:
             if f is not self.fn:
                 regs.update({f"{name}::{r}": t for r, t in f.regs.items()})
         self.reg_types = regs   # declared type of each register (strict.py checks operands against it)
+        if len(regs) > P.MAX_REGS_PER_FUNCTION:  # each function is held to it by the parser; with its callees
+            raise PtxLimit(self.name, f"{len(regs):,} registers with its called functions; tcemu allows at most "
+                                      f"{P.MAX_REGS_PER_FUNCTION:,} (tcemu.ptx.parser.MAX_REGS_PER_FUNCTION)")
         for name, typ in regs.items():
             t = ptx_type(typ, "register type")
             cls = 1 if t.bits == 1 else (t.bits if t.bits in (8, 16, 32, 64) else None)

@@ -81,6 +81,7 @@ def _launch_setting(e: TcemuError, params) -> str:
 
 
 def ptx_view(raw, *, seconds: float = SECONDS) -> dict:
+    deadline = time.perf_counter() + seconds  # the budget covers parsing and compiling too
     p = Params(raw, PTX_FIELDS)
     text = p.text("ptx", REQUIRED, max_len=MAX_PTX)
     try:
@@ -121,7 +122,6 @@ def ptx_view(raw, *, seconds: float = SECONDS) -> dict:
     rows = []
     live_before = {}
     executed = [0]
-    deadline = time.perf_counter() + seconds
     slots = prog.slots
 
     def trace(w, pc, m, control):

@@ -1,8 +1,11 @@
 """The HTTP side of `tcemu serve`: the page, its static files and the JSON API, on the loopback interface only.
 
-Requests are bounded: a request line and headers as http.server bounds them, a body of at most MAX_BODY bytes,
-a socket timeout for slow clients, one API computation at a time (each bounded by its view's own limits), and
-a Host header that must name the loopback address (no DNS rebinding onto the API).
+Requests are bounded: a request line and headers as http.server bounds them, a body of at most MAX_BODY bytes
+whose JSON integers have at most MAX_DIGITS digits, a socket timeout for slow clients, at most MAX_RUNNING API
+computations at once (each bounded by its view's own limits, and answered 503 after REQUEST_SECONDS whatever
+it does; a request waits at most that long for a free slot, so a slow one never blocks the others), a Host
+header that must name the loopback address (no DNS rebinding onto the API), and an Origin header, where a
+POST carries one, that must be this server's own (no cross-site requests from other pages).
 """
 import json
 import sys
@@ -22,7 +25,30 @@ _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=
           ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
 _API = dict(VIEWS, ptx=ptx_view)
 API_FIELDS = dict(FIELDS, ptx=PTX_FIELDS)
-_LOCK = threading.Lock()
+MAX_RUNNING = 2          # API computations at once (each in its own thread)
+REQUEST_SECONDS = 20.0   # the longest a request waits for a slot, and then for its computation
+MAX_DIGITS = 30          # digits of one JSON integer (a 64-bit value has 20)
+_SLOTS = threading.BoundedSemaphore(MAX_RUNNING)
+
+
+class _BadJson(ValueError):
+    pass
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise _BadJson(f"an integer of {len(text.lstrip('-'))} digits; at most {MAX_DIGITS}")
+    return int(text)
+
+
+def _json_constant(name: str):
+    raise _BadJson(f"{name} is not JSON")
+
+
+def parse_body(raw: bytes):
+    """The request's JSON, integers bounded (Python's own int parsing would take quadratic time on a long
+    one, or refuse it past 4,300 digits with a ValueError json does not expect)."""
+    return json.loads(raw.decode("utf-8"), parse_int=_json_int, parse_constant=_json_constant)
 
 
 def static_files() -> dict:
@@ -39,9 +65,28 @@ def call(view: str, fields) -> tuple:
         return 404, {"error": {"type": "NotFound", "field": "view", "rule": f"{view!r}: expected one of "
                                                                           f"{', '.join(_API)}",
                                "message": f"no view {view!r}"}}
+    if not _SLOTS.acquire(timeout=REQUEST_SECONDS):
+        return 503, {"error": {"type": "Busy", "field": "request", "rule": f"{MAX_RUNNING} requests are running; "
+                               f"none ended within {REQUEST_SECONDS:g} s", "message": "server busy"}}
+    result = []
+
+    def work():
+        try:
+            result.append(_compute(view, fn, fields))
+        finally:
+            _SLOTS.release()
+    worker = threading.Thread(target=work, name=f"tcemu-serve-{view}", daemon=True)
+    worker.start()
+    worker.join(REQUEST_SECONDS)
+    if not result:  # still computing: it keeps its slot until it ends (its view bounds it), the client is answered
+        return 503, {"error": {"type": "Timeout", "field": "request", "rule": f"took more than {REQUEST_SECONDS:g} s",
+                               "message": f"request: took more than {REQUEST_SECONDS:g} s"}}
+    return result[0]
+
+
+def _compute(view, fn, fields) -> tuple:
     try:
-        with _LOCK:
-            return 200, fn(fields)
+        return 200, fn(fields)
     except TcemuError as e:
         return 400, {"error": {"type": type(e).__name__, "field": e.field, "rule": e.rule, "message": str(e)}}
     except RecursionError:
@@ -94,6 +139,10 @@ class Handler(BaseHTTPRequestHandler):
         self._error(403, "Host", f"{host!r}: this server answers requests to 127.0.0.1 or localhost only")
         return False
 
+    def _own_origins(self):
+        port = self.server.server_address[1]
+        return {f"http://{h}:{port}" for h in HOSTS}
+
     def do_HEAD(self):
         self.do_GET()
 
@@ -132,9 +181,15 @@ class Handler(BaseHTTPRequestHandler):
         if not 0 <= length <= MAX_BODY:
             self.close_connection = True
             return self._error(413, "body", f"{length} bytes; at most {MAX_BODY}")
+        origin = self.headers.get("Origin")
+        if origin is not None and origin not in self._own_origins():  # "null" (sandboxed pages) too
+            self.close_connection = True
+            return self._error(403, "Origin", f"{origin[:100]!r}: POSTs come from this server's own page only")
         try:
-            fields = json.loads(self.rfile.read(length).decode("utf-8")) if length else {}
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+            fields = parse_body(self.rfile.read(length)) if length else {}
+        except _BadJson as e:
+            return self._error(400, "body", str(e))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
             return self._error(400, "body", f"not a JSON object ({type(e).__name__})")
         if not isinstance(fields, dict):
             return self._error(400, "body", "must be a JSON object of fields")

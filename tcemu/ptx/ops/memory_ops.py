@@ -465,6 +465,8 @@ _HALF = ("f16", "bf16", "f16x2", "bf16x2")
 def _atomic_fn(op_name, t):
     """new = fn(old, b, c, in_global) on unsigned containers, one row per vector element."""
     bits = t.bits
+    if bits not in CONTAINER:  # .b128 (atom.cas / exch, PTX 8.3): refused as unsupported by the caller
+        return None
     cont = CONTAINER[bits]
     if t.kind == "f":
         if t.name == "f32" and op_name == "add":
