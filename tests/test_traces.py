@@ -10,12 +10,13 @@ from tcemu import GmmaDescriptor, TraceError, operand_addresses
 from tcemu.traces import load_trace, replay
 
 TRACES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "traces", "*.npz")))
-# Whole traces slow to replay (tests/test_sfu_kernels.py replays one case per kernel by default)
-SLOW = {"triton_sfu_kernels_sm90.npz"}
+# Kernel traces whose every case has its own test, which demands every byte: replaying them whole here too
+# would only double CI's time (tests/test_sfu_kernels.py, tests/test_cutlass_sfu.py)
+CASE_BY_CASE = {"triton_sfu_kernels_sm90.npz", "cutlass_sfu_kernels_sm90.npz"}
 
 
 def _replay_params():
-    return [pytest.param(p, marks=pytest.mark.slow) if os.path.basename(p) in SLOW else p for p in TRACES]
+    return [p for p in TRACES if os.path.basename(p) not in CASE_BY_CASE]
 
 
 def test_there_are_traces():
