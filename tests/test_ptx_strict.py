@@ -148,6 +148,96 @@ def test_operand_count():
     refused(src, 18, "takes at least 2 operands")
 
 
+@pytest.mark.parametrize("old,new,phrase", [
+    ("add.s32 %r2, %r1, 1;", "add.s32 %r2, %r1, 1, %r1;", "'add': 4 operands, add takes 3"),
+    ("add.s32 %r2, %r1, 1;", "add.s32 %r2, %r1;", "'add': 2 operands"),
+    ("mul.wide.u32 %rd2, %r1, 4;", "mul.wide.u32 %rd2, %r1;", "'mul'"),
+    ("cvt.rn.f32.u32 %f1, %r2;", "cvt.rn.f32.u32 %f1;", "'cvt'"),
+    ("setp.lt.u32 %p1, %r1, 8;", "setp.lt.u32 %p1, %r1, 8, %p1;", "'setp'"),
+    ("st.global.f32 [%rd3], %f1;", "st.global.f32 [%rd3], %f1, %f1;", "'st'"),
+    ("ld.param.u64 %rd1, [out];", "ld.param.u64 %rd1;", "'ld'"),
+    ("mov.u32 %r1, %tid.x;", "mov.u32 %r1;", "'mov'"),
+    ("bar.sync 0;", "bra $L0, $L0;\n$L0:", "'bra'"),
+])
+def test_operand_counts(old, new, phrase):
+    # ptxas: "Arguments mismatch for instruction"; never an IndexError or an operand silently ignored
+    line = VALID[:VALID.index(old)].count("\n") + 1
+    refused(VALID.replace(old, new), line, phrase)
+
+
+def test_operand_counts_valid_forms():
+    compile_all(VALID.replace("setp.lt.u32 %p1, %r1, 8;", "setp.lt.and.u32 %p1, %r1, 8, %p1;"))
+    compile_all(VALID.replace("bar.sync 0;", "lop3.b32 %r3, %r1, %r2, %r1, 0x3c;"))
+    src = VALID.replace("bar.sync 0;", "max.f32 %f1, %f1, %f1, %f1;")
+    refused(src, 17, "max takes 3")
+    compile_all(src.replace("sm_90a", "sm_100a").replace(".version 8.5", ".version 8.8"))   # sm_100, PTX 8.8
+
+
+@pytest.mark.parametrize("old,new,phrase", [
+    ("cvt.rn.f32.u32 %f1, %r2;", "add.f32 %f1, %f1, 1;", "integer constant 1, not a .f32 constant"),
+    ("mul.wide.u32 %rd2, %r1, 4;", "mul.wide.f32 %rd2, %r1, 4;", "Unexpected instruction types"),
+    ("mul.wide.u32 %rd2, %r1, 4;", "mul.u64 %rd2, %rd1, 4;", ".lo, .hi or .wide"),
+    ("mul.wide.u32 %rd2, %r1, 4;", "mul.wide.u64 %rd2, %rd1, 4;", "16- or 32-bit"),
+    ("bar.sync 0;", "bar.sync 0, 32, 1;", "'bar': 3 operands"),
+    ("bar.sync 0;", "mov.b64 %rd2, {%r1, %rd1};", "needs 32-bit elements"),
+    ("add.s32 %r2, %r1, 1;", "add.s32 %r2, %r1, 99999999999999999999;", "Constant overflow"),
+])
+def test_types_constants_packing(old, new, phrase):
+    line = VALID[:VALID.index(old)].count("\n") + 1
+    refused(VALID.replace(old, new), line, phrase)
+
+
+def test_big_literals_ptxas_reads_are_read():
+    compile_all(VALID.replace("add.s32 %r2, %r1, 1;", "add.s32 %r2, %r1, 92233720368547758079;"))
+    compile_all(VALID.replace("add.s32 %r2, %r1, 1;", "add.f32 %f1, %f1, 0f3F800000;"))
+
+
+@pytest.mark.parametrize("instr,phrase", [
+    ("mbarrier.init.shared::cta.b32 [mb], 1;", "an mbarrier object is .b64"),
+    ("mbarrier.init.shared::ctx.b64 [mb], 1;", "Unknown modifier '.shared::ctx'"),
+    ("mbarrier.try_wait.parit.shared::cta.b64 %p1, [mb], 0;", "Unknown modifier '.parit'"),
+    ("fence.proxy.async.shared::gpu;", "Unknown modifier '.shared::gpu'"),
+    ("cp.async.cq.shared.global [mb], [%rd1], 16;", "Unknown modifier '.cq'"),
+    ("cp.async.cg.shared.local [mb], [%rd1], 16;", "State space incorrect"),
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bits [mb], [%rd1], 16, [mb];",
+     "complete_tx::bytes"),
+    ("ldmatrix.sync.aligned.m8n8.x1.shared.b64 {%r3}, [mb];", "takes .b16 or .b8"),
+    ("setmaxnreg.inc.sync.aligned.u64 64;", "takes .u32"),
+    ("cp.async.bulk.global.shared::cta.bulk_grp [%rd1], [mb], 16;", "Unknown modifier '.bulk_grp'"),
+    ("st.shard::cta.b32 [mb], %r1;", "Unknown modifier '.shard::cta'"),
+    ("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r3}, [mb], [mb];", "'ldmatrix': 3 operands"),
+])
+def test_async_qualifiers(instr, phrase):
+    src = VALID.replace(" bar.sync 0;", " .shared .align 8 .b64 mb;\n " + instr)
+    refused(src, 18, phrase)
+
+
+def _calls():
+    with open(os.path.join(HERE, "fixtures", "ptx", "calls.ptx")) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("old,new,phrase", [
+    (".param .b32 param0;", ".param .b64 param0;", "Type of argument does not match formal parameter"),
+    (".param .b32 param0;", ".param .align 4 .b8 param0[4];", "'_Z5twiceiPi_param_0'"),
+    (".param .b32 retval0;", ".param .b64 retval0;", "formal parameter 'func_retval0'"),
+    ("\tparam0, \n\tparam1\n", "\tparam0\n", "takes 2 arguments, the call passes 1"),
+    ("\tparam0, \n\tparam1\n", "\tparam0, param1, param1\n", "takes 2 arguments, the call passes 3"),
+    ("call.uni (retval0), \n\t_Z5twiceiPi", "call.uni _Z5twiceiPi", "takes 1 return values, the call passes 0"),
+])
+def test_call_matches_prototype(old, new, phrase):
+    # ptxas 13.0: "Type of argument does not match formal parameter"; argument counts likewise
+    src = _calls()
+    assert old in src
+    refused(src.replace(old, new, 1), 100, phrase)
+
+
+def test_call_argument_width_only():
+    # ptxas accepts a .u32/.f32 argument for a .b32 formal parameter: only the width must match
+    compile_all(_calls().replace(".param .b32 param0;", ".param .f32 param0;", 1))
+    compile_all(_calls().replace(".param .b64 param1;", ".param .u64 param1;", 1))
+
+
 # -- the recorded truth table ------------------------------------------------------------------------------
 
 # ptxas 13.0 lets a .f16x2 register stand for a .pred operand of and/or/xor/not/mov; tcemu refuses it
@@ -203,9 +293,9 @@ def _ptxas_lines(header, lines):
 FIXTURES = ["warp_kernels.ptx", "calls.ptx", "atomics_sm90.ptx"]
 
 
-# a .param declaration's type changed: ptxas compares call arguments with the callee's prototype, tcemu
-# does not (yet); such mutants are counted but not held against tcemu
-UNCHECKED = "param type (call signatures not checked)"
+# a .param declaration's type changed: ptxas compares call arguments with the callee's prototype (and so
+# does tcemu now: strict.check_calls)
+UNCHECKED = "param type"
 
 
 def _mutants(src, rng):
@@ -288,7 +378,7 @@ def test_mutants_ptxas_refuses_are_refused():
         if _ptxas_accepts(src):
             continue
         rejected += 1
-        if _tcemu_accepts_module(src) and kind != UNCHECKED:
+        if _tcemu_accepts_module(src):
             escaped.append((name, kind))
     assert len(sample) >= 80 and rejected >= 40, (len(sample), rejected)
     assert not escaped, escaped
@@ -302,3 +392,37 @@ def test_memory_modifiers_ptxas_accepts_are_not_refused():
     for ins in fn.body:
         strict.check_spaces(ins)
     assert len(fn.body) > 10
+
+
+# -- the differential campaign (scripts/ptx_mutants.py) over every bundled fixture ---------------------------
+
+def _campaign_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ptx_mutants", os.path.join(HERE, "..", "scripts",
+                                                                              "ptx_mutants.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_campaign_mutants_are_seeded_and_single():
+    pm = _campaign_module()
+    a = list(pm.mutants(30, seed=5))
+    assert a == list(pm.mutants(30, seed=5)) and len(a) == 30
+    assert len({cls for _, cls, _ in a}) >= 8
+    for path, cls, text in a:
+        src = pm.source(os.path.join(pm.ROOT, path))
+        if cls != "dup entry":   # one line changed (a call's continuation lines blanked), numbering kept
+            assert len(text.split("\n")) == len(src.split("\n")), cls
+
+
+@pytest.mark.slow
+def test_campaign_against_ptxas():
+    pm = _campaign_module()
+    if pm.ptxas_for((9, 0)) is None or pm.ptxas_for((9, 4)) is None:
+        pytest.skip("needs ptxas for .version 9.0 (CUDA 13.0 on PATH) and 9.4 (Triton's ptxas-blackwell)")
+    table, bad = pm.campaign(1000, seed=21, limit=120)
+    print(pm.format_table(table))
+    counted = [(o, cls, path, detail[:200]) for o, cls, path, msg, detail, text in bad if o != "no ptxas"]
+    assert sum(r["total"] for r in table.values()) == 1000
+    assert not counted, counted[:20]

@@ -128,6 +128,8 @@ class Module:
         if not self.tree.version:  # PTX ISA 11.1.1: each module begins with a .version directive
             raise PtxSyntaxError(1, 1, "a PTX module begins with a .version directive (is this PTX text?)")
         self._programs: Dict[str, Program] = {}
+        for f in self.tree.functions.values():   # call sites against their callees' prototypes (strict.py)
+            strict.check_calls(f, self.tree.functions)
         if self.tree.address_size != 64:
             raise PtxUnsupported(".address_size", "only 64-bit addressing is modelled")
         # sm_100a kernels' shared memory is read through UMMA descriptors and Blackwell TMA modes

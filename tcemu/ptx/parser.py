@@ -669,7 +669,11 @@ class _Parser:
         if tok.kind == "number":
             if "." in tok.text or "e" in tok.text.lower() and not tok.text.lower().startswith("0x"):
                 return FloatLit(float(tok.text))
-            return Imm(_int(tok.text))
+            v = _int(tok.text)
+            if v >= _OVERFLOW and not tok.text.lower().startswith("0x"):
+                self.error(tok, f"Constant overflow: {show(tok.text, 40)} (ptxas 13 refuses decimal and octal "
+                                "literals of 5 * 2^64 and more)")
+            return Imm(v)
         if tok.kind != "ident":
             self.error(tok, f"unexpected {show(tok.text)} in an operand")
         if tok.text == "_":
@@ -719,6 +723,9 @@ class _BadLiteral(ValueError):
     def __init__(self, text):
         super().__init__(text)
         self.text = text
+
+
+_OVERFLOW = 5 << 64   # measured: ptxas 13.0 reads 92233720368547758079 and refuses 92233720368547758080
 
 
 def _int(text: str) -> int:

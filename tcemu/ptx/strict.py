@@ -104,6 +104,13 @@ def check_operand_types(ins: P.Instruction, reg_types: Dict[str, str]):
     for i, (op, t) in enumerate(zip(ins.operands, nat)):
         if t is None:
             continue
+        if isinstance(op, P.Imm) and op.fbits == 0 and TYPES.get(t.rstrip("!")) is not None and \
+                TYPES[t.rstrip("!")].kind == "f":   # ptxas: floating-point operands take 0f/0d or decimal floats
+            raise PtxSyntaxError(ins.line, ins.col, f"Arguments mismatch for instruction "
+                                                    f"'{ins.opcode.split('.')[0]}': operand {i + 1} is the integer "
+                                                    f"constant {op.value}, not a .{t} constant (write 0f/0d)")
+        if isinstance(op, P.Vec) and ins.opcode.split(".")[0] == "mov" and t in TYPES and len(nat) == 2:
+            _check_packing(ins, op, t, reg_types)
         if isinstance(op, P.Pair):  # d|p: the value at t, the predicate .pred
             pairs = [(op.first, t), (op.second, "pred")]
         else:
@@ -117,6 +124,17 @@ def check_operand_types(ins: P.Instruction, reg_types: Dict[str, str]):
                     raise PtxSyntaxError(ins.line, ins.col, f"Arguments mismatch for instruction "
                                          f"'{ins.opcode.split('.')[0]}': operand {i + 1} {P.fmt(r)} is declared "
                                          f".{have}, not compatible with .{want.rstrip('!')} (PTX ISA 5.4.5, 6.4.1)")
+
+
+def _check_packing(ins, vec, t, reg_types):
+    """mov.b64 d, {a, b}: each element is a register of the type's width / the element count (PTX ISA 9.7.9.10)."""
+    bits = TYPES[t].bits // max(1, len(vec.items))
+    for r in vec.items:
+        have = reg_types.get(r.name) if isinstance(r, P.Reg) else None
+        if have is not None and have in TYPES and have != "pred" and TYPES[have].bits != bits:
+            raise PtxSyntaxError(ins.line, ins.col, f"Arguments mismatch for instruction 'mov': {P.fmt(r)} is "
+                                                    f".{have}, packing .{t} from {len(vec.items)} needs {bits}-bit "
+                                                    "elements")
 
 
 def check_guard(ins: P.Instruction, reg_types: Dict[str, str]):
@@ -146,6 +164,9 @@ def check_spaces(ins: P.Instruction):
         head = p.split("::")[0]
         if p in SPACES or p in TYPES or p in _MODS or head in _HEADS:
             continue
+        if "::" in p and p.split("::")[1] in ("cta", "cluster", "entry", "func"):   # .shard::cta: a misspelt space
+            raise PtxSyntaxError(ins.line, ins.col, f"Unknown modifier '.{p}' of {parts[0]} (state spaces: PTX "
+                                                    "ISA 5.1)")
         if "::" in p and head not in SPACES:  # a qualifier tcemu does not know: valid PTX is not refused
             raise PtxUnsupported(ins.opcode, f"modifier .{p} is not modelled ({ins.where()})")
         raise PtxSyntaxError(ins.line, ins.col, f"Unknown modifier '.{p}' of {parts[0]} (state spaces: PTX ISA 5.1)")
@@ -222,10 +243,200 @@ def check_count(ins: P.Instruction):
                                                 f"{len(ins.operands)}")
 
 
+_ARITY = {  # base opcode -> operand counts PTX allows (a d|p pair is one operand; PTX ISA 9.7)
+    **dict.fromkeys(("abs", "neg", "not", "mov", "cnot", "popc", "clz", "brev", "bfind", "rcp", "sqrt", "rsqrt",
+                     "ex2", "lg2", "sin", "cos", "tanh", "cvta", "isspacep", "testp", "getctarank", "elect"), (2,)),
+    **dict.fromkeys(("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "copysign", "mul24",
+                     "mapa", "bmsk", "szext", "redux"), (3,)),
+    **dict.fromkeys(("mad", "fma", "selp", "bfe", "prmt", "slct", "mad24", "sad", "shf", "dp4a", "dp2a", "fns"),
+                    (4,)),
+    "bfi": (5,), "lop3": (5, 6), "cvt": (2, 3, 4), "bra": (1,), "ret": (0,), "exit": (0,), "shfl": (5,),
+    "match": (3, 4), "min": (3,), "max": (3,), "setp": (3,), "ld": (2,), "st": (2,), "ldu": (2,),
+    "activemask": (1,), "trap": (0,), "vote": (2, 3), "bar": (1, 2), "barrier": (0, 1, 2),
+    "ldmatrix": (2,), "stmatrix": (2,),
+}
+
+
+def check_arity(ins: P.Instruction, target=None):
+    """Instructions with a fixed number of operands ("Arguments mismatch for instruction", ptxas): too few
+    or too many is a syntax error, never an IndexError in a compiler or an operand silently ignored."""
+    parts = ins.opcode.split(".")
+    base = parts[0]
+    allowed = _ARITY.get(base)
+    if allowed is None:
+        return
+    if base in ("ld", "st", "ldu"):
+        if any(p in ("async", "bulk") for p in parts) or any(p.startswith("mbarrier") for p in parts):
+            return
+        allowed = (2 + ("L2::cache_hint" in parts),)
+    elif base == "setp" and any(p in ("and", "or", "xor") for p in parts):
+        allowed = (4,)
+    elif base in ("min", "max") and any(p in ("f32", "f16", "bf16", "f16x2", "bf16x2") for p in parts):
+        sm = _sm(target)
+        allowed = (3, 4) if sm is None or sm[0] >= 100 else (3,)   # three inputs: sm_100 (PTX ISA 8.8)
+    elif base in ("bar", "barrier"):
+        if "red" in parts:
+            allowed = (3, 4)
+        elif "cluster" in parts or "warp" in parts:
+            allowed = (0,) if "cluster" in parts else (1,)
+        elif "arrive" in parts:
+            allowed = (2,) if base == "bar" else (1, 2)
+    elif base == "shfl":
+        allowed = (5,) if "sync" in parts else (4,)
+    if len(ins.operands) not in allowed:
+        want = " or ".join(str(a) for a in allowed)
+        raise PtxSyntaxError(ins.line, ins.col, f"Arguments mismatch for instruction '{base}': {len(ins.operands)} "
+                                                f"operands, {base} takes {want} (PTX ISA 9.7)")
+
+
+_FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "f32x2"}
+
+
+def _unexpected(ins, why):
+    raise PtxSyntaxError(ins.line, ins.col, f"Unexpected instruction types specified for '{ins.opcode}' ({why})")
+
+
+def check_instruction_types(ins: P.Instruction):
+    """Instruction types an instruction does not take ("Unexpected instruction types specified", ptxas)."""
+    parts = ins.opcode.split(".")
+    base, types = parts[0], _types(parts[1:])
+    if base in ("mul", "mad") and types:
+        t = types[-1]
+        mode = [p for p in parts if p in ("lo", "hi", "wide")]
+        if t in _FLOAT_TYPES and mode:
+            _unexpected(ins, f".{mode[0]} is for integer types (PTX ISA 9.7.1.5)")
+        if t not in _FLOAT_TYPES and not mode and TYPES[t].kind != "b":
+            _unexpected(ins, "an integer mul/mad names .lo, .hi or .wide (PTX ISA 9.7.1.5)")
+        if "wide" in mode and TYPES[t].bits not in (16, 32):
+            _unexpected(ins, ".wide takes 16- or 32-bit integers")
+    elif base in ("mbarrier", "tcgen05") and types and (base == "mbarrier" or parts[1] == "commit"):
+        if any(t != "b64" for t in types):
+            _unexpected(ins, "an mbarrier object is .b64 (PTX ISA 9.7.13.15)")
+    elif base in ("ldmatrix", "stmatrix") and types:
+        if not all(t in ("b16", "b8") or "x16" in t for t in types) and not any("x16" in p for p in parts):
+            _unexpected(ins, f"{base} takes .b16 or .b8 (PTX ISA 9.7.14.5.15-16)")
+    elif base == "setmaxnreg" and types and types != ["u32"]:
+        _unexpected(ins, "setmaxnreg takes .u32 (PTX ISA 9.7.19.6)")
+
+
+_MBARRIER = {"init", "inval", "expect_tx", "complete_tx", "arrive", "arrive_drop", "test_wait", "try_wait",
+             "pending_count", "parity", "noComplete", "shared", "shared::cta", "shared::cluster", "b64", "release",
+             "acquire", "relaxed", "cta", "cluster", "sync", "aligned"}
+_CP_BULK = {"async", "bulk", "tensor", "reduce", "prefetch", "commit_group", "wait_group", "read", "1d", "2d", "3d",
+            "4d", "5d", "global", "shared", "shared::cta", "shared::cluster", "mbarrier::complete_tx::bytes",
+            "bulk_group", "multicast::cluster", "L2", "L2::cache_hint", "tile", "im2col", "im2col::w",
+            "im2col::w::128", "tile::gather4", "tile::scatter4", "im2col_no_offs", "cta_group::1", "cta_group::2",
+            "cp_mask", "ignore_oob", "add", "min", "max", "inc", "dec", "and", "or", "xor", "noftz", "ftz", "rn",
+            "tile::im2col_no_offs", "dst", "src", "sm", "pack", "sync", "aligned"}
+_BAD_ASYNC_SPACES = {"local", "param", "const", "generic"}
+
+
+def check_async_qualifiers(ins: P.Instruction):
+    """Qualifiers of the asynchronous families (mbarrier, cp.async, cp.reduce.async, fence.proxy): ".shared::"
+    names .cta or .cluster (PTX ISA 5.1), mbarrier's modifiers are those of PTX ISA 9.7.13.15, completion is
+    .mbarrier::complete_tx::bytes, cp.async copies global to shared (9.7.9.25)."""
+    parts = ins.opcode.split(".")
+    base = parts[0]
+    for p in parts[1:]:
+        for piece in ([p] + p.split("::")[1:2] if p.startswith("async::") else [p]):
+            sub = piece[len("async::"):] if piece.startswith("async::") else piece
+            if sub.startswith("shared::") and sub not in ("shared::cta", "shared::cluster"):
+                raise PtxSyntaxError(ins.line, ins.col, f"Unknown modifier '.{p}' (.shared:: names ::cta or "
+                                                        "::cluster, PTX ISA 5.1)")
+        if p.startswith("mbarrier::complete_tx::") and p != "mbarrier::complete_tx::bytes":
+            raise PtxSyntaxError(ins.line, ins.col, f"Unknown modifier '.{p}' (completion mechanism: "
+                                                    ".mbarrier::complete_tx::bytes)")
+    if base == "mbarrier":
+        for p in parts[1:]:
+            if p not in _MBARRIER:
+                raise PtxSyntaxError(ins.line, ins.col, f"Unknown modifier '.{p}' of mbarrier (PTX ISA 9.7.13.15)")
+    asyncs = base == "cp" and len(parts) > 2 and "async" in parts[1:3]
+    if asyncs and any(p in _BAD_ASYNC_SPACES for p in parts):
+        raise PtxSyntaxError(ins.line, ins.col, f"State space incorrect for instruction '{ins.opcode}'")
+    if base == "cp" and "bulk" in parts[1:4]:
+        for p in parts[1:]:
+            if p not in _CP_BULK and p not in TYPES:
+                raise PtxSyntaxError(ins.line, ins.col, f"Unknown modifier '.{p}' of {'.'.join(parts[:3])} (PTX "
+                                                        "ISA 9.7.9.25.4-5)")
+    if base == "cp" and parts[1:2] == ["async"] and len(parts) > 2:
+        if parts[2] not in ("ca", "cg", "commit_group", "wait_group", "wait_all", "mbarrier", "bulk"):
+            raise PtxSyntaxError(ins.line, ins.col, f"Unknown modifier '.{parts[2]}' of cp.async (.ca or .cg, "
+                                                    "PTX ISA 9.7.9.25.3)")
+        if parts[2] in ("ca", "cg"):
+            spaces = [p for p in parts[3:] if p in SPACES or p.split("::")[0] in SPACES]
+            if spaces and spaces != ["shared", "global"] and spaces != ["shared::cta", "global"]:
+                raise PtxSyntaxError(ins.line, ins.col, f"State space incorrect for instruction 'cp.async' "
+                                                        "(.shared{::cta}.global)")
+
+
 def check(ins: P.Instruction, reg_types: Dict[str, str], target):
+    check_arity(ins, target)
+    check_instruction_types(ins)
+    check_async_qualifiers(ins)
     check_guard(ins, reg_types)
     check_spaces(ins)
     check_target(ins, target)
     check_barrier(ins)
     check_count(ins)
     check_operand_types(ins, reg_types)
+
+
+# -- calls against the callee's prototype (PTX ISA 9.7.12.8, 5.1.6.4) -----------------------------------------
+
+def _param_shape(v: P.VarDecl):
+    """What ptxas compares between an argument and its formal parameter: scalar width, or array bytes and
+    alignment."""
+    from .types import ptx_type
+    elem = max(1, ptx_type(v.type).bits // 8) * v.vector
+    if v.count is None and v.vector == 1:
+        return ("scalar", elem)
+    return ("array", v.size, v.align or elem)
+
+
+def _describe(shape) -> str:
+    return f".b{shape[1] * 8}" if shape[0] == "scalar" else f"{shape[1]} bytes aligned {shape[2]}"
+
+
+def check_calls(fn: P.Function, functions: Dict[str, P.Function]):
+    """Each direct call's return and argument lists against the callee's prototype: the same number, and
+    each .param variable of the call sequence the same width (or array size and alignment) as the formal
+    parameter ("Type of argument does not match formal parameter", ptxas)."""
+    for ins in fn.body:
+        if ins.opcode.split(".")[0] != "call":
+            continue
+        ops = list(ins.operands)
+        rets = list(ops.pop(0).items) if ops and isinstance(ops[0], P.Vec) else []
+        if not ops or not isinstance(ops[0], P.Sym):
+            continue   # indirect calls (refused when compiled) or "call names no function"
+        callee = functions.get(ops[0].name)
+        if callee is None or callee.entry:
+            continue   # an unknown name: refused when the call compiles
+        rest = ops[1:]
+        args = list(rest[0].items) if rest and isinstance(rest[0], P.Vec) else []
+        if len(rest) > 1 and not (len(rest) == 2 and isinstance(rest[1], P.Sym)):   # (args), prototype/targets
+            raise PtxSyntaxError(ins.line, ins.col, f"call to {callee.name}: unexpected operands after the "
+                                                    "argument list")
+        for what, got, formal in (("return values", rets, callee.returns), ("arguments", args, callee.params)):
+            if len(got) != len(formal):
+                raise PtxSyntaxError(ins.line, ins.col, f"Function '{callee.name}' takes {len(formal)} {what}, "
+                                                        f"the call passes {len(got)} (PTX ISA 9.7.12.8)")
+            for a, f in zip(got, formal):
+                if not isinstance(a, P.Sym):
+                    continue   # a register or constant argument (non-ABI call): checked when compiled
+                decl = _declared_before(fn, a.name, ins.line)
+                if decl is None or decl.space != "param":
+                    continue
+                want, have = _param_shape(f), _param_shape(decl)
+                if want != have:
+                    raise PtxSyntaxError(ins.line, ins.col, f"Type of argument does not match formal parameter "
+                                                            f"'{f.name}': {a.name} is {_describe(have)}, "
+                                                            f"{f.name} is {_describe(want)} (PTX ISA 9.7.12.8)")
+
+
+def _declared_before(fn: P.Function, name: str, line: int) -> Optional[P.VarDecl]:
+    """The last declaration of `name` in `fn`'s body before `line` (call sequences redeclare param0...)."""
+    best = None
+    for v in fn.locals:
+        if v.name == name and v.line <= line and (best is None or v.line >= best.line):
+            best = v
+    return best
