@@ -416,7 +416,7 @@ def test_campaign_mutants_are_seeded_and_single():
             assert len(text.split("\n")) == len(src.split("\n")), cls
 
 
-@pytest.mark.slow
+@pytest.mark.campaign
 def test_campaign_against_ptxas():
     pm = _campaign_module()
     if pm.ptxas_for((9, 0)) is None or pm.ptxas_for((9, 4)) is None:
