@@ -392,7 +392,7 @@ def test_gemm_launch_and_zero_sign_trace_refusals(tmp_path):
 
 
 @pytest.mark.parametrize("edit,what", [
-    (("st.global.u32 [%rd1], %r1;", "st.global.u32 [%rd1];"), "operands are too few"),
+    (("st.global.u32 [%rd1], %r1;", "st.global.u32 [%rd1];"), "Arguments mismatch .*st takes 2"),
     (("mul.wide.u32 %rd1, %r1, 4;", "mul.wide.u32 %rd1, %r1, 08;"), "'08' is not an integer literal"),
     (("st.global.u32 [%rd1], %r1;", "stmatrix.sync.aligned.m8n8.shared.b16 [%rd1], {%r1};"), "needs the matrix count"),
     ((".version 8.5\n", ""), "begins with a .version directive"),
