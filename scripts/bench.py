@@ -66,7 +66,7 @@ MMASIM_DOTS_PER_S, MMASIM_WGMMA_S = 9_100, 1.77  # anchor: hardware-leads.md, "S
 def wgmma_bench():
     import ml_dtypes
 
-    from tcemu.smem import SharedMemory
+    from tcemu.layout.smem import SharedMemory
     from tcemu.hopper import wgmma
     rng = np.random.default_rng(0)
     rows = []
@@ -118,7 +118,7 @@ def tcgen05_bench():
 
 
 def banks_bench():
-    from tcemu.banks import bank_conflicts, wavefronts_batch
+    from tcemu.layout.banks import bank_conflicts, wavefronts_batch
     rng = np.random.default_rng(0)
     rows = []
     for op, width in (("ld.shared.b32", 4), ("st.shared.v4.b32", 16), ("ldmatrix.x4", 16)):
@@ -134,8 +134,8 @@ def kernel_bench():
     512x512x512 on the PTX interpreter, one core: total seconds, the part inside the wgmma model, and warp
     instructions per second; next to numpy float64's matmul of the same shape."""
     import json
-    from tcemu.kernel_inputs import input_bits
-    from tcemu.triton import run_compiled
+    from tcemu.traces.inputs import input_bits
+    from tcemu.frontends.triton import run_compiled
     fx = os.path.join(HERE, "..", "tests", "fixtures", "ptx")
     meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
     ptx = open(os.path.join(fx, "matmul_bf16.ptx")).read()
@@ -163,7 +163,8 @@ def cutlass_bench():
     launch record bench_cutlass_pingpong_bf16_512.json; checked against tcemu.matmul on the same inputs."""
     import json
     import tcemu.ptx as tp
-    from tcemu import launches, matmul
+    from tcemu.traces import launches
+    from tcemu import matmul
     fx = os.path.join(HERE, "..", "tests", "fixtures", "ptx")
     rec = json.load(open(os.path.join(fx, "bench_cutlass_pingpong_bf16_512.json")))["launch"]
     mod = tp.load(open(os.path.join(fx, "cutlass_pingpong_bf16.ptx")).read())
@@ -182,8 +183,8 @@ def sfu_bench():
     traces/triton_sfu_kernels_sm90.npz) on the PTX interpreter, one core, checked against the H200's bytes,
     next to numpy float64 attention of the same shape."""
     from tcemu.ptx import fparith
-    from tcemu.ptx.replay import fixture_from_trace, replay_launches
-    from tcemu.traces import load_trace
+    from tcemu.traces.kinds.kernel_outputs import fixture_from_trace, replay_launches
+    from tcemu.traces.archive import load_trace
     x = (np.random.default_rng(0).random(32) * 8 - 4).astype(np.float32).view(np.uint32)
     rows = []
     for name, op, kw in (("add.rn.f32", "add", dict(rounding="rn")),
@@ -268,7 +269,7 @@ def matmul_bench(quick=False):
     """Rows (name, tcemu MAC/s, float64 BLAS MAC/s, stats) and the 8192^3 plan."""
     import ml_dtypes
 
-    from tcemu import gemm
+    from tcemu.gemm import engine as gemm
     n = 512 if quick else 1024
     rng = np.random.default_rng(0)
     macs = n ** 3
@@ -324,20 +325,20 @@ def main():
     big = dict(rows=16384, k=64, dtype="bf16", major="K")
     desc_big = tcemu.GmmaDescriptor(start_address=0, lbo=16, sbo=1024, swizzle="128B")
     # rows beyond the window are fine for the kernel alone: time the numba loop without the window check
-    from tcemu.addressing import _resolve
+    from tcemu.layout.addressing import _resolve
     out = np.empty((big["rows"], big["k"]), np.int64)
     sw = desc_big.swizzle.swizzle
     kernel = rate(lambda: _resolve(0, 16, 1024, sw.bits, sw.base, sw.shift, 0, 128, True, 16, out), out.size)
 
     try:
         from pycute import Swizzle
-        from tcemu.oracle import ptx_layout
+        from tcemu.testing.oracle import ptx_layout
 
         def reference(d, rows, k, dtype, major):  # per element, plain Python: CuTe layout then swizzle
             L = ptx_layout(16, major == "K", 128, rows, k, d.lbo, d.sbo)
             sw = Swizzle(3, 4, 3)
             return np.array([[sw(d.start_address + L(r, c)) for c in range(k)] for r in range(rows)])
-        ref_name = "pycute canonical-layout oracle (tcemu.oracle)"
+        ref_name = "pycute canonical-layout oracle (tcemu.testing.oracle)"
     except ImportError:
         reference, ref_name = None, "unavailable (install nvidia-cutlass --no-deps for pycute)"
     ref = rate(lambda: reference(desc, **kw), 128 * 64, 1.0, 1) if reference else float("nan")

@@ -26,7 +26,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 import tcemu.ptx as ptx  # noqa: E402
-from tcemu.errors import TcemuError  # noqa: E402
+from tcemu.core.errors import TcemuError  # noqa: E402
 from tcemu.ptx.errors import PtxUnsupported  # noqa: E402
 
 FIXTURES = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "ptx", "*.ptx"))

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 from pycute import Layout, Swizzle
 
-from tcemu.oracle import oracle
+from tcemu.testing.oracle import oracle
 
 import tcemu
 from tcemu import DescriptorError, GmmaDescriptor, LayoutError

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import tcemu
-from tcemu.banks import (BankError, bank_conflicts, core_matrix_banks, parse_op, pattern_from_descriptor,
-                         pattern_from_expression, pattern_from_layout, wavefronts_batch)
+from tcemu.layout.banks import (BankError, bank_conflicts, core_matrix_banks, parse_op, pattern_from_descriptor,
+                                pattern_from_expression, pattern_from_layout, wavefronts_batch)
 
 T = np.arange(32)
 

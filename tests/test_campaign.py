@@ -43,20 +43,25 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tcemu
-from tcemu import TcemuError, banks, check, explain, formats, fragments, kernel_inputs, seeds, sparse, tma, traces
+from tcemu import TcemuError
+from tcemu.layout import banks, fragments, tma
+from tcemu.tools import check, explain
+from tcemu.arith import formats
+from tcemu.traces import inputs as kernel_inputs, seeds, archive as traces
+from tcemu.hopper import sparse
 from tcemu.cli import main as cli_main
-from tcemu.descriptors import SwizzleMode, UmmaDescriptor
-from tcemu.fdp import FdpUnit, RZ, decode_operand, fused_dot, grouped_dot, integer_dot
-from tcemu.fuzz import campaign as fuzz_campaign, random_case
-from tcemu.instr import InstrDescriptor
-from tcemu.operand import instruction_k, operand_spec
-from tcemu.oracle import oracle
+from tcemu.layout.descriptors import SwizzleMode, UmmaDescriptor
+from tcemu.arith.fdp import FdpUnit, RZ, decode_operand, fused_dot, grouped_dot, integer_dot
+from tcemu.testing.fuzz import campaign as fuzz_campaign, random_case
+from tcemu.blackwell.instr import InstrDescriptor
+from tcemu.tools.operand import instruction_k, operand_spec
+from tcemu.testing.oracle import oracle
 import tcemu.ptx as tptx
 from tcemu.ptx import tensormap
 from tcemu.serve import api as serve_api, ptxrun as serve_api_ptx
-import tcemu.triton as ttriton
-from tcemu.smem import SharedMemory
-from tcemu.tmem import TensorMemory
+import tcemu.frontends.triton as ttriton
+from tcemu.layout.smem import SharedMemory
+from tcemu.blackwell.tmem import TensorMemory
 
 CAMPAIGN = os.environ.get("HYPOTHESIS_PROFILE") == "campaign"
 CAMPAIGN_CALLS = 60_000   # in all, under HYPOTHESIS_PROFILE=campaign
@@ -213,7 +218,7 @@ def _tile(rows, k, hi):
 
 
 def _instr_descs():
-    from tcemu.strategies import tcgen05_forms
+    from tcemu.testing.strategies import tcgen05_forms
     return tcgen05_forms(cta_group=1).filter(lambda d: d.m * d.n <= 128 * 64)
 
 
@@ -336,7 +341,7 @@ entry("wgmma", lambda smem, da, db, **kw: tcemu.wgmma(smem, da, db, **kw), Param
       scale_a=Int([1, -1], lo=-1, hi=1, bad=[0]), scale_b=Int([1, -1], lo=-1, hi=1, bad=[2]),
       c=Opt(Arr(st.just(np.zeros((64, 8), np.float32)), [np.zeros((64, 8), np.float16), np.zeros((64, 9), np.float32)],
                 as_float=False)), a_regs=A_REGS, weight=2)
-entry("hopper.check_form", lambda *a: __import__("tcemu.hopper").hopper.check_form(*a),
+entry("hopper.check_form", lambda *a: __import__("tcemu.hopper.wgmma").hopper.check_form(*a),
       Name(["m64n8k16", "m64n256k16"]), Const("bf16"), Const("bf16"), Const("f32"), Flag(), Flag(),
       Int([1, -1], lo=-1, hi=1, bad=[0]), Int([1, -1], lo=-1, hi=1, bad=[0]), Param(st.just(False),
                                                                                      st.sampled_from(["False", 1])))
@@ -472,7 +477,7 @@ entry("lint", explain.lint, DESC90, dtype=DTYPE90, major=MAJOR, rows=ROWS, k=Opt
 entry("instruction_k", explain.instruction_k, DTYPE90, ARCH)
 entry("describe_instruction", explain.describe_instruction,
       Param(_instr_descs(), st.sampled_from([None, 1, "x", object()])))
-entry("pictures.swizzle_atom", lambda mode, path, base_offset: __import__("tcemu.pictures").pictures.swizzle_atom(
+entry("pictures.swizzle_atom", lambda mode, path, base_offset: __import__("tcemu.tools.pictures").pictures.swizzle_atom(
     mode, path, base_offset=base_offset), SWIZZLE_NAME,
       Param(st.just(None).map(lambda _: os.path.join(tempfile.gettempdir(), "tcemu_campaign_atom.png")),
             st.sampled_from(["/nonexistent/x.png", "noext", tempfile.gettempdir(), "", None, 7,
@@ -849,9 +854,10 @@ entry("serve.ptx_view", serve_api_ptx.ptx_view,
 # ---- main's second round: tcemu.matmul, launch records, the zero-sign replay, tcgen05 .sp / .ws / sm_103a, the
 # zero-column mask, device printf and instruction traces ----
 
-from tcemu import launches, zero_sign  # noqa: E402
-from tcemu.collector import CollectorBuffers  # noqa: E402
-from tcemu.instr import ZeroColumnMask  # noqa: E402
+from tcemu.traces import launches
+from tcemu.traces.kinds import zero_sign  # noqa: E402
+from tcemu.blackwell.collector import CollectorBuffers  # noqa: E402
+from tcemu.blackwell.instr import ZeroColumnMask  # noqa: E402
 
 MM_A = RNG.integers(0, 1 << 16, (16, 32)).astype(np.uint16) & 0x7F7F   # bf16 bits: finite values
 MM_B = RNG.integers(0, 1 << 16, (32, 8)).astype(np.uint16) & 0x7F7F
@@ -969,7 +975,7 @@ entry("launches.replay_trace_case", _trace_case,
                                                                     {"cutlass_pingpong_bf16": TID_MODULE}])),
       weight=0.5)
 
-# the zero-sign replay (tcemu.zero_sign): the campaign's cut trace (three cases tcemu's model gives)
+# the zero-sign replay (tcemu.traces.kinds.zero_sign): the campaign's cut trace (three cases tcemu's model gives)
 _ZS = []
 
 
@@ -1019,8 +1025,8 @@ SP_F8 = InstrDescriptor("f8f6f4", "e4m3", "e4m3", m=128, n=64, sparse=True)
 
 
 def _nibbles(kind):
-    from tcemu.blackwell_sparse import CHUNK, VALID_NIBBLES
-    chunks = 2 * tcemu.blackwell.K_OF_KIND[kind] // CHUNK[kind]
+    from tcemu.blackwell.sparse import CHUNK, VALID_NIBBLES
+    chunks = 2 * tcemu.blackwell.mma.K_OF_KIND[kind] // CHUNK[kind]
     return st.just(None).map(lambda _: RNG.choice(VALID_NIBBLES[CHUNK[kind]], (128, chunks)).astype(np.uint8))
 
 
@@ -1049,7 +1055,7 @@ K96_SA, K96_SB = RNG.integers(120, 130, (128, 3)), RNG.integers(120, 130, (64, 3
 
 
 def _lbo_mode_descs():
-    from tcemu.strategies import lbo_mode_descriptors
+    from tcemu.testing.strategies import lbo_mode_descriptors
     return lbo_mode_descriptors().filter(lambda d: d.start_address + 128 * 48 < 200 * 1024 and d.lbo + 128 * 48 <
                                          200 * 1024)
 
@@ -1729,7 +1735,7 @@ def test_cli(argv_bad):
 CRASH_CASES = {
     "wavefronts_batch, 300,000 patterns, 3 masks": "import numpy as np; from tcemu.banks import wavefronts_batch as w; "
     "w('ld.shared.b32', np.zeros((300_000, 32), np.int64), np.zeros(3, np.int64))",
-    "tensor_view reaching 1 TiB past its buffer": "import numpy as np; from tcemu.tma import tensor_view as v; "
+    "tensor_view reaching 1 TiB past its buffer": "import numpy as np; from tcemu.layout.tma import tensor_view as v; "
     "t = v(np.zeros(64, np.uint8), 0, 8, [1 << 20, 1 << 20], [1 << 20]); print(int(t[-1, -1]))",
     "tma_load of a 256^5 box": "import numpy as np; import tcemu; tcemu.tma_load(tcemu.SharedMemory(), 0, "
     "np.zeros((2, 2, 2, 2, 16), np.uint8), box=[256] * 5, coords=[0] * 5)",

@@ -1,6 +1,6 @@
 """scripts/capture_edges.py: the case planning of the edge capture (f32 .ftz flush rule, NaN -> integer and
 cvt.f32.f64 edges, exact-zero sign and zero floor of wgmma), the replay of its wgmma_zero_sign trace
-(tcemu/zero_sign.py), and the captured traces when present."""
+(tcemu/traces/kinds/zero_sign.py), and the captured traces when present."""
 import importlib.util
 import json
 import os
@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcemu.errors import TraceError
-from tcemu.fdp import decode_operand, fused_dot
-from tcemu.fragments import to_d_registers
-from tcemu.hopper import fdp_unit
-from tcemu.ptx.alu_trace import evaluate, load_alu_trace, replay_alu_columns, replay_alu_trace
+from tcemu.core.errors import TraceError
+from tcemu.arith.fdp import decode_operand, fused_dot
+from tcemu.layout.fragments import to_d_registers
+from tcemu.hopper.wgmma import fdp_unit
+from tcemu.traces.kinds.ptx_alu import evaluate, load_alu_trace, replay_alu_columns, replay_alu_trace
 from tcemu.ptx.fparith import _FTZ_F64_BELOW, cvt, float_op
-from tcemu.zero_sign import HYPOTHESES, case_bits, case_inputs, replay_zero_sign
+from tcemu.traces.kinds.zero_sign import HYPOTHESES, case_bits, case_inputs, replay_zero_sign
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

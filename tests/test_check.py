@@ -5,8 +5,8 @@ from hypothesis import assume, given, strategies as st
 
 import tcemu
 from tcemu import LayoutError
-from tcemu.check import check_operand, suggest_descriptor
-from tcemu.smem import SharedMemory
+from tcemu.tools.check import check_operand, suggest_descriptor
+from tcemu.layout.smem import SharedMemory
 
 
 @given(st.sampled_from(["none", "32B", "64B", "128B"]), st.integers(0, 7), st.sampled_from([("bf16", "K", 16),

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from tcemu import InstrDescriptor, LayoutError, SharedMemory, UmmaDescriptor, tma_load, tma_placement
-from tcemu.check import check_operand
+from tcemu.tools.check import check_operand
 from tcemu.cli import main
-from tcemu.explain import explain, lint
-from tcemu.operand import operand_spec
+from tcemu.tools.explain import explain, lint
+from tcemu.tools.operand import operand_spec
 
 M256 = InstrDescriptor("f16", "bf16", "bf16", m=256, n=256)   # cta_group::2 (M = 256 exists only there)
 M128 = InstrDescriptor("f16", "bf16", "bf16", m=128, n=128)   # ::1 or ::2
@@ -77,7 +77,7 @@ def test_check_operand_takes_one_cta_or_both_stacked():
 
 def test_picture_of_one_cta(tmp_path):
     pytest.importorskip("matplotlib")
-    from tcemu.pictures import operand_map
+    from tcemu.tools.pictures import operand_map
     lo, labels = operand_map(K_MAJOR, str(tmp_path / "a.png"), instr=M256)
     rows = {int(t[1:].split(",")[0]) for t in labels.values()}
     assert lo == 0x400 and max(rows) == 127 and len(labels) == 128 * 2  # 128 rows x two 16-byte chunks

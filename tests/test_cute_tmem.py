@@ -1,4 +1,4 @@
-"""Peer oracle: CuTe's tensor-memory fragments (nvidia-cutlass headers, host-compiled with nvcc) vs tcemu/tmem.py.
+"""Peer oracle: CuTe's tensor-memory fragments (nvidia-cutlass headers, host-compiled with nvcc) vs tcemu/blackwell/tmem.py.
 
 tests/cute_oracle/tmem_oracle.cu only #includes CuTe and calls it: D and A through CuTe's MMA path
 (make_tiled_mma(op) -> partition_shape_C/A -> make_tensor<FrgTypeC/A>, i.e. UMMA::tmem_frg_1sm / tmem_frg_2sm),
@@ -41,7 +41,7 @@ import numpy as np
 import pytest
 
 from tcemu import TmemError
-from tcemu.tmem import TensorMemory, d_cells, meta_cells, tmem_address
+from tcemu.blackwell.tmem import TensorMemory, d_cells, meta_cells, tmem_address
 
 from test_cute_umma import _cute_include, _nvcc  # the same CuTe headers / nvcc lookup and skips
 

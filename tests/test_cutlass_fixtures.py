@@ -2,7 +2,7 @@
 (tcemu.launches) and the GPU capture's dry run (scripts/capture_cutlass.py).
 
 No GPU and no nvcc: the PTX and json are read as text. References are built from tcemu's fused-dot model
-(tcemu.fdp, what tcemu.wgmma computes per instruction), independently of the PTX interpreter under test.
+(tcemu.arith.fdp, what tcemu.wgmma computes per instruction), independently of the PTX interpreter under test.
 """
 import hashlib
 import json
@@ -14,12 +14,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tcemu import kernel_inputs as KI
-from tcemu import launches as L
+from tcemu.traces import inputs as KI
+from tcemu.traces import launches as L
 from tcemu import ptx as tptx
 from tcemu.ptx.program import Program
-from tcemu.fdp import decode_operand, fused_dot
-from tcemu.hopper import K_OF, fdp_unit
+from tcemu.arith.fdp import decode_operand, fused_dot
+from tcemu.hopper.wgmma import K_OF, fdp_unit
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "ptx"
@@ -370,8 +370,8 @@ def test_capture_dry_run_and_trace_replay(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["capture_cutlass.py", "--out", str(tmp_path), "--dry-run",
                                       "--kernels", str(tmp_path / "none")])
     CC.main()
-    from tcemu.errors import TraceError
-    from tcemu.traces import Trace
+    from tcemu.core.errors import TraceError
+    from tcemu.traces.archive import Trace
     z = np.load(tmp_path / "cutlass_kernels_sm90.npz", allow_pickle=False)
     meta = json.loads(z["meta"].tobytes())
     cols = {k: z[k] for k in z.files if k != "meta"}
@@ -414,7 +414,7 @@ def test_capture_dry_run_and_trace_replay(tmp_path, monkeypatch):
     mine[128:, 128:] = 0xFFFF
     assert np.all(mine == 0xFFFF)                                      # no other CTA ran
     cols["fixture_cutlass_ws_bf16_json"] = cols["fixture_cutlass_ws_bf16_json"][:-1]
-    with pytest.raises(TraceError, match="sha256"):    # the trace reader's check (tcemu/traces.py)
+    with pytest.raises(TraceError, match="sha256"):    # the trace reader's check (tcemu/traces/archive.py)
         L.trace_fixture(Trace("t", meta, cols), "cutlass_ws_bf16")
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcemu import launches as L
+from tcemu.traces import launches as L
 from tcemu.ptx.errors import PtxUnsupported
-from tcemu.traces import check_trace, load_trace
+from tcemu.traces.archive import check_trace, load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "ptx"
@@ -89,7 +89,7 @@ def test_gpu_outputs_plausible():
     GELU within bf16-input GEMM rounding, attention O and LSE within fp16 P rounding."""
     trace = load_trace(str(TRACE))
     meta, cols = trace.meta, trace.columns
-    from tcemu.kernel_inputs import input_bits
+    from tcemu.traces.inputs import input_bits
     for i, c in enumerate(meta["cases"]):
         rec = _meta(c["fixture"])["launches"][c["launch"]]
         bits = cols["bits"][int(cols["offsets"][i]):int(cols["offsets"][i + 1])]
@@ -121,8 +121,8 @@ def test_capture_dry_run_sfu_set(tmp_path, monkeypatch):
 
 def test_trace_check_several_outputs():
     """The trace reader holds a case with several outputs to its record: every buffer once, the bytes their sum."""
-    from tcemu.errors import TraceError
-    from tcemu.traces import Trace
+    from tcemu.core.errors import TraceError
+    from tcemu.traces.archive import Trace
     trace = load_trace(str(TRACE))
     i = [c["fixture"] for c in trace.meta["cases"]].index("cutlass_fmha_f16")
     for change in (lambda c: c["outputs"].pop(),                                  # LSE's bytes unaccounted for

@@ -5,7 +5,7 @@ import tcemu
 
 from tcemu import GmmaDescriptor
 from tcemu.cli import main
-from tcemu.explain import explain, lint
+from tcemu.tools.explain import explain, lint
 
 
 def fields(desc, **kw):

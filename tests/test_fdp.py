@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from tcemu import formats
-from tcemu.fdp import RNE, RZ, FdpUnit, decode_operand, fused_dot, integer_dot
+from tcemu.arith import formats
+from tcemu.arith.fdp import RNE, RZ, FdpUnit, decode_operand, fused_dot, integer_dot
 
 BF16_F32 = FdpUnit(25, "f32", 23, RZ)
 F16_F16 = FdpUnit(25, "f16", 10, RNE)
@@ -136,8 +136,8 @@ def test_zero_sign_is_a_unit_property():
     e4m3 -> f32, f16 -> f16) and sparse case where every product and C are -0 (traces/wgmma_zero_sign_sm90.npz,
     traces/wgmma_sp_numerics_sm90.npz), and every unit tcemu models follows it. signed_zero=True is IEEE 754's
     rule, kept to replay traces against it; the general path (special values) and the fast path agree."""
-    from tcemu.blackwell import fdp_unit as bw_unit
-    from tcemu.hopper import fdp_unit as hopper_unit
+    from tcemu.blackwell.mma import fdp_unit as bw_unit
+    from tcemu.hopper.wgmma import fdp_unit as hopper_unit
     units = [hopper_unit(t, d) for t, d in (("tf32", "f32"), ("f16", "f16"), ("bf16", "f32"), ("e4m3", "f32"))]
     units += [bw_unit(k, d) for k, d in (("f16", "f32"), ("f16", "f16"), ("mxf4", "f32"))]
     assert not any(u.signed_zero for u in units)
@@ -164,7 +164,7 @@ def test_zero_c_when_absent_is_a_zero_term_at_the_floor():
     -148, the -2^-160 term is kept (2^-173 grid) and RZ to f32 gives 2^-149 (0x00000001). With a +0 accumulator
     (C = +0 given, or zero_c_when_absent: the H100's scale-d = 0, traces/wgmma_zero_sign_sm90.npz floor_*_noc)
     the zero term counts at -133, the grid is 2^-158 and -2^-160 truncates to 0: 2^-148 (0x00000002)."""
-    from tcemu.hopper import fdp_unit as hopper_unit
+    from tcemu.hopper.wgmma import fdp_unit as hopper_unit
     a, b = bf16(2.0 ** -74, 2.0 ** -80), bf16(2.0 ** -74, -(2.0 ** -80))
     assert dot(a, b) == 0x00000001
     assert dot(a, b, c=0) == 0x00000002

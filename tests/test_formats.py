@@ -10,8 +10,8 @@ from hypothesis import given, strategies as st
 from numba import njit
 
 from tcemu import LayoutError, TcemuError
-from tcemu.formats import (E8M0, FLOAT_FORMATS, FormatError, NUMPY_TYPES, decode, decode_float, decode_int,
-                           encode, format_args, from_bits, get_format, to_bits)
+from tcemu.arith.formats import (E8M0, FLOAT_FORMATS, FormatError, NUMPY_TYPES, decode, decode_float, decode_int,
+                                 encode, format_args, from_bits, get_format, to_bits)
 
 ALL = list(FLOAT_FORMATS)
 SMALL = ["f16", "bf16", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "ue8m0", "ue4m3"]  # every pattern

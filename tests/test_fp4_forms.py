@@ -5,9 +5,9 @@ import pytest
 
 import tcemu
 from tcemu import InstrDescriptor, LayoutError, SharedMemory, UmmaDescriptor, tma_load, tma_placement
-from tcemu.check import check_operand, check_tile, suggest_descriptor
-from tcemu.dtypes import is_padded, placement_dtype
-from tcemu.explain import explain, instruction_k
+from tcemu.tools.check import check_operand, check_tile, suggest_descriptor
+from tcemu.arith.dtypes import is_padded, placement_dtype
+from tcemu.tools.explain import explain, instruction_k
 
 
 def _pack(values, width):

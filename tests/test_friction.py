@@ -121,7 +121,7 @@ def test_hopper_layout_codes_in_the_sm100_field_are_named():
     """A hand-rolled sm100 builder that stores Hopper's GMMA layout enum (B128 = 1, B32 = 3) in the 3-bit layout
     field at bits 61-63 (CuTe's UMMA::SmemDescriptor::layout_type_) gets 128B_base32B or an unused code."""
     from tcemu import DescriptorError, UmmaDescriptor
-    from tcemu.explain import explain
+    from tcemu.tools.explain import explain
     base = 0x40 | 1 << 16 | 0x40 << 32 | 1 << 46
     with pytest.raises(DescriptorError) as e:
         UmmaDescriptor.decode(base | 3 << 61)

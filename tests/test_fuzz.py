@@ -5,9 +5,9 @@ from hypothesis import given
 
 import tcemu
 from tcemu import TcemuError, operand_addresses
-from tcemu.fuzz import campaign
-from tcemu.hopper import check_form
-from tcemu.strategies import invalid_descriptors, operands, tcgen05_forms, valid_descriptors, wgmma_forms
+from tcemu.testing.fuzz import campaign
+from tcemu.hopper.wgmma import check_form
+from tcemu.testing.strategies import invalid_descriptors, operands, tcgen05_forms, valid_descriptors, wgmma_forms
 
 
 def test_campaign_agrees():
@@ -56,7 +56,7 @@ def test_invalid_descriptors_strategy(desc):
 def test_wgmma_forms_strategy(form):
     shape, a, b, d = form
     n, k = check_form(shape, a, b, d, False, False, 1, 1, False)
-    assert shape == f"m64n{n}k{k}" and tcemu.hopper.K_OF[a] == k
+    assert shape == f"m64n{n}k{k}" and tcemu.hopper.wgmma.K_OF[a] == k
 
 
 @given(tcgen05_forms(), valid_descriptors(arch="sm100"))
@@ -81,9 +81,10 @@ def test_sm103_campaign_agrees_and_catches_mode_0():
     assert rep is not None and "mode1_oracle" in rep and "arch='sm103'" in rep
 
 
-from tcemu.strategies import lbo_mode_descriptors, sm103_forms, sparse_nibbles, tcgen05_sparse_forms, tcgen05_ws_forms  # noqa: E402
-from tcemu.blackwell import check_form as tcgen05_check_form  # noqa: E402
-from tcemu.blackwell_sparse import invalid_nibbles  # noqa: E402
+from tcemu.testing.strategies import (lbo_mode_descriptors, sm103_forms, sparse_nibbles, tcgen05_sparse_forms,
+                                      tcgen05_ws_forms)  # noqa: E402
+from tcemu.blackwell.mma import check_form as tcgen05_check_form  # noqa: E402
+from tcemu.blackwell.sparse import invalid_nibbles  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 

@@ -9,16 +9,16 @@ import pytest
 
 import tcemu
 from tcemu import TcemuError
-from tcemu.banks import pattern_from_expression, pattern_from_layout, wavefronts_batch
+from tcemu.layout.banks import pattern_from_expression, pattern_from_layout, wavefronts_batch
 from tcemu.cli import main
-from tcemu.errors import SharedMemoryError
-from tcemu.fragments import to_d_registers
-from tcemu.instr import InstrDescriptor
-from tcemu.smem import SharedMemory
-from tcemu.swizzle import Swizzle
-from tcemu.tma import tensor_view
-from tcemu.tmem import TensorMemory
-from tcemu.traces import load_trace, replay
+from tcemu.core.errors import SharedMemoryError
+from tcemu.layout.fragments import to_d_registers
+from tcemu.blackwell.instr import InstrDescriptor
+from tcemu.layout.smem import SharedMemory
+from tcemu.layout.swizzle import Swizzle
+from tcemu.layout.tma import tensor_view
+from tcemu.blackwell.tmem import TensorMemory
+from tcemu.traces.archive import load_trace, replay
 
 TRACES = os.path.join(os.path.dirname(__file__), "..", "traces")
 
@@ -139,7 +139,7 @@ def test_tensor_memory_never_wraps():
 def test_other_ranges():
     assert field_of(Swizzle, -1, 4, 3) == "bits"
     assert field_of(Swizzle, 3, 4, 2) == "shift"         # the XOR fields would overlap
-    assert field_of(tcemu.swizzle.SWIZZLE_128B, 0x400, -1) == "base_offset"
+    assert field_of(tcemu.layout.swizzle.SWIZZLE_128B, 0x400, -1) == "base_offset"
     assert field_of(SharedMemory().scatter_bytes, [0x400], [[256]]) == "raw"
     assert field_of(pattern_from_layout, (32,), (4,), base=float("nan")) == "base"
     assert field_of(pattern_from_layout, (32,), (1 << 40,)) == "stride"
@@ -234,9 +234,9 @@ def test_reader_refuses_a_npy_header_cut_inside_its_dict(tmp_path):
 
 
 def test_every_trace_kind_is_registered_in_all_three_places():
-    """A kind needs its columns, its consistency check and its replayer (tcemu/traces.py); the bundled traces use
+    """A kind needs its columns, its consistency check and its replayer (tcemu/traces/archive.py); the bundled traces use
     registered kinds only (test_traces replays each)."""
-    from tcemu.traces import _CHECKS, _REPLAYERS, _REQUIRED
+    from tcemu.traces.archive import _CHECKS, _REPLAYERS, _REQUIRED
     assert set(_REQUIRED) == set(_CHECKS) == set(_REPLAYERS)
     assert {"wgmma_sp_operand_addresses", "wgmma_sp_metadata", "wgmma_sp_numerics", "ptx_alu",
             "kernel_outputs", "gemm_outputs", "launch_outputs", "wgmma_zero_sign"} <= set(_REQUIRED)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tcemu import DescriptorError
-from tcemu.instr import KINDS, InstrDescriptor
+from tcemu.blackwell.instr import KINDS, InstrDescriptor
 
 
 @given(st.integers(0, (1 << 32) - 1), st.sampled_from(KINDS))
@@ -109,7 +109,7 @@ def test_nvfp4_descriptor_with_scale_id_2_is_refused_by_decode_cli_and_explain(c
     """Hand-encoded per PTX Table 44: A e2m1 (1 << 7), B e2m1 (1 << 10), N = 128 (16 << 17), ue4m3 (bit 23 = 0),
     M = 128 (1 << 27), A scale id 2 (2 << 29) = 0x48200480; CuTe's block-scaled builder encodes it without a word."""
     from tcemu.cli import main
-    from tcemu.explain import explain
+    from tcemu.tools.explain import explain
     with pytest.raises(DescriptorError) as e:
         InstrDescriptor.decode(0x48200480, "mxf4nvf4")
     assert e.value.field == "a_scale_id" and "four scale bytes per row, which fill its 32-bit" in e.value.rule

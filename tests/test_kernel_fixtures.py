@@ -13,9 +13,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tcemu import kernel_inputs as KI
-from tcemu import triton as TT
-from tcemu.errors import TcemuError
+from tcemu.traces import inputs as KI
+from tcemu.frontends import triton as TT
+from tcemu.core.errors import TcemuError
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "ptx"
@@ -187,7 +187,7 @@ def _ref_word(seed, stream, i):
 
 
 def _ref_bits(fmt, seed, stream, n):
-    """Plain-Python statement of the generator rule in tcemu/kernel_inputs.py's docstring."""
+    """Plain-Python statement of the generator rule in tcemu/traces/inputs.py's docstring."""
     width, ebits, mbits, bias = {"bf16": (16, 8, 7, 127), "f16": (16, 5, 10, 15), "f32": (32, 8, 23, 127),
                                  "e4m3": (8, 4, 3, 7)}[fmt]
     out = []

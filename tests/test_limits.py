@@ -14,12 +14,12 @@ import pytest
 import tcemu.ptx as ptx
 from tcemu import LimitError, TcemuError
 from tcemu.cli import main
-from tcemu.launches import LaunchRecordError, blob_for
+from tcemu.traces.launches import LaunchRecordError, blob_for
 from tcemu.ptx import BudgetExceeded, Deadlock, KernelFault, PtxError, PtxLimit, PtxUnsupported
 from tcemu.ptx import parser as P
 from tcemu.ptx.memory import GlobalMemory
-from tcemu.tmem import TensorMemory
-from tcemu.errors import TmemError, TraceError
+from tcemu.blackwell.tmem import TensorMemory
+from tcemu.core.errors import TmemError, TraceError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "ptx")
 HEAD = ".version 8.3\n.target sm_90\n.address_size 64\n"

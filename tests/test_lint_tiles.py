@@ -6,8 +6,8 @@ from hypothesis import assume, given, strategies as st
 
 from tcemu import (GmmaDescriptor, InstrDescriptor, LayoutError, SharedMemory, TcemuError, UmmaDescriptor,
                    operand_addresses, tma_load, tma_placement)
-from tcemu.check import check_tile, suggest_descriptor
-from tcemu.explain import lint
+from tcemu.tools.check import check_tile, suggest_descriptor
+from tcemu.tools.explain import lint
 
 OVERLAPPING = UmmaDescriptor(start_address=0x400, lbo=16, sbo=0x200, swizzle="128B", version=1)
 

@@ -11,12 +11,12 @@ from hypothesis import given, settings, strategies as st
 
 import tcemu
 from tcemu import TcemuError, matmul
-from tcemu import gemm as mm_mod
-from tcemu.chain import fma_f32
-from tcemu.formats import encode, get_format
-from tcemu.kernel_inputs import input_bits
-from tcemu.gemm import BlockScales
-from tcemu.traces import load_trace
+from tcemu.gemm import engine as mm_mod
+from tcemu.arith.chain import fma_f32
+from tcemu.arith.formats import encode, get_format
+from tcemu.traces.inputs import input_bits
+from tcemu.gemm.engine import BlockScales
+from tcemu.traces.archive import load_trace
 
 HERE = os.path.dirname(__file__)
 TRITON = os.path.join(HERE, "..", "traces", "triton_kernels_sm90.npz")
@@ -34,7 +34,7 @@ def both(*args, **kw):
 
 
 # ---- silicon: the 18 Triton launches (traces/triton_kernels_sm90.npz), through matmul instead of the PTX
-# interpreter. The inputs come from each case's seeds exactly as tcemu/ptx/replay.py builds them.
+# interpreter. The inputs come from each case's seeds exactly as tcemu/traces/kinds/kernel_outputs.py builds them.
 
 B_STORED_NK = ("matmul_e4m3", "matmul_tma_bf16", "matmul_dtma_bf16")  # fixture descriptions: "B stored (N,K)"
 TRITON_TYPES = {"bf16": "bf16", "f16": "f16", "f32": "tf32", "e4m3": "e4m3"}  # tl.dot on f32: tf32
@@ -80,7 +80,7 @@ CUTLASS_PROMOTE = {"cutlass_fp8_promote": 4}
 
 
 def _cutlass_cases():
-    from tcemu import launches
+    from tcemu.traces import launches
     t = load_trace(CUTLASS)
     for i, case in enumerate(t.meta["cases"]):
         if case["fixture"] == "cutlass_cute_tutorial":   # an f16 tutorial kernel with C stored (N, M): see test_traces
@@ -117,7 +117,7 @@ def test_cutlass_fp8_trace_tells_promotion_apart():
 # ---- silicon: cuBLAS (traces/torch_gemm_sm90.npz; the replay of every claimed case is in test_traces.py)
 
 def _torch_case(index):
-    from tcemu.gemm_trace import case_inputs, case_model, compare, run_case
+    from tcemu.traces.kinds.gemm_outputs import case_inputs, case_model, compare, run_case
     t = load_trace(TORCH)
     case = t.meta["cases"][index]
     kw, reason = case_model(case, t.meta)
@@ -125,7 +125,7 @@ def _torch_case(index):
 
 
 def test_torch_trace_claims_and_reasons():
-    from tcemu.gemm_trace import case_model
+    from tcemu.traces.kinds.gemm_outputs import case_model
     t = load_trace(TORCH)
     claimed = [i for i, c in enumerate(t.meta["cases"]) if c["status"] == "ok" and case_model(c, t.meta)[0]]
     assert len(claimed) == 23 and len(t.meta["cases"]) == 32
@@ -184,7 +184,7 @@ HOPPER = [("tf32", "tf32", "f32"), ("f16", "f16", "f16"), ("f16", "f16", "f32"),
 @pytest.mark.parametrize("ta,tb,td", HOPPER)
 def test_chain_equals_wgmma_chain(ta, tb, td):
     """K = 3 instructions + a tail: matmul equals wgmma issued three times (the tail zero-padded) on C."""
-    from tcemu.hopper import K_OF
+    from tcemu.hopper.wgmma import K_OF
     rng = np.random.default_rng(7)
     k = K_OF[ta]
     K = 3 * k - k // 2
@@ -213,8 +213,8 @@ BLACKWELL = [("f16", "bf16", "bf16", "f32"), ("tf32", "tf32", "tf32", "f32"), ("
 @pytest.mark.parametrize("kind,ta,tb,td", BLACKWELL)
 def test_chain_equals_tcgen05_chain(kind, ta, tb, td):
     """sm100: matmul over two instructions' K equals blackwell's arithmetic applied twice on C."""
-    from tcemu.blackwell import K_OF_KIND, _arithmetic
-    from tcemu.instr import InstrDescriptor
+    from tcemu.blackwell.mma import K_OF_KIND, _arithmetic
+    from tcemu.blackwell.instr import InstrDescriptor
     rng = np.random.default_rng(11)
     k = K_OF_KIND[kind]
     a, b = _bits(rng, ta, (16, 2 * k), (-3, 3), 0.0, 0.05), _bits(rng, tb, (2 * k, 8), (-3, 3), 0.0, 0.05)
@@ -281,8 +281,8 @@ def test_promotion_with_block_scales_equals_hand_chain():
     sb = rng.uniform(0.25, 4, (2, 3)).astype(np.float32)
     c = rng.standard_normal((M, N)).astype(np.float32)
     got = raw(matmul(a, b, c=c, dtype_a="e4m3", dtype_b="e4m3", promote_every=4, scales=BlockScales(sa, sb)))
-    from tcemu.fdp import decode_operand, fused_dot
-    from tcemu.hopper import fdp_unit
+    from tcemu.arith.fdp import decode_operand, fused_dot
+    from tcemu.hopper.wgmma import fdp_unit
     main = c.astype(np.float64)
     for kb in range(3):
         lo, hi = 128 * kb, min(K, 128 * kb + 128)

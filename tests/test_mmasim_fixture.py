@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import tcemu.blackwell as blackwell
+import tcemu.blackwell.mma as blackwell
 from tcemu import InstrDescriptor, SharedMemory, UmmaDescriptor, tcgen05_mma
 
 ROOT = Path(__file__).resolve().parents[1]

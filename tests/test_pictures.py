@@ -3,7 +3,7 @@ import numpy as np
 
 import tcemu
 from tcemu.cli import main
-from tcemu.pictures import operand_map, swizzle_atom
+from tcemu.tools.pictures import operand_map, swizzle_atom
 
 
 def test_swizzle_atom_grid(tmp_path):

@@ -679,7 +679,7 @@ TRACE = os.path.join(ROOT, "traces", "ptx_alu_sm90.npz")
 def test_hardware_trace_replays():
     if not os.path.exists(TRACE):
         pytest.skip("traces/ptx_alu_sm90.npz not captured yet (scripts/capture_ptx_alu.py docstring: device command)")
-    from tcemu.ptx.alu_trace import replay_alu_trace
+    from tcemu.traces.kinds.ptx_alu import replay_alu_trace
     r = replay_alu_trace(TRACE)
     bad = {k: v for k, v in r.forms.items() if v.status != "match"}
     assert not bad, "\n" + r.table()
@@ -692,7 +692,7 @@ def test_hardware_trace_replays():
 def test_replay_reports_planted_mismatch(tmp_path):
     """A two-form trace written by hand: add.rn.f32 1+1 = 2 (0x40000000) and a planted wrong result."""
     import json
-    from tcemu.ptx.alu_trace import replay_alu_trace
+    from tcemu.traces.kinds.ptx_alu import replay_alu_trace
     meta = {"format": "tcemu-trace", "version": 1, "kind": "ptx_alu", "arch": "sm90",
             "forms": [{"name": "add.rn.f32", "dst": [32], "src": ["f32", "f32"]},
                       {"name": "ex2.approx.f32", "dst": [32], "src": ["f32"]}]}
@@ -715,7 +715,7 @@ def test_capture_script_consistent(tmp_path):
     a trace the replay reads."""
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import capture_ptx_alu as cap
-    from tcemu.ptx.alu_trace import evaluate, load_alu_trace
+    from tcemu.traces.kinds.ptx_alu import evaluate, load_alu_trace
     with open(os.path.join(ROOT, "scripts", "ptx_alu_ops.inc")) as fh:
         assert fh.read() == cap.gen_inc()
     rng = np.random.default_rng(0)

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import tcemu.ptx as tp
-from tcemu.fdp import decode_operand, fused_dot
-from tcemu.hopper import fdp_unit
-from tcemu.kernel_inputs import input_bits
-from tcemu.triton import TensorDescriptor, TritonError, run_compiled
+from tcemu.arith.fdp import decode_operand, fused_dot
+from tcemu.hopper.wgmma import fdp_unit
+from tcemu.traces.inputs import input_bits
+from tcemu.frontends.triton import TensorDescriptor, TritonError, run_compiled
 
 FX = os.path.join(os.path.dirname(__file__), "fixtures", "ptx")
 STORE = {"bf16": "bf16", "fp16": "f16", "fp32": "f32", "fp8e4nv": "e4m3"}

@@ -14,8 +14,7 @@ import pytest
 
 import tcemu.ptx as ptx
 from tcemu import InstrDescriptor, SharedMemory, TensorMemory, UmmaDescriptor, tcgen05_mma
-from tcemu.ptx.errors import (Deadlock, HazardError, KernelFault, MemoryFault, PtxSyntaxError,
-                              PtxUnsupportedWarning)
+from tcemu.ptx.errors import Deadlock, HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxUnsupportedWarning
 
 HEADER = ".version 8.8\n.target sm_100a\n.address_size 64\n"
 BASE = 0x400          # the dynamic shared array starts here

@@ -26,9 +26,9 @@ import pytest
 
 import tcemu.ptx as ptx
 from tcemu import InstrDescriptor, SharedMemory, TensorMemory, UmmaDescriptor, tcgen05_mma
-from tcemu.blackwell_sparse import VALID_NIBBLES
-from tcemu.collector import CollectorBuffers
-from tcemu.instr import ZeroColumnMask
+from tcemu.blackwell.sparse import VALID_NIBBLES
+from tcemu.blackwell.collector import CollectorBuffers
+from tcemu.blackwell.instr import ZeroColumnMask
 from tcemu.ptx.errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 
 from test_ptx_tcgen05 import BASE, EPILOGUE, PROLOGUE, REGS, desc, rand_bits

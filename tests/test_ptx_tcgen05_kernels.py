@@ -21,9 +21,9 @@ import pytest
 
 import tcemu.ptx as tp
 from tcemu import InstrDescriptor, SharedMemory, UmmaDescriptor, tcgen05_mma
-from tcemu.kernel_inputs import input_bits
-from tcemu.ptx.replay import _tensor_map
-from tcemu.triton import TensorDescriptor, opcode_census, run_compiled
+from tcemu.traces.inputs import input_bits
+from tcemu.traces.kinds.kernel_outputs import _tensor_map
+from tcemu.frontends.triton import TensorDescriptor, opcode_census, run_compiled
 
 FX = os.path.join(os.path.dirname(__file__), "fixtures", "ptx")
 SM100 = os.path.join(FX, "sm100")

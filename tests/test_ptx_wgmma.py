@@ -18,7 +18,7 @@ import tcemu
 import tcemu.ptx as ptx
 from tcemu import GmmaDescriptor
 from tcemu.ptx.errors import Deadlock, HazardError, KernelFault, MemoryFault
-from tcemu.smem import SharedMemory
+from tcemu.layout.smem import SharedMemory
 
 from ptxkit import HEADER
 

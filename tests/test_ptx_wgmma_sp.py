@@ -6,8 +6,8 @@ import pytest
 
 import tcemu
 import tcemu.ptx as ptx
-from tcemu.sparse import meta_registers
-from tcemu.smem import SharedMemory
+from tcemu.hopper.sparse import meta_registers
+from tcemu.layout.smem import SharedMemory
 
 from test_ptx_wgmma import BASE, D, Form, _bits, kernel
 

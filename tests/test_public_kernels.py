@@ -7,8 +7,8 @@ descriptor model, two separate code paths; the expected texts are derived by han
 import numpy as np
 
 from tcemu import GmmaDescriptor, InstrDescriptor, SharedMemory, UmmaDescriptor, tma_load, tma_placement
-from tcemu.check import check_operand, check_tile, k_block_descriptors, suggest_descriptor
-from tcemu.explain import dense_strides, lint
+from tcemu.tools.check import check_operand, check_tile, k_block_descriptors, suggest_descriptor
+from tcemu.tools.explain import dense_strides, lint
 
 
 def bf16_tensor(rows, cols, seed=0):

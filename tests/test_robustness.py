@@ -6,8 +6,8 @@ from hypothesis import example, given, strategies as st
 
 import tcemu
 from tcemu import GmmaDescriptor, SwizzleMode, TcemuError
-from tcemu.descriptors import SM90_RESERVED_MASK, SM90_SWIZZLES
-from tcemu.smem import SharedMemory
+from tcemu.layout.descriptors import SM90_RESERVED_MASK, SM90_SWIZZLES
+from tcemu.layout.smem import SharedMemory
 
 DTYPE_NAMES = ["tf32", "f16", "bf16", "e4m3", "e5m2", "s8", "u8", "b1", "f32", "s32", ".bf16"]
 U64 = st.integers(0, 2**64 - 1)

@@ -4,10 +4,10 @@ from hypothesis import example, given, strategies as st
 
 import tcemu
 from tcemu import TcemuError
-from tcemu.banks import bank_conflicts, pattern_from_expression, wavefronts_batch
-from tcemu.hopper import check_form
-from tcemu.smem import SharedMemory
-from tcemu.tma import tma_load
+from tcemu.layout.banks import bank_conflicts, pattern_from_expression, wavefronts_batch
+from tcemu.hopper.wgmma import check_form
+from tcemu.layout.smem import SharedMemory
+from tcemu.layout.tma import tma_load
 
 junk = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=True), st.text(max_size=12),
                  st.integers(-2**70, 2**70), st.lists(st.integers(-2**40, 2**40), max_size=40))
@@ -68,9 +68,9 @@ umma_descriptors = st.integers(0, 7).flatmap(lambda i: st.integers(0, 2**64 - 1)
 
 
 def instr_descriptors():
-    """(value, kind): mostly legal forms (tcemu.strategies.tcgen05_forms), sometimes any 32 bits, any kind."""
-    from tcemu.instr import KINDS
-    from tcemu.strategies import tcgen05_forms
+    """(value, kind): mostly legal forms (tcemu.testing.strategies.tcgen05_forms), sometimes any 32 bits, any kind."""
+    from tcemu.blackwell.instr import KINDS
+    from tcemu.testing.strategies import tcgen05_forms
     legal = tcgen05_forms().map(lambda d: (d.encode(), d.kind)) | tcgen05_forms(cta_group=2).map(lambda d: (d.encode(), d.kind))
     return st.integers(0, 7).flatmap(lambda i: st.tuples(st.integers(0, 2**32 - 1), st.sampled_from(KINDS + ("x",)))
                                      if i == 0 else legal)

@@ -1,7 +1,7 @@
-"""tcemu.seeds must reproduce the input generator of scripts/capture_numerics.cu bit for bit.
+"""tcemu.traces.seeds must reproduce the input generator of scripts/capture_numerics.cu bit for bit.
 
 The main test extracts the generator (and fill_operand) from the CUDA source at test time, makes it
-host-callable, compiles it with nvcc for the host and compares every value with tcemu.seeds. The other
+host-callable, compiles it with nvcc for the host and compares every value with tcemu.traces.seeds. The other
 tests need no compiler: exact splitmix64 values, a scalar Python-int port of the C code, the KF/FMTS
 tables parsed from the source, and a digest pinned from a run that matched the CUDA build.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcemu import seeds as S
+from tcemu.traces import seeds as S
 
 ROOT = Path(__file__).resolve().parents[1]
 CU = ROOT / "scripts" / "capture_numerics.cu"

@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tcemu
-from tcemu.banks import bank_conflicts
+from tcemu.layout.banks import bank_conflicts
 from tcemu.cli import main
-from tcemu.explain import explain, lint
-from tcemu.instr import InstrDescriptor
+from tcemu.tools.explain import explain, lint
+from tcemu.blackwell.instr import InstrDescriptor
 from tcemu.serve import api, ptxrun
 from tcemu.serve.server import API_FIELDS, call, make_server, static_files
-from tcemu.smem import SharedMemory
-from tcemu.tma import tma_load
-from tcemu.tmem import TensorMemory
+from tcemu.layout.smem import SharedMemory
+from tcemu.layout.tma import tma_load
+from tcemu.blackwell.tmem import TensorMemory
 from tests.ptxkit import entry
 
 DESC = "0x4000004000010040"  # README: start 0x400, LBO 16, SBO 1024, 128B swizzle

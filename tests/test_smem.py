@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tcemu import GmmaDescriptor, SharedMemoryError, operand_addresses
-from tcemu.smem import SharedMemory
+from tcemu.layout.smem import SharedMemory
 
 
 def test_window_size_and_edges():

@@ -1,7 +1,7 @@
-"""wgmma.mma_async.sp (tcemu/sparse.py): metadata layout, gather, arithmetic, addressing of 64-byte K rows, and
+"""wgmma.mma_async.sp (tcemu/hopper/sparse.py): metadata layout, gather, arithmetic, addressing of 64-byte K rows, and
 the traces of scripts/capture_sparse.py when they are present.
 
-References are independent of tcemu/sparse.py: CuTe's metadata layouts evaluated with CuTe's own layout algebra
+References are independent of tcemu/hopper/sparse.py: CuTe's metadata layouts evaluated with CuTe's own layout algebra
 (pycute), scalar loops over the PTX text's definitions, tests/test_fdp.py's exact-rational fused-dot reference,
 and numpy integer matrix products of the densified matrix.
 """
@@ -13,10 +13,10 @@ import pytest
 
 import tcemu
 from tcemu import GmmaDescriptor, LayoutError, SharedMemory
-from tcemu import sparse as S
-from tcemu.fdp import RNE, RZ, FdpUnit
-from tcemu.fragments import to_a_registers
-from tcemu.traces import load_trace, sp_numerics_case_matches
+from tcemu.hopper import sparse as S
+from tcemu.arith.fdp import RNE, RZ, FdpUnit
+from tcemu.layout.fragments import to_a_registers
+from tcemu.traces.archive import load_trace, sp_numerics_case_matches
 from test_fdp import reference
 
 TRACES = os.path.join(os.path.dirname(__file__), "..", "traces")
@@ -325,7 +325,7 @@ def test_b_k_major_32b_beyond_the_swizzle_width():
 
 
 def test_explain_lint_knows_lbo_is_used_for_sparse_b():
-    from tcemu.explain import lint
+    from tcemu.tools.explain import lint
     desc = GmmaDescriptor(0x400, 16, 256, 0, "32B")  # CuTe's "assumed 1": chunks 2, 3 overlap chunks 1 and 2
     assert any(f.field == "lbo, sbo" for f in lint(desc, dtype="f16", rows=8, k=32))
     assert not any(f.field == "lbo, sbo" for f in lint(GmmaDescriptor(0x400, 256, 256, 0, "32B"), dtype="f16",
@@ -365,9 +365,9 @@ _INF_NAN = {"tf32": lambda x: (x & 0x7F800000) == 0x7F800000, "f16": lambda x: (
 
 
 def _num_inputs(trace, i):
-    """Input properties of numerics case i, from the seed (tcemu/sparse_seeds.py, the capture's generator) alone:
+    """Input properties of numerics case i, from the seed (tcemu/traces/sparse_seeds.py, the capture's generator) alone:
     (float kind, negzero with both imm-scales +1, valid metadata with an inf/NaN of B at a pruned position)."""
-    from tcemu import sparse_seeds as SS
+    from tcemu.traces import sparse_seeds as SS
     c = trace.columns
     kind, n, sel, rega, ta, tb, sa, sb = trace.meta["instantiations"][int(c["inst"][i])]
     atype, btype, dtype, _ = trace.meta["kinds"][kind]
@@ -417,8 +417,8 @@ def test_numerics_trace_rejects_the_alternative_rules():
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from tcemu.errors import TcemuError  # noqa: E402
-from tcemu.strategies import sparse_meta, wgmma_sp_forms  # noqa: E402
+from tcemu.core.errors import TcemuError  # noqa: E402
+from tcemu.testing.strategies import sparse_meta, wgmma_sp_forms  # noqa: E402
 
 
 @settings(max_examples=25, deadline=None)
@@ -463,7 +463,7 @@ def test_any_metadata_gives_a_result_or_a_tcemu_error(form, meta, gather):
 
 
 def test_explain_sparse_operands_and_metadata():
-    from tcemu.explain import describe_sparse_meta, explain, instruction_k
+    from tcemu.tools.explain import describe_sparse_meta, explain, instruction_k
     assert instruction_k("f16", sparse=True, operand="a") == 16 and instruction_k("f16", sparse=True, operand="b") == 32
     assert instruction_k("e4m3", sparse=True, operand="b") == 64
     with pytest.raises(LayoutError):

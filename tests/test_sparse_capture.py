@@ -1,4 +1,4 @@
-"""The sparse capture (scripts/capture_sparse.*) without a GPU: its input generator against tcemu.sparse_seeds, its
+"""The sparse capture (scripts/capture_sparse.*) without a GPU: its input generator against tcemu.traces.sparse_seeds, its
 generated wrappers, and its planning / decoding / trace writing looped back through tcemu's replay.
 
 The loopback feeds the driver the raw outputs that hardware behaving exactly like tcemu's model would produce, so
@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcemu import operand_addresses, seeds
-from tcemu import sparse_seeds as SS
-from tcemu.descriptors import GmmaDescriptor
-from tcemu.fragments import a_coords, to_d_registers
-from tcemu.traces import (load_trace, replay, sp_metadata_case_registers, sp_numerics_case_registers,
-                          thread_digests)
+from tcemu import operand_addresses
+from tcemu.traces import seeds
+from tcemu.traces import sparse_seeds as SS
+from tcemu.layout.descriptors import GmmaDescriptor
+from tcemu.layout.fragments import a_coords, to_d_registers
+from tcemu.traces.archive import (load_trace, replay, sp_metadata_case_registers, sp_numerics_case_registers,
+                                  thread_digests)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
@@ -149,7 +150,7 @@ def test_generator_matches_host_build(tmp_path, which):
 
 
 def test_meta_classes_have_the_nibbles_they_name():
-    from tcemu.sparse import invalid_nibbles
+    from tcemu.hopper.sparse import invalid_nibbles
     for kind, chunk in ((0, 2), (1, 4), (15, 4)):
         dtype = SS.SP_KINDS[kind][0]
         for cls in range(5):
@@ -288,6 +289,6 @@ def test_loopback_metadata_and_numerics_trace_columns(tmp_path, monkeypatch):
 
 
 def _fake_trace(kind, insts, drv, **cols):
-    from tcemu.traces import Trace
+    from tcemu.traces.archive import Trace
     return Trace("loopback", {"kind": kind, "kinds": [list(k) for k in drv.gen.KINDS],
                               "instantiations": [list(i) for i in insts]}, cols)

@@ -5,9 +5,9 @@ import pytest
 
 from tcemu import GmmaDescriptor, InstrDescriptor, LayoutError, UmmaDescriptor
 from tcemu.cli import main
-from tcemu.explain import explain, lint
-from tcemu import explain as explain_module
-from tcemu.operand import instruction_k
+from tcemu.tools.explain import explain, lint
+from tcemu.tools import explain as explain_module
+from tcemu.tools.operand import instruction_k
 
 CUTE_ONE = GmmaDescriptor(0x400, 16, 256, 0, "32B")    # CuTe's "assumed 1" LBO (16 bytes) on a 32B K-major B
 TRITON = GmmaDescriptor(0x400, 256, 256, 0, "32B")     # LBO = 8 rows x 32 bytes: atom columns after all rows
@@ -97,7 +97,7 @@ def test_sparse_b_picture_places_the_second_atom_column(tmp_path):
     """Row r, k 0..15 at 0x400 + 32 r (two chunks); k 16..31 one atom column on, at 0x500 + 32 r; the 32B swizzle
     flips address bit 4 where bit 7 is set (rows 4-7 of each column)."""
     pytest.importorskip("matplotlib")
-    from tcemu.pictures import operand_map
+    from tcemu.tools.pictures import operand_map
     lo, labels = operand_map(TRITON, str(tmp_path / "b.png"), rows=8, k=instruction_k("f16", sparse=True, operand="B"),
                              dtype="f16", operand="B")
     assert lo == 0x400 and len(labels) == 32  # 8 rows x 4 chunks over 4 lines of 128 bytes
@@ -123,7 +123,7 @@ def _triton_b(rows, start=0x400, sbo=256):
 def test_suggest_and_check_a_sparse_b_placement():
     """suggest_descriptor finds the LBO of the second atom column (it assumed LBO unused for every swizzled K-major
     placement); check_operand names CuTe's 16-byte LBO against it."""
-    from tcemu.check import check_operand, suggest_descriptor
+    from tcemu.tools.check import check_operand, suggest_descriptor
     w = _triton_b(16)
     assert suggest_descriptor(w, dtype="f16", operand="B") == GmmaDescriptor(0x400, 0x200, 0x100, 0, "32B")
     report = check_operand(w, CUTE_ONE, dtype="f16", operand="B")

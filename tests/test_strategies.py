@@ -1,4 +1,4 @@
-"""tcemu.strategies is public API (users put it in their own CI): every draw of a "valid" strategy is accepted
+"""tcemu.testing.strategies is public API (users put it in their own CI): every draw of a "valid" strategy is accepted
 by the function it targets, every draw of invalid_descriptors is refused, and bad arguments raise when the
 strategy is made. ci: a few hundred draws per strategy; HYPOTHESIS_PROFILE=campaign: thousands."""
 import numpy as np
@@ -7,11 +7,11 @@ from hypothesis import given, settings, strategies as st
 
 import tcemu
 from tcemu import TcemuError
-from tcemu.blackwell import check_form as tcgen05_check_form
-from tcemu.hopper import check_form as wgmma_check_form
-from tcemu.instr import BLOCK_SCALED
-from tcemu.strategies import (descriptor_values, invalid_descriptors, operands, tcgen05_forms, valid_descriptors,
-                              wgmma_forms)
+from tcemu.blackwell.mma import check_form as tcgen05_check_form
+from tcemu.hopper.wgmma import check_form as wgmma_check_form
+from tcemu.blackwell.instr import BLOCK_SCALED
+from tcemu.testing.strategies import (descriptor_values, invalid_descriptors, operands, tcgen05_forms,
+                                      valid_descriptors, wgmma_forms)
 
 MANY = settings(max_examples=max(200, settings().max_examples // 4))  # ci 200 draws; campaign 5,000
 RNG = np.random.default_rng(5)

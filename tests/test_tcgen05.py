@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 import tcemu
-from tcemu import (GmmaDescriptor, InstrDescriptor, LayoutError, SharedMemory, TensorMemory, TmemError,
-                   UmmaDescriptor, tcgen05_mma, wgmma)
-from tcemu.formats import decode, encode, get_format
+from tcemu import (GmmaDescriptor, InstrDescriptor, LayoutError, SharedMemory, TensorMemory, TmemError, UmmaDescriptor,
+                   tcgen05_mma, wgmma)
+from tcemu.arith.formats import decode, encode, get_format
 
 A_AT, B_AT = 0x400, 0x20400
 
@@ -346,7 +346,7 @@ def test_padding_is_not_read():
 
 
 def test_d_layouts_in_tensor_memory():
-    from tcemu.tmem import d_cells
+    from tcemu.blackwell.tmem import d_cells
     lanes, cols = d_cells(64, 8, 1, 16)
     assert lanes[:, 0].tolist() == [16 + r % 16 + 32 * (r // 16) for r in range(64)] and cols[5].tolist() == list(range(8))
     lanes, cols = d_cells(128, 32, 2)

@@ -16,9 +16,9 @@ from hypothesis import given, settings, strategies as st
 import tcemu
 from tcemu import (DescriptorError, InstrDescriptor, LayoutError, SharedMemory, TensorMemory, TmemError,
                    UmmaDescriptor, tcgen05_mma)
-from tcemu.collector import CollectorBuffers
-from tcemu.formats import decode, encode
-from tcemu.instr import ZeroColumnMask, shape_findings
+from tcemu.blackwell.collector import CollectorBuffers
+from tcemu.arith.formats import decode, encode
+from tcemu.blackwell.instr import ZeroColumnMask, shape_findings
 
 from test_tcgen05 import _bits, desc, fractions, ref_fused, ref_grouped
 
@@ -542,7 +542,7 @@ def test_k96_refusals():
 
 def test_explain_names_the_new_forms():
     from tcemu.cli import main
-    from tcemu.explain import explain
+    from tcemu.tools.explain import explain
     k96 = InstrDescriptor("mxf4", "e2m1", "e2m1", m=128, n=64, k96=True)
     split = UmmaDescriptor(0x4460, lbo=0x8400, sbo=1024, swizzle="128B", version=1, lbo_mode=1)
     text = explain(split, instr=k96)

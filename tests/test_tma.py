@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import tcemu
-from tcemu.smem import SharedMemory
-from tcemu.tma import TmaError, tensor_view, tma_load
+from tcemu.layout.smem import SharedMemory
+from tcemu.layout.tma import TmaError, tensor_view, tma_load
 
 
 def tile(rows=128, cols=64):

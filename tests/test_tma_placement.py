@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tcemu import SharedMemory, tma_load, tma_placement
-from tcemu.tma import TmaError
+from tcemu.layout.tma import TmaError
 
 G = np.arange(256 * 128, dtype=np.uint16).reshape(256, 128)
 
@@ -55,7 +55,7 @@ def test_refusals_name_the_problem(loads, kw, field, text):
 
 def test_empty_inputs_are_refused():
     from tcemu import LayoutError
-    from tcemu.check import check_tile
+    from tcemu.tools.check import check_tile
     for loads in ([], np.zeros((0, 8), int)):
         with pytest.raises(TmaError) as e:
             tma_placement(loads, rows=1, k=0)

@@ -11,7 +11,7 @@ from pycute import Layout, Swizzle
 
 import tcemu
 from tcemu import DescriptorError, LayoutError
-from tcemu.descriptors import SM100_RESERVED_MASK, UmmaDescriptor
+from tcemu.layout.descriptors import SM100_RESERVED_MASK, UmmaDescriptor
 
 BASE = 0x4000  # 1024-aligned tile start
 

@@ -5,11 +5,11 @@ import pytest
 
 import tcemu
 from tcemu import LayoutError, SharedMemoryError
-from tcemu.fragments import (a_coords, from_a_registers, from_d_registers, to_a_registers, to_d_registers)
-from tcemu.smem import SharedMemory
-from tcemu.traces import load_trace, numerics_case_registers, thread_digests
-from tcemu.fdp import RNE
-from tcemu.hopper import check_form, wgmma
+from tcemu.layout.fragments import a_coords, from_a_registers, from_d_registers, to_a_registers, to_d_registers
+from tcemu.layout.smem import SharedMemory
+from tcemu.traces.archive import load_trace, numerics_case_registers, thread_digests
+from tcemu.arith.fdp import RNE
+from tcemu.hopper.wgmma import check_form, wgmma
 
 DA = tcemu.GmmaDescriptor(0x400, 16, 1024, 0, "128B")
 DB = tcemu.GmmaDescriptor(0x2400, 16, 1024, 0, "128B")
@@ -170,7 +170,7 @@ NUMERICS = load_trace("traces/wgmma_numerics_sm90.npz")
 
 def _failures(unit_change, kinds, limit=40):
     """How many of the first `limit` trace cases of `kinds` fail with the unit's constants changed."""
-    import tcemu.hopper as W
+    import tcemu.hopper.wgmma as W
     original = W.fdp_unit
     W.fdp_unit = lambda a, d: original(a, d)._replace(**unit_change)
     try:

@@ -4,8 +4,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from .errors import LayoutError
-from .validate import as_bool, show
+from ..core.errors import LayoutError
+from ..core.validate import as_bool, show
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .errors import LayoutError
+from ..core.errors import LayoutError
 from .formats import FINITE, INF, NAN, RNE, RZ, ZERO, decode_float, format_args, get_format
-from .validate import MAX_ELEMENTS, as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
+from ..core.validate import MAX_ELEMENTS, as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
 __all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "grouped_dot",

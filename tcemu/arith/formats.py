@@ -12,8 +12,8 @@ import numpy as np
 from numba import njit
 
 from .dtypes import NUMPY_TYPES as ELEMENT_NUMPY_TYPES
-from .errors import LayoutError
-from .validate import show
+from ..core.errors import LayoutError
+from ..core.validate import show
 
 # FloatFormat.special: what the all-ones exponent field means.
 IEEE = 0  # inf (mantissa 0) or NaN (mantissa != 0): f32, tf32, f16, bf16, e5m2

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import LayoutError
-from .validate import show
+from ..core.errors import LayoutError
+from ..core.validate import show
 
 OPS = ("fill", "use", "lastuse", "discard")
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import DescriptorError
-from .validate import as_bool, as_int, as_int_literal, is_int, show
+from ..core.errors import DescriptorError
+from ..core.validate import as_bool, as_int, as_int_literal, is_int, show
 
 KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")

@@ -25,19 +25,19 @@ Forms beyond the dense MMA (README.md, "Blackwell"; nothing of them has met sili
 """
 import numpy as np
 
-from .addressing import operand_addresses
-from .blackwell_sparse import chunks_per_row, gather_b, invalid_nibbles
+from ..layout.addressing import operand_addresses
+from .sparse import chunks_per_row, gather_b, invalid_nibbles
 from .collector import CollectorBuffers, CollectorOp
-from .descriptors import SwizzleMode, as_arch_descriptor
-from .dtypes import OPERAND_DTYPES, element_type, is_padded, placement_dtype
-from .errors import DescriptorError, LayoutError
-from .fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, grouped_dot,
-                  integer_dot)
-from .formats import NAN, decode_int
+from ..layout.descriptors import SwizzleMode, as_arch_descriptor
+from ..arith.dtypes import OPERAND_DTYPES, element_type, is_padded, placement_dtype
+from ..core.errors import DescriptorError, LayoutError
+from ..arith.fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot,
+                         grouped_dot, integer_dot)
+from ..arith.formats import NAN, decode_int
 from .instr import BLOCK_SCALED, InstrDescriptor, ZeroColumnMask, scale_id_rule, shape_findings
-from .smem import SUBBYTE, as_shared_memory
+from ..layout.smem import SUBBYTE, as_shared_memory
 from .tmem import TensorMemory
-from .validate import as_array, as_bool, as_int, as_uint_bits, is_int, show
+from ..core.validate import as_array, as_bool, as_int, as_uint_bits, is_int, show
 
 K_OF_KIND = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
 _GROUPED = ("mxf4", "mxf4nvf4")

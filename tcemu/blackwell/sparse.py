@@ -20,9 +20,9 @@ tcgen05.
 """
 import numpy as np
 
-from .errors import LayoutError
-from .validate import show
-from .sparse import gather_b as _half_gather  # tf32's 16-bit-halves reading of undefined metadata (wgmma.sp, H100)
+from ..core.errors import LayoutError
+from ..core.validate import show
+from ..hopper.sparse import gather_b as _half_gather  # tf32's 16-bit-halves reading of undefined metadata (wgmma.sp, H100)
 
 CHUNK = {"tf32": 2, "f16": 4, "f8f6f4": 4, "i8": 4, "mxf8f6f4": 4, "mxf4": 8, "mxf4nvf4": 8}
 PAIR = {"mxf4": 2, "mxf4nvf4": 2}  # 4:8 sparsity keeps whole pairs

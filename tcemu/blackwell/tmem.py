@@ -36,10 +36,10 @@ the metadata address's column plus the sparsity selector,
 """
 import numpy as np
 
-from .errors import TmemError
+from ..core.errors import TmemError
 from .instr import SELECTORS, scale_id_rule
-from .smem import SUBBYTE
-from .validate import as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
+from ..layout.smem import SUBBYTE
+from ..core.validate import as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 LANES, COLUMNS = 128, 512
 

@@ -10,7 +10,7 @@ rule says what was expected. The rules, once for all modules:
 - raw bit patterns are integer arrays whose every value lies in [0, 2^bits): float arrays are values,
   not bits, and are refused;
 - typed values are arrays of the named element type (ml_dtypes / numpy), or integer bit patterns;
-  values of another float type are refused (convert them with tcemu.formats.to_bits, which rounds once);
+  values of another float type are refused (convert them with tcemu.arith.formats.to_bits, which rounds once);
 - names are strings from a stated list;
 - sizes are bounded before anything is allocated.
 Error messages show user values through `show`, which never prints an unbounded text (Python refuses to
@@ -162,7 +162,7 @@ def as_typed_values(value, bits: int, field: str, numpy_type=None, signed: bool 
     if arr.dtype.kind in "fcVO" and not (arr.dtype.kind == "f" and arr.size == 0):
         want = f"{np.dtype(numpy_type).name} values or " if numpy_type is not None else ""
         raise error(field, f"{arr.dtype} values cannot be stored as {name or f'{bits}-bit elements'}: give "
-                           f"{want}integer bit patterns (tcemu.formats.to_bits converts other values, "
+                           f"{want}integer bit patterns (tcemu.arith.formats.to_bits converts other values, "
                            "rounding once)")
     lo = -(1 << (bits - 1)) if signed else 0
     arr = as_int_array(arr, field, lo, (1 << bits) - 1, error, what=f" ({bits}-bit {name or 'patterns'})", **kw)

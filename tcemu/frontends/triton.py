@@ -17,8 +17,8 @@ in the metadata are 0, otherwise `grid size x size` bytes at the given alignment
 """
 import re
 
-from .errors import TcemuError
-from .validate import as_int, as_int_list, show
+from ..core.errors import TcemuError
+from ..core.validate import as_int, as_int_list, show
 
 __all__ = ["TritonError", "ARCHS", "specialize", "compile_kernel", "kernel_params", "entry_params", "launch_grid",
            "opcode_census"]
@@ -329,7 +329,7 @@ def bind_args(meta, values, grid):
     """Kernel arguments in `.param` order for tcemu.ptx's Module.launch, from the metadata's parameter roles
     (`kernel_params`) and the launch `values` (argument name -> numpy array, int, float or TensorDescriptor)."""
     import numpy as np
-    from .ptx.tensormap import encode_tiled
+    from ..ptx.tensormap import encode_tiled
     tdm = meta.get("tensordesc_meta") or []
     if not isinstance(tdm, list) or not all(isinstance(m, dict) for m in tdm):
         raise TritonError("meta.tensordesc_meta", f"must be a list of records, got {show(tdm)}")
@@ -394,7 +394,7 @@ def check_specialization(meta, values):
 def run_compiled(ptx, meta, values, *, grid=None, **launch):
     """Run a compiled kernel (its PTX text or a loaded tcemu.ptx Module, and the metadata of compile_kernel or
     a fixture json) on the CPU; pointer arguments are numpy arrays, updated in place. Returns launch stats."""
-    from . import ptx as tptx
+    from .. import ptx as tptx
     mod = ptx if isinstance(ptx, tptx.Module) else tptx.load(ptx)
     _check_meta(meta)
     if not isinstance(values, dict) or not all(isinstance(k, str) for k in values):

@@ -7,8 +7,8 @@ module imports nothing of tcemu's arithmetic (the function travels by reference:
 """
 import numpy as np
 
-from .errors import TcemuError
-from .validate import show
+from ..core.errors import TcemuError
+from ..core.validate import show
 
 DEFAULT_TILE = (1024, 1024)
 

@@ -28,11 +28,11 @@ from typing import Optional
 
 import numpy as np
 
-from . import chain
-from .errors import LayoutError
-from .validate import show
-from .fdp import FdpUnit, decode_operand, fused_dot, grouped_dot
-from .formats import INT_FORMATS, NUMPY_TYPES, encode, get_format
+from ..arith import chain
+from ..core.errors import LayoutError
+from ..core.validate import show
+from ..arith.fdp import FdpUnit, decode_operand, fused_dot, grouped_dot
+from ..arith.formats import INT_FORMATS, NUMPY_TYPES, encode, get_format
 
 __all__ = ["matmul", "BlockScales", "plan_matmul"]
 
@@ -94,9 +94,9 @@ def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None,
                 split_k=1, kind=None, block_size_k=None, scale_type=None, init="zero", satfinite=False,
                 mx_scales=False) -> Plan:
     """Validate the arithmetic parameters of a GEMM and say how it is computed (TcemuError naming the field)."""
-    from .blackwell import K_OF_KIND, fdp_unit as bw_unit
-    from .hopper import fdp_unit as hopper_unit
-    from .instr import BLOCK_SCALED, InstrDescriptor
+    from ..blackwell.mma import K_OF_KIND, fdp_unit as bw_unit
+    from ..hopper.wgmma import fdp_unit as hopper_unit
+    from ..blackwell.instr import BLOCK_SCALED, InstrDescriptor
 
     if not isinstance(arch, str) or arch not in ("sm90", "sm100"):
         _fail("arch", f"{show(arch)}: 'sm90' (wgmma) or 'sm100' (tcgen05.mma)")
@@ -145,7 +145,7 @@ def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None,
         if kind in BLOCK_SCALED and dtype_d != "f32":
             _fail("dtype_d", f".kind::{kind} accumulates in f32")
         if kind in BLOCK_SCALED:
-            from .blackwell import block_size
+            from ..blackwell.mma import block_size
             mx_block = block_size(d, block_size_k)
         ks = K_OF_KIND[kind]
         unit = None if kind == "i8" else bw_unit(kind, dtype_d)
@@ -473,7 +473,7 @@ class _Progress:
 # ---- integer kinds: exact, wrapping mod 2^32 (or .satfinite clamping every step's exact sum)
 
 def _integer_chain(A, B, C, plan):
-    from .formats import decode_int
+    from ..arith.formats import decode_int
     M, K = A.shape
     acc = C.astype(np.int64) if C is not None else np.zeros((M, B.shape[1]), np.int64)
     step = plan.ks if plan.satfinite else max(plan.ks, 4096)
@@ -491,7 +491,7 @@ def _integer_chain(A, B, C, plan):
 # ---- reference engine: one fdp call per step over the whole output
 
 def _reference_chain(A, B, C, plan, mxs, ps, alpha, report):
-    from .blackwell import _fold_scale
+    from ..blackwell.mma import _fold_scale
     M, K = A.shape
     N = B.shape[1]
     ks, unit = plan.ks, plan.unit

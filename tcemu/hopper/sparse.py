@@ -42,11 +42,11 @@ cannot reach the hardware; tcemu refuses them too.
 """
 import numpy as np
 
-from .errors import LayoutError
-from .fdp import OUT_NUMPY, decode_operand, fused_dot, integer_dot
-from .formats import decode_int
-from .hopper import check_form, fdp_unit, read_operands
-from .validate import as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
+from ..core.errors import LayoutError
+from ..arith.fdp import OUT_NUMPY, decode_operand, fused_dot, integer_dot
+from ..arith.formats import decode_int
+from .wgmma import check_form, fdp_unit, read_operands
+from ..core.validate import as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 SP_K_OF = {"tf32": 16, "f16": 32, "bf16": 32, "e4m3": 64, "e5m2": 64, "s8": 64, "u8": 64}
 CHUNK = {"tf32": 2, "f16": 4, "bf16": 4, "e4m3": 4, "e5m2": 4, "s8": 4, "u8": 4}

@@ -10,13 +10,13 @@ import re
 
 import numpy as np
 
-from .dtypes import SM90_MN_MAJOR_DTYPES
-from .errors import LayoutError
-from .fdp import OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, integer_dot
-from .formats import decode_int
-from .fragments import from_a_registers
-from .smem import as_shared_memory
-from .validate import as_bool, as_int, show
+from ..arith.dtypes import SM90_MN_MAJOR_DTYPES
+from ..core.errors import LayoutError
+from ..arith.fdp import OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, integer_dot
+from ..arith.formats import decode_int
+from ..layout.fragments import from_a_registers
+from ..layout.smem import as_shared_memory
+from ..core.validate import as_bool, as_int, show
 
 K_OF = {"tf32": 8, "f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32, "b1": 256}
 _FP8 = ("e4m3", "e5m2")

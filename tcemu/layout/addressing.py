@@ -34,12 +34,12 @@ from dataclasses import replace
 import numpy as np
 from numba import njit
 
-from .arch import SMEM_WINDOW, check_arch
+from ..core.arch import SMEM_WINDOW, check_arch
 from .descriptors import HOPPER_CODE_1, GmmaDescriptor, SwizzleMode, as_arch_descriptor
-from .dtypes import MN_MAJOR_DTYPES, OPERAND_DTYPES, element_type, parse_major
-from .errors import DescriptorError, LayoutError
+from ..arith.dtypes import MN_MAJOR_DTYPES, OPERAND_DTYPES, element_type, parse_major
+from ..core.errors import DescriptorError, LayoutError
 from .swizzle import swizzle_address
-from .validate import show
+from ..core.validate import show
 
 
 @njit(cache=True)

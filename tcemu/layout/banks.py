@@ -18,9 +18,9 @@ from typing import List
 import numpy as np
 from numba import njit
 
-from .arch import check_arch
-from .errors import TcemuError
-from .validate import as_int, as_int_array, as_int_list, is_int, show
+from ..core.arch import check_arch
+from ..core.errors import TcemuError
+from ..core.validate import as_int, as_int_array, as_int_list, is_int, show
 
 MAX_BATCH = 1 << 22  # patterns per wavefronts_batch call (4 M: the int64 copy of the addresses is 1 GiB)
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import List, NamedTuple
 
-from .arch import SMEM_WINDOW, check_arch, is_blackwell
-from .dtypes import parse_major
-from .errors import DescriptorError
+from ..core.arch import SMEM_WINDOW, check_arch, is_blackwell
+from ..arith.dtypes import parse_major
+from ..core.errors import DescriptorError
 from .swizzle import SWIZZLE_128B, SWIZZLE_128B_BASE32B, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_NONE, Swizzle
-from .validate import as_int, as_int_literal, is_int, show
+from ..core.validate import as_int, as_int_literal, is_int, show
 
 
 class SwizzleMode(Enum):

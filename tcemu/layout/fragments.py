@@ -14,9 +14,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from .dtypes import SM90_OPERAND_DTYPES, element_type
-from .errors import LayoutError
-from .validate import as_choice, as_int, as_uint_bits
+from ..arith.dtypes import SM90_OPERAND_DTYPES, element_type
+from ..core.errors import LayoutError
+from ..core.validate import as_choice, as_int, as_uint_bits
 
 D_TYPES = ("f32", "f16", "s32")
 

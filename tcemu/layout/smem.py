@@ -2,11 +2,11 @@
 import numpy as np
 
 from .addressing import operand_addresses
-from .arch import SMEM_WINDOW, check_arch
-from .dtypes import (NUMPY_TYPES, OPERAND_DTYPES, SIGNED_INT_DTYPES, SM90_OPERAND_DTYPES, element_type, is_padded,
-                     parse_major, placement_dtype)
-from .errors import SharedMemoryError
-from .validate import as_array, as_bool, as_int, as_int_array, as_typed_values, as_uint_bits, is_int, show
+from ..core.arch import SMEM_WINDOW, check_arch
+from ..arith.dtypes import (NUMPY_TYPES, OPERAND_DTYPES, SIGNED_INT_DTYPES, SM90_OPERAND_DTYPES, element_type,
+                            is_padded, parse_major, placement_dtype)
+from ..core.errors import SharedMemoryError
+from ..core.validate import as_array, as_bool, as_int, as_int_array, as_typed_values, as_uint_bits, is_int, show
 
 SUBBYTE = {"b1": 1, "e2m1": 4, "e2m3": 6, "e3m2": 6}  # value bits of the operand types narrower than a byte
 _LE = {8: np.dtype("u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}  # shared memory is little-endian

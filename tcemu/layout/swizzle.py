@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from numba import njit
 
-from .validate import as_int
+from ..core.validate import as_int
 
 ADDRESS_BITS = 32  # shared and tensor-memory addresses fit 32 bits
 

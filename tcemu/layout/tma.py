@@ -16,12 +16,12 @@ the 8-byte halves of every 16 bytes on odd lines (address bit 3 ^= bit 7, our re
 """
 import numpy as np
 
-from .arch import SMEM_WINDOW, check_arch
+from ..core.arch import SMEM_WINDOW, check_arch
 from .descriptors import SM90_SWIZZLES, SwizzleMode
-from .errors import TcemuError
+from ..core.errors import TcemuError
 from .swizzle import Swizzle
 from .smem import SharedMemory
-from .validate import MAX_ELEMENTS, as_array, as_choice, as_int, as_int_array, as_int_list, is_int, show
+from ..core.validate import MAX_ELEMENTS, as_array, as_choice, as_int, as_int_array, as_int_list, is_int, show
 
 
 class TmaError(TcemuError):

@@ -4,8 +4,8 @@ The interpreter is built on tcemu's instruction models (wgmma, tcgen05_mma, tma_
 never imported by them.
 """
 
-from .errors import BudgetExceeded, Deadlock, HazardError, KernelFault, MemoryFault, PtxError, PtxLimit, PtxSyntaxError, \
-    PtxUnsupported
+from .errors import (BudgetExceeded, Deadlock, HazardError, KernelFault, MemoryFault, PtxError, PtxLimit,
+                     PtxSyntaxError, PtxUnsupported)
 from .module import Module, Param, load
 
 __all__ = ["load", "Module", "Param", "PtxError", "PtxSyntaxError", "PtxUnsupported", "KernelFault", "MemoryFault",

@@ -10,9 +10,9 @@ import math
 import numpy as np
 from numba import njit
 
-# Format kinds (FloatFormat.special in tcemu.formats).
+# Format kinds (FloatFormat.special in tcemu.arith.formats).
 IEEE, FN, NONE = 0, 1, 2
-# Rounding codes (RN, RZ, RNA keep tcemu.formats' numbering).
+# Rounding codes (RN, RZ, RNA keep tcemu.arith.formats' numbering).
 RN, RZ, RNA, RM, RP = 0, 1, 2, 3, 4
 # Operand classes.
 ZERO, FIN, INF, NAN = 0, 1, 2, 3

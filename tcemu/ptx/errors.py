@@ -1,5 +1,5 @@
 """Errors of the PTX interpreter: each is a TcemuError naming what was wrong and the rule."""
-from ..errors import LimitError, TcemuError
+from ..core.errors import LimitError, TcemuError
 
 
 class PtxError(TcemuError):

@@ -37,7 +37,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..formats import FLOAT_FORMATS, FN, IEEE, NONE
+from ..arith.formats import FLOAT_FORMATS, FN, IEEE, NONE
 from . import _fpcore as core
 from . import sfu_forms
 from .errors import PtxError, PtxUnsupported

@@ -17,8 +17,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..smem import SharedMemory
-from ..validate import as_int, show
+from ..layout.smem import SharedMemory
+from ..core.validate import as_int, show
 from . import parser as P
 from . import strict
 from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
@@ -324,7 +324,7 @@ class Module:
         if prog.local_size > LOCAL_LIMIT:
             raise PtxLimit(".local", f"{prog.name}'s local frame takes {prog.local_size:,} bytes per thread; "
                                      f"at most {LOCAL_LIMIT:,}")
-        from ..smem import SMEM_WINDOW
+        from ..layout.smem import SMEM_WINDOW
         warps = -(-nthreads // 32) * int(np.prod(cluster))
         regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
         parts = {"module variables": sum(v.size for v in self.tree.variables if v.space in ("global", "const")),

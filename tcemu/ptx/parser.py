@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
-from ..validate import show
+from ..core.validate import show
 from .errors import PtxLimit, PtxSyntaxError
 
 # Virtual registers a PTX function may declare (PTX sets no limit; ptxas allocates at most 255 per thread). The

@@ -27,8 +27,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..tma import TmaError
-from ..validate import as_int_list, show
+from ..layout.tma import TmaError
+from ..core.validate import as_int_list, show
 
 SIZE = 128
 MAGIC = b"TCTM"
@@ -43,7 +43,7 @@ NUMPY_TYPES = {np.dtype(np.uint8): 0, np.dtype(np.int8): 0, np.dtype(np.uint16):
                np.dtype(np.float16): 6, np.dtype(np.float32): 7, np.dtype(np.float64): 9}
 SWIZZLES = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
 SWIZZLE_NAMES = {v: k for k, v in SWIZZLES.items()}
-# sm100: the 128B swizzle with a wider atom (PTX tensormap.replace .swizzle_atomicity; tcemu.tma's sm100 modes)
+# sm100: the 128B swizzle with a wider atom (PTX tensormap.replace .swizzle_atomicity; tcemu.layout.tma's sm100 modes)
 ATOMICITY_NAMES = {1: "128B_ATOM_32B", 2: "128B_ATOM_32B_FLIP_8B", 3: "128B_ATOM_64B"}
 ATOMICITIES = {v: k for k, v in ATOMICITY_NAMES.items()}
 _FLOAT_CODES = {6, 7, 8, 9, 10, 11, 12}
@@ -168,7 +168,7 @@ def validate(tm: TensorMap, where: str = "tensor map") -> None:
 
 
 def swizzle_name(tm: TensorMap) -> str:
-    """The map's swizzle as tcemu.tma names it (sm100 atom modes included)."""
+    """The map's swizzle as tcemu.layout.tma names it (sm100 atom modes included)."""
     return ATOMICITY_NAMES[tm.swizzle_atomicity] if tm.swizzle_atomicity else SWIZZLE_NAMES[tm.swizzle]
 
 

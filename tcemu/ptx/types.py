@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..validate import show
+from ..core.validate import show
 from .errors import PtxError
 
 

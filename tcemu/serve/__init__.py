@@ -29,7 +29,7 @@ swizzle     fields: mode, base_offset.  returns: swizzle (Swizzle<B,M,S>), row_b
             (physical 16-byte chunk of logical chunk c of row r), grid[r][p] (logical chunk at physical p), text.
 tma         fields: arch, dtype (tf32 f16 bf16 e4m3 e5m2 s8 u8), dims, box, coords, element_strides (dimension 0
             first), swizzle, smem_addr, major, k, kblock.  returns: counts, addresses (box rows x dimension 0:
-            the shared address of each box element, tcemu.tma.plan_tile), global_index (flat index into the
+            the shared address of each box element, tcemu.layout.tma.plan_tile), global_index (flat index into the
             tensor, -1 out of bounds: zero filled), out_of_bounds; the operand the box holds (K-major: box rows x
             dimension 0; MN-major: transposed), K block kblock of k elements: descriptor / descriptor_fields /
             summary from tcemu.check.suggest_descriptor, or suggest_error.

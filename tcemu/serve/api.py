@@ -6,18 +6,18 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..addressing import canonical_layout, core_matrix_rows, operand_addresses
-from ..arch import ARCHES
-from ..banks import bank_conflicts, parse_op, pattern_from_descriptor, pattern_from_expression
-from ..blackwell import K_OF_KIND, block_size, check_form
-from ..check import suggest_descriptor
-from ..descriptors import GmmaDescriptor, SwizzleMode, UmmaDescriptor, as_arch_descriptor
-from ..dtypes import OPERAND_DTYPES, element_type
-from ..errors import TcemuError, TmemError
-from ..explain import explain, instruction_k
-from ..instr import BLOCK_SCALED, KINDS, InstrDescriptor
-from ..tma import SM100_TMA_SWIZZLES, plan_tile
-from ..tmem import COLUMNS, LANES, TensorMemory, d_cells, row_lanes, split_address
+from ..layout.addressing import canonical_layout, core_matrix_rows, operand_addresses
+from ..core.arch import ARCHES
+from ..layout.banks import bank_conflicts, parse_op, pattern_from_descriptor, pattern_from_expression
+from ..blackwell.mma import K_OF_KIND, block_size, check_form
+from ..tools.check import suggest_descriptor
+from ..layout.descriptors import GmmaDescriptor, SwizzleMode, UmmaDescriptor, as_arch_descriptor
+from ..arith.dtypes import OPERAND_DTYPES, element_type
+from ..core.errors import TcemuError, TmemError
+from ..tools.explain import explain, instruction_k
+from ..blackwell.instr import BLOCK_SCALED, KINDS, InstrDescriptor
+from ..layout.tma import SM100_TMA_SWIZZLES, plan_tile
+from ..blackwell.tmem import COLUMNS, LANES, TensorMemory, d_cells, row_lanes, split_address
 from .params import REQUIRED, Params, ServeError
 
 MAX_ELEMENTS = 1 << 16      # a 256 x 256 operand
@@ -220,7 +220,7 @@ def tma_view(raw) -> dict:
 INSTR_FIELDS = ("instr", "kind", "cta_group")
 
 # (label, lowest bit, width, InstrDescriptor attribute or None for reserved bits): PTX 9.7.16.4.2 Tables 42-44,
-# as tcemu/instr.py decodes them.
+# as tcemu/blackwell/instr.py decodes them.
 _TABLE42 = (("sparsity selector", 0, 2, "sparsity_selector"), ("sparse", 2, 1, "sparse"),
             ("saturate", 3, 1, "saturate"), ("D type", 4, 2, "dtype_d"), ("reserved", 6, 1, None),
             ("A type", 7, 3, "dtype_a"), ("B type", 10, 3, "dtype_b"), ("negate A", 13, 1, "negate_a"),
@@ -253,7 +253,7 @@ def instr_view(raw) -> dict:
     bits = [{"label": label, "lo": lo, "width": width, "raw": v >> lo & ((1 << width) - 1), "attr": attr,
              "value": None if attr is None else _plain(getattr(d, attr))}
             for label, lo, width, attr in instr_bit_fields(kind)]
-    from ..explain import describe_instruction
+    from ..tools.explain import describe_instruction
     lines = describe_instruction(d)
     findings = [{"severity": "error", "field": f, "rule": rule} for f, rule in d.validate(cta_group=cta_group)]
     return {"view": "instr", "instr": _hex(v, 8), "kind": kind, "cta_group": cta_group,

@@ -2,8 +2,8 @@
 inline, the view's data embedded as JSON; it draws without a server and loads nothing."""
 import json
 
-from ..errors import TcemuError
-from ..validate import show
+from ..core.errors import TcemuError
+from ..core.validate import show
 from .api import descriptor_view
 from .server import static_files
 

@@ -3,8 +3,8 @@
 A request is a flat mapping of field name -> value: strings from a query string, or strings, numbers and
 booleans from a JSON body. Every view declares the fields it takes; any other field is refused.
 """
-from ..errors import TcemuError
-from ..validate import show
+from ..core.errors import TcemuError
+from ..core.validate import show
 
 MAX_TEXT = 256  # characters of an ordinary field (the PTX text has its own, larger bound)
 

@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from ..errors import TcemuError
-from ..ptx.cli import parse_arg
+from ..core.errors import TcemuError
+from ..tools.run import parse_arg
 from ..ptx.errors import KernelFault
 from ..ptx.machine import BLOCK, DIVERGED, EXITED
 from ..ptx.module import Module

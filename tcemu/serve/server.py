@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from urllib.parse import parse_qsl, urlsplit
 
-from ..errors import TcemuError
+from ..core.errors import TcemuError
 from .api import FIELDS, VIEWS
 from .params import ServeError
 from .ptxrun import PTX_FIELDS, ptx_view

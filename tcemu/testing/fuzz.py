@@ -1,5 +1,5 @@
 """A fuzzing campaign: tcemu's address resolution against the independent pycute formulation
-(tcemu.oracle), with throughput, progress, and a minimal reproducer for any disagreement.
+(tcemu.testing.oracle), with throughput, progress, and a minimal reproducer for any disagreement.
 
 arch="sm103" adds LBO-mode-1 cases (K = 96 fp4, here as its 48 bytes of u8): the oracle composes two pycute
 layouts as the PTX sentence reads (9.7.16.3.1.2: chunks from the start to the end of its 128-byte line, the rest
@@ -12,14 +12,14 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .addressing import operand_addresses
-from .arch import check_arch
-from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor
-from .dtypes import MN_MAJOR_DTYPES, element_type
-from .errors import TcemuError
-from .explain import instruction_k
+from ..layout.addressing import operand_addresses
+from ..core.arch import check_arch
+from ..layout.descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor
+from ..arith.dtypes import MN_MAJOR_DTYPES, element_type
+from ..core.errors import TcemuError
+from ..tools.explain import instruction_k
 from .oracle import oracle
-from .validate import as_int, show
+from ..core.validate import as_int, show
 
 MAX_SECONDS = 86400.0  # one day: a longer campaign is several runs with different seeds
 
@@ -121,10 +121,10 @@ def reproducer(case) -> str:
     desc, rows, k, dtype, major = _case(case)
     if getattr(desc, "lbo_mode", 0):
         return (f"tcemu.operand_addresses({hex(desc.encode())}, rows={rows}, k={k}, dtype={dtype!r}, major='K', "
-                f"arch='sm103')  # differs from tcemu.fuzz.mode1_oracle(UmmaDescriptor.decode({hex(desc.encode())}), "
+                f"arch='sm103')  # differs from tcemu.testing.fuzz.mode1_oracle(UmmaDescriptor.decode({hex(desc.encode())}), "
                 f"{rows}, {k}, {element_type(dtype).bits})")
     return (f"tcemu.operand_addresses({hex(desc.encode())}, rows={rows}, k={k}, dtype={dtype!r}, major={major!r}, "
-            f"arch={_arch(desc)!r})  # differs from tcemu.oracle.oracle({desc.start_address:#x}, {desc.lbo:#x}, "
+            f"arch={_arch(desc)!r})  # differs from tcemu.testing.oracle.oracle({desc.start_address:#x}, {desc.lbo:#x}, "
             f"{desc.sbo:#x}, {desc.base_offset}, {desc.swizzle.bytes}, {element_type(dtype).bits}, {major == 'K'}, "
             f"{rows}, {k}, {desc.swizzle.value!r})")
 

@@ -8,8 +8,8 @@ import functools
 
 import numpy as np
 
-from .errors import TcemuError
-from .validate import as_bool, as_int, show
+from ..core.errors import TcemuError
+from ..core.validate import as_bool, as_int, show
 
 
 def _pycute():

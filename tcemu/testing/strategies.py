@@ -1,23 +1,25 @@
 """Hypothesis strategies for tcemu inputs (needs hypothesis: pip install 'tcemu[test]').
 
-    from tcemu.strategies import operands
+    from tcemu.testing.strategies import operands
     @given(operands())
     def test_my_kernel_layout(case): desc, rows, k, dtype, major = case; ...
 """
 import numpy as np
 from hypothesis import strategies as st
 
-from .addressing import operand_addresses
-from .arch import SMEM_WINDOW, check_arch
-from .descriptors import SM90_RESERVED_MASK, SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor
-from .dtypes import SM90_MN_MAJOR_DTYPES, SM90_OPERAND_DTYPES, element_type
-from .errors import TcemuError
-from .hopper import K_OF
-from .instr import BLOCK_SCALED, D_CODES, KINDS, SCALE_CODES, TYPE_CODES, WS_KINDS, InstrDescriptor, ZeroColumnMask
-from .instr import SELECTORS as TCGEN05_SELECTORS
-from .instr import shape_findings
-from .sparse import SELECTORS, SP_K_OF, VALID_NIBBLES, CHUNK, meta_registers
-from .validate import as_int, show
+from ..layout.addressing import operand_addresses
+from ..core.arch import SMEM_WINDOW, check_arch
+from ..layout.descriptors import (SM90_RESERVED_MASK, SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode,
+                                  UmmaDescriptor)
+from ..arith.dtypes import SM90_MN_MAJOR_DTYPES, SM90_OPERAND_DTYPES, element_type
+from ..core.errors import TcemuError
+from ..hopper.wgmma import K_OF
+from ..blackwell.instr import (BLOCK_SCALED, D_CODES, KINDS, SCALE_CODES, TYPE_CODES, WS_KINDS, InstrDescriptor,
+                               ZeroColumnMask)
+from ..blackwell.instr import SELECTORS as TCGEN05_SELECTORS
+from ..blackwell.instr import shape_findings
+from ..hopper.sparse import SELECTORS, SP_K_OF, VALID_NIBBLES, CHUNK, meta_registers
+from ..core.validate import as_int, show
 
 WINDOW = SMEM_WINDOW["sm90"]
 
@@ -205,8 +207,8 @@ def tcgen05_ws_forms(draw, kinds=WS_KINDS, sparse=None):
 def sparse_nibbles(draw, kind: str, rows: int, valid: bool = True):
     """(rows, chunks) uint8 metadata nibbles for a tcgen05.mma.sp of `kind`: the meaningful ones of PTX
     9.7.16.10.8 (valid) or any 4-bit values."""
-    from .blackwell import K_OF_KIND
-    from .blackwell_sparse import CHUNK, VALID_NIBBLES
+    from ..blackwell.mma import K_OF_KIND
+    from ..blackwell.sparse import CHUNK, VALID_NIBBLES
     chunks = 2 * K_OF_KIND[kind] // CHUNK[kind]
     table = VALID_NIBBLES[CHUNK[kind]] if valid else tuple(range(16))
     return np.array(draw(st.lists(st.sampled_from(table), min_size=rows * chunks, max_size=rows * chunks)),

@@ -14,13 +14,14 @@ from typing import List, Optional
 
 import numpy as np
 
-from .addressing import operand_addresses
-from .arch import check_arch, is_blackwell
-from .descriptors import SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor, as_arch_descriptor
-from .dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
-from .errors import LayoutError, TcemuError
+from ..layout.addressing import operand_addresses
+from ..core.arch import check_arch, is_blackwell
+from ..layout.descriptors import (SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor,
+                                  as_arch_descriptor)
+from ..arith.dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
+from ..core.errors import LayoutError, TcemuError
 from .operand import instruction_k, operand_spec
-from .validate import as_array, as_bool, as_int, as_int_array, show
+from ..core.validate import as_array, as_bool, as_int, as_int_array, show
 
 
 @dataclass

@@ -12,16 +12,16 @@ from typing import List
 
 import numpy as np
 
-from .addressing import canonical_layout, core_matrix_rows, lbo_mode_split, lbo_used, operand_addresses
-from .arch import check_arch
-from .blackwell import check_form, instr_k
-from .descriptors import Finding, SwizzleMode, as_arch_descriptor
-from .dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
-from .errors import LayoutError, TcemuError
-from .instr import InstrDescriptor
+from ..layout.addressing import canonical_layout, core_matrix_rows, lbo_mode_split, lbo_used, operand_addresses
+from ..core.arch import check_arch
+from ..blackwell.mma import check_form, instr_k
+from ..layout.descriptors import Finding, SwizzleMode, as_arch_descriptor
+from ..arith.dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
+from ..core.errors import LayoutError, TcemuError
+from ..blackwell.instr import InstrDescriptor
 from .operand import instruction_k, operand_name, operand_spec
-from .sparse import invalid_nibbles, meta_nibbles, meta_slots
-from .validate import as_bool, as_int_list, is_int, show
+from ..hopper.sparse import invalid_nibbles, meta_nibbles, meta_slots
+from ..core.validate import as_bool, as_int_list, is_int, show
 
 DYNAMIC_SMEM_BASE = 0x400  # where dynamic shared memory started in every capture (traces/*.npz)
 

@@ -11,14 +11,14 @@ tcgen05 instruction (tcgen05.mma.sp) gives A's K/2 and B's K; of a K = 96 one (s
 """
 from dataclasses import dataclass
 
-from .arch import check_arch
-from .blackwell import instr_k
-from .dtypes import OPERAND_DTYPES, element_type, is_padded, placement_dtype
-from .errors import LayoutError
-from .hopper import K_OF as WGMMA_K
-from .instr import InstrDescriptor
-from .sparse import SP_K_OF
-from .validate import as_bool, as_int, show
+from ..core.arch import check_arch
+from ..blackwell.mma import instr_k
+from ..arith.dtypes import OPERAND_DTYPES, element_type, is_padded, placement_dtype
+from ..core.errors import LayoutError
+from ..hopper.wgmma import K_OF as WGMMA_K
+from ..blackwell.instr import InstrDescriptor
+from ..hopper.sparse import SP_K_OF
+from ..core.validate import as_bool, as_int, show
 
 
 def instruction_k(dtype: str, arch: str = "sm90", sparse: bool = False, operand: str = "A", *, padded=None) -> int:

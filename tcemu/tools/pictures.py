@@ -5,12 +5,12 @@ element lives in is coloured by its core matrix and labelled with the first elem
 """
 import numpy as np
 
-from .addressing import core_matrix_rows, operand_addresses
-from .descriptors import SwizzleMode, as_arch_descriptor
-from .dtypes import OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
-from .errors import TcemuError
+from ..layout.addressing import core_matrix_rows, operand_addresses
+from ..layout.descriptors import SwizzleMode, as_arch_descriptor
+from ..arith.dtypes import OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
+from ..core.errors import TcemuError
 from .operand import operand_spec
-from .validate import as_int, as_int_array, output_path, show
+from ..core.validate import as_int, as_int_array, output_path, show
 
 SUFFIXES = (".png", ".svg")  # matplotlib picks the format from the extension
 
@@ -119,7 +119,7 @@ def swizzle_atom(mode, path: str, *, base_offset: int = 0):
 
 def bank_heatmap(report, addrs, mask: int, path: str):
     """A lanes x banks heat map of one instruction's bank demand (tcemu banks --png)."""
-    from .banks import BankReport
+    from ..layout.banks import BankReport
     if not isinstance(report, BankReport):
         raise TcemuError("report", f"must be a banks.BankReport, got {show(report)}")
     addrs = as_int_array(addrs, "addrs", 0, 1 << 62, ndim=1)

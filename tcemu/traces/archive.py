@@ -19,14 +19,14 @@ from typing import Dict, List
 
 import numpy as np
 
-from .addressing import operand_addresses
-from .arch import ARCHES, SMEM_WINDOW
-from .descriptors import GmmaDescriptor
-from .dtypes import SM90_OPERAND_DTYPES
-from .errors import TcemuError, TraceError
-from .smem import SharedMemory
-from .validate import as_int, is_int, show
-from .zero_sign import COLUMNS as ZERO_SIGN_COLUMNS
+from ..layout.addressing import operand_addresses
+from ..core.arch import ARCHES, SMEM_WINDOW
+from ..layout.descriptors import GmmaDescriptor
+from ..arith.dtypes import SM90_OPERAND_DTYPES
+from ..core.errors import TcemuError, TraceError
+from ..layout.smem import SharedMemory
+from ..core.validate import as_int, is_int, show
+from .kinds.zero_sign import COLUMNS as ZERO_SIGN_COLUMNS
 
 FORMAT, VERSION = "tcemu-trace", 1
 
@@ -330,7 +330,7 @@ def _check_addresses(meta, cols):
 
 
 def _check_numerics(meta, cols):
-    from .hopper import legal_n
+    from ..hopper.wgmma import legal_n
     from .seeds import NUMERICS_KINDS
     # the inputs come from seeds.py's generator, which numbers the kinds itself: the trace must agree
     kinds = _meta_list(meta, "kinds", len(NUMERICS_KINDS), lambda v: isinstance(v, list) and len(v) == 4)
@@ -357,7 +357,7 @@ def _check_numerics(meta, cols):
 
 
 def _check_wavefronts(meta, cols):
-    from .banks import parse_op
+    from ..layout.banks import parse_op
     ops = _meta_list(meta, "ops", 256, lambda v: isinstance(v, str))
     for op in ops:
         try:
@@ -404,8 +404,8 @@ def _sp_kinds(meta):
 def _sp_instantiations(meta, kinds, limit, n_rule):
     """meta.instantiations of a sparse trace: [kind, N, sp-sel, A in registers, trans-a, trans-b, scale-a,
     scale-b], each a legal wgmma.mma_async.sp form (n_rule(atype, N) says which N the capture issues)."""
-    from .hopper import legal_n
-    from .sparse import SELECTORS
+    from ..hopper.wgmma import legal_n
+    from ..hopper.sparse import SELECTORS
 
     def ok(v):
         if not (isinstance(v, list) and len(v) == 8 and all(is_int(x) for x in v) and 0 <= v[0] < len(kinds)):
@@ -426,7 +426,7 @@ def _d_registers(kinds, insts, inst_of_case, off, field):
 
 
 def _check_sp_addresses(meta, cols):
-    from .sparse import SP_K_OF
+    from ..hopper.sparse import SP_K_OF
     dtypes = _meta_list(meta, "dtypes", 16, lambda v: v in SP_K_OF)
     n = _col(cols, "desc", 0, (1 << 64) - 1, (None,)).size
     for name, hi in (("operand", 2), ("dtype", len(dtypes) - 1), ("major", 1)):
@@ -450,7 +450,7 @@ def _check_sp_addresses(meta, cols):
 
 
 def _check_sp_metadata(meta, cols):
-    from .sparse import SP_K_OF
+    from ..hopper.sparse import SP_K_OF
     kinds = _sp_kinds(meta)
     insts = _sp_instantiations(meta, kinds, 4096, lambda a, n: n == SP_K_OF[a])  # B is the K x K identity
     classes = _meta_list(meta, "classes", 64, lambda v: isinstance(v, str) and len(v) <= 40)
@@ -480,7 +480,7 @@ def _check_sp_numerics(meta, cols):
 
 
 def _check_ptx_alu(meta, cols):
-    from .ptx.alu_trace import OPERAND_BITS
+    from .kinds.ptx_alu import OPERAND_BITS
 
     def form(v):
         return (isinstance(v, dict) and isinstance(v.get("name"), str) and 0 < len(v["name"]) <= 80
@@ -497,8 +497,8 @@ def _check_ptx_alu(meta, cols):
 def _check_sfu_proof(meta, cols):
     """sfu_proof: meta.forms are approximate forms tcemu knows (sfu_forms.LEGAL), the sample's operands fit
     their forms' widths, meta.proof counts every form once."""
-    from .ptx.errors import PtxError
-    from .ptx.sfu_forms import form_bits, parse_form
+    from ..ptx.errors import PtxError
+    from ..ptx.sfu_forms import form_bits, parse_form
 
     def form(v):
         try:
@@ -541,9 +541,9 @@ def _check_program_outputs(meta, cols):
 
 def _check_kernels(meta, cols):
     """kernel_outputs: the embedded fixtures are the ones meta.fixtures names (sha256), and every case record
-    holds what the replay reads (tcemu.ptx.replay.replay_case), with bounded sizes."""
-    from .kernel_inputs import FORMATS
-    from .ptx.replay import PARAM_ROLES, STORE_TYPES
+    holds what the replay reads (tcemu.traces.kinds.kernel_outputs.replay_case), with bounded sizes."""
+    from .inputs import FORMATS
+    from .kinds.kernel_outputs import PARAM_ROLES, STORE_TYPES
     fixtures = _embedded_fixtures(meta, cols)
     for fx, fj in fixtures.items():
         if not isinstance(fj, dict) or not isinstance(fj.get("params"), list) or \
@@ -700,11 +700,11 @@ def _kernel_launch(case, field, fixtures, roles):
 
 
 def _check_gemm(meta, cols):
-    """gemm_outputs: every case record holds what tcemu/gemm_trace.py reads (op, types, options, kernels, the
+    """gemm_outputs: every case record holds what tcemu/traces/kinds/gemm_outputs.py reads (op, types, options, kernels, the
     inputs' seeds and shapes, which must be the columns' M x K and K x N), and each case's stored bytes and row
     digests are its record's: stored_rows whole rows of N outputs, M digests; none for a failed case."""
-    from .gemm_trace import _OUT
-    from .kernel_inputs import FORMATS
+    from .kinds.gemm_outputs import _OUT
+    from .inputs import FORMATS
     status = _col(cols, "status", 0, 127, (None,))
     n = status.size
     _col(cols, "seed", 0, (1 << 64) - 1, (n,))
@@ -774,7 +774,7 @@ def _gemm_case(case, field, M, N, K, meta, scales, formats, out_types):
 
 
 def _check_launches(meta, cols):
-    """launch_outputs: the embedded fixtures (sha256) and their launch records (tcemu/launches.py) hold what the
+    """launch_outputs: the embedded fixtures (sha256) and their launch records (tcemu/traces/launches.py) hold what the
     replay reads, with bounded sizes; every captured case names a fixture, one of its launches, the launch's output
     buffer (its dtype and storage) and the seed of the seed column, and stores exactly that buffer's bytes."""
     fixtures = _embedded_fixtures(meta, cols)
@@ -842,9 +842,9 @@ def _check_launches(meta, cols):
 
 
 def _launch_record(rec, field) -> dict:
-    """Check one launch record (tcemu/launches.py reads it) for types and sizes the replay relies on; tcemu.launches
+    """Check one launch record (tcemu/traces/launches.py reads it) for types and sizes the replay relies on; tcemu.launches
     checks the rest against the PTX when it replays (LaunchRecordError). Its buffers, by name."""
-    from .kernel_inputs import FORMATS
+    from .inputs import FORMATS
 
     def need(cond, what):
         if not cond:
@@ -905,10 +905,10 @@ _BITS = {"tf32": 32, "f32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8}
 
 
 def _check_zero_sign(meta, cols, registers=True):
-    """wgmma_zero_sign (tcemu/zero_sign.py): kinds are floating-point wgmma kinds, instantiations legal dense or
+    """wgmma_zero_sign (tcemu/traces/kinds/zero_sign.py): kinds are floating-point wgmma kinds, instantiations legal dense or
     sparse forms, every case's A, B and C patterns non-empty slices of the pool holding bits of their types, and
     (`registers`) its registers 128 threads x the D registers of its form."""
-    from .hopper import legal_n
+    from ..hopper.wgmma import legal_n
     kinds = _meta_list(meta, "kinds", 16, lambda v: isinstance(v, list) and len(v) == 3 and
                        all(isinstance(t, str) for t in v) and tuple(v) in _ZS_KINDS)
     insts = _meta_list(meta, "instantiations", 4096, lambda v: isinstance(v, list) and len(v) == 5 and
@@ -958,7 +958,7 @@ _CHECKS = {"wgmma_operand_addresses": _check_addresses, "wgmma_numerics": _check
 
 def check_zero_sign_operands(meta: dict, cols: dict) -> None:
     """The wgmma_zero_sign checks of everything but the captured registers (a capture plan has none yet); meta
-    and cols are already a dict of kind wgmma_zero_sign and a dict of columns (tcemu.zero_sign checks that)."""
+    and cols are already a dict of kind wgmma_zero_sign and a dict of columns (tcemu.traces.kinds.zero_sign checks that)."""
     _check_zero_sign(meta, cols, registers=False)
 
 
@@ -1038,8 +1038,8 @@ def _write_numerics_operand(smem, desc, bits, dtype, mn_major):
 def numerics_case_registers(trace: Trace, i: int) -> np.ndarray:
     """tcemu's raw D registers (128, nregs) for case i of a wgmma_numerics trace."""
     from . import seeds
-    from .fragments import to_d_registers
-    from .hopper import K_OF, OUT_NUMPY, wgmma
+    from ..layout.fragments import to_d_registers
+    from ..hopper.wgmma import K_OF, OUT_NUMPY, wgmma
     cols = trace.columns
     kind, n, ta, tb, sa, sb, rega = trace.meta["instantiations"][int(cols["inst"][i])]
     atype, btype, dtype, satf = trace.meta["kinds"][kind]
@@ -1086,7 +1086,7 @@ def _replay_numerics(trace: Trace, result: ReplayResult, max_report: int):
 
 
 def _replay_wavefronts(trace: Trace, result: ReplayResult, max_report: int):
-    from .banks import parse_op, wavefronts_batch
+    from ..layout.banks import parse_op, wavefronts_batch
     cols, ops = trace.columns, trace.meta["ops"]
     for index, name in enumerate(ops):
         rows = np.flatnonzero(cols["op"] == index)
@@ -1110,7 +1110,7 @@ def _replay_wavefronts(trace: Trace, result: ReplayResult, max_report: int):
 
 
 def _replay_tma(trace: Trace, result: ReplayResult, max_report: int):
-    from .tma import capture_global_bytes, capture_prefill, tensor_view, tma_load
+    from ..layout.tma import capture_global_bytes, capture_prefill, tensor_view, tma_load
     cols, meta = trace.columns, trace.meta
     cases = np.ascontiguousarray(cols["case"]).view(TMA_CASE).ravel()
     gbytes = capture_global_bytes(int(meta["global_bytes"]))
@@ -1149,7 +1149,7 @@ def group_name(cs) -> str:
 # ---- sparse wgmma (scripts/capture_sparse.py)
 
 def _replay_sp_addresses(trace: Trace, result: ReplayResult, max_report: int):
-    from .fragments import a_coords
+    from ..layout.fragments import a_coords
     cols, dtypes = trace.columns, trace.meta["dtypes"]
     for i in range(cols["desc"].size):
         dtype, operand = dtypes[int(cols["dtype"][i])], int(cols["operand"][i])
@@ -1194,8 +1194,8 @@ _SP_ONE = {"tf32": 0x3F800000, "f16": 0x3C00, "bf16": 0x3F80, "e4m3": 0x38, "e5m
 
 def sp_metadata_case_registers(trace: Trace, i: int) -> np.ndarray:
     """tcemu's raw D registers (128, nregs) for case i of a wgmma_sp_metadata trace (invalid metadata: gather)."""
-    from .fragments import from_a_registers, to_d_registers
-    from .sparse import SP_K_OF, meta_nibbles, sparse_dot
+    from ..layout.fragments import from_a_registers, to_d_registers
+    from ..hopper.sparse import SP_K_OF, meta_nibbles, sparse_dot
     cols = trace.columns
     kind, n, sel, rega, ta, tb, sa, sb = trace.meta["instantiations"][int(cols["inst"][i])]
     atype, btype, dtype, satf = trace.meta["kinds"][kind]
@@ -1245,9 +1245,9 @@ def _sp_descriptor(offset, rows, mn_major, b_operand):
 def sp_numerics_case_registers(trace: Trace, i: int, rule: str = "selected") -> np.ndarray:
     """tcemu's raw D registers (128, nregs) for case i of a wgmma_sp_numerics trace (invalid metadata: gather)."""
     from . import sparse_seeds as S
-    from .fragments import to_d_registers
-    from .hopper import OUT_NUMPY
-    from .sparse import SP_K_OF, wgmma_sp
+    from ..layout.fragments import to_d_registers
+    from ..hopper.wgmma import OUT_NUMPY
+    from ..hopper.sparse import SP_K_OF, wgmma_sp
     cols = trace.columns
     kind, n, sel, rega, ta, tb, sa, sb = trace.meta["instantiations"][int(cols["inst"][i])]
     atype, btype, dtype, satf = trace.meta["kinds"][kind]
@@ -1305,7 +1305,7 @@ def _replay_sp_numerics(trace: Trace, result: ReplayResult, max_report: int):
 
 def _replay_ptx_alu(trace: Trace, result: ReplayResult, max_report: int):
     """ALU instructions one form at a time through the interpreter's exact arithmetic (tcemu.ptx)."""
-    from .ptx.alu_trace import replay_alu_columns
+    from .kinds.ptx_alu import replay_alu_columns
     alu = replay_alu_columns(trace.meta, trace.columns)
     refused = []
     for name, f in alu.forms.items():
@@ -1326,8 +1326,8 @@ def _replay_ptx_alu(trace: Trace, result: ReplayResult, max_report: int):
 def _replay_sfu_proof(trace: Trace, result: ReplayResult, max_report: int):
     """The approximate forms' sample (special values of every class, seeded random inputs) through
     tcemu.ptx.fparith, every result bit demanded; the exhaustive GPU counts are reported as notes."""
-    from .ptx import fparith
-    from .ptx.sfu_forms import form_bits, parse_form
+    from ..ptx import fparith
+    from ..ptx.sfu_forms import form_bits, parse_form
     cols, forms = trace.columns, trace.meta["forms"]
     for i, name in enumerate(forms):
         sel = np.flatnonzero(cols["form"] == i)
@@ -1355,7 +1355,7 @@ def _replay_sfu_proof(trace: Trace, result: ReplayResult, max_report: int):
 def _replay_program_outputs(trace: Trace, result: ReplayResult, max_report: int):
     """Each launch of the embedded module rerun on the PTX interpreter (one output buffer, zeroed first, as the
     capture did), every output word demanded."""
-    from . import ptx as P
+    from .. import ptx as P
     cols = trace.columns
     mod = P.load(cols["ptx"].astype(np.uint8).tobytes().decode("utf-8"))
     for i, r in enumerate(trace.meta["launches"]):
@@ -1375,7 +1375,7 @@ def _replay_program_outputs(trace: Trace, result: ReplayResult, max_report: int)
 
 def _replay_kernels(trace: Trace, result: ReplayResult, max_report: int):
     """Whole kernels: each captured launch rerun on the PTX interpreter, every output byte compared."""
-    from .ptx.replay import fixture_from_trace, replay_case, replay_launches
+    from .kinds.kernel_outputs import fixture_from_trace, replay_case, replay_launches
     cols = trace.columns
     cases = trace.meta.get("cases")
     if not isinstance(cases, list) or len(cases) != cols["status"].size:
@@ -1431,8 +1431,8 @@ def _replay_output_bytes(trace: Trace, cases, result: ReplayResult, max_report: 
 
 def _replay_gemm(trace: Trace, result: ReplayResult, max_report: int):
     """cuBLAS GEMMs (gemm_outputs) through tcemu.matmul; the model of each case comes from its record
-    (tcemu/gemm_trace.py), and cases it does not claim are noted, not judged."""
-    from .gemm_trace import case_model, compare, run_case
+    (tcemu/traces/kinds/gemm_outputs.py), and cases it does not claim are noted, not judged."""
+    from .kinds.gemm_outputs import case_model, compare, run_case
     cols = trace.columns
     for i, case in enumerate(trace.meta["cases"]):  # check_trace has held every record to _check_gemm
         label = f"case {i} {case.get('op')} {case.get('in')}->{case.get('out')} {case.get('M')}x{case.get('N')}x" \
@@ -1476,9 +1476,9 @@ def _replay_launches(trace: Trace, result: ReplayResult, max_report: int):
 
 
 def _replay_zero_sign(trace: Trace, result: ReplayResult, max_report: int):
-    """Exact-zero signs and the zero floor of wgmma (wgmma_zero_sign): tcemu.zero_sign's replay, one group per
+    """Exact-zero signs and the zero floor of wgmma (wgmma_zero_sign): tcemu.traces.kinds.zero_sign's replay, one group per
     question and form, every D register compared."""
-    from .zero_sign import replay_zero_sign
+    from .kinds.zero_sign import replay_zero_sign
     for case in replay_zero_sign(trace.meta, trace.columns).cases:
         g = result.groups.setdefault(case.group_key, GroupResult())
         g.cases += 1

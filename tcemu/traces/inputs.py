@@ -18,7 +18,7 @@ mantissa bits, so a tf32 consumer sees random low 13 bits to ignore or round.
 """
 import numpy as np
 
-from .validate import as_choice, as_int, bounded_shape
+from ..core.validate import as_choice, as_int, bounded_shape
 
 __all__ = ["FORMATS", "WINDOW", "mix64", "words", "input_bits"]
 

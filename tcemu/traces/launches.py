@@ -28,9 +28,9 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from .errors import TcemuError
-from .kernel_inputs import FORMATS, input_bits
-from .validate import as_int, is_int, show
+from ..core.errors import TcemuError
+from .inputs import FORMATS, input_bits
+from ..core.validate import as_int, is_int, show
 
 __all__ = ["LaunchRecordError", "Replay", "DRIVER_DTYPES", "POISON", "storage_dtype", "input_arrays", "blob_for",
            "tensor_map", "replay", "trace_fixture", "replay_trace_case", "case_outputs"]
@@ -153,7 +153,7 @@ def input_arrays(record, seed: int, inputs: Optional[dict] = None) -> Dict[str, 
 
 def tensor_map(encode: dict, buffers: dict):
     """tcemu's TensorMap for one recorded cuTensorMapEncodeTiled call (address = buffer + delta), validated."""
-    from .ptx.tensormap import DRIVER_TYPES, TensorMap, validate
+    from ..ptx.tensormap import DRIVER_TYPES, TensorMap, validate
     if not isinstance(buffers, dict):
         raise LaunchRecordError("buffers", f"must be the record's buffers by name, got {show(buffers)}")
     dt = _need(encode, "dtype", int)
@@ -179,7 +179,7 @@ def tensor_map(encode: dict, buffers: dict):
 def blob_for(record) -> bytes:
     """The record's parameter blob with every tensor map in tcemu's format; pointers checked, left as recorded
     (the replay maps each buffer at its recorded address)."""
-    from .ptx.tensormap import SIZE
+    from ..ptx.tensormap import SIZE
     text = _need(record, "param_blob", str)
     if len(text) > 2 * MAX_PARAM_BYTES:
         raise LaunchRecordError("param_blob", f"{len(text) // 2:,} bytes; a parameter space holds at most "
@@ -210,7 +210,7 @@ def blob_for(record) -> bytes:
 
 def _check_layout(mod, record):
     """The record's .param layout must be the interpreter's (read from the declarations; nothing compiled)."""
-    from .ptx.program import Program
+    from ..ptx.program import Program
     entry = _need(record, "entry", str)
     fn = mod.tree.functions.get(entry)
     if fn is None or not fn.entry:
@@ -234,7 +234,7 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
     cluster: None launches with the record's cluster shape; another shape is the caller's claim that the
     kernel's CTAs never communicate (no distributed shared memory, multicast or remote arrive), so the split
     cannot change any output. `launch` goes to Module.launch (max_instructions, progress, check_layouts...)."""
-    from . import ptx as tptx
+    from .. import ptx as tptx
     seed = as_int(seed, "seed", 0, (1 << 64) - 1, LaunchRecordError)
     clash = [k for k in launch if k in _FROM_RECORD]
     if clash:
@@ -259,7 +259,7 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
 
 def _launch_trace(trace):
     """A launch_outputs Trace, held to the trace reader's checks (a Trace built by hand too)."""
-    from .traces import Trace, check_trace
+    from .archive import Trace, check_trace
     if not isinstance(trace, Trace):
         raise LaunchRecordError("trace", f"must be a launch_outputs Trace (tcemu.traces.load_trace), got {show(trace)}")
     check_trace(trace)
@@ -292,7 +292,7 @@ def replay_trace_case(trace, i: int, modules: Optional[dict] = None, **launch) -
     """tcemu's output bytes for case i of a `launch_outputs` trace (what its `bits` column holds for the GPU:
     every output buffer of case_outputs(case), one after another), from the fixture embedded in the trace and
     the case's seed. `modules` caches loaded PTX by fixture name."""
-    from . import ptx as tptx
+    from .. import ptx as tptx
     trace = _launch_trace(trace)
     i = as_int(i, "i", 0, len(trace.meta["cases"]) - 1, LaunchRecordError)
     if int(trace.columns["status"][i]) != 0:

@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import TcemuError
-from .validate import MAX_ELEMENTS, as_array, as_bool, as_int, show
+from ..core.errors import TcemuError
+from ..core.validate import MAX_ELEMENTS, as_array, as_bool, as_int, show
 
 __all__ = ["NUMERICS_KINDS", "FORMAT_IDS", "FMTS", "KindFormats", "KIND_FORMATS", "CaseParams", "mix64", "rnd",
            "special_bits", "gen_float", "gen_int32", "gen_elem", "case_params", "case_params_formats",

@@ -2,7 +2,7 @@
 scripts/capture_sparse.cu): the trace stores one seed per case and everything fed to wgmma.mma_async.sp is
 regenerated here.
 
-The generator is capture_numerics.cu's (tcemu/seeds.py: rnd, gen_float, gen_int32, case parameters) with:
+The generator is capture_numerics.cu's (tcemu/traces/seeds.py: rnd, gen_float, gen_int32, case parameters) with:
   - e4m3 outside raw mode and outside the special draws never takes the NaN pattern (S.1111.111 -> S.1111.110);
   - negzero cases (float kinds, rnd(seed, 3, 1) % 16 == 0): stored A, register A and C are -0, B's sign is cleared;
   - stored A (64 x K/2) from stream 16*step, index row*(K/2) + s; B (N x K) from 16*step + 1, index row*K + k;
@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import seeds
-from .errors import TcemuError
+from ..core.errors import TcemuError
 
 __all__ = ["SP_KINDS", "SpParams", "sp_case_params", "sp_elem", "stored_a_bits", "b_bits", "c_bits",
            "a_register_bits", "meta_register_bits", "meta_table", "STREAM_META"]

@@ -10,7 +10,7 @@ that has not observed the phase, a copy into bytes an in-flight wgmma or bulk st
 import numpy as np
 
 from .. import parser as P
-from ...tma import TmaError, plan_tile
+from ...layout.tma import TmaError, plan_tile
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..memory import PARAM_WINDOW, WINDOW_SIZE, WINDOWS
 from .. import tensormap as TM

@@ -33,11 +33,11 @@ high bits) where the plain form holds column c (CuTe's _16b ValIDs); unpack writ
 (our reading). tcgen05.cp (9.7.16.9.2) reads rows of 16-byte chunks through its shared-memory descriptor like a
 K-major operand and writes row r to lane r (.128x256b, .128x128b), lane 32 r (.4x256b), lanes r + 32 q
 (.32x128b.warpx4), r and r + 64 (.64x128b.warpx2::02_13), r % 32 + 64 (r / 32) and + 32 (::01_23): CuTe's UTCCP
-Copy_Traits; the .b8x16 decompression puts each fp4 / fp6 value in an 8-bit container (tcemu.tmem.CONTAINER_SHIFT).
+Copy_Traits; the .b8x16 decompression puts each fp4 / fp6 value in an 8-bit container (tcemu.blackwell.tmem.CONTAINER_SHIFT).
 
 Forms beyond the dense MMA (operand grammar: PTX 9.7.16.10.9, every line checked with ptxas 13.0):
   tcgen05.mma.sp   [d], a, b, [sp-meta-tmem], idesc, ... : the descriptor's sparse bit must be set; the metadata cells
-                   (tcemu.tmem.meta_cells: the selector's sub-column, .ws copies) are read like A and the scale factors;
+                   (tcemu.blackwell.tmem.meta_cells: the selector's sub-column, .ws copies) are read like A and the scale factors;
   tcgen05.mma.ws / .ws.sp   ..., enable-input-d {, zero-column-mask-desc}: cta_group::1, kinds tf32/f16/f8f6f4/i8; D in
                    the .ws layouts (D / E / G); B's rows read are those the mask keeps, from its column shift on;
   .collector::a::fill/use/lastuse/discard (non-.ws) and .collector::b0..b3::* (.ws): one CollectorBuffers per CTA (the
@@ -53,14 +53,14 @@ import time
 
 import numpy as np
 
-from ... import blackwell
-from ...addressing import operand_addresses
-from ...descriptors import UmmaDescriptor
-from ...collector import CollectorBuffers, CollectorOp
-from ...errors import DescriptorError, TcemuError
-from ...instr import BLOCK_SCALED, WS_KINDS, InstrDescriptor, ZeroColumnMask
-from ...smem import SUBBYTE
-from ...tmem import COLUMNS, CONTAINER_SHIFT, LANES, TensorMemory, d_cells, meta_cells, row_lanes
+from ...blackwell import mma as blackwell
+from ...layout.addressing import operand_addresses
+from ...layout.descriptors import UmmaDescriptor
+from ...blackwell.collector import CollectorBuffers, CollectorOp
+from ...core.errors import DescriptorError, TcemuError
+from ...blackwell.instr import BLOCK_SCALED, WS_KINDS, InstrDescriptor, ZeroColumnMask
+from ...layout.smem import SUBBYTE
+from ...blackwell.tmem import COLUMNS, CONTAINER_SHIFT, LANES, TensorMemory, d_cells, meta_cells, row_lanes
 from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK

@@ -14,13 +14,13 @@ import time
 
 import numpy as np
 
-from ... import hopper
-from ...addressing import operand_addresses
-from ...descriptors import GmmaDescriptor
-from ...errors import TcemuError
-from ...fdp import OUT_NUMPY
-from ...fragments import from_d_registers, to_d_registers
-from ...sparse import SP_K_OF, _selector as sp_selector, wgmma_sp
+from ...hopper import wgmma as hopper
+from ...layout.addressing import operand_addresses
+from ...layout.descriptors import GmmaDescriptor
+from ...core.errors import TcemuError
+from ...arith.fdp import OUT_NUMPY
+from ...layout.fragments import from_d_registers, to_d_registers
+from ...hopper.sparse import SP_K_OF, _selector as sp_selector, wgmma_sp
 from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK

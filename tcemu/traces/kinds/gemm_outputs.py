@@ -19,9 +19,9 @@ import hashlib
 
 import numpy as np
 
-from .errors import TraceError
-from .formats import decode, encode
-from .kernel_inputs import input_bits
+from ...core.errors import TraceError
+from ...arith.formats import decode, encode
+from ..inputs import input_bits
 
 _OUT = {"bf16": np.uint16, "f16": np.uint16, "f32": np.uint32}
 FP8_PROMOTE_K = 128  # K between promotions of cuBLAS's FP8 kernels without fast accumulation
@@ -50,7 +50,7 @@ def case_model(case: dict, meta: dict):
 
 
 def case_inputs(case: dict):
-    """(A (M, K), B (K, N)) raw bits, regenerated from the case's seeds (tcemu/kernel_inputs.py)."""
+    """(A (M, K), B (K, N)) raw bits, regenerated from the case's seeds (tcemu/traces/inputs.py)."""
     ins = {s["buffer"]: s for s in case["inputs"]}
     a, b = ins["a"], ins["b"]
     A = input_bits(a["dtype"], a["shape"], a["seed"], a["stream"])
@@ -68,7 +68,7 @@ def row_digests(rows: np.ndarray) -> np.ndarray:
 
 def run_case(case: dict, kw: dict) -> np.ndarray:
     """The model's raw output bits (M, N) for a claimed case."""
-    from .gemm import matmul
+    from ...gemm.engine import matmul
     A, B = case_inputs(case)
     kw = dict(kw)
     rounding = kw.pop("tf32_rounding", None)

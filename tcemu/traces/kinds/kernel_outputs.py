@@ -15,11 +15,11 @@ import json
 
 import numpy as np
 
-from ..kernel_inputs import input_bits
-from ..tma import TmaError
-from .errors import PtxError
-from .module import Module
-from .tensormap import DRIVER_TYPES, TensorMap, validate
+from ..inputs import input_bits
+from ...layout.tma import TmaError
+from ...ptx.errors import PtxError
+from ...ptx.module import Module
+from ...ptx.tensormap import DRIVER_TYPES, TensorMap, validate
 
 POISON = 0xFF
 _STORE = {"bf16": np.uint16, "f16": np.uint16, "f32": np.uint32, "e4m3": np.uint8, "i32": np.uint32}

@@ -14,10 +14,10 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ..errors import TraceError
-from .errors import PtxError, PtxUnsupported
-from .fparith import cvt, float_compare, float_op, set_bits, testp
-from .intarith import int_compare, int_op
+from ...core.errors import TraceError
+from ...ptx.errors import PtxError, PtxUnsupported
+from ...ptx.fparith import cvt, float_compare, float_op, set_bits, testp
+from ...ptx.intarith import int_compare, int_op
 
 _FLOAT_OPS = {"add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos",
               "tanh", "neg", "abs", "min", "max", "copysign"}
@@ -58,7 +58,7 @@ class AluReplay:
 def load_alu_trace(path):
     """(meta, columns) of a ptx_alu trace, read by tcemu.traces.load_trace (only the documented members, sizes
     and the meta's forms checked before anything is decompressed; nothing in the file is executed)."""
-    from ..traces import load_trace
+    from ..archive import load_trace
     trace = load_trace(path)
     if trace.kind != "ptx_alu":
         raise TraceError("meta.kind", f"{trace.path}: expected a tcemu-trace of kind 'ptx_alu', got {trace.kind!r}")

@@ -29,14 +29,14 @@ from typing import Dict, List, NamedTuple, Optional
 
 import numpy as np
 
-from .descriptors import GmmaDescriptor
-from .errors import TcemuError, TraceError
-from .validate import as_int, show
-from .fdp import OUT_NUMPY, decode_operand, fused_dot
-from .fragments import to_d_registers
-from .hopper import K_OF, fdp_unit, wgmma
-from .smem import SharedMemory
-from .sparse import SP_K_OF, densify, gather_b, meta_nibbles, wgmma_sp
+from ...layout.descriptors import GmmaDescriptor
+from ...core.errors import TcemuError, TraceError
+from ...core.validate import as_int, show
+from ...arith.fdp import OUT_NUMPY, decode_operand, fused_dot
+from ...layout.fragments import to_d_registers
+from ...hopper.wgmma import K_OF, fdp_unit, wgmma
+from ...layout.smem import SharedMemory
+from ...hopper.sparse import SP_K_OF, densify, gather_b, meta_nibbles, wgmma_sp
 
 KIND = "wgmma_zero_sign"
 COLUMNS = ("inst", "group", "scale_d", "sp_meta", "a_off", "a_len", "b_off", "b_len", "c_off", "c_len", "pool",
@@ -119,10 +119,10 @@ class ZeroSignReplay:
 
 
 def _check(meta, cols, registers=True):
-    """The trace reader's checks of a wgmma_zero_sign trace (tcemu/traces.py, _check_zero_sign), for a meta and
+    """The trace reader's checks of a wgmma_zero_sign trace (tcemu/traces/archive.py, _check_zero_sign), for a meta and
     columns handed in directly: TraceError naming the field unless they have the documented form. Without
     `registers`, a capture plan's: the operands only (no D registers yet)."""
-    from .traces import Trace, check_trace, check_zero_sign_operands
+    from ..archive import Trace, check_trace, check_zero_sign_operands
     if not isinstance(meta, dict) or meta.get("kind") != KIND:
         raise TraceError("meta.kind", f"expected the meta of a tcemu-trace of kind {KIND!r}, got {show(meta)}")
     if not isinstance(cols, dict) or not all(isinstance(k, str) for k in cols):

@@ -1,0 +1,1 @@
+"""Ways in from kernel languages: Triton (tcemu.frontends.triton, also importable as tcemu.triton)."""

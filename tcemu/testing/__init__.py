@@ -1,0 +1,1 @@
+"""Testing aids: hypothesis strategies, the independent addressing oracle and the fuzzing campaign."""

@@ -1,0 +1,1 @@
+"""Trace kinds with a replay of their own: each module reads and judges one kind of hardware capture."""
