@@ -5,14 +5,21 @@ import sys
 
 import numpy as np
 
-from .layout.addressing import canonical_layout, core_matrix_rows, operand_addresses
-from .core.arch import ARCHES
-from .layout.descriptors import UmmaDescriptor, as_arch_descriptor
 from .arith.dtypes import OPERAND_DTYPES, element_type
-from .core.errors import TcemuError, TraceError
 from .blackwell.instr import KINDS, InstrDescriptor
-from .traces.archive import replay, trace_paths
+from .core.arch import ARCHES
+from .core.errors import TcemuError, TraceError
 from .core.validate import output_path, show
+from .layout.addressing import canonical_layout, core_matrix_rows, operand_addresses
+from .layout.banks import bank_conflicts, parse_op, pattern_from_descriptor, pattern_from_expression
+from .layout.descriptors import UmmaDescriptor, as_arch_descriptor
+from .serve.cli import add_parser as add_serve
+from .serve.export import explain_html
+from .testing.fuzz import campaign
+from .tools.explain import describe_instruction, explain, has_errors, instruction_k
+from .tools.pictures import bank_heatmap, operand_map, swizzle_atom
+from .tools.run import add_parser as add_run
+from .traces.archive import replay, trace_paths
 
 PICTURE_SUFFIXES = (".png", ".svg")
 
@@ -72,7 +79,6 @@ def _addresses(args) -> int:
 
 
 def _banks(args) -> int:
-    from .layout.banks import bank_conflicts, parse_op, pattern_from_descriptor, pattern_from_expression
     op = parse_op(args.op)
     mask = _int_arg(args.mask, "mask", 0, (1 << 32) - 1)
     if args.png is not None:
@@ -95,7 +101,6 @@ def _banks(args) -> int:
     report = bank_conflicts(op, addrs, mask=mask)
     print(report.table())
     if args.png is not None:
-        from .tools.pictures import bank_heatmap
         bank_heatmap(report, np.asarray(addrs), mask, args.png)
         print(f"wrote {args.png}")
     return 0
@@ -114,7 +119,6 @@ def _tile(text):
 
 
 def _explain(args) -> int:
-    from .tools.explain import explain, has_errors, instruction_k
     for option, path in (("png", args.png), ("svg", args.svg), ("html", getattr(args, "html", None))):
         if path is not None:
             output_path(path, option, (f".{option}",))
@@ -129,21 +133,18 @@ def _explain(args) -> int:
                    **kw)
     print(text)
     for path in (p for p in (args.png, args.svg) if p is not None):
-        from .tools.pictures import operand_map
         shape = {} if args.instr is not None else dict(
             rows=args.rows, k=args.k if args.k is not None else instruction_k(args.dtype, args.arch, args.sparse,
                                                                               args.operand, padded=padded))
         operand_map(args.descriptor, path, **shape, **{k: v for k, v in kw.items() if k != "ws"})
         print(f"wrote {path}")
     if getattr(args, "html", None):
-        from .serve.export import explain_html
         explain_html(args, args.html)
         print(f"wrote {args.html}")
     return 1 if has_errors(text) else 0
 
 
 def _instr(args) -> int:
-    from .tools.explain import describe_instruction, has_errors
     d = InstrDescriptor.decode(args.value, args.kind)
     text = "\n".join(describe_instruction(d, ws=args.ws))
     raw = int(args.value.replace("_", ""), 0)  # decode has parsed it already
@@ -156,7 +157,6 @@ def _instr(args) -> int:
 
 
 def _swizzle_picture(args) -> int:
-    from .tools.pictures import swizzle_atom
     output_path(args.png, "png", PICTURE_SUFFIXES)
     swizzle_atom(args.mode, args.png, base_offset=args.base_offset)
     print(f"wrote {args.png}")
@@ -164,7 +164,6 @@ def _swizzle_picture(args) -> int:
 
 
 def _fuzz(args) -> int:
-    from .testing.fuzz import campaign
     result = campaign(seconds=args.seconds, seed=args.seed, arch=args.arch)
     rate = result["cases"] / max(result["seconds"], 1e-9)
     print(f"{result['cases']} cases ({result['elements']:,} addresses) in {result['seconds']:.1f} s, {rate:,.0f} cases/s")
@@ -285,9 +284,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--arch", default="sm90", choices=ARCHES)
     p.set_defaults(run=_fuzz)
-    from .tools.run import add_parser as add_run
     add_run(sub)
-    from .serve.cli import add_parser as add_serve
     add_serve(sub)
     p = sub.add_parser("replay", help="replay hardware traces and print a match table")
     p.add_argument("paths", nargs="+", help="trace files or directories of them")

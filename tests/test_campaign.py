@@ -341,7 +341,7 @@ entry("wgmma", lambda smem, da, db, **kw: tcemu.wgmma(smem, da, db, **kw), Param
       scale_a=Int([1, -1], lo=-1, hi=1, bad=[0]), scale_b=Int([1, -1], lo=-1, hi=1, bad=[2]),
       c=Opt(Arr(st.just(np.zeros((64, 8), np.float32)), [np.zeros((64, 8), np.float16), np.zeros((64, 9), np.float32)],
                 as_float=False)), a_regs=A_REGS, weight=2)
-entry("hopper.check_form", lambda *a: __import__("tcemu.hopper.wgmma").hopper.check_form(*a),
+entry("hopper.check_form", lambda *a: __import__("tcemu.hopper.wgmma").hopper.wgmma.check_form(*a),
       Name(["m64n8k16", "m64n256k16"]), Const("bf16"), Const("bf16"), Const("f32"), Flag(), Flag(),
       Int([1, -1], lo=-1, hi=1, bad=[0]), Int([1, -1], lo=-1, hi=1, bad=[0]), Param(st.just(False),
                                                                                      st.sampled_from(["False", 1])))
@@ -477,7 +477,7 @@ entry("lint", explain.lint, DESC90, dtype=DTYPE90, major=MAJOR, rows=ROWS, k=Opt
 entry("instruction_k", explain.instruction_k, DTYPE90, ARCH)
 entry("describe_instruction", explain.describe_instruction,
       Param(_instr_descs(), st.sampled_from([None, 1, "x", object()])))
-entry("pictures.swizzle_atom", lambda mode, path, base_offset: __import__("tcemu.tools.pictures").pictures.swizzle_atom(
+entry("pictures.swizzle_atom", lambda mode, path, base_offset: __import__("tcemu.tools.pictures").tools.pictures.swizzle_atom(
     mode, path, base_offset=base_offset), SWIZZLE_NAME,
       Param(st.just(None).map(lambda _: os.path.join(tempfile.gettempdir(), "tcemu_campaign_atom.png")),
             st.sampled_from(["/nonexistent/x.png", "noext", tempfile.gettempdir(), "", None, 7,

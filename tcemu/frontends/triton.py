@@ -17,8 +17,12 @@ in the metadata are 0, otherwise `grid size x size` bytes at the given alignment
 """
 import re
 
+import numpy as np
+
 from ..core.errors import TcemuError
 from ..core.validate import as_int, as_int_list, show
+from .. import ptx as tptx
+from ..ptx.tensormap import encode_tiled
 
 __all__ = ["TritonError", "ARCHS", "specialize", "compile_kernel", "kernel_params", "entry_params", "launch_grid",
            "opcode_census"]
@@ -306,7 +310,6 @@ class TensorDescriptor:
     `tensordesc<...>` argument, it becomes the CUtensorMap, shape and strides parameters."""
 
     def __init__(self, base, block_shape):
-        import numpy as np
         if not isinstance(base, np.ndarray):
             raise TritonError("base", f"must be a numpy array, got {type(base).__name__}")
         if not 1 <= base.ndim <= 5 or base.dtype.hasobject or base.dtype.kind not in "biuf":
@@ -328,8 +331,6 @@ _SWZ = {0: "none", 1: "32B", 2: "64B", 3: "128B"}
 def bind_args(meta, values, grid):
     """Kernel arguments in `.param` order for tcemu.ptx's Module.launch, from the metadata's parameter roles
     (`kernel_params`) and the launch `values` (argument name -> numpy array, int, float or TensorDescriptor)."""
-    import numpy as np
-    from ..ptx.tensormap import encode_tiled
     tdm = meta.get("tensordesc_meta") or []
     if not isinstance(tdm, list) or not all(isinstance(m, dict) for m in tdm):
         raise TritonError("meta.tensordesc_meta", f"must be a list of records, got {show(tdm)}")
@@ -378,7 +379,6 @@ def check_specialization(meta, values):
     """A compiled kernel assumes what its JIT specialisation saw: integers marked divisible by 16 must be, and
     arguments compiled as the constant 1 are gone. Running it on other values is a different kernel (Triton
     would compile one), so refuse instead of computing something no GPU would."""
-    import numpy as np
     for name in meta.get("divisibility_16", []) or []:
         v = values.get(name) if isinstance(name, str) else None
         if isinstance(v, int) and not isinstance(v, bool) and v % 16:
@@ -394,7 +394,6 @@ def check_specialization(meta, values):
 def run_compiled(ptx, meta, values, *, grid=None, **launch):
     """Run a compiled kernel (its PTX text or a loaded tcemu.ptx Module, and the metadata of compile_kernel or
     a fixture json) on the CPU; pointer arguments are numpy arrays, updated in place. Returns launch stats."""
-    from .. import ptx as tptx
     mod = ptx if isinstance(ptx, tptx.Module) else tptx.load(ptx)
     _check_meta(meta)
     if not isinstance(values, dict) or not all(isinstance(k, str) for k in values):
@@ -439,7 +438,6 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
 
     numpy arrays become pointers (Triton element types from their dtypes; bfloat16 / float8 from ml_dtypes),
     TensorDescriptor values become host tensor descriptors; ints and floats are scalars or constexprs."""
-    import numpy as np
     if launch is not None and not isinstance(launch, dict):
         raise TritonError("launch", f"must be a dict of Module.launch options, got {show(launch)}")
     spec = {}
@@ -458,7 +456,6 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
 
 
 def _triton_dtype(dt):
-    import numpy as np
     name = getattr(dt, "name", str(dt))
     table = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64", "float8_e4m3fn": "fp8e4nv",
              "float8_e5m2": "fp8e5", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16", "int32": "i32",

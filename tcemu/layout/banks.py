@@ -11,6 +11,7 @@ inactive or reading the same address (checked over the whole warp), a phase doub
 for 8-byte loads, each half-warp for 16-byte loads (the group then needs at most 128 bytes of distinct
 data). Stores never merge. Exact on all 7,560 launches of traces/smem_wavefronts_sm90.npz.
 """
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import List
@@ -19,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from ..core.arch import check_arch
+from .addressing import core_matrix_rows, operand_addresses
 from ..core.errors import TcemuError
 from ..core.validate import as_int, as_int_array, as_int_list, is_int, show
 
@@ -300,7 +302,6 @@ def pattern_from_expression(expr: str) -> np.ndarray:
     Only integers, t, + - * // % << >> & | ^ ~ and parentheses are allowed; nothing is executed. The text is
     at most 1,000 characters with at most 200 nested operators, and every intermediate value stays below 2^64 in
     magnitude, so no expression runs long or grows huge numbers."""
-    import ast
     if not isinstance(expr, str) or len(expr) > MAX_EXPRESSION:
         raise BankError("pattern", f"must be an expression of at most {MAX_EXPRESSION} characters, got {show(expr)}")
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Add, ast.Sub,
@@ -356,7 +357,6 @@ def pattern_from_descriptor(desc, rows, cols, *, tile_rows: int, tile_k: int, dt
     """Thread t's address = that of element (rows[t], cols[t]) of the tile the descriptor describes.
 
     E.g. an epilogue where thread t stores 16 bytes at row t % 8, column 8 * (t // 8) of a bf16 tile."""
-    from .addressing import operand_addresses
     rows = as_int_array(rows, "rows", 0, 1 << 20, BankError, shape=(32,))
     cols = as_int_array(cols, "cols", 0, 1 << 20, BankError, shape=(32,))
     tile = operand_addresses(desc, rows=tile_rows, k=tile_k, dtype=dtype, major=major)
@@ -369,7 +369,6 @@ def core_matrix_banks(desc, *, rows: int, k: int, dtype: str, major: str = "K") 
     """(mn_blocks, k_blocks) of the worst bank degree over each 8x16B core matrix the tensor core reads:
     1 means its 8 rows cover all 32 banks once. Informational: Nsight Compute reports no bank
     conflicts for tensor-core (wgmma) reads, so nothing here is measured (README)."""
-    from .addressing import core_matrix_rows
     cm = core_matrix_rows(desc, rows=rows, k=k, dtype=dtype, major=major)  # (i, j, 8) row addresses
     words = (cm[..., None] // BANK_BYTES + np.arange(4)) % BANKS       # (i, j, 8, 4) banks
     counts = np.zeros(cm.shape[:2] + (BANKS,), np.int64)

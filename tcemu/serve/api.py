@@ -14,7 +14,7 @@ from ..tools.check import suggest_descriptor
 from ..layout.descriptors import GmmaDescriptor, SwizzleMode, UmmaDescriptor, as_arch_descriptor
 from ..arith.dtypes import OPERAND_DTYPES, element_type
 from ..core.errors import TcemuError, TmemError
-from ..tools.explain import explain, instruction_k
+from ..tools.explain import describe_instruction, explain, instruction_k
 from ..blackwell.instr import BLOCK_SCALED, KINDS, InstrDescriptor
 from ..layout.tma import SM100_TMA_SWIZZLES, plan_tile
 from ..blackwell.tmem import COLUMNS, LANES, TensorMemory, d_cells, row_lanes, split_address
@@ -253,7 +253,6 @@ def instr_view(raw) -> dict:
     bits = [{"label": label, "lo": lo, "width": width, "raw": v >> lo & ((1 << width) - 1), "attr": attr,
              "value": None if attr is None else _plain(getattr(d, attr))}
             for label, lo, width, attr in instr_bit_fields(kind)]
-    from ..tools.explain import describe_instruction
     lines = describe_instruction(d)
     findings = [{"severity": "error", "field": f, "rule": rule} for f, rule in d.validate(cta_group=cta_group)]
     return {"view": "instr", "instr": _hex(v, 8), "kind": kind, "cta_group": cta_group,

@@ -1,9 +1,9 @@
 """`tcemu serve [--port P]`."""
+from .params import ServeError
+from .server import serve
 
 
 def _serve(args) -> int:
-    from .params import ServeError
-    from .server import serve
     if not 0 <= args.port <= 65535:
         raise ServeError("--port", f"{args.port}: a TCP port is 0..65535 (0: any free one)")
     serve(args.port, quiet=args.quiet)

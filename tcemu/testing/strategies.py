@@ -18,6 +18,8 @@ from ..blackwell.instr import (BLOCK_SCALED, D_CODES, KINDS, SCALE_CODES, TYPE_C
                                ZeroColumnMask)
 from ..blackwell.instr import SELECTORS as TCGEN05_SELECTORS
 from ..blackwell.instr import shape_findings
+from ..blackwell.mma import K_OF_KIND
+from ..blackwell.sparse import CHUNK as TCGEN05_CHUNK, VALID_NIBBLES as TCGEN05_VALID_NIBBLES
 from ..hopper.sparse import SELECTORS, SP_K_OF, VALID_NIBBLES, CHUNK, meta_registers
 from ..core.validate import as_int, show
 
@@ -207,10 +209,8 @@ def tcgen05_ws_forms(draw, kinds=WS_KINDS, sparse=None):
 def sparse_nibbles(draw, kind: str, rows: int, valid: bool = True):
     """(rows, chunks) uint8 metadata nibbles for a tcgen05.mma.sp of `kind`: the meaningful ones of PTX
     9.7.16.10.8 (valid) or any 4-bit values."""
-    from ..blackwell.mma import K_OF_KIND
-    from ..blackwell.sparse import CHUNK, VALID_NIBBLES
-    chunks = 2 * K_OF_KIND[kind] // CHUNK[kind]
-    table = VALID_NIBBLES[CHUNK[kind]] if valid else tuple(range(16))
+    chunks = 2 * K_OF_KIND[kind] // TCGEN05_CHUNK[kind]
+    table = TCGEN05_VALID_NIBBLES[TCGEN05_CHUNK[kind]] if valid else tuple(range(16))
     return np.array(draw(st.lists(st.sampled_from(table), min_size=rows * chunks, max_size=rows * chunks)),
                     np.uint8).reshape(rows, chunks)
 

@@ -6,6 +6,7 @@ element lives in is coloured by its core matrix and labelled with the first elem
 import numpy as np
 
 from ..layout.addressing import core_matrix_rows, operand_addresses
+from ..layout.banks import BankReport
 from ..layout.descriptors import SwizzleMode, as_arch_descriptor
 from ..arith.dtypes import OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
 from ..core.errors import TcemuError
@@ -119,7 +120,6 @@ def swizzle_atom(mode, path: str, *, base_offset: int = 0):
 
 def bank_heatmap(report, addrs, mask: int, path: str):
     """A lanes x banks heat map of one instruction's bank demand (tcemu banks --png)."""
-    from ..layout.banks import BankReport
     if not isinstance(report, BankReport):
         raise TcemuError("report", f"must be a banks.BankReport, got {show(report)}")
     addrs = as_int_array(addrs, "addrs", 0, 1 << 62, ndim=1)

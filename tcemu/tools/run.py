@@ -16,7 +16,10 @@ import numpy as np
 
 from ..core.validate import show
 from ..core.errors import TcemuError
+from ..ptx import load
 from ..ptx.errors import PtxError, PtxLimit
+from ..ptx.tensormap import encode_tiled
+from ..traces.inputs import input_bits
 
 ARG_BYTES_LIMIT = 4 << 30  # one --arg array (zeros:/random:/.npy): larger is refused before it is allocated
 
@@ -104,7 +107,6 @@ def parse_arg(text: str, previous: list, index: int):
         _check_bytes(field, show(t), shape, np.dtype(_DT[parts[1]]).itemsize)
         if kind == "zeros":
             return np.zeros(shape, _DT[parts[1]])
-        from ..traces.inputs import input_bits
         if parts[1] not in ("bf16", "f16", "f32", "e4m3"):
             raise PtxError(field, "random arrays are bf16, f16, f32 or e4m3")
         seed = 0
@@ -120,7 +122,6 @@ def parse_arg(text: str, previous: list, index: int):
         src = int(parts[1])
         if not 0 <= src < len(previous) or not isinstance(previous[src], np.ndarray):
             raise PtxError(field, f"argument {src} is not an earlier array argument")
-        from ..ptx.tensormap import encode_tiled
         arr = previous[src]
         dtype = "BFLOAT16" if arr.dtype == np.uint16 else None
         return encode_tiled(arr, list(_dims(parts[2], field)), dtype=dtype, swizzle=parts[3] if len(parts) == 4 else "none")
@@ -128,7 +129,6 @@ def parse_arg(text: str, previous: list, index: int):
 
 
 def run_command(args) -> int:
-    from ..ptx import load
     if args.save:  # the folder is made before the run, so that a bad one costs nothing
         try:
             os.makedirs(args.save, exist_ok=True)
