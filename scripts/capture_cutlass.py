@@ -435,7 +435,7 @@ def sources():
     files = ["scripts/capture_cutlass.py", "scripts/capture_kernels.py", "scripts/cutlass_kernels.py",
              "scripts/cutlass/fake_cuda.cpp", "scripts/cutlass/record.h", "scripts/cutlass/cute_tutorial.cu",
              "scripts/cutlass/gemm_sm90.cu", "scripts/cutlass_sfu_kernels.py", "scripts/cutlass/gemm_evt_sm90.cu",
-             "scripts/cutlass/fmha_sm90.cu", "tcemu/traces/inputs.py"]
+             "scripts/cutlass/fmha_sm90.cu", "tcemu/kernel_inputs.py"]
     return {f: sha256_file(os.path.join(ROOT, f)) for f in files if os.path.exists(os.path.join(ROOT, f))}
 
 
@@ -507,7 +507,7 @@ def main():
                      + " (each fixture json: the nvcc, ptxas and builder commands, tool versions, sha256)",
             "sources": sources(), "fixtures": fixtures, "seed": args.seed, "smem_base": None,
             "fixtures_dir": os.path.relpath(args.fixtures, ROOT),
-            "generator": "tcemu/traces/inputs.py (copy in scripts/capture_kernels.py): input_bits(dtype, storage, "
+            "generator": "tcemu/kernel_inputs.py (copy in scripts/capture_kernels.py): input_bits(dtype, storage, "
                          "seed, stream = the buffer's index in the launch record), row-major storage index",
             "poison": POISON, "guard_bytes": GUARD,
             "columns": {"seed": "uint64 case seed", "status": "index into meta.status_codes", "m": "M", "n": "N",

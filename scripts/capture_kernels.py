@@ -14,7 +14,7 @@ capture does not depend on the code it judges. For each case (CASES below): chec
 with these arguments would pick exactly the fixture's specialisation (tests/fixtures/ptx/<name>.json:
 divisibility-16 and constexpr-1 arguments), check the cubin's sha256 against the json, load it with
 cuModuleLoadData, set the dynamic shared-memory limit as Triton's loader does, fill the inputs from their
-seeds (the generator below, a copy of tcemu/traces/inputs.py), poison the output and 4 KiB guards on both
+seeds (the generator below, a copy of tcemu/kernel_inputs.py), poison the output and 4 KiB guards on both
 sides with 0xFF, pack the .param list of the json by hand (host tensor descriptors: cuTensorMapEncodeTiled
 with Triton 3.9's arguments, including its small-tensor fix for drivers <= 13.1), launch, wait (bounded),
 copy back, then do it all again and compare (determinism). A failing case is recorded with its error and
@@ -40,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 # ----------------------------------------------------------------------------------------------------------
-# Input generator: an exact copy of tcemu/traces/inputs.py (tests/test_kernel_fixtures.py checks the bits).
+# Input generator: an exact copy of tcemu/kernel_inputs.py (tests/test_kernel_fixtures.py checks the bits).
 # ----------------------------------------------------------------------------------------------------------
 FORMATS = {"bf16": (np.uint16, 8, 7, 127), "f16": (np.uint16, 5, 10, 15), "f32": (np.uint32, 8, 23, 127),
            "e4m3": (np.uint8, 4, 3, 7)}
@@ -636,7 +636,7 @@ def run_case(drv, index, case, seed, fixtures_dir, kernels_dir, modules):
 
 
 def sources():
-    files = ["scripts/capture_kernels.py", "scripts/triton_kernels.py", "tcemu/frontends/triton.py", "tcemu/traces/inputs.py"]
+    files = ["scripts/capture_kernels.py", "scripts/triton_kernels.py", "tcemu/triton.py", "tcemu/kernel_inputs.py"]
     return {f: sha256_file(os.path.join(ROOT, f)) for f in files if os.path.exists(os.path.join(ROOT, f))}
 
 
@@ -707,7 +707,7 @@ def main():
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": "python3 " + " ".join(sys.argv), "build": "cubins and PTX from scripts/triton_kernels.py "
             "(each fixture's json: command, Triton version, sha256)", "sources": sources(), "fixtures": fixtures,
-            "seed": args.seed, "smem_base": None, "fixtures_dir": os.path.relpath(args.fixtures, ROOT), "generator": "tcemu/traces/inputs.py (copy in this script): "
+            "seed": args.seed, "smem_base": None, "fixtures_dir": os.path.relpath(args.fixtures, ROOT), "generator": "tcemu/kernel_inputs.py (copy in this script): "
             "input_bits(dtype, shape, seed, stream), A stream 0, B stream 1, row-major storage index",
             "poison": POISON, "guard_bytes": GUARD,
             "columns": {"seed": "uint64 case seed (inputs: input_bits(dtype, storage shape, seed, stream))",

@@ -13,7 +13,7 @@ the inputs, packs every parameter and tensor map, writes a trace whose outputs a
     python3 scripts/capture_sfu_kernels.py --kernels .kernels --out /tmp/cap --dry-run
 
 Needs numpy and cuda-bindings only; imports nothing from tcemu or Triton. A case is a sequence of launches over a
-set of buffers: inputs (filled from their seed by capture_kernels' copy of tcemu/traces/inputs.py, stream = the
+set of buffers: inputs (filled from their seed by capture_kernels' copy of tcemu/kernel_inputs.py, stream = the
 input's index), outputs poisoned with 0xFF, or zeroed where the tutorial's host code allocates them with
 torch.zeros (layer norm's locks and partial sums). Every non-input buffer sits between two poisoned 4 KiB guards.
 Each launch: the specialisation check, the cubin's sha256, cuModuleLoadData, the .param list packed by hand
@@ -160,7 +160,7 @@ def matmul_gelu(form, M, N, K, alpha):
                     alpha=f32(alpha))
 
 
-# Inputs come from tcemu/traces/inputs.py: magnitudes 2^-4..2^5, random signs, 1/32 zeros. A dot product of
+# Inputs come from tcemu/kernel_inputs.py: magnitudes 2^-4..2^5, random signs, 1/32 zeros. A dot product of
 # 64 such fp16 values has an rms near 700, so the attention scales below keep the softmax from being one-hot
 # everywhere (0.125 is 1/sqrt(HEAD_DIM), the usual choice; 2^-7 softens it) and alpha = 2^-9 brings the matmul's
 # accumulator (rms ~ 1400 at K = 256) into the range where GELU is neither x nor 0.
@@ -384,7 +384,7 @@ def main():
             "build": "cubins and PTX from scripts/triton_sfu_kernels.py (each fixture's json: command, Triton version, "
                      "sha256)", "sources": {f"scripts/{k}": v for k, v in here.items()}, "fixtures": fixtures,
             "seed": args.seed, "smem_base": None, "fixtures_dir": "tests/fixtures/ptx",
-            "generator": "tcemu/traces/inputs.py (copy in scripts/capture_kernels.py): input_bits(dtype, shape, "
+            "generator": "tcemu/kernel_inputs.py (copy in scripts/capture_kernels.py): input_bits(dtype, shape, "
                          "seed, stream), stream = the input's index in the case's inputs, row-major storage index",
             "poison": POISON, "guard_bytes": GUARD,
             "columns": {"seed": "uint64 case seed (inputs: input_bits(dtype, shape, seed, stream))",

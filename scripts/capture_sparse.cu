@@ -18,7 +18,7 @@
 // meta  Where the metadata bits sit and what invalid metadata does. Stored A (row m, s) = 1 for even s, 2 for
 //       odd s (tf32: 1.0); B one-hot with N = K; the 128 metadata registers come from the case table.
 //       D[m][n] = the sum of the stored elements whose index lands on logical column n.
-// num   Numerics: seeded random operands (scripts/sparse_gen.h, mirrored by tcemu/traces/sparse_seeds.py), stored A
+// num   Numerics: seeded random operands (scripts/sparse_gen.h, mirrored by tcemu/sparse_seeds.py), stored A
 //       64 x K/2 and B N x K in shared memory without swizzle (K-major: A LBO 128 SBO 256, B LBO 128 SBO 512;
 //       MN-major: SBO 128, LBO rows/8 * 128), or A in registers; metadata per thread from the case's class.
 //

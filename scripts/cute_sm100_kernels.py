@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 import tcemu.ptx as tp  # noqa: E402
-from tcemu.frontends.triton import opcode_census  # noqa: E402
+from tcemu.triton import opcode_census  # noqa: E402
 
 SRC = os.path.join(HERE, "cute_sm100")
 TUTORIALS = "cute/tutorial/blackwell"   # inside the wheel's examples/

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
-from tcemu.frontends.triton import opcode_census  # noqa: E402
+from tcemu.triton import opcode_census  # noqa: E402
 
 SRC = os.path.join(HERE, "cutlass")
 TUTORIAL = "examples/cute/tutorial/hopper/wgmma_tma_sm90.cu"   # inside the wheel's cutlass_library/source

@@ -2,7 +2,7 @@
 
 Run: python scripts/gen_numerics_wrappers.py > scripts/wgmma_numerics_wrappers.inc
 An instantiation is (kind, N, trans-a, trans-b, imm-scale-a, imm-scale-b, A in registers).
-KINDS must match tcemu/traces/seeds.py NUMERICS_KINDS (checked by tests/test_numerics_capture.py).
+KINDS must match tcemu/seeds.py NUMERICS_KINDS (checked by tests/test_numerics_capture.py).
 """
 KINDS = [("tf32", "tf32", "f32", 0), ("f16", "f16", "f32", 0), ("f16", "f16", "f16", 0), ("bf16", "bf16", "f32", 0)]
 KINDS += [(a, b, d, 0) for d in ("f32", "f16") for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2")]

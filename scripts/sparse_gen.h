@@ -1,5 +1,5 @@
 // Input generator of the sparse wgmma numerics capture (scripts/capture_sparse.cu), host- and device-callable.
-// Mirrored bit for bit by tcemu/traces/sparse_seeds.py (which reuses tcemu/traces/seeds.py for the parts below that repeat
+// Mirrored bit for bit by tcemu/sparse_seeds.py (which reuses tcemu/seeds.py for the parts below that repeat
 // scripts/capture_numerics.cu); tests/test_sparse_capture.py compiles this header for the host and compares.
 //
 //   rnd(seed, stream, index) = mix64(seed ^ mix64(stream << 32 | index))

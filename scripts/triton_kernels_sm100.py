@@ -28,7 +28,7 @@ import triton.language as tl  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from tcemu.frontends.triton import compile_kernel  # noqa: E402
+from tcemu.triton import compile_kernel  # noqa: E402
 
 
 @triton.jit

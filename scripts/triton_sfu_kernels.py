@@ -51,7 +51,7 @@ import triton.language as tl  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from tcemu.frontends.triton import compile_kernel, specialize  # noqa: E402
+from tcemu.triton import compile_kernel, specialize  # noqa: E402
 import capture_sfu_kernels as cap  # noqa: E402  (the case table decides each fixture's specialisation)
 
 

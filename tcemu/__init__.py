@@ -24,7 +24,9 @@ _LAZY_SUBMODULES = {"cli": "cli", "fuzz": "testing.fuzz", "kernel_inputs": "trac
                     "gemm_trace": "traces.kinds.gemm_outputs", "distributed": "gemm.distributed",
                     "launches": "traces.launches", "smem": "layout.smem", "banks": "layout.banks",
                     "sparse": "hopper.sparse", "instr": "blackwell.instr", "collector": "blackwell.collector",
-                    "blackwell_sparse": "blackwell.sparse"}
+                    "blackwell_sparse": "blackwell.sparse",
+                    **{pkg: pkg for pkg in ("core", "arith", "sfu", "layout", "hopper", "blackwell", "traces",
+                                            "frontends", "tools", "testing", "serve")}}
 from .gemm import BlockScales, matmul
 
 __version__ = "0.1.0"
