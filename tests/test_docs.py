@@ -98,6 +98,33 @@ def test_readme_starts_with_the_two_commands():
         "pip install --no-deps", "pip install -q --no-deps") in ci
 
 
+def _slug(heading):
+    """GitHub's anchor for a heading: lower case, punctuation other than - and _ dropped, spaces to -."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(path):
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    fenced = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return ({_slug(h) for h in re.findall(r"^#+ (.*)$", fenced, re.M)} |
+            set(re.findall(r'<a id="([^"]+)">', text)))
+
+
+@pytest.mark.parametrize("path", DOCS + ["NOTES.md"])
+def test_links_resolve(path):
+    """Relative links name files that exist, and #anchors headings (or <a id>) that exist."""
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+        assert os.path.exists(os.path.join(ROOT, dest)), f"{path}: link to a missing file {target}"
+        if anchor and dest.endswith(".md"):
+            assert anchor in _anchors(dest), f"{path}: link to a missing anchor {target}"
+
+
 def _exec(block, namespace):
     """Run one python block; a failure names the doc line that raised, and the block."""
     src = open(os.path.join(ROOT, block.path), encoding="utf-8").read()
