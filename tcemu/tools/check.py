@@ -228,6 +228,8 @@ def diagnose(desc, want, major: str = "K") -> List[str]:
                        "into the field without the >> 4?")
         elif have * 16 == need:
             out.append(f"{name.upper()} {have:#x} is 1/16 of the {need:#x} this placement needs: shifted twice?")
+        elif (desc.lbo, desc.sbo) != (want.sbo, want.lbo):  # (a swap is named below)
+            out.append(f"{name.upper()} {have:#x}: this placement needs {need:#x}")
     if lbo_used and (desc.lbo, desc.sbo) == (want.sbo, want.lbo) and desc.lbo != desc.sbo:
         out.append(f"LBO and SBO are swapped: this placement needs LBO {want.lbo:#x}, SBO {want.sbo:#x}")
     if desc.start_address != want.start_address:
