@@ -11,6 +11,7 @@ The PTX is the .json's sibling: the same name with .ptx, or the record's `fixtur
 """
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -53,6 +54,13 @@ class Plan:
     arrays: Dict[str, np.ndarray] = field(default_factory=dict)   # every array argument or output, by name
     gemm: Optional[Gemm] = None
     gemm_why: str = ""                              # why there is no GEMM to check, when there is none
+    names: Dict[str, str] = field(default_factory=dict)  # .param name -> the metadata's name, for messages
+
+    def rename(self, text: str) -> str:
+        """`text` with the entry's .param names replaced by the names the metadata gives them."""
+        for ptx_name in sorted(self.names, key=len, reverse=True):
+            text = re.sub(rf"(?<![\w$]){re.escape(ptx_name)}(?![\w$])", self.names[ptx_name], text)
+        return text
 
 
 def read_source(path):
@@ -118,6 +126,15 @@ def param_names(meta: dict) -> List[str]:
             out.append(role.replace("_", " "))
         else:
             out.append(str(arg))
+    return out
+
+
+def metadata_names(meta: dict) -> Dict[str, str]:
+    """.param name -> the metadata's name for it (param_names), where the metadata gives the .param name."""
+    out = {}
+    for p, name in zip(meta.get("params") or [], param_names(meta)):
+        if isinstance(p, dict) and isinstance(p.get("ptx_name"), str) and name != "None":
+            out[p["ptx_name"]] = name
     return out
 
 
@@ -301,6 +318,7 @@ def _plan_triton(path, meta, args, parse_arg) -> Plan:
     mod = _load(path, meta, args)
     entry = meta["entry"]
     plan = Plan(mod, entry, f"{os.path.basename(path)} (Triton metadata)")
+    plan.names = metadata_names(meta)
     shape = None
     if gemm_names is not None and all(isinstance(values.get(k), int) for k in "MNK"):
         shape = (values["M"], values["N"], values["K"])

@@ -22,6 +22,7 @@ are `x`-separated. --save writes every array argument after the run as DIR/arg<i
 import argparse
 import json
 import os
+import re
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from ..core.validate import show
 from ..ptx.errors import PtxError, PtxLimit
 from ..ptx.tensormap import encode_tiled
 from ..traces.inputs import input_bits
-from .launch import Plan, load_module, param_names, plan_json, read_source, sibling_metadata
+from .launch import Plan, load_module, metadata_names, param_names, plan_json, read_source, sibling_metadata
 from .names import pretty, short_name
 from .refcheck import check as refcheck
 
@@ -140,11 +141,25 @@ def parse_arg(text: str, previous: list, index: int, seed: int = 0):
     raise PtxError(field, f"{show(t)} is not a number, null, a .npy file, zeros:/random:/tensormap: spec")
 
 
+def _distinct_short_names(names):
+    """short_name of each; where two read the same, each says where its mangled name first differs."""
+    short = [short_name(n) for n in names]
+    key = [re.sub(r"[\d,]+ characters", "", s) for s in short]  # names that differ only in length read the same
+    out = []
+    for i, (n, s) in enumerate(zip(names, short)):
+        twins = [m for j, m in enumerate(names) if j != i and key[j] == key[i]]
+        if twins:
+            at = min(next((c for c, (x, y) in enumerate(zip(n, m)) if x != y), min(len(n), len(m))) for m in twins)
+            s += f" [from character {at}: …{n[at:at + 24]}…]"
+        out.append(s)
+    return out
+
+
 def _kernel(mod, wanted):
     """The entry to run: the module's only kernel, or the one --kernel names (whole, by number in the module's
     list, or by a part of its name found in one kernel only)."""
     names = list(mod.kernels)
-    listing = "; ".join(f"{i}: {short_name(n)}" for i, n in enumerate(names))
+    listing = "; ".join(f"{i}: {s}" for i, s in enumerate(_distinct_short_names(names)))
     if wanted is None:
         if len(names) != 1:
             raise PtxError("--kernel", f"the module has {len(names)} kernels; name one, or give its number: {listing}")
@@ -192,6 +207,8 @@ def _plan_ptx(path, text, args):
     reqntid = mod.tree.functions[name].directives.get("reqntid")
     block = args.block or (tuple(reqntid) if reqntid else (128,))
     plan = Plan(mod, name, os.path.basename(path))
+    if meta is not None:
+        plan.names = metadata_names(meta)
     plan.arrays = {f"arg{i}": v for i, v in enumerate(values) if isinstance(v, np.ndarray)}
 
     def run(**launch):
@@ -230,9 +247,14 @@ def run_command(args) -> int:
         plan = _plan_ptx(args.ptx, source, args)
     if args.check and plan.gemm is None:
         raise PtxError("--check", plan.gemm_why)
-    stats = plan.run(zero_init_shared=args.zero_init_shared, check_layouts=not args.no_check_layouts,
-                     progress=not args.quiet, max_instructions=args.max_instructions, timeout=args.timeout,
-                     **({"printf": "collect"} if args.json else {}))
+    try:
+        stats = plan.run(zero_init_shared=args.zero_init_shared, check_layouts=not args.no_check_layouts,
+                         progress=not args.quiet, max_instructions=args.max_instructions, timeout=args.timeout,
+                         **({"printf": "collect"} if args.json else {}))
+    except TcemuError as e:  # the kernel's parameters as the metadata names them
+        if plan.names:
+            e.args = (plan.rename(str(e)),)
+        raise
     name = short_name(plan.entry)
     doc = {"kernel": plan.entry, "from": plan.what, "ctas": stats["ctas"], "warp_instructions":
            stats["warp_instructions"], "seconds": round(stats["seconds"], 3)}
