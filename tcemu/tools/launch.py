@@ -67,30 +67,30 @@ def read_source(path):
     """("ptx", text) or ("json", dict) for the file at `path`, whatever its name: JSON when it ends in .json or
     its text starts with "{"; anything else is PTX text. PtxError (field "ptx") for a missing or unreadable one."""
     if not isinstance(path, str) or not path or "\0" in path:
-        raise PtxError("ptx", f"{show(path)} is not a file path")
+        raise PtxError("ptx", f"{show(path, 400)} is not a file path")
     if os.path.isdir(path):
-        raise PtxError("ptx", f"{show(path)} is a folder; give a PTX file or a fixture's .json")
+        raise PtxError("ptx", f"{show(path, 400)} is a folder; give a PTX file or a fixture's .json")
     if not os.path.isfile(path):
-        raise PtxError("ptx", f"{show(path)}: no such file")
+        raise PtxError("ptx", f"{show(path, 400)}: no such file")
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_SOURCE_BYTES + 1)
     except OSError as e:
-        raise PtxError("ptx", f"cannot read {show(path)} ({e.strerror or e})") from None
+        raise PtxError("ptx", f"cannot read {show(path, 400)} ({e.strerror or e})") from None
     if len(raw) > MAX_SOURCE_BYTES:
-        raise PtxError("ptx", f"{show(path)} holds more than {MAX_SOURCE_BYTES:,} bytes")
+        raise PtxError("ptx", f"{show(path, 400)} holds more than {MAX_SOURCE_BYTES:,} bytes")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise PtxError("ptx", f"{show(path)} is not text (byte {e.start}): give PTX text or a fixture's .json") \
+        raise PtxError("ptx", f"{show(path, 400)} is not text (byte {e.start}): give PTX text or a fixture's .json") \
             from None
     if path.lower().endswith(".json") or text.lstrip().startswith("{"):
         try:
             doc = json.loads(text)
         except (ValueError, RecursionError) as e:
-            raise PtxError("ptx", f"{show(path)} is not valid JSON ({show(str(e), 120)})") from None
+            raise PtxError("ptx", f"{show(path, 400)} is not valid JSON ({show(str(e), 120)})") from None
         if not isinstance(doc, dict):
-            raise PtxError("ptx", f"{show(path)} holds JSON {type(doc).__name__}, not a fixture's metadata object")
+            raise PtxError("ptx", f"{show(path, 400)} holds JSON {type(doc).__name__}, not a fixture's metadata object")
         return "json", doc
     return "ptx", text
 
@@ -151,7 +151,7 @@ def _ptx_for(path: str, doc: dict, ptx: Optional[str]) -> str:  # ptx: --ptx
     for p in names:
         if os.path.isfile(p):
             return p
-    raise PtxError("--ptx", f"no PTX beside {show(path)} (looked for {', '.join(show(p) for p in names)}): "
+    raise PtxError("--ptx", f"no PTX beside {show(path, 400)} (looked for {', '.join(show(p, 400) for p in names)}): "
                             "name it with --ptx")
 
 
@@ -162,7 +162,7 @@ def plan_json(path: str, doc: dict, args, parse_arg) -> Plan:
     if isinstance(doc.get("entry"), str) and isinstance(doc.get("params"), list):
         return _plan_triton(path, doc, args, parse_arg)
     keys = ", ".join(list(doc)[:8])
-    raise PtxError("ptx", f"{show(path)} is neither a fixture's metadata (entry and params), a CUTLASS fixture "
+    raise PtxError("ptx", f"{show(path, 400)} is neither a fixture's metadata (entry and params), a CUTLASS fixture "
                           f"(launches), a bench record (launch) nor a launch record (param_blob); its keys: {keys}")
 
 
@@ -170,7 +170,7 @@ def _load(path, doc, args):
     ptx_path = _ptx_for(path, doc, args.ptx_path)
     kind, text = read_source(ptx_path)
     if kind != "ptx":
-        raise PtxError("--ptx", f"{show(ptx_path)} holds JSON, not PTX text")
+        raise PtxError("--ptx", f"{show(ptx_path, 400)} holds JSON, not PTX text")
     return load_module(ptx_path, text)
 
 
@@ -184,7 +184,7 @@ def _plan_record(path, doc, args) -> Plan:
     else:
         records = doc["launches"]
         if not isinstance(records, list) or not records:
-            raise PtxError("launches", f"{show(path)}: expected a non-empty list of launch records")
+            raise PtxError("launches", f"{show(path, 400)}: expected a non-empty list of launch records")
         i = 0 if args.launch is None else args.launch
         if not 0 <= i < len(records):
             raise PtxError("--launch", f"{i}: {os.path.basename(path)} holds launches 0 to {len(records) - 1}")
@@ -201,7 +201,7 @@ def _plan_record(path, doc, args) -> Plan:
         raise PtxError("--launch", f"{os.path.basename(path)} holds one launch, not a list of them")
     entry = record.get("entry") if isinstance(record, dict) else None
     if not isinstance(entry, str):
-        raise PtxError("entry", f"the launch record in {show(path)} names no entry")
+        raise PtxError("entry", f"the launch record in {show(path, 400)} names no entry")
     mod = _load(path, doc, args)
     plan = Plan(mod, entry, what)
     out = {}
