@@ -197,7 +197,8 @@ def main(argv=None) -> int:
         print(f"tcemu: error: {type(e).__name__}: {tidy(str(e))}".replace("\n", "; "), file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
-        print("\ntcemu: interrupted" if sys.stderr.isatty() else "tcemu: interrupted", file=sys.stderr)
+        clear = "\r\033[K" if sys.stderr.isatty() else ""  # a terminal: over the ^C and any progress line
+        print(f"{clear}tcemu: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `tcemu replay traces | head -1`
         return _stdout_gone()

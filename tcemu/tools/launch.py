@@ -26,10 +26,11 @@ from ..traces.inputs import input_bits
 from .names import short_name
 
 MAX_SOURCE_BYTES = 1 << 26   # a .ptx or .json read by `tcemu run` (the largest bundled fixture is 238 KB)
-# Triton element types -> (tcemu format for seeded inputs or None, numpy storage)
-TRITON_TYPES = {"bf16": ("bf16", np.uint16), "fp16": ("f16", np.uint16), "fp32": ("f32", np.uint32),
-                "fp8e4nv": ("e4m3", np.uint8), "u8": (None, np.uint8), "i8": (None, np.int8), "i16": (None, np.int16),
-                "i32": (None, np.int32), "u32": (None, np.uint32), "i64": (None, np.int64), "fp64": (None, np.float64)}
+# Triton element types -> (tcemu format for seeded inputs or None, numpy storage, the TYPE of a zeros: spec)
+TRITON_TYPES = {"bf16": ("bf16", np.uint16, "bf16"), "fp16": ("f16", np.uint16, "f16"),
+                "fp32": ("f32", np.uint32, "f32"), "fp8e4nv": ("e4m3", np.uint8, "e4m3"), "u8": (None, np.uint8, "u8"),
+                "i8": (None, np.int8, "s8"), "i16": (None, np.int16, "u16"), "i32": (None, np.int32, "s32"),
+                "u32": (None, np.uint32, "u32"), "i64": (None, np.int64, "s64"), "fp64": (None, np.float64, "f64")}
 ARG_ROLES = ("pointer", "scalar", "tensormap")   # the roles a user gives a value for (the rest follow from them)
 
 
@@ -160,6 +161,9 @@ def plan_json(path: str, doc: dict, args, parse_arg) -> Plan:
     if "param_blob" in doc or "launches" in doc or isinstance(doc.get("launch"), dict):
         return _plan_record(path, doc, args)
     if isinstance(doc.get("entry"), str) and isinstance(doc.get("params"), list):
+        if not all(isinstance(p, dict) and isinstance(p.get("role"), str) for p in doc["params"]):
+            raise PtxError("ptx", f"{show(path, 400)}: its params carry no roles and argument names (it is not "
+                                  "Triton's metadata): run its PTX with the arguments in order (--arg ...)")
         return _plan_triton(path, doc, args, parse_arg)
     keys = ", ".join(list(doc)[:8])
     raise PtxError("ptx", f"{show(path, 400)} is neither a fixture's metadata (entry and params), a CUTLASS fixture "
@@ -280,7 +284,8 @@ def _given(args, arguments, parse_arg):
 
 
 def _element(type_text: str):
-    """(tcemu format or None, numpy storage, block shape or None) of a Triton '*T' or 'tensordesc<T[..]>' type."""
+    """(tcemu format or None, numpy storage, block shape or None, zeros: TYPE) of a Triton '*T' or
+    'tensordesc<T[..]>' type."""
     block = None
     if type_text.startswith("tensordesc<"):
         inner = type_text[len("tensordesc<"):-1]
@@ -290,8 +295,8 @@ def _element(type_text: str):
         t = type_text.lstrip("*")
     if t not in TRITON_TYPES:
         raise PtxError("type", f"element type {show(t)} is not one tcemu run can make arrays of")
-    fmt, store = TRITON_TYPES[t]
-    return fmt, store, block
+    fmt, store, spec = TRITON_TYPES[t]
+    return fmt, store, block, spec
 
 
 def _gemm_names(sig):
@@ -333,7 +338,7 @@ def _plan_triton(path, meta, args, parse_arg) -> Plan:
                 raise PtxError(name, f"the metadata gives no value for this {type_text} argument: pass --arg "
                                      f"{name}=VALUE")
             continue
-        fmt, store, block = _element(type_text)
+        fmt, store, block, spec = _element(type_text)
         arr = given.get(name)
         if isinstance(arr, TensorDescriptor):
             arr = arr.base
@@ -344,7 +349,7 @@ def _plan_triton(path, meta, args, parse_arg) -> Plan:
             dims = [(M, K), (K, N) if kn else (N, K), (M, N)][which]
             arr = np.zeros(dims, store) if which == 2 or fmt is None else input_bits(fmt, dims, args.seed, stream)
         if arr is None:
-            what = f"random:{fmt}:SHAPE" if fmt else f"zeros:{np.dtype(store).name}:SHAPE"
+            what = f"random:{fmt}:SHAPE" if fmt else f"zeros:{spec}:SHAPE"
             raise PtxError(name, f"the metadata gives no shape for this {type_text} argument: pass --arg "
                                  f"{name}={what} (or zeros:TYPE:SHAPE, or a .npy file)")
         if not isinstance(arr, np.ndarray):
