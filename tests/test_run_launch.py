@@ -127,6 +127,11 @@ def test_metadata_errors_name_the_argument(tmp_path, capsys):
     assert main(["run", scale, "--arg", "Q=1"]) == 2
     assert _err(capsys) == ("tcemu: error: PtxError: --arg 0: 'Q' is not an argument of the kernel; its arguments: K, "
                             "ARG_K, n_elements, scale")
+    assert main(["run", MATMUL, "--arg", "M=-5"]) == 2
+    assert _err(capsys) == "tcemu: error: PtxError: M: -5: a GEMM's M, N and K are positive integers"
+    assert main(["run", os.path.join(FIX, "sm100", "cute_mma_sm100.json")]) == 2
+    assert _err(capsys).endswith("its params carry no roles and argument names (it is not Triton's metadata): run "
+                                 "its PTX with the arguments in order (--arg ...)")
     lonely = tmp_path / "matmul_bf16.json"
     shutil.copy(MATMUL, lonely)
     assert main(["run", str(lonely)]) == 2

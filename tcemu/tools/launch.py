@@ -325,8 +325,8 @@ def _plan_triton(path, meta, args, parse_arg) -> Plan:
     plan = Plan(mod, entry, f"{os.path.basename(path)} (Triton metadata)")
     plan.names = metadata_names(meta)
     shape = None
-    if gemm_names is not None and all(isinstance(values.get(k), int) for k in "MNK"):
-        shape = (values["M"], values["N"], values["K"])
+    if gemm_names is not None and all(k in values for k in "MNK"):
+        shape = _gemm_shape(values)
         kn = "stride_bk" in sig and sig.get("stride_bn") == "constexpr"
         for k, v in (("stride_am", shape[2]), ("stride_bk", shape[1] if kn else 1),
                      ("stride_bn", 1 if kn else shape[2]), ("stride_cm", shape[1])):
@@ -384,6 +384,23 @@ def _plan_triton(path, meta, args, parse_arg) -> Plan:
         plan.gemm_why = (f"{short_name(entry)} is not a GEMM --check can name (a_ptr, b_ptr, c_ptr or a_desc, b_desc, "
                          "c_desc with M, N, K)")
     return plan
+
+
+MAX_OPERAND_ELEMENTS = 1 << 31   # one operand a GEMM launch makes (4 GiB of f16 bits at most)
+
+
+def _gemm_shape(values):
+    """(M, N, K) of a GEMM launch: positive integers, each operand within MAX_OPERAND_ELEMENTS elements."""
+    for k in "MNK":
+        v = values[k]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise PtxError(k, f"{show(v)}: a GEMM's M, N and K are positive integers")
+    M, N, K = values["M"], values["N"], values["K"]
+    for name, n in (("A", M * K), ("B", K * N), ("C", M * N)):
+        if n > MAX_OPERAND_ELEMENTS:
+            raise PtxError("MNK", f"M = {M}, N = {N}, K = {K}: {name} would hold {n:,} elements; at most "
+                                  f"{MAX_OPERAND_ELEMENTS:,} (tcemu.tools.launch.MAX_OPERAND_ELEMENTS)")
+    return M, N, K
 
 
 def _grid(meta, values, args):
