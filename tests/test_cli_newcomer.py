@@ -197,7 +197,7 @@ def test_replay_progress_columns_and_totals(tmp_path, capsys):
     assert table[0] == f"{'trace':<{width}} {'cases':>8} {'matched':>8} {'values':>12} {'matched':>12}  group"
     edge = len(table[0]) - len("  group")
     for line in table[1:]:  # the figures end in the same column whatever the names
-        assert re.match(rf"^\S+ +\d+ +\d+ +\d+ +\d+  \S", line) and len(line[:edge].rstrip()) == edge, line
+        assert re.match(r"^\S+ +\d+ +\d+ +\d+ +\d+  \S", line) and len(line[:edge].rstrip()) == edge, line
     assert table[10].endswith("  total over 9 groups") and lines[-1] == "all traces match"
     assert re.fullmatch(rf"tcemu: replaying {re.escape(long_name.name)} \(1/2\) \.\.\.\n"
                         rf"tcemu: replaying {re.escape(long_name.name)} \(1/2\): done in \d+\.\d s\n"

@@ -266,10 +266,15 @@ def run_command(args) -> int:
         lines += check_lines
     if args.save:
         saved = []
-        for key, v in plan.arrays.items():
-            path = os.path.join(args.save, f"{key}.npy")
-            np.save(path, v, allow_pickle=False)
-            saved.append(f"{key}.npy")
+        for i, (key, v) in enumerate(plan.arrays.items()):
+            # a name from a .json becomes a file name only when it is a plain one (no folders, no dots first)
+            stem = key if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}", key) else f"array{i}"
+            try:
+                np.save(os.path.join(args.save, f"{stem}.npy"), v, allow_pickle=False)
+            except OSError as e:
+                raise PtxError("--save", f"cannot write {stem}.npy in {show(args.save, 400)} ({e.strerror or e})") \
+                    from None
+            saved.append(f"{stem}.npy")
         folder = os.path.join(os.path.normpath(args.save), "")
         doc["saved"] = [os.path.join(folder, s) for s in saved]
         lines.append(f"saved {', '.join(saved)} to {folder}" if saved else "no array arguments to save")
