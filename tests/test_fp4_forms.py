@@ -60,15 +60,16 @@ class TestDeepGemmFp4B:
 
     def test_packed_reading_is_caught_and_the_padded_form_named(self):
         written = self.tile[:, :32]
-        report = check_operand(written, _desc(0x400), dtype="e2m1", arch="sm100")
+        report = check_operand(written, _desc(0x400), dtype="e2m1", padded=False, arch="sm100")
         # packed e2m1: element k at byte k // 2 of the row; padded slots are one byte each, so every element but
         # k = 0 of each row is read elsewhere: 31 of 32 per row
         assert (report.ok, report.wrong, report.total) == (False, 31 * self.N, 32 * self.N)
         assert report.lines[-1] == ("hint: the placement is e2m1 padded (16 values then padding per 16 bytes, as "
                                     "TMA's 16U4_ALIGN16B writes it for kind::f8f6f4); this descriptor reads it "
-                                    "exactly with padded=True")
+                                    "exactly with padded=True, or with the instruction (instr=: .kind::f8f6f4 and "
+                                    ".kind::mxf8f6f4 read it so)")
         with pytest.raises(LayoutError) as e:
-            suggest_descriptor(written, dtype="e2m1", arch="sm100")
+            suggest_descriptor(written, dtype="e2m1", padded=False, arch="sm100")
         assert e.value.rule.startswith("no e2m1 packed layout reads this placement, but it is e2m1 padded: "
                                        "suggest_descriptor(..., padded=True) gives UmmaDescriptor(start_address=0x400, "
                                        "lbo=0x10, sbo=0x400, base_offset=0, swizzle=128B, version=1")
@@ -107,7 +108,8 @@ def test_align8b_is_packed_and_the_padded_reading_is_named():
     report = check_operand(written, _desc(0x800), dtype="e2m1", padded=True, arch="sm100")
     assert not report.ok and report.lines[-1] == (
         "hint: the placement is e2m1 packed (two values per byte, as TMA's 16U4_ALIGN8B writes it for kind::mxf4*); "
-        "this descriptor reads it exactly with padded=False")
+        "this descriptor reads it exactly with padded=False, or with the instruction (instr=: .kind::mxf4 and "
+        ".kind::mxf4nvf4 read it so)")
 
 
 def test_fp6_is_padded_by_default_everywhere():

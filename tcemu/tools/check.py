@@ -3,7 +3,10 @@
 `written` is a (rows, k) integer array: the absolute shared address where the writer put element
 (row, k) of the operand (row = M for A, N for B), for example tma.tma_placement(tcemu.tma_load(...)).
 fp4 / fp6 placements follow dtypes' packed / padded rule: a packed e2m1 element's address is the byte that
-holds it, a padded one's its 8-bit slot (what TMA's 16U4_ALIGN8B and 16U4_ALIGN16B loads return).
+holds it, a padded one's its 8-bit slot (what TMA's 16U4_ALIGN8B and 16U4_ALIGN16B loads return). With e2m1
+named but neither `padded` nor the instruction given, the form is read from the placement itself: two K
+neighbours sharing each byte is packed, one byte per element is padded (DeepGEMM's sm100 fp8 x fp4 kernel loads
+its fp4 operand padded, 16U4_ALIGN16B, for kind::mxf8f6f4); the report says which form it took and why.
 
 check_operand checks one instruction's K slice; check_tile checks the whole tile against the sequence of
 descriptors a kernel issues over K, and says which K block's data each instruction read.
@@ -18,7 +21,8 @@ from ..layout.addressing import operand_addresses
 from ..core.arch import check_arch, is_blackwell
 from ..layout.descriptors import (SM90_SWIZZLES, SM100_SWIZZLES, GmmaDescriptor, SwizzleMode, UmmaDescriptor,
                                   as_arch_descriptor)
-from ..arith.dtypes import FP4_FP6, OPERAND_DTYPES, element_type, form_text, is_padded, parse_major, placement_dtype
+from ..arith.dtypes import (FP4_FP6, OPERAND_DTYPES, PACKED_KINDS, PADDED_KINDS, element_type, form_text, is_padded,
+                            parse_major, placement_dtype)
 from ..core.errors import LayoutError, TcemuError
 from .operand import instruction_k, operand_spec
 from ..core.validate import as_array, as_bool, as_int, as_int_array, show
@@ -92,6 +96,36 @@ def _operand(dtype, major, operand, arch, padded, instr, kind, cta_group) -> _Op
     return _Operand(operand, dtype, is_padded(dtype, padded), major, arch)
 
 
+def written_form(w: np.ndarray):
+    """How fp4 values were written, read from their addresses: "packed" when K neighbours 2j, 2j + 1 share every
+    byte, "padded" when every element has a byte of its own, None when the placement cannot tell."""
+    if w.ndim != 2 or w.shape[1] < 2:
+        return None
+    if w.shape[1] % 2 == 0 and np.array_equal(w[:, 0::2], w[:, 1::2]):
+        return "packed"
+    if np.unique(w).size == w.size:
+        return "padded"
+    return None
+
+
+def _form_from_placement(w, op: _Operand, padded):
+    """(operand, note): e2m1 without `padded` or an instruction takes the form its placement shows (a note says
+    so when that is the padded form, not the default packed one)."""
+    if padded is not None or op.spec is not None or FP4_FP6.get(op.dtype) != 4 or not parse_major(op.major):
+        return op, None
+    if written_form(w) != "padded" or op.padded:
+        return op, None
+    note = (f"note: {op.dtype} read padded, as the placement shows: one byte per element (16 values then padding "
+            f"per 16 bytes, as TMA's 16U4_ALIGN16B writes it for {' / '.join('kind::' + k for k in PADDED_KINDS)}); "
+            "say so with padded=True or the instruction (instr=)")
+    return replace(op, padded=True), note
+
+
+def _kinds_hint(padded: bool) -> str:
+    kinds = PADDED_KINDS if padded else PACKED_KINDS
+    return f", or with the instruction (instr=: {' and '.join('.kind::' + k for k in kinds)} read it so)"
+
+
 def _holders(w: np.ndarray):
     """address -> (row, k) of the first element the writer put there."""
     holder = {}
@@ -124,6 +158,7 @@ def check_operand(written, desc, *, dtype: Optional[str] = None, major: str = "K
     max_lines = as_int(max_lines, "max_lines", 0, 1 << 16, LayoutError)
     w = _written(written)
     op = _operand(dtype, major, operand, arch, padded, instr, kind, cta_group)
+    op, note = _form_from_placement(w, op, padded)
     desc = as_arch_descriptor(desc, op.arch)
     rows, k = w.shape
     if op.rows is not None:
@@ -145,6 +180,8 @@ def check_operand(written, desc, *, dtype: Optional[str] = None, major: str = "K
     report = CheckReport(desc, op.name, w.size, wrong, lines)
     if wrong:
         report.lines += _hints(w if len(parts) == 1 else parts[0][0], desc, op)
+    if note:
+        report.lines.insert(0, note)
     return report
 
 
@@ -163,7 +200,7 @@ def _hints(w, desc, op: _Operand) -> List[str]:
             how = ("16 values then padding per 16 bytes, as TMA's 16U4_ALIGN16B writes it for kind::f8f6f4"
                    if other.padded else "two values per byte, as TMA's 16U4_ALIGN8B writes it for kind::mxf4*")
             out.append(f"hint: the placement is {other.label} ({how}); this descriptor reads it exactly with "
-                       f"padded={other.padded}")
+                       f"padded={other.padded}{_kinds_hint(other.padded)}")
             return out
     try:
         want = _suggest(w, op)
@@ -191,6 +228,8 @@ def diagnose(desc, want, major: str = "K") -> List[str]:
                        "into the field without the >> 4?")
         elif have * 16 == need:
             out.append(f"{name.upper()} {have:#x} is 1/16 of the {need:#x} this placement needs: shifted twice?")
+        elif (desc.lbo, desc.sbo) != (want.sbo, want.lbo):  # (a swap is named below)
+            out.append(f"{name.upper()} {have:#x}: this placement needs {need:#x}")
     if lbo_used and (desc.lbo, desc.sbo) == (want.sbo, want.lbo) and desc.lbo != desc.sbo:
         out.append(f"LBO and SBO are swapped: this placement needs LBO {want.lbo:#x}, SBO {want.sbo:#x}")
     if desc.start_address != want.start_address:
@@ -215,6 +254,7 @@ def suggest_descriptor(written, *, dtype: Optional[str] = None, major: str = "K"
     placement)."""
     w = _written(written)
     op = _operand(dtype, major, operand, arch, padded, instr, kind, cta_group)
+    op, _ = _form_from_placement(w, op, padded)
     try:
         return _suggest(w, op)
     except LayoutError as e:
@@ -294,6 +334,7 @@ class TileReport:
     blocks: List[BlockReport]
     advance: Optional[int]           # the start advance per K block the descriptors show, if constant
     expected_advance: Optional[int]  # the one the writer's placement needs, if constant
+    notes: List[str] = field(default_factory=list)  # how the operand was read (fp4 form from the placement)
 
     @property
     def ok(self) -> bool:
@@ -303,7 +344,7 @@ class TileReport:
         good = sum(b.ok for b in self.blocks)
         head = (f"all {len(self.blocks)} K blocks of {self.operand} read as written" if self.ok else
                 f"{len(self.blocks) - good} of {len(self.blocks)} K blocks of {self.operand} read the wrong data")
-        out = [head]
+        out = [head] + self.notes
         for b in self.blocks:
             out.append(b.text)
             out += ["  " + line for line in b.lines]
@@ -330,6 +371,7 @@ def check_tile(written, descs, *, dtype: Optional[str] = None, major: str = "K",
     max_lines = as_int(max_lines, "max_lines", 0, 1 << 16, LayoutError)
     w = _written(written)
     op = _operand(dtype, major, operand, arch, padded, instr, kind, cta_group)
+    op, note = _form_from_placement(w, op, padded)
     rows, tile_k = w.shape
     if op.rows is not None and rows != op.rows:
         raise LayoutError("written", f"{rows} rows, but each CTA holds {op.rows} of {op.name}"
@@ -373,7 +415,7 @@ def check_tile(written, descs, *, dtype: Optional[str] = None, major: str = "K",
             blocks.append(BlockReport(kb, desc, True, kb, f"K block {kb}: reads tile columns {kb * k}-{kb * k + k - 1}"))
             continue
         blocks.append(_describe_block(kb, desc, read, w, holder, k, op, advance, expected, wanted[kb], max_lines))
-    return TileReport(op.name, blocks, advance, expected)
+    return TileReport(op.name, blocks, advance, expected, [note] if note else [])
 
 
 def _constant(values):

@@ -240,6 +240,12 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
     if clash:
         raise LaunchRecordError(clash[0], "comes from the launch record (replay sets it); pass cluster= to change "
                                           "the cluster shape")
+    if isinstance(record, dict) and "entry" not in record and ("launch" in record or "launches" in record):
+        key = "launch" if "launch" in record else "launches"  # a fixture's json, passed whole (issue 27)
+        raise LaunchRecordError("record", f"this is a fixture's json, not a launch record: pass its {key!r} "
+                                          + ("value (fixture['launch'])" if key == "launch" else
+                                             "records one at a time (fixture['launches'][i])")
+                                          + ", or run it with `tcemu run FIXTURE.json`")
     _need(record, "entry", str)  # the record's form before a PTX text is parsed
     mod = ptx if isinstance(ptx, tptx.Module) else tptx.load(ptx)
     entry = _check_layout(mod, record)
