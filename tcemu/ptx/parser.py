@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 from ..core.validate import show
 from .errors import PtxLimit, PtxSyntaxError
+from .types import ptx_type
 
 # Virtual registers a PTX function may declare (PTX sets no limit; ptxas allocates at most 255 per thread). The
 # bundled kernels declare at most 6,794 in one range and 7,490 in one function. At the per-function limit a
@@ -192,7 +193,6 @@ class VarDecl:
 
     @property
     def size(self) -> int:
-        from .types import ptx_type
         elem = max(1, ptx_type(self.type).bits // 8) * self.vector
         return elem * (self.count if self.count else 1)
 

@@ -10,9 +10,12 @@ import numpy as np
 from .. import fparith
 from .. import parser as P
 from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
-from ..machine import BLOCK
+from ..machine import BLOCK, DIVERGED
 from ..types import TYPES
-from . import Mods, mask_array, operands, register, require_ptx, require_target, where  # noqa: F401
+from .calls import c_return
+from .common import Mods, mask_array, operands, require_ptx, require_target, where
+from .memory_ops import drain_cp_async
+from .registry import register
 
 U32 = TYPES["u32"]
 B32 = TYPES["b32"]
@@ -82,7 +85,6 @@ def c_brx(ins, prog, pc):
         if W.lane_pc is None:
             W.lane_pc = np.full(32, pc, np.int64)
         W.lane_pc[act] = dest[act]
-        from ..machine import DIVERGED
         return DIVERGED
     return op
 
@@ -90,11 +92,9 @@ def c_brx(ins, prog, pc):
 @register("ret", "exit")
 def c_exit(ins, prog, pc):
     if ins.opcode.startswith("ret") and ins.owner:
-        from .calls import c_return
         return c_return(ins, prog, pc)
 
     def op(W, m):
-        from .memory_ops import drain_cp_async
         r = W.exit_lanes(m)
         if W.done:
             drain_cp_async(W)

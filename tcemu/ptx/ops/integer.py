@@ -9,7 +9,8 @@ from .. import fparith, intarith
 from .. import parser as P
 from ..errors import PtxError, PtxSyntaxError
 from ..types import CONTAINER, MASKS, SIGNED, TYPES
-from . import Mods, operands, register
+from .common import Mods, operands
+from .registry import register
 from .floating import c_float_arith, float_compare
 
 _U = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}

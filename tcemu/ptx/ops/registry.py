@@ -1,13 +1,11 @@
 """The table from opcode to semantics: each family module registers compile functions
 `compile(ins, prog, pc) -> op(W, m) -> control` under an opcode prefix ("add", "cp.async", "wgmma.mma_async").
-Lookup takes the longest registered prefix of the opcode's dotted parts."""
-from typing import Callable, Dict, List, Optional
+Lookup takes the longest registered prefix of the opcode's dotted parts. The families import this module and
+register on import; the package (ops/__init__.py) imports every family, so `tcemu.ptx.ops.lookup` sees them all."""
+from typing import Callable, Dict
 
-import numpy as np
-
-from ..errors import PtxSyntaxError, PtxUnsupported
+from ..errors import PtxUnsupported
 from ..parser import Instruction
-from ..types import TYPES, PtxType
 
 OPCODES: Dict[str, Callable] = {}
 
@@ -15,6 +13,8 @@ OPCODES: Dict[str, Callable] = {}
 def register(*prefixes: str):
     def deco(fn):
         for p in prefixes:
+            if p in OPCODES:   # two families claiming one prefix: the later would silently shadow the earlier
+                raise AssertionError(f"opcode prefix {p!r} registered twice ({OPCODES[p].__module__}, {fn.__module__})")
             OPCODES[p] = fn
         return fn
     return deco
@@ -27,86 +27,3 @@ def lookup(ins: Instruction) -> Callable:
         if fn is not None:
             return fn
     raise PtxUnsupported(ins.opcode, f"instruction not supported by tcemu's interpreter ({ins.where()})")
-
-
-class Mods:
-    """An opcode's modifiers: `parts` after the base, the types among them, and set-membership tests."""
-
-    def __init__(self, ins: Instruction, skip: int = 1):
-        self.ins = ins
-        self.parts = ins.opcode.split(".")[skip:]
-        self.set = set(self.parts)
-        self.types: List[PtxType] = [TYPES[p] for p in self.parts if p in TYPES]
-
-    def __contains__(self, item) -> bool:
-        return item in self.set
-
-    def type(self, index: int = -1) -> PtxType:
-        if not self.types:
-            raise PtxSyntaxError(self.ins.line, self.ins.col, f"{self.ins.opcode} needs a type")
-        return self.types[index]
-
-    def one_of(self, options, default=None) -> Optional[str]:
-        found = [p for p in self.parts if p in options]
-        if len(found) > 1:
-            raise PtxSyntaxError(self.ins.line, self.ins.col, f"{self.ins.opcode}: conflicting {', '.join(found)}")
-        return found[0] if found else default
-
-    def unsupported(self, rule: str):
-        raise PtxUnsupported(self.ins.opcode, f"{rule} ({self.ins.where()})")
-
-
-def operands(ins: Instruction, n: int, at_least: bool = False):
-    ops = ins.operands
-    if len(ops) != n and not (at_least and len(ops) >= n):
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes {n} operands, got {len(ops)}")
-    return ops
-
-
-def where(ins: Instruction) -> str:
-    return f"{ins.text()} ({ins.where()})"
-
-
-def target_sm(prog) -> Optional[tuple]:
-    """The module's .target as (number, suffix): sm_100a -> (100, "a"), sm_90 -> (90, ""); None without one."""
-    for t in getattr(prog, "target", ()):
-        if t.startswith("sm_"):
-            num = "".join(ch for ch in t[3:] if ch.isdigit())
-            return int(num), t[3 + len(num):]
-    return None
-
-
-def require_target(ins: Instruction, prog, feature: str, ok: Callable, needs: str):
-    """Refuse `feature` unless ok((number, suffix)) holds for the module's .target, as ptxas does (a module
-    without .target is not checked)."""
-    sm = target_sm(prog)
-    if sm is not None and not ok(sm):
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {feature} requires .target {needs} (ptxas 13.0 "
-                                                f"refuses it on .target sm_{sm[0]}{sm[1]})")
-
-
-def require_ptx(ins: Instruction, prog, feature: str, version: str):
-    """Refuse `feature` when the module's .version is older than `version` (PTX ISA notes), as ptxas does."""
-    have = getattr(prog, "ptx_version", None)
-    try:
-        older = have is not None and tuple(map(int, have.split("."))) < tuple(map(int, version.split(".")))
-    except ValueError:
-        return
-    if older:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {feature} requires PTX ISA .version {version} or "
-                                                f"later (the module says .version {have})")
-
-
-def active_any(m) -> bool:
-    return m is None or bool(m.any())
-
-
-FULL = np.ones(32, bool)
-
-
-def mask_array(m) -> np.ndarray:
-    return FULL if m is None else m
-
-
-# family modules register themselves on import
-from . import integer, floating, data, memory_ops, control, wgmma, mbarrier, bulk, calls, tcgen05  # noqa: E402,F401

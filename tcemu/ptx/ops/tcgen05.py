@@ -65,7 +65,8 @@ from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK
 from ..types import TYPES
-from . import Mods, mask_array, register, where
+from .common import Mods, mask_array, where
+from .registry import register
 from .mbarrier import lookup
 from .memory_ops import address, cluster_space, shared_target
 from .wgmma import check_async_proxy_read, check_provenance

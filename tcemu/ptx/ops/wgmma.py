@@ -25,7 +25,8 @@ from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK
 from ..types import TYPES
-from . import Mods, register, where
+from .common import Mods, where
+from .registry import register
 
 B32 = TYPES["b32"]
 U64 = TYPES["u64"]
