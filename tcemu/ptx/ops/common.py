@@ -4,6 +4,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
+from .. import parser as P
 from ..errors import PtxSyntaxError, PtxUnsupported
 from ..parser import Instruction
 from ..types import TYPES, PtxType
@@ -41,6 +42,19 @@ def operands(ins: Instruction, n: int, at_least: bool = False):
     if len(ops) != n and not (at_least and len(ops) >= n):
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes {n} operands, got {len(ops)}")
     return ops
+
+
+def dest_setter(prog, op, ins: Instruction, t: PtxType):
+    """One setter for a destination `d` or `d|p` (the optional predicate destination of shfl, elect and match,
+    setp's `p|q`): put(W, value, pred, m) writes d, and p where the operand names one and pred is not None."""
+    sd = prog.write(op.first if isinstance(op, P.Pair) else op, t, ins)
+    sp = prog.write(op.second, TYPES["pred"], ins) if isinstance(op, P.Pair) else None
+
+    def put(W, value, pred, m):
+        sd(W, value, m)
+        if sp is not None and pred is not None:
+            sp(W, pred, m)
+    return put
 
 
 def where(ins: Instruction) -> str:

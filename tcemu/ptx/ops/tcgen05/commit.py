@@ -3,21 +3,18 @@ complete (at once, in tcemu's schedule), and the tcgen05 fences (9.7.16.6.4)."""
 from ...errors import PtxSyntaxError
 from ...machine import BLOCK
 from ...types import TYPES
-from ..common import Mods, where
+from ..common import where
 from ..mbarrier import lookup
 from ..memory_ops import address, cluster_space, shared_target
 from ..registry import register
-from .state import issuers, parse_cta_group, state
+from .state import issuers, qualifiers, state
 
 U16 = TYPES["u16"]
 
 
 @register("tcgen05.commit")
 def c_commit(ins, prog, pc):
-    mods = Mods(ins, skip=2)
-    group = parse_cta_group(mods, ins, prog)
-    if "mbarrier::arrive::one" not in mods:
-        raise PtxSyntaxError(ins.line, ins.col, "tcgen05.commit takes .mbarrier::arrive::one")
+    mods, group = qualifiers(ins, prog, "mbarrier::arrive::one")
     multicast = "multicast::cluster" in mods
     space = cluster_space(mods)
     ops = ins.operands

@@ -13,10 +13,10 @@ from ....layout.addressing import operand_addresses
 from ....layout.descriptors import UmmaDescriptor
 from ...errors import KernelFault, MemoryFault, PtxSyntaxError
 from ...types import TYPES
-from ..common import Mods, where
+from ..common import where
 from ..registry import register
 from .shared import smem_spots
-from .state import (AsyncOp, check_allocated, check_async, check_pending, issuers, pair_of, parse_cta_group, split, state,
+from .state import (AsyncOp, check_allocated, check_async, check_pending, issuers, pair_of, qualifiers, split, state,
                     tmem_getter)
 
 U64 = TYPES["u64"]
@@ -43,8 +43,7 @@ def cp_lanes(shape, multicast):
 
 @register("tcgen05.cp")
 def c_cp(ins, prog, pc):
-    mods = Mods(ins, skip=2)
-    group = parse_cta_group(mods, ins, prog)
+    mods, group = qualifiers(ins, prog)
     shape = mods.one_of(tuple(CP_SHAPES))
     if shape is None:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected a shape ({', '.join(CP_SHAPES)})")
@@ -122,10 +121,7 @@ def _decompress(raw, src_fmt):
 
 @register("tcgen05.shift")
 def c_shift(ins, prog, pc):
-    mods = Mods(ins, skip=2)
-    group = parse_cta_group(mods, ins, prog)
-    if "down" not in mods:
-        raise PtxSyntaxError(ins.line, ins.col, "tcgen05.shift takes .down")
+    mods, group = qualifiers(ins, prog, "down")
     g_t = tmem_getter(prog, ins.operands[0], ins)
     wh = where(ins)
     text = f"tcgen05.shift (line {ins.line})"

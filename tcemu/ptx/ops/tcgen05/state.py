@@ -9,7 +9,7 @@ from ....blackwell.tmem import COLUMNS, LANES, TensorMemory
 from ... import parser as P
 from ...errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ...types import TYPES
-from ..common import mask_array, where
+from ..common import Mods, mask_array, where
 
 U32 = TYPES["u32"]
 _IDS = itertools.count()
@@ -185,6 +185,15 @@ def parse_cta_group(mods, ins, prog, required=True):
                                                 "the same .cta_group (PTX 9.7.16.7.1)")
     prog.tcgen05_cta_group = (group, ins.line)
     return group
+
+
+def qualifiers(ins, prog, needs=None):
+    """(Mods, .cta_group) of tcgen05.cp / .shift / .commit, checking the qualifier `needs` the instruction requires."""
+    mods = Mods(ins, skip=2)
+    group = parse_cta_group(mods, ins, prog)
+    if needs is not None and needs not in mods:
+        raise PtxSyntaxError(ins.line, ins.col, f"tcgen05.{ins.opcode.split('.')[1]} takes .{needs}")
+    return mods, group
 
 
 def tmem_getter(prog, op, ins):
