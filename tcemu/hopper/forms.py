@@ -74,7 +74,8 @@ def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scal
                                    ((trans_a, "trans_a"), (trans_b, "trans_b"), (satfinite, "satfinite")))
     scale_a, scale_b = as_int(scale_a, "scale_a", -1, 1, LayoutError), as_int(scale_b, "scale_b", -1, 1, LayoutError)
     if dtype_b not in B_TYPES[dtype_a]:
-        raise LayoutError("dtype_b", f"{show(dtype_b)} cannot pair with {dtype_a} (allowed: {', '.join(B_TYPES[dtype_a])})")
+        allowed = ", ".join(B_TYPES[dtype_a])
+        raise LayoutError("dtype_b", f"{show(dtype_b)} cannot pair with {dtype_a} (allowed: {allowed})")
     accs = ACCUMULATORS[dtype_a]
     if dtype_d not in accs:
         raise LayoutError("dtype_d", f"{show(dtype_d)} is not an accumulator for {dtype_a} (allowed: {', '.join(accs)})")

@@ -31,8 +31,8 @@ from ...types import TYPES
 from ..common import Mods, where
 from ..registry import register
 from .shared import smem_spots
-from .state import (AsyncOp, check_allocated, check_async, check_pending, issuers, pair_of, parse_cta_group, split, state,
-                    tmem_getter)
+from .state import (AsyncOp, check_allocated, check_async, check_pending, issuers, pair_of, parse_cta_group, split,
+                    state, tmem_getter)
 
 U32 = TYPES["u32"]
 U64 = TYPES["u64"]
@@ -103,13 +103,15 @@ class MmaForm:
         self.group = group = parse_cta_group(mods, ins, prog)
         kind = mods.one_of(tuple(_KINDS))
         if kind is None:
-            raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} needs .kind::tf32/f16/f8f6f4/i8/mxf8f6f4/mxf4/mxf4nvf4")
+            raise PtxSyntaxError(ins.line, ins.col,
+                                 f"{ins.opcode} needs .kind::tf32/f16/f8f6f4/i8/mxf8f6f4/mxf4/mxf4nvf4")
         self.kind = kind = _KINDS[kind]
         self.arch = _arch(prog)
-        if kind == "i8" and self.arch == "sm103":   # ptxas 13.0: "Feature '.kind::i8' not supported on .target 'sm_103a'"
-            raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: .kind::i8 is not supported on .target sm_103a (ptxas "
-                                                    "13.0 refuses it; CCCL's tcgen05_mma headers guard i8 to sm_100a / "
-                                                    "sm_110a)")
+        # ptxas 13.0: "Feature '.kind::i8' not supported on .target 'sm_103a'"
+        if kind == "i8" and self.arch == "sm103":
+            raise PtxSyntaxError(ins.line, ins.col,
+                                 f"{ins.opcode}: .kind::i8 is not supported on .target sm_103a (ptxas 13.0 refuses it; "
+                                 "CCCL's tcgen05_mma headers guard i8 to sm_100a / sm_110a)")
         if self.ws and (group != 1 or kind not in WS_KINDS):
             raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: tcgen05.mma.ws is .cta_group::1 with .kind::"
                                                     f"{' / '.join(WS_KINDS)} only (PTX Table 39, 9.7.16.10.9)")
