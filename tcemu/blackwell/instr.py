@@ -22,9 +22,8 @@ import numpy as np
 
 from ..core.errors import DescriptorError
 from ..core.validate import as_bool, as_int, as_int_literal, is_int, show
+from .forms import BLOCK_SCALED, KINDS, WS_KINDS, shape_findings  # noqa: F401  (WS_KINDS: read from here too)
 
-KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
-BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
 _F8F6F4 = {"e4m3": 0, "e5m2": 1, "e2m3": 3, "e3m2": 4, "e2m1": 5}
 TYPE_CODES = {"tf32": {"tf32": 2}, "f16": {"f16": 0, "bf16": 1}, "f8f6f4": _F8F6F4, "i8": {"u8": 0, "s8": 1},
               "mxf8f6f4": _F8F6F4, "mxf4": {"e2m1": 1}, "mxf4nvf4": {"e2m1": 1}}
@@ -46,7 +45,6 @@ MAX_SHIFT_COLUMNS = {0: 0, 1: 8, 2: 16, 3: 32}
 # Sparsity selectors the kind reads (PTX 9.7.16.10.8.4): tf32 and f16 pick among sub-columns; the others read 0.
 SELECTORS = {"tf32": (0, 1, 2, 3), "f16": (0, 1, 2, 3), "f8f6f4": (0,), "i8": (0,), "mxf8f6f4": (0,), "mxf4": (0,),
              "mxf4nvf4": (0,)}
-WS_KINDS = ("tf32", "f16", "f8f6f4", "i8")  # Table 39: .ws takes no block-scaled kind
 
 
 def scale_id_rule(per_row: int, sf_id, field: str = "sf_id"):
@@ -256,58 +254,6 @@ class InstrDescriptor:
         if self.sparse and self.k96:
             return [("k96", "K = 96 is a dense shape (PTX Table 44: \"Dense K=96\"); sparse mxf4* is K = 128")]
         return []
-
-
-def shape_findings(kind: str, m: int, n: int, cta_group=None, *, transposed_8bit_b: bool = False,
-                   sparse: bool = False, ws: bool = False, k96: bool = False):
-    """[(field, rule)] for an M/N that PTX Table 39 (tcgen05 kinds and shapes) does not list.
-
-    cta_group::1: M 64 or 128 (block-scaled kinds: 128 only), N 8..256 step 8; cta_group::2: M 128 or
-    256, N 16..256 step 16. i8: N in {8, 16, 24, 32, 48, ..., 256} (::2: 32..256 step 32). 8-bit MN-major
-    B doubles the N step (PTX Table 50). cta_group=None takes ::2 for M = 256 and ::1 otherwise.
-    sparse (tcgen05.mma.sp): the dense shapes, except that the block-scaled kinds take only M = 256 with ::2.
-    ws (tcgen05.mma.ws): .kind::tf32 / f16 / f8f6f4 / i8, cta_group::1, M 32, 64 or 128, N 64, 128 or 256
-    (sparse: 64 or 128). k96 (sm_103a, mxf4*): N 16..256 step 16 with M = 256 and ::2 (PTX Table 39) or, as
-    CuTe's SM103_MXF4_ULTRA atoms also issue, M = 128 with ::1 or ::2."""
-    if cta_group is None:
-        cta_group = 2 if m == 256 else 1
-    if cta_group not in (1, 2):
-        return [("cta_group", f"{show(cta_group)}: tcgen05 takes cta_group 1 or 2")]
-    scaled = kind in BLOCK_SCALED
-    form = f".kind::{kind}{' .sp' if sparse else ''}"
-    if ws:
-        if kind not in WS_KINDS:
-            return [("ws", f"{form} has no .ws form (PTX Table 39: .ws takes .kind::{', '.join(WS_KINDS)})")]
-        if cta_group != 1:
-            return [("cta_group", "tcgen05.mma.ws is cta_group::1 only (PTX Table 39)")]
-        if m not in (32, 64, 128):
-            return [("m", f"M = {m}: {form} .ws takes M in (32, 64, 128) (PTX Table 39)")]
-        legal_n = (64, 128) if sparse else (64, 128, 256)
-        if n not in legal_n:
-            return [("n", f"N = {n}: {form} .ws takes N in {legal_n} (PTX Table 39)")]
-        return []
-    if k96:
-        legal_m = (128,) if cta_group == 1 else (128, 256)
-        if m not in legal_m:
-            return [("m", f"M = {m}: K = 96 with cta_group::{cta_group} takes M in {legal_m} (PTX Table 39 lists "
-                          "256xNx96 with ::2; CuTe's SM103_MXF4_ULTRA atoms add M = 128)")]
-        if not (n % 16 == 0 and 16 <= n <= 256):
-            return [("n", f"N = {n}: K = 96 takes N 16..256 in steps of 16 (PTX Table 39; CuTe's SM103 atoms)")]
-        return []
-    legal_m = ((128,) if scaled else (64, 128)) if cta_group == 1 else ((256,) if scaled and sparse else (128, 256))
-    if m not in legal_m:
-        extra = "; M = 32 is a .ws shape" if m == 32 else ""
-        return [("m", f"M = {m}: {form} with cta_group::{cta_group} takes M in {legal_m} (PTX Table 39{extra})")]
-    step = 8 * cta_group * (2 if transposed_8bit_b else 1)
-    if kind == "i8" and cta_group == 1 and not transposed_8bit_b:
-        ok, rule = n in (8, 16, 24, 32) or (n % 16 == 0 and 48 <= n <= 256), "8, 16, 24, 32, then 48..256 step 16"
-    else:
-        step *= 2 if kind == "i8" else 1
-        ok, rule = n % step == 0 and step <= n <= 256, f"{step}..256 in steps of {step}"
-    if not ok:
-        why = " (8-bit MN-major B, PTX Table 50)" if transposed_8bit_b else " (PTX Table 39)"
-        return [("n", f"N = {n}: .kind::{kind} M = {m} cta_group::{cta_group} takes N {rule}{why}")]
-    return []
 
 
 @dataclass(frozen=True)

@@ -28,28 +28,16 @@ import numpy as np
 from ..layout.addressing import operand_addresses
 from .sparse import chunks_per_row, gather_b, invalid_nibbles
 from .collector import CollectorBuffers, CollectorOp
-from ..layout.descriptors import SwizzleMode, as_arch_descriptor
 from ..arith.dtypes import OPERAND_DTYPES, element_type, is_padded, placement_dtype
 from ..core.errors import DescriptorError, LayoutError
 from ..arith.fdp import (CLS, LSB, OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot,
                          grouped_dot, integer_dot)
 from ..arith.formats import NAN, decode_int
-from .instr import BLOCK_SCALED, InstrDescriptor, ZeroColumnMask, scale_id_rule, shape_findings
+from .forms import BLOCK_SCALED, GROUPED, K_OF_KIND, a_tmem_bits, block_size, check_form, instr_k
+from .instr import InstrDescriptor, ZeroColumnMask, scale_id_rule
 from ..layout.smem import SUBBYTE, as_shared_memory
 from .tmem import TensorMemory
-from ..core.validate import as_array, as_bool, as_int, as_uint_bits, is_int, show
-
-K_OF_KIND = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
-_GROUPED = ("mxf4", "mxf4nvf4")
-ARCHS = ("sm100", "sm103")
-
-
-def instr_k(d: InstrDescriptor) -> int:
-    """Logical K of one instruction (PTX Table 39): the dense K of the kind, twice that when sparse, 96 for the
-    sm_103a K = 96 bit. A sparse A holds half of it."""
-    if d.k96:
-        return 96
-    return K_OF_KIND[d.kind] * (2 if d.sparse else 1)
+from ..core.validate import as_array, as_bool, as_int, as_uint_bits, show
 
 
 def fdp_unit(kind: str, dtype_d: str) -> FdpUnit:
@@ -62,7 +50,7 @@ def fdp_unit(kind: str, dtype_d: str) -> FdpUnit:
     (zero_c_when_absent=False), unlike the H100's scale-d = 0: nothing tells how tcgen05 behaves there (MMA-Sim
     always adds C); the two differ only when every product lies below the zero floor."""
     rules = dict(signed_zero=False, zero_c_when_absent=False)
-    if kind in _GROUPED:
+    if kind in GROUPED:
         return FdpUnit(35, "f32", 23, RZ, zero_exp=-139, **rules)
     if dtype_d == "f16":
         return FdpUnit(25, "f16", 10, RNE, **rules)
@@ -79,79 +67,6 @@ def _idesc(idesc, kind) -> InstrDescriptor:
     if kind is None:
         raise LayoutError("kind", "a raw instruction descriptor does not say its .kind: pass kind=")
     return InstrDescriptor.decode(idesc, kind)
-
-
-def block_size(d: InstrDescriptor, requested=None) -> int:
-    """Elements of K per scale factor (PTX Tables 54-55): mxf8f6f4 and mxf4 32; mxf4nvf4 16 (.scale_vec::4X,
-    the only size for ue4m3 scales) or 32 (.scale_vec::2X, ue8m0), which must then be said."""
-    legal = {"mxf8f6f4": (32,), "mxf4": (32,)}.get(d.kind, (16,) if d.scale_type == "ue4m3" else (16, 32))  # (dense K)
-    if requested is None:
-        if len(legal) > 1:
-            raise LayoutError("block_size_k", ".kind::mxf4nvf4 with ue8m0 scales needs block_size_k 16 (.block16) "
-                                              "or 32 (.block32): PTX requires the qualifier")
-        return legal[0]
-    if not is_int(requested) or requested not in legal:
-        raise LayoutError("block_size_k", f"{show(requested)}: .kind::{d.kind} with {d.scale_type} scales takes {legal}")
-    return requested
-
-
-def check_form(d: InstrDescriptor, cta_group, a_from_tmem: bool, desc_a, desc_b, scale_input_d, *, ws: bool = False,
-               arch: str = "sm100", sparse=None):
-    """Refuse what the hardware refuses or tcemu does not model, naming the field and the rule. `ws`: the
-    tcgen05.mma.ws form; `arch`: "sm103" allows K = 96 and LBO mode 1; `sparse` (None: the descriptor's bit)
-    the .sp form the instruction is, which the descriptor's sparse bit must match."""
-    scale_input_d = as_int(scale_input_d, "scale_input_d", 0, 15, LayoutError)
-    ws = as_bool(ws, "ws", LayoutError)
-    if not isinstance(arch, str) or arch not in ARCHS:
-        raise LayoutError("arch", f"{show(arch)}: tcgen05.mma runs on {' or '.join(ARCHS)}")
-    if sparse is not None:
-        sparse = as_bool(sparse, "sparse", LayoutError)
-    for f, rule in d.validate(strict=False):
-        raise LayoutError(f, rule)
-    if sparse is not None and bool(sparse) != d.sparse:
-        raise LayoutError("sparse", f"the instruction is {'tcgen05.mma.sp' if sparse else 'a dense tcgen05.mma'} but "
-                                    f"the instruction descriptor's sparse bit (2) is {int(d.sparse)}")
-    if d.k96 and arch != "sm103":
-        raise LayoutError("k96", "K = 96 is sm_103a only (PTX 9.7.16.2.1.1): pass arch='sm103'")
-    eight_bit_b = d.transpose_b and d.dtype_b in ("e4m3", "e5m2", "s8", "u8")
-    for f, rule in shape_findings(d.kind, d.m, d.n, cta_group, transposed_8bit_b=eight_bit_b, sparse=d.sparse,
-                                  ws=ws, k96=d.k96):
-        raise LayoutError(f, rule)
-    if d.max_shift and not ws:
-        raise LayoutError("max_shift", f"code {d.max_shift} ({d.max_shift_columns} columns): the max shift is the B "
-                                       "reuse shift of tcgen05.mma.ws (PTX Table 42); a non-.ws MMA carries 0")
-    if scale_input_d and (ws or d.kind not in ("tf32", "f16") or not 0 <= scale_input_d <= 15):
-        raise LayoutError("scale_input_d", f"{show(scale_input_d)}: an immediate 0..15, for .kind::tf32 and "
-                                           ".kind::f16 only, and not with .ws (PTX 9.7.16.10.9)")
-    if a_from_tmem:
-        if d.transpose_a:
-            raise LayoutError("transpose_a", "A read from tensor memory is K-major (PTX Table 51)")
-        if d.m == 128 and cta_group == 1 and d.n % 16 and not ws:
-            raise LayoutError("n", f"N = {d.n}: with A in tensor memory M = 128 takes N in steps of 16 "
-                                   "(CuTe's SM100 TS atoms; not in PTX Table 39)")
-        if ws and d.m != 128:
-            raise LayoutError("a_tmem", f"A in tensor memory with .ws M = {d.m} is not modelled (no source pins where "
-                                        "the 1x4 / 2x2 data paths find A's rows)")
-        if d.sparse and cta_group == 2 and d.m == 128:
-            raise LayoutError("a_tmem", "A in tensor memory with sparse cta_group::2 M = 128 (layout C) is not "
-                                        "modelled")
-    for name, desc, mn in (("desc_a", desc_a, d.transpose_a), ("desc_b", desc_b, d.transpose_b)):
-        if desc is None:
-            continue
-        ud = as_arch_descriptor(desc, "sm100")
-        atom32 = ud.swizzle is SwizzleMode.B128_BASE32B
-        if mn and (d.kind == "tf32") != atom32:
-            raise LayoutError(name, "MN-major tf32 needs the 128B swizzle with 32-byte atoms, and no other kind "
-                                    "may use that mode (PTX 9.7.16.10.3)")
-        if ud.lbo_mode:
-            if arch != "sm103":
-                raise LayoutError(name, "LBO mode 1 (bit 52: LBO holds an absolute address) is sm_103a only "
-                                        "(PTX 9.7.16.4.1.1): pass arch='sm103'")
-            if mn:
-                raise LayoutError(name, "LBO mode 1 is K-major only: the transpose bits must be 0 (PTX 9.7.16.3.1.2.1)")
-            if not d.k96:
-                raise LayoutError(name, "LBO mode 1 is the absolute-address mode for a K of 48 bytes (K = 96 fp4, "
-                                        "PTX 9.7.16.3.1.2); tcemu models it for K = 96 instructions only")
 
 
 def _pair(obj, cta_group, field, make=None):
@@ -172,7 +87,7 @@ def _operand_bits(d, which, smem, desc, tmem_obj, a_tmem, rows, K, cta_group, ar
     dtype = d.dtype_a if which == "a" else d.dtype_b
     f8f6f4 = d.kind in ("f8f6f4", "mxf8f6f4")
     if a_tmem is not None:
-        bits = {"tf32": 32, "f16": 16, "bf16": 16}.get(dtype, 4 if d.kind in _GROUPED else 8)
+        bits = a_tmem_bits(d.kind, dtype)
         container = dtype if f8f6f4 and dtype in SUBBYTE else None
         return tmem_obj.read_a(a_tmem, rows, K, bits, cta_group, container=container)
     major = "MN" if (d.transpose_a if which == "a" else d.transpose_b) else "K"
@@ -186,7 +101,7 @@ def _places(d, which, desc, tmem_obj, a_tmem, rows, K, cta_group, arch, keep=Non
     """int64 keys of where each element of this operand was read (collector buffers): shared memory
     address * 8 + bit, or (1 << 40) + tensor-memory (lane, column, bit)."""
     if a_tmem is not None:
-        bits = {"tf32": 32, "f16": 16, "bf16": 16}.get(d.dtype_a, 4 if d.kind in _GROUPED else 8)
+        bits = a_tmem_bits(d.kind, d.dtype_a)
         lanes, cols, shift = tmem_obj._a_cells(a_tmem, rows, K, bits, cta_group)
         return (1 << 40) + ((lanes.astype(np.int64) << 9 | (cols + (a_tmem & 0xFFFF))) << 5) + shift
     dtype = d.dtype_a if which == "a" else d.dtype_b
@@ -267,7 +182,7 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
         raise LayoutError("invalid_meta", f"{show(invalid_meta)}: None (refuse undefined metadata) or 'gather'")
     if ws and disable_output_lane is not None:
         raise LayoutError("disable_output_lane", "tcgen05.mma.ws takes no lane mask (PTX 9.7.16.10.9.3)")
-    zcm = _zero_column_mask(zero_column_mask, d, ws)
+    zcm = decode_zero_column_mask(zero_column_mask, d, ws)
     op = CollectorOp.parse(collector_op, ws)
     if collector is not None and not isinstance(collector, CollectorBuffers):
         raise LayoutError("collector", f"must be a CollectorBuffers, got {type(collector).__name__}")
@@ -296,11 +211,8 @@ def tcgen05_mma(smem, a, desc_b, idesc, *, kind=None, cta_group: int = 1, c=None
                              for s, t in zip(smems, tmems or [None] * cta_group)])
     shift, keep_b = 0, None
     if zcm is not None:  # ws: cta_group::1, this CTA reads all N columns
-        shift, mask = zcm.shift, zcm.mask(M, N)
-        rows_b = -(-(N + shift) // _row_unit(d)) * _row_unit(d)
-        keep_b = np.zeros(rows_b, bool)
-        keep_b[shift:shift + N] = ~mask
-        b_bits = _operand_bits(d, "b", smems[0], desc_b, None, None, rows_b, K, 1, arch, keep_b)[shift:shift + N]
+        shift, keep_b = zcm.shift, b_rows_kept(d, zcm)
+        b_bits = _operand_bits(d, "b", smems[0], desc_b, None, None, keep_b.size, K, 1, arch, keep_b)[shift:shift + N]
     else:
         b_bits = np.concatenate([_operand_bits(d, "b", s, desc_b, None, None, nc, K, cta_group, arch) for s in smems])
     if collector is not None:
@@ -339,7 +251,17 @@ def _row_unit(d):
                         allowed=OPERAND_DTYPES["sm100"]).per_chunk
 
 
-def _zero_column_mask(value, d, ws):
+def b_rows_kept(d, zcm):
+    """(rows,) bool over the rows of B a .ws MMA reads under zero-column mask `zcm` (whole row units from row 0):
+    True at rows shift .. shift + N - 1 that the mask keeps (PTX Table 45)."""
+    unit = _row_unit(d)
+    keep = np.zeros(-(-(d.n + zcm.shift) // unit) * unit, bool)
+    keep[zcm.shift:zcm.shift + d.n] = ~zcm.mask(d.m, d.n)
+    return keep
+
+
+def decode_zero_column_mask(value, d, ws):
+    """The ZeroColumnMask of `value` (None: none), checked against the form and the descriptor's max shift."""
     if value is None:
         return None
     if not ws:
@@ -421,7 +343,7 @@ def _arithmetic(d, a_bits, b_bits, c_bits, scale_input_d, sa, sb, bs):
     if d.kind == "mxf8f6f4":  # ue8m0 scales (one per 32 = K): add their exponents to every product's
         A, B = _fold_scale(A, sa), _fold_scale(B, sb)
         return fused_dot(A, B, C, unit)
-    if d.kind in _GROUPED:
+    if d.kind in GROUPED:
         group = 16
         SA = np.repeat(decode_operand(sa, d.scale_type), bs // group, axis=1)
         SB = np.repeat(decode_operand(sb, d.scale_type), bs // group, axis=1)

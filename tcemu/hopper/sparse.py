@@ -45,24 +45,17 @@ import numpy as np
 from ..core.errors import LayoutError
 from ..arith.fdp import OUT_NUMPY, decode_operand, fused_dot, integer_dot
 from ..arith.formats import decode_int
-from .wgmma import check_form, fdp_unit, read_operands
+from .forms import SELECTORS, SP_K_OF, check_form, sparse_dtype, sparse_selector
+from .wgmma import fdp_unit, read_operands
 from ..core.validate import as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
-SP_K_OF = {"tf32": 16, "f16": 32, "bf16": 32, "e4m3": 64, "e5m2": 64, "s8": 64, "u8": 64}
 CHUNK = {"tf32": 2, "f16": 4, "bf16": 4, "e4m3": 4, "e5m2": 4, "s8": 4, "u8": 4}
-SELECTORS = {"tf32": (0, 1), "f16": (0, 1), "bf16": (0, 1), "e4m3": (0,), "e5m2": (0,), "s8": (0,), "u8": (0,)}
 VALID_NIBBLES = {2: (0x4, 0xE), 4: (0x4, 0x8, 0xC, 0x9, 0xD, 0xE)}  # by chunk width (PTX 9.7.15.6.1)
 RULES = ("selected", "zeros", "halves", "signed")
 _BITS = {"tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8}  # raw bits of one element
 
 __all__ = ["SP_K_OF", "CHUNK", "SELECTORS", "VALID_NIBBLES", "meta_slots", "meta_registers", "meta_nibbles",
            "invalid_nibbles", "sparsify", "densify", "gather_b", "sparse_dot", "wgmma_sp"]
-
-
-def _dtype(dtype_a) -> str:
-    if not isinstance(dtype_a, str) or dtype_a not in SP_K_OF:
-        raise LayoutError("dtype_a", f"{show(dtype_a)} is not a sparse wgmma multiplicand type ({', '.join(SP_K_OF)})")
-    return dtype_a
 
 
 def _raw(bits, dtype, field, shape=None, ndim=None) -> np.ndarray:
@@ -76,22 +69,13 @@ def _raw(bits, dtype, field, shape=None, ndim=None) -> np.ndarray:
 
 
 def chunks_per_row(dtype_a: str) -> int:
-    return SP_K_OF[_dtype(dtype_a)] // CHUNK[dtype_a]
-
-
-def _selector(dtype_a, selector) -> int:
-    if isinstance(selector, bool) or not isinstance(selector, (int, np.integer)) or \
-            int(selector) not in SELECTORS[_dtype(dtype_a)]:
-        allowed = " or ".join(map(str, SELECTORS[dtype_a]))
-        raise LayoutError("sparsity_selector", f"{show(selector)}: {dtype_a} takes sp-sel {allowed} (PTX 9.7.15.6.1; "
-                                               "ptxas rejects any other value)")
-    return int(selector)
+    return SP_K_OF[sparse_dtype(dtype_a)] // CHUNK[dtype_a]
 
 
 def meta_slots(dtype_a: str, selector: int = 0):
     """(thread, nibble) int arrays of shape (64, chunks): which thread's register, and which nibble of it,
     holds the metadata of chunk c of row m (layout in the module docstring)."""
-    sel = _selector(dtype_a, selector)
+    sel = sparse_selector(dtype_a, selector)
     m = np.arange(64)[:, None]
     c = np.arange(chunks_per_row(dtype_a))[None, :]
     w, g, r = m // 16, m % 8, (m % 16) // 8
@@ -134,13 +118,13 @@ def invalid_nibbles(nibbles, dtype_a: str) -> np.ndarray:
     """Boolean mask of the nibbles PTX leaves undefined (repeated indices; tf32: not 0b0100 / 0b1110).
     Unordered distinct indices (idx0 > idx1) are not listed as invalid by PTX and are not flagged."""
     nib = as_uint_bits(nibbles, 4, "nibbles", LayoutError)
-    if CHUNK[_dtype(dtype_a)] == 2:
+    if CHUNK[sparse_dtype(dtype_a)] == 2:
         return ~np.isin(nib, VALID_NIBBLES[2])
     return (nib & 3) == (nib >> 2)
 
 
 def _check_stored(a_bits, dtype_a):
-    want = (64, SP_K_OF[_dtype(dtype_a)] // 2)
+    want = (64, SP_K_OF[sparse_dtype(dtype_a)] // 2)
     a = as_array(a_bits, "a", LayoutError)
     if a.shape != want:
         raise LayoutError("a", f"stored A must be {want} ({dtype_a}: K/2 of each row), got {a.shape}")
@@ -150,7 +134,7 @@ def _check_stored(a_bits, dtype_a):
 def sparsify(a_bits, dtype_a: str):
     """(stored (64, K/2), nibbles (64, chunks)) of a logical (64, K) raw-bit matrix A whose chunks hold at most
     2 (tf32: 1) non-zero bit patterns; zeros fill the remaining slots in ascending index order."""
-    _dtype(dtype_a)
+    sparse_dtype(dtype_a)
     a = as_array(a_bits, "a", LayoutError)
     K, w = SP_K_OF[dtype_a], CHUNK[dtype_a]
     if a.shape != (64, K):
@@ -176,7 +160,7 @@ def sparsify(a_bits, dtype_a: str):
 
 def densify(stored, nibbles, dtype_a: str) -> np.ndarray:
     """The logical (64, K) matrix (raw bits, zeros elsewhere) of stored A and valid metadata."""
-    a = _check_stored(stored, _dtype(dtype_a))
+    a = _check_stored(stored, sparse_dtype(dtype_a))
     nib = as_uint_bits(nibbles, 4, "nibbles", LayoutError, shape=(64, chunks_per_row(dtype_a)))
     if invalid_nibbles(nib, dtype_a).any() or (CHUNK[dtype_a] == 4 and ((nib & 3) > (nib >> 2)).any()):
         raise LayoutError("nibbles", "densify needs valid metadata with ascending indices")
@@ -200,7 +184,7 @@ def gather_b(b_bits, nib_row, dtype_a: str) -> np.ndarray:
     (chunks,) nibbles. 2:4 kinds: B[:, 4c + idx_j]. tf32: the 32-bit value made of the chunk's 16-bit
     halves idx0 (low) and idx1 (high), halves numbered low-first across B[:, 2c] and B[:, 2c + 1] (equal to
     B[:, 2c] for 0b0100 and B[:, 2c + 1] for 0b1110)."""
-    b = _raw(b_bits, _dtype(dtype_a), "b", ndim=2)
+    b = _raw(b_bits, sparse_dtype(dtype_a), "b", ndim=2)
     nib = as_uint_bits(nib_row, 4, "nib_row", LayoutError, ndim=1)
     if nib.size * CHUNK[dtype_a] != b.shape[1]:
         raise LayoutError("nib_row", f"{nib.size} nibbles do not cover B's {b.shape[1]} K columns in chunks of "
@@ -296,7 +280,7 @@ def wgmma_sp(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dt
     """
     N, K = check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite,
                       k_of=SP_K_OF, what="sparse wgmma")
-    sel = _selector(dtype_a, sparsity_selector)
+    sel = sparse_selector(dtype_a, sparsity_selector)
     as_choice(invalid_meta, "invalid_meta", ("raise", "gather"), LayoutError)
     as_choice(rule, "rule", RULES, LayoutError)
     scale_d = as_bool(scale_d, "scale_d", LayoutError)

@@ -1,26 +1,17 @@
 """wgmma.mma_async (sm_90a): D = A * B (+ C), A and B read from shared memory through matrix
-descriptors (A optionally from registers), with the hardware's arithmetic (fdp.py).
-
-Legal forms (PTX 9.7.15.5): m64nNk8 tf32 -> f32; m64nNk16 f16 -> f16/f32, bf16 -> f32;
-m64nNk32 e4m3/e5m2 (any mix) -> f16/f32, s8/u8 (any mix) -> s32 (optionally .satfinite);
-m64nNk256 b1 -> s32 (.and.popc). N: multiples of 8 up to 256; s32 takes 8, 16, 24 and multiples of 16.
-imm-scale-a/b (+-1) for floating types; imm-trans-a/b (MN-major) for f16/bf16 only.
+descriptors (A optionally from registers), with the hardware's arithmetic (fdp.py). Legal forms: forms.py.
 """
-import re
-
 import numpy as np
 
-from ..arith.dtypes import SM90_MN_MAJOR_DTYPES
 from ..core.errors import LayoutError
 from ..arith.fdp import OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, integer_dot
 from ..arith.formats import decode_int
 from ..layout.fragments import from_a_registers
 from ..layout.smem import as_shared_memory
-from ..core.validate import as_bool, as_int, show
+from ..core.validate import as_bool
+from .forms import K_OF, check_form, legal_n  # noqa: F401  (K_OF, legal_n: read from here too)
 
-K_OF = {"tf32": 8, "f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32, "b1": 256}
 _FP8 = ("e4m3", "e5m2")
-_INT8 = ("s8", "u8")
 
 
 def fdp_unit(dtype_a: str, dtype_d: str) -> FdpUnit:
@@ -37,56 +28,6 @@ def fdp_unit(dtype_a: str, dtype_d: str) -> FdpUnit:
     if dtype_d == "f16":
         return FdpUnit(frac, "f16", 10, RNE, **rules)
     return FdpUnit(frac, "f32", 13 if dtype_a in _FP8 else 23, RZ, **rules)
-
-
-def legal_n(n: int, dtype_d: str) -> bool:
-    if dtype_d == "s32":
-        return n in (8, 16, 24) or (n % 16 == 0 and 32 <= n <= 256)
-    return n % 8 == 0 and 8 <= n <= 256
-
-
-def check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite, k_of=K_OF,
-               what="wgmma"):
-    """(N, K) of a legal wgmma form; LayoutError naming the first broken rule otherwise. `k_of` is the
-    instruction K per multiplicand type (sparse.SP_K_OF for wgmma.mma_async.sp)."""
-    m = re.fullmatch(r"m(\d{1,4})n(\d{1,4})k(\d{1,4})", shape) if isinstance(shape, str) else None
-    if not m:
-        raise LayoutError("shape", f"{show(shape)} is not of the form m64nNkK")
-    M, N, K = map(int, m.groups())
-    if not isinstance(dtype_a, str) or dtype_a not in k_of:
-        raise LayoutError("dtype_a", f"{show(dtype_a)} is not a {what} multiplicand type ({', '.join(k_of)})")
-    for name, value in (("dtype_b", dtype_b), ("dtype_d", dtype_d)):
-        if not isinstance(value, str):
-            raise LayoutError(name, f"must be a type name, got {show(value)}")
-    trans_a, trans_b, satfinite = (as_bool(v, f, LayoutError) for v, f in
-                                   ((trans_a, "trans_a"), (trans_b, "trans_b"), (satfinite, "satfinite")))
-    scale_a, scale_b = as_int(scale_a, "scale_a", -1, 1, LayoutError), as_int(scale_b, "scale_b", -1, 1, LayoutError)
-    pairs = {"tf32": ("tf32",), "f16": ("f16",), "bf16": ("bf16",), "e4m3": _FP8, "e5m2": _FP8,
-             "s8": _INT8, "u8": _INT8, "b1": ("b1",)}
-    if dtype_b not in pairs[dtype_a]:
-        raise LayoutError("dtype_b", f"{show(dtype_b)} cannot pair with {dtype_a} (allowed: {', '.join(pairs[dtype_a])})")
-    accs = {"tf32": ("f32",), "bf16": ("f32",), "f16": ("f16", "f32"), "s8": ("s32",), "u8": ("s32",),
-            "b1": ("s32",)}.get(dtype_a, ("f16", "f32"))
-    if dtype_d not in accs:
-        raise LayoutError("dtype_d", f"{show(dtype_d)} is not an accumulator for {dtype_a} (allowed: {', '.join(accs)})")
-    if M != 64:
-        raise LayoutError("shape", f"M = {M}: wgmma is m64 only")
-    if K != k_of[dtype_a]:
-        raise LayoutError("shape", f"K = {K}: {what} {dtype_a} takes k{k_of[dtype_a]}")
-    if not legal_n(N, dtype_d):
-        rule = "8, 16, 24 or a multiple of 16 up to 256" if dtype_d == "s32" else "a multiple of 8 up to 256"
-        raise LayoutError("shape", f"N = {N} is not legal for {dtype_d} accumulators ({rule})")
-    for name, flag in (("trans_a", trans_a), ("trans_b", trans_b)):
-        if flag and dtype_a not in SM90_MN_MAJOR_DTYPES:
-            raise LayoutError(name, f"transpose (MN-major) needs f16/bf16, not {dtype_a}")
-    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
-        if s not in (1, -1):
-            raise LayoutError(name, f"imm-scale must be 1 or -1, got {show(s)}")
-        if s == -1 and dtype_d == "s32":
-            raise LayoutError(name, f"imm-scale applies to floating-point types only, not {dtype_a}")
-    if satfinite and (dtype_d != "s32" or dtype_a == "b1"):
-        raise LayoutError("satfinite", "only integer (s8/u8) wgmma with s32 accumulators takes .satfinite")
-    return N, K
 
 
 def read_operands(smem, desc_a, desc_b, a_regs, c, scale_d, n, k_a, k, dtype_a, dtype_b, dtype_d, trans_a, trans_b):

@@ -188,7 +188,7 @@ class Cta:
         self.collectives = {}   # (warpgroup, pc) -> [arrived warps, generation, expected]
         self.progress = False
         self.clock = 0
-        self.tmem = None        # tensor memory and tcgen05 state, made on first use (ops/tcgen05.py)
+        self.tmem = None        # tensor memory and tcgen05 state, made on first use (ops/tcgen05/state.py)
 
     def special(self, name: str, w: Warp) -> np.ndarray:
         L = self.launch

@@ -10,6 +10,7 @@ parameters (`.param .align 64 .b8 p[128]`, a CUtensorMap or a struct) take bytes
 """
 import os
 import struct
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -17,15 +18,17 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..layout.smem import SharedMemory
+from ..layout.smem import SMEM_WINDOW, SharedMemory
 from ..core.validate import as_int, show
 from . import parser as P
 from . import strict
-from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
+from .errors import HazardError, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
+from .ops.common import where
 from .program import Program, Symbol
+from .tensormap import TensorMap
 from .types import ptx_type
 
 SMEM_LIMIT = 227 * 1024  # sm90: the most shared memory one CTA may allocate (static + dynamic)
@@ -76,7 +79,6 @@ class Launch:
     def printf(self, text: str):
         self.printed.append(text)
         if self.echo:
-            import sys
             sys.stdout.write(text)
             sys.stdout.flush()
         self._t0 = time.perf_counter_ns()
@@ -324,7 +326,6 @@ class Module:
         if prog.local_size > LOCAL_LIMIT:
             raise PtxLimit(".local", f"{prog.name}'s local frame takes {prog.local_size:,} bytes per thread; "
                                      f"at most {LOCAL_LIMIT:,}")
-        from ..layout.smem import SMEM_WINDOW
         warps = -(-nthreads // 32) * int(np.prod(cluster))
         regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
         parts = {"module variables": sum(v.size for v in self.tree.variables if v.space in ("global", "const")),
@@ -424,7 +425,6 @@ def _size(n: int) -> str:
 
 
 def _param_bytes(info: Param, value, L: Launch, writeback, placed) -> bytes:
-    from .tensormap import TensorMap
     if info.kind == "pointer" or (isinstance(value, np.ndarray) and info.type in ("u64", "b64", "s64")
                                   and info.kind == "scalar"):
         if value is None:
@@ -555,8 +555,6 @@ def _hazard_checked(op, ins: P.Instruction, prog: Program):
         return op
     writes = frozenset() if ins.opcode.split(".")[0] in _NO_DEST or not ins.operands else \
         frozenset({prog.slots[r.name] for r in _regs_of(ins.operands[0]) if r.name in prog.slots} & touched)
-    from .errors import HazardError
-    from .ops import where
     wh = where(ins)
     names = {s: n.split("@")[0] for n, s in prog.slots.items()}
 
@@ -584,7 +582,6 @@ class _Progress:
         self.total, self.n, self.t0 = total, 0, time.perf_counter()
 
     def step(self):
-        import sys
         self.n += 1
         width = 30
         done = width * self.n // self.total
@@ -593,7 +590,6 @@ class _Progress:
         sys.stderr.flush()
 
     def done(self):
-        import sys
         sys.stderr.write("\n")
 
 

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 from ..core.validate import show
 from .errors import PtxLimit, PtxSyntaxError
+from .types import ptx_type
 
 # Virtual registers a PTX function may declare (PTX sets no limit; ptxas allocates at most 255 per thread). The
 # bundled kernels declare at most 6,794 in one range and 7,490 in one function. At the per-function limit a
@@ -192,7 +193,6 @@ class VarDecl:
 
     @property
     def size(self) -> int:
-        from .types import ptx_type
         elem = max(1, ptx_type(self.type).bits // 8) * self.vector
         return elem * (self.count if self.count else 1)
 
@@ -634,15 +634,19 @@ class _Parser:
                     self.error(t, f"expected ',' or ';' after an operand, found {show(t.text)}")
         return Instruction(op.text, operands, guard, first.line, first.col, self.loc, scope)
 
+    def parse_list(self, close, resolve):
+        """A brace vector {a, b} or a call's argument list (a, b), from its opening token: a Vec."""
+        self.next()
+        items = []
+        while not self.accept(close):
+            items.append(self.parse_operand(resolve))
+            self.accept(",")
+        return Vec(tuple(items))
+
     def parse_operand(self, resolve):
         t = self.peek()
         if t.text == "{":
-            self.next()
-            items = []
-            while not self.accept("}"):
-                items.append(self.parse_operand(resolve))
-                self.accept(",")
-            return Vec(tuple(items))
+            return self.parse_list("}", resolve)
         if t.text == "[":
             return self.parse_address(resolve)
         if t.text == "!":
@@ -657,12 +661,7 @@ class _Parser:
                 return Imm(v.value ^ (1 << (v.fbits - 1)), v.fbits)
             return Imm(-v.value)
         if t.text == "(":  # call argument lists: (a, b)
-            self.next()
-            items = []
-            while not self.accept(")"):
-                items.append(self.parse_operand(resolve))
-                self.accept(",")
-            return Vec(tuple(items))
+            return self.parse_list(")", resolve)
         tok = self.next()
         if tok.kind == "float":
             return Imm(_int("0x" + tok.text[2:]), 32 if tok.text[1] in "fF" else 64)

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional
 
 from . import parser as P
 from .errors import PtxSyntaxError, PtxUnsupported
-from .types import TYPES
+from .types import TYPES, ptx_type
 
 # -- operand types ---------------------------------------------------------------------------------------
 
@@ -386,7 +386,6 @@ def check(ins: P.Instruction, reg_types: Dict[str, str], target):
 def _param_shape(v: P.VarDecl):
     """What ptxas compares between an argument and its formal parameter: scalar width, or array bytes and
     alignment."""
-    from .types import ptx_type
     elem = max(1, ptx_type(v.type).bits // 8) * v.vector
     if v.count is None and v.vector == 1:
         return ("scalar", elem)

@@ -15,7 +15,8 @@ from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxU
 from ..memory import PARAM_WINDOW, WINDOW_SIZE, WINDOWS
 from .. import tensormap as TM
 from ..types import TYPES
-from . import Mods, mask_array, register, where
+from .common import Mods, mask_array, where
+from .registry import register
 from .memory_ops import access, address, shared_target
 from .mbarrier import lookup
 

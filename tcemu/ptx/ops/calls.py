@@ -7,16 +7,19 @@ variables into the callee's parameters, pushes (return pc, calling lanes) and ju
 until every calling lane has reached a ret of that function, copies the return values back and resumes the
 lanes after the call together. Recursion and indirect calls are refused.
 """
-import sys
+import re
+import struct
 
 import numpy as np
 
 from .. import parser as P
 from ..errors import KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK, DIVERGED
-from ..memory import LOCAL_WINDOW, WINDOW_SIZE, WINDOWS
+from ..memory import LOCAL_WINDOW, WINDOW_SIZE
 from ..program import call_target
-from . import mask_array, register, where
+from .common import mask_array, where
+from .memory_ops import access
+from .registry import register
 
 MAX_STRING = 4096
 
@@ -113,7 +116,6 @@ def _arg(W, lane, slot, nbytes=8) -> int:
 
 def _read_string(W, addr: int, wh: str) -> str:
     """A NUL-terminated string at a generic address (global/const data, or the thread's local memory)."""
-    from .memory_ops import access
     out = bytearray()
     for i in range(MAX_STRING):
         b = access(W, "generic", np.array([addr + i], np.uint64), W.tid[:1], 1, wh)[0, 0]
@@ -139,8 +141,6 @@ def _local_reader(W, lane, addr, wh):
 def format_printf(fmt: str, read, string) -> str:
     """C printf formatting of `fmt` with arguments packed as the CUDA compiler packs them: each aligned to its
     size; ints 4 bytes (8 with l / ll / z / j), floats promoted to 8-byte doubles, pointers and %s 8 bytes."""
-    import re
-    import struct
     out, off = [], 0
     pos = 0
     for m in re.finditer(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|z|j|t|L)?([diouxXeEfFgGaAcspn%])", fmt):
@@ -216,4 +216,3 @@ def _assertfail(ins, prog, wh, rets, args):
 
 
 BUILTINS = {"vprintf": _vprintf, "__assertfail": _assertfail}
-_ = (WINDOWS, sys)

@@ -10,9 +10,12 @@ import numpy as np
 from .. import fparith
 from .. import parser as P
 from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
-from ..machine import BLOCK
+from ..machine import BLOCK, DIVERGED
 from ..types import TYPES
-from . import Mods, mask_array, operands, register, require_ptx, require_target, where  # noqa: F401
+from .calls import c_return
+from .common import Mods, dest_setter, mask_array, operands, require_ptx, require_target, where
+from .memory_ops import drain_cp_async
+from .registry import register
 
 U32 = TYPES["u32"]
 B32 = TYPES["b32"]
@@ -82,7 +85,6 @@ def c_brx(ins, prog, pc):
         if W.lane_pc is None:
             W.lane_pc = np.full(32, pc, np.int64)
         W.lane_pc[act] = dest[act]
-        from ..machine import DIVERGED
         return DIVERGED
     return op
 
@@ -90,11 +92,9 @@ def c_brx(ins, prog, pc):
 @register("ret", "exit")
 def c_exit(ins, prog, pc):
     if ins.opcode.startswith("ret") and ins.owner:
-        from .calls import c_return
         return c_return(ins, prog, pc)
 
     def op(W, m):
-        from .memory_ops import drain_cp_async
         r = W.exit_lanes(m)
         if W.done:
             drain_cp_async(W)
@@ -321,11 +321,8 @@ def c_shfl(ins, prog, pc):
         raise PtxUnsupported(ins.opcode, "shfl without .sync (pre-sm70) is not supported")
     mode = mods.one_of(("up", "down", "bfly", "idx"))
     d, a, b, c, mask = operands(ins, 5)
-    dp = d.second if isinstance(d, P.Pair) else None
-    d = d.first if isinstance(d, P.Pair) else d
     ga, gb, gc, gm = prog.read(a, B32, ins), prog.read(b, U32, ins), prog.read(c, U32, ins), prog.read(mask, U32, ins)
-    sd = prog.write(d, B32, ins)
-    sp = prog.write(dp, PRED, ins) if dp is not None else None
+    put = dest_setter(prog, d, ins, B32)
 
     def op(W, m):
         _members(W, m, gm, ins)
@@ -350,10 +347,7 @@ def c_shfl(ins, prog, pc):
             j = min_lane | (bv & ~seg)
             pval = j <= max_lane
         j = np.where(pval, j, lane)
-        src = ga(W)
-        sd(W, src[j], m)
-        if sp is not None:
-            sp(W, pval, m)
+        put(W, ga(W)[j], pval, m)
     return op
 
 
@@ -393,18 +387,13 @@ def c_activemask(ins, prog, pc):
 @register("elect")
 def c_elect(ins, prog, pc):
     d, mask = operands(ins, 2)
-    dr = d.first if isinstance(d, P.Pair) else d
-    dp = d.second if isinstance(d, P.Pair) else None
     gm = prog.read(mask, U32, ins)
-    sd = prog.write(dr, B32, ins)
-    sp = prog.write(dp, PRED, ins) if dp is not None else None
+    put = dest_setter(prog, d, ins, B32)
 
     def op(W, m):
         act = _members(W, m, gm, ins)
         leader = int(np.flatnonzero(act)[0]) if act.any() else 0
-        sd(W, np.full(32, leader, np.uint32), m)
-        if sp is not None:
-            sp(W, LANE == leader, m)
+        put(W, np.full(32, leader, np.uint32), LANE == leader, m)
     return op
 
 
@@ -473,10 +462,8 @@ def c_match(ins, prog, pc):
     t = mods.type()
     mode = mods.one_of(("any", "all"))
     d, a, mask = operands(ins, 3)
-    dp = d.second if isinstance(d, P.Pair) else None
-    d = d.first if isinstance(d, P.Pair) else d
-    ga, gm, sd = prog.read(a, t, ins), prog.read(mask, U32, ins), prog.write(d, B32, ins)
-    sp = prog.write(dp, PRED, ins) if dp is not None else None
+    ga, gm = prog.read(a, t, ins), prog.read(mask, U32, ins)
+    put = dest_setter(prog, d, ins, B32)
 
     def op(W, m):
         act = _members(W, m, gm, ins)
@@ -485,10 +472,8 @@ def c_match(ins, prog, pc):
         masks = np.sum(same.astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1)
         allmask = int(np.sum(act.astype(np.uint64) << LANE.astype(np.uint64)))
         if mode == "any":
-            sd(W, masks.astype(np.uint32), m)
+            put(W, masks.astype(np.uint32), None, m)
         else:
             ok = np.all(masks[act] == allmask) if act.any() else True
-            sd(W, np.full(32, allmask if ok else 0, np.uint32), m)
-            if sp is not None:
-                sp(W, np.full(32, bool(ok)), m)
+            put(W, np.full(32, allmask if ok else 0, np.uint32), np.full(32, bool(ok)), m)
     return op

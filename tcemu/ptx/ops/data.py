@@ -6,7 +6,9 @@ from .. import parser as P
 from ..errors import PtxSyntaxError, PtxUnsupported
 from ..memory import WINDOW_SIZE, WINDOWS
 from ..types import CONTAINER, MASKS, SIGNED, TYPES, resize
-from . import Mods, operands, register
+from .common import Mods, operands
+from .convert import c_cvt_float
+from .registry import register
 
 
 @register("mov")
@@ -56,7 +58,6 @@ def c_cvt(ins, prog, pc):
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: cvt takes a destination and a source type")
     dt, st = mods.types
     if dt.kind == "f" or st.kind == "f":
-        from .convert import c_cvt_float
         return c_cvt_float(ins, prog, pc, mods, dt, st)
     d, a = operands(ins, 2)
     ga, sd = prog.read(a, st, ins), prog.write(d, dt, ins)

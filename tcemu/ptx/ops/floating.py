@@ -9,7 +9,8 @@ from .. import fparith
 from .. import parser as P
 from ..errors import PtxError, PtxSyntaxError, PtxUnsupported
 from ..types import TYPES
-from . import Mods, operands, register, require_ptx, require_target
+from .common import Mods, operands, require_ptx, require_target
+from .registry import register
 
 _ROUND = ("rn", "rz", "rm", "rp", "approx", "full")
 _ARITY = {"add": 2, "sub": 2, "mul": 2, "fma": 3, "mad": 3, "div": 2, "min": 2, "max": 2, "copysign": 2,

@@ -9,7 +9,8 @@ from .. import fparith, intarith
 from .. import parser as P
 from ..errors import PtxError, PtxSyntaxError
 from ..types import CONTAINER, MASKS, SIGNED, TYPES
-from . import Mods, operands, register
+from .common import Mods, dest_setter, operands
+from .registry import register
 from .floating import c_float_arith, float_compare
 
 _U = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -17,6 +18,23 @@ _U = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 def _s(v, bits):
     return v.view(SIGNED[bits])
+
+
+def _routed(exact):
+    """Compile a float type through floating.py and a form `exact(mods, t)` selects through intarith (exact); the
+    decorated fn(ins, prog, pc, mods, t) compiles the rest, which wrap in numpy's containers."""
+    def deco(fn):
+        def compile_(ins, prog, pc):
+            mods = Mods(ins)
+            t = mods.type()
+            if t.kind == "f":
+                return c_float_arith(ins, prog, pc)
+            if exact(mods, t):
+                return c_intarith(ins, prog, pc)
+            return fn(ins, prog, pc, mods, t)
+        compile_.__name__, compile_.__doc__ = fn.__name__, fn.__doc__
+        return compile_
+    return deco
 
 
 def _binary(ins, prog, fn, t=None):
@@ -34,27 +52,16 @@ def _binary(ins, prog, fn, t=None):
 
 
 @register("add", "sub")
-def c_addsub(ins, prog, pc):
-    mods = Mods(ins)
-    t = mods.type()
-    if t.kind == "f":
-        return c_float_arith(ins, prog, pc)
-    if "sat" in mods or "cc" in mods or t.name in ("u16x2", "s16x2"):
-        return c_intarith(ins, prog, pc)
+@_routed(lambda mods, t: "sat" in mods or "cc" in mods or t.name in ("u16x2", "s16x2"))
+def c_addsub(ins, prog, pc, mods, t):
     sub = ins.opcode.startswith("sub")
     return _binary(ins, prog, (lambda a, b, bits: a - b) if sub else (lambda a, b, bits: a + b), t)
 
 
 @register("mul", "mad")
-def c_mul(ins, prog, pc):
+@_routed(lambda mods, t: mods.one_of(("lo", "hi", "wide"), "lo") != "lo" or "sat" in mods or "cc" in mods)
+def c_mul(ins, prog, pc, mods, t):
     """.lo forms wrap in the container (numpy); .hi / .wide / .sat / carry forms go through intarith."""
-    mods = Mods(ins)
-    t = mods.type()
-    if t.kind == "f":
-        return c_float_arith(ins, prog, pc)
-    part = mods.one_of(("lo", "hi", "wide"), "lo")
-    if part != "lo" or "sat" in mods or "cc" in mods:
-        return c_intarith(ins, prog, pc)
     mad = ins.opcode.startswith("mad")
     ops = operands(ins, 4 if mad else 3)
     ga, gb = prog.read(ops[1], t, ins), prog.read(ops[2], t, ins)
@@ -68,19 +75,12 @@ def c_mul(ins, prog, pc):
 @register("div", "rem", "abs", "neg")
 def c_divrem(ins, prog, pc):
     t = Mods(ins).type()
-    if t.kind == "f":
-        return c_float_arith(ins, prog, pc)
-    return c_intarith(ins, prog, pc)
+    return c_float_arith(ins, prog, pc) if t.kind == "f" else c_intarith(ins, prog, pc)
 
 
 @register("min", "max")
-def c_minmax(ins, prog, pc):
-    mods = Mods(ins)
-    t = mods.type()
-    if t.kind == "f":
-        return c_float_arith(ins, prog, pc)
-    if "relu" in mods or t.name in ("u16x2", "s16x2"):
-        return c_intarith(ins, prog, pc)
+@_routed(lambda mods, t: "relu" in mods or t.name in ("u16x2", "s16x2"))
+def c_minmax(ins, prog, pc, mods, t):
     is_max = ins.opcode.startswith("max")
     fn = np.maximum if is_max else np.minimum
     if t.signed:
@@ -231,9 +231,7 @@ def c_setp(ins, prog, pc):
     boolop = mods.one_of(tuple(_BOOL))
     fn = compare(cmp, t, "ftz" in mods)
     ops = ins.operands
-    dest = ops[0]
-    pd = prog.write(dest.first if hasattr(dest, "first") else dest, TYPES["pred"], ins)
-    qd = prog.write(dest.second, TYPES["pred"], ins) if hasattr(dest, "second") else None
+    put = dest_setter(prog, ops[0], ins, TYPES["pred"])
     ga, gb = prog.read(ops[1], t, ins), prog.read(ops[2], t, ins)
     gc = prog.read(ops[3], TYPES["pred"], ins) if boolop else None
     if boolop and len(ops) != 4 or not boolop and len(ops) != 3:
@@ -248,9 +246,7 @@ def c_setp(ins, prog, pc):
         if bfn is not None:
             c = gc(W)
             lo, hi = bfn(lo, c), bfn(hi, c)
-        pd(W, lo, m)
-        if qd is not None:
-            qd(W, hi, m)
+        put(W, lo, hi, m)
     return op
 
 

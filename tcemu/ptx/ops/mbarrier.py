@@ -13,8 +13,9 @@ from .. import parser as P
 from ..errors import HazardError, KernelFault, PtxSyntaxError
 from ..machine import BLOCK
 from ..types import TYPES
-from . import Mods, mask_array, register, where
-from .memory_ops import address, cluster_space, shared_target
+from .common import Mods, mask_array, where
+from .registry import register
+from .memory_ops import address, cluster_space, drain_cp_async, shared_target
 
 U32 = TYPES["u32"]
 U64 = TYPES["u64"]
@@ -231,7 +232,6 @@ def c_cp_async_mbarrier(ins, prog, pc):
     wh = where(ins)
 
     def op(W, m):
-        from .memory_ops import drain_cp_async
         drain_cp_async(W)  # completing the copies now is one legal schedule
         act = mask_array(m) & W.live
         addrs = get_addr(W)

@@ -8,10 +8,11 @@ import numpy as np
 
 from .. import fparith
 from .. import parser as P
-from ..errors import HazardError, MemoryFault, PtxSyntaxError
+from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
-from . import Mods, mask_array, operands, register, require_ptx, require_target, where
+from .common import Mods, mask_array, operands, require_ptx, require_target, where
+from .registry import register
 
 SPACES = ("global", "shared", "local", "param", "const")
 CLUSTER_SHIFT = 24  # a shared::cluster address: ((rank + 1) << 24) | offset; offsets below 2^24 are the own CTA's
@@ -239,12 +240,10 @@ def c_prefetch(ins, prog, pc):
 def c_cp_async(ins, prog, pc):
     mods = Mods(ins, skip=2)
     if "bulk" in mods:
-        from ..errors import PtxUnsupported
         raise PtxUnsupported(ins.opcode, f"bulk copies are not modelled yet ({ins.where()})")
     if mods.parts and mods.parts[0] in ("commit_group", "wait_group", "wait_all"):
         return _cp_async_sync(ins, prog, mods.parts[0])
     if mods.parts and mods.parts[0] == "mbarrier":
-        from ..errors import PtxUnsupported
         raise PtxUnsupported(ins.opcode, "cp.async.mbarrier.arrive is not modelled yet")
     ops = ins.operands
     dst, src, size = ops[0], ops[1], ops[2]

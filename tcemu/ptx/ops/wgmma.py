@@ -15,22 +15,23 @@ import time
 import numpy as np
 
 from ...hopper import wgmma as hopper
+from ...hopper.forms import D_TYPES, K_OF, SP_K_OF, check_form, immediates, sparse_selector
 from ...layout.addressing import operand_addresses
 from ...layout.descriptors import GmmaDescriptor
 from ...core.errors import TcemuError
 from ...arith.fdp import OUT_NUMPY
 from ...layout.fragments import from_d_registers, to_d_registers
-from ...hopper.sparse import SP_K_OF, _selector as sp_selector, wgmma_sp
+from ...hopper.sparse import wgmma_sp
 from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK
 from ..types import TYPES
-from . import Mods, register, where
+from .common import Mods, where
+from .registry import register
 
 B32 = TYPES["b32"]
 U64 = TYPES["u64"]
 PRED = TYPES["pred"]
-_MMA = {"f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1"}
 
 
 class InFlight:
@@ -89,7 +90,7 @@ def c_mma(ins, prog, pc):
     shape = next((p for p in mods.parts if re.fullmatch(r"m\d+n\d+k\d+", p)), None)
     if shape is None:
         raise PtxSyntaxError(ins.line, ins.col, "wgmma.mma_async needs a shape .m64nNkK")
-    names = [p for p in mods.parts if p in _MMA or p in ("f32", "f16", "s32")]
+    names = [p for p in mods.parts if p in K_OF or p in D_TYPES]
     if len(names) != 3:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected .dtype.atype.btype")
     dtype_d, dtype_a, dtype_b = names
@@ -109,7 +110,6 @@ def c_mma(ins, prog, pc):
         raise PtxSyntaxError(ins.line, ins.col, "A in registers takes 4 registers")
     ga = None if a_regs else prog.read(ops[1], U64, ins)
     gb = prog.read(ops[2], U64, ins)
-    integer = dtype_d == "s32"
     rest = ops[3:]
     gmeta = sel = None
     if sparse:
@@ -121,27 +121,19 @@ def c_mma(ins, prog, pc):
     imm = [o.value if isinstance(o, P.Imm) else None for o in rest[1:]]
     if any(v is None for v in imm):
         raise PtxSyntaxError(ins.line, ins.col, "wgmma's scale and transpose arguments are immediates")
-    scale_a = scale_b = 1
-    trans_a = trans_b = False
-    if not integer:
-        want = 2 + (2 if dtype_a in ("f16", "bf16") else 0) - (1 if a_regs and dtype_a in ("f16", "bf16") else 0)
-        if len(imm) != want:
-            raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes {want} immediates after scale-d")
-        scale_a, scale_b = imm[0], imm[1]
-        if dtype_a in ("f16", "bf16"):
-            if a_regs:
-                trans_b = bool(imm[2])
-            else:
-                trans_a, trans_b = bool(imm[2]), bool(imm[3])
-    elif imm:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes no immediates after scale-d")
+    want = immediates(dtype_a, dtype_d, a_regs)   # imm-scale-a/b, imm-trans-a/b (PTX 9.7.15.5)
+    if len(imm) != len(want):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes {len(want) or 'no'} immediates after scale-d")
+    imm = dict(zip(want, imm))
+    scale_a, scale_b = imm.get("scale_a", 1), imm.get("scale_b", 1)
+    trans_a, trans_b = bool(imm.get("trans_a", False)), bool(imm.get("trans_b", False))
     try:  # the form itself is checked once, at load time
         if sparse:
-            _, K = hopper.check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite,
-                                     k_of=SP_K_OF, what="sparse wgmma")
-            sp_selector(dtype_a, sel)
+            _, K = check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite,
+                              k_of=SP_K_OF, what="sparse wgmma")
+            sparse_selector(dtype_a, sel)
         else:
-            _, K = hopper.check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite)
+            _, K = check_form(shape, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b, satfinite)
     except TcemuError as e:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {e}") from None
     k_a = K // 2 if sparse else K

@@ -1,0 +1,103 @@
+"""What the families' compile functions share: an opcode's modifiers (Mods), operand counts, the text that
+names an instruction in errors, the module's .target / .version checks, and the executing-lanes mask."""
+from typing import Callable, List, Optional
+
+import numpy as np
+
+from .. import parser as P
+from ..errors import PtxSyntaxError, PtxUnsupported
+from ..parser import Instruction
+from ..types import TYPES, PtxType
+
+
+class Mods:
+    """An opcode's modifiers: `parts` after the base, the types among them, and set-membership tests."""
+
+    def __init__(self, ins: Instruction, skip: int = 1):
+        self.ins = ins
+        self.parts = ins.opcode.split(".")[skip:]
+        self.set = set(self.parts)
+        self.types: List[PtxType] = [TYPES[p] for p in self.parts if p in TYPES]
+
+    def __contains__(self, item) -> bool:
+        return item in self.set
+
+    def type(self, index: int = -1) -> PtxType:
+        if not self.types:
+            raise PtxSyntaxError(self.ins.line, self.ins.col, f"{self.ins.opcode} needs a type")
+        return self.types[index]
+
+    def one_of(self, options, default=None) -> Optional[str]:
+        found = [p for p in self.parts if p in options]
+        if len(found) > 1:
+            raise PtxSyntaxError(self.ins.line, self.ins.col, f"{self.ins.opcode}: conflicting {', '.join(found)}")
+        return found[0] if found else default
+
+    def unsupported(self, rule: str):
+        raise PtxUnsupported(self.ins.opcode, f"{rule} ({self.ins.where()})")
+
+
+def operands(ins: Instruction, n: int, at_least: bool = False):
+    ops = ins.operands
+    if len(ops) != n and not (at_least and len(ops) >= n):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes {n} operands, got {len(ops)}")
+    return ops
+
+
+def dest_setter(prog, op, ins: Instruction, t: PtxType):
+    """One setter for a destination `d` or `d|p` (the optional predicate destination of shfl, elect and match,
+    setp's `p|q`): put(W, value, pred, m) writes d, and p where the operand names one and pred is not None."""
+    sd = prog.write(op.first if isinstance(op, P.Pair) else op, t, ins)
+    sp = prog.write(op.second, TYPES["pred"], ins) if isinstance(op, P.Pair) else None
+
+    def put(W, value, pred, m):
+        sd(W, value, m)
+        if sp is not None and pred is not None:
+            sp(W, pred, m)
+    return put
+
+
+def where(ins: Instruction) -> str:
+    return f"{ins.text()} ({ins.where()})"
+
+
+def target_sm(prog) -> Optional[tuple]:
+    """The module's .target as (number, suffix): sm_100a -> (100, "a"), sm_90 -> (90, ""); None without one."""
+    for t in getattr(prog, "target", ()):
+        if t.startswith("sm_"):
+            num = "".join(ch for ch in t[3:] if ch.isdigit())
+            return int(num), t[3 + len(num):]
+    return None
+
+
+def require_target(ins: Instruction, prog, feature: str, ok: Callable, needs: str):
+    """Refuse `feature` unless ok((number, suffix)) holds for the module's .target, as ptxas does (a module
+    without .target is not checked)."""
+    sm = target_sm(prog)
+    if sm is not None and not ok(sm):
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {feature} requires .target {needs} (ptxas 13.0 "
+                                                f"refuses it on .target sm_{sm[0]}{sm[1]})")
+
+
+def require_ptx(ins: Instruction, prog, feature: str, version: str):
+    """Refuse `feature` when the module's .version is older than `version` (PTX ISA notes), as ptxas does."""
+    have = getattr(prog, "ptx_version", None)
+    try:
+        older = have is not None and tuple(map(int, have.split("."))) < tuple(map(int, version.split(".")))
+    except ValueError:
+        return
+    if older:
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {feature} requires PTX ISA .version {version} or "
+                                                f"later (the module says .version {have})")
+
+
+def active_any(m) -> bool:
+    return m is None or bool(m.any())
+
+
+FULL = np.ones(32, bool)
+
+
+def mask_array(m) -> np.ndarray:
+    return FULL if m is None else m
+
