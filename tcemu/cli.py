@@ -11,7 +11,7 @@ from .layout.descriptors import UmmaDescriptor, as_arch_descriptor
 from .arith.dtypes import OPERAND_DTYPES, element_type
 from .core.errors import TcemuError, TraceError
 from .blackwell.instr import KINDS, InstrDescriptor
-from .traces.archive import replay, trace_paths
+from .traces.archive import trace_paths
 from .core.validate import output_path, show
 
 PICTURE_SUFFIXES = (".png", ".svg")
@@ -176,6 +176,7 @@ def _fuzz(args) -> int:
 
 
 def _replay(args) -> int:
+    from .traces.registry import replay  # start-up cost: the trace kinds import the PTX interpreter (tcemu.ptx)
     paths = trace_paths(args.paths)
     if not paths:
         raise TraceError("paths", "no .npz traces found there")

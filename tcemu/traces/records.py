@@ -28,12 +28,15 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from .. import ptx as tptx
 from ..core.errors import TcemuError
-from .inputs import FORMATS, input_bits
 from ..core.validate import as_int, is_int, show
+from ..ptx.program import Program
+from ..ptx.tensormap import DRIVER_TYPES, SIZE, TensorMap, validate
+from .inputs import FORMATS, input_bits
 
 __all__ = ["LaunchRecordError", "Replay", "DRIVER_DTYPES", "POISON", "storage_dtype", "input_arrays", "blob_for",
-           "tensor_map", "replay", "trace_fixture", "replay_trace_case", "case_outputs"]
+           "tensor_map", "replay"]
 
 POISON = 0xFF   # every output byte before the launch (scripts/capture_cutlass.py poisons the same way)
 MAX_BUFFER_BYTES = 1 << 28  # one buffer of a record (the bundled records' largest holds 262,144 bytes)
@@ -153,7 +156,6 @@ def input_arrays(record, seed: int, inputs: Optional[dict] = None) -> Dict[str, 
 
 def tensor_map(encode: dict, buffers: dict):
     """tcemu's TensorMap for one recorded cuTensorMapEncodeTiled call (address = buffer + delta), validated."""
-    from ..ptx.tensormap import DRIVER_TYPES, TensorMap, validate
     if not isinstance(buffers, dict):
         raise LaunchRecordError("buffers", f"must be the record's buffers by name, got {show(buffers)}")
     dt = _need(encode, "dtype", int)
@@ -179,7 +181,6 @@ def tensor_map(encode: dict, buffers: dict):
 def blob_for(record) -> bytes:
     """The record's parameter blob with every tensor map in tcemu's format; pointers checked, left as recorded
     (the replay maps each buffer at its recorded address)."""
-    from ..ptx.tensormap import SIZE
     text = _need(record, "param_blob", str)
     if len(text) > 2 * MAX_PARAM_BYTES:
         raise LaunchRecordError("param_blob", f"{len(text) // 2:,} bytes; a parameter space holds at most "
@@ -210,7 +211,6 @@ def blob_for(record) -> bytes:
 
 def _check_layout(mod, record):
     """The record's .param layout must be the interpreter's (read from the declarations; nothing compiled)."""
-    from ..ptx.program import Program
     entry = _need(record, "entry", str)
     fn = mod.tree.functions.get(entry)
     if fn is None or not fn.entry:
@@ -234,7 +234,6 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
     cluster: None launches with the record's cluster shape; another shape is the caller's claim that the
     kernel's CTAs never communicate (no distributed shared memory, multicast or remote arrive), so the split
     cannot change any output. `launch` goes to Module.launch (max_instructions, progress, check_layouts...)."""
-    from .. import ptx as tptx
     seed = as_int(seed, "seed", 0, (1 << 64) - 1, LaunchRecordError)
     clash = [k for k in launch if k in _FROM_RECORD]
     if clash:
@@ -253,71 +252,3 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
                        shared_bytes=_need(record, "shared_bytes", int), param_bytes=blob,
                        buffers=[(bufs[n]["address"], a) for n, a in arrays.items()], **launch)
     return Replay({n: a for n, a in arrays.items() if bufs[n]["role"] == "output"}, stats)
-
-
-# ------------------------------------------------------------------------------------- traces (launch_outputs)
-
-def _launch_trace(trace):
-    """A launch_outputs Trace, held to the trace reader's checks (a Trace built by hand too)."""
-    from .archive import Trace, check_trace
-    if not isinstance(trace, Trace):
-        raise LaunchRecordError("trace", f"must be a launch_outputs Trace (tcemu.traces.load_trace), got {show(trace)}")
-    check_trace(trace)
-    if trace.kind != "launch_outputs":
-        raise LaunchRecordError("trace", f"is a {show(trace.kind)} trace, not launch_outputs")
-    return trace
-
-
-def trace_fixture(trace, name: str):
-    """(PTX text, fixture json) embedded in a `launch_outputs` trace (scripts/capture_cutlass.py)."""
-    import hashlib
-    import json
-    trace = _launch_trace(trace)
-    if not isinstance(name, str):
-        raise LaunchRecordError("fixture", f"must be a fixture name, got {show(name)}")
-    cols, meta = trace.columns, trace.meta
-    try:
-        ptx_raw = cols[f"fixture_{name}_ptx"].tobytes()
-        js_raw = cols[f"fixture_{name}_json"].tobytes()
-        want = meta["fixtures"][name]
-    except KeyError:
-        raise LaunchRecordError("fixture", f"{show(name)} is not embedded in {trace.path}") from None
-    for raw, key in ((ptx_raw, "ptx_sha256"), (js_raw, "json_sha256")):
-        if hashlib.sha256(raw).hexdigest() != want[key]:
-            raise LaunchRecordError("fixture", f"{name}: the embedded {key[:-7]} differs from meta.fixtures' sha256")
-    return ptx_raw.decode(), json.loads(js_raw)
-
-
-def replay_trace_case(trace, i: int, modules: Optional[dict] = None, **launch) -> np.ndarray:
-    """tcemu's output bytes for case i of a `launch_outputs` trace (what its `bits` column holds for the GPU:
-    every output buffer of case_outputs(case), one after another), from the fixture embedded in the trace and
-    the case's seed. `modules` caches loaded PTX by fixture name."""
-    from .. import ptx as tptx
-    trace = _launch_trace(trace)
-    i = as_int(i, "i", 0, len(trace.meta["cases"]) - 1, LaunchRecordError)
-    if int(trace.columns["status"][i]) != 0:
-        raise LaunchRecordError("i", f"case {i} was not captured (status {int(trace.columns['status'][i])}): "
-                                     "nothing to compare")
-    if modules is not None and not isinstance(modules, dict):
-        raise LaunchRecordError("modules", f"must be a dict (fixture name -> tcemu.ptx Module) or None, got "
-                                           f"{show(modules)}")
-    case = trace.meta["cases"][i]
-    ptx, fixture = trace_fixture(trace, case["fixture"])
-    modules = {} if modules is None else modules
-    if case["fixture"] not in modules:
-        modules[case["fixture"]] = tptx.load(ptx)
-    elif not isinstance(modules[case["fixture"]], tptx.Module):
-        raise LaunchRecordError("modules", f"{case['fixture']} must map to a loaded tcemu.ptx Module, got "
-                                           f"{show(modules[case['fixture']])}")
-    record = fixture["launches"][case["launch"]]
-    out = replay(record, modules[case["fixture"]], seed=int(case["seed"]), **launch)
-    return np.concatenate([np.ascontiguousarray(out.outputs[name]).reshape(-1).view(np.uint8)
-                           for name in case_outputs(case)])
-
-
-def case_outputs(case) -> list:
-    """The output buffers a `launch_outputs` case stores, in the order of its bytes: `output` (one buffer) or
-    `outputs` (a launch with several, stored one after another)."""
-    if "outputs" in case:
-        return [o["buffer"] for o in case["outputs"]]
-    return [case["output"]["buffer"]]
