@@ -22,6 +22,7 @@ real-format map by tcemu's encoding of the same encode arguments (tcemu.ptx.tens
 is opaque, so a replay cannot reuse the bytes a driver wrote), fills the inputs from their seed exactly as the
 GPU capture does (tcemu.kernel_inputs, stream = the buffer's index in `buffers`), poisons outputs with 0xFF,
 and launches. The GPU capture (scripts/capture_cutlass.py) does the same with real pointers and real maps.
+tcemu.launches re-exports these names beside the launch_outputs trace side (trace_fixture, replay_trace_case).
 """
 from dataclasses import dataclass
 from typing import Dict, Optional
