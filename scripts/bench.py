@@ -184,7 +184,7 @@ def sfu_bench():
     next to numpy float64 attention of the same shape."""
     from tcemu.ptx import fparith
     from tcemu.traces.kinds.kernel_outputs import fixture_from_trace, replay_launches
-    from tcemu.traces.archive import load_trace
+    from tcemu.traces import load_trace
     x = (np.random.default_rng(0).random(32) * 8 - 4).astype(np.float32).view(np.uint32)
     rows = []
     for name, op, kw in (("add.rn.f32", "add", dict(rounding="rn")),

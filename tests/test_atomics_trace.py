@@ -1,5 +1,5 @@
 """traces/atomics_sm90.npz: float atomics on special values, as an H100 left them (kind program_outputs)."""
-from tcemu.traces.archive import Trace, load_trace, replay
+from tcemu.traces import Trace, load_trace, replay
 
 TRACE = "traces/atomics_sm90.npz"
 

@@ -47,7 +47,8 @@ from tcemu import TcemuError
 from tcemu.layout import banks, fragments, tma
 from tcemu.tools import check, explain
 from tcemu.arith import formats
-from tcemu.traces import inputs as kernel_inputs, seeds, archive as traces
+from tcemu import traces
+from tcemu.traces import inputs as kernel_inputs, seeds
 from tcemu.hopper import sparse
 from tcemu.cli import main as cli_main
 from tcemu.layout.descriptors import SwizzleMode, UmmaDescriptor

@@ -371,7 +371,7 @@ def test_capture_dry_run_and_trace_replay(tmp_path, monkeypatch):
                                       "--kernels", str(tmp_path / "none")])
     CC.main()
     from tcemu.core.errors import TraceError
-    from tcemu.traces.archive import Trace
+    from tcemu.traces import Trace
     z = np.load(tmp_path / "cutlass_kernels_sm90.npz", allow_pickle=False)
     meta = json.loads(z["meta"].tobytes())
     cols = {k: z[k] for k in z.files if k != "meta"}

@@ -22,7 +22,7 @@ import pytest
 
 from tcemu.traces import launches as L
 from tcemu.ptx.errors import PtxUnsupported
-from tcemu.traces.archive import check_trace, load_trace
+from tcemu.traces import check_trace, load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "ptx"
@@ -122,7 +122,7 @@ def test_capture_dry_run_sfu_set(tmp_path, monkeypatch):
 def test_trace_check_several_outputs():
     """The trace reader holds a case with several outputs to its record: every buffer once, the bytes their sum."""
     from tcemu.core.errors import TraceError
-    from tcemu.traces.archive import Trace
+    from tcemu.traces import Trace
     trace = load_trace(str(TRACE))
     i = [c["fixture"] for c in trace.meta["cases"]].index("cutlass_fmha_f16")
     for change in (lambda c: c["outputs"].pop(),                                  # LSE's bytes unaccounted for

@@ -16,7 +16,7 @@ from tcemu.arith.chain import fma_f32
 from tcemu.arith.formats import encode, get_format
 from tcemu.traces.inputs import input_bits
 from tcemu.gemm.engine import BlockScales
-from tcemu.traces.archive import load_trace
+from tcemu.traces import load_trace
 
 HERE = os.path.dirname(__file__)
 TRITON = os.path.join(HERE, "..", "traces", "triton_kernels_sm90.npz")

@@ -19,7 +19,7 @@ import pytest
 
 from tcemu.ptx.errors import PtxUnsupported
 from tcemu.traces.kinds.kernel_outputs import fixture_from_trace, replay_launches
-from tcemu.traces.archive import check_trace, load_trace
+from tcemu.traces import check_trace, load_trace
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TRACE_PATH = os.path.join(ROOT, "traces", "triton_sfu_kernels_sm90.npz")

@@ -16,7 +16,7 @@ from tcemu import GmmaDescriptor, LayoutError, SharedMemory
 from tcemu.hopper import sparse as S
 from tcemu.arith.fdp import RNE, RZ, FdpUnit
 from tcemu.layout.fragments import to_a_registers
-from tcemu.traces.archive import load_trace, sp_numerics_case_matches
+from tcemu.traces import load_trace, sp_numerics_case_matches
 from test_fdp import reference
 
 TRACES = os.path.join(os.path.dirname(__file__), "..", "traces")

@@ -18,7 +18,7 @@ from tcemu.traces import seeds
 from tcemu.traces import sparse_seeds as SS
 from tcemu.layout.descriptors import GmmaDescriptor
 from tcemu.layout.fragments import a_coords, to_d_registers
-from tcemu.traces.archive import (load_trace, replay, sp_metadata_case_registers, sp_numerics_case_registers,
+from tcemu.traces import (load_trace, replay, sp_metadata_case_registers, sp_numerics_case_registers,
                                   thread_digests)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -289,6 +289,6 @@ def test_loopback_metadata_and_numerics_trace_columns(tmp_path, monkeypatch):
 
 
 def _fake_trace(kind, insts, drv, **cols):
-    from tcemu.traces.archive import Trace
+    from tcemu.traces import Trace
     return Trace("loopback", {"kind": kind, "kinds": [list(k) for k in drv.gen.KINDS],
                               "instantiations": [list(i) for i in insts]}, cols)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tcemu import GmmaDescriptor, TraceError, operand_addresses
-from tcemu.traces.archive import load_trace, replay
+from tcemu.traces import load_trace, replay
 
 TRACES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "traces", "*.npz")))
 # Kernel traces whose every case has its own test, which demands every byte: replaying them whole here too

@@ -7,7 +7,7 @@ import tcemu
 from tcemu import LayoutError, SharedMemoryError
 from tcemu.layout.fragments import a_coords, from_a_registers, from_d_registers, to_a_registers, to_d_registers
 from tcemu.layout.smem import SharedMemory
-from tcemu.traces.archive import load_trace, numerics_case_registers, thread_digests
+from tcemu.traces import load_trace, numerics_case_registers, thread_digests
 from tcemu.arith.fdp import RNE
 from tcemu.hopper.wgmma import check_form, wgmma
 

@@ -18,7 +18,8 @@ import threading
 import time
 
 from ..core.errors import TraceError
-from ..traces.archive import replay, trace_paths
+from ..traces.archive import trace_paths
+from ..traces.registry import replay
 from .names import tidy
 
 MANY_GROUPS = 30

@@ -15,15 +15,22 @@ import json
 
 import numpy as np
 
-from ..inputs import input_bits
+from ...core.arch import SMEM_WINDOW
+from ...core.errors import TraceError
+from ...core.validate import is_int, show
 from ...layout.tma import TmaError
 from ...ptx.errors import PtxError
 from ...ptx.module import Module
 from ...ptx.tensormap import DRIVER_TYPES, TensorMap, validate
+from ..archive import (MAX_CASE_LAUNCHES, MAX_CASE_OUTPUTS, MAX_COLUMN_BYTES, MAX_KERNEL_CTAS, MAX_KERNEL_ELEMENTS,
+                       Trace)
+from ..inputs import FORMATS, input_bits
+from .base import Kind, ReplayResult, col, offsets
+from .fixtures import embedded_fixtures, fixture_members, replay_output_bytes
 
 POISON = 0xFF
 _STORE = {"bf16": np.uint16, "f16": np.uint16, "f32": np.uint32, "e4m3": np.uint8, "i32": np.uint32}
-STORE_TYPES = _STORE  # output dtypes a case may name (tcemu.traces checks a case record against these)
+STORE_TYPES = _STORE  # output dtypes a case may name (_check holds a case record to these)
 PARAM_ROLES = ("pointer", "global_scratch", "profile_scratch", "tensormap", "tensormap_shape", "tensormap_stride",
                "scalar")
 _DRIVER_CODES = {0: "UINT8", 1: "UINT16", 2: "UINT32", 3: "INT32", 4: "UINT64", 5: "INT64", 6: "FLOAT16",
@@ -138,3 +145,154 @@ def fixture_from_trace(z, name: str):
     ptx = bytes(z[f"fixture_{name}_ptx"]).decode("utf-8")
     meta = json.loads(bytes(z[f"fixture_{name}_json"]).decode("utf-8"))
     return Module(ptx, name + ".ptx"), meta
+
+
+# ---- the kind: what a case record must hold (checked before a replay starts), and the replay
+
+def _check(meta, cols):
+    """kernel_outputs: the embedded fixtures are the ones meta.fixtures names (sha256), and every case record
+    holds what the replay reads (replay_case, replay_launches), with bounded sizes."""
+    fixtures = embedded_fixtures(meta, cols)
+    for fx, fj in fixtures.items():
+        if not isinstance(fj, dict) or not isinstance(fj.get("params"), list) or \
+                not is_int(fj.get("num_ctas", 1)) or not 1 <= fj.get("num_ctas", 1) <= 16:
+            raise TraceError(f"fixture_{fx}_json", "must hold the kernel's params (a list) and num_ctas (1..16)")
+    status = col(cols, "status", 0, 127, (None,))
+    n = status.size
+    col(cols, "seed", 0, (1 << 64) - 1, (n,))
+    for name in ("m", "n", "k"):
+        if name in cols:
+            col(cols, name, 0, 1 << 20, (n,))
+    if "grid" in cols:
+        col(cols, "grid", 1, 1 << 16, (n, 3))
+    bits = col(cols, "bits", 0, 255, (None,))
+    off = offsets(cols, "offsets", n, bits.size)
+    cases = meta.get("cases")
+    if not isinstance(cases, list) or len(cases) != n:
+        raise TraceError("meta.cases", f"one case record per status entry expected ({n}), got {show(cases)}")
+    for i, case in enumerate(cases):
+        if not isinstance(case, dict):
+            raise TraceError(f"meta.cases[{i}]", f"must be a record (a JSON object), got {show(case)}")
+        size = _kernel_case(case, i, fixtures, FORMATS, STORE_TYPES, PARAM_ROLES) if status[i] == 0 else 0
+        if off[i + 1] - off[i] != size:
+            raise TraceError("offsets", f"case {i} holds {int(off[i + 1] - off[i]):,} output bytes; its record says "
+                                        f"{size:,}")
+
+
+def _kernel_case(case, i, fixtures, formats, store_types, roles) -> int:
+    """Check one captured case's record (what replay_case, or replay_launches for a multi-launch case, reads); its
+    output's size in bytes (a multi-launch case: the sum over its outputs)."""
+    field = f"meta.cases[{i}]"
+
+    def need(cond, what):
+        if not cond:
+            raise TraceError(field, what)
+
+    def ints(v, n, lo, hi):
+        return isinstance(v, list) and (n is None or len(v) == n) and all(is_int(x) and lo <= x <= hi for x in v)
+
+    def tensor(v, dtypes):
+        return (isinstance(v, dict) and isinstance(v.get("buffer"), str) and v.get("dtype") in dtypes and
+                ints(v.get("shape"), None, 1, MAX_KERNEL_ELEMENTS) and 1 <= len(v["shape"]) <= 4 and
+                int(np.prod(v["shape"], dtype=np.float64)) <= MAX_KERNEL_ELEMENTS)
+    need(isinstance(case, dict), "must be a record (a JSON object)")
+    need(case.get("fixture") in fixtures, "fixture must be one of meta.fixtures")
+    multi = "launches" in case
+    need(isinstance(case.get("inputs"), list) and len(case["inputs"]) <= 8 and
+         all(tensor(t, formats) and ints([t.get("seed"), t.get("stream")], 2, 0, (1 << 64) - 1)
+             for t in case["inputs"]), "inputs must be up to 8 (buffer, dtype, shape, seed, stream) records")
+    if multi:
+        outs = case.get("outputs")
+        need(isinstance(outs, list) and 1 <= len(outs) <= MAX_CASE_OUTPUTS and
+             all(tensor(o, store_types) and o.get("init", "poison") in ("poison", "zero") for o in outs),
+             f"outputs must be 1..{MAX_CASE_OUTPUTS} (buffer, dtype, shape, init poison/zero) records")
+        need(isinstance(case["launches"], list) and 1 <= len(case["launches"]) <= MAX_CASE_LAUNCHES and
+             all(isinstance(ln, dict) and ln.get("fixture") in fixtures for ln in case["launches"]),
+             f"launches must be 1..{MAX_CASE_LAUNCHES} launch records, each naming one of meta.fixtures")
+        named_list = [t["buffer"] for t in case["inputs"]] + [o["buffer"] for o in outs]
+        need(len(set(named_list)) == len(named_list), "inputs and outputs must name distinct buffers")
+        total = sum(int(np.prod(o["shape"])) * np.dtype(store_types[o["dtype"]]).itemsize for o in outs)
+        need(total <= MAX_COLUMN_BYTES, f"outputs must fit in {MAX_COLUMN_BYTES:,} bytes")
+    else:
+        need(tensor(case.get("output"), store_types), "output must be a (buffer, dtype, shape) record")
+        named_list = [t["buffer"] for t in case["inputs"]] + [case["output"]["buffer"]]
+        total = int(np.prod(case["output"]["shape"])) * np.dtype(store_types[case["output"]["dtype"]]).itemsize
+    need(isinstance(case.get("buffers"), dict) and set(case["buffers"]) == set(named_list) and
+         all(isinstance(b, dict) and ints([b.get("address")], 1, 0, (1 << 64) - 1) for b in case["buffers"].values()),
+         "buffers must give the device address of every input and of the output" + ("s" if multi else ""))
+    for j, rec in enumerate(case["launches"] if multi else [case]):
+        _kernel_launch(rec, f"{field}.launches[{j}]" if multi else field, fixtures, roles)
+    return total
+
+
+def _kernel_launch(case, field, fixtures, roles):
+    """One launch of a kernel_outputs case (the case itself, or one of its launches): what _launch_one reads."""
+    def need(cond, what):
+        if not cond:
+            raise TraceError(field, what)
+
+    def ints(v, n, lo, hi):
+        return isinstance(v, list) and (n is None or len(v) == n) and all(is_int(x) and lo <= x <= hi for x in v)
+
+    def scalar(v):  # an integer, or a float argument's value (packed as the parameter's float type)
+        return is_int(v) or (isinstance(v, float) and np.isfinite(v))
+    need(isinstance(case.get("entry"), str) and 0 < len(case["entry"]) <= 200, "entry must be the kernel's name")
+    need(ints(case.get("grid"), 3, 1, MAX_KERNEL_CTAS) and int(np.prod(case["grid"])) <= MAX_KERNEL_CTAS,
+         f"grid must be 3 integers, at most {MAX_KERNEL_CTAS} CTAs")
+    need(ints(case.get("block"), 3, 1, 1024) and int(np.prod(case["block"])) <= 1024,
+         "block must be 3 integers, at most 1024 threads")
+    need(is_int(case.get("shared_bytes")) and 0 <= case["shared_bytes"] <= max(SMEM_WINDOW.values()),
+         "shared_bytes must be the dynamic shared bytes of the launch")
+    scratch = case.get("scratch", {})
+    need(isinstance(scratch, dict) and len(scratch) <= 4 and all(
+        isinstance(s, dict) and ints([s.get("address")], 1, 0, (1 << 64) - 1) and
+        ints([s.get("bytes_per_program")], 1, 0, 1 << 20) for s in scratch.values()),
+         "scratch must give each scratch buffer's address and bytes_per_program")
+    programs = int(np.prod(case["grid"])) * fixtures[case["fixture"]].get("num_ctas", 1)
+    need(sum(programs * s["bytes_per_program"] for s in scratch.values()) <= MAX_COLUMN_BYTES,
+         f"scratch of all programs must fit in {MAX_COLUMN_BYTES:,} bytes")
+    maps = case.get("tensormaps", [])
+    need(isinstance(maps, list) and len(maps) <= 16 and all(
+        isinstance(t, dict) and isinstance(t.get("arg"), str) and isinstance(t.get("encode"), dict) and
+        ints([t["encode"].get(f) for f in ("dtype", "swizzle", "interleave", "oob_fill", "address")], 5, 0,
+             (1 << 64) - 1) and ints([t["encode"].get("l2_promotion", 0)], 1, 0, 3) and
+        all(ints(t["encode"].get(f), None, 0, (1 << 40)) and 1 <= len(t["encode"][f]) <= 5
+            for f in ("dims", "box", "element_strides")) and ints(t["encode"].get("strides_bytes"), None, 0, 1 << 40)
+        for t in maps), "tensormaps must be (arg, encode: cuTensorMapEncodeTiled arguments) records")
+    map_args = {t["arg"] for t in maps}
+    need(isinstance(case.get("params"), list) and len(case["params"]) <= 256 and all(
+        isinstance(p, dict) and p.get("role") in roles and
+        (p.get("arg") in map_args if p.get("role") == "tensormap" else
+         scalar(p.get("value")) if p.get("role") == "scalar" else is_int(p.get("value")))
+        for p in case["params"]), "params must be (role, arg, value) records; a tensormap's arg names one of "
+                                 "its tensormaps, a scalar is an integer or a finite float, other values are integers")
+
+
+def _replay(trace: Trace, result: ReplayResult, max_report: int):
+    """Whole kernels: each captured launch rerun on the PTX interpreter, every output byte compared."""
+    cols = trace.columns
+    cases = trace.meta.get("cases")
+    if not isinstance(cases, list) or len(cases) != cols["status"].size:
+        raise TraceError("meta.cases", f"{trace.path}: one case record per status entry expected")
+    mods = {}
+
+    class _Z:  # the embedded fixtures, by member name
+        def __getitem__(self, key):
+            if key not in cols:
+                raise TraceError(key, f"{trace.path}: fixture member missing")
+            return cols[key]
+
+    def get(name):
+        if name not in mods:  # a fixture whose PTX does not parse fails each of its cases
+            mods[name] = fixture_from_trace(_Z(), name)
+        return mods[name]
+
+    def run(i, case, name):
+        if "launches" in case:  # a multi-launch case: every launch in order, every output buffer compared
+            return replay_launches(get, case)
+        return replay_case(*get(name), case)
+    replay_output_bytes(trace, cases, result, max_report, run)
+
+
+TRACE_KINDS = (Kind("kernel_outputs", ("seed", "status", "offsets", "bits"), _check, _replay,
+                    optional=("m", "n", "k", "grid"), embedded=fixture_members),)

@@ -14,10 +14,12 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ...core.errors import TraceError
+from ...core.validate import is_int
 from ...ptx.errors import PtxError, PtxUnsupported
 from ...ptx.fparith import cvt, float_compare, float_op, set_bits, testp
 from ...ptx.intarith import int_compare, int_op
+from ..archive import Trace, read_trace
+from .base import GroupResult, Kind, ReplayResult, col, meta_list
 
 _FLOAT_OPS = {"add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos",
               "tanh", "neg", "abs", "min", "max", "copysign"}
@@ -56,12 +58,10 @@ class AluReplay:
 
 
 def load_alu_trace(path):
-    """(meta, columns) of a ptx_alu trace, read by tcemu.traces.load_trace (only the documented members, sizes
-    and the meta's forms checked before anything is decompressed; nothing in the file is executed)."""
-    from ..archive import load_trace
-    trace = load_trace(path)
-    if trace.kind != "ptx_alu":
-        raise TraceError("meta.kind", f"{trace.path}: expected a tcemu-trace of kind 'ptx_alu', got {trace.kind!r}")
+    """(meta, columns) of a ptx_alu trace, read as tcemu.traces.load_trace reads one (only the documented members,
+    sizes and the meta's forms checked before anything is decompressed; nothing in the file is executed); a
+    trace of another kind is refused (meta.kind)."""
+    trace = read_trace(path, {"ptx_alu": TRACE_KINDS[0]})
     return trace.meta, trace.columns
 
 
@@ -200,3 +200,41 @@ def replay_alu_columns(meta, cols, max_report: int = 1) -> AluReplay:
             fr.first_mismatch = (f"in {ins}: hardware {int(hw0[i]):#x}/{int(hw1[i]):#x}, "
                                  f"tcemu {int(d0[i]):#x}/{int(d1[i]):#x}")
     return result
+
+
+# ---- the kind: its consistency check (load_trace and replay both run it) and its replay
+
+def _check(meta, cols):
+
+    def form(v):
+        return (isinstance(v, dict) and isinstance(v.get("name"), str) and 0 < len(v["name"]) <= 80
+                and isinstance(v.get("dst"), list) and 1 <= len(v["dst"]) <= 2
+                and all(is_int(d) and 0 <= d <= 64 for d in v["dst"])
+                and isinstance(v.get("src"), list) and len(v["src"]) <= 4
+                and all(isinstance(t, str) and t in OPERAND_BITS for t in v["src"]))
+    forms = meta_list(meta, "forms", 4096, form)
+    n = col(cols, "op", 0, len(forms) - 1, (None,)).size
+    for name in ("a", "b", "c", "e", "d", "d1"):
+        col(cols, name, 0, (1 << 64) - 1, (n,))
+
+
+def _replay(trace: Trace, result: ReplayResult, max_report: int):
+    """ALU instructions one form at a time through the interpreter's exact arithmetic (tcemu.ptx)."""
+    alu = replay_alu_columns(trace.meta, trace.columns)
+    refused = []
+    for name, f in alu.forms.items():
+        if f.status == "refused":  # approximate forms tcemu does not model: not judged
+            refused.append(name)
+            continue
+        g = result.groups.setdefault(name, GroupResult())
+        g.cases += f.cases
+        g.cases_matched += f.matched
+        g.values += f.cases
+        g.values_matched += f.matched
+        if f.status != "match" and len(result.mismatches) < max_report:
+            result.mismatches.append(f"{name}: {f.status} {f.first_mismatch or ''}")
+    if refused:
+        result.notes.append(f"{len(refused)} approximate forms refused by tcemu, not judged: {', '.join(refused)}")
+
+
+TRACE_KINDS = (Kind("ptx_alu", ("op", "a", "b", "c", "e", "d", "d1"), _check, _replay),)

@@ -29,14 +29,16 @@ from typing import Dict, List, NamedTuple, Optional
 
 import numpy as np
 
-from ...layout.descriptors import GmmaDescriptor
-from ...core.errors import TcemuError, TraceError
-from ...core.validate import as_int, show
 from ...arith.fdp import OUT_NUMPY, decode_operand, fused_dot
-from ...layout.fragments import to_d_registers
-from ...hopper.wgmma import K_OF, fdp_unit, wgmma
-from ...layout.smem import SharedMemory
+from ...core.errors import TcemuError, TraceError
+from ...core.validate import as_int, is_int, show
 from ...hopper.sparse import SP_K_OF, densify, gather_b, meta_nibbles, wgmma_sp
+from ...hopper.wgmma import K_OF, fdp_unit, legal_n, wgmma
+from ...layout.descriptors import GmmaDescriptor
+from ...layout.fragments import to_d_registers
+from ...layout.smem import SharedMemory
+from ..archive import MAX_POOL, Trace, check_declared
+from .base import GroupResult, Kind, ReplayResult, col, meta_list, offsets
 
 KIND = "wgmma_zero_sign"
 COLUMNS = ("inst", "group", "scale_d", "sp_meta", "a_off", "a_len", "b_off", "b_len", "c_off", "c_len", "pool",
@@ -119,10 +121,9 @@ class ZeroSignReplay:
 
 
 def _check(meta, cols, registers=True):
-    """The trace reader's checks of a wgmma_zero_sign trace (tcemu/traces/archive.py, _check_zero_sign), for a meta and
-    columns handed in directly: TraceError naming the field unless they have the documented form. Without
-    `registers`, a capture plan's: the operands only (no D registers yet)."""
-    from ..archive import Trace, check_trace, check_zero_sign_operands
+    """The trace reader's checks of a wgmma_zero_sign trace (_check_zero_sign below), for a meta and columns handed
+    in directly: TraceError naming the field unless they have the documented form. Without `registers`, a
+    capture plan's: the operands only (no D registers yet)."""
     if not isinstance(meta, dict) or meta.get("kind") != KIND:
         raise TraceError("meta.kind", f"expected the meta of a tcemu-trace of kind {KIND!r}, got {show(meta)}")
     if not isinstance(cols, dict) or not all(isinstance(k, str) for k in cols):
@@ -131,7 +132,7 @@ def _check(meta, cols, registers=True):
     if missing:
         raise TraceError(", ".join(missing), "columns missing")
     if registers:
-        check_trace(Trace("<columns>", meta, cols))
+        check_declared(Trace("<columns>", meta, cols), {KIND: TRACE_KINDS[0]})  # as tcemu.traces.check_trace
     else:
         check_zero_sign_operands(meta, cols)
 
@@ -267,3 +268,77 @@ def replay_zero_sign(meta, cols, hypotheses=()) -> ZeroSignReplay:
                     case.hypotheses[h] = False
         result.cases.append(case)
     return result
+
+
+# ---- the kind: its consistency check (load_trace and replay both run it) and its replay
+
+# wgmma kinds a wgmma_zero_sign case may name: the floating-point ones (PTX 9.7.15.5.1)
+_ZS_KINDS = {("tf32", "tf32", "f32"), ("f16", "f16", "f32"), ("f16", "f16", "f16"), ("bf16", "bf16", "f32")} | {
+    (a, b, d) for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2") for d in ("f16", "f32")}
+_BITS = {"tf32": 32, "f32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8}
+
+
+def _check_zero_sign(meta, cols, registers=True):
+    """wgmma_zero_sign: kinds are floating-point wgmma kinds, instantiations legal dense or sparse forms, every
+    case's A, B and C patterns non-empty slices of the pool holding bits of their types, and (`registers`) its
+    registers 128 threads x the D registers of its form."""
+    kinds = meta_list(meta, "kinds", 16, lambda v: isinstance(v, list) and len(v) == 3 and
+                      all(isinstance(t, str) for t in v) and tuple(v) in _ZS_KINDS)
+    insts = meta_list(meta, "instantiations", 4096, lambda v: isinstance(v, list) and len(v) == 5 and
+                      all(is_int(x) for x in v) and v[0] in (0, 1) and 0 <= v[1] < len(kinds) and
+                      legal_n(v[2], kinds[v[1]][2]) and v[3] in (1, -1) and v[4] in (1, -1))
+    groups = meta_list(meta, "groups", 256, lambda v: (isinstance(v, dict) and isinstance(v.get("name"), str)
+                                                        and 0 < len(v["name"]) <= 80) or
+                       (isinstance(v, str) and 0 < len(v) <= 80))
+    n = col(cols, "inst", 0, len(insts) - 1, (None,)).size
+    col(cols, "group", 0, len(groups) - 1, (n,))
+    col(cols, "scale_d", 0, 1, (n,))
+    col(cols, "sp_meta", 0, (1 << 32) - 1, (n,))
+    pool = col(cols, "pool", 0, (1 << 32) - 1, (None,))
+    if pool.size > MAX_POOL:
+        raise TraceError("pool", f"{pool.size:,} values; a trace's pool holds at most {MAX_POOL:,}")
+    pats = {}
+    for p in ("a", "b", "c"):
+        o = col(cols, f"{p}_off", 0, pool.size - 1 if pool.size else 0, (n,)).astype(np.int64)
+        ln = col(cols, f"{p}_len", 1, max(pool.size, 1), (n,)).astype(np.int64)
+        if n and (not pool.size or int((o + ln).max()) > pool.size):
+            raise TraceError(f"{p}_off, {p}_len", "each pattern must be a non-empty slice of pool")
+        pats[p] = (o, ln)
+    if not registers:  # a plan's columns (scripts/capture_edges.py): the operands only
+        return
+    regs = col(cols, "d_regs", 0, (1 << 32) - 1, (None,))
+    off = offsets(cols, "d_offsets", n, regs.size)
+    inst = cols["inst"].astype(np.int64)
+    for i in range(n):
+        sparse, kind, width, _, _ = insts[int(inst[i])]
+        types = dict(zip("abc", kinds[kind]))
+        for p, (o, ln) in pats.items():
+            values = pool[int(o[i]):int(o[i] + ln[i])]
+            if int(values.max()) >> _BITS[types[p]]:
+                raise TraceError(f"{p}_off", f"case {i}: its {p.upper()} pattern holds values wider than "
+                                             f"{types[p]}'s {_BITS[types[p]]} bits")
+        per_thread = width // 4 if kinds[kind][2] == "f16" else width // 2
+        if off[i + 1] - off[i] != 128 * per_thread:
+            raise TraceError("d_offsets", f"case {i} must hold 128 x {per_thread} registers")
+
+
+def check_zero_sign_operands(meta: dict, cols: dict) -> None:
+    """The wgmma_zero_sign checks of everything but the captured registers (a capture plan has none yet); meta
+    and cols are already a dict of kind wgmma_zero_sign and a dict of columns (_check checks that)."""
+    _check_zero_sign(meta, cols, registers=False)
+
+
+def _replay_zero_sign(trace: Trace, result: ReplayResult, max_report: int):
+    """Exact-zero signs and the zero floor of wgmma (wgmma_zero_sign): replay_zero_sign, one group per question
+    and form, every D register compared."""
+    for case in replay_zero_sign(trace.meta, trace.columns).cases:
+        g = result.groups.setdefault(case.group_key, GroupResult())
+        g.cases += 1
+        g.cases_matched += case.ok
+        g.values += case.values
+        g.values_matched += case.values_matched
+        if not case.ok and len(result.mismatches) < max_report:
+            result.mismatches.append(case.describe()[:400])
+
+
+TRACE_KINDS = (Kind(KIND, COLUMNS, _check_zero_sign, _replay_zero_sign),)
