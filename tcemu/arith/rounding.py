@@ -166,3 +166,31 @@ def _carries(sig, exp, sticky, sh, mb, mode, sign):
     if mode == RM:
         return sign == 1
     return False
+
+
+@njit(cache=True)
+def round_integral(m, e, s, mode):
+    """Round m * 2^e (m > 0) to an integer magnitude: -> (n, exact); e < 0 only matters."""
+    if e >= 0:
+        return m << e, True
+    sh = -e
+    if sh >= 63:
+        kept = np.int64(0)
+        rem_cmp = -1
+    else:
+        kept = m >> sh
+        rem = m & ((np.int64(1) << sh) - 1)
+        half = np.int64(1) << (sh - 1)
+        if rem == 0:
+            return kept, True
+        rem_cmp = 1 if rem > half else (0 if rem == half else -1)
+    up = False
+    if mode == RN:
+        up = rem_cmp > 0 or (rem_cmp == 0 and (kept & 1) == 1)
+    elif mode == RNA:
+        up = rem_cmp >= 0
+    elif mode == RP:
+        up = s == 0
+    elif mode == RM:
+        up = s == 1
+    return kept + up, False

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from ..arith.rounding import (FN, IEEE, NONE, RM, RN, RNA, RP, RZ, bitlen, nan_bits, pack_inf, pack_max,  # noqa: F401
-                              pack_zero, round_pack)
+                              pack_zero, round_integral, round_pack)
 # Operand classes.
 ZERO, FIN, INF, NAN = 0, 1, 2, 3
 # Arithmetic op codes.
@@ -312,34 +312,6 @@ def convert_kernel(xs, seb, smb, sbias, sspecial, sshift, ftz_in, deb, dmb, dbia
                 out[i] = pack_inf(s, deb, dmb, dspecial, dshift)
         else:
             out[i] = round_pack(s, m, e, False, deb, dmb, dbias, dspecial, dshift, mode, ftz_out, satfinite)
-
-
-@njit(cache=True)
-def round_integral(m, e, s, mode):
-    """Round m * 2^e (m > 0) to an integer magnitude: -> (n, exact); e < 0 only matters."""
-    if e >= 0:
-        return m << e, True
-    sh = -e
-    if sh >= 63:
-        kept = np.int64(0)
-        rem_cmp = -1
-    else:
-        kept = m >> sh
-        rem = m & ((np.int64(1) << sh) - 1)
-        half = np.int64(1) << (sh - 1)
-        if rem == 0:
-            return kept, True
-        rem_cmp = 1 if rem > half else (0 if rem == half else -1)
-    up = False
-    if mode == RN:
-        up = rem_cmp > 0 or (rem_cmp == 0 and (kept & 1) == 1)
-    elif mode == RNA:
-        up = rem_cmp >= 0
-    elif mode == RP:
-        up = s == 0
-    elif mode == RM:
-        up = s == 1
-    return kept + up, False
 
 
 @njit(cache=True)
