@@ -33,6 +33,7 @@ from ..core.errors import LayoutError
 from ..core.validate import show
 from ..arith.fdp import FdpUnit, decode_operand, fused_dot, grouped_dot
 from ..arith.formats import INT_FORMATS, NUMPY_TYPES, encode, get_format
+from ..arith.rounding import IEEE, OVF_IEEE, RN, round_pack, split_fraction
 
 __all__ = ["matmul", "BlockScales", "plan_matmul"]
 
@@ -558,24 +559,9 @@ def _fma_f32_exact(s, t, m):
         if q == 0:
             out.flat[idx] = float(np.float32(x * y + z))  # exact zero: IEEE sign rule (x * y is exact)
             continue
-        out.flat[idx] = _round_f32(q)
+        bits = round_pack(*split_fraction(q), 8, 23, 127, IEEE, 0, RN, False, OVF_IEEE)  # f32, RN
+        out.flat[idx] = float(np.uint32(bits).view(np.float32))
     return out
-
-
-def _round_f32(q: Fraction) -> float:
-    neg, q = q < 0, abs(q)
-    e = q.numerator.bit_length() - q.denominator.bit_length()
-    if Fraction(2) ** e > q:
-        e -= 1
-    e = max(e, -126)
-    ulp = Fraction(2) ** (e - 23)
-    n, rem = divmod(q, ulp)
-    if rem * 2 > ulp or (rem * 2 == ulp and n % 2 == 1):
-        n += 1
-    v = float(n * ulp)
-    if v >= 2.0 ** 128:
-        v = math.inf
-    return -v if neg else v
 
 
 # ---- fast engine
@@ -585,8 +571,7 @@ def _unit_consts(unit):
     emin, emax = 1 - fmt.bias, fmt.bias
     keep = unit.keep_bits
     return dict(F=unit.frac_bits, zero_exp=unit.zero_exp, keep=keep, emin=emin, emax=emax,
-                rne=unit.rounding == 0, sub_up=2.0 ** (keep - emin), sub_down=2.0 ** (emin - keep),
-                nan_value=np.nan, signed_zero=bool(unit.signed_zero))
+                rne=unit.rounding == 0, nan_value=np.nan, signed_zero=bool(unit.signed_zero))
 
 
 @functools.lru_cache(maxsize=None)
@@ -699,7 +684,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                 args = (ks, pa.val, pa.al, pa.lo, pa.hi, pa.zero, pa.spec, bval, bal, bzf, bspec, blo, bhi, bzany,
                         bsany, acc, cal, main, backoff, 0, M, N, _TM, nst, g0, g_last, plan.promote, init_cal, ps_a,
                         ps_b, kb0, uc["F"], uc["zero_exp"], uc["keep"], uc["emin"], uc["emax"], uc["rne"],
-                        uc["sub_up"], uc["sub_down"], uc["nan_value"], uc["signed_zero"], thr_p, FAST_PATH, stats)
+                        uc["nan_value"], uc["signed_zero"], thr_p, FAST_PATH, stats)
                 _run_jobs(pool, threads, njobs, args)
                 report.add(M * N * (min(c1, K) - c0))
             st = stats.sum(axis=0)
