@@ -12,9 +12,10 @@ cuBLAS's fp8 promotion every 128 of K and its tf32 input rounding are silicon-ve
 scales, split-K order and the Blackwell kinds follow the published kernels' code (CUTLASS, DeepGEMM, PTX) and the
 tcgen05 models, not silicon.
 
-Two engines give the same bits (tests/test_matmul.py): "reference" chains fdp.fused_dot / fdp.grouped_dot one
-step at a time over the whole output; "fast" (chain.py) is the same arithmetic on exact float64 values, in
-output tiles on threads (nogil numba kernels), with a bounded working set independent of K.
+Two engines give the same bits (tests/test_matmul.py): "reference" (gemm/reference.py) chains fdp.fused_dot /
+fdp.grouped_dot one step at a time over the whole output; "fast" (this module, on chain.py's kernels) is the same
+arithmetic on exact float64 values, in output tiles on threads (nogil numba kernels), with a bounded working set
+independent of K. gemm/plan.py checks the arguments and says how the GEMM is computed.
 """
 import functools
 import os
@@ -143,7 +144,7 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
 
 def _distributed(scheduler, tile, A, B, c, scales, plan, kw, report):
     """D computed as (rows x cols) tiles on a dask cluster, each task one matmul over the whole K."""
-    from .distributed import run_tiles, tile_shape
+    from .distributed import run_tiles, tile_shape  # optional dependency: dask.distributed, only with scheduler=
     tm, tn = tile_shape(tile)
     bs = scales if isinstance(scales, BlockScales) else \
         BlockScales(*scales) if (scales is not None and not plan.mx_block) else None

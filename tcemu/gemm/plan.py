@@ -9,6 +9,9 @@ from ..core.errors import LayoutError
 from ..core.validate import show
 from ..arith.fdp import FdpUnit
 from ..arith.formats import INT_FORMATS, NUMPY_TYPES, get_format
+from ..blackwell.instr import BLOCK_SCALED, InstrDescriptor
+from ..blackwell.mma import K_OF_KIND, block_size, fdp_unit as bw_unit
+from ..hopper.wgmma import fdp_unit as hopper_unit
 
 _SM90_K = {"tf32": 8, "f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32}
 _SM90_PAIRS = {"tf32": ("tf32",), "f16": ("f16",), "bf16": ("bf16",), "e4m3": ("e4m3", "e5m2"),
@@ -62,10 +65,6 @@ def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None,
                 split_k=1, kind=None, block_size_k=None, scale_type=None, init="zero", satfinite=False,
                 mx_scales=False) -> Plan:
     """Validate the arithmetic parameters of a GEMM and say how it is computed (TcemuError naming the field)."""
-    from ..blackwell.mma import K_OF_KIND, fdp_unit as bw_unit
-    from ..hopper.wgmma import fdp_unit as hopper_unit
-    from ..blackwell.instr import BLOCK_SCALED, InstrDescriptor
-
     if not isinstance(arch, str) or arch not in ("sm90", "sm100"):
         _fail("arch", f"{show(arch)}: 'sm90' (wgmma) or 'sm100' (tcgen05.mma)")
     for name, v in (("dtype_a", dtype_a), ("dtype_b", dtype_b), ("dtype_d", dtype_d)):
@@ -113,7 +112,6 @@ def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None,
         if kind in BLOCK_SCALED and dtype_d != "f32":
             _fail("dtype_d", f".kind::{kind} accumulates in f32")
         if kind in BLOCK_SCALED:
-            from ..blackwell.mma import block_size
             mx_block = block_size(d, block_size_k)
         ks = K_OF_KIND[kind]
         unit = None if kind == "i8" else bw_unit(kind, dtype_d)

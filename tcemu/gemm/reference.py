@@ -6,8 +6,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..arith.fdp import decode_operand, fused_dot, grouped_dot
-from ..arith.formats import encode, get_format
+from ..arith.formats import decode_int, encode, get_format
 from ..arith.rounding import IEEE, OVF_IEEE, RN, round_pack, split_fraction
+from ..blackwell.mma import _fold_scale
 from .plan import _OUT, _STORE, _split_ranges
 
 
@@ -43,7 +44,6 @@ def _convert(acc, out, fast):
 # ---- integer kinds: exact, wrapping mod 2^32 (or .satfinite clamping every step's exact sum)
 
 def _integer_chain(A, B, C, plan):
-    from ..arith.formats import decode_int
     M, K = A.shape
     acc = C.astype(np.int64) if C is not None else np.zeros((M, B.shape[1]), np.int64)
     step = plan.ks if plan.satfinite else max(plan.ks, 4096)
@@ -61,7 +61,6 @@ def _integer_chain(A, B, C, plan):
 # ---- reference engine: one fdp call per step over the whole output
 
 def _reference_chain(A, B, C, plan, mxs, ps, alpha, report):
-    from ..blackwell.mma import _fold_scale
     M, K = A.shape
     N = B.shape[1]
     ks, unit = plan.ks, plan.unit
