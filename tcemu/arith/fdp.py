@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from ..core.errors import LayoutError
+from .dtypes import CONTAINER, NUMPY_TYPES, TYPE_TABLE
 from .formats import FINITE, INF, NAN, ZERO, decode_float, format_args, get_format
 from .rounding import IEEE, OVF_INF, RNE, RZ, bitlen, round_pack
 from ..core.validate import MAX_ELEMENTS, as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
@@ -35,8 +36,8 @@ CLS, SIGN, SIG, LSB, ALIGN = range(5)
 __all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "grouped_dot",
            "integer_dot", "round_to_float"]
 
-OUT_NUMPY = {"f32": np.float32, "f16": np.float16, "s32": np.int32}  # D's element types as numpy sees them
-_RAW = {"f32": np.uint32, "f16": np.uint16, "s32": np.uint32}
+OUT_NUMPY = {n: NUMPY_TYPES[n] for n in ("f32", "f16", "s32")}  # D's element types as numpy sees them
+_RAW = {n: CONTAINER[TYPE_TABLE[n].bits] for n in OUT_NUMPY}
 
 
 def accumulator_bits(c, shape, dtype_d: str) -> np.ndarray:

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 from numba import njit
 
-from .dtypes import NUMPY_TYPES as ELEMENT_NUMPY_TYPES
+from .dtypes import NUMPY_TYPES as ELEMENT_NUMPY_TYPES, TYPE_TABLE
 from .rounding import (E8M0, FN, IEEE, NONE, OVF_IEEE, OVF_SATURATE, RNA, RNE, RZ, nan_bits, pack_inf, pack_max,
                        pack_zero, round_pack, split_float64)
 from ..core.errors import LayoutError
@@ -77,25 +77,29 @@ class FloatFormat:
         return np.uint8 if self.bits <= 8 else np.uint16 if self.bits <= 16 else np.uint32
 
 
+def _float(name, exp_bits, man_bits, bias, signed, special, shift=0):
+    return FloatFormat(name, exp_bits, man_bits, bias, signed, special, TYPE_TABLE[name].bits, shift)
+
+
 _FORMATS = [
-    FloatFormat("f32", 8, 23, 127, True, IEEE, 32),
-    FloatFormat("tf32", 8, 10, 127, True, IEEE, 32, shift=13),  # f32 container, low 13 bits ignored
-    FloatFormat("f16", 5, 10, 15, True, IEEE, 16),
-    FloatFormat("bf16", 8, 7, 127, True, IEEE, 16),
-    FloatFormat("e4m3", 4, 3, 7, True, FN, 8),
-    FloatFormat("e5m2", 5, 2, 15, True, IEEE, 8),
-    FloatFormat("e2m3", 2, 3, 1, True, NONE, 6),
-    FloatFormat("e3m2", 3, 2, 3, True, NONE, 6),
-    FloatFormat("e2m1", 2, 1, 1, True, NONE, 4),
-    FloatFormat("ue8m0", 8, 0, 127, False, E8M0, 8),
-    FloatFormat("ue4m3", 4, 3, 7, False, FN, 8),  # block scale: e4m3 in a byte whose sign bit is ignored
+    _float("f32", 8, 23, 127, True, IEEE),
+    _float("tf32", 8, 10, 127, True, IEEE, shift=13),  # f32 container, low 13 bits ignored
+    _float("f16", 5, 10, 15, True, IEEE),
+    _float("bf16", 8, 7, 127, True, IEEE),
+    _float("e4m3", 4, 3, 7, True, FN),
+    _float("e5m2", 5, 2, 15, True, IEEE),
+    _float("e2m3", 2, 3, 1, True, NONE),
+    _float("e3m2", 3, 2, 3, True, NONE),
+    _float("e2m1", 2, 1, 1, True, NONE),
+    _float("ue8m0", 8, 0, 127, False, E8M0),
+    _float("ue4m3", 4, 3, 7, False, FN),  # block scale: e4m3 in a byte whose sign bit is ignored
 ]
 FLOAT_FORMATS = {f.name: f for f in _FORMATS}
 
 # numpy / ml_dtypes types with the same encoding (ue4m3 has none).
 NUMPY_TYPES = {name: t for name, t in ELEMENT_NUMPY_TYPES.items() if name in FLOAT_FORMATS}
 
-INT_FORMATS = {"s8": (8, True), "u8": (8, False), "s32": (32, True), "b1": (1, False)}  # name: (bits, signed)
+INT_FORMATS = {n: (TYPE_TABLE[n].bits, TYPE_TABLE[n].kind == "s") for n in ("s8", "u8", "s32", "b1")}  # (bits, signed)
 
 
 def get_format(name) -> FloatFormat:

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..core.errors import LayoutError
 from ..core.validate import show
+from ..arith.dtypes import CONTAINER
 from ..arith.fdp import FdpUnit
 from ..arith.formats import INT_FORMATS, NUMPY_TYPES, get_format
 from ..blackwell.instr import BLOCK_SCALED, InstrDescriptor
@@ -21,7 +22,7 @@ _SM90_ACC = {"tf32": ("f32",), "bf16": ("f32",), "f16": ("f16", "f32"), "e4m3": 
 _FP8 = ("e4m3", "e5m2")
 _F8F6F4 = ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1")
 _OUT = {"f32": np.float32, "f16": np.float16, "bf16": NUMPY_TYPES["bf16"], "s32": np.int32}
-_STORE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+_STORE = CONTAINER  # raw bits by width
 MAX_STEP = 1 << 20    # k_step, promote_every, split_k: far past any K a GEMM here can hold (a bound keeps arithmetic sane)
 
 
