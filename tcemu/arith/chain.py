@@ -38,6 +38,15 @@ BIG = 1 << 20          # "no nonzero term" for minima
 
 # ---- operand preparation: raw bits -> exact float64 values, alignments and per-step exponent bounds
 
+@njit(cache=True, inline="always")
+def _clear_bounds(lo, hi, zero, spec, i, s):
+    """Bounds of (row or tile i, step s) before any element: no nonzero finite one, no zero, no inf/NaN."""
+    lo[i, s] = BIG
+    hi[i, s] = NO_TERM
+    zero[i, s] = False
+    spec[i, s] = False
+
+
 @njit(cache=True)
 def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, scale_nan, scale_block, val, al, lo,
                  hi, zero, spec):
@@ -50,10 +59,7 @@ def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, sc
     scaled = scale_exp.shape[1] > 0
     for r in range(R):
         for s in range(steps):
-            lo[r, s] = BIG
-            hi[r, s] = NO_TERM
-            zero[r, s] = False
-            spec[r, s] = False
+            _clear_bounds(lo, hi, zero, spec, r, s)
             for j in range(ks):
                 k = s * ks + j
                 if k >= Kc:
@@ -95,10 +101,7 @@ def tile_columns(val, al, zero, spec, lo, hi, N, steps, ks, tn, zero_exp, bval, 
     Kp = steps * ks
     for t in range(T):
         for s in range(steps):
-            blo[t, s] = BIG
-            bhi[t, s] = NO_TERM
-            bzany[t, s] = False
-            bsany[t, s] = False
+            _clear_bounds(blo, bhi, bzany, bsany, t, s)
         for j in range(tn):
             n = t * tn + j
             if n >= N:  # padding lanes: never read back
