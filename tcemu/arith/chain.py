@@ -22,8 +22,13 @@ sm90: fdp.FdpUnit.zero_c_when_absent); every P steps it is
 promoted into the f32 `main` accumulator as CUDA code does it, main = fma(s, acc, main) rounded once to f32
 (s = 1, or DeepGEMM's per-block scale product), then the chain restarts.
 """
+import math
+
 import numpy as np
 from numba import njit
+
+from .formats import INF, decode_float
+from .rounding import IEEE, OVF_INF, RN, RZ, bitlen, round_bits_f64, round_pack, split_float64
 
 
 NO_TERM = -(1 << 20)   # alignment of a zero or special element: never the maximum, sums stay in int32
@@ -32,6 +37,15 @@ BIG = 1 << 20          # "no nonzero term" for minima
 
 
 # ---- operand preparation: raw bits -> exact float64 values, alignments and per-step exponent bounds
+
+@njit(cache=True, inline="always")
+def _clear_bounds(lo, hi, zero, spec, i, s):
+    """Bounds of (row or tile i, step s) before any element: no nonzero finite one, no zero, no inf/NaN."""
+    lo[i, s] = BIG
+    hi[i, s] = NO_TERM
+    zero[i, s] = False
+    spec[i, s] = False
+
 
 @njit(cache=True)
 def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, scale_nan, scale_block, val, al, lo,
@@ -45,10 +59,7 @@ def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, sc
     scaled = scale_exp.shape[1] > 0
     for r in range(R):
         for s in range(steps):
-            lo[r, s] = BIG
-            hi[r, s] = NO_TERM
-            zero[r, s] = False
-            spec[r, s] = False
+            _clear_bounds(lo, hi, zero, spec, r, s)
             for j in range(ks):
                 k = s * ks + j
                 if k >= Kc:
@@ -90,10 +101,7 @@ def tile_columns(val, al, zero, spec, lo, hi, N, steps, ks, tn, zero_exp, bval, 
     Kp = steps * ks
     for t in range(T):
         for s in range(steps):
-            blo[t, s] = BIG
-            bhi[t, s] = NO_TERM
-            bzany[t, s] = False
-            bsany[t, s] = False
+            _clear_bounds(blo, bhi, bzany, bsany, t, s)
         for j in range(tn):
             n = t * tn + j
             if n >= N:  # padding lanes: never read back
@@ -131,27 +139,18 @@ def _i2f(i):
 # ---- rounding of an exact float64 sum to the accumulator format
 
 @njit(cache=True)
-def _round(x, keep, emin, emax, rne, sub_up, sub_down):
-    """x (exact, nonzero or zero) rounded once to a float with `keep` fraction bits, exponents emin..emax:
-    toward zero (f32; fdp.round_to_float's RZ) or to nearest even (f16); overflow gives inf; a result that
-    rounds to zero is +0. sub_up = 2^(keep - emin), sub_down = its inverse (the subnormal grid)."""
-    xb = _f2i(x)
-    ex = ((xb >> 52) & 0x7FF) - 1023
-    sh = 52 - keep
-    if rne:
-        rn = _i2f((xb + ((np.int64(1) << (sh - 1)) - 1) + ((xb >> sh) & 1)) & ~((np.int64(1) << sh) - 1))
-        rs = np.rint(x * sub_up) * sub_down
-    else:
-        rn = _i2f(xb & ~((np.int64(1) << sh) - 1))
-        rs = np.trunc(x * sub_up) * sub_down
-    r = rn if ex >= emin else rs
-    rb = _f2i(r)
-    rex = ((rb >> 52) & 0x7FF) - 1023
-    if rex > emax:
-        r = np.inf if x > 0 else -np.inf
-    if r == 0.0:
-        r = 0.0
-    return r
+def _round(x, keep, emin, emax, rne):
+    """x (exact, nonzero or zero) rounded once (rounding.round_pack) to a float with `keep` fraction bits, exponents
+    emin..emax: toward zero (f32; fdp.round_to_float's RZ) or to nearest even (f16); overflow gives inf; a result
+    that rounds to zero is +0."""
+    if x == 0.0:
+        return 0.0
+    eb, bias = bitlen(emax - emin + 2), 1 - emin
+    sig, exp = split_float64(abs(x))
+    bits = round_pack(0, sig, exp, False, eb, keep, bias, IEEE, 0, RN if rne else RZ, False, OVF_INF)
+    cls, _, sig, exp = decode_float(bits, eb, keep, bias, IEEE, 0, 0)
+    r = math.inf if cls == INF else math.ldexp(float(sig), exp)
+    return -r if (x < 0.0 and r != 0.0) else r
 
 
 @njit(cache=True)
@@ -167,8 +166,8 @@ def _align_of(r, emin, zero_exp):
 # ---- one output, every rule (fdp._fdp_general on exact values)
 
 @njit(cache=True)
-def _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, sub_up, sub_down,
-             nan_value, signed_zero):
+def _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, nan_value,
+             signed_zero):
     """The fused dot of row m of A and lane n of B tile t over K [k0, k0 + ks), with C = c unless
     c_al == NO_TERM (no C); an exact zero is +0, or -0 when signed_zero and every term is -0 (fdp.FdpUnit)."""
     nan = False
@@ -225,12 +224,12 @@ def _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, 
         acc += np.trunc(c * sc)
     if acc == 0.0:
         return -0.0 if (all_neg_zero and signed_zero) else 0.0
-    return _round(acc * iv, keep, emin, emax, rne, sub_up, sub_down)
+    return _round(acc * iv, keep, emin, emax, rne)
 
 
 @njit(cache=True)
 def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, F, zero_exp, keep, emin, emax, rne,
-          sub_up, sub_down, nan_value, signed_zero):
+          nan_value, signed_zero):
     """One flagged lane: the truncated sum without special-value branches when the lane has no NaN/inf and its
     result is a nonzero normal number; _general otherwise."""
     if not lane_special and c_al < SPECIAL_CAL:
@@ -242,9 +241,9 @@ def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, 
         for k in range(k0, k0 + ks):
             x += np.trunc(aval[m, k] * bval[t, k, n] * sc)
         if x != 0.0:
-            return _round(x * _i2f((1023 - F + E) << 52), keep, emin, emax, rne, sub_up, sub_down)
-    return _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, sub_up,
-                    sub_down, nan_value, signed_zero)
+            return _round(x * _i2f((1023 - F + E) << 52), keep, emin, emax, rne)
+    return _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, nan_value,
+                    signed_zero)
 
 
 # ---- one chain step of a tile: rows [r0, r1) of tile t
@@ -263,11 +262,21 @@ KB = 8  # K elements per loop pass when a step has more than 16 (more row stream
 
 
 @njit(cache=True, inline="always")
+def _settle(acc, cal, flag, t, m, i, n, c, cl, xb, bad, emin, emax, sh, rne):
+    """Lane n of row m: store its exact sum (float64 pattern xb) rounded, or, when it needs _lane (`bad`, a zero
+    sum, a result outside the accumulator's normal range, a special C), keep C and flag it. Returns the flag."""
+    ex = ((xb >> 52) & 0x7FF) - 1023
+    bad = bad | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL)
+    rb = round_bits_f64(xb, sh, rne)
+    acc[t, m, n] = c if bad else _i2f(rb)
+    cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
+    flag[i, n] = bad
+    return bad
+
+
+@njit(cache=True, inline="always")
 def _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
     """Round the exact sums xbuf of a fast-path row; flag lanes whose C the true E would truncate."""
-    sh = 52 - keep
-    mask = ~((np.int64(1) << sh) - 1)
-    half = (np.int64(1) << (sh - 1)) - 1
     bad_n = 0
     for n in range(nlen):
         c = acc[t, m, n]
@@ -276,37 +285,20 @@ def _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, e
         top = np.int64(max(tp, cl))  # >= the lane's E; C is exact iff it is a multiple of 2^(top - F)
         ct = c * _i2f((1023 + F - top) << 52)
         ok = (lp >= top - thr_p) & (ct == np.trunc(ct))
-        xb = _f2i(x)
-        ex = ((xb >> 52) & 0x7FF) - 1023
-        bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | (not ok)
-        rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
-        acc[t, m, n] = c if bad else _i2f(rb)
-        cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
-        flag[i, n] = bad
-        bad_n += bad
+        bad_n += _settle(acc, cal, flag, t, m, i, n, c, cl, _f2i(x), (x == 0.0) | (not ok), emin, emax, 52 - keep,
+                         rne)
     return bad_n
 
 
 @njit(cache=True, inline="always")
 def _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
     """Round the truncated sums xbuf (in units of 2^(E - F), E in ebuf) of a general-path row."""
-    sh = 52 - keep
-    mask = ~((np.int64(1) << sh) - 1)
-    half = (np.int64(1) << (sh - 1)) - 1
     bad_n = 0
     for n in range(nlen):
-        e = np.int64(ebuf[n])
-        c = acc[t, m, n]
-        cl = cal[t, m, n]
         x = xbuf[n]
-        xb = _f2i(x * _i2f((1023 - F + e) << 52))
-        ex = ((xb >> 52) & 0x7FF) - 1023
-        bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
-        rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
-        acc[t, m, n] = c if bad else _i2f(rb)
-        cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
-        flag[i, n] = bad
-        bad_n += bad
+        xb = _f2i(x * _i2f((1023 - F + np.int64(ebuf[n])) << 52))
+        bad_n += _settle(acc, cal, flag, t, m, i, n, acc[t, m, n], cal[t, m, n], xb, (x == 0.0) | bspec[t, s, n],
+                         emin, emax, 52 - keep, rne)
     return bad_n
 
 
@@ -341,26 +333,16 @@ def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag,
                 for k in range(KS):
                     e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
                 ebuf[n] = e
-            sh = 52 - keep  # the epilogue in the same pass (one load and store of each lane fewer)
-            mask = ~((np.int64(1) << sh) - 1)
-            half = (np.int64(1) << (sh - 1)) - 1
-            bad_n = 0
+            bad_n = 0  # the epilogue in the same pass (one load and store of each lane fewer)
             for n in range(nlen):
                 e = np.int64(ebuf[n])
                 sc = _i2f((1023 + F - e) << 52)
                 c = acc[t, m, n]
-                cl = cal[t, m, n]
                 x = np.trunc(c * sc)
                 for k in range(KS):
                     x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
-                xb = _f2i(x * _i2f((1023 - F + e) << 52))
-                ex = ((xb >> 52) & 0x7FF) - 1023
-                bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
-                rb = ((xb + half + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
-                acc[t, m, n] = c if bad else _i2f(rb)
-                cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
-                flag[i, n] = bad
-                bad_n += bad
+                bad_n += _settle(acc, cal, flag, t, m, i, n, c, cal[t, m, n], _f2i(x * _i2f((1023 - F + e) << 52)),
+                                 (x == 0.0) | bspec[t, s, n], emin, emax, 52 - keep, rne)
             nbad[i] = bad_n
 
 
@@ -485,7 +467,7 @@ FAST_BACKOFF = 16  # steps a row segment stays on the general path after a fast 
 @njit(cache=True, nogil=True)
 def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, blo, bhi, bzany, bsany,
                acc, cal, main, backoff, m0, m1, N, tm, steps, g0, g_last, promote, init_cal, ps_a, ps_b, kb0,
-               F, zero_exp, keep, emin, emax, rne, sub_up, sub_down, nan_value, signed_zero, thr_p, allow_fast, stats):
+               F, zero_exp, keep, emin, emax, rne, nan_value, signed_zero, thr_p, allow_fast, stats):
     """Jobs [j0, j1) of a prepared chunk: chain steps [0, steps) on rows [m0, m1) of the state (acc, cal,
     main: (T, M, TN)); job j is tile j % T, rows m0 + (j // T) * tm onwards. Releases the GIL: threads run
     disjoint job ranges (tcemu.matmul, workers=).
@@ -557,7 +539,7 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
                         if flag[i, n]:  # acc/cal still hold C
                             acc[t, m, n] = _lane(aval, aal, m, bval, bal, t, n, k0, ks, acc[t, m, n], cal[t, m, n],
                                                  bzf[t, s, n], zrow[i], aspec[m, s] or bspec[t, s, n], F, zero_exp,
-                                                 keep, emin, emax, rne, sub_up, sub_down, nan_value, signed_zero)
+                                                 keep, emin, emax, rne, nan_value, signed_zero)
                             cal[t, m, n] = _align_of(acc[t, m, n], emin, zero_exp)
                             stats[job, 2] += 1
             if promote and ((g + 1) % promote == 0 or g == g_last):

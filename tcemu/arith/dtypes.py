@@ -1,11 +1,61 @@
-"""Element types as PTX spells them (without the dot), with their storage width in shared memory."""
+"""Types as PTX spells them (without the dot), in one table: width, kind, whether PTX has the type, storage width as
+a tensor-core operand in shared memory, the numpy type holding its values. The element types (DTYPES, NUMPY_TYPES),
+the number formats' widths (formats.FloatFormat.bits, formats.INT_FORMATS) and the PTX interpreter's fundamental
+types (tcemu.ptx.types.TYPES) are views of it."""
 from dataclasses import dataclass
+from typing import NamedTuple, Optional
 
 import ml_dtypes
 import numpy as np
 
 from ..core.errors import LayoutError
 from ..core.validate import as_bool, show
+
+
+class TypeRow(NamedTuple):
+    name: str
+    bits: int              # width of one value: the PTX type's (PTX ISA 5.2.2), the number format's (fp6 6, fp4 4)
+    kind: str              # "b" untyped, "u" unsigned, "s" signed, "f" float, "pred"
+    ptx: bool              # a PTX fundamental type (tcemu.ptx.types.TYPES)
+    smem_bits: int         # storage bits of one tensor-core operand element in shared memory (0: not an operand)
+    numpy: Optional[type]  # numpy / ml_dtypes type with the same values, element for element (None: none)
+
+
+def _row(name, bits, kind, ptx=True, smem_bits=0, numpy=None):
+    return TypeRow(name, bits, kind, ptx, smem_bits, numpy)
+
+
+_INT_OPERANDS = {"s8": np.int8, "u8": np.uint8, "s32": np.int32}  # wgmma / tcgen05 integer multiplicands, s32 D
+TYPE_TABLE = {r.name: r for r in [
+    _row("pred", 1, "pred"),
+    *(_row(f"{k}{w}", w, k, smem_bits=w if f"{k}{w}" in _INT_OPERANDS else 0, numpy=_INT_OPERANDS.get(f"{k}{w}"))
+      for w in (8, 16, 32, 64) for k in "bus"),
+    _row("b128", 128, "b"),
+    _row("b1", 1, "b", ptx=False, smem_bits=1, numpy=np.bool_),  # wgmma .b1 (bmma): bits, 128 per 16-byte chunk
+    _row("tf32", 32, "f", smem_bits=32, numpy=np.float32),  # an f32 container, its low 13 bits ignored
+    _row("f32", 32, "f", smem_bits=32, numpy=np.float32),
+    _row("f16", 16, "f", smem_bits=16, numpy=np.float16),
+    _row("bf16", 16, "f", smem_bits=16, numpy=ml_dtypes.bfloat16),
+    _row("e4m3", 8, "f", smem_bits=8, numpy=ml_dtypes.float8_e4m3fn),
+    _row("e5m2", 8, "f", smem_bits=8, numpy=ml_dtypes.float8_e5m2),
+    # fp6: 16 per 16-byte chunk (kind::f8f6f4 / mxf8f6f4, PTX .b6x16_p32); fp4: two per byte (kind::mxf4 / mxf4nvf4)
+    _row("e2m3", 6, "f", ptx=False, smem_bits=8, numpy=ml_dtypes.float6_e2m3fn),
+    _row("e3m2", 6, "f", ptx=False, smem_bits=8, numpy=ml_dtypes.float6_e3m2fn),
+    _row("e2m1", 4, "f", ptx=False, smem_bits=4, numpy=ml_dtypes.float4_e2m1fn),
+    # block-scale types (OCP MX v1.0 5.4.1; ue4m3: e4m3 in a byte whose sign bit is ignored)
+    _row("ue8m0", 8, "f", ptx=False, numpy=ml_dtypes.float8_e8m0fnu),
+    _row("ue4m3", 8, "f", ptx=False),
+    _row("f64", 64, "f"),
+    *(_row(n, w, "f") for n, w in (("f16x2", 32), ("bf16x2", 32), ("f32x2", 64), ("e4m3x2", 16), ("e5m2x2", 16),
+                                   ("e2m3x2", 16), ("e3m2x2", 16), ("e2m1x2", 8), ("ue8m0x2", 16), ("e4m3x4", 32),
+                                   ("e5m2x4", 32))),  # packed pairs and quads (cvt, PTX 9.7.9.21)
+]}
+
+# numpy containers of raw bit patterns by width (the PTX interpreter's registers, tcemu.matmul's raw operands)
+CONTAINER = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+SIGNED = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+FLOAT = {32: np.float32, 64: np.float64}
+MASKS = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
 
 
 @dataclass(frozen=True)
@@ -20,30 +70,13 @@ class ElementType:
         return 128 // self.bits
 
 
-_TYPES = [
-    ElementType("tf32", 32, "float"),
-    ElementType("f32", 32, "float"),
-    ElementType("f16", 16, "float"),
-    ElementType("bf16", 16, "float"),
-    ElementType("e4m3", 8, "float"),
-    ElementType("e5m2", 8, "float"),
-    ElementType("s8", 8, "int"),
-    ElementType("u8", 8, "int"),
-    ElementType("s32", 32, "int"),
-    ElementType("b1", 1, "bits"),
-    ElementType("e2m3", 8, "float"),  # fp6: 16 per 16-byte chunk (kind::f8f6f4 / mxf8f6f4, PTX .b6x16_p32)
-    ElementType("e3m2", 8, "float"),
-    ElementType("e2m1", 4, "float"),  # fp4, two per byte (kind::mxf4 / mxf4nvf4)
-]
-DTYPES = {t.name: t for t in _TYPES}
+_KIND_WORDS = {"f": "float", "s": "int", "u": "int", "b": "bits"}
+DTYPES = {r.name: ElementType(r.name, r.smem_bits, _KIND_WORDS[r.kind]) for r in TYPE_TABLE.values() if r.smem_bits}
 
 # numpy / ml_dtypes types whose values are those of the named element type: an array of one of these holds,
 # element for element, the bits shared memory stores (tf32 in its f32 container; fp4/fp6 in the low bits of
 # a byte; b1 as bool). ue8m0 is the block-scale type.
-NUMPY_TYPES = {"f32": np.float32, "tf32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
-               "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2, "e2m3": ml_dtypes.float6_e2m3fn,
-               "e3m2": ml_dtypes.float6_e3m2fn, "e2m1": ml_dtypes.float4_e2m1fn, "ue8m0": ml_dtypes.float8_e8m0fnu,
-               "s8": np.int8, "u8": np.uint8, "s32": np.int32, "b1": np.bool_}
+NUMPY_TYPES = {r.name: r.numpy for r in TYPE_TABLE.values() if r.numpy is not None}
 SIGNED_INT_DTYPES = ("s8", "s32")
 
 # wgmma multiplicands (PTX 9.7.15.5.1.1); accumulators are f32, f16, s32.

@@ -27,15 +27,17 @@ import numpy as np
 from numba import njit
 
 from ..core.errors import LayoutError
-from .formats import FINITE, INF, NAN, RNE, RZ, ZERO, decode_float, format_args, get_format
+from .dtypes import CONTAINER, NUMPY_TYPES, TYPE_TABLE
+from .formats import FINITE, INF, NAN, ZERO, decode_float, format_args, get_format
+from .rounding import IEEE, OVF_INF, RNE, RZ, bitlen, round_pack
 from ..core.validate import MAX_ELEMENTS, as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
 __all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "grouped_dot",
            "integer_dot", "round_to_float"]
 
-OUT_NUMPY = {"f32": np.float32, "f16": np.float16, "s32": np.int32}  # D's element types as numpy sees them
-_RAW = {"f32": np.uint32, "f16": np.uint16, "s32": np.uint32}
+OUT_NUMPY = {n: NUMPY_TYPES[n] for n in ("f32", "f16", "s32")}  # D's element types as numpy sees them
+_RAW = {n: CONTAINER[TYPE_TABLE[n].bits] for n in OUT_NUMPY}
 
 
 def accumulator_bits(c, shape, dtype_d: str) -> np.ndarray:
@@ -93,46 +95,18 @@ def _shift(x, n):
 
 @njit(cache=True)
 def round_to_float(mag, u, keep, out_man, emin, bias, emax_field, rounding):
-    """(exponent field, mantissa) of mag * 2^u (mag > 0) rounded once to a float with `keep` fraction
-    bits stored in `out_man` mantissa bits; overflow gives inf."""
-    nb = 0
-    while (mag >> nb) > 0:
-        nb += 1
-    e = max(nb - 1 + u, emin)
-    grid = e - keep  # exponent of the last kept bit
-    drop = grid - u
-    if drop <= 0:
-        q = mag << (-drop)
-    elif drop >= 63:  # far below half an ulp of the smallest subnormal (mag < 2^62)
-        q = np.int64(0)
-    else:
-        q = mag >> drop
-        if rounding == RNE:
-            rem = mag & ((np.int64(1) << drop) - 1)
-            half = np.int64(1) << (drop - 1)
-            if rem > half or (rem == half and (q & 1) == 1):
-                q += 1
-    if q >> (keep + 1):  # rounding carried into a new binade
-        q >>= 1
-        grid += 1
-    if q >> keep:
-        field = grid + keep + bias
-        mant = (q - (np.int64(1) << keep)) << (out_man - keep)
-    else:
-        field = np.int64(0)
-        mant = q << (out_man - keep)
-    if field >= emax_field:  # overflow: inf
-        field = emax_field
-        mant = np.int64(0)
-    return field, mant
+    """(exponent field, mantissa) of mag * 2^u (mag > 0) rounded once (rounding.round_pack) to a float with `keep`
+    fraction bits stored in `out_man` mantissa bits and exponents from emin = 1 - bias; overflow gives inf."""
+    bits = round_pack(0, mag, u, False, bitlen(emax_field), keep, bias, IEEE, out_man - keep, rounding, False, OVF_INF)
+    return np.int64(bits >> np.uint64(out_man)), np.int64(bits & np.uint64((1 << out_man) - 1))
 
 
 @njit(cache=True, inline="always")
 def _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift):
     """Bits of the nonzero exact sum S * 2^u rounded once; a sum that underflows to zero is +0."""
-    field, mant = round_to_float(abs(S), u, keep, out_man, emin, bias, emax_field, rounding)
-    negative = S < 0 and (field | mant) != 0
-    return (np.int64(negative) << sign_shift) | (field << out_man) | mant
+    bits = np.int64(round_pack(0, abs(S), u, False, bitlen(emax_field), keep, bias, IEEE, out_man - keep, rounding,
+                               False, OVF_INF))
+    return (np.int64(S < 0 and bits != 0) << sign_shift) | bits
 
 
 @njit(cache=True)

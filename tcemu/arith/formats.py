@@ -11,20 +11,14 @@ import ml_dtypes
 import numpy as np
 from numba import njit
 
-from .dtypes import NUMPY_TYPES as ELEMENT_NUMPY_TYPES
+from .dtypes import NUMPY_TYPES as ELEMENT_NUMPY_TYPES, TYPE_TABLE
+from .rounding import (E8M0, FN, IEEE, NONE, OVF_IEEE, OVF_SATURATE, RNA, RNE, RZ, nan_bits, pack_inf, pack_max,
+                       pack_zero, round_pack, split_float64)
 from ..core.errors import LayoutError
 from ..core.validate import show
 
-# FloatFormat.special: what the all-ones exponent field means.
-IEEE = 0  # inf (mantissa 0) or NaN (mantissa != 0): f32, tf32, f16, bf16, e5m2
-FN = 1    # finite + NaN: only all-ones exponent AND mantissa is NaN, no inf (e4m3, ue4m3)
-NONE = 2  # every pattern finite: no inf, no NaN (e2m3, e3m2, e2m1)
-E8M0 = 3  # unsigned exponent only: value 2^(field - 127), 0xFF NaN (ue8m0, OCP MX 5.4.1)
-
-# encode() rounding modes, as codes for the numba kernels.
-RNE = 0  # nearest, ties to even (PTX .rn)
-RZ = 1   # toward zero (PTX .rz)
-RNA = 2  # nearest, ties away from zero (PTX cvt.rna.tf32.f32)
+# FloatFormat.special (IEEE, FN, NONE, E8M0) and the encode() rounding modes (RNE, RZ, RNA) are the rounding
+# core's codes (rounding.py).
 ROUNDING_MODES = {"rne": RNE, "rn": RNE, "rz": RZ, "rna": RNA}
 
 # decode_float classes.
@@ -83,25 +77,29 @@ class FloatFormat:
         return np.uint8 if self.bits <= 8 else np.uint16 if self.bits <= 16 else np.uint32
 
 
+def _float(name, exp_bits, man_bits, bias, signed, special, shift=0):
+    return FloatFormat(name, exp_bits, man_bits, bias, signed, special, TYPE_TABLE[name].bits, shift)
+
+
 _FORMATS = [
-    FloatFormat("f32", 8, 23, 127, True, IEEE, 32),
-    FloatFormat("tf32", 8, 10, 127, True, IEEE, 32, shift=13),  # f32 container, low 13 bits ignored
-    FloatFormat("f16", 5, 10, 15, True, IEEE, 16),
-    FloatFormat("bf16", 8, 7, 127, True, IEEE, 16),
-    FloatFormat("e4m3", 4, 3, 7, True, FN, 8),
-    FloatFormat("e5m2", 5, 2, 15, True, IEEE, 8),
-    FloatFormat("e2m3", 2, 3, 1, True, NONE, 6),
-    FloatFormat("e3m2", 3, 2, 3, True, NONE, 6),
-    FloatFormat("e2m1", 2, 1, 1, True, NONE, 4),
-    FloatFormat("ue8m0", 8, 0, 127, False, E8M0, 8),
-    FloatFormat("ue4m3", 4, 3, 7, False, FN, 8),  # block scale: e4m3 in a byte whose sign bit is ignored
+    _float("f32", 8, 23, 127, True, IEEE),
+    _float("tf32", 8, 10, 127, True, IEEE, shift=13),  # f32 container, low 13 bits ignored
+    _float("f16", 5, 10, 15, True, IEEE),
+    _float("bf16", 8, 7, 127, True, IEEE),
+    _float("e4m3", 4, 3, 7, True, FN),
+    _float("e5m2", 5, 2, 15, True, IEEE),
+    _float("e2m3", 2, 3, 1, True, NONE),
+    _float("e3m2", 3, 2, 3, True, NONE),
+    _float("e2m1", 2, 1, 1, True, NONE),
+    _float("ue8m0", 8, 0, 127, False, E8M0),
+    _float("ue4m3", 4, 3, 7, False, FN),  # block scale: e4m3 in a byte whose sign bit is ignored
 ]
 FLOAT_FORMATS = {f.name: f for f in _FORMATS}
 
 # numpy / ml_dtypes types with the same encoding (ue4m3 has none).
 NUMPY_TYPES = {name: t for name, t in ELEMENT_NUMPY_TYPES.items() if name in FLOAT_FORMATS}
 
-INT_FORMATS = {"s8": (8, True), "u8": (8, False), "s32": (32, True), "b1": (1, False)}  # name: (bits, signed)
+INT_FORMATS = {n: (TYPE_TABLE[n].bits, TYPE_TABLE[n].kind == "s") for n in ("s8", "u8", "s32", "b1")}  # (bits, signed)
 
 
 def get_format(name) -> FloatFormat:
@@ -160,73 +158,19 @@ def decode_float(bits, exp_bits, man_bits, bias, special, signed, shift):
 @njit(cache=True)
 def encode_float(x, exp_bits, man_bits, bias, special, signed, shift, rounding, saturate):
     """The container pattern (int64) of float64 `x` rounded once to the format (see encode())."""
-    m = man_bits
-    emask = (np.int64(1) << exp_bits) - 1
-    mmask = (np.int64(1) << m) - 1
-    pinf = np.int64(-1)
-    pnan = (emask << m) | mmask  # canonical NaN: positive, all ones
-    emin = 1 - bias
-    if special == E8M0:
-        pmax = emask - 1
-        emin = -bias  # field 0 is 2^-127; no subnormals, no zero
-    elif special == IEEE:
-        pmax = (emask << m) - 1
-        pinf = emask << m
-    elif special == FN:
-        pmax = pnan - 1
-    else:
-        pmax = pnan
-        pnan = pmax  # no NaN: NaN converts to +MAXNORM (CUDA cuda_fp6.hpp __nv_cvt_double_to_fp6)
-    if x != x:
-        return pnan << shift
-    sbit = np.int64(0)
-    if signed and math.copysign(1.0, x) < 0.0:
-        sbit = np.int64(1) << (exp_bits + m)
+    if x != x:  # canonical NaN; all ones is +max finite where there is no NaN (CUDA cuda_fp6.hpp __nv_cvt_double_to_fp6)
+        return np.int64(nan_bits(exp_bits, man_bits, shift))
+    sign = np.int64(1) if signed and math.copysign(1.0, x) < 0.0 else np.int64(0)
     a = abs(x)  # unsigned formats encode |x|, as CUDA's ue8m0 conversions do
     if a == math.inf:
-        if saturate or special == NONE:
-            return (sbit | pmax) << shift
-        if pinf >= 0:
-            return (sbit | pinf) << shift
-        return pnan << shift
-    if a == 0.0:
-        return sbit << shift  # E8M0 has no zero: pattern 0 is its smallest value 2^-127 (CUDA rz)
-    frac, ex = math.frexp(a)  # a = frac * 2^ex, frac in [0.5, 1)
-    big = np.int64(math.ldexp(frac, 53))  # a = big * 2^(ex - 53), exactly
-    e = np.int64(ex) - 1  # floor(log2(a))
-    q = max(e, emin) - m  # exponent of the result's last mantissa bit
-    sh = q - (np.int64(ex) - 53)  # always > 0: m < 52
-    if sh > 60:
-        sig = np.int64(0)
-        rem = big
-        half = np.int64(1) << 60  # rem < 2^53 < half
-    else:
-        sig = big >> sh
-        rem = big & ((np.int64(1) << sh) - 1)
-        half = np.int64(1) << (sh - 1)
-    # sig is the integer significand (implicit bit included); "even" is sig's parity, which for
-    # m >= 1 is the pattern's parity and for E8M0 (sig 1 -> 2) makes ties go up, as ml_dtypes does.
-    if rounding == RNE:
-        if rem > half or (rem == half and (sig & 1) == 1):
-            sig += 1
-    elif rounding == RNA:
-        if rem >= half:
-            sig += 1
-    if special == E8M0:
-        pat = np.int64(0) if e < emin else e + bias + sig - 1  # below 2^-127: clamp to the smallest
-    elif e < emin:
-        pat = sig  # subnormal; sig == 2^m carries into the smallest normal
-    else:
-        pat = ((e - emin) << m) + sig  # sig == 2^(m+1) carries into the next exponent
-    if pat > pmax:
-        # IEEE 754 7.4: rz overflows to the largest finite; rn/rna to inf, or NaN without one
-        if saturate or special == NONE or rounding == RZ:
-            pat = pmax
-        elif pinf >= 0:
-            pat = pinf
-        else:
-            return pnan << shift
-    return (sbit | pat) << shift
+        if saturate:
+            return np.int64(pack_max(sign, exp_bits, man_bits, special, shift))
+        return np.int64(pack_inf(sign, exp_bits, man_bits, special, shift))
+    if a == 0.0:  # E8M0 has no zero: pattern 0 is its smallest value 2^-127 (CUDA rz)
+        return np.int64(pack_zero(sign, exp_bits, man_bits, shift))
+    sig, exp = split_float64(a)
+    return np.int64(round_pack(sign, sig, exp, False, exp_bits, man_bits, bias, special, shift, rounding, False,
+                               OVF_SATURATE if saturate else OVF_IEEE))
 
 
 @njit(cache=True)

@@ -24,7 +24,7 @@ def tile_shape(tile):
 
 def _client(scheduler):
     try:
-        from distributed import Client
+        from distributed import Client  # optional dependency: dask.distributed
     except ImportError:
         raise TcemuError("scheduler", "spreading tiles over a cluster needs dask.distributed: "
                                       "pip install 'tcemu[dask]'") from None
@@ -42,7 +42,7 @@ def _client(scheduler):
 def run_tiles(scheduler, fn, out, tile, tile_args, on_done):
     """out[r0:r1, c0:c1] = fn(*args, **kwargs) for every tile, as tasks; tile_args(r0, r1, c0, c1) gives
     (args, kwargs); on_done(r0, r1, c0, c1) is called as each tile arrives."""
-    from distributed import as_completed
+    from distributed import as_completed  # optional dependency: dask.distributed
     client, own = _client(scheduler)
     tm, tn = tile
     M, N = out.shape

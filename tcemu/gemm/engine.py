@@ -12,263 +12,37 @@ cuBLAS's fp8 promotion every 128 of K and its tf32 input rounding are silicon-ve
 scales, split-K order and the Blackwell kinds follow the published kernels' code (CUTLASS, DeepGEMM, PTX) and the
 tcgen05 models, not silicon.
 
-Two engines give the same bits (tests/test_matmul.py): "reference" chains fdp.fused_dot / fdp.grouped_dot one
-step at a time over the whole output; "fast" (chain.py) is the same arithmetic on exact float64 values, in
-output tiles on threads (nogil numba kernels), with a bounded working set independent of K.
+Two engines give the same bits (tests/test_matmul.py): "reference" (gemm/reference.py) chains fdp.fused_dot /
+fdp.grouped_dot one step at a time over the whole output; "fast" (this module, on chain.py's kernels) is the same
+arithmetic on exact float64 values, in output tiles on threads (nogil numba kernels), with a bounded working set
+independent of K. gemm/plan.py checks the arguments and says how the GEMM is computed.
 """
 import functools
-import math
 import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from fractions import Fraction
-from typing import Optional
 
 import numpy as np
 
 from ..arith import chain
-from ..core.errors import LayoutError
 from ..core.validate import show
-from ..arith.fdp import FdpUnit, decode_operand, fused_dot, grouped_dot
-from ..arith.formats import INT_FORMATS, NUMPY_TYPES, encode, get_format
+from ..arith.fdp import decode_operand
+from ..arith.formats import get_format
+from .plan import (_FP8, _OUT, BlockScales, _accumulator_values, _block_scales, _fail, _operand_bits, _scale_bytes,
+                   _split_ranges, _unit_steps, plan_matmul)
+from .reference import _epilogue, _f32_add, _integer_chain, _reference_chain
 
 __all__ = ["matmul", "BlockScales", "plan_matmul"]
 
-_SM90_K = {"tf32": 8, "f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32}
-_SM90_PAIRS = {"tf32": ("tf32",), "f16": ("f16",), "bf16": ("bf16",), "e4m3": ("e4m3", "e5m2"),
-               "e5m2": ("e4m3", "e5m2"), "s8": ("s8", "u8"), "u8": ("s8", "u8")}
-_SM90_ACC = {"tf32": ("f32",), "bf16": ("f32",), "f16": ("f16", "f32"), "e4m3": ("f16", "f32"),
-             "e5m2": ("f16", "f32"), "s8": ("s32",), "u8": ("s32",)}
-_FP8 = ("e4m3", "e5m2")
-_F8F6F4 = ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1")
-_OUT = {"f32": np.float32, "f16": np.float16, "bf16": NUMPY_TYPES["bf16"], "s32": np.int32}
-_STORE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 _BUDGET = 256 << 20   # bytes of prepared operands per K chunk (the working set besides the output state)
 _TN, _TM = 128, 128   # output tile of the fast engine: lanes per row segment, rows per parallel job
 _TN_BLOCKED = 256     # lanes per row segment for K steps above 16 (passes of 8: more lanes amortise them)
 FAST_PATH = True      # the exact fast path (chain.py): off only to measure or test the general path
-MAX_STEP = 1 << 20    # k_step, promote_every, split_k: far past any K a GEMM here can hold (a bound keeps arithmetic sane)
 LAST_STATS = {}       # the fast engine's last run: row segments on the fast path, general path, lanes redone
                       # (empty after a reference-engine or integer run)
 
 
-@dataclass(frozen=True)
-class BlockScales:
-    """DeepGEMM-style fp8 block scales, applied when a K block's partial sum is promoted into f32:
-    main += (a[m // a_block[0], kb] * b[n // b_block[0], kb]) * partial (one f32 product, one FFMA).
-
-    a: (ceil(M / a_block[0]), ceil(K / block_k)) float32; b: (ceil(N / b_block[0]), ceil(K / block_k)) float32.
-    The defaults are DeepGEMM's: 1 x 128 for A (per row), 128 x 128 for B."""
-    a: np.ndarray
-    b: np.ndarray
-    a_block: int = 1
-    b_block: int = 128
-    block_k: int = 128
-
-
-@dataclass(frozen=True)
-class Plan:
-    arch: str
-    kind: Optional[str]       # sm100 tcgen05 kind
-    dtype_a: str
-    dtype_b: str
-    dtype_d: str
-    out_dtype: str
-    ks: int                   # K per chain step
-    unit: Optional[FdpUnit]   # None for integer kinds
-    promote: int              # 0: none
-    split_k: int
-    init: str                 # "zero" (C = +0 registers) or "none" (first instruction without C)
-    mx_block: int             # block-scaled kinds: K per scale factor (0: none)
-    scale_type: Optional[str]
-    satfinite: bool
-
-
-def _fail(field, rule):
-    raise LayoutError(field, rule)
-
-
-def plan_matmul(*, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dtype=None, k_step=None, promote_every=None,
-                split_k=1, kind=None, block_size_k=None, scale_type=None, init="zero", satfinite=False,
-                mx_scales=False) -> Plan:
-    """Validate the arithmetic parameters of a GEMM and say how it is computed (TcemuError naming the field)."""
-    from ..blackwell.mma import K_OF_KIND, fdp_unit as bw_unit
-    from ..hopper.wgmma import fdp_unit as hopper_unit
-    from ..blackwell.instr import BLOCK_SCALED, InstrDescriptor
-
-    if not isinstance(arch, str) or arch not in ("sm90", "sm100"):
-        _fail("arch", f"{show(arch)}: 'sm90' (wgmma) or 'sm100' (tcgen05.mma)")
-    for name, v in (("dtype_a", dtype_a), ("dtype_b", dtype_b), ("dtype_d", dtype_d)):
-        if not isinstance(v, str):
-            _fail(name, f"must be a type name (PTX spelling), got {show(v)}")
-    if not isinstance(init, str) or init not in ("zero", "none"):
-        _fail("init", f"{show(init)}: 'zero' (the accumulator registers start at +0, as Triton) or 'none' (the "
-                      "first instruction of a chain runs without C, scale-d = 0, as CUTLASS)")
-    if not isinstance(satfinite, (bool, np.bool_)):
-        _fail("satfinite", f"must be a bool, got {show(satfinite)}")
-    mx_block, stype = 0, None
-    if arch == "sm90":
-        if kind is not None:
-            _fail("kind", "sm90 has no tcgen05 kinds; pass arch='sm100'")
-        if block_size_k is not None or scale_type is not None:
-            _fail("block_size_k" if block_size_k is not None else "scale_type",
-                  "block-scaled (mx) kinds are sm100 only")
-        if dtype_a not in _SM90_K:
-            _fail("dtype_a", f"{show(dtype_a)} is not an sm90 wgmma multiplicand for matmul ({', '.join(_SM90_K)})")
-        if dtype_b not in _SM90_PAIRS[dtype_a]:
-            _fail("dtype_b", f"{show(dtype_b)} cannot pair with {dtype_a} ({', '.join(_SM90_PAIRS[dtype_a])})")
-        if dtype_d not in _SM90_ACC[dtype_a]:
-            _fail("dtype_d", f"{show(dtype_d)} is not a wgmma accumulator for {dtype_a} ({', '.join(_SM90_ACC[dtype_a])})")
-        ks = _SM90_K[dtype_a]
-        unit = None if dtype_d == "s32" else hopper_unit(dtype_a, dtype_d)
-    else:
-        if kind is None:
-            kind = ("tf32" if dtype_a == "tf32" else "f16" if dtype_a in ("f16", "bf16") else
-                    "i8" if dtype_a in ("s8", "u8") else
-                    ("mxf8f6f4" if mx_scales else "f8f6f4") if dtype_a in _F8F6F4 else None)
-            if kind is None:
-                _fail("dtype_a", f"{show(dtype_a)} is not a tcgen05 multiplicand")
-        if not isinstance(kind, str) or kind not in K_OF_KIND:
-            _fail("kind", f"{show(kind)}: one of {', '.join(K_OF_KIND)}")
-        if scale_type is not None and not isinstance(scale_type, str):
-            _fail("scale_type", f"must be a scale type name (ue8m0, ue4m3), got {show(scale_type)}")
-        if kind in BLOCK_SCALED:
-            stype = scale_type or "ue8m0"
-        elif scale_type is not None or block_size_k is not None:
-            _fail("scale_type" if scale_type is not None else "block_size_k", f".kind::{kind} is not block-scaled")
-        d = InstrDescriptor(kind, dtype_a, dtype_b, m=128, n=256, dtype_d=dtype_d if kind not in BLOCK_SCALED
-                            else "f32", scale_type=stype or "ue8m0")
-        for f, rule in d.validate(strict=False):
-            _fail(f, rule)
-        if kind in BLOCK_SCALED and dtype_d != "f32":
-            _fail("dtype_d", f".kind::{kind} accumulates in f32")
-        if kind in BLOCK_SCALED:
-            from ..blackwell.mma import block_size
-            mx_block = block_size(d, block_size_k)
-        ks = K_OF_KIND[kind]
-        unit = None if kind == "i8" else bw_unit(kind, dtype_d)
-    if k_step is not None:
-        if isinstance(k_step, bool) or not isinstance(k_step, (int, np.integer)) or not 1 <= k_step <= MAX_STEP:
-            _fail("k_step", f"must be a positive integer (K per chain step, at most {MAX_STEP}), got {show(k_step)}")
-        if mx_block and k_step % mx_block and mx_block % k_step:
-            _fail("k_step", f"{k_step} does not tile the {mx_block}-element scale blocks")
-        ks = int(k_step)
-    promote = 0
-    if promote_every is not None:
-        if isinstance(promote_every, bool) or not isinstance(promote_every, (int, np.integer)) \
-                or not 1 <= promote_every <= MAX_STEP:
-            _fail("promote_every", f"must be a positive integer (chain steps per promotion, at most {MAX_STEP}), "
-                                   f"got {show(promote_every)}")
-        if unit is None:
-            _fail("promote_every", "integer kinds accumulate exactly: nothing to promote")
-        if unit.out_format != "f32":
-            _fail("promote_every", "promotion adds into f32 registers: the chain must accumulate in f32")
-        promote = int(promote_every)
-    if isinstance(split_k, bool) or not isinstance(split_k, (int, np.integer)) or not 1 <= split_k <= MAX_STEP:
-        _fail("split_k", f"must be a positive integer (at most {MAX_STEP}), got {show(split_k)}")
-    if out_dtype is None:
-        out_dtype = dtype_d
-    if not isinstance(out_dtype, str):
-        _fail("out_dtype", f"must be a type name ('f32', 'f16', 'bf16'), got {show(out_dtype)}")
-    if dtype_d == "s32":
-        if out_dtype != "s32":
-            _fail("out_dtype", "integer kinds give s32")
-        if promote or split_k > 1:
-            _fail("split_k", "integer kinds: split-K is exact, nothing to model")
-    elif out_dtype not in ("f32", "f16", "bf16"):
-        _fail("out_dtype", f"{show(out_dtype)}: 'f32', 'f16' or 'bf16' (rounded to nearest even from the accumulator)")
-    if satfinite and dtype_d != "s32":
-        _fail("satfinite", "only integer kinds take .satfinite")
-    return Plan(arch, kind, dtype_a, dtype_b, dtype_d, out_dtype, ks, unit, promote, int(split_k), init, mx_block,
-                stype, bool(satfinite))
-
-
-# ---- inputs
-
-def _operand_bits(x, dtype, field, ndim=2) -> np.ndarray:
-    """Raw bit patterns of an operand given as raw bits (unsigned/signed integers of the container width) or as
-    an array of the type's numpy/ml_dtypes type (tf32: float32)."""
-    if isinstance(x, (list, tuple)):
-        _fail(field, "must be a numpy array (raw bits, or the type's numpy/ml_dtypes type)")
-    if not isinstance(x, np.ndarray):
-        _fail(field, f"must be a numpy array, got {type(x).__name__}")
-    if x.ndim != ndim:
-        _fail(field, f"must be {ndim}-D, got shape {x.shape}")
-    if dtype in INT_FORMATS:
-        width, signed = INT_FORMATS[dtype]
-        if x.dtype == (np.int8 if signed else np.uint8):
-            return x.view(np.uint8)
-        fmt_bits = width
-    else:
-        fmt = get_format(dtype)
-        ntype = NUMPY_TYPES.get(dtype)
-        if ntype is not None and x.dtype == np.dtype(ntype):
-            return x.view(fmt.storage_dtype)
-        fmt_bits = fmt.bits
-    if x.dtype.kind not in "iu":
-        want = NUMPY_TYPES.get(dtype)
-        _fail(field, f"{x.dtype} array for {dtype}: pass raw bits (integers) or "
-                     f"{np.dtype(want).name if want is not None else 'raw bits'} (convert explicitly; tcemu does not "
-                     "round inputs)")
-    if x.size:
-        lo, hi = int(x.min()), int(x.max())
-        if lo < 0 or hi >= 1 << fmt_bits:
-            _fail(field, f"bit pattern {lo if lo < 0 else hi} is outside [0, 2^{fmt_bits}) for {dtype}")
-    return x.astype(_STORE[max(8, 1 << (fmt_bits - 1).bit_length())], copy=False)
-
-
-def _accumulator_values(c, shape, dtype_d, field="c") -> np.ndarray:
-    """float64 values (exact) of an accumulator given as float32/float16 (or raw bits) of shape `shape`."""
-    if not isinstance(c, np.ndarray):
-        _fail(field, f"must be a numpy array of the accumulator type ({dtype_d}), got {type(c).__name__}")
-    if c.shape != tuple(shape):
-        _fail(field, f"must have shape {tuple(shape)}, got {c.shape}")
-    want = _OUT[dtype_d]
-    bits = c.view(_STORE[8 * c.itemsize]) if c.dtype == np.dtype(want) else _operand_bits(c, dtype_d, field)
-    if dtype_d == "s32":
-        return bits.view(np.int32).astype(np.int64)
-    with np.errstate(invalid="ignore"):  # signalling NaNs: any NaN C gives the canonical NaN
-        return bits.view(want).astype(np.float64)
-
-
-def _scale_bytes(x, rows, nblocks, field) -> np.ndarray:
-    if not isinstance(x, np.ndarray) or x.dtype.kind not in "iu" or x.shape != (rows, nblocks):
-        _fail(field, f"must be a ({rows}, {nblocks}) integer array of raw scale bytes, got "
-                     f"{getattr(x, 'dtype', type(x).__name__)} {getattr(x, 'shape', '')}")
-    if x.size and (int(x.min()) < 0 or int(x.max()) > 255):
-        _fail(field, "scale bytes lie in [0, 255]")
-    return x.astype(np.uint8)
-
-
-def _block_scales(scales, M, N, K, plan):
-    """(ps_a (M, nkb), ps_b (nkb, N)) float64 values of f32 promotion scales, expanded per row / column."""
-    if isinstance(scales, tuple) and len(scales) == 2 and not isinstance(scales, BlockScales):
-        scales = BlockScales(*scales)
-    if not isinstance(scales, BlockScales):
-        _fail("scales", "fp8 block scales: a BlockScales or a pair (a, b) of float32 arrays (DeepGEMM 1x128, 128x128)")
-    blocks = {}
-    for name in ("a_block", "b_block", "block_k"):
-        v = getattr(scales, name)
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 1 << 24:
-            _fail(f"scales.{name}", f"must be a positive integer (at most 2^24), got {show(v)}")
-        blocks[name] = int(v)  # a numpy unsigned scalar would turn -(-rows // blk) into an overflow
-    scales = BlockScales(scales.a, scales.b, **blocks)
-    if not plan.promote:
-        _fail("scales", "block scales are applied at promotion: pass promote_every too")
-    if plan.promote * plan.ks != scales.block_k:
-        _fail("promote_every", f"{plan.promote} steps of K = {plan.ks} is not the scales' K block {scales.block_k}: "
-                               "DeepGEMM promotes once per scale block")
-    nkb = -(-K // scales.block_k)
-    out = []
-    for name, arr, rows, blk in (("scales.a", scales.a, M, scales.a_block), ("scales.b", scales.b, N, scales.b_block)):
-        want = (-(-rows // blk), nkb)
-        if not isinstance(arr, np.ndarray) or arr.dtype != np.float32 or arr.shape != want:
-            _fail(name, f"must be a float32 array of shape {want}, got {getattr(arr, 'dtype', type(arr).__name__)} "
-                        f"{getattr(arr, 'shape', '')}")
-        out.append(np.repeat(arr.astype(np.float64), blk, axis=0)[:rows])
-    return np.ascontiguousarray(out[0]), np.ascontiguousarray(out[1].T)
 
 
 # ---- the public function
@@ -370,7 +144,7 @@ def matmul(a, b, *, c=None, arch="sm90", dtype_a, dtype_b, dtype_d="f32", out_dt
 
 def _distributed(scheduler, tile, A, B, c, scales, plan, kw, report):
     """D computed as (rows x cols) tiles on a dask cluster, each task one matmul over the whole K."""
-    from .distributed import run_tiles, tile_shape
+    from .distributed import run_tiles, tile_shape  # optional dependency: dask.distributed, only with scheduler=
     tm, tn = tile_shape(tile)
     bs = scales if isinstance(scales, BlockScales) else \
         BlockScales(*scales) if (scales is not None and not plan.mx_block) else None
@@ -392,49 +166,6 @@ def _distributed(scheduler, tile, A, B, c, scales, plan, kw, report):
     out = np.empty((A.shape[0], B.shape[1]), _OUT[plan.out_dtype])
     return run_tiles(scheduler, matmul, out, (tm, tn), tile_args,
                      lambda r0, r1, c0, c1: report.add((r1 - r0) * (c1 - c0) * K))
-
-
-# ---- shared pieces: step ranges, epilogue
-
-def _split_ranges(steps, plan):
-    """Contiguous step ranges of the K splits: ceil(steps / split_k) steps each (rounded up to whole promotion
-    intervals and scale blocks), the last one shorter."""
-    align = _unit_steps(plan)
-    per = -(-steps // plan.split_k)
-    per = -(-per // align) * align
-    return [(s0, min(steps, s0 + per)) for s0 in range(0, steps, per)]
-
-
-def _unit_steps(plan):
-    """Chain steps that must stay together: a promotion interval, and a block of mx scales."""
-    return max(1, plan.promote) * (max(1, plan.mx_block // plan.ks) if plan.mx_block else 1)
-
-
-def _f32_add(x, y):
-    """f32 addition, round to nearest even (FADD), elementwise on float64 arrays of f32 values."""
-    with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, overflow is inf: as FADD
-        return (x.astype(np.float32) + y.astype(np.float32)).astype(np.float64)
-
-
-def _epilogue(acc, plan, alpha, fast=False):
-    """Accumulator values (float64 holding f32/f16 values) -> the out_dtype array: alpha as one f32 multiply
-    (round to nearest), then one rounding to out_dtype (nearest even), NaN as the canonical NaN. The reference
-    engine converts with formats.encode; the fast one with numpy/ml_dtypes casts (IEEE round to nearest even
-    from an exact f32), then canonical NaNs; tests hold the two to the same bits."""
-    with np.errstate(invalid="ignore", over="ignore"):  # IEEE: inf * 0 is NaN, overflow is inf
-        if alpha is not None:
-            acc = (np.float32(alpha) * acc.astype(np.float32)).astype(np.float64)  # f32 multiply, RN
-        return _convert(acc, plan.out_dtype, fast)
-
-
-def _convert(acc, out, fast):
-    if not fast:
-        return encode(acc, out, "rne").view(_OUT[out])  # exact when out is the accumulator's type
-    res = acc.astype(np.float32).astype(_OUT[out])
-    nan = np.isnan(acc)
-    if nan.any():
-        res.view(_STORE[8 * res.itemsize])[nan] = get_format(out).nan_bits
-    return res
 
 
 class _Progress:
@@ -470,114 +201,6 @@ class _Progress:
             sys.stderr.flush()
 
 
-# ---- integer kinds: exact, wrapping mod 2^32 (or .satfinite clamping every step's exact sum)
-
-def _integer_chain(A, B, C, plan):
-    from ..arith.formats import decode_int
-    M, K = A.shape
-    acc = C.astype(np.int64) if C is not None else np.zeros((M, B.shape[1]), np.int64)
-    step = plan.ks if plan.satfinite else max(plan.ks, 4096)
-    for k0 in range(0, K, step):  # |partial| < 2^(14 + 12) per block: float64 matmul of integers is exact
-        a = decode_int(A[:, k0:k0 + step], plan.dtype_a).astype(np.float64)
-        b = decode_int(B[k0:k0 + step], plan.dtype_b).astype(np.float64)
-        acc = acc + (a @ b).astype(np.int64)
-        if plan.satfinite:
-            acc = np.clip(acc, -(1 << 31), (1 << 31) - 1)
-        else:
-            acc = (acc + (1 << 31)) % (1 << 32) - (1 << 31)
-    return acc.astype(np.int32)
-
-
-# ---- reference engine: one fdp call per step over the whole output
-
-def _reference_chain(A, B, C, plan, mxs, ps, alpha, report):
-    from ..blackwell.mma import _fold_scale
-    M, K = A.shape
-    N = B.shape[1]
-    ks, unit = plan.ks, plan.unit
-    steps = -(-K // ks)
-    Ap = np.zeros((M, steps * ks), A.dtype)
-    Ap[:, :K] = A
-    Bp = np.zeros((steps * ks, N), B.dtype)
-    Bp[:K] = B
-    acc_np = _OUT[plan.dtype_d]
-    partials = []
-    for s0, s1 in _split_ranges(steps, plan):
-        chain_c = C if (plan.split_k == 1 and not plan.promote) else None
-        acc = None if chain_c is None else chain_c.astype(acc_np)
-        main = C.copy() if (plan.promote and plan.split_k == 1 and C is not None) else np.zeros((M, N))
-        for g, s in enumerate(range(s0, s1)):
-            if acc is None and plan.init == "zero":
-                acc = np.zeros((M, N), acc_np)
-            Cd = decode_operand(acc.view(_STORE[8 * acc.itemsize]), plan.dtype_d) if acc is not None else None
-            Ad = decode_operand(Ap[:, s * ks:(s + 1) * ks], plan.dtype_a)
-            Bd = decode_operand(np.ascontiguousarray(Bp[s * ks:(s + 1) * ks].T), plan.dtype_b)
-            if plan.kind in ("mxf4", "mxf4nvf4"):
-                bs = plan.mx_block
-                b0 = s * ks // bs
-                nb = -(-ks // bs)
-                SA = np.repeat(decode_operand(mxs[0][:, b0:b0 + nb], plan.scale_type), bs // 16, axis=1)
-                SB = np.repeat(decode_operand(mxs[1][:, b0:b0 + nb], plan.scale_type), bs // 16, axis=1)
-                bits = grouped_dot(Ad, Bd, Cd, SA, SB, unit, 16)
-            else:
-                if plan.mx_block:  # one ue8m0 scale per element block: fold 2^e into the elements
-                    for lo in range(0, ks, plan.mx_block):
-                        bidx = (s * ks + lo) // plan.mx_block
-                        sl = slice(lo, lo + plan.mx_block)
-                        Ad[:, sl] = _fold_scale(Ad[:, sl], mxs[0][:, bidx:bidx + 1])
-                        Bd[:, sl] = _fold_scale(Bd[:, sl], mxs[1][:, bidx:bidx + 1])
-                bits = fused_dot(Ad, Bd, Cd, unit)
-            acc = bits.view(acc_np)
-            report.add(M * N * (min((s + 1) * ks, K) - s * ks))
-            if plan.promote and ((g + 1) % plan.promote == 0 or s == s1 - 1):
-                if ps is None:
-                    main = _f32_add(main, acc.astype(np.float64))
-                else:
-                    kb = s // plan.promote
-                    sc = (ps[0][:, kb:kb + 1].astype(np.float32) * ps[1][kb][None, :].astype(np.float32))
-                    main = _fma_f32_exact(sc.astype(np.float64), acc.astype(np.float64), main)
-                acc = None
-        partials.append(main if plan.promote else acc.astype(np.float64))
-    if plan.split_k == 1:
-        total = partials[0]
-    else:
-        total = C.copy() if C is not None else None
-        for p in partials:
-            total = p if total is None else _f32_add(total, p)
-    return _epilogue(total, plan, alpha)
-
-
-def _fma_f32_exact(s, t, m):
-    """f32(s * t + m) rounded once to nearest even, elementwise, in exact rationals (the reference's FFMA)."""
-    out = np.empty(np.broadcast(s, t, m).shape)
-    for idx, (x, y, z) in enumerate(np.broadcast(s, t, m)):
-        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
-            out.flat[idx] = float(np.float32(x * y + z))
-            continue
-        q = Fraction(x) * Fraction(y) + Fraction(z)
-        if q == 0:
-            out.flat[idx] = float(np.float32(x * y + z))  # exact zero: IEEE sign rule (x * y is exact)
-            continue
-        out.flat[idx] = _round_f32(q)
-    return out
-
-
-def _round_f32(q: Fraction) -> float:
-    neg, q = q < 0, abs(q)
-    e = q.numerator.bit_length() - q.denominator.bit_length()
-    if Fraction(2) ** e > q:
-        e -= 1
-    e = max(e, -126)
-    ulp = Fraction(2) ** (e - 23)
-    n, rem = divmod(q, ulp)
-    if rem * 2 > ulp or (rem * 2 == ulp and n % 2 == 1):
-        n += 1
-    v = float(n * ulp)
-    if v >= 2.0 ** 128:
-        v = math.inf
-    return -v if neg else v
-
-
 # ---- fast engine
 
 def _unit_consts(unit):
@@ -585,8 +208,7 @@ def _unit_consts(unit):
     emin, emax = 1 - fmt.bias, fmt.bias
     keep = unit.keep_bits
     return dict(F=unit.frac_bits, zero_exp=unit.zero_exp, keep=keep, emin=emin, emax=emax,
-                rne=unit.rounding == 0, sub_up=2.0 ** (keep - emin), sub_down=2.0 ** (emin - keep),
-                nan_value=np.nan, signed_zero=bool(unit.signed_zero))
+                rne=unit.rounding == 0, nan_value=np.nan, signed_zero=bool(unit.signed_zero))
 
 
 @functools.lru_cache(maxsize=None)
@@ -699,7 +321,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                 args = (ks, pa.val, pa.al, pa.lo, pa.hi, pa.zero, pa.spec, bval, bal, bzf, bspec, blo, bhi, bzany,
                         bsany, acc, cal, main, backoff, 0, M, N, _TM, nst, g0, g_last, plan.promote, init_cal, ps_a,
                         ps_b, kb0, uc["F"], uc["zero_exp"], uc["keep"], uc["emin"], uc["emax"], uc["rne"],
-                        uc["sub_up"], uc["sub_down"], uc["nan_value"], uc["signed_zero"], thr_p, FAST_PATH, stats)
+                        uc["nan_value"], uc["signed_zero"], thr_p, FAST_PATH, stats)
                 _run_jobs(pool, threads, njobs, args)
                 report.add(M * N * (min(c1, K) - c0))
             st = stats.sum(axis=0)

@@ -10,10 +10,8 @@ import math
 import numpy as np
 from numba import njit
 
-# Format kinds (FloatFormat.special in tcemu.arith.formats).
-IEEE, FN, NONE = 0, 1, 2
-# Rounding codes (RN, RZ, RNA keep tcemu.arith.formats' numbering).
-RN, RZ, RNA, RM, RP = 0, 1, 2, 3, 4
+from ..arith.rounding import (FN, IEEE, NONE, OVF_IEEE, OVF_SATURATE, RM, RN, RNA, RP, RZ, bitlen,  # noqa: F401
+                              nan_bits, pack_inf, pack_max, pack_zero, round_integral, round_pack)
 # Operand classes.
 ZERO, FIN, INF, NAN = 0, 1, 2, 3
 # Arithmetic op codes.
@@ -27,31 +25,6 @@ ADD, SUB, MUL, FMA, DIV, SQRT, RCP = 0, 1, 2, 3, 4, 5, 6
 NAN_CANONICAL, NAN_BCA, NAN_AB = 0, 1, 2
 
 M62 = (1 << 62) - 1
-
-
-@njit(cache=True, inline="always")
-def bitlen(x):
-    """Bits needed for x >= 0 (int64): 0 for 0."""
-    n = 0
-    if x >= (1 << 32):
-        x >>= 32
-        n += 32
-    if x >= (1 << 16):
-        x >>= 16
-        n += 16
-    if x >= (1 << 8):
-        x >>= 8
-        n += 8
-    if x >= (1 << 4):
-        x >>= 4
-        n += 4
-    if x >= (1 << 2):
-        x >>= 2
-        n += 2
-    if x >= 2:
-        x >>= 1
-        n += 1
-    return n + x
 
 
 @njit(cache=True, inline="always")
@@ -75,12 +48,6 @@ def unpack(bits, eb, mb, bias, special, shift, ftz):
 
 
 @njit(cache=True, inline="always")
-def nan_bits(eb, mb, shift):
-    """The canonical NaN: positive, every exponent and mantissa bit set (0x7fffffff, 0x7fff, 0x7f...)."""
-    return np.uint64(((1 << (eb + mb)) - 1) << shift)
-
-
-@njit(cache=True, inline="always")
 def default_nan(eb, mb, shift):
     """The negative default NaN of the f64 unit's invalid operations: sign, exponent and quiet bit set
     (0xfff8000000000000 for f64)."""
@@ -93,135 +60,6 @@ def quiet(bits, eb, mb, special, shift):
     if special == IEEE:
         return np.uint64(bits) | np.uint64(1 << (mb - 1 + shift))
     return np.uint64(bits)
-
-
-@njit(cache=True, inline="always")
-def pack_zero(sign, eb, mb, shift):
-    return (np.uint64(sign) << np.uint64(eb + mb)) << np.uint64(shift)
-
-
-@njit(cache=True, inline="always")
-def pack_max(sign, eb, mb, special, shift):
-    """+-the largest finite value."""
-    if special == IEEE:
-        pat = (((1 << eb) - 1) << mb) - 1
-    elif special == FN:
-        pat = (1 << (eb + mb)) - 2
-    else:
-        pat = (1 << (eb + mb)) - 1
-    return ((np.uint64(sign) << np.uint64(eb + mb)) | np.uint64(pat)) << np.uint64(shift)
-
-
-@njit(cache=True, inline="always")
-def pack_inf(sign, eb, mb, special, shift):
-    """+-inf; formats without inf give NaN (FN) or the largest finite (NONE)."""
-    if special == IEEE:
-        pat = ((1 << eb) - 1) << mb
-    elif special == FN:
-        return nan_bits(eb, mb, shift)
-    else:
-        pat = (1 << (eb + mb)) - 1
-    return ((np.uint64(sign) << np.uint64(eb + mb)) | np.uint64(pat)) << np.uint64(shift)
-
-
-@njit(cache=True)
-def round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, satfinite):
-    """The container pattern of (-1)^sign * [sig + (0 or a fraction if sticky)] * 2^exp rounded once.
-
-    sig: int64 in (0, 2^62). Subnormal results are kept unless ftz; ftz flushes to a zero of the same sign
-    every result that is tiny after rounding with an unbounded exponent (IEEE 754 7.5), which includes the
-    values just below 2^emin that round up to it on the format's grid but not at full precision (H100:
-    traces/ptx_alu_edges_sm90.npz, mul/fma/div/rcp .ftz.f32, 1,059 deciding cases). Overflow per IEEE 754
-    7.4 (rz and the rounding away from a sign give the largest finite), or the largest finite with satfinite /
-    formats without inf (e2m3, e3m2, e2m1); FN formats (e4m3) without satfinite give NaN."""
-    emin = 1 - bias
-    e_top = exp + bitlen(sig) - 1
-    q = max(e_top, emin) - mb
-    sh = q - exp
-    if sh <= 0:
-        kept = sig << (-sh)
-        exact = not sticky
-        cmp = -1  # below half (when inexact)
-    elif sh >= 63:
-        kept = np.int64(0)
-        exact = False  # sig > 0
-        cmp = -1
-    else:
-        kept = sig >> sh
-        rem = sig & ((np.int64(1) << sh) - 1)
-        half = np.int64(1) << (sh - 1)
-        exact = rem == 0 and not sticky
-        if rem > half or (rem == half and sticky):
-            cmp = 1
-        elif rem == half:
-            cmp = 0
-        else:
-            cmp = -1
-    up = False
-    if not exact:
-        if mode == RN:
-            up = cmp > 0 or (cmp == 0 and (kept & 1) == 1)
-        elif mode == RNA:
-            up = cmp >= 0
-        elif mode == RP:
-            up = sign == 0
-        elif mode == RM:
-            up = sign == 1
-    kept += up
-    if special == IEEE:
-        past = (1 << eb) - 2  # e_top - emin at which the exponent field reaches inf's
-        pmax = (((1 << eb) - 1) << mb) - 1
-    elif special == FN:
-        past = (1 << eb) - 1
-        pmax = (1 << (eb + mb)) - 2
-    else:
-        past = (1 << eb) - 1
-        pmax = (1 << (eb + mb)) - 1
-    if e_top < emin:
-        pat = kept  # subnormal; kept == 2^mb carries into the smallest normal
-    elif e_top - emin >= past:
-        pat = pmax + 1  # overflow, decided before an int64 overflow in f64
-    else:
-        pat = ((e_top - emin) << mb) + kept  # kept == 2^(mb+1) carries into the next binade
-    if pat > pmax:
-        to_inf = mode == RN or mode == RNA or (mode == RP and sign == 0) or (mode == RM and sign == 1)
-        if satfinite or special == NONE or not to_inf:
-            pat = pmax
-        elif special == IEEE:
-            pat = ((1 << eb) - 1) << mb
-        else:
-            return nan_bits(eb, mb, shift)
-    if ftz and e_top < emin and not (e_top == emin - 1 and _carries(sig, exp, sticky, e_top - mb - exp, mb, mode,
-                                                                     sign)):
-        pat = 0  # tiny after rounding with an unbounded exponent (IEEE 754 7.5): flushed to a signed zero
-    return ((np.uint64(sign) << np.uint64(eb + mb)) | np.uint64(pat)) << np.uint64(shift)
-
-
-@njit(cache=True, inline="always")
-def _carries(sig, exp, sticky, sh, mb, mode, sign):
-    """Whether [sig (+ sticky)] * 2^exp, rounded to mb + 1 significant bits at 2^(exp + sh) with an unbounded
-    exponent, carries into the next power of two (it can only when every kept bit is set)."""
-    if sh < 0 or (sig >> sh) != (np.int64(1) << (mb + 1)) - 1:
-        return False
-    if sh == 0:
-        if not sticky:
-            return False
-        cmp = -1
-    else:
-        rem = sig & ((np.int64(1) << sh) - 1)
-        half = np.int64(1) << (sh - 1)
-        if rem == 0 and not sticky:
-            return False
-        cmp = 1 if (rem > half or (rem == half and sticky)) else (0 if rem == half else -1)
-    if mode == RN:
-        return cmp >= 0  # a tie rounds to even: up, the kept bits being all ones (odd)
-    if mode == RNA:
-        return cmp >= 0
-    if mode == RP:
-        return sign == 0
-    if mode == RM:
-        return sign == 1
-    return False
 
 
 @njit(cache=True, inline="always")
@@ -276,7 +114,7 @@ def mul53(a, b):
 
 
 @njit(cache=True)
-def add_exact(sx, hx, lx, ex, sy, hy, ly, ey, mode, eb, mb, bias, special, shift, ftz, satfinite):
+def add_exact(sx, hx, lx, ex, sy, hy, ly, ey, mode, eb, mb, bias, special, shift, ftz, overflow):
     """Round (-1)^sx (hx, lx) 2^ex + (-1)^sy (hy, ly) 2^ey once; both nonzero, each below 2^110."""
     tx = ex + wide_bitlen(hx, lx)
     ty = ey + wide_bitlen(hy, ly)
@@ -308,7 +146,7 @@ def add_exact(sx, hx, lx, ex, sy, hy, ly, ey, mode, eb, mb, bias, special, shift
         if hi == 0 and lo == 0 and not sticky:
             return pack_zero(1 if mode == RM else 0, eb, mb, shift)
     sig, e, st = compress(hi, lo, E, sticky)
-    return round_pack(sign, sig, e, st, eb, mb, bias, special, shift, mode, ftz, satfinite)
+    return round_pack(sign, sig, e, st, eb, mb, bias, special, shift, mode, ftz, overflow)
 
 
 @njit(cache=True)
@@ -343,11 +181,11 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
             s = (sx | sy) if mode == RM else (sx & sy)
             return pack_zero(s, eb, mb, shift)
         if cx == ZERO:
-            return round_pack(sy, my, ey, False, eb, mb, bias, special, shift, mode, ftz, False)
+            return round_pack(sy, my, ey, False, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         if cy == ZERO:
-            return round_pack(sx, mx, ex, False, eb, mb, bias, special, shift, mode, ftz, False)
+            return round_pack(sx, mx, ex, False, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         return add_exact(sx, np.int64(0), mx, ex, sy, np.int64(0), my, ey, mode, eb, mb, bias, special, shift,
-                         ftz, False)
+                         ftz, OVF_IEEE)
     if op == MUL or op == FMA:
         sp = sx ^ sy
         if (cx == INF and cy == ZERO) or (cx == ZERO and cy == INF):
@@ -359,7 +197,7 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
                 return pack_zero(sp, eb, mb, shift)
             hi, lo = mul53(mx, my)
             sig, e, st = compress(hi, lo, ex + ey, False)
-            return round_pack(sp, sig, e, st, eb, mb, bias, special, shift, mode, ftz, False)
+            return round_pack(sp, sig, e, st, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         # fma: x * y + z
         if cx == INF or cy == INF:
             if cz == INF and sz != sp:
@@ -371,13 +209,13 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
             if cz == ZERO:
                 s = (sp | sz) if mode == RM else (sp & sz)
                 return pack_zero(s, eb, mb, shift)
-            return round_pack(sz, mz, ez, False, eb, mb, bias, special, shift, mode, ftz, False)
+            return round_pack(sz, mz, ez, False, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         hi, lo = mul53(mx, my)
         if cz == ZERO:
             sig, e, st = compress(hi, lo, ex + ey, False)
-            return round_pack(sp, sig, e, st, eb, mb, bias, special, shift, mode, ftz, False)
+            return round_pack(sp, sig, e, st, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         return add_exact(sp, hi, lo, ex + ey, sz, np.int64(0), mz, ez, mode, eb, mb, bias, special, shift,
-                         ftz, False)
+                         ftz, OVF_IEEE)
     if op == RCP:
         cy, sy, my, ey = cx, sx, mx, ex
         cx, sx, mx, ex = FIN, 0, np.int64(1), np.int64(0)
@@ -408,7 +246,7 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
                 r -= my
                 q |= 1
             r <<= 1
-        return round_pack(sq, q, e - (nbits - 1), r != 0, eb, mb, bias, special, shift, mode, ftz, False)
+        return round_pack(sq, q, e - (nbits - 1), r != 0, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
     # SQRT
     if cx == ZERO:
         return pack_zero(sx, eb, mb, shift)
@@ -433,7 +271,7 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
             root = (root << 1) | 1
         else:
             root <<= 1
-    return round_pack(0, root, ex // 2 - k, rem != 0, eb, mb, bias, special, shift, mode, ftz, False)
+    return round_pack(0, root, ex // 2 - k, rem != 0, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
 
 
 @njit(cache=True)
@@ -473,35 +311,8 @@ def convert_kernel(xs, seb, smb, sbias, sspecial, sshift, ftz_in, deb, dmb, dbia
             else:
                 out[i] = pack_inf(s, deb, dmb, dspecial, dshift)
         else:
-            out[i] = round_pack(s, m, e, False, deb, dmb, dbias, dspecial, dshift, mode, ftz_out, satfinite)
-
-
-@njit(cache=True)
-def round_integral(m, e, s, mode):
-    """Round m * 2^e (m > 0) to an integer magnitude: -> (n, exact); e < 0 only matters."""
-    if e >= 0:
-        return m << e, True
-    sh = -e
-    if sh >= 63:
-        kept = np.int64(0)
-        rem_cmp = -1
-    else:
-        kept = m >> sh
-        rem = m & ((np.int64(1) << sh) - 1)
-        half = np.int64(1) << (sh - 1)
-        if rem == 0:
-            return kept, True
-        rem_cmp = 1 if rem > half else (0 if rem == half else -1)
-    up = False
-    if mode == RN:
-        up = rem_cmp > 0 or (rem_cmp == 0 and (kept & 1) == 1)
-    elif mode == RNA:
-        up = rem_cmp >= 0
-    elif mode == RP:
-        up = s == 0
-    elif mode == RM:
-        up = s == 1
-    return kept + up, False
+            out[i] = round_pack(s, m, e, False, deb, dmb, dbias, dspecial, dshift, mode, ftz_out,
+                                OVF_SATURATE if satfinite else OVF_IEEE)
 
 
 @njit(cache=True)
@@ -555,10 +366,10 @@ def int_to_float_kernel(mag, neg, eb, mb, bias, special, shift, mode, out):
         if u >= np.uint64(1 << 62):
             sig = np.int64(u >> np.uint64(2))
             st = (u & np.uint64(3)) != np.uint64(0)
-            out[i] = round_pack(s, sig, np.int64(2), st, eb, mb, bias, special, shift, mode, False, False)
+            out[i] = round_pack(s, sig, np.int64(2), st, eb, mb, bias, special, shift, mode, False, OVF_IEEE)
         else:
             out[i] = round_pack(s, np.int64(u), np.int64(0), False, eb, mb, bias, special, shift, mode, False,
-                                False)
+                                OVF_IEEE)
 
 
 @njit(cache=True)
@@ -577,7 +388,7 @@ def integral_kernel(xs, eb, mb, bias, special, shift, ftz, mode, nan_out, out):
             if n == 0:
                 out[i] = pack_zero(s, eb, mb, shift)
             else:
-                out[i] = round_pack(s, n, np.int64(0), False, eb, mb, bias, special, shift, RN, False, False)
+                out[i] = round_pack(s, n, np.int64(0), False, eb, mb, bias, special, shift, RN, False, OVF_IEEE)
 
 
 @njit(cache=True)
