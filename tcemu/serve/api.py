@@ -14,6 +14,7 @@ from ..tools.check import suggest_descriptor
 from ..layout.descriptors import GmmaDescriptor, SwizzleMode, UmmaDescriptor, as_arch_descriptor
 from ..arith.dtypes import OPERAND_DTYPES, element_type
 from ..core.errors import TcemuError, TmemError
+from ..tools.commands import findings_of
 from ..tools.explain import describe_instruction, explain, instruction_k
 from ..blackwell.instr import BLOCK_SCALED, KINDS, InstrDescriptor
 from ..layout.tma import SM100_TMA_SWIZZLES, plan_tile
@@ -37,18 +38,6 @@ def renamed(names):
 
 def _hex(v: int, width: int = 0) -> str:
     return f"{int(v):#0{width + 2}x}" if width else f"{int(v):#x}"
-
-
-def _findings(text: str):
-    """[{severity, field, rule}] of explain()'s text: its findings are printed one per line as
-    'severity: field: rule' (descriptors.Finding.__str__)."""
-    out = []
-    for line in text.splitlines():
-        for sev in ("error", "warning"):
-            if line.startswith(sev + ": "):
-                field, _, rule = line[len(sev) + 2:].partition(": ")
-                out.append({"severity": sev, "field": field, "rule": rule})
-    return out
 
 
 def _desc_fields(desc) -> dict:
@@ -107,7 +96,7 @@ def descriptor_view(raw) -> dict:
     out = {"view": "descriptor", "arch": arch, "descriptor": _hex(value, 16), "fields": _desc_fields(desc),
            "summary": str(desc), "dtype": etype.name, "element_bits": etype.bits, "per_chunk": etype.per_chunk,
            "major": major, "rows": rows, "k": k, "operand": "B" if operand == "b" else "A",
-           "explain": text, "findings": _findings(text),
+           "explain": text, "findings": findings_of(text),
            "command": _explain_command(value, arch, dtype, major, rows, raw, instr, kind, operand, sparse)}
     try:
         out["layout"] = canonical_layout(desc, dtype=etype.name, major=major, arch=arch)
