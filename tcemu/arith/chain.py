@@ -262,21 +262,20 @@ KB = 8  # K elements per loop pass when a step has more than 16 (more row stream
 
 
 @njit(cache=True, inline="always")
-def _settle(acc, cal, flag, t, m, i, n, c, cl, xb, bad, emin, emax, sh, rne):
-    """Lane n of row m: store its exact sum (float64 pattern xb) rounded, or, when it needs _lane (`bad`, a zero
-    sum, a result outside the accumulator's normal range, a special C), keep C and flag it. Returns the flag."""
+def _settled(c, cl, x, xb, other, emin, emax, sh, rne):
+    """(acc, cal, flag) of a lane whose exact sum is x (float64 pattern xb): the sum rounded and its binade, or C
+    kept and the lane flagged for _lane (`other`, a zero sum, a result outside the accumulator's normal range, a
+    special C). Values only: stores inside an inlined helper cost the loops their vectorisation."""
     ex = ((xb >> 52) & 0x7FF) - 1023
-    bad = bad | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL)
+    bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | other
     rb = round_bits_f64(xb, sh, rne)
-    acc[t, m, n] = c if bad else _i2f(rb)
-    cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
-    flag[i, n] = bad
-    return bad
+    return (c if bad else _i2f(rb)), (cl if bad else ((rb >> 52) & 0x7FF) - 1023), bad
 
 
 @njit(cache=True, inline="always")
 def _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
     """Round the exact sums xbuf of a fast-path row; flag lanes whose C the true E would truncate."""
+    sh = 52 - keep
     bad_n = 0
     for n in range(nlen):
         c = acc[t, m, n]
@@ -285,20 +284,26 @@ def _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, e
         top = np.int64(max(tp, cl))  # >= the lane's E; C is exact iff it is a multiple of 2^(top - F)
         ct = c * _i2f((1023 + F - top) << 52)
         ok = (lp >= top - thr_p) & (ct == np.trunc(ct))
-        bad_n += _settle(acc, cal, flag, t, m, i, n, c, cl, _f2i(x), (x == 0.0) | (not ok), emin, emax, 52 - keep,
-                         rne)
+        acc[t, m, n], cal[t, m, n], bad = _settled(c, cl, x, _f2i(x), not ok, emin, emax, sh, rne)
+        flag[i, n] = bad
+        bad_n += bad
     return bad_n
 
 
 @njit(cache=True, inline="always")
 def _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
     """Round the truncated sums xbuf (in units of 2^(E - F), E in ebuf) of a general-path row."""
+    sh = 52 - keep
     bad_n = 0
     for n in range(nlen):
+        e = np.int64(ebuf[n])
+        c = acc[t, m, n]
+        cl = cal[t, m, n]
         x = xbuf[n]
-        xb = _f2i(x * _i2f((1023 - F + np.int64(ebuf[n])) << 52))
-        bad_n += _settle(acc, cal, flag, t, m, i, n, acc[t, m, n], cal[t, m, n], xb, (x == 0.0) | bspec[t, s, n],
-                         emin, emax, 52 - keep, rne)
+        acc[t, m, n], cal[t, m, n], bad = _settled(c, cl, x, _f2i(x * _i2f((1023 - F + e) << 52)), bspec[t, s, n],
+                                                   emin, emax, sh, rne)
+        flag[i, n] = bad
+        bad_n += bad
     return bad_n
 
 
@@ -333,16 +338,20 @@ def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag,
                 for k in range(KS):
                     e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
                 ebuf[n] = e
-            bad_n = 0  # the epilogue in the same pass (one load and store of each lane fewer)
+            sh = 52 - keep  # the epilogue in the same pass (one load and store of each lane fewer)
+            bad_n = 0
             for n in range(nlen):
                 e = np.int64(ebuf[n])
                 sc = _i2f((1023 + F - e) << 52)
                 c = acc[t, m, n]
+                cl = cal[t, m, n]
                 x = np.trunc(c * sc)
                 for k in range(KS):
                     x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
-                bad_n += _settle(acc, cal, flag, t, m, i, n, c, cal[t, m, n], _f2i(x * _i2f((1023 - F + e) << 52)),
-                                 (x == 0.0) | bspec[t, s, n], emin, emax, 52 - keep, rne)
+                acc[t, m, n], cal[t, m, n], bad = _settled(c, cl, x, _f2i(x * _i2f((1023 - F + e) << 52)),
+                                                           bspec[t, s, n], emin, emax, sh, rne)
+                flag[i, n] = bad
+                bad_n += bad
             nbad[i] = bad_n
 
 

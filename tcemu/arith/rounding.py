@@ -183,7 +183,8 @@ def round_bits_f64(xb, sh, rne):
     runs into the exponent field: the next binade). Equal to round_pack wherever the result is a normal number of
     the target format; the callers send every other lane to the general path."""
     mask = ~((np.int64(1) << sh) - 1)
-    return ((xb + ((np.int64(1) << (sh - 1)) - 1) + ((xb >> sh) & 1)) & mask) if rne else (xb & mask)
+    nearest = (xb + ((np.int64(1) << (sh - 1)) - 1) + ((xb >> sh) & 1)) & mask  # both, then a select: vectorises
+    return nearest if rne else xb & mask
 
 
 def split_fraction(q):

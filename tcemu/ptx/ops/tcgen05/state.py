@@ -213,5 +213,6 @@ def tmem_getter(prog, op, ins):
 
 
 def issuers(W, m):
+    """The lanes that issue a single-thread instruction (mma, cp, shift, commit): each executing lane, once."""
     return np.flatnonzero(mask_array(m) & W.live)
 
