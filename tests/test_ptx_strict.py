@@ -145,7 +145,8 @@ def test_barrier_ids(new, phrase):
 
 def test_operand_count():
     src = VALID.replace(" bar.sync 0;", " .shared .b64 mb;\n mbarrier.expect_tx.shared.b64 [mb];")
-    refused(src, 18, "takes at least 2 operands")
+    refused(src, 18, "Arguments mismatch for instruction 'mbarrier.expect_tx': 1 operands, mbarrier.expect_tx takes "
+                     "2 ([addr], txCount)")
 
 
 @pytest.mark.parametrize("old,new,phrase", [

@@ -4,6 +4,7 @@ guards, state spaces, targets, barrier ids and operand counts. Each refusal is a
 close to ptxas 13.0's message; the rules were measured against ptxas (tests/fixtures/strict/)."""
 from typing import Dict, List, Optional
 
+from . import arity
 from . import parser as P
 from .errors import PtxSyntaxError, PtxUnsupported
 from .types import TYPES
@@ -212,35 +213,24 @@ def check_target(ins: P.Instruction, target):
 # -- immediates and operand counts --------------------------------------------------------------------------
 
 def check_barrier(ins: P.Instruction):
-    """PTX ISA 9.7.13.1: barrier ids are 0..15, a thread count a multiple of the warp size."""
+    """PTX ISA 9.7.13.1: barrier ids are 0..15, a thread count a multiple of the warp size (non-zero for
+    bar.arrive). ptxas reads both as 32-bit values (2^32 is barrier 0) and prints the id as a 64-bit one."""
     parts = ins.opcode.split(".")
     if parts[0] not in ("bar", "barrier") or "warp" in parts or "cluster" in parts or not ins.operands:
         return
-    if isinstance(ins.operands[0], P.Imm) and not 0 <= ins.operands[0].value <= 15:
-        raise PtxSyntaxError(ins.line, ins.col, f"Barrier number '{ins.operands[0].value}' out of range, expected "
+    red = "red" in parts   # bar.red: d, a{, b}, c
+    ops = ins.operands[1:] if red else ins.operands
+    if ops and isinstance(ops[0], P.Imm) and not 0 <= ops[0].value % 2 ** 32 <= 15:
+        raise PtxSyntaxError(ins.line, ins.col, f"Barrier number '{ops[0].value % 2 ** 64}' out of range, expected "
                                                 f"to be in range [0..15]")
-    if len(ins.operands) > 1 and isinstance(ins.operands[-1], P.Imm) and ins.operands[-1].value % 32 and \
-            not ("red" in parts and len(ins.operands) > 2):
-        raise PtxSyntaxError(ins.line, ins.col, "Number of threads participating in barrier must be in multiple "
-                                                "of warp size")
-
-
-_COUNTS = {"mbarrier.expect_tx": 2, "mbarrier.complete_tx": 2, "mbarrier.init": 2, "mbarrier.inval": 1,
-           "mbarrier.arrive.expect_tx": 3, "mbarrier.try_wait": 2, "mbarrier.test_wait": 2}
-
-
-def check_count(ins: P.Instruction):
-    """Operands an instruction cannot do without (PTX ISA 9.7.13.15 for mbarrier; the ALU forms above)."""
-    parts = ins.opcode.split(".")
-    for n in range(len(parts), 0, -1):
-        need = _COUNTS.get(".".join(parts[:n]))
-        if need is not None:
-            break
-    else:
-        return
-    if len(ins.operands) < need:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes at least {need} operands, got "
-                                                f"{len(ins.operands)}")
+    count = ops[1] if len(ops) == (3 if red else 2) else None
+    if isinstance(count, P.Imm):
+        if "arrive" in parts and count.value % 2 ** 64 == 0:
+            raise PtxSyntaxError(ins.line, ins.col, f"Instruction '{parts[0]}.arrive' requires a non-zero thread count "
+                                                    "argument")
+        if count.value % 32:
+            raise PtxSyntaxError(ins.line, ins.col, "Number of threads participating in barrier must be in multiple "
+                                                    "of warp size")
 
 
 _ARITY = {  # base opcode -> operand counts PTX allows (a d|p pair is one operand; PTX ISA 9.7)
@@ -371,13 +361,14 @@ def check_async_qualifiers(ins: P.Instruction):
 
 def check(ins: P.Instruction, reg_types: Dict[str, str], target):
     check_arity(ins, target)
+    arity.check(ins, reg_types, target)
     check_instruction_types(ins)
     check_async_qualifiers(ins)
     check_guard(ins, reg_types)
     check_spaces(ins)
     check_target(ins, target)
     check_barrier(ins)
-    check_count(ins)
+    arity.check_immediates(ins)
     check_operand_types(ins, reg_types)
 
 

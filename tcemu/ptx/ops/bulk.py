@@ -103,6 +103,8 @@ def c_tensor(ins, prog, pc):
     mods = Mods(ins, skip=4)
     if "im2col" in mods or any(p.startswith("im2col") for p in mods.parts):
         mods.unsupported("im2col TMA is not modelled")
+    if "tile::gather4" in mods or "tile::scatter4" in mods:   # five coordinates: a column and four rows
+        mods.unsupported(".tile::gather4 / .tile::scatter4 TMA is not modelled")
     dims = mods.parts[0]
     if not (len(dims) == 2 and dims[1] == "d" and dims[0] in "12345"):
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected .1d-.5d")
