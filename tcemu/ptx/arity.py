@@ -56,13 +56,18 @@ def _tensor(parts, has, policy, load: bool, prefetch: bool = False):
     return ops + policy, [], vecs
 
 
+def _spaces(parts):
+    """State spaces in the order written (ptxas takes qualifiers in any order, the destination space first)."""
+    return [p for p in parts if p in ("global", "shared", "shared::cta", "shared::cluster")] + ["", ""]
+
+
 def _cp(parts, has, policy):
     """cp.async / cp.async.bulk / cp.reduce.async.bulk forms."""
     name = ".".join(parts[:3])
     if parts[1] == "reduce":
         if has("tensor"):
             return ("cp.reduce.async.bulk.tensor",) + _tensor(parts, has, policy, load=False)
-        dst = parts[4] if len(parts) > 4 else ""
+        dst = _spaces(parts)[0]
         if dst.startswith("shared"):   # .shared::cluster.shared::cta: [dstMem], [srcMem], size, [mbar]
             return "cp.reduce.async.bulk", ["[dstMem]", "[srcMem]", "size", "[mbar]"], [], {}
         return "cp.reduce.async.bulk", ["[dstMem]", "[srcMem]", "size"] + policy, [], {}
@@ -77,9 +82,8 @@ def _cp(parts, has, policy):
                 return ("cp.async.bulk.prefetch.tensor",) + _tensor(parts, has, policy, load=True, prefetch=True)
             return "cp.async.bulk.prefetch", ["[srcMem]", "size"] + policy, [], {}
         if rest[:1] == ["tensor"]:
-            dst = next((p for p in rest if p in ("global", "shared::cta", "shared::cluster", "shared")), "")
-            return ("cp.async.bulk.tensor",) + _tensor(parts, has, policy, load=dst != "global")
-        dst, src = (rest + ["", ""])[:2]
+            return ("cp.async.bulk.tensor",) + _tensor(parts, has, policy, load=_spaces(parts)[0] != "global")
+        dst, src = _spaces(parts)[:2]
         if dst == "global":   # .global.shared::cta.bulk_group: size {, cache-policy} {, byteMask}
             return name, ["[dstMem]", "[srcMem]", "size"] + policy + (["byteMask"] if has("cp_mask") else []), [], {}
         if src == "global":

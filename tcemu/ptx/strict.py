@@ -282,8 +282,8 @@ def check_arity(ins: P.Instruction, target=None):
 _FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "f32x2"}
 
 
-def _unexpected(ins, why):
-    raise PtxSyntaxError(ins.line, ins.col, f"Unexpected instruction types specified for '{ins.opcode}' ({why})")
+def _unexpected(ins, why, name=None):
+    raise PtxSyntaxError(ins.line, ins.col, f"Unexpected instruction types specified for '{name or ins.opcode}' ({why})")
 
 
 def check_instruction_types(ins: P.Instruction):
@@ -321,6 +321,50 @@ _CP_BULK = {"async", "bulk", "tensor", "reduce", "prefetch", "commit_group", "wa
 _BAD_ASYNC_SPACES = {"local", "param", "const", "generic"}
 
 
+def _mbarrier_sem_scope(ins, parts):
+    """An mbarrier's .sem and .scope come together, and its type is .b64 (ptxas 13.0/13.4: "Modifier '.cta'
+    requires order", "Modifier '.relaxed' requires scope"; probe_qualifiers.py)."""
+    name = "mbarrier." + ".".join(p for p in parts[1:] if p in ("init", "inval", "expect_tx", "complete_tx", "arrive",
+                                                                 "arrive_drop", "test_wait", "try_wait", "parity",
+                                                                 "pending_count", "noComplete"))
+    sem = [p for p in parts if p in ("release", "acquire", "relaxed")]
+    scope = [p for p in parts if p in ("cta", "cluster")]
+    if scope and not sem:
+        raise PtxSyntaxError(ins.line, ins.col, f"Modifier '.{scope[0]}' requires order with '{name}' instruction")
+    if sem and not scope:
+        raise PtxSyntaxError(ins.line, ins.col, f"Modifier '.{sem[0]}' requires scope with '{name}' instruction")
+    if "b64" not in parts:
+        _unexpected(ins, "an mbarrier object is .b64 (PTX ISA 9.7.13.15)", name)
+
+
+# cp.reduce.async.bulk: the types each reduction takes, by destination (PTX ISA 9.7.9.25.4.2; ptxas probe)
+_REDUCE_TYPES = {
+    "global": {"add": {"f32", "f64", "s32", "u32", "u64"}, "and": {"b32", "b64"}, "or": {"b32", "b64"},
+               "xor": {"b32", "b64"}, "inc": {"u32"}, "dec": {"u32"},
+               "min": {"bf16", "f16", "s32", "s64", "u32", "u64"}, "max": {"bf16", "f16", "s32", "s64", "u32", "u64"}},
+    "shared::cluster": {"add": {"s32", "u32", "u64"}, "and": {"b32"}, "or": {"b32"}, "xor": {"b32"}, "inc": {"u32"},
+                        "dec": {"u32"}, "min": {"s32", "u32"}, "max": {"s32", "u32"}},
+}
+
+
+def _reduce_types(ins, parts):
+    dst = next((p for p in parts if p in ("global", "shared::cluster", "shared::cta", "shared")), None)
+    ops = [p for p in parts if p in _REDUCE_TYPES["global"]]
+    types = [p for p in parts if p in TYPES]
+    table = _REDUCE_TYPES.get(dst)
+    if table is None or len(ops) != 1 or len(types) != 1:
+        return
+    op, t = ops[0], types[0]
+    if op == "add" and t in ("f16", "bf16") and dst == "global":
+        if "noftz" not in parts:
+            raise PtxSyntaxError(ins.line, ins.col, f"Modifier '.noftz' required for instruction 'cp.reduce.async.bulk' "
+                                                    f"with type '.{t}' and operation '.add'")
+        return
+    if t not in table[op]:
+        raise PtxSyntaxError(ins.line, ins.col, f"Incorrect type '.{t}' for operation '.{op}' in instruction "
+                                                f"'cp.reduce.async.bulk' (takes {', '.join(sorted(table[op]))})")
+
+
 def check_async_qualifiers(ins: P.Instruction):
     """Qualifiers of the asynchronous families (mbarrier, cp.async, cp.reduce.async, fence.proxy): ".shared::"
     names .cta or .cluster (PTX ISA 5.1), mbarrier's modifiers are those of PTX ISA 9.7.13.15, completion is
@@ -340,6 +384,9 @@ def check_async_qualifiers(ins: P.Instruction):
         for p in parts[1:]:
             if p not in _MBARRIER:
                 raise PtxSyntaxError(ins.line, ins.col, f"Unknown modifier '.{p}' of mbarrier (PTX ISA 9.7.13.15)")
+        _mbarrier_sem_scope(ins, parts)
+    if base == "cp" and parts[1:4] == ["reduce", "async", "bulk"] and "tensor" not in parts:
+        _reduce_types(ins, parts)
     asyncs = base == "cp" and len(parts) > 2 and "async" in parts[1:3]
     if asyncs and any(p in _BAD_ASYNC_SPACES for p in parts):
         raise PtxSyntaxError(ins.line, ins.col, f"State space incorrect for instruction '{ins.opcode}'")
@@ -355,7 +402,7 @@ def check_async_qualifiers(ins: P.Instruction):
         if parts[2] in ("ca", "cg"):
             spaces = [p for p in parts[3:] if p in SPACES or p.split("::")[0] in SPACES]
             if spaces and spaces != ["shared", "global"] and spaces != ["shared::cta", "global"]:
-                raise PtxSyntaxError(ins.line, ins.col, f"State space incorrect for instruction 'cp.async' "
+                raise PtxSyntaxError(ins.line, ins.col, "State space incorrect for instruction 'cp.async' "
                                                         "(.shared{::cta}.global)")
 
 
