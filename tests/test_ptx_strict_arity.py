@@ -183,6 +183,10 @@ REFUSED = [  # (target, instruction, message)
      "'tcgen05.alloc': 3 operands, tcgen05.alloc takes 2 ([dst], nCols)"),
     ("sm_100a", "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [mbar];",
      "takes 2 ([mbar], ctaMask)"),
+    ("sm_90a", "barrier.sync;", "Arguments mismatch for instruction 'barrier': 0 operands, barrier takes 1 or 2"),
+    ("sm_90a", "atom.global.exch.b32 %r1, [%rd1], %r2, 5;", "'atom': 4 operands, atom takes 3 (d, [a], b)"),
+    ("sm_100a", "tcgen05.mma.cta_group::1.kind::f8f6f4 [%r1], %rd1, %rd2, %r3, %p1, 0;",
+     "Illegal modifier '.kind::f8f6f4' for instruction 'tcgen05.mma' with 'arg scale-inp-d-imm'"),
     # immediates (ptxas counts arguments from 0)
     ("sm_90a", "bfe.u32 %r1, %r2, 256, 8;",
      "Argument 2 of instruction 'bfe': value '256' out of range, expected to be in range [0..255]"),
@@ -276,6 +280,14 @@ ACCEPTED = [  # valid neighbours of the refusals above (ptxas 13.0 and 13.4 acce
 @pytest.mark.parametrize("target,instr", ACCEPTED, ids=[r[1][:60] for r in ACCEPTED])
 def test_valid_forms_load(target, instr):
     load(instr, target)
+
+
+def test_undocumented_exch_form_loads_but_is_not_run():
+    # ptxas 13.0 and 13.4 take atom.exch.b32 with a fourth 32-bit register; the PTX ISA has no such form, so
+    # tcemu loads it and refuses to execute it rather than guess what it means
+    src = HEADER.format(ver="9.0", target="sm_90a") + "  atom.global.exch.b32 %r1, [%rd1], %r2, %r3;\nret;\n}\n"
+    m = ptx.load(src)
+    assert [(ln, op) for ln, op, _ in m.unsupported("k")] == [(LINE, "atom.global.exch.b32")]
 
 
 # -- the recorded verdicts against ptxas itself, where one is at hand ---------------------------------------------

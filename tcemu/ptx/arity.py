@@ -181,7 +181,9 @@ def _memory(parts, has, policy):
         return base, ["[a]", "b"] + policy, [], {1: elems}
     if base == "atom":
         ops = ["d", "[a]", "b"] + (["c"] if has("cas") else [])
-        return base, ops + policy, [], ({0: elems, 2: elems} if v else {})
+        # ptxas also takes atom.exch.b32 with a fourth 32-bit register (undocumented; refused when executed)
+        extra = ["c"] if has("exch") and has("b32") and not policy else []
+        return base, ops + policy, extra, ({0: elems, 2: elems} if v else {})
     if base == "red":
         return base, ["[a]", "b"] + policy, [], ({1: elems} if v else {})
     return None
@@ -315,6 +317,11 @@ def check(ins: P.Instruction, reg_types=None, target=None):
         if bits is not None and bits != 64:
             raise PtxSyntaxError(ins.line, ins.col, f"Arguments mismatch for instruction '{name}': the cache-policy "
                                                     f"operand {P.fmt(ins.operands[at])} is {bits}-bit, not .b64")
+    if name == "atom" and opt and n == len(req) + 1:
+        bits = _reg_bits(ins.operands[3], reg_types)
+        if bits != 32:   # an immediate or another width: ptxas reads it as a cache policy or refuses it
+            raise PtxSyntaxError(ins.line, ins.col, "Arguments mismatch for instruction 'atom': 4 operands, atom "
+                                                    "takes 3 (d, [a], b)")
     if name == "cp.async" and n == len(req) + 1:
         bits = _reg_bits(ins.operands[3], reg_types)
         if bits is not None and bits not in (1, 32):
@@ -456,8 +463,12 @@ def _immediate_rules(ins: P.Instruction):
             rest = ins.operands[4 + ("sp" in s):]
             if rest and isinstance(rest[0], P.Vec):
                 rest = rest[1:]
-            if len(rest) == 2:   # enable-input-d, scale-input-d
-                return [(n - 1, "tcgen05.mma", [_rng(0, 15, _s32)])]
+            if len(rest) == 2:   # enable-input-d, scale-input-d: not with .kind::f8f6f4 (ptxas probe)
+                if "kind::f8f6f4" in s:
+                    return [(n - 1, "tcgen05.mma", [lambda v: "Illegal modifier '.kind::f8f6f4' for instruction "
+                                                              "'tcgen05.mma' with 'arg scale-inp-d-imm'"])]
+                if "kind::f16" in s or "kind::tf32" in s:
+                    return [(n - 1, "tcgen05.mma", [_rng(0, 15, _s32)])]
         return []
     if base == "tensormap" and parts[1:2] == ["replace"]:
         field = next((p for p in parts if p in _TENSORMAP_VALUES or p in _TENSORMAP_FIELD2), None)

@@ -269,6 +269,8 @@ def check_arity(ins: P.Instruction, target=None):
             allowed = (3, 4)
         elif "cluster" in parts or "warp" in parts:
             allowed = (0,) if "cluster" in parts else (1,)
+        elif base == "barrier" and "arrive" not in parts:
+            allowed = (1, 2)   # barrier.sync names its barrier (ptxas: "Arguments mismatch for instruction 'barrier'")
         elif "arrive" in parts:
             allowed = (2,) if base == "bar" else (1, 2)
     elif base == "shfl":
