@@ -1,9 +1,9 @@
-"""Operand counts and vector sizes of the variable-arity instructions tcemu runs, as ptxas 13.0 (sm_90a) and
-13.4 (sm_100a) accept them: the asynchronous copies (PTX ISA 9.7.9.25-27), mbarrier (9.7.13.15), tcgen05
-(9.7.16), wgmma's group instructions (9.7.15.6), vector ld/st/atom/red (9.7.9.8-13), ldmatrix/stmatrix
-(9.7.14.5.15-16), tensormap (9.7.9.28-29), fence, prefetch. Each rule was probed against ptxas
-(tests/fixtures/strict/probe_operand_counts.py; its verdicts are operand_counts_ptxas.json.gz) and a
-mismatch is a PtxSyntaxError worded as ptxas words it ("Arguments mismatch for instruction ...")."""
+"""Operand counts, vector sizes and range-checked immediates of the variable-arity instructions tcemu runs, as
+ptxas accepts them: the asynchronous copies (PTX ISA 9.7.9.25-27), mbarrier (9.7.13.15), tcgen05 (9.7.16),
+wgmma (9.7.15), vector ld/st/atom/red (9.7.9.8-13), ldmatrix/stmatrix (9.7.14.5.15-16), tensormap
+(9.7.9.28-29), fence, prefetch, bfe/bfi, setmaxnreg. Each rule was probed against ptxas 13.0 and Triton's
+13.4 (tests/fixtures/strict/probe_*.py and their recorded verdicts); where the two differ tcemu follows 13.4,
+which reads every .version 13.0 reads. A mismatch is a PtxSyntaxError worded as ptxas words it."""
 import re
 from typing import Optional, Tuple
 

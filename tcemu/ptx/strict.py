@@ -288,9 +288,150 @@ def _unexpected(ins, why, name=None):
     raise PtxSyntaxError(ins.line, ins.col, f"Unexpected instruction types specified for '{name or ins.opcode}' ({why})")
 
 
+# The types each ALU instruction form takes, by its modifiers in sorted order, as ptxas 13.4 takes them
+# (tests/fixtures/strict/probe_instruction_types.py --table; PTX ISA 9.7.1-9.7.4). A form not listed is held to
+# the types any form of its instruction takes.
+_INSTRUCTION_TYPES = {
+    "abs": "s16 f16 bf16 s32 f32 f16x2 bf16x2 s64 f64",
+    "abs.ftz": "f16 f32 f16x2",
+    "add": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "add.cc": "u32 s32 u64 s64",
+    "add.ftz": "f16 f32 f16x2",
+    "add.ftz.rn": "f16 f32 f16x2",
+    "add.rn": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "add.sat": "f16 u32 s32 f32 f16x2",
+    "addc": "u16 s16 u32 s32 u64 s64",
+    "and": "pred b16 b32 b64",
+    "bfe": "u32 s32 u64 s64",
+    "bfi": "b32 b64",
+    "bfind": "u32 s32 u64 s64",
+    "bfind.shiftamt": "u32 s32 u64 s64",
+    "brev": "b32 b64",
+    "clz": "b32 b64",
+    "cnot": "b16 b32 b64",
+    "copysign": "f32 f64",
+    "cos.approx": "f32",
+    "cos.approx.ftz": "f32",
+    "div": "u16 s16 u32 s32 u64 s64",
+    "div.approx": "f32",
+    "div.approx.ftz": "f32",
+    "div.ftz.full": "f32",
+    "div.ftz.rn": "f32",
+    "div.full": "f32",
+    "div.rn": "f32 f64",
+    "ex2.approx": "f16 f32 f16x2",
+    "ex2.approx.ftz": "bf16 f32 bf16x2",
+    "fma.ftz.rn": "f16 f32 f16x2",
+    "fma.relu.rn": "f16 bf16 f16x2 bf16x2",
+    "fma.rn": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "fma.rn.sat": "f16 f32 f16x2",
+    "fma.rz": "bf16 f32 bf16x2 f64",
+    "lg2.approx": "f32",
+    "lg2.approx.ftz": "f32",
+    "mad.ftz.rn": "f32",
+    "mad.hi": "u16 s16 u32 s32 u64 s64",
+    "mad.hi.sat": "s32",
+    "mad.lo": "u16 s16 u32 s32 u64 s64",
+    "mad.rn": "f32 f64",
+    "mad.wide": "u16 s16 u32 s32",
+    "mad24.hi": "u32 s32",
+    "mad24.lo": "u32 s32",
+    "madc.lo": "u16 s16 u32 s32 u64 s64",
+    "max": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "max.NaN": "f16 bf16 f32 f16x2 bf16x2",
+    "max.ftz": "f16 f32 f16x2",
+    "min": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "min.NaN": "f16 bf16 f32 f16x2 bf16x2",
+    "min.ftz": "f16 f32 f16x2",
+    "min.relu": "s32",
+    "mul": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "mul.ftz": "f16 f32 f16x2",
+    "mul.ftz.rn": "f16 f32 f16x2",
+    "mul.hi": "u16 s16 u32 s32 u64 s64",
+    "mul.lo": "u16 s16 u32 s32 u64 s64",
+    "mul.rn": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "mul.wide": "u16 s16 u32 s32",
+    "mul24.hi": "u32 s32",
+    "mul24.lo": "u32 s32",
+    "neg": "s16 f16 bf16 s32 f32 f16x2 bf16x2 s64 f64",
+    "neg.ftz": "f16 f32 f16x2",
+    "not": "pred b16 b32 b64",
+    "or": "pred b16 b32 b64",
+    "popc": "b32 b64",
+    "rcp.approx": "f32",
+    "rcp.approx.ftz": "f32 f64",
+    "rcp.ftz.rn": "f32 f64",
+    "rcp.rn": "f32 f64",
+    "rem": "u16 s16 u32 s32 u64 s64",
+    "rsqrt.approx": "f32 f64",
+    "rsqrt.approx.ftz": "f32 f64",
+    "sad": "u16 s16 u32 s32 u64 s64",
+    "selp": "b16 u16 s16 b32 u32 s32 f32 b64 u64 s64 f64",
+    "setp.eq": "b16 u16 s16 f16 bf16 b32 u32 s32 f32 f16x2 bf16x2 b64 u64 s64 f64",
+    "setp.eq.ftz": "f16 f32 f16x2",
+    "setp.equ": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.ftz.lt": "f16 f32 f16x2",
+    "setp.ge": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "setp.geu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.gt": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "setp.gtu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.hi": "u16 u32 u64",
+    "setp.hs": "u16 u32 u64",
+    "setp.le": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "setp.leu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.lo": "u16 u32 u64",
+    "setp.ls": "u16 u32 u64",
+    "setp.lt": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "setp.ltu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.nan": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.ne": "b16 u16 s16 f16 bf16 b32 u32 s32 f32 f16x2 bf16x2 b64 u64 s64 f64",
+    "setp.neu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.num": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "shl": "b16 b32 b64",
+    "shr": "b16 u16 s16 b32 u32 s32 b64 u64 s64",
+    "sin.approx": "f32",
+    "sin.approx.ftz": "f32",
+    "sqrt.approx": "f32",
+    "sqrt.approx.ftz": "f32",
+    "sqrt.ftz.rn": "f32",
+    "sqrt.rn": "f32 f64",
+    "sub": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "sub.ftz": "f16 f32 f16x2",
+    "sub.rn": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "sub.sat": "f16 s32 f32 f16x2",
+    "subc": "u16 s16 u32 s32 u64 s64",
+    "tanh.approx": "f16 bf16 f32 f16x2 bf16x2",
+    "testp.finite": "f32 f64",
+    "testp.infinite": "f32 f64",
+    "testp.normal": "f32 f64",
+    "testp.notanumber": "f32 f64",
+    "testp.number": "f32 f64",
+    "testp.subnormal": "f32 f64",
+    "xor": "pred b16 b32 b64",
+}
+_INSTRUCTION_TYPES = {k: set(v.split()) for k, v in _INSTRUCTION_TYPES.items()}
+_BASE_TYPES: Dict[str, set] = {}
+for _k, _v in _INSTRUCTION_TYPES.items():
+    _BASE_TYPES.setdefault(_k.split(".")[0], set()).update(_v)
+
+
+def _check_type_table(ins, parts):
+    types = [p for p in parts[1:] if p in TYPES]
+    if len(types) != 1:
+        return
+    key = ".".join([parts[0]] + sorted(p for p in parts[1:] if p not in TYPES))
+    allowed = _INSTRUCTION_TYPES.get(key, _BASE_TYPES.get(parts[0]))
+    if allowed is not None and types[0] not in allowed:
+        shown = key if key in _INSTRUCTION_TYPES else parts[0]
+        order = sorted(allowed, key=lambda t: (TYPES[t].bits, t))
+        _unexpected(ins, f".{types[0]}: {shown} takes " + ", ".join("." + t for t in order), parts[0])
+
+
 def check_instruction_types(ins: P.Instruction):
     """Instruction types an instruction does not take ("Unexpected instruction types specified", ptxas)."""
     parts = ins.opcode.split(".")
+    if parts[0] in _BASE_TYPES:
+        _check_type_table(ins, parts)
     base, types = parts[0], _types(parts[1:])
     if base in ("mul", "mad") and types:
         t = types[-1]
