@@ -291,6 +291,15 @@ def test_valid_forms_load(target, instr):
     load(instr, target)
 
 
+def test_register_range_named_with_a_digit_declares_nothing():
+    # ptxas 13.0 / 13.4: `.reg .b32 %q1<4>;` declares no %q10..%q13 ("Unknown symbol '%q10'"); %q<4> does
+    src = HEADER.format(ver="9.0", target="sm_90a").replace(".reg .f32", ".reg .b32 %q1<4>;\n.reg .b32 %q<4>;\n.reg .f32")
+    load_src = src + "  mov.b32 %q0, 1;\n  mov.b32 %q10, 1;\nret;\n}\n"
+    with pytest.raises(PtxSyntaxError) as e:
+        ptx.load(load_src).program("k")
+    assert (e.value.line, str(e.value).split(": ", 1)[1]) == (LINE + 3, "%q10 is not a declared register")
+
+
 def test_undocumented_exch_form_loads_but_is_not_run():
     # ptxas 13.0 and 13.4 take atom.exch.b32 with a fourth 32-bit register; the PTX ISA has no such form, so
     # tcemu loads it and refuses to execute it rather than guess what it means
