@@ -7,7 +7,15 @@ Module.program of every kernel, in this process under a per-mutant time limit).
     python scripts/ptx_mutants.py [-n 300] [--seed 21] [--minutes 10] [--limit 60] [--show lax]
 
 Table by class: total, ptxas rejects, lax (ptxas rejects, tcemu accepts), strict-wrong (ptxas accepts,
-tcemu refuses), foreign (tcemu raised something not a TcemuError), hangs (past the time limit)."""
+tcemu refuses), foreign (tcemu raised something not a TcemuError), hangs (past the time limit).
+
+    python scripts/ptx_mutants.py --sweep shapes [--fixture F ...]      # or --sweep immediates
+
+A sweep is exhaustive rather than random: every instruction form of every fixture (two lines per opcode) with
+each operand dropped, an operand added, each { } vector one element shorter and longer (shapes), or each
+integer operand replaced by values around the powers of two (immediates). Many mutated lines share one module:
+ptxas reports each line's error, tcemu judges each instruction alone, and every disagreement is re-judged by
+ptxas on a module with that line alone."""
 import argparse
 import glob
 import os
@@ -272,6 +280,57 @@ def _immediate(lines, rng):
     return r or _subst(lines, rng, r"(\bbar\.sync )(\d+)", lambda m, r: m.group(1) + r.choice(["16", "32", "-1"]))
 
 
+def _vector_size(lines, rng):
+    """A { } vector one element short or long: ld/st .vN, tcgen05.ld/st, ldmatrix, wgmma, TMA coordinates."""
+    cands = [(i, m) for i, m in _instr_lines(lines) if m.group(5) and "{" in m.group(5)
+             and not m.group(3).startswith(("call", "mov"))]
+    rng.shuffle(cands)
+    for i, m in cands:
+        ops = split_operands(m.group(5))
+        spots = [(k, a, b) for k, op in enumerate(ops) for a, b in _braces(op)]
+        if not spots:
+            continue
+        k, a, b = rng.choice(spots)
+        items = [x.strip() for x in ops[k][a + 1:b].split(",")]
+        if len(items) > 1 and rng.random() < 0.5:
+            items = items[:-1]
+        else:
+            items = items + [items[-1]]
+        ops[k] = ops[k][:a + 1] + ", ".join(items) + ops[k][b:]
+        return i, f"{m.group(1)}{m.group(2) or ''}{m.group(3)}{m.group(4)}{', '.join(ops)};"
+    return None
+
+
+def _braces(op):
+    out, st = [], None
+    for j, ch in enumerate(op):
+        if ch == "{":
+            st = j
+        elif ch == "}" and st is not None:
+            out.append((st, j))
+            st = None
+    return out
+
+
+_RANGED = ("bfe", "bfi", "setmaxnreg", "mbarrier", "wgmma", "cp.async", "tcgen05", "tensormap", "bar", "barrier",
+           "fence.proxy.tensormap")
+
+
+def _special_immediate(lines, rng):
+    """An immediate of an instruction whose immediates ptxas range-checks, replaced by a plausible slip."""
+    cands = [(i, m) for i, m in _instr_lines(lines) if m.group(5) and m.group(3).startswith(_RANGED)]
+    rng.shuffle(cands)
+    for i, m in cands:
+        ops = split_operands(m.group(5))
+        spots = [k for k, op in enumerate(ops) if re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)", op)]
+        if not spots:
+            continue
+        k = rng.choice(spots)
+        ops[k] = str(rng.choice([-1, 0, 1, 2, 3, 7, 12, 20, 24, 33, 96, 256, 300, 1024, 1 << 20]))
+        return i, f"{m.group(1)}{m.group(2) or ''}{m.group(3)}{m.group(4)}{', '.join(ops)};"
+    return None
+
+
 def _label(lines, rng):
     return _subst(lines, rng, r"(\bbra(?:\.uni)?\s+)(\$?[\w$]+)", lambda m, r: m.group(1) + m.group(2) + "_x")
 
@@ -332,6 +391,8 @@ CLASSES = {
     "label misspelt": _label,
     "call args": _call,
     "call param type": _param_decl_type,
+    "vector size": _vector_size,
+    "special immediate": _special_immediate,
 }
 
 
@@ -452,6 +513,134 @@ def _diff_line(src, text):
     return f"appended {len(b) - len(a)} lines"
 
 
+# -- the exhaustive sweep -------------------------------------------------------------------------------------------
+
+def _shape_edits(ops):
+    out = [[*ops[:k], *ops[k + 1:]] for k in range(len(ops))]
+    if ops:
+        out += [ops + [ops[-1]], ops + ["0"], [ops[0]] + ops]
+    for k, op in enumerate(ops):
+        for a, b in _braces(op):
+            items = [x.strip() for x in op[a + 1:b].split(",")]
+            if len(items) > 1:
+                out.append(ops[:k] + [op[:a + 1] + ", ".join(items[:-1]) + op[b:]] + ops[k + 1:])
+            out.append(ops[:k] + [op[:a + 1] + ", ".join(items + [items[-1]]) + op[b:]] + ops[k + 1:])
+    return out
+
+
+SWEEP_VALUES = [-1, 0, 1, 3, 16, 17, 24, 32, 33, 256, 65536, 1 << 20, 1 << 31, 1 << 32]
+
+
+def _immediate_edits(ops):
+    return [ops[:k] + [str(v)] + ops[k + 1:] for k, op in enumerate(ops)
+            if re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)[uU]?", op) for v in SWEEP_VALUES]
+
+
+def _ptxas_errors(text):
+    """(assembled, {line: first error})."""
+    exe = ptxas_for(module_version(text))
+    with tempfile.TemporaryDirectory() as d:
+        proc = ptxas_start(text, exe, d)
+        _, err = proc.communicate()
+    bad = {}
+    for m in re.finditer(r"line (\d+); error\s*:\s*(.*)", err or ""):
+        bad.setdefault(int(m.group(1)), m.group(2).strip())
+    return proc.returncode == 0, bad
+
+
+def _tcemu_lines(text, wanted):
+    """{line: ("accept" | "refuse" | "foreign", detail)} for the instructions on `wanted` lines, each compiled
+    alone (strict checks, then its instruction compiler), as Module.program does."""
+    from tcemu.ptx import strict
+    from tcemu.ptx.module import Module
+    from tcemu.ptx.ops import lookup
+    from tcemu.ptx.program import Program
+    out, lines = {}, text.split("\n")
+    while True:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mod = Module("\n".join(lines))
+            break
+        except TcemuError as e:   # a parse error on a mutated line: refused; parse the rest again without it
+            ln = getattr(e, "line", None)
+            if ln not in wanted or ln in out:
+                return {w: ("refuse", f"module: {e}") for w in wanted}
+            out[ln] = ("refuse", str(e))
+            lines[ln - 1] = ""
+    for name in mod.kernels:
+        fn = mod.tree.functions[name]
+        try:
+            prog = Program(fn, mod._module_symbols(), [v for v in mod.tree.variables if v.space == "shared"],
+                           mod.tree.functions)
+            prog.target, prog.ptx_version = tuple(mod.tree.target), mod.tree.version
+            prog.set_dynamic_base()
+        except TcemuError as e:
+            for w in wanted:
+                out.setdefault(w, ("refuse", f"program: {e}"))
+            continue
+        for pc, ins in enumerate(prog.instrs):
+            if ins.line not in wanted or ins.line in out:
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    strict.check(ins, prog.reg_types, prog.target)
+                    lookup(ins)(ins, prog, pc)
+                out[ins.line] = ("accept", "")
+            except (PtxUnsupported, KeyError) as e:   # valid PTX tcemu does not model (refused if executed)
+                out[ins.line] = ("accept", f"unsupported: {e}")
+            except IndexError:   # Module.program turns this into a PtxSyntaxError
+                out[ins.line] = ("refuse", "too few operands")
+            except TcemuError as e:
+                out[ins.line] = ("refuse", str(e))
+            except Exception as e:
+                out[ins.line] = ("foreign", f"{type(e).__name__}: {e}")
+    return out
+
+
+def sweep(path, mode="shapes", per_opcode=2, seed=0, log=None):
+    """[(outcome, kind, line number, mutated line, ptxas message, tcemu detail)] for one fixture."""
+    src = source(path)
+    lines = src.split("\n")
+    rng = random.Random(f"{seed}:{os.path.basename(path)}")
+    by_op = {}
+    for i, m in _instr_lines(lines, lambda m: not m.group(3).startswith("call")):
+        by_op.setdefault(m.group(3), []).append((i, m))
+    chosen = []
+    for op in sorted(by_op):
+        rng.shuffle(by_op[op])
+        chosen += by_op[op][:per_opcode]
+    edits = {i: (_shape_edits if mode == "shapes" else _immediate_edits)(split_operands(m.group(5) or ""))
+             for i, m in chosen}
+    chosen = [(i, m) for i, m in chosen if edits[i]]
+    records = []
+    for r in range(max((len(v) for v in edits.values()), default=0)):
+        text, here = list(lines), {}
+        for i, m in chosen:
+            if r < len(edits[i]):
+                ops = edits[i][r]
+                text[i] = f"{m.group(1)}{m.group(2) or ''}{m.group(3)}{m.group(4) if ops else ''}{', '.join(ops)};"
+                here[i + 1] = text[i]
+        text = "\n".join(text)
+        _, bad = _ptxas_errors(text)
+        verdicts = _tcemu_lines(text, set(here))
+        for ln, new in here.items():
+            verdict, detail = verdicts.get(ln, ("accept", "not compiled (no kernel reaches it)"))
+            ok = ln not in bad
+            if ok != (verdict == "accept") or verdict == "foreign":   # re-judge the disagreement alone
+                alone = list(lines)
+                alone[ln - 1] = new
+                ok, bad1 = _ptxas_errors("\n".join(alone))
+                bad[ln] = bad1.get(ln, "")
+            o = outcome(ok, verdict)
+            records.append((o, mode, ln, new.strip(), bad.get(ln, ""), detail))
+    if log:
+        log(f"{os.path.relpath(path, ROOT):50s} {len(records):5d} mutants, "
+            + ", ".join(f"{k} {sum(1 for r in records if r[0] == k)}" for k in ("lax", "strict-wrong", "foreign")))
+    return records
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=300)
@@ -461,9 +650,20 @@ def main(argv=None):
     ap.add_argument("--classes", default=None, help="comma-separated classes (default all)")
     ap.add_argument("--fixture", action="append", default=None, help="a fixture path (repeatable)")
     ap.add_argument("--show", default="lax,strict-wrong,foreign,hang", help="outcomes to describe")
+    ap.add_argument("--sweep", choices=("shapes", "immediates"), default=None, help="an exhaustive sweep instead")
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args(argv)
     fixtures = [os.path.abspath(f) for f in a.fixture] if a.fixture else None
+    if a.sweep:
+        records = []
+        for path in fixtures or FIXTURES:
+            records += sweep(path, a.sweep, per_opcode=2 if a.sweep == "shapes" else 1, log=print)
+        for o, mode, ln, new, msg, detail in records:
+            if o != "ok":
+                print(f"[{o}] line {ln}: {new[:120]}\n    ptxas: {msg}\n    tcemu: {detail[:200]}")
+        print(f"{len(records)} mutants: " + ", ".join(f"{k} {sum(1 for r in records if r[0] == k)}"
+                                                     for k in ("lax", "strict-wrong", "foreign", "hang")))
+        return 0
     classes = a.classes.split(",") if a.classes else None
     table, bad = campaign(a.n, a.seed, a.minutes, a.limit, fixtures, classes,
                           log=(lambda s: print(s, flush=True)) if a.v else None)

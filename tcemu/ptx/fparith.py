@@ -151,6 +151,8 @@ def _validate(op, ftype, rounding, ftz, sat, relu, nan, xorsign_abs):
         _check(ftype in ok_types, "type", f"{form}: {op} takes {' '.join(ok_types)}")
         if base in ("f32", "f64"):
             _check(rounding in ("rn", "rz", "rm", "rp"), "rounding", f"{form}: a rounding modifier is required")
+        elif rounding == "rz" and base == "bf16":   # ptxas 13.4 takes fma.rz.bf16/bf16x2 (probe_instruction_types.py)
+            raise PtxUnsupported(form, "fma.rz on bf16 is not modelled")
         else:
             _check(rounding == "rn", "rounding", f"{form}: half-precision fma requires .rn")
         _check(not ftz or base in ("f32", "f16"), "ftz", f"{form}: .ftz applies to f32 and f16 only")
@@ -162,6 +164,8 @@ def _validate(op, ftype, rounding, ftz, sat, relu, nan, xorsign_abs):
         _check(ftype in ("f32", "f64"), "type", f"{form}: {op} takes f32 or f64")
         _check(rounding in ("rn", "rz", "rm", "rp", "approx") or (op == "div" and rounding == "full"),
                "rounding", f"{form}: a rounding modifier (or .approx{'/.full' if op == 'div' else ''}) is required")
+        if ftz and ftype == "f64" and op == "rcp" and rounding != "approx":   # ptxas 13.4 takes it, undocumented
+            raise PtxUnsupported(form, "rcp.{rn,rz,rm,rp}.ftz.f64 is not modelled")
         _check(not ftz or ftype == "f32" or (rounding == "approx" and op == "rcp"), "ftz",
                f"{form}: .ftz applies to f32 only")
         _check(not (sat or relu or nan or xorsign_abs), "modifier", f"{form}: no .sat/.relu/.NaN/.xorsign")

@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .errors import PtxError
+from .errors import PtxError, PtxUnsupported
 
 INT = {"u16": (16, False), "s16": (16, True), "b16": (16, False), "u32": (32, False), "s32": (32, True),
        "b32": (32, False), "u64": (64, False), "s64": (64, True), "b64": (64, False)}
@@ -210,6 +210,8 @@ def _add_sub(op, form, itype, width, signed, ops, mode, sat, relu, shiftamt, cc,
     _check(mode is None, "mode", f"{form}: no mode")
     _check(itype in _ARITH_TYPES, "type", f"{form}: {op} takes {' '.join(_ARITH_TYPES)}")
     _check(not sat or (itype == "s32" and op in ("add", "sub")), "sat", f"{form}: .sat applies to add/sub.s32")
+    if (cc or carry_in is not None) and itype in ("u16", "s16"):   # ptxas 13.4 takes them (undocumented)
+        raise PtxUnsupported(form, "16-bit carry forms are not modelled")
     _check(not (cc or carry_in is not None) or itype in _CC_TYPES, "cc", f"{form}: carry forms take u32 s32 u64 s64")
     a, b = (_u64(_bits(x, width)) for x in ops)
     m = _mask(width)
@@ -235,6 +237,8 @@ def _mul_mad(op, form, itype, width, signed, ops, mode, sat, relu, shiftamt, cc,
     _check(mode in ("lo", "hi", "wide"), "mode", f"{form}: needs .lo .hi or .wide")
     _check(mode != "wide" or width < 64, "mode", f"{form}: .wide takes 16- or 32-bit types")
     _check(not sat or (op == "mad" and mode == "hi" and itype == "s32"), "sat", f"{form}: .sat only on mad.hi.s32")
+    if (cc or carry_in is not None) and mode != "wide" and itype in ("u16", "s16"):   # ptxas 13.4 takes them
+        raise PtxUnsupported(form, "16-bit carry forms are not modelled")
     _check(not (cc or carry_in is not None) or (mode != "wide" and itype in _CC_TYPES), "cc",
            f"{form}: carry forms are mad{{c}}.lo/.hi on u32 s32 u64 s64")
     a, b = (_u64(_bits(x, width)) for x in ops[:2])

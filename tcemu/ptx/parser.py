@@ -577,6 +577,8 @@ class _Parser:
             else:
                 self.check_regs(fn, name, name, None, vector)
             names = [f"{name.text}{i}" for i in range(count)] if count is not None else [name.text]
+            if count is not None and name.text[-1].isdigit():
+                names = []   # ptxas 13.0/13.4 declare no usable name for %x1<4> (%x10 is an "Unknown symbol")
             for n in names:
                 scoped = n if scope == 0 else f"{n}@{scope}"
                 if n in scope_names:  # PTX ISA 5.1: a name is declared once per scope

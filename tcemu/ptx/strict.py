@@ -4,6 +4,7 @@ guards, state spaces, targets, barrier ids and operand counts. Each refusal is a
 close to ptxas 13.0's message; the rules were measured against ptxas (tests/fixtures/strict/)."""
 from typing import Dict, List, Optional
 
+from . import arity
 from . import parser as P
 from .errors import PtxSyntaxError, PtxUnsupported
 from .types import TYPES, ptx_type
@@ -212,35 +213,24 @@ def check_target(ins: P.Instruction, target):
 # -- immediates and operand counts --------------------------------------------------------------------------
 
 def check_barrier(ins: P.Instruction):
-    """PTX ISA 9.7.13.1: barrier ids are 0..15, a thread count a multiple of the warp size."""
+    """PTX ISA 9.7.13.1: barrier ids are 0..15, a thread count a multiple of the warp size (non-zero for
+    bar.arrive). ptxas reads both as 32-bit values (2^32 is barrier 0) and prints the id as a 64-bit one."""
     parts = ins.opcode.split(".")
     if parts[0] not in ("bar", "barrier") or "warp" in parts or "cluster" in parts or not ins.operands:
         return
-    if isinstance(ins.operands[0], P.Imm) and not 0 <= ins.operands[0].value <= 15:
-        raise PtxSyntaxError(ins.line, ins.col, f"Barrier number '{ins.operands[0].value}' out of range, expected "
+    red = "red" in parts   # bar.red: d, a{, b}, c
+    ops = ins.operands[1:] if red else ins.operands
+    if ops and isinstance(ops[0], P.Imm) and not 0 <= ops[0].value % 2 ** 32 <= 15:
+        raise PtxSyntaxError(ins.line, ins.col, f"Barrier number '{ops[0].value % 2 ** 64}' out of range, expected "
                                                 f"to be in range [0..15]")
-    if len(ins.operands) > 1 and isinstance(ins.operands[-1], P.Imm) and ins.operands[-1].value % 32 and \
-            not ("red" in parts and len(ins.operands) > 2):
-        raise PtxSyntaxError(ins.line, ins.col, "Number of threads participating in barrier must be in multiple "
-                                                "of warp size")
-
-
-_COUNTS = {"mbarrier.expect_tx": 2, "mbarrier.complete_tx": 2, "mbarrier.init": 2, "mbarrier.inval": 1,
-           "mbarrier.arrive.expect_tx": 3, "mbarrier.try_wait": 2, "mbarrier.test_wait": 2}
-
-
-def check_count(ins: P.Instruction):
-    """Operands an instruction cannot do without (PTX ISA 9.7.13.15 for mbarrier; the ALU forms above)."""
-    parts = ins.opcode.split(".")
-    for n in range(len(parts), 0, -1):
-        need = _COUNTS.get(".".join(parts[:n]))
-        if need is not None:
-            break
-    else:
-        return
-    if len(ins.operands) < need:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes at least {need} operands, got "
-                                                f"{len(ins.operands)}")
+    count = ops[1] if len(ops) == (3 if red else 2) else None
+    if isinstance(count, P.Imm):
+        if "arrive" in parts and count.value % 2 ** 64 == 0:
+            raise PtxSyntaxError(ins.line, ins.col, f"Instruction '{parts[0]}.arrive' requires a non-zero thread count "
+                                                    "argument")
+        if count.value % 32:
+            raise PtxSyntaxError(ins.line, ins.col, "Number of threads participating in barrier must be in multiple "
+                                                    "of warp size")
 
 
 _ARITY = {  # base opcode -> operand counts PTX allows (a d|p pair is one operand; PTX ISA 9.7)
@@ -279,6 +269,8 @@ def check_arity(ins: P.Instruction, target=None):
             allowed = (3, 4)
         elif "cluster" in parts or "warp" in parts:
             allowed = (0,) if "cluster" in parts else (1,)
+        elif base == "barrier" and "arrive" not in parts:
+            allowed = (1, 2)   # barrier.sync names its barrier (ptxas: "Arguments mismatch for instruction 'barrier'")
         elif "arrive" in parts:
             allowed = (2,) if base == "bar" else (1, 2)
     elif base == "shfl":
@@ -292,13 +284,154 @@ def check_arity(ins: P.Instruction, target=None):
 _FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "f32x2"}
 
 
-def _unexpected(ins, why):
-    raise PtxSyntaxError(ins.line, ins.col, f"Unexpected instruction types specified for '{ins.opcode}' ({why})")
+def _unexpected(ins, why, name=None):
+    raise PtxSyntaxError(ins.line, ins.col, f"Unexpected instruction types specified for '{name or ins.opcode}' ({why})")
+
+
+# The types each ALU instruction form takes, by its modifiers in sorted order, as ptxas 13.4 takes them
+# (tests/fixtures/strict/probe_instruction_types.py --table; PTX ISA 9.7.1-9.7.4). A form not listed is held to
+# the types any form of its instruction takes.
+_INSTRUCTION_TYPES = {
+    "abs": "s16 f16 bf16 s32 f32 f16x2 bf16x2 s64 f64",
+    "abs.ftz": "f16 f32 f16x2",
+    "add": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "add.cc": "u32 s32 u64 s64",
+    "add.ftz": "f16 f32 f16x2",
+    "add.ftz.rn": "f16 f32 f16x2",
+    "add.rn": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "add.sat": "f16 u32 s32 f32 f16x2",
+    "addc": "u16 s16 u32 s32 u64 s64",
+    "and": "pred b16 b32 b64",
+    "bfe": "u32 s32 u64 s64",
+    "bfi": "b32 b64",
+    "bfind": "u32 s32 u64 s64",
+    "bfind.shiftamt": "u32 s32 u64 s64",
+    "brev": "b32 b64",
+    "clz": "b32 b64",
+    "cnot": "b16 b32 b64",
+    "copysign": "f32 f64",
+    "cos.approx": "f32",
+    "cos.approx.ftz": "f32",
+    "div": "u16 s16 u32 s32 u64 s64",
+    "div.approx": "f32",
+    "div.approx.ftz": "f32",
+    "div.ftz.full": "f32",
+    "div.ftz.rn": "f32",
+    "div.full": "f32",
+    "div.rn": "f32 f64",
+    "ex2.approx": "f16 f32 f16x2",
+    "ex2.approx.ftz": "bf16 f32 bf16x2",
+    "fma.ftz.rn": "f16 f32 f16x2",
+    "fma.relu.rn": "f16 bf16 f16x2 bf16x2",
+    "fma.rn": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "fma.rn.sat": "f16 f32 f16x2",
+    "fma.rz": "bf16 f32 bf16x2 f64",
+    "lg2.approx": "f32",
+    "lg2.approx.ftz": "f32",
+    "mad.ftz.rn": "f32",
+    "mad.hi": "u16 s16 u32 s32 u64 s64",
+    "mad.hi.sat": "s32",
+    "mad.lo": "u16 s16 u32 s32 u64 s64",
+    "mad.rn": "f32 f64",
+    "mad.wide": "u16 s16 u32 s32",
+    "mad24.hi": "u32 s32",
+    "mad24.lo": "u32 s32",
+    "madc.lo": "u16 s16 u32 s32 u64 s64",
+    "max": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "max.NaN": "f16 bf16 f32 f16x2 bf16x2",
+    "max.ftz": "f16 f32 f16x2",
+    "min": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "min.NaN": "f16 bf16 f32 f16x2 bf16x2",
+    "min.ftz": "f16 f32 f16x2",
+    "min.relu": "s32",
+    "mul": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "mul.ftz": "f16 f32 f16x2",
+    "mul.ftz.rn": "f16 f32 f16x2",
+    "mul.hi": "u16 s16 u32 s32 u64 s64",
+    "mul.lo": "u16 s16 u32 s32 u64 s64",
+    "mul.rn": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "mul.wide": "u16 s16 u32 s32",
+    "mul24.hi": "u32 s32",
+    "mul24.lo": "u32 s32",
+    "neg": "s16 f16 bf16 s32 f32 f16x2 bf16x2 s64 f64",
+    "neg.ftz": "f16 f32 f16x2",
+    "not": "pred b16 b32 b64",
+    "or": "pred b16 b32 b64",
+    "popc": "b32 b64",
+    "rcp.approx": "f32",
+    "rcp.approx.ftz": "f32 f64",
+    "rcp.ftz.rn": "f32 f64",
+    "rcp.rn": "f32 f64",
+    "rem": "u16 s16 u32 s32 u64 s64",
+    "rsqrt.approx": "f32 f64",
+    "rsqrt.approx.ftz": "f32 f64",
+    "sad": "u16 s16 u32 s32 u64 s64",
+    "selp": "b16 u16 s16 b32 u32 s32 f32 b64 u64 s64 f64",
+    "setp.eq": "b16 u16 s16 f16 bf16 b32 u32 s32 f32 f16x2 bf16x2 b64 u64 s64 f64",
+    "setp.eq.ftz": "f16 f32 f16x2",
+    "setp.equ": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.ftz.lt": "f16 f32 f16x2",
+    "setp.ge": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "setp.geu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.gt": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "setp.gtu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.hi": "u16 u32 u64",
+    "setp.hs": "u16 u32 u64",
+    "setp.le": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "setp.leu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.lo": "u16 u32 u64",
+    "setp.ls": "u16 u32 u64",
+    "setp.lt": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "setp.ltu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.nan": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.ne": "b16 u16 s16 f16 bf16 b32 u32 s32 f32 f16x2 bf16x2 b64 u64 s64 f64",
+    "setp.neu": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "setp.num": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "shl": "b16 b32 b64",
+    "shr": "b16 u16 s16 b32 u32 s32 b64 u64 s64",
+    "sin.approx": "f32",
+    "sin.approx.ftz": "f32",
+    "sqrt.approx": "f32",
+    "sqrt.approx.ftz": "f32",
+    "sqrt.ftz.rn": "f32",
+    "sqrt.rn": "f32 f64",
+    "sub": "u16 s16 f16 bf16 u32 s32 f32 f16x2 bf16x2 u64 s64 f64",
+    "sub.ftz": "f16 f32 f16x2",
+    "sub.rn": "f16 bf16 f32 f16x2 bf16x2 f64",
+    "sub.sat": "f16 s32 f32 f16x2",
+    "subc": "u16 s16 u32 s32 u64 s64",
+    "tanh.approx": "f16 bf16 f32 f16x2 bf16x2",
+    "testp.finite": "f32 f64",
+    "testp.infinite": "f32 f64",
+    "testp.normal": "f32 f64",
+    "testp.notanumber": "f32 f64",
+    "testp.number": "f32 f64",
+    "testp.subnormal": "f32 f64",
+    "xor": "pred b16 b32 b64",
+}
+_INSTRUCTION_TYPES = {k: set(v.split()) for k, v in _INSTRUCTION_TYPES.items()}
+_BASE_TYPES: Dict[str, set] = {}
+for _k, _v in _INSTRUCTION_TYPES.items():
+    _BASE_TYPES.setdefault(_k.split(".")[0], set()).update(_v)
+
+
+def _check_type_table(ins, parts):
+    types = [p for p in parts[1:] if p in TYPES]
+    if len(types) != 1:
+        return
+    key = ".".join([parts[0]] + sorted(p for p in parts[1:] if p not in TYPES))
+    allowed = _INSTRUCTION_TYPES.get(key, _BASE_TYPES.get(parts[0]))
+    if allowed is not None and types[0] not in allowed:
+        shown = key if key in _INSTRUCTION_TYPES else parts[0]
+        order = sorted(allowed, key=lambda t: (TYPES[t].bits, t))
+        _unexpected(ins, f".{types[0]}: {shown} takes " + ", ".join("." + t for t in order), parts[0])
 
 
 def check_instruction_types(ins: P.Instruction):
     """Instruction types an instruction does not take ("Unexpected instruction types specified", ptxas)."""
     parts = ins.opcode.split(".")
+    if parts[0] in _BASE_TYPES:
+        _check_type_table(ins, parts)
     base, types = parts[0], _types(parts[1:])
     if base in ("mul", "mad") and types:
         t = types[-1]
@@ -331,6 +464,50 @@ _CP_BULK = {"async", "bulk", "tensor", "reduce", "prefetch", "commit_group", "wa
 _BAD_ASYNC_SPACES = {"local", "param", "const", "generic"}
 
 
+def _mbarrier_sem_scope(ins, parts):
+    """An mbarrier's .sem and .scope come together, and its type is .b64 (ptxas 13.0/13.4: "Modifier '.cta'
+    requires order", "Modifier '.relaxed' requires scope"; probe_qualifiers.py)."""
+    name = "mbarrier." + ".".join(p for p in parts[1:] if p in ("init", "inval", "expect_tx", "complete_tx", "arrive",
+                                                                 "arrive_drop", "test_wait", "try_wait", "parity",
+                                                                 "pending_count", "noComplete"))
+    sem = [p for p in parts if p in ("release", "acquire", "relaxed")]
+    scope = [p for p in parts if p in ("cta", "cluster")]
+    if scope and not sem:
+        raise PtxSyntaxError(ins.line, ins.col, f"Modifier '.{scope[0]}' requires order with '{name}' instruction")
+    if sem and not scope:
+        raise PtxSyntaxError(ins.line, ins.col, f"Modifier '.{sem[0]}' requires scope with '{name}' instruction")
+    if "b64" not in parts:
+        _unexpected(ins, "an mbarrier object is .b64 (PTX ISA 9.7.13.15)", name)
+
+
+# cp.reduce.async.bulk: the types each reduction takes, by destination (PTX ISA 9.7.9.25.4.2; ptxas probe)
+_REDUCE_TYPES = {
+    "global": {"add": {"f32", "f64", "s32", "u32", "u64"}, "and": {"b32", "b64"}, "or": {"b32", "b64"},
+               "xor": {"b32", "b64"}, "inc": {"u32"}, "dec": {"u32"},
+               "min": {"bf16", "f16", "s32", "s64", "u32", "u64"}, "max": {"bf16", "f16", "s32", "s64", "u32", "u64"}},
+    "shared::cluster": {"add": {"s32", "u32", "u64"}, "and": {"b32"}, "or": {"b32"}, "xor": {"b32"}, "inc": {"u32"},
+                        "dec": {"u32"}, "min": {"s32", "u32"}, "max": {"s32", "u32"}},
+}
+
+
+def _reduce_types(ins, parts):
+    dst = next((p for p in parts if p in ("global", "shared::cluster", "shared::cta", "shared")), None)
+    ops = [p for p in parts if p in _REDUCE_TYPES["global"]]
+    types = [p for p in parts if p in TYPES]
+    table = _REDUCE_TYPES.get(dst)
+    if table is None or len(ops) != 1 or len(types) != 1:
+        return
+    op, t = ops[0], types[0]
+    if op == "add" and t in ("f16", "bf16") and dst == "global":
+        if "noftz" not in parts:
+            raise PtxSyntaxError(ins.line, ins.col, f"Modifier '.noftz' required for instruction 'cp.reduce.async.bulk' "
+                                                    f"with type '.{t}' and operation '.add'")
+        return
+    if t not in table[op]:
+        raise PtxSyntaxError(ins.line, ins.col, f"Incorrect type '.{t}' for operation '.{op}' in instruction "
+                                                f"'cp.reduce.async.bulk' (takes {', '.join(sorted(table[op]))})")
+
+
 def check_async_qualifiers(ins: P.Instruction):
     """Qualifiers of the asynchronous families (mbarrier, cp.async, cp.reduce.async, fence.proxy): ".shared::"
     names .cta or .cluster (PTX ISA 5.1), mbarrier's modifiers are those of PTX ISA 9.7.13.15, completion is
@@ -350,6 +527,9 @@ def check_async_qualifiers(ins: P.Instruction):
         for p in parts[1:]:
             if p not in _MBARRIER:
                 raise PtxSyntaxError(ins.line, ins.col, f"Unknown modifier '.{p}' of mbarrier (PTX ISA 9.7.13.15)")
+        _mbarrier_sem_scope(ins, parts)
+    if base == "cp" and parts[1:4] == ["reduce", "async", "bulk"] and "tensor" not in parts:
+        _reduce_types(ins, parts)
     asyncs = base == "cp" and len(parts) > 2 and "async" in parts[1:3]
     if asyncs and any(p in _BAD_ASYNC_SPACES for p in parts):
         raise PtxSyntaxError(ins.line, ins.col, f"State space incorrect for instruction '{ins.opcode}'")
@@ -365,19 +545,20 @@ def check_async_qualifiers(ins: P.Instruction):
         if parts[2] in ("ca", "cg"):
             spaces = [p for p in parts[3:] if p in SPACES or p.split("::")[0] in SPACES]
             if spaces and spaces != ["shared", "global"] and spaces != ["shared::cta", "global"]:
-                raise PtxSyntaxError(ins.line, ins.col, f"State space incorrect for instruction 'cp.async' "
+                raise PtxSyntaxError(ins.line, ins.col, "State space incorrect for instruction 'cp.async' "
                                                         "(.shared{::cta}.global)")
 
 
 def check(ins: P.Instruction, reg_types: Dict[str, str], target):
     check_arity(ins, target)
+    arity.check(ins, reg_types, target)
     check_instruction_types(ins)
     check_async_qualifiers(ins)
     check_guard(ins, reg_types)
     check_spaces(ins)
     check_target(ins, target)
     check_barrier(ins)
-    check_count(ins)
+    arity.check_immediates(ins)
     check_operand_types(ins, reg_types)
 
 

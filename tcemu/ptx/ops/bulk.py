@@ -104,12 +104,14 @@ def c_tensor(ins, prog, pc):
     mods = Mods(ins, skip=4)
     if "im2col" in mods or any(p.startswith("im2col") for p in mods.parts):
         mods.unsupported("im2col TMA is not modelled")
-    dims = mods.parts[0]
-    if not (len(dims) == 2 and dims[1] == "d" and dims[0] in "12345"):
+    if "tile::gather4" in mods or "tile::scatter4" in mods:   # five coordinates: a column and four rows
+        mods.unsupported(".tile::gather4 / .tile::scatter4 TMA is not modelled")
+    # ptxas takes the qualifiers in any order, the destination space before the source (probe_qualifiers.py)
+    dims = next((p for p in mods.parts if len(p) == 2 and p[1] == "d" and p[0] in "12345"), None)
+    if dims is None:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: expected .1d-.5d")
     rank = int(dims[0])
-    # the destination state space comes first (.cta_group::2 may stand before it on sm100)
-    load = next((p for p in mods.parts[1:] if p.startswith(("shared", "global"))), "").startswith("shared")
+    load = next((p for p in mods.parts if p.startswith(("shared", "global"))), "").startswith("shared")
     ops = ins.operands
     if load:
         dst, mapop, mbar = ops[0], ops[1], ops[2]
@@ -269,9 +271,12 @@ def c_bulk(ins, prog, pc):
         return lambda W, m: None
     ops = ins.operands
     wh = where(ins)
+    # the destination space, then the source, among qualifiers in any order (ptxas accepts any)
+    spaces = [p for p in mods.parts if p.startswith(("shared", "global"))] + ["", ""]
+    first = spaces[0]
     if first.startswith("shared"):  # global (or shared::cta) -> shared::cluster, completing on an mbarrier
         dst_space = "shared::cluster" if first == "shared::cluster" else "shared::cta"
-        src_global = mods.parts[1] == "global"
+        src_global = spaces[1] == "global"
         get_dst = address(prog, ops[0], ins, dst_space)
         get_src = address(prog, ops[1], ins, "global" if src_global else "shared::cta")
         gsize = prog.read(ops[2], U32, ins)

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import fparith, intarith
 from .. import parser as P
-from ..errors import PtxError, PtxSyntaxError
+from ..errors import PtxError, PtxSyntaxError, PtxUnsupported
 from ..types import CONTAINER, MASKS, SIGNED, TYPES
 from .common import Mods, dest_setter, operands
 from .registry import register
@@ -141,6 +141,8 @@ def c_intarith(ins, prog, pc):
     try:  # the form is checked now (intarith names the broken rule)
         dummy = [np.zeros(1, CONTAINER[max(8, st.bits)]) for st in src_t] + ([imm] if imm is not None else [])
         intarith.int_op(op, itype, *dummy, mode=mode, carry_in=np.zeros(1, bool) if reads_cf else None, **flags)
+    except PtxUnsupported as e:   # valid PTX intarith does not model: refused if executed
+        raise PtxUnsupported(ins.opcode, f"{e.rule} ({ins.where()})") from None
     except PtxError as e:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {e.rule}") from None
 

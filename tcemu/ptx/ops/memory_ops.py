@@ -548,6 +548,10 @@ def c_atom(ins, prog, pc):
     if fn is None:
         mods.unsupported(f"{name} on .{t.name}")
     ops = ins.operands
+    if name == "exch" and len(ops) == 4 and "L2::cache_hint" not in mods:
+        # ptxas 13.0/13.4 take atom.exch.b32 d, [a], b, c with c any 32-bit register; the PTX ISA documents no
+        # such form (probe_operand_counts.py), so its meaning is not guessed
+        mods.unsupported("atom.exch with a fourth operand (accepted by ptxas, undocumented)")
     if is_red:
         a, b = ops[0], ops[1]
         c = None
