@@ -293,10 +293,46 @@ def check_wide(ins: P.Instruction, target):
         raise PtxSyntaxError(ins.line, ins.col, "global state space expected for feature '256 bit wide load/store'")
 
 
+_TENSORMAP_B64 = {"global_address", "global_stride"}
+_TENSORMAP_ENUMS = {"elemtype", "interleave_layout", "swizzle_mode", "swizzle_atomicity", "fill_mode"}
+
+
+def check_tensormap(ins: P.Instruction, reg_types, target):
+    """tensormap.replace: .b64 for .global_address/.global_stride, .b32 for the other fields, a new value of that
+    width (an immediate for the enumerated fields), .swizzle_atomicity on sm_100 or later (ptxas probe)."""
+    parts = ins.opcode.split(".")
+    if parts[:2] != ["tensormap", "replace"]:
+        return
+    field = next((p for p in parts if p in _TENSORMAP_B64 or p in _TENSORMAP_ENUMS or p in _TENSORMAP_FIELD2
+                  or p == "rank"), None)
+    types = [p for p in parts if p in TYPES]
+    if field is None or len(types) != 1:
+        return
+    if types[0] not in ("b32", "b64"):
+        raise PtxSyntaxError(ins.line, ins.col, "Unexpected instruction types specified for 'tensormap.replace' "
+                                                f"(.{types[0]}: it takes .b32 or .b64)")
+    want = "b64" if field in _TENSORMAP_B64 else "b32"
+    if types[0] != want:
+        raise PtxSyntaxError(ins.line, ins.col, f"Illegal modifier '.{field}' for instruction 'tensormap.replace' "
+                                                f"with type '.{types[0]}' (.{field} is .{want})")
+    sm = _sm(target)
+    if field == "swizzle_atomicity" and sm is not None and sm < 100:
+        raise PtxSyntaxError(ins.line, ins.col, "Instruction 'tensormap.replace.swizzle_atomicity' not supported on "
+                                                f".target 'sm_{sm}' (requires sm_100 or higher)")
+    new = ins.operands[-1] if ins.operands else None
+    bits = _reg_bits(new, reg_types)
+    if isinstance(new, P.Reg) and (field in _TENSORMAP_ENUMS or (bits is not None and bits != int(want[1:]))):
+        raise PtxSyntaxError(ins.line, ins.col, f"Arguments mismatch for instruction 'tensormap.replace': new_val "
+                                                f"{P.fmt(new)} " + ("must be an immediate for ." + field
+                                                                    if field in _TENSORMAP_ENUMS else
+                                                                    f"is {bits}-bit, not .{want}"))
+
+
 def check(ins: P.Instruction, reg_types=None, target=None):
     """Too few or too many operands, or a vector of the wrong size, is a syntax error as in ptxas: never an
     operand silently ignored, never a missing one reaching an instruction compiler as None."""
     check_wide(ins, target)
+    check_tensormap(ins, reg_types, target)
     got = spec(ins)
     if got is None:
         return
