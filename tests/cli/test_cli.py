@@ -1,8 +1,13 @@
 """The tcemu command line."""
 import json
+import os
+
+import pytest
 
 from tcemu import GmmaDescriptor, operand_addresses
 from tcemu.cli import main
+
+from paths import FIXTURES
 
 
 def test_decode(capsys):
@@ -61,3 +66,34 @@ def test_instr(capsys):
     assert "error: n: N = 40" in capsys.readouterr().out
     assert main(["instr", "0x20400490", "--kind", "f16"]) == 2
     assert "DescriptorError: reserved: 0x20400490 sets bits that are reserved" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["swizzle", "128B", "--png", "/nonexistent/dir/x.png"],
+    ["swizzle", "128B", "--png", "noextension"],
+    ["swizzle", "128B", "--png", "/"],
+    ["decode", "0x" + "f" * 5000],
+    ["decode", "9" * 5000],
+    ["decode", "0x40", "--arch", "sm80"],
+    ["decode", "0x4000004000010040", "--dtype", "nonsense"],
+    ["banks", "--op", "ld.shared.b32", "--pattern", "t * 4", "--mask", "zz"],
+    ["banks", "--op", "ld.shared.b32", "--pattern", "(" * 300 + "t" + ")" * 300],
+    ["banks", "--op", "ld.shared.b32", "--pattern", "*".join(["(t<<63)"] * 50)],
+    ["fuzz", "--seed", "-1"],
+    ["fuzz", "--seconds", "1e400"],
+    ["fuzz", "--seconds", "nan"],
+    ["addresses", "0x40", "--rows", "1e400", "--k", "8", "--dtype", "bf16"],
+    ["explain", "0x4000004000010040", "--tile", "9" * 5000],
+    ["explain", "0x4000004000010040", "--html", "/nonexistent/dir/x.html"],
+    ["run", "/nonexistent/k.ptx"],
+    ["run", os.path.join(FIXTURES, "ptx", "calls.ptx"), "--save", "/proc/tcemu_save"],
+    ["serve", "--port", "70000"],
+], ids=lambda argv: " ".join(a[:20] for a in argv)[:60])
+def test_cli_errors_are_one_line(argv, capsys):
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("tcemu") and "error" in lines[0], err

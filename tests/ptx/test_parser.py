@@ -339,3 +339,35 @@ def test_load_from_path_and_bad_sources(tmp_path):
         ptx.load(str(tmp_path / "missing.ptx"))
     with pytest.raises(PtxError):
         ptx.load(12)
+
+
+@pytest.mark.parametrize("edit,what", [
+    (("st.global.u32 [%rd1], %r1;", "st.global.u32 [%rd1];"), "Arguments mismatch .*st takes 2"),
+    (("mul.wide.u32 %rd1, %r1, 4;", "mul.wide.u32 %rd1, %r1, 08;"), "'08' is not an integer literal"),
+    (("st.global.u32 [%rd1], %r1;", "stmatrix.sync.aligned.m8n8.shared.b16 [%rd1], {%r1};"), "needs the matrix count"),
+    ((".version 8.5\n", ""), "begins with a .version directive"),
+], ids=["too few operands", "bad octal", "stmatrix without .num", "no .version"])
+def test_malformed_ptx_is_a_syntax_error(edit, what):
+    """Found by the campaign's mutated PTX: an instruction compiler indexing a missing operand (IndexError), a
+    number token that is no integer literal (ValueError), a missing .x1/.x2/.x4 (KeyError), an empty text
+    taken as a module."""
+    from tcemu.ptx import PtxSyntaxError, load
+    text = """.version 8.5
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd1, %r1, 4;
+  add.s64 %rd1, %rd0, %rd1;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+"""
+    load(text).program("k")  # the unedited kernel compiles
+    assert edit[0] in text
+    with pytest.raises(PtxSyntaxError, match=what):
+        load(text.replace(*edit)).program("k")
