@@ -1,11 +1,13 @@
 """Bank-conflict analyzer: exact wavefront counts, op spellings, builders, errors."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 import tcemu
 from tcemu.layout.banks import (BankError, bank_conflicts, core_matrix_banks, parse_op, pattern_from_descriptor,
                                 pattern_from_expression, pattern_from_layout, wavefronts_batch)
+
+from arbitrary import junk, only_ours
 
 T = np.arange(32)
 
@@ -131,3 +133,29 @@ def test_core_matrix_banks():
 def test_wide_load_pair_rule(op, addrs, mask, waves):
     assert bank_conflicts(op, addrs, mask=mask).wavefronts == waves
     assert wavefronts_batch(op, np.asarray(addrs)[None], np.array([mask]))[0] == waves
+
+
+# ---- arbitrary input: a result or TcemuError naming its field, never another exception ----
+
+ops = st.one_of(st.sampled_from(["ld.shared.b32", "ld.shared.v4.b32", "ldmatrix.x4", "stmatrix.x1.trans",
+                                 "st.shared.u8", "lds.128", "ld.shared.v2.b64"]), st.text(max_size=20), junk)
+
+
+
+@given(ops, st.one_of(junk, st.lists(st.integers(-64, 4096), min_size=32, max_size=32)), st.one_of(junk, st.integers(0, 2**32 - 1)))
+def test_banks(op, addrs, mask):
+    only_ours(bank_conflicts, op, addrs, mask=mask if isinstance(mask, int) and not isinstance(mask, bool) else 0xFFFFFFFF)
+    only_ours(bank_conflicts, op, addrs, mask=mask)
+
+
+
+@given(ops, st.integers(0, 3), st.integers(-16, 4096))
+def test_banks_batch(op, n, scale):
+    only_ours(wavefronts_batch, op, np.arange(32 * n).reshape(n, 32) * scale)
+
+
+
+@given(st.text(max_size=30))
+@example("9223372036854775808")  # past int64: found by the campaign profile
+def test_pattern_expression(expr):
+    only_ours(pattern_from_expression, expr)

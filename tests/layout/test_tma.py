@@ -1,10 +1,13 @@
 """TMA tile loads: the writer side of a descriptor bug, and the rules the hardware enforces."""
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import tcemu
 from tcemu.layout.smem import SharedMemory
 from tcemu.layout.tma import TmaError, tensor_view, tma_load
+
+from arbitrary import junk, only_ours
 
 
 def tile(rows=128, cols=64):
@@ -150,3 +153,13 @@ def test_sm100_align8b_is_packed_fp4():
     with pytest.raises(TmaError, match="packed types are sm100") as e:
         tma_load(SharedMemory(), 0x800, _pack(vals, 4), box=[256, 32], coords=[0, 0], data_type="16U4_ALIGN8B")
     assert e.value.field == "data_type"
+
+
+# ---- arbitrary input: a result or TcemuError naming its field, never another exception ----
+
+@given(st.lists(st.integers(-300, 300), min_size=0, max_size=6), st.lists(st.integers(-300, 300), min_size=0, max_size=6),
+       st.one_of(st.none(), st.lists(st.integers(-2, 10), max_size=6)), st.one_of(st.sampled_from(["none", "32B", "64B", "128B"]), junk),
+       st.one_of(st.integers(-512, 1 << 20), junk), st.integers(1, 3))
+def test_tma(box, coords, est, swizzle, dst, rank):
+    tensor = np.zeros((4,) * rank, np.uint16)
+    only_ours(tma_load, SharedMemory(), dst, tensor, box=box, coords=coords, element_strides=est, swizzle=swizzle)
