@@ -151,3 +151,34 @@ def test_tcgen05_block16_ue8m0_takes_scale_id_0_only():
         tcgen05_mma(SharedMemory("sm100"), 0x4000404000010040, 0x4000404000010040, d, scale_a=s, scale_b=s,
                     block_size_k=16)
     assert e.value.field == "b_scale_id" and ".scale_vec::4X" in e.value.rule and ".block16" in e.value.rule
+
+
+# ---- 64-bit runtime instruction descriptors (issue 13's friction) ----
+
+def test_runtime_64bit_instruction_descriptor_is_the_32bit_value_shifted():
+    """DeepGEMM's sm100 MXFP8 mainloop (deep_gemm/include/deep_gemm/mma/sm100.cuh, make_runtime_instr_desc_with_sf_id)
+    and CuTe's make_runtime_instr_desc (cute/arch/mma_sm100_desc.hpp) hand tcgen05.mma the 32-bit descriptor in
+    bits 32-63 of a 64-bit value. Hand-encoded per PTX Table 43: B sf id 1 at bit 4 (0x10), N = 256 -> 32 << 17
+    (0x400000), ue8m0 at bit 23 (0x800000), M = 128 -> 1 << 27 (0x8000000), A sf id 1 at bit 29 (0x20000000)."""
+    from tcemu import InstrDescriptor
+    import numpy as np
+    want = InstrDescriptor("mxf8f6f4", "e4m3", "e4m3", m=128, n=256, a_scale_id=1, b_scale_id=1)
+    assert want.encode() == 0x28C00010
+    for value in (0x28C0001000000000, np.uint64(0x28C0001000000000), "0x28c00010_00000000", 0x28C00010):
+        assert InstrDescriptor.decode(value, "mxf8f6f4") == want
+
+
+
+def test_64bit_value_with_a_low_half_says_shift_by_32_in_hex():
+    from tcemu import DescriptorError, GmmaDescriptor, InstrDescriptor
+    with pytest.raises(DescriptorError) as e:
+        InstrDescriptor.decode(0x0840049000000400, "f16")
+    assert e.value.field == "descriptor"
+    assert "0x0840049000000400 has 64 bits" in e.value.rule and "0x00000400" in e.value.rule
+    assert "shift right by 32 (0x08400490)" in e.value.rule
+    with pytest.raises(DescriptorError, match="0x10000000000000000 is not a 32-bit instruction descriptor"):
+        InstrDescriptor.decode(1 << 64, "f16")
+    with pytest.raises(DescriptorError, match="unsigned 64-bit integer, got 0x10000000000000000"):
+        GmmaDescriptor.decode(1 << 64)
+    with pytest.raises(DescriptorError, match="got -0x1"):
+        GmmaDescriptor.decode(-1)

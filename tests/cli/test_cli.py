@@ -97,3 +97,13 @@ def test_cli_errors_are_one_line(argv, capsys):
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert rc == 2 and len(lines) == 1 and lines[0].startswith("tcemu") and "error" in lines[0], err
+
+
+def test_cli_instr_takes_the_runtime_form(capsys):
+    from tcemu.cli import main
+    assert main(["instr", "0x0840049000000000", "--kind", "f16"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("instruction descriptor 0x08400490 (.kind::f16, from the 64-bit runtime form "
+                          "0x0840049000000000 >> 32)")
+    assert main(["instr", "0x0840049000000001", "--kind", "f16"]) == 2
+    assert "shift right by 32 (0x08400490)" in capsys.readouterr().err

@@ -100,3 +100,46 @@ def test_bad_constructor_values():
 def test_swizzle_spellings(text):
     assert SwizzleMode.parse(text) is SwizzleMode.B128
     assert SwizzleMode.parse("none") is SwizzleMode.parse("interleave") is SwizzleMode.parse(0) is SwizzleMode.NONE
+
+
+# ---- architecture hints: a Blackwell descriptor decoded as Hopper's, and back (issue 13's friction) ----
+
+def _tk_blackwell_desc(addr, lbo, sbo, hopper_code):
+    """ThunderKittens include/types/shared/descriptor.cuh (matrix_descriptor_raw): on Blackwell it ORs 1 << 46
+    (the version) into the Hopper encoding, whose 2-bit layout code sits at bit 62 on both archs."""
+    enc = lambda x: (x & 0x3FFFF) >> 4  # noqa: E731  PTX matrix-descriptor-encode
+    return enc(addr) | enc(lbo) << 16 | enc(sbo) << 32 | 1 << 46 | hopper_code << 62
+
+
+
+def test_blackwell_descriptor_decoded_as_hopper_names_the_version_bit(capsys):
+    from tcemu import GmmaDescriptor, UmmaDescriptor
+    from tcemu.cli import main
+    value = _tk_blackwell_desc(0x400, 16, 1024, 1)  # K-major 128B, as ThunderKittens builds it for tcgen05
+    assert value == 0x4000404000010040
+    [f] = [f for f in GmmaDescriptor.decode(value).validate() if f.severity == "error"]
+    assert f.field == "reserved_bits"
+    assert f.rule == ("bit 46 is reserved and must be 0; bit 46 is sm100's descriptor version bit (UMMA descriptors "
+                      "carry version 1 in bits 46-47): this looks like a Blackwell descriptor, decode it with --arch "
+                      "sm100 (arch='sm100')")
+    assert main(["decode", hex(value)]) == 1
+    assert "decode it with --arch sm100" in capsys.readouterr().out
+    sm100 = UmmaDescriptor.decode(value)  # the same value read as sm100: Hopper's code 1 << 62 is 128B there too
+    assert (sm100.swizzle.value, sm100.version, sm100.validate(major="K")) == ("128B", 1, [])
+    assert main(["decode", hex(value), "--arch", "sm100"]) == 0
+
+
+
+def test_hopper_layout_codes_in_the_sm100_field_are_named():
+    """A hand-rolled sm100 builder that stores Hopper's GMMA layout enum (B128 = 1, B32 = 3) in the 3-bit layout
+    field at bits 61-63 (CuTe's UMMA::SmemDescriptor::layout_type_) gets 128B_base32B or an unused code."""
+    from tcemu import DescriptorError, UmmaDescriptor
+    from tcemu.tools.explain import explain
+    base = 0x40 | 1 << 16 | 0x40 << 32 | 1 << 46
+    with pytest.raises(DescriptorError) as e:
+        UmmaDescriptor.decode(base | 3 << 61)
+    assert e.value.field == "swizzle" and "3 is Hopper's encoding of the 32B swizzle" in e.value.rule
+    assert "sm100 encodes as 6" in e.value.rule
+    text = explain(base | 1 << 61, arch="sm100", dtype="bf16", major="K")
+    assert ("error: swizzle: 128B_base32B is MN-major only (CuTe static-asserts K-major); layout type 1 (bits 61-63) "
+            "is Hopper's encoding of the 128B swizzle; sm100 encodes 128B as 2") in text
