@@ -1,7 +1,7 @@
 """tcemu's Blackwell arithmetic against the model it follows: MMA-Sim's tcgen05 code (github
 microsoft/MMA-Sim c785138, arXiv 2511.10909), run on 456 seeded cases (every form it models: tf32, f16,
 bf16, f16 -> f16, f8f6f4 e4m3/e5m2 mixes -> f32/f16, mxf8f6f4, mxf4nvf4 with ue8m0 32/16 and ue4m3 16;
-narrow to wide exponents, zero/normal/wide C, wide scales) by scripts/mmasim_crosscheck.py under PyTorch.
+narrow to wide exponents, zero/normal/wide C, wide scales) by scripts/fixtures/mmasim_crosscheck.py under PyTorch.
 tests/fixtures/README.md says how the fixture was made.
 
 The one rule where tcemu departs from that code on purpose is the zero floor: MMA-Sim gives a zero term
@@ -18,9 +18,10 @@ import pytest
 import tcemu.blackwell.mma as blackwell
 from tcemu import InstrDescriptor, SharedMemory, UmmaDescriptor, tcgen05_mma
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT / "tests" / "fixtures" / "mmasim_tcgen05.npz"
-_spec = importlib.util.spec_from_file_location("mmasim_crosscheck", ROOT / "scripts" / "mmasim_crosscheck.py")
+from paths import FIXTURE_MAKERS, FIXTURES
+
+FIXTURE = Path(FIXTURES) / "mmasim_tcgen05.npz"
+_spec = importlib.util.spec_from_file_location("mmasim_crosscheck", Path(FIXTURE_MAKERS) / "mmasim_crosscheck.py")
 mm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mm)  # numpy only at import: torch is imported inside its run functions
 

@@ -18,9 +18,10 @@ from tcemu.traces.inputs import input_bits
 from tcemu.gemm.engine import BlockScales
 from tcemu.traces.archive import load_trace
 
-HERE = os.path.dirname(__file__)
-TRITON = os.path.join(HERE, "..", "traces", "triton_kernels_sm90.npz")
-TORCH = os.path.join(HERE, "..", "traces", "torch_gemm_sm90.npz")
+from paths import PTX_FIXTURES, TRACES
+
+TRITON = os.path.join(TRACES, "triton_kernels_sm90.npz")
+TORCH = os.path.join(TRACES, "torch_gemm_sm90.npz")
 RAW = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
@@ -47,7 +48,7 @@ def test_triton_launches_equal_the_chain():
     for i, case in enumerate(cases):
         ins = {s["buffer"]: s for s in case["inputs"]}
         A, B = (input_bits(ins[x]["dtype"], ins[x]["shape"], ins[x]["seed"], ins[x]["stream"]) for x in "ab")
-        fixture = json.load(open(os.path.join(HERE, "fixtures", "ptx", case["fixture"] + ".json")))
+        fixture = json.load(open(os.path.join(PTX_FIXTURES, case["fixture"] + ".json")))
         nk = case["fixture"] in B_STORED_NK
         assert ("stored (N,K)" in fixture["description"]) == nk
         dt = TRITON_TYPES[ins["a"]["dtype"]]
@@ -75,7 +76,7 @@ def test_triton_trace_rejects_neighbouring_models():
 # interpreter. CUTLASS's first MMA of a tile runs without C (scale-d 0); the fp8 "promote" kernel adds the wgmma
 # partial sums into f32 registers every 4 K blocks (its mainloop), "fastaccum" never does.
 
-CUTLASS = os.path.join(HERE, "..", "traces", "cutlass_kernels_sm90.npz")
+CUTLASS = os.path.join(TRACES, "cutlass_kernels_sm90.npz")
 CUTLASS_PROMOTE = {"cutlass_fp8_promote": 4}
 
 

@@ -1,5 +1,5 @@
 """wgmma.mma_async.sp (tcemu/hopper/sparse.py): metadata layout, gather, arithmetic, addressing of 64-byte K rows, and
-the traces of scripts/capture_sparse.py when they are present.
+the traces of scripts/capture/capture_sparse.py when they are present.
 
 References are independent of tcemu/hopper/sparse.py: CuTe's metadata layouts evaluated with CuTe's own layout algebra
 (pycute), scalar loops over the PTX text's definitions, tests/test_fdp.py's exact-rational fused-dot reference,
@@ -19,7 +19,8 @@ from tcemu.layout.fragments import to_a_registers
 from tcemu.traces.archive import load_trace, sp_numerics_case_matches
 from test_fdp import reference
 
-TRACES = os.path.join(os.path.dirname(__file__), "..", "traces")
+from paths import TRACES
+
 BITS = {"tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8}
 NP = {32: np.uint32, 16: np.uint16, 8: np.uint8}
 
@@ -332,12 +333,12 @@ def test_explain_lint_knows_lbo_is_used_for_sparse_b():
                                                       rows=8, k=32))
 
 
-# ------------------------------------------------------------------ hardware traces (scripts/capture_sparse.py)
+# ------------------------------------------------------------------ hardware traces (scripts/capture/capture_sparse.py)
 
 def _trace(name):
     path = os.path.join(TRACES, name)
     if not os.path.exists(path):
-        pytest.skip(f"{name} not captured yet: run the device command in scripts/capture_sparse.py's docstring")
+        pytest.skip(f"{name} not captured yet: run the device command in scripts/capture/capture_sparse.py's docstring")
     return path
 
 

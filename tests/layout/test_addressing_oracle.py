@@ -17,11 +17,13 @@ from tcemu.testing.oracle import oracle
 import tcemu
 from tcemu import DescriptorError, GmmaDescriptor, LayoutError
 
+from paths import TRACES
+
 BITS = {"tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8, "b1": 1}
 WIDTH = {"none": 16, "32B": 32, "64B": 64, "128B": 128}  # swizzle width W: bytes per swizzled row
 INSTR_K = {32: 8, 16: 16, 8: 32, 1: 256}  # K of one wgmma (PTX 9.7.15.5.1.1)
 WINDOW = 228 * 1024  # sm90 shared window (CUDA guide, cc 9.0)
-TRACE = pathlib.Path(__file__).resolve().parents[1] / "traces" / "wgmma_addresses_sm90.npz"
+TRACE = pathlib.Path(TRACES) / "wgmma_addresses_sm90.npz"
 
 
 def dense_strides(bits, k_major, W, rows, k):

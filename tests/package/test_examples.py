@@ -7,7 +7,9 @@ import numpy as np
 
 import tcemu
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "examples")
+from paths import EXAMPLES
+
+HERE = EXAMPLES
 
 
 def load(name):

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, os.path.dirname(__file__))
-import ptx_reference as R  # noqa: E402
+import ptx_reference as R
 
 from tcemu.ptx.errors import PtxError, PtxUnsupported  # noqa: E402
 from tcemu.ptx.fparith import cvt, float_compare, float_op, set_bits  # noqa: E402
 from tcemu.ptx.fparith import testp as float_testp  # noqa: E402  (not a test)
 from tcemu.ptx.intarith import int_compare, int_op, lop3, prmt  # noqa: E402
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+from paths import CAPTURE, TRACES
+
 # each example checks a dozen lanes against Fraction arithmetic: a few dozen examples keep the ci profile
 # within seconds; the campaign profile runs its full count
 FEW = settings(max_examples=20 if settings.default.max_examples <= 150 else settings.default.max_examples)
@@ -673,12 +673,12 @@ def test_bfe_bfi_64_match_the_sass_sequence(cases):
 
 # ------------------------------------------------------------------ the hardware capture
 
-TRACE = os.path.join(ROOT, "traces", "ptx_alu_sm90.npz")
+TRACE = os.path.join(TRACES, "ptx_alu_sm90.npz")
 
 
 def test_hardware_trace_replays():
     if not os.path.exists(TRACE):
-        pytest.skip("traces/ptx_alu_sm90.npz not captured yet (scripts/capture_ptx_alu.py docstring: device command)")
+        pytest.skip("traces/ptx_alu_sm90.npz not captured yet (scripts/capture/capture_ptx_alu.py docstring: device command)")
     from tcemu.traces.kinds.ptx_alu import replay_alu_trace
     r = replay_alu_trace(TRACE)
     bad = {k: v for k, v in r.forms.items() if v.status != "match"}
@@ -713,10 +713,10 @@ def test_capture_script_consistent(tmp_path):
     """The committed kernels file is what the driver generates; every captured form is either modelled or
     computed (no form the capture issues trips tcemu's modifier validation); --dry-run writes
     a trace the replay reads."""
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.path.insert(0, CAPTURE)
     import capture_ptx_alu as cap
     from tcemu.traces.kinds.ptx_alu import evaluate, load_alu_trace
-    with open(os.path.join(ROOT, "scripts", "ptx_alu_ops.inc")) as fh:
+    with open(os.path.join(CAPTURE, "ptx_alu_ops.inc")) as fh:
         assert fh.read() == cap.gen_inc()
     rng = np.random.default_rng(0)
     refused = []

@@ -20,8 +20,7 @@ from tcemu.ptx.errors import MemoryFault, PtxSyntaxError
 
 from ptxkit import ALU32, ALU64, ALU_PARAMS, entry
 
-sys.path.insert(0, os.path.dirname(__file__))
-import ptx_reference as R  # noqa: E402
+import ptx_reference as R
 
 H100A = ".version 8.8\n.target sm_100a\n.address_size 64\n"
 H90A = ".version 8.8\n.target sm_90a\n.address_size 64\n"

@@ -20,8 +20,9 @@ from tcemu.ptx import parser as P
 from tcemu.ptx import strict
 from tcemu.ptx.errors import PtxError, PtxSyntaxError
 
-HERE = os.path.dirname(__file__)
-TABLE = os.path.join(HERE, "fixtures", "strict", "operand_types_ptxas13.json.gz")
+from paths import CHECKS, FIXTURES, PTX_FIXTURES
+
+TABLE = os.path.join(FIXTURES, "strict", "operand_types_ptxas13.json.gz")
 PTXAS = shutil.which("ptxas")
 
 VALID = """.version 8.5
@@ -213,7 +214,7 @@ def test_async_qualifiers(instr, phrase):
 
 
 def _calls():
-    with open(os.path.join(HERE, "fixtures", "ptx", "calls.ptx")) as f:
+    with open(os.path.join(PTX_FIXTURES, "calls.ptx")) as f:
         return f.read()
 
 
@@ -358,14 +359,14 @@ def mutant_sample(n=100, seed=21):
     rng = random.Random(seed)
     pool = []
     for name in FIXTURES:
-        with open(os.path.join(HERE, "fixtures", "ptx", name)) as f:
+        with open(os.path.join(PTX_FIXTURES, name)) as f:
             pool += [(name, k, t) for k, t in _mutants(f.read(), rng)]
     return rng.sample(pool, min(n, len(pool)))
 
 
 def test_fixtures_compile():
     for name in FIXTURES:
-        with open(os.path.join(HERE, "fixtures", "ptx", name)) as f:
+        with open(os.path.join(PTX_FIXTURES, name)) as f:
             compile_all(f.read())
 
 
@@ -387,19 +388,18 @@ def test_mutants_ptxas_refuses_are_refused():
 def test_memory_modifiers_ptxas_accepts_are_not_refused():
     # tests/fixtures/strict/memory_modifiers_valid.ptx: ld/st/red/atom/cvta/isspacep/prefetch forms ptxas 13.0
     # accepts for sm_90a (cache hints, scopes, mbarrier completion, shared::cluster ...)
-    with open(os.path.join(HERE, "fixtures", "strict", "memory_modifiers_valid.ptx")) as f:
+    with open(os.path.join(FIXTURES, "strict", "memory_modifiers_valid.ptx")) as f:
         fn = P.parse(f.read()).functions["k"]
     for ins in fn.body:
         strict.check_spaces(ins)
     assert len(fn.body) > 10
 
 
-# -- the differential campaign (scripts/ptx_mutants.py) over every bundled fixture ---------------------------
+# -- the differential campaign (scripts/checks/ptx_mutants.py) over every bundled fixture --------------------
 
 def _campaign_module():
     import importlib.util
-    spec = importlib.util.spec_from_file_location("ptx_mutants", os.path.join(HERE, "..", "scripts",
-                                                                              "ptx_mutants.py"))
+    spec = importlib.util.spec_from_file_location("ptx_mutants", os.path.join(CHECKS, "ptx_mutants.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
