@@ -1,6 +1,9 @@
 """Hypothesis profiles: 'ci' (default, fast) and 'campaign' (long fuzzing runs).
 
     HYPOTHESIS_PROFILE=campaign pytest tests/ -k hypothesis
+
+The test folders mirror tcemu's subpackages; their shared helpers are in tests/support/ (on sys.path through
+pyproject's pythonpath). tests/README.md lists the folders, the markers and the fast subset.
 """
 import os
 
@@ -11,3 +14,24 @@ settings.register_profile("ci", max_examples=150, deadline=None, derandomize=Tru
 settings.register_profile("campaign", max_examples=20000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_finish(session):
+    """Start building the CuTe oracles the selected tests need (tests/support/cute.py), in the background, so that
+    the compile overlaps with the tests that run before them; a cached oracle costs nothing."""
+    if session.config.option.collectonly:
+        return
+    import cute
+    needed = []
+    for item in session.items:
+        for fixture, names in cute.FIXTURE_ORACLES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                needed += [n for n in names if n not in needed]
+    if needed:
+        cute.prebuild(needed)
+
+
+def pytest_sessionfinish(session):
+    """Builds not started yet are dropped (the one running finishes, into the cache)."""
+    import cute
+    cute.cancel_pending()

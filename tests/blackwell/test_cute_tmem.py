@@ -1,9 +1,9 @@
 """Peer oracle: CuTe's tensor-memory fragments (nvidia-cutlass headers, host-compiled with nvcc) vs tcemu/blackwell/tmem.py.
 
-tests/cute_oracle/tmem_oracle.cu only #includes CuTe and calls it: D and A through CuTe's MMA path
+tests/support/cute_oracle/tmem_oracle.cu only #includes CuTe and calls it: D and A through CuTe's MMA path
 (make_tiled_mma(op) -> partition_shape_C/A -> make_tensor<FrgTypeC/A>, i.e. UMMA::tmem_frg_1sm / tmem_frg_2sm),
 the scale factors through UMMA::tmem_sf_frg (the block-scaled traits' FrgTypeSFA/SFB). For every element it
-prints the lane, column and sub-word CuTe's tmem_ptr gives it. Built once per session (~12 s on 2 cores).
+prints the lane, column and sub-word CuTe's tmem_ptr gives it. Built once and cached (tests/support/cute.py).
 
 Covered (every element compared, exactly):
   D, cta_group::1 (F16BF16_SS, Interleaved): M = 64 / 128 x N = 8 / 64 / 256, f32 and f16 accumulators;
@@ -34,8 +34,6 @@ rotates a sub-word element offset into the top byte (rotr(offset, log2(32 / bits
 sub-word index is idx_ >> (8 - shift). tcemu gives (lanes, columns relative to the address, bit shift).
 """
 import json
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,22 +41,14 @@ import pytest
 from tcemu import TmemError
 from tcemu.blackwell.tmem import TensorMemory, d_cells, meta_cells, tmem_address
 
-from test_cute_umma import _cute_include, _nvcc  # the same CuTe headers / nvcc lookup and skips
-
-SOURCE = Path(__file__).parent / "cute_oracle" / "tmem_oracle.cu"
+import cute
 
 
 @pytest.fixture(scope="session")
-def tmem_oracle(tmp_path_factory):
-    include, nvcc = _cute_include(), _nvcc()
-    exe = tmp_path_factory.mktemp("cute_tmem_oracle") / "tmem_oracle"
-    # Same flags as umma_oracle (tests/test_cute_umma.py): CuTe's host-device code as plain host C++.
-    build = subprocess.run([nvcc, "-std=c++17", "-x", "c++", "-O1", "-DNDEBUG", f"-I{include}", str(SOURCE),
-                            "-o", str(exe)], capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, f"compiling the CuTe tmem oracle failed:\n{(build.stdout + build.stderr)[-4000:]}"
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-2000:]
-    recs = [json.loads(line) for line in run.stdout.splitlines()]
+def tmem_oracle():
+    [exe] = cute.binaries(["tmem_oracle"])   # the flags of umma_oracle: CuTe's host-device code as plain host C++
+    out, _ = cute.run(exe, timeout=120)
+    recs = [json.loads(line) for line in out]
     for r in recs:
         if r["rec"] == "e":  # sparse metadata: (tile, copy, row, k)
             shape = (r["tiles"], r["copies"], r["m"], r["k"])

@@ -1,10 +1,10 @@
 """Peer oracle: CuTe's own descriptor builders (nvidia-cutlass headers, host-compiled with nvcc) vs tcemu.
 
-tests/cute_oracle/umma_oracle.cu only #includes CuTe and calls it: tile_to_shape over every canonical
+tests/support/cute_oracle/umma_oracle.cu only #includes CuTe and calls it: tile_to_shape over every canonical
 smem layout atom, make_umma_desc / make_gmma_desc and CuTe's MMA partition path (MakeTensor<smem_desc>,
 DescriptorIterator), UMMA::make_instr_desc / make_instr_desc_block_scaled. It prints one JSON object
-per line (format: tests/cute_oracle/README.md). It is built once per session, as two halves
-compiled in parallel (about 20 s on 2 cores).
+per line (format: tests/support/cute_oracle/README.md). It is built as two halves compiled in parallel (about
+20 s on 2 cores), once: tests/support/cute.py keeps the binaries in a cache keyed by source, compiler and headers.
 
 Oracle-only checks (need CuTe + nvcc, not tcemu's sm100 side): the descriptor bit positions, the
 start address of every sub-tile, and the instruction descriptors against PTX Tables 42-44 as
@@ -15,48 +15,20 @@ operand_addresses against CuTe's per-element byte offsets, for sm90 and sm100.
 import collections
 import importlib.util
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tcemu
 
-SOURCE = Path(__file__).parent / "cute_oracle" / "umma_oracle.cu"
-PARTS = (0, 1)  # ORACLE_PART halves, compiled in parallel
-INSTALL_HINT = "pip install --no-deps nvidia-cutlass"
+import cute
+
+PARTS = (0, 1)  # ORACLE_PART halves, built as umma_oracle_0 / _1 (tests/support/cute.py), in parallel
 
 
 # ---------------------------------------------------------------------------------------------
-# Building and running the oracle
+# Running the oracle (built once, and cached: tests/support/cute.py)
 # ---------------------------------------------------------------------------------------------
-def _cute_include() -> Path:
-    spec = importlib.util.find_spec("cutlass_library")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"CuTe headers not installed (nvidia-cutlass wheel): {INSTALL_HINT}")
-    include = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
-    if not (include / "cute" / "atom" / "mma_traits_sm100.hpp").is_file():
-        pytest.skip(f"cutlass_library has no CuTe sm100 headers under {include}: {INSTALL_HINT}")
-    return include
-
-
-def _nvcc() -> str:
-    for candidate in (os.environ.get("TCEMU_NVCC"), "/usr/local/bin/nvcc", shutil.which("nvcc")):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    pytest.skip("nvcc not found (set TCEMU_NVCC); the CuTe oracle is host code compiled with nvcc")
-
-
-def _compile_command(nvcc, include, part, exe):
-    # -x c++: CuTe's CUTE_HOST_DEVICE code as plain host C++ (no device pass, ~2.5x faster than
-    # -x cu, same output). -DNDEBUG: a packed-fp4 element's byte is taken from its sub-byte iterator.
-    return [nvcc, "-std=c++17", "-x", "c++", "-O1", "-DNDEBUG", f"-DORACLE_PART={part}", f"-I{include}",
-            str(SOURCE), "-o", str(exe)]
-
-
 class Oracle:
     def __init__(self, lines):
         self.meta, self.tiles, self.smem, self.instr, self.ends, self.sm103 = [], {}, [], [], [], []
@@ -87,23 +59,12 @@ class Oracle:
 
 
 @pytest.fixture(scope="session")
-def oracle(tmp_path_factory):
-    include, nvcc = _cute_include(), _nvcc()
-    build = tmp_path_factory.mktemp("cute_oracle")
-    procs = []
-    for part in PARTS:
-        exe = build / f"umma_oracle_{part}"
-        procs.append((exe, subprocess.Popen(_compile_command(nvcc, include, part, exe), stdout=subprocess.PIPE,
-                                            stderr=subprocess.STDOUT, text=True)))
+def oracle():
     lines, stderr = [], []
-    for exe, proc in procs:
-        log, _ = proc.communicate(timeout=900)
-        assert proc.returncode == 0, f"compiling the CuTe oracle failed:\n{log[-4000:]}"
-    for exe, _ in procs:
-        run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
-        assert run.returncode == 0, run.stderr[-2000:]
-        lines += run.stdout.splitlines()
-        stderr += run.stderr.splitlines()
+    for exe in cute.binaries([f"umma_oracle_{part}" for part in PARTS]):
+        out, err = cute.run(exe)
+        lines += out
+        stderr += err
     o = Oracle(lines)
     o.stderr = stderr
     return o

@@ -3,8 +3,9 @@ mask, collector buffers) and sm_103a (K = 96, LBO mode 1).
 
 Expected values come from plain-Python restatements of the PTX text (which logical column each stored element
 names, the zero-column mask of Table 45 and its worked examples, the .ws and sparse shapes of Table 39) fed to the
-rational reference of test_tcgen05 (ref_fused / ref_grouped, no code shared with fdp.py); the tensor-memory maps
-and LBO mode 1 are checked against CuTe in test_cute_tmem.py / test_cute_umma.py. None of it is silicon-verified.
+rational reference of tests/support/tcgen05_reference.py (ref_fused / ref_grouped, no code shared with fdp.py);
+the tensor-memory maps and LBO mode 1 are checked against CuTe in test_cute_tmem.py / test_cute_umma.py. None of it
+is silicon-verified.
 """
 from dataclasses import replace
 from fractions import Fraction
@@ -20,7 +21,7 @@ from tcemu.blackwell.collector import CollectorBuffers
 from tcemu.arith.formats import decode, encode
 from tcemu.blackwell.instr import ZeroColumnMask, shape_findings
 
-from test_tcgen05 import _bits, desc, fractions, ref_fused, ref_grouped
+from tcgen05_reference import _bits, desc, fractions, ref_fused, ref_grouped
 
 A_AT, B_AT = 0x400, 0x20400
 

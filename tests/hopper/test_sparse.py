@@ -2,7 +2,7 @@
 the traces of scripts/capture/capture_sparse.py when they are present.
 
 References are independent of tcemu/hopper/sparse.py: CuTe's metadata layouts evaluated with CuTe's own layout algebra
-(pycute), scalar loops over the PTX text's definitions, tests/test_fdp.py's exact-rational fused-dot reference,
+(pycute), scalar loops over the PTX text's definitions, tests/support/fdp_reference.py's exact-rational fused-dot reference,
 and numpy integer matrix products of the densified matrix.
 """
 import os
@@ -17,7 +17,7 @@ from tcemu.hopper import sparse as S
 from tcemu.arith.fdp import RNE, RZ, FdpUnit
 from tcemu.layout.fragments import to_a_registers
 from tcemu.traces.archive import load_trace, sp_numerics_case_matches
-from test_fdp import reference
+from fdp_reference import reference
 
 from paths import TRACES
 

@@ -8,8 +8,9 @@ import tcemu.ptx as ptx
 from tcemu.ptx.ops.calls import format_printf
 
 from ptxkit import HEADER
+from paths import PTX_FIXTURES
 
-FX = os.path.join(os.path.dirname(__file__), "fixtures", "ptx", "calls.ptx")
+FX = os.path.join(PTX_FIXTURES, "calls.ptx")
 
 
 def test_nvcc_kernel_with_call_printf_assert(capsys):

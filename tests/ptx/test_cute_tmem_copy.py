@@ -1,38 +1,30 @@
 """Peer oracle: CuTe's SM100 tensor-memory copy traits (nvidia-cutlass headers, host-compiled with nvcc) vs the data
 paths of tcemu.ptx's tcgen05.ld / tcgen05.st / tcgen05.cp (tcemu/ptx/ops/tcgen05.py).
 
-tests/cute_oracle/tmem_copy_oracle.cu only #includes CuTe and evaluates its layouts: for every SM100_TMEM_LOAD_* and
+tests/support/cute_oracle/tmem_copy_oracle.cu only #includes CuTe and evaluates its layouts: for every SM100_TMEM_LOAD_* and
 SM100_TMEM_STORE_* (5 shapes, every .num, with and without the _16b pack/unpack), the tensor-memory lane, column and
 bit of bit 0 and bit 16 of every thread's every register (ValID o DstLayout / SrcLayout); for the SM100_UTCCP_* 1-CTA
 ops, the lane and column of every 32-bit word of every source row and every multicast copy. CuTe's 16x32bx2 ops pass
 immHalfSplitoff = .num columns (2 .num with _16b), which the comparison uses.
 """
 import json
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tcemu.ptx.ops.tcgen05 import cp_lanes, datapath
 
-from test_cute_umma import _cute_include, _nvcc  # the same CuTe headers / nvcc lookup and skips
+import cute
 
-SOURCE = Path(__file__).parent / "cute_oracle" / "tmem_copy_oracle.cu"
 SHAPES = {"16dp256b": "16x256b", "16dp128b": "16x128b", "16dp64b": "16x64b", "16dp32b": "16x32bx2",
           "32dp32b": "32x32b"}
 
 
 @pytest.fixture(scope="session")
-def copy_oracle(tmp_path_factory):
-    include, nvcc = _cute_include(), _nvcc()
-    exe = tmp_path_factory.mktemp("cute_tmem_copy_oracle") / "tmem_copy_oracle"
-    build = subprocess.run([nvcc, "-std=c++17", "-x", "c++", "-O1", "-DNDEBUG", f"-I{include}", str(SOURCE),
-                            "-o", str(exe)], capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, f"compiling the CuTe copy oracle failed:\n{(build.stdout + build.stderr)[-4000:]}"
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return [json.loads(line) for line in run.stdout.splitlines()]
+def copy_oracle():
+    [exe] = cute.binaries(["tmem_copy_oracle"])
+    out, _ = cute.run(exe, timeout=120)
+    return [json.loads(line) for line in out]
 
 
 def test_oracle_covers_every_shape_num_and_pack(copy_oracle):

@@ -6,10 +6,8 @@ Every expectation comes from an independent reference: the plain-Fraction roundi
 arithmetic, and a plain-Python statement of the ISA's min/max pseudo-code (-0 < +0, NaN ignored unless every input
 is NaN, canonical NaN with .NaN). Which lines are legal is what ptxas 13.0 says (FORMS, checked against ptxas when
 it is installed)."""
-import os
 import shutil
 import subprocess
-import sys
 from fractions import Fraction
 
 import numpy as np

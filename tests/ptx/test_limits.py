@@ -21,7 +21,9 @@ from tcemu.ptx.memory import GlobalMemory
 from tcemu.blackwell.tmem import TensorMemory
 from tcemu.core.errors import TmemError, TraceError
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "ptx")
+from paths import PTX_FIXTURES
+
+FIXTURES = PTX_FIXTURES
 HEAD = ".version 8.3\n.target sm_90\n.address_size 64\n"
 
 

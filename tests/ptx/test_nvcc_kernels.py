@@ -9,8 +9,9 @@ import pytest
 import tcemu.ptx as ptx
 
 from ptxkit import s32
+from paths import PTX_FIXTURES
 
-PTX = pathlib.Path(__file__).parent / "fixtures" / "ptx" / "warp_kernels.ptx"
+PTX = pathlib.Path(PTX_FIXTURES) / "warp_kernels.ptx"
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,9 @@ from tcemu.blackwell.collector import CollectorBuffers
 from tcemu.blackwell.instr import ZeroColumnMask
 from tcemu.ptx.errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 
-from test_ptx_tcgen05 import BASE, EPILOGUE, PROLOGUE, REGS, desc, rand_bits
+from tcgen05_kernel import BASE, EPILOGUE, PROLOGUE, REGS, desc, rand_bits
+
+from paths import PTX_FIXTURES
 
 IMG = 0x8000
 META, SFA, SFB, ACOL = 256, 288, 320, 384     # tensor-memory columns of the inputs (D at column 0)
@@ -773,7 +775,7 @@ def test_metadata_address_with_a_lane_is_refused():
 
 # ------------------------------------------------------------------------------------------------ nvcc + CuTe / CCCL
 
-FX = Path(__file__).parent / "fixtures" / "ptx"
+FX = Path(PTX_FIXTURES)
 SM100A_FORMS = ["tcgen05.mma.sp.cta_group::1.kind::f16"] * 2 + [
     "tcgen05.mma.ws.cta_group::1.kind::f16.collector::b0::fill",
     "tcgen05.mma.ws.cta_group::1.kind::f16.collector::b0::use"]

@@ -25,7 +25,9 @@ from tcemu.traces.inputs import input_bits
 from tcemu.traces.kinds.kernel_outputs import _tensor_map
 from tcemu.frontends.triton import TensorDescriptor, opcode_census, run_compiled
 
-FX = os.path.join(os.path.dirname(__file__), "fixtures", "ptx")
+from paths import PTX_FIXTURES, current_path
+
+FX = PTX_FIXTURES
 SM100 = os.path.join(FX, "sm100")
 K_STEP = {"f16": 16, "f8f6f4": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
 BITS = {"bf16": 16, "f16": 16, "e4m3": 8, "e2m1": 4}
@@ -344,12 +346,12 @@ def test_sm100_fixtures_are_what_their_json_says():
         assert re.search(r"^\.target\s+sm_100a\s*$", ptx, re.M)
         if name.startswith("scaled_"):
             assert meta["command"].startswith("PYTHONPATH=. python scripts/triton_kernels_sm100.py")
-            with open(os.path.join(os.path.dirname(__file__), "..", "scripts", "triton_kernels_sm100.py"), "rb") as f:
+            with open(current_path("scripts/triton_kernels_sm100.py"), "rb") as f:
                 assert meta["source_sha256"] == hashlib.sha256(f.read()).hexdigest()
         else:
             assert meta["command"].startswith("PYTHONPATH=. python scripts/cute_sm100_kernels.py")
             for f, digest in meta["wrapper_sha256"].items():
-                with open(os.path.join(os.path.dirname(__file__), "..", "scripts", "cute_sm100", f), "rb") as fh:
+                with open(current_path("scripts/cute_sm100/" + f), "rb") as fh:
                     assert hashlib.sha256(fh.read()).hexdigest() == digest, f
             assert meta["opcode_census"] == opcode_census(ptx)
             for case in meta["cases"]:

@@ -17,7 +17,9 @@ from tcemu.hopper.wgmma import fdp_unit
 from tcemu.traces.inputs import input_bits
 from tcemu.frontends.triton import TensorDescriptor, TritonError, run_compiled
 
-FX = os.path.join(os.path.dirname(__file__), "fixtures", "ptx")
+from paths import PTX_FIXTURES
+
+FX = PTX_FIXTURES
 STORE = {"bf16": "bf16", "fp16": "f16", "fp32": "f32", "fp8e4nv": "e4m3"}
 K_STEP = {"bf16": 16, "f16": 16, "tf32": 8, "e4m3": 32}
 

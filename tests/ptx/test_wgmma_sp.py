@@ -1,4 +1,4 @@
-"""wgmma.mma_async.sp through tcemu.ptx: the kernel of test_ptx_wgmma.py with the sparse form (stored A of K/2,
+"""wgmma.mma_async.sp through tcemu.ptx: the kernel of tests/ptx/test_wgmma.py (tests/support/wgmma_kernel.py) with the sparse form (stored A of K/2,
 a metadata register per thread, sp-sel). Expected D: tcemu.wgmma_sp (silicon-verified: traces/wgmma_sp_*) on the
 same shared-memory image with the same metadata registers."""
 import numpy as np
@@ -9,7 +9,7 @@ import tcemu.ptx as ptx
 from tcemu.hopper.sparse import meta_registers
 from tcemu.layout.smem import SharedMemory
 
-from test_ptx_wgmma import BASE, D, Form, _bits, kernel
+from wgmma_kernel import BASE, D, Form, _bits, kernel
 
 N, K = 32, 32
 A_DESC = D(BASE, 16, 1024, "128B")            # stored A: 64 x 16 bf16 (32 bytes of K per row)

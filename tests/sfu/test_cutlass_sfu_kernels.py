@@ -24,11 +24,11 @@ from tcemu.traces import launches as L
 from tcemu.ptx.errors import PtxUnsupported
 from tcemu.traces.archive import check_trace, load_trace
 
-ROOT = Path(__file__).resolve().parents[1]
-FIX = ROOT / "tests" / "fixtures" / "ptx"
-TRACE = ROOT / "traces" / "cutlass_sfu_kernels_sm90.npz"
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "tests"))
+from paths import CAPTURE, PTX_FIXTURES, TRACES, current_path
+
+FIX = Path(PTX_FIXTURES)
+TRACE = Path(TRACES) / "cutlass_sfu_kernels_sm90.npz"
+sys.path.insert(0, CAPTURE)
 import capture_cutlass as CC  # noqa: E402
 from sfu_probe import approx_forms, refused, refused_forms  # noqa: E402
 
@@ -59,7 +59,7 @@ def test_fixture_provenance_and_forms(name):
     assert re.search(rb"^\.target\s+sm_90a\s*$", ptx, re.M)
     assert "13.0" in meta["versions"]["nvcc"] and meta["command"].startswith("PYTHONPATH=. python scripts/cutlass_sfu")
     for src, digest in meta["sources_sha256"].items():    # rebuilt since any of its sources last changed
-        assert hashlib.sha256((ROOT / src).read_bytes()).hexdigest() == digest, src
+        assert hashlib.sha256(open(current_path(src), "rb").read()).hexdigest() == digest, src
     assert len(meta["entries"]) == 1 and all(r["entry"] == meta["entries"][0] for r in meta["launches"])
     assert approx_forms(ptx.decode()) == FORMS[name]
     outs = [[b["name"] for b in r["buffers"] if b["role"] == "output"] for r in meta["launches"]]

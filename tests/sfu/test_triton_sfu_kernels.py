@@ -21,9 +21,10 @@ from tcemu.ptx.errors import PtxUnsupported
 from tcemu.traces.kinds.kernel_outputs import fixture_from_trace, replay_launches
 from tcemu.traces.archive import check_trace, load_trace
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
-TRACE_PATH = os.path.join(ROOT, "traces", "triton_sfu_kernels_sm90.npz")
-FIXTURES = os.path.join(ROOT, "tests", "fixtures", "ptx")
+from paths import CAPTURE, PTX_FIXTURES, TRACES, current_path
+
+TRACE_PATH = os.path.join(TRACES, "triton_sfu_kernels_sm90.npz")
+FIXTURES = PTX_FIXTURES
 TRACE = load_trace(TRACE_PATH)
 CASES = TRACE.meta["cases"]
 STORE = {"f16": 2, "f32": 4, "i32": 4}
@@ -105,7 +106,7 @@ def test_fixtures_are_the_captured_ones():
 
 
 def test_fixtures_are_built_from_the_committed_source():
-    src = hashlib.sha256(open(os.path.join(ROOT, "scripts", "triton_sfu_kernels.py"), "rb").read()).hexdigest()
+    src = hashlib.sha256(open(current_path("scripts/triton_sfu_kernels.py"), "rb").read()).hexdigest()
     for name in CENSUS:
         meta = json.load(open(os.path.join(FIXTURES, name + ".json")))
         ptx = open(os.path.join(FIXTURES, name + ".ptx")).read()
@@ -130,7 +131,7 @@ def test_approx_census():
 
 def test_case_table_is_the_captured_one():
     """scripts/capture_sfu_kernels.py's CASES (its plan, without a GPU) are the trace's cases, launch for launch."""
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.path.insert(0, CAPTURE)
     try:
         import capture_sfu_kernels as cap
     finally:

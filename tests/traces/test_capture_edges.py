@@ -3,7 +3,6 @@ cvt.f32.f64 edges, exact-zero sign and zero floor of wgmma), the replay of its w
 (tcemu/traces/kinds/zero_sign.py), and the captured traces when present."""
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -18,13 +17,15 @@ from tcemu.traces.kinds.ptx_alu import evaluate, load_alu_trace, replay_alu_colu
 from tcemu.ptx.fparith import _FTZ_F64_BELOW, cvt, float_op
 from tcemu.traces.kinds.zero_sign import HYPOTHESES, case_bits, case_inputs, replay_zero_sign
 
-ROOT = Path(__file__).resolve().parent.parent
-TRACES = ROOT / "traces"
+from paths import CAPTURE, TRACES as TRACE_DIR
+
+TRACES = Path(TRACE_DIR)
+SCRIPTS = Path(CAPTURE)
 
 
 def _load_driver():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("capture_edges", ROOT / "scripts" / "capture_edges.py")
+    sys.path.insert(0, CAPTURE)
+    spec = importlib.util.spec_from_file_location("capture_edges", SCRIPTS / "capture_edges.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -64,7 +65,7 @@ def _zs_columns(cases, pool, groups, regs):
 # ------------------------------------------------------------------ generated code, forms, dry run
 
 def test_inc_is_what_the_driver_generates():
-    assert (ROOT / "scripts" / "capture_edges.inc").read_text() == E.gen_inc()
+    assert (SCRIPTS / "capture_edges.inc").read_text() == E.gen_inc()
 
 
 def test_every_alu_form_is_judged_by_the_replay(alu_plan):
@@ -377,7 +378,7 @@ def capture_ptx(tmp_path_factory):
         pytest.skip("nvcc not found: the capture kernels cannot be compiled here")
     out = tmp_path_factory.mktemp("edges") / "capture_edges.ptx"
     subprocess.run(["nvcc", "-O2", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-ptx", "-o", str(out),
-                    str(ROOT / "scripts" / "capture_edges.cu")], check=True, capture_output=True, timeout=300)
+                    str(SCRIPTS / "capture_edges.cu")], check=True, capture_output=True, timeout=300)
     return ptx.load(str(out))
 
 

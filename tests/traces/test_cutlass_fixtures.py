@@ -21,9 +21,10 @@ from tcemu.ptx.program import Program
 from tcemu.arith.fdp import decode_operand, fused_dot
 from tcemu.hopper.wgmma import K_OF, fdp_unit
 
-ROOT = Path(__file__).resolve().parents[1]
-FIX = ROOT / "tests" / "fixtures" / "ptx"
-sys.path.insert(0, str(ROOT / "scripts"))
+from paths import CAPTURE, PTX_FIXTURES, current_path
+
+FIX = Path(PTX_FIXTURES)
+sys.path.insert(0, CAPTURE)
 import capture_cutlass as CC  # noqa: E402
 
 NAMES = ["cutlass_cute_tutorial", "cutlass_ws_bf16", "cutlass_pingpong_bf16", "cutlass_coop_bf16_2x1",
@@ -65,7 +66,7 @@ def test_fixture_provenance(name):
     assert "-cudart none" in cmd["builder"] and "scripts/cutlass/fake_cuda.cpp" in cmd["builder"]
     # rebuilt since any capture source last changed
     for src, digest in meta["sources_sha256"].items():
-        assert hashlib.sha256((ROOT / src).read_bytes()).hexdigest() == digest, src
+        assert hashlib.sha256(open(current_path(src), "rb").read()).hexdigest() == digest, src
     if name == "cutlass_cute_tutorial":   # the wheel's tutorial, compiled unmodified
         assert meta["ptx_source"] == "cutlass_library/source/examples/cute/tutorial/hopper/wgmma_tma_sm90.cu"
         try:

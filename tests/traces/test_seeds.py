@@ -18,9 +18,10 @@ import pytest
 
 from tcemu.traces import seeds as S
 
-ROOT = Path(__file__).resolve().parents[1]
-CU = ROOT / "scripts" / "capture_numerics.cu"
-TRACE = ROOT / "traces" / "wgmma_numerics_sm90.npz"
+from paths import CAPTURE, TRACES
+
+CU = Path(CAPTURE) / "capture_numerics.cu"
+TRACE = Path(TRACES) / "wgmma_numerics_sm90.npz"
 M64 = (1 << 64) - 1
 M32 = (1 << 32) - 1
 
@@ -334,11 +335,11 @@ def test_special_bits_values():
 
 
 def test_kinds_match_scripts_module():
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, CAPTURE)
     try:
         import gen_numerics_wrappers as gen
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(CAPTURE)
     assert S.NUMERICS_KINDS == gen.KINDS
     # fill_operand's template BITS per kind, and the instruction K of the wrappers
     for kind in range(len(S.NUMERICS_KINDS)):

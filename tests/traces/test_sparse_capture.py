@@ -21,8 +21,9 @@ from tcemu.layout.fragments import a_coords, to_d_registers
 from tcemu.traces.archive import (load_trace, replay, sp_metadata_case_registers, sp_numerics_case_registers,
                                   thread_digests)
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ROOT / "scripts"
+from paths import CAPTURE, TRACES
+
+SCRIPTS = Path(CAPTURE)
 
 
 def _driver():
@@ -85,7 +86,7 @@ def _cases():
     return out
 
 
-NUM_TRACE = ROOT / "traces" / "wgmma_sp_numerics_sm90.npz"
+NUM_TRACE = Path(TRACES) / "wgmma_sp_numerics_sm90.npz"
 
 
 def _trace_negzero_cases():

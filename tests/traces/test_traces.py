@@ -9,7 +9,9 @@ import pytest
 from tcemu import GmmaDescriptor, TraceError, operand_addresses
 from tcemu.traces.archive import load_trace, replay
 
-TRACES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "traces", "*.npz")))
+from paths import TRACES as TRACE_DIR, current_path
+
+TRACES = sorted(glob.glob(os.path.join(TRACE_DIR, "*.npz")))
 # Kernel traces whose every case has its own test, which demands every byte: replaying them whole here too
 # would only double CI's time (tests/test_sfu_kernels.py, tests/test_cutlass_sfu.py)
 CASE_BY_CASE = {"triton_sfu_kernels_sm90.npz", "cutlass_sfu_kernels_sm90.npz"}
@@ -42,11 +44,11 @@ def test_trace_provenance(path):
     for key in ("gpu", "driver", "cuda", "date", "command", "sources", "seed") + (("smem_base",) if probe else ()):
         assert meta.get(key), key
     for src, digest in meta["sources"].items():
-        assert os.path.exists(os.path.join(os.path.dirname(__file__), "..", src)), src
+        assert os.path.exists(current_path(src)), src
         assert len(digest) == 64
 
 
-ADDR_TRACE = os.path.join(os.path.dirname(__file__), "..", "traces", "wgmma_addresses_sm90.npz")
+ADDR_TRACE = os.path.join(TRACE_DIR, "wgmma_addresses_sm90.npz")
 
 
 def _cases(trace):

@@ -17,9 +17,10 @@ from tcemu.traces import inputs as KI
 from tcemu.frontends import triton as TT
 from tcemu.core.errors import TcemuError
 
-ROOT = Path(__file__).resolve().parents[1]
-FIX = ROOT / "tests" / "fixtures" / "ptx"
-sys.path.insert(0, str(ROOT / "scripts"))
+from paths import CAPTURE, PTX_FIXTURES, ROOT, current_path
+
+FIX = Path(PTX_FIXTURES)
+sys.path.insert(0, CAPTURE)
 import capture_kernels as CK  # noqa: E402
 import capture_torch_gemm as CT  # noqa: E402
 import capture_sfu_kernels as CS  # noqa: E402
@@ -55,7 +56,7 @@ def test_fixture_sha256_and_target(name):
     assert meta["triton"] and meta["command"].startswith("PYTHONPATH=. python scripts/triton_kernels.py")
     assert meta["block"] == [32 * meta["num_warps"], 1, 1]
     # rebuilt since the kernels' source last changed (the PTX carries its line numbers)
-    src = (ROOT / "scripts" / "triton_kernels.py").read_bytes()
+    src = open(current_path("scripts/triton_kernels.py"), "rb").read()
     assert meta["source_sha256"] == hashlib.sha256(src).hexdigest()
 
 
