@@ -42,7 +42,7 @@ def test_addresses_error_names_field(capsys):
 
 
 def test_replay_table_and_exit_codes(capsys, tmp_path):
-    # one small trace (tests/test_traces.py replays them all): its groups, its totals, the verdict
+    # one small trace (tests/traces/test_traces.py replays them all): its groups, its totals, the verdict
     assert main(["replay", "traces/smem_wavefronts_targeted_sm90.npz"]) == 0
     out = capsys.readouterr().out
     assert "smem_wavefronts_targeted_sm90.npz" in out and " total " in out

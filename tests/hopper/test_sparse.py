@@ -343,7 +343,7 @@ def _trace(name):
 
 
 def test_sparse_traces_cover_the_questions():
-    """Every value is replayed by tests/test_traces.py (all of traces/*.npz); here: the captures hold the cases
+    """Every value is replayed by tests/traces/test_traces.py (all of traces/*.npz); here: the captures hold the cases
     that decide each open rule, and no probe broke its own invariants."""
     addr = load_trace(_trace("wgmma_sp_addresses_sm90.npz"))
     c = addr.columns
@@ -397,7 +397,7 @@ def test_numerics_trace_rejects_the_alternative_rules():
     an inf or NaN of B at a pruned position (hardware: no 0 * inf), 'halves' on ordinary cases (rounding between
     halves). The three negzero cases of one step with scale-d = 0 match 'signed' too: scale-d = 0 adds the unit's
     +0 accumulator (traces/wgmma_zero_sign_sm90.npz), a +0 term, so no rule of the sign can give -0 there.
-    tests/test_traces.py replays every case under 'selected'."""
+    tests/traces/test_traces.py replays every case under 'selected'."""
     trace = load_trace(_trace("wgmma_sp_numerics_sm90.npz"))
     props = {i: _num_inputs(trace, i) for i in range(trace.columns["seed"].size)}
     match = lambda i, rule: bool(sp_numerics_case_matches(trace, i, rule).all())  # noqa: E731

@@ -190,7 +190,7 @@ def _failures(unit_change, kinds, limit=40):
     ({"keep_bits": 23}, ("e4m3",)),                 # fp8 -> f32 keeps 13 fraction bits, not 23
     ({"zero_exp": -126}, ("tf32", "bf16")),
     # signed_zero / zero_c_when_absent: this trace cannot tell (no case has every term -0 or every product below
-    # 2^-133); traces/wgmma_zero_sign_sm90.npz does (tests/test_capture_edges.py::test_zero_sign_trace_replays)
+    # 2^-133); traces/wgmma_zero_sign_sm90.npz does (tests/traces/test_capture_edges.py::test_zero_sign_trace_replays)
 ])
 def test_trace_rejects_other_constants(change, kinds):
     assert _failures(change, kinds) > 0

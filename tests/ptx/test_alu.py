@@ -262,7 +262,7 @@ def test_bfe32(signed):
 @pytest.mark.parametrize("signed", [False, True])
 def test_bfe64(signed):
     # the 64-bit forms take pos and len as whole u32 values, not modulo 256 as the PTX text says: the H100's
-    # SASS sequence (traces/ptx_alu_sm90.npz, 27,192 cases; tests/ptx_reference.sass_bfe64 models it)
+    # SASS sequence (traces/ptx_alu_sm90.npz, 27,192 cases; tests/support/ptx_reference.sass_bfe64 models it)
     t = "s64" if signed else "u64"
     pre = "  cvt.u32.u64 %r2, %rd22;\n  cvt.u32.u64 %r3, %rd23;\n"
     check(pre + f"  bfe.{t} %rd24, %rd21, %r2, %r3;", lambda a, b, c: sass_bfe64(a, b & M32, c & M32, signed),

@@ -290,7 +290,7 @@ def test_same_type_cvt_sat_clamps():
 
 def test_refusals_and_bad_modifiers():
     x = f32(0x3F800000)
-    # approximate forms compute (tests/test_sfu.py); a form without .approx is one ptxas refuses
+    # approximate forms compute (tests/sfu/test_sfu.py); a form without .approx is one ptxas refuses
     for op, kw in (("ex2", {}), ("tanh", {}), ("sin", {}), ("rsqrt", {"rounding": "rn"})):
         with pytest.raises(PtxError) as e:
             float_op(op, "f32", x, **kw)

@@ -364,7 +364,7 @@ def test_bad_barrier_operands(ins, words):
 
 @pytest.mark.parametrize("ins,words", [("bar.sync 16;", "out of range, expected to be in range [0..15]"),
                                        ("bar.sync 0, 48;", "multiple of warp size")])
-def test_bad_barrier_immediates_refused_at_compile(ins, words):  # as ptxas refuses them (tests/test_ptx_strict.py)
+def test_bad_barrier_immediates_refused_at_compile(ins, words):  # as ptxas refuses them (tests/ptx/test_strict.py)
     with pytest.raises(PtxSyntaxError) as e:
         run(f"  {ins}\n  ret;\n")
     assert words in str(e.value)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tcemu.ptx as ptx
-from tests.ptxkit import entry
+from ptxkit import entry
 
 # pcs: 0-4 the OUT_PROLOGUE (5 instructions), 5 setp, 6 @p bra, 7 add, 8 st, 9 ret
 BODY = """\

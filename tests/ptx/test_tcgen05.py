@@ -6,7 +6,7 @@ same descriptors) from global memory with st.shared, fence the async proxy, warp
 and each warp reads its 32 lanes back with tcgen05.ld.32x32b. The expected D is tcemu.tcgen05_mma called on the same
 image without the interpreter; the lanes are the PTX data-path layouts (9.7.16.10.5: layout D, M = 128: row r in
 lane r; layout F, M = 64: row r in lane 32 (r / 16) + r % 16 (+ 16 for the upper half)), written out here.
-ld/st: every shape against a plain-Python statement of CuTe's data paths (tests/test_cute_tmem_copy.py checks those
+ld/st: every shape against a plain-Python statement of CuTe's data paths (tests/ptx/test_cute_tmem_copy.py checks those
 against CuTe itself). Hazards and allocation rules: each reported with the instruction and the cells.
 """
 import numpy as np
@@ -459,7 +459,7 @@ def test_one_cta_group_per_kernel_and_refused_forms():
     with pytest.raises(PtxSyntaxError, match="must use the same .cta_group"):
         ptx.load(alloc_kernel("  tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r1], 64;\n"
                               "  tcgen05.dealloc.cta_group::2.sync.aligned.b32 0, 64;")).program("k")
-    # (.sp and .ws were refused here until branch ptxsp modelled them: tests/test_ptx_tcgen05_forms.py)
+    # (.sp and .ws were refused here until branch ptxsp modelled them: tests/ptx/test_tcgen05_forms.py)
     for form, what in (("tcgen05.mma.cta_group::1.kind::f16.ashift [%r0], [%r0], %rd0, %r0, %p0;", ".ashift"),
                        ("tcgen05.ld.red.sync.aligned.32x32b.x2.u32.max {%r2, %r3}, %r4, [%r0];", "tcgen05.ld.red")):
         text = alloc_kernel(f"  .reg .b64 %rd<2>;\n  {form}")
@@ -627,7 +627,7 @@ ISSUED:
 
 def test_cp_64x128b_multicast_and_4x256b_rows():
     """.64x128b.warpx2::02_13: source row r (16 bytes) into lanes r and r + 64; .4x256b: row r (32 bytes) into lane
-    32 r (CuTe's UTCCP traits; tests/test_cute_tmem_copy.py)."""
+    32 r (CuTe's UTCCP traits; tests/ptx/test_cute_tmem_copy.py)."""
     smem = SharedMemory("sm100")
     d64 = desc(BASE, 64, 16, 8)
     rows64 = np.arange(64 * 16, dtype=np.uint32).reshape(64, 16).astype(np.uint8) ^ 0x5A

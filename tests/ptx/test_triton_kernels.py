@@ -1,6 +1,7 @@
 """Whole Triton kernels on the PTX interpreter (fixtures in tests/fixtures/ptx, made by scripts/triton_kernels.py).
 
-The silicon check is tests/test_traces.py (traces/triton_kernels_sm90.npz: every output byte of 18 H100 launches).
+The silicon check is tests/traces/test_traces.py (traces/triton_kernels_sm90.npz: every output byte of 18 H100
+launches).
 Here: small launches of each sm_90a fixture against a chain of tcemu's wgmma fused-dot model built without the
 interpreter, and planted kernel bugs, each of which must be reported at the instruction that makes it, never
 silently computed.

@@ -1,6 +1,6 @@
-"""wgmma.mma_async.sp through tcemu.ptx: the kernel of tests/ptx/test_wgmma.py (tests/support/wgmma_kernel.py) with the sparse form (stored A of K/2,
-a metadata register per thread, sp-sel). Expected D: tcemu.wgmma_sp (silicon-verified: traces/wgmma_sp_*) on the
-same shared-memory image with the same metadata registers."""
+"""wgmma.mma_async.sp through tcemu.ptx: the kernel of tests/ptx/test_wgmma.py (tests/support/wgmma_kernel.py) with
+the sparse form (stored A of K/2, a metadata register per thread, sp-sel). Expected D: tcemu.wgmma_sp
+(silicon-verified: traces/wgmma_sp_*) on the same shared-memory image with the same metadata registers."""
 import numpy as np
 import pytest
 

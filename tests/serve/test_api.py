@@ -20,7 +20,7 @@ from tcemu.serve.server import API_FIELDS, call, make_server, static_files
 from tcemu.layout.smem import SharedMemory
 from tcemu.layout.tma import tma_load
 from tcemu.blackwell.tmem import TensorMemory
-from tests.ptxkit import entry
+from ptxkit import entry
 
 DESC = "0x4000004000010040"  # README: start 0x400, LBO 16, SBO 1024, 128B swizzle
 

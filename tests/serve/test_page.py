@@ -1,5 +1,5 @@
-"""The page of `tcemu serve` in headless Chromium (over the DevTools protocol, tests/browser.py): each view loads
-from a URL, draws the cells and texts tcemu's models give (counted from the SVG's one-path-per-colour data),
+"""The page of `tcemu serve` in headless Chromium (over the DevTools protocol, tests/support/browser.py): each view
+loads from a URL, draws the cells and texts tcemu's models give (counted from the SVG's one-path-per-colour data),
 answers hover and typing, names bad fields, and fetches nothing but its own server. Needs Debian's `chromium`
 (README, "An interactive page"); skipped without it. TCEMU_SCREENSHOTS=DIR keeps a screenshot of each view."""
 import json
@@ -11,7 +11,8 @@ import pytest
 
 import tcemu
 from tcemu.cli import main
-from tests.browser import Browser, find_chromium
+
+from browser import Browser, find_chromium
 
 if find_chromium() is None:
     pytest.skip("Chromium is not installed (apt-get install -y chromium; README, 'An interactive page'): "

@@ -1,6 +1,6 @@
 """Headless Chromium driven over the DevTools protocol, with the standard library only (a minimal websocket
 client): navigate, evaluate JavaScript, type, move the mouse, take screenshots. For the page tests of
-`tcemu serve` (tests/test_serve_page.py); Debian's `chromium` package provides the browser.
+`tcemu serve` (tests/serve/test_page.py); Debian's `chromium` package provides the browser.
 """
 import base64
 import json

@@ -10,8 +10,8 @@ PTX_FIXTURES = os.path.join(FIXTURES, "ptx")
 TRACES = os.path.join(ROOT, "traces")
 EXAMPLES = os.path.join(ROOT, "examples")
 SCRIPTS = os.path.join(ROOT, "scripts")
-CAPTURE = os.path.join(SCRIPTS, "capture")          # GPU capture drivers, their .cu / .h and the .inc they include
-FIXTURE_MAKERS = os.path.join(SCRIPTS, "fixtures")  # the scripts that make tests/fixtures (and their C++ sources)
+CAPTURE = os.path.join(SCRIPTS, "capture")          # GPU capture drivers, their .cu / .h and the .inc files
+FIXTURE_MAKERS = os.path.join(SCRIPTS, "fixtures")  # the scripts that make tests/fixtures, and their C++ sources
 CHECKS = os.path.join(SCRIPTS, "checks")            # differential checks against external tools (ptxas)
 
 # Issue 22 moved the flat scripts/ into subfolders. Traces and fixtures keep the paths they were made with (their

@@ -1,4 +1,4 @@
-"""Plain-Python exact references for tests/test_ptx_arith.py (fractions.Fraction and integers only).
+"""Plain-Python exact references for tests/ptx/test_arith.py (fractions.Fraction and integers only).
 
 Written from IEEE 754-2019 (4.3 rounding, 6.3 signed zeros, 7.4 overflow) and the PTX ISA text, without
 looking at tcemu.ptx's kernels. Values are ('nan',), ('inf', sign), ('zero', sign) or ('num', Fraction).

@@ -25,7 +25,7 @@ def test_canonical_descriptors_are_clean(desc, kw):
 
 def test_each_trap():
     assert ("lbo", "warning") in fields(GmmaDescriptor(0x400, 0x100, 1024, 0, "128B"), dtype="bf16")
-    # bytes, unshifted: legal for a resident tile with K = 1024, wrong for a 64 x 64 tile (tests/test_lint_tiles.py)
+    # bytes, unshifted: legal for a resident tile with K = 1024, wrong for a 64 x 64 tile (test_lint_tiles.py)
     assert fields(GmmaDescriptor(0x400, 16, 1024 * 16, 0, "128B"), dtype="bf16") == []
     assert ("lbo, sbo", "warning") in fields(GmmaDescriptor(0x400, 16, 1024 * 16, 0, "128B"), dtype="bf16",
                                              tile=(64, 64))

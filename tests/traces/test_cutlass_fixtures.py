@@ -47,7 +47,7 @@ def _launch(name, case):
 # ------------------------------------------------------------------ fixture files
 
 def test_fixture_set():
-    # the kernels that need approximate special functions are tests/test_cutlass_sfu.py's
+    # the kernels that need approximate special functions are tests/sfu/test_cutlass_sfu_kernels.py's
     assert sorted(p.stem for p in FIX.glob("cutlass_*.json")) == sorted(NAMES + CC.SFU_FIXTURES)
     assert sorted(p.stem for p in FIX.glob("cutlass_*.ptx")) == sorted(NAMES + CC.SFU_FIXTURES)
     assert CC.FIXTURES == NAMES

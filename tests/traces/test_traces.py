@@ -13,7 +13,7 @@ from paths import TRACES as TRACE_DIR, current_path
 
 TRACES = sorted(glob.glob(os.path.join(TRACE_DIR, "*.npz")))
 # Kernel traces whose every case has its own test, which demands every byte: replaying them whole here too
-# would only double CI's time (tests/test_sfu_kernels.py, tests/test_cutlass_sfu.py)
+# would only double CI's time (tests/sfu/test_triton_sfu_kernels.py, tests/sfu/test_cutlass_sfu_kernels.py)
 CASE_BY_CASE = {"triton_sfu_kernels_sm90.npz", "cutlass_sfu_kernels_sm90.npz"}
 
 

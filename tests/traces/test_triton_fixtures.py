@@ -26,7 +26,8 @@ import capture_torch_gemm as CT  # noqa: E402
 import capture_sfu_kernels as CS  # noqa: E402
 
 SM90 = sorted(CK.FIXTURES)
-SFU = sorted({ln["fixture"] for c in CS.CASES for ln in c["launches"]})   # tests/test_sfu_kernels.py checks them
+# tests/sfu/test_triton_sfu_kernels.py checks them
+SFU = sorted({ln["fixture"] for c in CS.CASES for ln in c["launches"]})
 SM100 = ["matmul_bf16_sm100", "matmul_e4m3_sm100", "matmul_tma_bf16_ws_sm100"]
 M64 = (1 << 64) - 1
 
