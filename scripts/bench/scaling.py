@@ -2,7 +2,7 @@
 4, ... up to every core, next to float64 BLAS on the same shape with the same thread counts (a subprocess per count:
 OpenBLAS fixes its threads at load). Prints MAC/s, speedup over one worker and the ratio to BLAS.
 
-    python scripts/scaling.py [--n 2048]
+    python scripts/bench/scaling.py [--n 2048]
 
 Numbers in the README come from the device machine's 16 CPU cores (it has no other use for them here)."""
 import argparse
@@ -13,9 +13,11 @@ import time
 import ml_dtypes
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))         # scripts/: bench.py
+sys.path.insert(0, os.path.join(HERE, "..", ".."))   # the repository: tcemu
 import tcemu  # noqa: E402
-from bench import blas_rate, cores  # noqa: E402  (scripts/bench.py, beside this file)
+from bench import blas_rate, cores  # noqa: E402  (scripts/bench.py, one folder up)
 
 
 def main():

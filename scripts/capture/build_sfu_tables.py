@@ -1,8 +1,8 @@
 """Build tcemu/sfu/mufu_sm90.npz from the packs the two SFU captures brought back.
 
-    python scripts/build_sfu_tables.py --capture1 DIR1 --capture2 DIR2 [--out tcemu/sfu/mufu_sm90.npz]
+    python scripts/capture/build_sfu_tables.py --capture1 DIR1 --capture2 DIR2 [--out tcemu/sfu/mufu_sm90.npz]
 
-DIR1 holds sfu_*.npz from `scripts/capture_sfu.cu` (+ pack_sfu.py), DIR2 those of `scripts/capture_sfu2.cu`.
+DIR1 holds sfu_*.npz from `scripts/capture/capture_sfu.cu` (+ pack_sfu.py), DIR2 those of `scripts/capture/capture_sfu2.cu`.
 Checks on the way (each stops the build if it fails): the high words of rcp/rsqrt.approx.ftz.f64 are the f32
 tables' results cut to 20 mantissa bits; sin(-x) = -sin(x) and cos(-x) = cos(x) cell for cell; the sine cells
 of the second half turn are the first half's negated and cos(q) = sin(q + quarter turn), so one half-turn
@@ -20,7 +20,8 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, ROOT)
 from tcemu.sfu import tables  # noqa: E402
 
 EMPTY = 0xFFFFFFFF
@@ -54,7 +55,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--capture1", required=True)
     ap.add_argument("--capture2", required=True)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(HERE), "tcemu", "sfu", "mufu_sm90.npz"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "tcemu", "sfu", "mufu_sm90.npz"))
     args = ap.parse_args()
     c1, c2 = load_packs(args.capture1), load_packs(args.capture2)
     t = {}
@@ -115,11 +116,11 @@ def main():
         "format": "tcemu-sfu-tables", "version": 1, "arch": "sm_90",
         "gpu": "NVIDIA H200", "driver": "580.159.04", "cuda": "13.0 (V13.0.88)", "date": "2026-11-26",
         "commands": [
-            "nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o .bins/sfu_capture scripts/capture_sfu.cu; "
-            "./.bins/sfu_capture /tmp/raw; python3 scripts/pack_sfu.py /tmp/raw $OUT",
-            "nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o .bins/sfu_capture2 scripts/capture_sfu2.cu; "
-            "./.bins/sfu_capture2 /tmp/raw2; python3 scripts/pack_sfu.py /tmp/raw2 $OUT",
-            "python scripts/build_sfu_tables.py --capture1 DIR1 --capture2 DIR2"],
+            "nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o .bins/sfu_capture scripts/capture/capture_sfu.cu; "
+            "./.bins/sfu_capture /tmp/raw; python3 scripts/capture/pack_sfu.py /tmp/raw $OUT",
+            "nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o .bins/sfu_capture2 scripts/capture/capture_sfu2.cu; "
+            "./.bins/sfu_capture2 /tmp/raw2; python3 scripts/capture/pack_sfu.py /tmp/raw2 $OUT",
+            "python scripts/capture/build_sfu_tables.py --capture1 DIR1 --capture2 DIR2"],
         "sources": {os.path.basename(p): hashlib.sha256(open(p, "rb").read()).hexdigest()
                     for p in [os.path.join(HERE, n) for n in ("capture_sfu.cu", "capture_sfu2.cu", "pack_sfu.py",
                                                                "build_sfu_tables.py")]},

@@ -1,4 +1,4 @@
-// Hardware capture of wgmma operand address maps (sm_90a). Driven by scripts/capture_addresses.py.
+// Hardware capture of wgmma operand address maps (sm_90a). Driven by scripts/capture/capture_addresses.py.
 //
 // Method: per case, one CTA (one warpgroup) fills its whole dynamic shared memory with codes of each
 // element slot's own absolute index (slot = address / element size), in three passes of 8-bit digits,
@@ -9,7 +9,7 @@
 // D's raw registers are accumulated over the passes as sum(digit << 8*pass) and written out per
 // thread; the Python driver maps registers to (row, col) and addresses to elements.
 //
-// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o probe scripts/capture_addresses.cu
+// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o probe scripts/capture/capture_addresses.cu
 // Usage: probe --base                      prints the absolute shared address of dynamic smem
 //        probe CASES.bin OUT.bin           runs every case (format: see capture_addresses.py)
 #include <cuda.h>

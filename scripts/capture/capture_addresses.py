@@ -3,13 +3,13 @@
 Runs on the GPU machine with numpy alone (no tcemu import), so the capture does not depend on
 the code it judges. Exact command used for traces/wgmma_addresses_sm90.npz:
 
-    nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/probe scripts/capture_addresses.cu
-    python3 scripts/capture_addresses.py --probe /tmp/probe --seed 2026 --out traces/wgmma_addresses_sm90.npz
+    nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/probe scripts/capture/capture_addresses.cu
+    python3 scripts/capture/capture_addresses.py --probe /tmp/probe --seed 2026 --out traces/wgmma_addresses_sm90.npz
 
 Cases: random descriptors over every swizzle mode, both majors (MN-major for f16/bf16 only),
 element sizes 4/2/1 (tf32, f16, bf16, u8), base offsets 0-7, start addresses cycling through every
 16-byte position modulo 1024, random LBO/SBO, operand A (M = 64) and B (N up to 256), plus a
-targeted grid of base offset x pattern start. See scripts/capture_addresses.cu for the method.
+targeted grid of base offset x pattern start. See scripts/capture/capture_addresses.cu for the method.
 """
 import argparse
 import datetime
@@ -164,14 +164,14 @@ def provenance(args, base):
     sources = {}
     for f in ("capture_addresses.cu", "wgmma_probe_wrappers.inc", "gen_probe_wrappers.py", "capture_addresses.py"):
         with open(os.path.join(here, f), "rb") as fh:
-            sources["scripts/" + f] = hashlib.sha256(fh.read()).hexdigest()
+            sources["scripts/capture/" + f] = hashlib.sha256(fh.read()).hexdigest()
     return {
         "gpu": sh("nvidia-smi --query-gpu=name --format=csv,noheader | head -1"),
         "driver": sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1"),
         "cuda": sh("nvcc --version | tail -2 | head -1"),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": "python3 " + " ".join(sys.argv),
-        "build": "nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/probe scripts/capture_addresses.cu",
+        "build": "nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/probe scripts/capture/capture_addresses.cu",
         "sources": sources,
         "smem_base": base,
         "seed": args.seed,

@@ -1,6 +1,6 @@
 // Runs the kernels of tests/fixtures/ptx/atomics_sm90.cu on the GPU and writes each one's output buffer.
-// Build: nvcc -gencode=arch=compute_90a,code=sm_90a -o .bins/capture_atomics scripts/capture_atomics.cu
-// Run:   .bins/capture_atomics OUTDIR      (writes <kernel>.bin; scripts/capture_atomics.py makes the trace)
+// Build: nvcc -gencode=arch=compute_90a,code=sm_90a -o .bins/capture_atomics scripts/capture/capture_atomics.cu
+// Run:   .bins/capture_atomics OUTDIR      (writes <kernel>.bin; scripts/capture/capture_atomics.py makes the trace)
 #include "../tests/fixtures/ptx/atomics_sm90.cu"
 #include <cstdio>
 #include <cstdlib>

@@ -2,10 +2,10 @@
 special values, as the GPU left each kernel's output buffer.
 
 Device machine (binary built here and carried in .bins):
-    nvcc -gencode=arch=compute_90a,code=sm_90a -o .bins/capture_atomics scripts/capture_atomics.cu
+    nvcc -gencode=arch=compute_90a,code=sm_90a -o .bins/capture_atomics scripts/capture/capture_atomics.cu
     ./.bins/capture_atomics $OUT            (one <kernel>.bin per kernel)
 Here:
-    python scripts/capture_atomics.py --bins DIR --gpu "NVIDIA H100 80GB HBM3" --driver 580.159.04 --date ...
+    python scripts/capture/capture_atomics.py --bins DIR --gpu "NVIDIA H100 80GB HBM3" --driver 580.159.04 --date ...
 """
 import argparse
 import hashlib
@@ -15,9 +15,9 @@ import os
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 PTX = os.path.join(ROOT, "tests", "fixtures", "ptx", "atomics_sm90.ptx")
-# (entry, grid, block, output words): the launches of scripts/capture_atomics.cu, in its order
+# (entry, grid, block, output words): the launches of scripts/capture/capture_atomics.cu, in its order
 KERNELS = [("add_f32_global", 3, 192, 1152), ("add_f32_shared", 1, 576, 1152), ("red_f32_global", 3, 192, 1152),
            ("add_f16_global", 3, 192, 1152), ("add_bf16_global", 3, 192, 1152), ("add_f16x2_global", 3, 192, 1152),
            ("add_bf16x2_global", 3, 192, 1152), ("add_v4_f32_global", 3, 192, 4608),
@@ -45,7 +45,7 @@ def main():
     meta = {"format": "tcemu-trace", "version": 1, "kind": "program_outputs", "arch": "sm90", "gpu": args.gpu,
             "driver": args.driver, "cuda": "13.0 (V13.0.88)", "date": args.date,
             "command": "./.bins/capture_atomics $OUT",
-            "build": "nvcc -gencode=arch=compute_90a,code=sm_90a -o .bins/capture_atomics scripts/capture_atomics.cu; "
+            "build": "nvcc -gencode=arch=compute_90a,code=sm_90a -o .bins/capture_atomics scripts/capture/capture_atomics.cu; "
                      "nvcc -gencode=arch=compute_90a,code=sm_90a -ptx atomics_sm90.cu -o atomics_sm90.ptx",
             "sources": src, "seed": "none (the kernels index a fixed table of special values)", "smem_base": 0, "ptx_sha256": hashlib.sha256(ptx).hexdigest(),
             "launches": launches,

@@ -1,11 +1,11 @@
-// Nsight Compute ground truth for shared-memory wavefronts (sm_90). Driven by scripts/capture_banks.py.
+// Nsight Compute ground truth for shared-memory wavefronts (sm_90). Driven by scripts/capture/capture_banks.py.
 //
 // One launch = one warp executing exactly one shared-memory instruction; thread t uses byte offset
 // addr[t] into dynamic shared memory (ld/st: only threads whose bit is set in `mask` execute it;
 // ldmatrix/stmatrix: all 32, as .sync.aligned requires). No other shared-memory access is made, so
 // l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum of the launch is that instruction's.
 //
-// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o banks scripts/capture_banks.cu
+// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o banks scripts/capture/capture_banks.cu
 // Usage: banks PATTERNS.bin    (int32 records: op, mask, addr[32]; see capture_banks.py OPS)
 #include <cuda.h>
 #include <cstdint>

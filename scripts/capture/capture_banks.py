@@ -2,13 +2,13 @@
 
 Runs on the GPU host with numpy alone. Exact command used for traces/smem_wavefronts_sm90.npz:
 
-    nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/banks scripts/capture_banks.cu
-    python3 scripts/capture_banks.py --binary /tmp/banks --seed 5 --per-op 60 --extra-wide-loads 1500 \\
+    nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/banks scripts/capture/capture_banks.cu
+    python3 scripts/capture/capture_banks.py --binary /tmp/banks --seed 5 --per-op 60 --extra-wide-loads 1500 \\
         --budget 480 --out traces/smem_wavefronts_sm90.npz
 
-Confirmation set (traces/smem_wavefronts_targeted_sm90.npz), patterns from scripts/banks_targeted.py:
+Confirmation set (traces/smem_wavefronts_targeted_sm90.npz), patterns from scripts/capture/banks_targeted.py:
 
-    python3 scripts/capture_banks.py --binary /tmp/banks --seed 6 --targeted --out traces/smem_wavefronts_targeted_sm90.npz
+    python3 scripts/capture/capture_banks.py --binary /tmp/banks --seed 6 --targeted --out traces/smem_wavefronts_targeted_sm90.npz
 
 Each pattern: an op (OPS), an active mask (ld/st only), 32 per-thread byte offsets into dynamic
 shared memory (aligned to the access width). ncu (--clock-control none) reports
@@ -111,7 +111,7 @@ def main():
     ap.add_argument("--budget", type=float, default=420, help="seconds of ncu time to spend at most")
     ap.add_argument("--chunk", type=int, default=300)
     ap.add_argument("--targeted", action="store_true",
-                    help="capture the confirmation set of scripts/banks_targeted.py instead of random patterns")
+                    help="capture the confirmation set of scripts/capture/banks_targeted.py instead of random patterns")
     ap.add_argument("--out", required=True)
     ap.add_argument("--workdir", default="/tmp")
     args = ap.parse_args()
@@ -140,7 +140,7 @@ def main():
     recs = recs[:done]
     meta = {"format": "tcemu-trace", "version": 1, "kind": "smem_wavefronts", "arch": "sm90", "ops": OPS,
             "metrics": METRICS, **capture_addresses.provenance(args, None),
-            "build": "nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/banks scripts/capture_banks.cu",
+            "build": "nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/banks scripts/capture/capture_banks.cu",
             "ncu": ncu_cmd + " PATTERNS.bin",
             "ncu_version": subprocess.run(["ncu", "--version"], capture_output=True, text=True).stdout.strip()[-60:],
             "columns": {"op": "index into meta.ops", "mask": "uint32 active threads (ld/st; matrix ops use all 32)",
@@ -148,7 +148,7 @@ def main():
                         "ld_wavefronts": "ncu ..._op_ld.sum of the launch", "st_wavefronts": "ncu ..._op_st.sum"}}
     meta["smem_base"] = "dynamic shared memory, 128-byte aligned (bank = offset / 4 mod 32)"
     here = os.path.dirname(os.path.abspath(__file__))
-    meta["sources"] = {f"scripts/{f}": hashlib.sha256(open(os.path.join(here, f), "rb").read()).hexdigest()
+    meta["sources"] = {f"scripts/capture/{f}": hashlib.sha256(open(os.path.join(here, f), "rb").read()).hexdigest()
                        for f in ("capture_banks.cu", "capture_banks.py", "capture_addresses.py",
                                  "banks_targeted.py")}
     np.savez_compressed(args.out, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),

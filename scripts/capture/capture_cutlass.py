@@ -1,21 +1,21 @@
 """Run the CUTLASS / CuTe fixture kernels' recorded launches on an sm_90a GPU and write their outputs as a trace.
 
-One line for the device machine (repository root; `.kernels/` carried, made by scripts/cutlass_kernels.py):
+One line for the device machine (repository root; `.kernels/` carried, made by scripts/fixtures/cutlass_kernels.py):
 
-    python3 scripts/capture_cutlass.py --kernels .kernels --out $OUT
+    python3 scripts/capture/capture_cutlass.py --kernels .kernels --out $OUT
 
 Local check without a GPU (plans every case, generates inputs, patches every blob, checks every tensor-map
 argument against the driver's rules, writes a trace of numpy stand-in outputs):
 
-    python3 scripts/capture_cutlass.py --kernels .kernels --out /tmp/cap --dry-run
+    python3 scripts/capture/capture_cutlass.py --kernels .kernels --out /tmp/cap --dry-run
 
 `--set sfu` runs the kernels that need approximate special-function PTX instead (EVT GELU GEMMs, example 88's
-FMHA; scripts/cutlass_sfu_kernels.py makes them) and writes <out>/cutlass_sfu_kernels_sm90.npz. A record with
+FMHA; scripts/fixtures/cutlass_sfu_kernels.py makes them) and writes <out>/cutlass_sfu_kernels_sm90.npz. A record with
 several output buffers (the FMHA's O and LSE) stores them one after another (meta.cases[i].outputs).
 
 Needs numpy and cuda-bindings (`cuda.bindings.driver`) only; imports nothing from tcemu (the input generator
-and the driver wrapper come from scripts/capture_kernels.py, itself tcemu-free). Each fixture json
-(tests/fixtures/ptx/cutlass_*.json, made by scripts/cutlass_kernels.py) holds one launch record per case,
+and the driver wrapper come from scripts/capture/capture_kernels.py, itself tcemu-free). Each fixture json
+(tests/fixtures/ptx/cutlass_*.json, made by scripts/fixtures/cutlass_kernels.py) holds one launch record per case,
 built by CUTLASS/CuTe's own host code on fake device pointers. For each record: check the PTX and cubin sha256
 against the json, load the cubin, apply the function attributes the host code set (cudaFuncSetAttribute),
 allocate every buffer (inputs from the seed: input_bits(dtype, storage, seed, stream = the buffer's index in
@@ -43,20 +43,20 @@ import traceback
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import capture_kernels as CK  # noqa: E402  (the generator copy and the checked driver wrapper; no tcemu)
 
 FIXTURES = ["cutlass_cute_tutorial", "cutlass_ws_bf16", "cutlass_pingpong_bf16", "cutlass_coop_bf16_2x1",
             "cutlass_fp8_fastaccum", "cutlass_fp8_promote"]
-# kernels that need approximate special-function PTX (scripts/cutlass_sfu_kernels.py): --set sfu
+# kernels that need approximate special-function PTX (scripts/fixtures/cutlass_sfu_kernels.py): --set sfu
 SFU_FIXTURES = ["cutlass_evt_gelu_bf16", "cutlass_evt_gelu_taylor_bf16", "cutlass_fmha_f16"]
 SETS = {"base": (FIXTURES, "cutlass_kernels_sm90.npz"), "sfu": (SFU_FIXTURES, "cutlass_sfu_kernels_sm90.npz")}
 GUARD = 4096
 POISON = 0xFF
 TIMEOUT_S = 20.0
 ELEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "e4m3": 1, "bytes": 1}
-# cudaFuncSetAttribute names recorded by scripts/cutlass/fake_cuda.cpp -> CUfunction_attribute
+# cudaFuncSetAttribute names recorded by scripts/fixtures/cutlass/fake_cuda.cpp -> CUfunction_attribute
 FUNC_ATTRS = {"MaxDynamicSharedMemorySize": "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
               "NonPortableClusterSizeAllowed": "CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED",
               "PreferredSharedMemoryCarveout": "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT"}
@@ -338,7 +338,7 @@ def run_case(drv, index, fixture, j, seed, fixtures_dir, kernels_dir, modules):
             cubin = open(cubin_path, "rb").read()
             if hashlib.sha256(cubin).hexdigest() != meta["cubin_sha256"]:
                 raise CaseError(f"{cubin_path}: sha256 differs from {fixture}.json (rebuild both with "
-                                f"scripts/cutlass_kernels.py, or copy the .kernels/ that made the fixtures)")
+                                f"scripts/fixtures/cutlass_kernels.py, or copy the .kernels/ that made the fixtures)")
             info["cubin"] = "sha256 checked"
         if fixture not in modules:
             modules[fixture] = drv.load(cubin)
@@ -432,10 +432,12 @@ def run_case(drv, index, fixture, j, seed, fixtures_dir, kernels_dir, modules):
 
 
 def sources():
-    files = ["scripts/capture_cutlass.py", "scripts/capture_kernels.py", "scripts/cutlass_kernels.py",
-             "scripts/cutlass/fake_cuda.cpp", "scripts/cutlass/record.h", "scripts/cutlass/cute_tutorial.cu",
-             "scripts/cutlass/gemm_sm90.cu", "scripts/cutlass_sfu_kernels.py", "scripts/cutlass/gemm_evt_sm90.cu",
-             "scripts/cutlass/fmha_sm90.cu", "tcemu/traces/inputs.py"]
+    files = ["scripts/capture/capture_cutlass.py", "scripts/capture/capture_kernels.py",
+             "scripts/fixtures/cutlass_kernels.py", "scripts/fixtures/cutlass/fake_cuda.cpp",
+             "scripts/fixtures/cutlass/record.h", "scripts/fixtures/cutlass/cute_tutorial.cu",
+             "scripts/fixtures/cutlass/gemm_sm90.cu", "scripts/fixtures/cutlass_sfu_kernels.py",
+             "scripts/fixtures/cutlass/gemm_evt_sm90.cu",
+             "scripts/fixtures/cutlass/fmha_sm90.cu", "tcemu/traces/inputs.py"]
     return {f: sha256_file(os.path.join(ROOT, f)) for f in files if os.path.exists(os.path.join(ROOT, f))}
 
 
@@ -464,14 +466,14 @@ def write_trace(path, meta, infos, outs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kernels", default=".kernels", help="folder of the sm_90a cubins (scripts/cutlass_kernels.py)")
+    ap.add_argument("--kernels", default=".kernels", help="folder of the sm_90a cubins (scripts/fixtures/cutlass_kernels.py)")
     ap.add_argument("--fixtures", default=os.path.join(ROOT, "tests", "fixtures", "ptx"))
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--only", default=None, help="comma-separated fixture names (default: all of the set)")
     ap.add_argument("--set", default="base", choices=sorted(SETS),
                     help="base: the GEMM fixtures -> cutlass_kernels_sm90.npz; sfu: the kernels that need "
-                         "approximate special functions (scripts/cutlass_sfu_kernels.py) -> cutlass_sfu_kernels_sm90.npz")
+                         "approximate special functions (scripts/fixtures/cutlass_sfu_kernels.py) -> cutlass_sfu_kernels_sm90.npz")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: plan, patch, write a trace of stand-in outputs")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -502,12 +504,12 @@ def main():
             "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": "python3 " + " ".join(sys.argv),
-            "build": "PTX, cubins and launch records from scripts/cutlass_kernels.py"
-                     + (" (via scripts/cutlass_sfu_kernels.py)" if args.set == "sfu" else "")
+            "build": "PTX, cubins and launch records from scripts/fixtures/cutlass_kernels.py"
+                     + (" (via scripts/fixtures/cutlass_sfu_kernels.py)" if args.set == "sfu" else "")
                      + " (each fixture json: the nvcc, ptxas and builder commands, tool versions, sha256)",
             "sources": sources(), "fixtures": fixtures, "seed": args.seed, "smem_base": None,
             "fixtures_dir": os.path.relpath(args.fixtures, ROOT),
-            "generator": "tcemu/traces/inputs.py (copy in scripts/capture_kernels.py): input_bits(dtype, storage, "
+            "generator": "tcemu/traces/inputs.py (copy in scripts/capture/capture_kernels.py): input_bits(dtype, storage, "
                          "seed, stream = the buffer's index in the launch record), row-major storage index",
             "poison": POISON, "guard_bytes": GUARD,
             "columns": {"seed": "uint64 case seed", "status": "index into meta.status_codes", "m": "M", "n": "N",

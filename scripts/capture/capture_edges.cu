@@ -1,8 +1,8 @@
-// Edge cases left open by the ALU and sparse-wgmma captures (driven by scripts/capture_edges.py, which writes
+// Edge cases left open by the ALU and sparse-wgmma captures (driven by scripts/capture/capture_edges.py, which writes
 // traces/ptx_alu_edges_sm90.npz and traces/wgmma_zero_sign_sm90.npz).
 //
-// alu    One kernel per PTX op form (generated into scripts/capture_edges.inc by `capture_edges.py --gen-inc`), as
-//        scripts/capture_ptx_alu.cu: thread i reads the four 64-bit operand slots of case i from global memory (no
+// alu    One kernel per PTX op form (generated into scripts/capture/capture_edges.inc by `capture_edges.py --gen-inc`), as
+//        scripts/capture/capture_ptx_alu.cu: thread i reads the four 64-bit operand slots of case i from global memory (no
 //        constant folding), runs the form's inline PTX and stores its destination register(s).
 // wgmma  One warpgroup per case: A (64 x K, or the 64 x K/2 stored elements of wgmma.sp) and B (8 x K) are laid
 //        K-major without swizzle into shared memory (A at +0: LBO 128, SBO 256; B at +4096: LBO 128, SBO 256 dense
@@ -18,7 +18,7 @@
 //                                             CASES: ZCase[n] (capture_edges.py ZCASE); POOL: uint32[];
 //                                             OUT: uint32 [n][128][4] raw D registers (unused slots 0xFFFFFFFF)
 //
-// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o .bins/capture_edges scripts/capture_edges.cu
+// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o .bins/capture_edges scripts/capture/capture_edges.cu
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

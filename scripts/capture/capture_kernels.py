@@ -1,13 +1,13 @@
 """Run the Triton fixture kernels' cubins on an sm_90a GPU and write their outputs as a tcemu trace.
 
-One line for the device machine (repository root; `.kernels/` carried, made by scripts/triton_kernels.py):
+One line for the device machine (repository root; `.kernels/` carried, made by scripts/fixtures/triton_kernels.py):
 
-    python3 scripts/capture_kernels.py --kernels .kernels --out $OUT ; python3 scripts/capture_torch_gemm.py --out $OUT
+    python3 scripts/capture/capture_kernels.py --kernels .kernels --out $OUT ; python3 scripts/capture/capture_torch_gemm.py --out $OUT
 
 Local check without a GPU (plans every case, generates inputs, packs every kernel parameter, checks the
 tensor-map arguments, writes a trace with numpy stand-in outputs):
 
-    python3 scripts/capture_kernels.py --kernels .kernels --out /tmp/cap --dry-run
+    python3 scripts/capture/capture_kernels.py --kernels .kernels --out /tmp/cap --dry-run
 
 Needs numpy and cuda-bindings (`cuda.bindings.driver`) only; imports nothing from tcemu or Triton, so the
 capture does not depend on the code it judges. For each case (CASES below): check that a real Triton launch
@@ -37,10 +37,10 @@ import traceback
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # ----------------------------------------------------------------------------------------------------------
-# Input generator: an exact copy of tcemu/traces/inputs.py (tests/test_kernel_fixtures.py checks the bits).
+# Input generator: an exact copy of tcemu/traces/inputs.py (tests/traces/test_triton_fixtures.py checks the bits).
 # ----------------------------------------------------------------------------------------------------------
 FORMATS = {"bf16": (np.uint16, 8, 7, 127), "f16": (np.uint16, 5, 10, 15), "f32": (np.uint32, 8, 23, 127),
            "e4m3": (np.uint8, 4, 3, 7)}
@@ -636,7 +636,8 @@ def run_case(drv, index, case, seed, fixtures_dir, kernels_dir, modules):
 
 
 def sources():
-    files = ["scripts/capture_kernels.py", "scripts/triton_kernels.py", "tcemu/frontends/triton.py", "tcemu/traces/inputs.py"]
+    files = ["scripts/capture/capture_kernels.py", "scripts/fixtures/triton_kernels.py", "tcemu/frontends/triton.py",
+             "tcemu/traces/inputs.py"]
     return {f: sha256_file(os.path.join(ROOT, f)) for f in files if os.path.exists(os.path.join(ROOT, f))}
 
 
@@ -673,7 +674,7 @@ def write_trace(path, meta, infos, outs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kernels", default=".kernels", help="folder of the sm_90a cubins (scripts/triton_kernels.py)")
+    ap.add_argument("--kernels", default=".kernels", help="folder of the sm_90a cubins (scripts/fixtures/triton_kernels.py)")
     ap.add_argument("--fixtures", default=os.path.join(ROOT, "tests", "fixtures", "ptx"))
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--seed", type=int, default=2026)
@@ -705,7 +706,7 @@ def main():
             "cuda": drv.version, "cuda_bindings": bindings, "numpy": np.__version__,
             "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": "python3 " + " ".join(sys.argv), "build": "cubins and PTX from scripts/triton_kernels.py "
+            "command": "python3 " + " ".join(sys.argv), "build": "cubins and PTX from scripts/fixtures/triton_kernels.py "
             "(each fixture's json: command, Triton version, sha256)", "sources": sources(), "fixtures": fixtures,
             "seed": args.seed, "smem_base": None, "fixtures_dir": os.path.relpath(args.fixtures, ROOT), "generator": "tcemu/traces/inputs.py (copy in this script): "
             "input_bits(dtype, shape, seed, stream), A stream 0, B stream 1, row-major storage index",

@@ -1,7 +1,7 @@
 // Hardware capture of wgmma numerics (sm_90a). Driven by scripts/capture_numerics.py.
 //
 // Each case is one CTA (one warpgroup). Inputs come from a counter-based generator that tcemu
-// reimplements exactly (tcemu/traces/seeds.py): rnd(seed, stream, index) = mix64(seed ^ mix64(stream<<32 | index)),
+// reimplements exactly (tcemu/seeds.py): rnd(seed, stream, index) = mix64(seed ^ mix64(stream<<32 | index)),
 // mix64 = splitmix64's finaliser. A (64 x K) and B (N x K) are written to shared memory K-major
 // without swizzle (LBO 128, SBO 256), or MN-major without swizzle (SBO 128, LBO rows/8*128) for the
 // transposed forms; register-A forms take raw generated registers. C is generated per (row, col)
@@ -30,7 +30,7 @@ struct NCase {  // 24 bytes, little-endian, matches capture_numerics.py CASE_DTY
   int32_t inst, steps, scale_d, pad;
 };
 
-// ---- the generator (mirror: tcemu/traces/seeds.py) ----
+// ---- the generator (mirror: tcemu/seeds.py) ----
 __device__ __forceinline__ uint64_t mix64(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

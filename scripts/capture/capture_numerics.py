@@ -2,9 +2,9 @@
 
 Exact command used for traces/wgmma_numerics_sm90.npz:
 
-    python3 scripts/gen_numerics_wrappers.py > scripts/wgmma_numerics_wrappers.inc
-    nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/numerics scripts/capture_numerics.cu
-    python3 scripts/capture_numerics.py --binary /tmp/numerics --seed 2611 --out traces/wgmma_numerics_sm90.npz
+    python3 scripts/capture/gen_numerics_wrappers.py > scripts/capture/wgmma_numerics_wrappers.inc
+    nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/numerics scripts/capture/capture_numerics.cu
+    python3 scripts/capture/capture_numerics.py --binary /tmp/numerics --seed 2611 --out traces/wgmma_numerics_sm90.npz
 
 Inputs are not stored: each case's seed regenerates them (tcemu/traces/seeds.py mirrors the CUDA generator).
 Stored per case: the instantiation, steps, scale-d flag, a 4-byte blake2b digest of every thread's raw
@@ -74,7 +74,7 @@ def main():
             "kinds": [list(k) for k in gen.KINDS], "instantiations": [list(i) for i in insts],
             **capture_addresses.provenance(args, None),
             "build": "nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/numerics "
-                     "scripts/capture_numerics.cu",
+                     "scripts/capture/capture_numerics.cu",
             "columns": {
                 "seed": "uint64 case seed (tcemu/traces/seeds.py regenerates A, B, C and register-A from it)",
                 "inst": "index into meta.instantiations: [kind, N, trans_a, trans_b, scale_a, scale_b, a_in_registers]",
@@ -86,7 +86,7 @@ def main():
                 "diag_offsets": "diag_regs[diag_offsets[i]:diag_offsets[i+1]] is (128, nregs) row-major",
                 "diag_regs": "uint32 raw D registers"}}
     meta["smem_base"] = "descriptors computed in the kernel from its own shared base"
-    meta["sources"] = ({f"scripts/{f}": hashlib.sha256(open(os.path.join(os.path.dirname(__file__), f), "rb")
+    meta["sources"] = ({f"scripts/capture/{f}": hashlib.sha256(open(os.path.join(os.path.dirname(__file__), f), "rb")
                                                            .read()).hexdigest()
                             for f in ("capture_numerics.cu", "capture_numerics.py", "gen_numerics_wrappers.py",
                                       "wgmma_numerics_wrappers.inc", "capture_addresses.py")})

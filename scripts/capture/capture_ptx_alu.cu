@@ -1,6 +1,6 @@
-// Capture the exact results of PTX ALU instructions (see scripts/capture_ptx_alu.py, which writes the trace).
+// Capture the exact results of PTX ALU instructions (see scripts/capture/capture_ptx_alu.py, which writes the trace).
 //
-// One kernel per op form, generated into scripts/ptx_alu_ops.inc (`capture_ptx_alu.py --gen-inc`): thread i
+// One kernel per op form, generated into scripts/capture/ptx_alu_ops.inc (`capture_ptx_alu.py --gen-inc`): thread i
 // reads the four 64-bit operand slots of case i, casts them to the form's register widths, runs the form's
 // inline PTX (inputs come from global memory, so nothing is folded at compile time) and stores its one or
 // two destination registers (predicates through selp as 0/1).
@@ -8,7 +8,7 @@
 //   capture_ptx_alu --list            the form names, one per line (the driver checks them)
 //   capture_ptx_alu IN.bin OUT.bin    IN: int64 n, int32 op[n], uint64 slots[n][4]; OUT: uint64 out[n][2]
 //
-// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/ptx_alu scripts/capture_ptx_alu.cu
+// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/ptx_alu scripts/capture/capture_ptx_alu.cu
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -8,7 +8,7 @@
 //                             high-word mantissas of one binade (low word 0)
 //   resolution.u32            [form][sign*256+exp][k] mismatches of f(x) against f(x with its k low bits
 //                             cleared), k = 0..23, over 4096 hashed mantissas per binade
-// Build: nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o sfu_capture scripts/capture_sfu.cu
+// Build: nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o sfu_capture scripts/capture/capture_sfu.cu
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>

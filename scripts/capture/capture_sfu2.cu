@@ -8,7 +8,7 @@
 // the outputs of whole binades 100..118 are written as they are.
 // Files (argv[1]): sin_cells.u32, cos_cells.u32 (2^25 words, 0xffffffff = no input reaches the cell),
 // tanh_cells_<exp>.u32 (2^(24-k) words: + then -), tanh_b0_<exp>.u32 (2^23 words), conflicts.txt.
-// Build: nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o sfu_capture2 scripts/capture_sfu2.cu
+// Build: nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o sfu_capture2 scripts/capture/capture_sfu2.cu
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>

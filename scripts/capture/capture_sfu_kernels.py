@@ -1,8 +1,8 @@
-"""Run the special-function Triton kernels' cubins (scripts/triton_sfu_kernels.py) on an sm_90a GPU and write every
+"""Run the special-function Triton kernels' cubins (scripts/fixtures/triton_sfu_kernels.py) on an sm_90a GPU and write every
 output of every case as a tcemu trace: traces/triton_sfu_kernels_sm90.npz (kind `kernel_outputs`, multi-launch
 cases; traces/README.md).
 
-On the device machine, from a folder holding this script, scripts/capture_kernels.py (whose driver access,
+On the device machine, from a folder holding this script, scripts/capture/capture_kernels.py (whose driver access,
 input generator and parameter packing it reuses), the fixtures' .json/.ptx and the cubins:
 
     python3 capture_sfu_kernels.py --kernels kernels --fixtures fixtures --out $OUT
@@ -10,7 +10,7 @@ input generator and parameter packing it reuses), the fixtures' .json/.ptx and t
 Local check without a GPU (plans every case, checks each launch's specialisation against its fixture, generates
 the inputs, packs every parameter and tensor map, writes a trace whose outputs are left poisoned):
 
-    python3 scripts/capture_sfu_kernels.py --kernels .kernels --out /tmp/cap --dry-run
+    python3 scripts/capture/capture_sfu_kernels.py --kernels .kernels --out /tmp/cap --dry-run
 
 Needs numpy and cuda-bindings only; imports nothing from tcemu or Triton. A case is a sequence of launches over a
 set of buffers: inputs (filled from their seed by capture_kernels' copy of tcemu/traces/inputs.py, stream = the
@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import capture_kernels as ck  # noqa: E402  (no tcemu inside: the driver, the generator, pack_params)
 
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 ELEM = {"f16": ("fp16", 2), "f32": ("fp32", 4), "i32": ("i32", 4)}   # buffer dtype -> Triton type, bytes
 GUARD, POISON = ck.GUARD, ck.POISON
 
@@ -346,7 +346,7 @@ def write_trace(path, meta, infos, outs, fixtures_dir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kernels", default=".kernels", help="folder of the sm_90a cubins (scripts/triton_sfu_kernels.py)")
+    ap.add_argument("--kernels", default=".kernels", help="folder of the sm_90a cubins (scripts/fixtures/triton_sfu_kernels.py)")
     ap.add_argument("--fixtures", default=os.path.join(ROOT, "tests", "fixtures", "ptx"))
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--seed", type=int, default=2027)
@@ -372,8 +372,12 @@ def main():
         bindings = getattr(cuda.bindings, "__version__", "?")
     except ImportError:
         bindings = "not installed"
-    here = {f: sha256_file(os.path.join(HERE, f)) for f in ("capture_sfu_kernels.py", "capture_kernels.py",
-                                                             "triton_sfu_kernels.py") if os.path.exists(os.path.join(HERE, f))}
+    # beside this script (a device folder holds copies), else where the repository keeps them
+    srcs = {f"scripts/{d}/{f}": next((p for p in (os.path.join(HERE, f), os.path.join(ROOT, "scripts", d, f))
+                                      if os.path.exists(p)), None)
+            for d, f in (("capture", "capture_sfu_kernels.py"), ("capture", "capture_kernels.py"),
+                         ("fixtures", "triton_sfu_kernels.py"))}
+    here = {k: sha256_file(p) for k, p in srcs.items() if p}
     meta = {"format": "tcemu-trace", "version": 1, "kind": "kernel_outputs", "arch": "sm90",
             "dry_run": bool(args.dry_run), "gpu": drv.name, "compute_capability": list(drv.cc),
             "driver": ck.sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1") or None,
@@ -381,10 +385,10 @@ def main():
             "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": "python3 " + " ".join(sys.argv),
-            "build": "cubins and PTX from scripts/triton_sfu_kernels.py (each fixture's json: command, Triton version, "
-                     "sha256)", "sources": {f"scripts/{k}": v for k, v in here.items()}, "fixtures": fixtures,
+            "build": "cubins and PTX from scripts/fixtures/triton_sfu_kernels.py (each fixture's json: command, Triton version, "
+                     "sha256)", "sources": here, "fixtures": fixtures,
             "seed": args.seed, "smem_base": None, "fixtures_dir": "tests/fixtures/ptx",
-            "generator": "tcemu/traces/inputs.py (copy in scripts/capture_kernels.py): input_bits(dtype, shape, "
+            "generator": "tcemu/traces/inputs.py (copy in scripts/capture/capture_kernels.py): input_bits(dtype, shape, "
                          "seed, stream), stream = the input's index in the case's inputs, row-major storage index",
             "poison": POISON, "guard_bytes": GUARD,
             "columns": {"seed": "uint64 case seed (inputs: input_bits(dtype, shape, seed, stream))",

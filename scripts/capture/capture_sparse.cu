@@ -1,4 +1,4 @@
-// Hardware capture of sparse wgmma (wgmma.mma_async.sp, sm_90a). Driven by scripts/capture_sparse.py.
+// Hardware capture of sparse wgmma (wgmma.mma_async.sp, sm_90a). Driven by scripts/capture/capture_sparse.py.
 //
 // Three probe families, one per binary (-DSP_FAMILY_ADDR / _META / _NUM; none of them: all three):
 //
@@ -18,12 +18,12 @@
 // meta  Where the metadata bits sit and what invalid metadata does. Stored A (row m, s) = 1 for even s, 2 for
 //       odd s (tf32: 1.0); B one-hot with N = K; the 128 metadata registers come from the case table.
 //       D[m][n] = the sum of the stored elements whose index lands on logical column n.
-// num   Numerics: seeded random operands (scripts/sparse_gen.h, mirrored by tcemu/traces/sparse_seeds.py), stored A
+// num   Numerics: seeded random operands (scripts/capture/sparse_gen.h, mirrored by tcemu/traces/sparse_seeds.py), stored A
 //       64 x K/2 and B N x K in shared memory without swizzle (K-major: A LBO 128 SBO 256, B LBO 128 SBO 512;
 //       MN-major: SBO 128, LBO rows/8 * 128), or A in registers; metadata per thread from the case's class.
 //
 // Build (each family alone compiles faster; run the three in parallel):
-//   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DSP_FAMILY_ADDR -o sp_addr scripts/capture_sparse.cu
+//   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DSP_FAMILY_ADDR -o sp_addr scripts/capture/capture_sparse.cu
 // Usage: sp_addr --base | sp_addr CASES.bin OUT.bin ; sp_meta CASES.bin META.bin OUT.bin ; sp_num CASES.bin OUT.bin
 #include <cuda.h>
 #include <cuda_bf16.h>

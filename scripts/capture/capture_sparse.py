@@ -3,9 +3,9 @@ host; nothing from tcemu is imported, so the capture does not depend on the code
 
 Device command (one call, about 2 minutes on an H100: three parallel builds of ~50 s, then ~30 s of runs):
 
-    cd scripts && for f in ADDR META NUM; do nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \\
-        -DSP_FAMILY_$f -o /tmp/sp_$f capture_sparse.cu & done; wait; cd .. && \\
-    python3 scripts/capture_sparse.py --bin-dir /tmp --seed 2027 --out-dir $OUT
+    cd scripts/capture && for f in ADDR META NUM; do nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \\
+        -DSP_FAMILY_$f -o /tmp/sp_$f capture_sparse.cu & done; wait; cd ../.. && \\
+    python3 scripts/capture/capture_sparse.py --bin-dir /tmp --seed 2027 --out-dir $OUT
 
 It writes, into --out-dir (each well under 16 MiB):
   wgmma_sp_addresses_sm90.npz  kind wgmma_sp_operand_addresses: which bytes (A: stored elements; B: N x K) or
@@ -14,7 +14,7 @@ It writes, into --out-dir (each well under 16 MiB):
   wgmma_sp_numerics_sm90.npz   kind wgmma_sp_numerics: digests of D for seeded random operands (tcemu/traces/sparse_seeds.py)
 and prints one line per file. `--dry-run` plans every case and writes the three traces with zero outputs, no GPU.
 
-What each case group decides (scripts/capture_sparse.cu for the kernels):
+What each case group decides (scripts/capture/capture_sparse.cu for the kernels):
   addresses  A probe: stored A read through its descriptor (all swizzles, K- and (16-bit) MN-major, base offsets,
              start positions, random and junk LBO/SBO); B probe: B's N x K (64 bytes of K) through its
              descriptor, incl. an LBO sweep for 32B-swizzled K-major B (does LBO place the second 32-byte
@@ -56,7 +56,7 @@ SWIZZLE_BYTES = {0: 0, 1: 128, 2: 64, 3: 32}  # sm90 layout-type code -> swizzle
 META_CLASSES = ["valid", "raw", "unordered_or_other", "repeated", "zero", "walk"]
 SOURCES = ("capture_sparse.cu", "capture_sparse.py", "gen_sparse_wrappers.py", "wgmma_sparse_wrappers.inc",
            "sparse_gen.h")
-BUILD = ("cd scripts && for f in ADDR META NUM; do nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a "
+BUILD = ("cd scripts/capture && for f in ADDR META NUM; do nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a "
          "-DSP_FAMILY_$f -o /tmp/sp_$f capture_sparse.cu & done; wait")
 
 
@@ -300,7 +300,7 @@ def provenance(args, base, dry):
     sources = {}
     for f in SOURCES:
         with open(os.path.join(HERE, f), "rb") as fh:
-            sources["scripts/" + f] = hashlib.sha256(fh.read()).hexdigest()
+            sources["scripts/capture/" + f] = hashlib.sha256(fh.read()).hexdigest()
     return {
         "gpu": "dry-run (no GPU)" if dry else sh("nvidia-smi --query-gpu=name --format=csv,noheader | head -1"),
         "driver": "dry-run" if dry else sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1"),

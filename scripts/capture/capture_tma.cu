@@ -1,11 +1,11 @@
-// Hardware capture of TMA tile loads (cp.async.bulk.tensor, sm_90). Driven by scripts/capture_tma.py.
+// Hardware capture of TMA tile loads (cp.async.bulk.tensor, sm_90). Driven by scripts/capture/capture_tma.py.
 //
 // Global memory byte i holds gbyte(i); shared memory byte j is pre-filled with sbyte(j) (both below, and
 // in tcemu/layout/tma.py). Per case: encode a tiled tensor map (cuTensorMapEncodeTiled), one thread loads the
 // box at `coords` to shared offset `dst` (from a 1024-aligned base) through an mbarrier, and the whole
 // 48 KiB window is copied out.
 //
-// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o tma scripts/capture_tma.cu
+// Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o tma scripts/capture/capture_tma.cu
 // Usage: tma CASES.bin OUT.bin   (record format: capture_tma.py CASE_DTYPE)
 #include <cuda.h>
 #include <cuda_runtime.h>

@@ -2,8 +2,8 @@
 
 Exact command used for traces/tma_tile_sm90.npz:
 
-    nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/tma scripts/capture_tma.cu
-    python3 scripts/capture_tma.py --binary /tmp/tma --seed 7 --cases 600 --out traces/tma_tile_sm90.npz
+    nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/tma scripts/capture/capture_tma.cu
+    python3 scripts/capture/capture_tma.py --binary /tmp/tma --seed 7 --cases 600 --out traces/tma_tile_sm90.npz
 
 Cases: uint8/uint16/uint32 tensors of rank 1-5 with padded strides, swizzle none/32B/64B/128B, boxes
 whose inner extent is 16..(swizzle span or 256) bytes, element (traversal) strides 1-3 on the outer
@@ -100,7 +100,7 @@ def main():
         off.append(off[-1] + changed.size)
     meta = {"format": "tcemu-trace", "version": 1, "kind": "tma_tile_loads", "arch": "sm90",
             **capture_addresses.provenance(args, None),
-            "build": "nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/tma scripts/capture_tma.cu",
+            "build": "nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/tma scripts/capture/capture_tma.cu",
             "window_bytes": WINDOW, "global_bytes": GLOBAL_BYTES,
             "columns": {"case": "structured record, capture_tma.py CASE_DTYPE (dtype 0 u8 1 u16 2 u32; swizzle "
                                 "0 none 1 32B 2 64B 3 128B; dst: shared offset from a 1024-aligned base)",
@@ -111,7 +111,7 @@ def main():
                         "values": "uint8 byte values there"}}
     meta["smem_base"] = "1024-aligned dynamic shared memory; dst is relative to it"
     here = os.path.dirname(os.path.abspath(__file__))
-    meta["sources"] = {f"scripts/{f}": hashlib.sha256(open(os.path.join(here, f), "rb").read()).hexdigest()
+    meta["sources"] = {f"scripts/capture/{f}": hashlib.sha256(open(os.path.join(here, f), "rb").read()).hexdigest()
                        for f in ("capture_tma.cu", "capture_tma.py", "capture_addresses.py")}
     np.savez_compressed(args.out, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
                         case=cases.view(np.uint8).reshape(len(cases), CASE_DTYPE.itemsize),

@@ -2,17 +2,17 @@
 
 One line for the device machine (repository root), after the Triton capture:
 
-    python3 scripts/capture_kernels.py --kernels .kernels --out $OUT ; python3 scripts/capture_torch_gemm.py --out $OUT
+    python3 scripts/capture/capture_kernels.py --kernels .kernels --out $OUT ; python3 scripts/capture/capture_torch_gemm.py --out $OUT
 
 Local check without a GPU or torch (plans the cases, generates the inputs, writes a trace of numpy stand-in
-outputs):   python3 scripts/capture_torch_gemm.py --out /tmp/cap --dry-run
+outputs):   python3 scripts/capture/capture_torch_gemm.py --out /tmp/cap --dry-run
 
 Cases, for (M, N, K) in SHAPES: torch.matmul on bf16 and fp16 (torch's defaults, reduced-precision
 reductions allowed), f32 with TF32 allowed (set_float32_matmul_precision("high")) and with TF32 off
 ("highest"); torch._scaled_mm e4m3 x e4m3 with per-tensor f32 scales (1.5 and 0.625) -> bf16 and -> f32,
 with use_fast_accum False and True. A is (M, K) row-major; B is (K, N) row-major for matmul and for
 _scaled_mm, which wants it column-major, stored (N, K) row-major and passed transposed. Inputs come from the
-generator in scripts/capture_kernels.py (the copy of tcemu/traces/inputs.py): A stream 0, B stream 1, one
+generator in scripts/capture/capture_kernels.py (the copy of tcemu/traces/inputs.py): A stream 0, B stream 1, one
 seed per case. Each case runs twice (determinism); the first run is profiled to name the CUDA kernels that
 produced it. Outputs: the full raw bits of every output of at most STORE_ROWS_LIMIT elements, and of the
 first 128 rows of the 1024^3 ones, plus an 8-byte blake2b digest of every row of every output, so every
@@ -252,8 +252,8 @@ def main():
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": "python3 " + " ".join(sys.argv), "build": None, "smem_base": None, "seed": args.seed,
             "sources": {f: ck.sha256_file(os.path.join(ck.ROOT, f)) for f in
-                        ("scripts/capture_torch_gemm.py", "scripts/capture_kernels.py", "tcemu/traces/inputs.py")},
-            "generator": "scripts/capture_kernels.py input_bits (= tcemu/traces/inputs.py): A stream 0, B stream 1",
+                        ("scripts/capture/capture_torch_gemm.py", "scripts/capture/capture_kernels.py", "tcemu/traces/inputs.py")},
+            "generator": "scripts/capture/capture_kernels.py input_bits (= tcemu/traces/inputs.py): A stream 0, B stream 1",
             "scales": list(SCALES), "store_rows_limit": STORE_ROWS_LIMIT, "status_codes": status_codes,
             "cases": cases,
             "columns": {"seed": "uint64 case seed", "status": "index into meta.status_codes",

@@ -1,4 +1,4 @@
-"""Pack the raw tables of scripts/capture_sfu.cu for the trip back: each table delta-coded (first word, then
+"""Pack the raw tables of scripts/capture/capture_sfu.cu for the trip back: each table delta-coded (first word, then
 wrapping differences of consecutive words as int32) and lzma-compressed, grouped into at most 8 .npz files of
 at most 15 MB (numpy.savez of uint8 members; no pickles). Usage: python3 pack_sfu.py RAWDIR OUTDIR"""
 import lzma

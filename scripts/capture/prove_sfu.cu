@@ -5,7 +5,7 @@
 //   hashed in [2^126, 2^127), a = b); f64 forms: all 2^32 high words, with a hashed and a zero low word.
 // Also evaluates the hardware alone on a sample (inputs from the host) for tcemu's CI replay.
 // Usage: sfu_prove TABLEDIR SAMPLE_IN SAMPLE_OUT   (tables: raw little-endian words, as prove_sfu.py writes)
-// Build: nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o sfu_prove scripts/prove_sfu.cu
+// Build: nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o sfu_prove scripts/capture/prove_sfu.cu
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>

@@ -1,6 +1,6 @@
-"""Drive the exhaustive GPU proof of tcemu's SFU models (scripts/prove_sfu.cu) on the device machine.
+"""Drive the exhaustive GPU proof of tcemu's SFU models (scripts/capture/prove_sfu.cu) on the device machine.
 
-    python3 scripts/prove_sfu.py --bin .bins/sfu_prove --out $OUT [--seed 2026]
+    python3 scripts/capture/prove_sfu.py --bin .bins/sfu_prove --out $OUT [--seed 2026]
 
 Decodes tcemu/sfu/mufu_sm90.npz with tcemu/sfu itself (numpy and the standard library only: the folder is
 loaded on its own, so the device machine needs no other tcemu dependency), writes the raw tables for the
@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 FORMS = ["rcp.approx.f32", "rcp.approx.ftz.f32", "sqrt.approx.f32", "sqrt.approx.ftz.f32", "rsqrt.approx.f32",
          "rsqrt.approx.ftz.f32", "ex2.approx.f32", "ex2.approx.ftz.f32", "lg2.approx.f32", "lg2.approx.ftz.f32",
@@ -122,7 +122,7 @@ def main():
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     proof.update(gpu=smi.split(",")[0].strip(), driver=smi.split(",")[-1].strip(), cuda=nvcc,
                  date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                 command=" ".join(["python3", "scripts/prove_sfu.py"] + sys.argv[1:]), seed=args.seed,
+                 command=" ".join(["python3", "scripts/capture/prove_sfu.py"] + sys.argv[1:]), seed=args.seed,
                  table_meta_sha256={k: v["sha256"] for k, v in tables.meta()["tables"].items()})
     with open(os.path.join(args.out, "sfu_proof.json"), "w") as f:
         json.dump(proof, f, indent=1)

@@ -1,6 +1,6 @@
-"""Write traces/sfu_proof_sm90.npz (kind `sfu_proof`) from what scripts/prove_sfu.py brought back.
+"""Write traces/sfu_proof_sm90.npz (kind `sfu_proof`) from what scripts/capture/prove_sfu.py brought back.
 
-    python scripts/sfu_proof_trace.py --proof DIR [--out traces/sfu_proof_sm90.npz]
+    python scripts/capture/sfu_proof_trace.py --proof DIR [--out traces/sfu_proof_sm90.npz]
 
 DIR holds sfu_proof.json (the exhaustive counts and the provenance) and sfu_sample.bin (records of uint64 form,
 a, b, hardware output). The trace keeps the sample as columns and the proof as meta.proof.
@@ -24,7 +24,7 @@ def main():
     ap.add_argument("--also", action="append", default=[],
                     help="another run's folder: its GPU, date and counts go into meta.proof.other_runs (its sample "
                          "must equal this one's bit for bit)")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(HERE), "traces", "sfu_proof_sm90.npz"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.dirname(HERE)), "traces", "sfu_proof_sm90.npz"))
     args = ap.parse_args()
     proof = json.load(open(os.path.join(args.proof, "sfu_proof.json")))
     rec = np.fromfile(os.path.join(args.proof, "sfu_sample.bin"), np.uint64).reshape(-1, 4)
@@ -33,8 +33,8 @@ def main():
     meta = {"format": "tcemu-trace", "version": 1, "kind": "sfu_proof", "arch": "sm90",
             "gpu": proof["gpu"], "driver": proof["driver"], "cuda": proof["cuda"], "date": proof["date"],
             "command": proof["command"],
-            "build": "nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o .bins/sfu_prove scripts/prove_sfu.cu",
-            "sources": {"scripts/" + s: hashlib.sha256(open(os.path.join(HERE, s), "rb").read()).hexdigest() for s in srcs},
+            "build": "nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -o .bins/sfu_prove scripts/capture/prove_sfu.cu",
+            "sources": {"scripts/capture/" + s: hashlib.sha256(open(os.path.join(HERE, s), "rb").read()).hexdigest() for s in srcs},
             "seed": proof["seed"], "smem_base": 0, "forms": FORMS,
             "proof": {k: proof[k] for k in ("gpu_ms", "forms", "control", "table_meta_sha256")},
             "columns": {"form": "index into meta.forms", "a": "first operand's raw bits",

@@ -1,6 +1,6 @@
-// Input generator of the sparse wgmma numerics capture (scripts/capture_sparse.cu), host- and device-callable.
+// Input generator of the sparse wgmma numerics capture (scripts/capture/capture_sparse.cu), host- and device-callable.
 // Mirrored bit for bit by tcemu/traces/sparse_seeds.py (which reuses tcemu/traces/seeds.py for the parts below that repeat
-// scripts/capture_numerics.cu); tests/test_sparse_capture.py compiles this header for the host and compares.
+// scripts/capture/capture_numerics.cu); tests/traces/test_sparse_capture.py compiles this header for the host and compares.
 //
 //   rnd(seed, stream, index) = mix64(seed ^ mix64(stream << 32 | index))
 //   stream 3, index 0     case parameters (as capture_numerics.cu); stream 3, index 1: the negzero flag

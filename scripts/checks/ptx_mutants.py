@@ -4,7 +4,7 @@ bundled PTX fixture (tests/fixtures/ptx, tests/fixtures/ptx/sm100), each judged 
 module's .target; the 13.4 ptxas bundled with Triton for .version > 9.0) and by tcemu (ptx.load, then
 Module.program of every kernel, in this process under a per-mutant time limit).
 
-    python scripts/ptx_mutants.py [-n 300] [--seed 21] [--minutes 10] [--limit 60] [--show lax]
+    python scripts/checks/ptx_mutants.py [-n 300] [--seed 21] [--minutes 10] [--limit 60] [--show lax]
 
 Table by class: total, ptxas rejects, lax (ptxas rejects, tcemu accepts), strict-wrong (ptxas accepts,
 tcemu refuses), foreign (tcemu raised something not a TcemuError), hangs (past the time limit)."""
@@ -21,7 +21,7 @@ import tempfile
 import time
 import warnings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 

@@ -25,7 +25,7 @@ from tcemu.traces.inputs import input_bits
 from tcemu.traces.kinds.kernel_outputs import _tensor_map
 from tcemu.frontends.triton import TensorDescriptor, opcode_census, run_compiled
 
-from paths import PTX_FIXTURES, current_path
+from paths import PTX_FIXTURES, current_path, source_is_unchanged
 
 FX = PTX_FIXTURES
 SM100 = os.path.join(FX, "sm100")
@@ -346,8 +346,7 @@ def test_sm100_fixtures_are_what_their_json_says():
         assert re.search(r"^\.target\s+sm_100a\s*$", ptx, re.M)
         if name.startswith("scaled_"):
             assert meta["command"].startswith("PYTHONPATH=. python scripts/triton_kernels_sm100.py")
-            with open(current_path("scripts/triton_kernels_sm100.py"), "rb") as f:
-                assert meta["source_sha256"] == hashlib.sha256(f.read()).hexdigest()
+            assert source_is_unchanged("scripts/triton_kernels_sm100.py", meta["source_sha256"])
         else:
             assert meta["command"].startswith("PYTHONPATH=. python scripts/cute_sm100_kernels.py")
             for f, digest in meta["wrapper_sha256"].items():

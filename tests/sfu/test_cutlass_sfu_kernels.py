@@ -24,7 +24,7 @@ from tcemu.traces import launches as L
 from tcemu.ptx.errors import PtxUnsupported
 from tcemu.traces.archive import check_trace, load_trace
 
-from paths import CAPTURE, PTX_FIXTURES, TRACES, current_path
+from paths import CAPTURE, PTX_FIXTURES, TRACES, source_is_unchanged
 
 FIX = Path(PTX_FIXTURES)
 TRACE = Path(TRACES) / "cutlass_sfu_kernels_sm90.npz"
@@ -59,7 +59,7 @@ def test_fixture_provenance_and_forms(name):
     assert re.search(rb"^\.target\s+sm_90a\s*$", ptx, re.M)
     assert "13.0" in meta["versions"]["nvcc"] and meta["command"].startswith("PYTHONPATH=. python scripts/cutlass_sfu")
     for src, digest in meta["sources_sha256"].items():    # rebuilt since any of its sources last changed
-        assert hashlib.sha256(open(current_path(src), "rb").read()).hexdigest() == digest, src
+        assert source_is_unchanged(src, digest), src
     assert len(meta["entries"]) == 1 and all(r["entry"] == meta["entries"][0] for r in meta["launches"])
     assert approx_forms(ptx.decode()) == FORMS[name]
     outs = [[b["name"] for b in r["buffers"] if b["role"] == "output"] for r in meta["launches"]]

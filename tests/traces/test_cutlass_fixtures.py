@@ -21,7 +21,7 @@ from tcemu.ptx.program import Program
 from tcemu.arith.fdp import decode_operand, fused_dot
 from tcemu.hopper.wgmma import K_OF, fdp_unit
 
-from paths import CAPTURE, PTX_FIXTURES, current_path
+from paths import CAPTURE, PTX_FIXTURES, source_is_unchanged
 
 FIX = Path(PTX_FIXTURES)
 sys.path.insert(0, CAPTURE)
@@ -66,7 +66,7 @@ def test_fixture_provenance(name):
     assert "-cudart none" in cmd["builder"] and "scripts/cutlass/fake_cuda.cpp" in cmd["builder"]
     # rebuilt since any capture source last changed
     for src, digest in meta["sources_sha256"].items():
-        assert hashlib.sha256(open(current_path(src), "rb").read()).hexdigest() == digest, src
+        assert source_is_unchanged(src, digest), src
     if name == "cutlass_cute_tutorial":   # the wheel's tutorial, compiled unmodified
         assert meta["ptx_source"] == "cutlass_library/source/examples/cute/tutorial/hopper/wgmma_tma_sm90.cu"
         try:

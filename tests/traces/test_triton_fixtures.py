@@ -17,7 +17,7 @@ from tcemu.traces import inputs as KI
 from tcemu.frontends import triton as TT
 from tcemu.core.errors import TcemuError
 
-from paths import CAPTURE, PTX_FIXTURES, ROOT, current_path
+from paths import CAPTURE, PTX_FIXTURES, ROOT, source_is_unchanged
 
 FIX = Path(PTX_FIXTURES)
 sys.path.insert(0, CAPTURE)
@@ -57,8 +57,7 @@ def test_fixture_sha256_and_target(name):
     assert meta["triton"] and meta["command"].startswith("PYTHONPATH=. python scripts/triton_kernels.py")
     assert meta["block"] == [32 * meta["num_warps"], 1, 1]
     # rebuilt since the kernels' source last changed (the PTX carries its line numbers)
-    src = open(current_path("scripts/triton_kernels.py"), "rb").read()
-    assert meta["source_sha256"] == hashlib.sha256(src).hexdigest()
+    assert source_is_unchanged("scripts/triton_kernels.py", meta["source_sha256"])
 
 
 def _ptx_params(ptx):
