@@ -16,6 +16,17 @@ settings.register_profile("campaign", max_examples=20000, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The test files that run a CuTe oracle go last, whole and in their order, so that the oracle's build (started
+    when collection ends, when it is not cached) overlaps the rest of the suite instead of holding it up."""
+    import cute
+    late = {item.nodeid.split("::")[0] for item in items
+            if set(getattr(item, "fixturenames", ())) & set(cute.FIXTURE_ORACLES)}
+    if late:
+        items[:] = [i for i in items if i.nodeid.split("::")[0] not in late] + \
+                   [i for i in items if i.nodeid.split("::")[0] in late]
+
+
 def pytest_collection_finish(session):
     """Start building the CuTe oracles the selected tests need (tests/support/cute.py), in the background, so that
     the compile overlaps with the tests that run before them; a cached oracle costs nothing."""

@@ -44,6 +44,9 @@ from tcemu.blackwell.tmem import TensorMemory, d_cells, meta_cells, tmem_address
 import cute
 
 
+# host-compiled with nvcc; the first build takes CPU-minutes (tests/support/cute.py caches it)
+pytestmark = [pytest.mark.needs_nvcc, pytest.mark.slow]
+
 @pytest.fixture(scope="session")
 def tmem_oracle():
     [exe] = cute.binaries(["tmem_oracle"])   # the flags of umma_oracle: CuTe's host-device code as plain host C++

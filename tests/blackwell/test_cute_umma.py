@@ -23,6 +23,9 @@ import tcemu
 
 import cute
 
+# host-compiled with nvcc; the first build takes CPU-minutes (tests/support/cute.py caches it)
+pytestmark = [pytest.mark.needs_nvcc, pytest.mark.slow]
+
 PARTS = (0, 1)  # ORACLE_PART halves, built as umma_oracle_0 / _1 (tests/support/cute.py), in parallel
 
 

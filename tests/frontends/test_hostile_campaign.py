@@ -10,7 +10,8 @@ import tcemu.ptx as tptx
 from campaign import (Arr, HUGE, Int, Name, PTX_BAD, Param, TID_MODULE, campaign_limits,
                       Registry)  # noqa: F401 (campaign_limits: a fixture)
 
-pytestmark = pytest.mark.usefixtures("campaign_limits")
+# compiles a @triton.jit kernel with Triton when it is installed (without it: tcemu.triton must refuse cleanly)
+pytestmark = [pytest.mark.usefixtures("campaign_limits"), pytest.mark.needs_triton]
 ENTRIES = Registry()
 entry = ENTRIES.entry
 

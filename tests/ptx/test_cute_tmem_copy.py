@@ -16,6 +16,9 @@ from tcemu.ptx.ops.tcgen05 import cp_lanes, datapath
 
 import cute
 
+# host-compiled with nvcc; the first build takes CPU-minutes (tests/support/cute.py caches it)
+pytestmark = [pytest.mark.needs_nvcc, pytest.mark.slow]
+
 SHAPES = {"16dp256b": "16x256b", "16dp128b": "16x128b", "16dp64b": "16x64b", "16dp32b": "16x32bx2",
           "32dp32b": "32x32b"}
 

@@ -14,6 +14,8 @@ from tcemu.cli import main
 
 from browser import Browser, find_chromium
 
+pytestmark = pytest.mark.browser
+
 if find_chromium() is None:
     pytest.skip("Chromium is not installed (apt-get install -y chromium; README, 'An interactive page'): "
                 "page tests skipped",

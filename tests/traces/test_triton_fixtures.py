@@ -1,4 +1,5 @@
-"""The Triton kernel fixtures (tests/fixtures/ptx), the capture drivers' planning and the input generator.
+"""The Triton kernel fixtures (tests/fixtures/ptx), the capture drivers' planning and the input generator
+(tcemu.triton's specialisation rules: tests/frontends/test_triton.py).
 
 No GPU and no Triton: the PTX and json files are read as text, the capture scripts run in --dry-run mode.
 """
@@ -7,7 +8,6 @@ import json
 import re
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
@@ -17,7 +17,7 @@ from tcemu.traces import inputs as KI
 from tcemu.frontends import triton as TT
 from tcemu.core.errors import TcemuError
 
-from paths import CAPTURE, PTX_FIXTURES, ROOT, source_is_unchanged
+from paths import CAPTURE, PTX_FIXTURES, source_is_unchanged
 
 FIX = Path(PTX_FIXTURES)
 sys.path.insert(0, CAPTURE)
@@ -155,25 +155,6 @@ def test_specialisation_mismatch_is_refused():
     p = CK.plan("matmul_bf16", 256, 256, 200, meta)     # K = 200: a launch compiles matmul_bf16_k200
     with pytest.raises(CK.CaseError, match="K = 200 specialises as plain"):
         CK.check_specialisation(p, meta)
-
-
-def _fake_fn(names, const=()):
-    return SimpleNamespace(__name__="k", arg_names=list(names),
-                           params=[SimpleNamespace(name=n, is_constexpr=n in const) for n in names])
-
-
-def test_specialize_follows_the_jit_rules():
-    fn = _fake_fn(["p", "one", "n16", "n200", "big", "x", "BLOCK"], const=("BLOCK",))
-    sig, const, div = TT.specialize(fn, {"p": "*bf16", "one": 1, "n16": 512, "n200": 200, "big": 2**33, "x": 0.5,
-                                         "BLOCK": 64})
-    assert sig == {"p": "*bf16", "one": "constexpr", "n16": "i32", "n200": "i32", "big": "i64", "x": "fp32",
-                   "BLOCK": "constexpr"}
-    assert const == {"one": 1, "BLOCK": 64}
-    assert div == ["p", "n16", "big"]
-    with pytest.raises(TcemuError, match="missing"):
-        TT.specialize(fn, {"p": "*bf16"})
-    rule = [[["M", "BM"], ["N", "BN"]], [], [2]]
-    assert TT.launch_grid(rule, {"M": 300, "N": 257}, {"BM": 128, "BN": 256}) == (6, 1, 2)   # 3 * 2, 1, 2
 
 
 # ------------------------------------------------------------------ input generator
@@ -339,14 +320,3 @@ def test_torch_capture_dry_run_round_trip(tmp_path, monkeypatch):
             assert int(dig[r]) == int.from_bytes(hashlib.blake2b(per[r].tobytes(), digest_size=8).digest(), "little")
 
 
-def test_tcemu_triton_without_triton():
-    import subprocess
-    code = ("import sys; sys.modules['triton'] = None\n"
-            "import types, tcemu.triton as T\n"
-            "fn = types.SimpleNamespace(__name__='k', arg_names=[], params=[])\n"
-            "try:\n    T.compile_kernel(fn, signature={}, constexprs={}, num_warps=4, num_stages=1)\n"
-            "except T.TritonError as e:\n    print('refused:', e.field)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "refused: triton"   # imported only inside compile_kernel
