@@ -417,6 +417,8 @@ def test_campaign_mutants_are_seeded_and_single():
 
 
 @pytest.mark.campaign
+@pytest.mark.slow
+@pytest.mark.needs_nvcc
 def test_campaign_against_ptxas():
     pm = _campaign_module()
     if pm.ptxas_for((9, 0)) is None or pm.ptxas_for((9, 4)) is None:
