@@ -28,21 +28,29 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
-    """Start building the CuTe oracles the selected tests need (tests/support/cute.py), in the background, so that
-    the compile overlaps with the tests that run before them; a cached oracle costs nothing."""
+    """Queue the selected tests' long, self-contained jobs for the background worker (tests/support/background.py),
+    in the order the tests will want them: whole-trace replays (tests/support/replays.py), the CuTe oracles' builds
+    (tests/support/cute.py; a cached one costs nothing)."""
     if session.config.option.collectonly:
         return
     import cute
-    needed = []
+    import replays
+    oracles = []
     for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        if getattr(item, "originalname", None) == "test_trace_replays_exactly" and callspec is not None:
+            replays.prepare(callspec.params["path"])
+        if item.nodeid.startswith("tests/ptx/test_atomics_trace.py::test_replays_every_word"):
+            replays.prepare(item.module.TRACE)
         for fixture, names in cute.FIXTURE_ORACLES.items():
             if fixture in getattr(item, "fixturenames", ()):
-                needed += [n for n in names if n not in needed]
-    if needed:
-        cute.prebuild(needed)
+                oracles += [n for n in names if n not in oracles]
+    if oracles:
+        cute.prebuild(oracles)
 
 
 def pytest_sessionfinish(session):
-    """Builds not started yet are dropped (the one running finishes, into the cache)."""
-    import cute
-    cute.cancel_pending()
+    """Jobs the background worker has not started are dropped, a replay still running is stopped (a running
+    build finishes, into its cache)."""
+    import background
+    background.cancel_pending()

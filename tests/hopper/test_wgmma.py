@@ -1,4 +1,6 @@
 """wgmma(): legal forms, fragments, register A, chains, and the constants the trace pins down."""
+import os
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -10,6 +12,8 @@ from tcemu.layout.smem import SharedMemory
 from tcemu.traces.archive import load_trace, numerics_case_registers, thread_digests
 from tcemu.arith.fdp import RNE
 from tcemu.hopper.wgmma import check_form, wgmma
+
+from paths import TRACES
 
 DA = tcemu.GmmaDescriptor(0x400, 16, 1024, 0, "128B")
 DB = tcemu.GmmaDescriptor(0x2400, 16, 1024, 0, "128B")
@@ -165,7 +169,7 @@ def test_bad_accumulator_and_unwritten_memory():
         wgmma(smem, DA, DB, a_regs=np.zeros((128, 4), np.uint32), **common)
 
 
-NUMERICS = load_trace("traces/wgmma_numerics_sm90.npz")
+NUMERICS = load_trace(os.path.join(TRACES, "wgmma_numerics_sm90.npz"))
 
 
 def _failures(unit_change, kinds, limit=40):

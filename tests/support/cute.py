@@ -6,8 +6,8 @@ Compiling them costs about 2 CPU-minutes (CuTe's templates), so each binary is b
 keyed by the sha256 of its source, its compile command, the compiler's version and every CuTe / CUTLASS header:
 a change to any of them builds it afresh. The cache is $TCEMU_TEST_CACHE, else $XDG_CACHE_HOME/tcemu-tests, else
 ~/.cache/tcemu-tests (TCEMU_TEST_CACHE=off: no cache, a fresh build in a temporary folder every session). When a
-session selects a test that needs an oracle that is not cached, tests/conftest.py starts its build in the background
-as soon as collection ends, one at a time, so that it overlaps with the tests that run first (prebuild()).
+session selects a test that needs an oracle that is not cached, tests/conftest.py queues its build for the background
+worker (tests/support/background.py) as soon as collection ends, so that it overlaps the tests that run first.
 """
 import concurrent.futures
 import hashlib
@@ -20,6 +20,8 @@ import threading
 from pathlib import Path
 
 import pytest
+
+import background
 
 SOURCES = Path(__file__).parent / "cute_oracle"
 INSTALL_HINT = "pip install --no-deps nvidia-cutlass"
@@ -125,48 +127,27 @@ def _build(name, nvcc_path, include):
     return exe
 
 
-_POOL = None
-_FUTURES = {}
-_LOCK = threading.Lock()
-
-
 def prebuild(names):
-    """Start building the oracles `names` in the background, one at a time, in this order (those already cached, or
-    whose CuTe headers / nvcc are missing, are left to the fixtures, which return or skip at once)."""
-    global _POOL
+    """Queue the builds of the oracles `names` for the background worker (tests/support/background.py), in this
+    order (one cached, or whose CuTe headers / nvcc are missing, costs nothing: the fixture returns or skips)."""
     try:
         include, nvcc_path = cute_include(), nvcc()
     except pytest.skip.Exception:
         return
-    with _LOCK:
-        for name in names:
-            if name in _FUTURES:
-                continue
-            if _POOL is None:
-                _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="cute-oracle")
-            _FUTURES[name] = _POOL.submit(_build, name, nvcc_path, include)
+    for name in names:
+        background.submit(("cute", name), _build, name, nvcc_path, include)
 
 
 def binaries(names):
-    """The built oracles `names` (skip without CuTe or nvcc). One the background has not started yet is compiled
-    here, alongside the one the background is building (the two cores of CI)."""
+    """The built oracles `names` (skip without CuTe or nvcc): each the background worker's build (waited for), or
+    built here when the worker has not started it, the missing ones at once, in parallel (the two cores of CI)."""
     include, nvcc_path = cute_include(), nvcc()
-    own = {}
-    with _LOCK:
-        for name in names:
-            future = _FUTURES.get(name)
-            if future is None or future.cancel():
-                _FUTURES.pop(name, None)
-                own[name] = concurrent.futures.ThreadPoolExecutor(max_workers=1).submit(_build, name, nvcc_path,
-                                                                                        include)
-    out = []
-    for name in names:
-        future = own.get(name) or _FUTURES[name]
-        try:
-            out.append(future.result())
-        except RuntimeError as e:
-            pytest.fail(str(e))
-    return out
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(names)) as pool:
+        jobs = [pool.submit(background.result, ("cute", name), _build, name, nvcc_path, include) for name in names]
+    try:
+        return [job.result() for job in jobs]
+    except RuntimeError as e:
+        pytest.fail(str(e))
 
 
 def run(exe, timeout=300):
@@ -174,9 +155,3 @@ def run(exe, timeout=300):
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout.splitlines(), proc.stderr.splitlines()
-
-
-def cancel_pending():
-    with _LOCK:
-        for future in _FUTURES.values():
-            future.cancel()
