@@ -26,6 +26,7 @@ def finite_bits(fmt, draw_int):
 @pytest.mark.parametrize("fa,fc,unit,k", [("bf16", "f32", BF16_F32, 16), ("f16", "f16", F16_F16, 16),
                                           ("e4m3", "f32", FP8_F32, 32), ("e5m2", "f32", FP8_F32, 32)])
 @given(data=st.data())
+@pytest.mark.slow
 def test_engine_matches_exact_reference(fa, fc, unit, k, data):
     draw = lambda lo, hi: data.draw(st.integers(lo, hi))
     a = [finite_bits(fa, draw) for _ in range(k)]

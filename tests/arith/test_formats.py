@@ -409,6 +409,7 @@ junk = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats
 
 
 @given(st.sampled_from([decode, encode, to_bits, from_bits, decode_int]), junk, junk)
+@pytest.mark.slow
 def test_junk_raises_only_format_errors(fn, a, b):
     try:
         fn(a, b)

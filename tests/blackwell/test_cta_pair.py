@@ -75,6 +75,7 @@ def test_check_operand_takes_one_cta_or_both_stacked():
     assert e.value.field == "written" and "128 per CTA, or 256 for both CTAs stacked" in e.value.rule
 
 
+@pytest.mark.slow
 def test_picture_of_one_cta(tmp_path):
     pytest.importorskip("matplotlib")
     from tcemu.tools.pictures import operand_map

@@ -132,7 +132,7 @@ entry("tcgen05_mma(sm103)", lambda da, db, sa, sb, **kw: tcemu.tcgen05_mma(FULL1
       Param(st.sampled_from(D100[:2]) | _lbo_mode_descs(), DESC100.bad), DESC100,
       Arr(st.just(K96_SA), [K96_SA[:, :2], np.full((128, 3), 256), K96_SA[:, :1].repeat(6, 1)]),
       Arr(st.just(K96_SB), [K96_SB[:1], np.full((64, 3), -1)]),
-      arch=Name(["sm103"], bad=["sm100", "sm90"]), enable_input_d=Flag(), weight=1.2)
+      arch=Name(["sm103"], bad=["sm100", "sm90"]), enable_input_d=Flag(), weight=1.2, slow=True)
 entry("ZeroColumnMask.decode/mask", lambda v, m, n: ZeroColumnMask.decode(v).mask(m, n),
       Param(st.sampled_from([0, ZCM[2], ZCM[3], ZCM[5]]), st.sampled_from([-1, 1 << 64, "0xzz", "9" * 5000, 1.5, None,
                                                                           HUGE, True, 1 << 36, [0]])),

@@ -89,6 +89,7 @@ F8F6F4 = ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1")
 
 @given(st.sampled_from(F8F6F4), st.sampled_from(F8F6F4), st.sampled_from(["f32", "f16"]),
        st.sampled_from([None, 2, 4]), st.booleans(), st.integers(0, 2 ** 32 - 1))
+@pytest.mark.slow
 def test_f8f6f4_matches_reference(fa, fb, dtype_d, spread, with_c, seed):
     rng = np.random.default_rng(seed)
     a, b = _bits(rng, fa, (64, 32), spread), _bits(rng, fb, (8, 32), spread)
@@ -102,6 +103,7 @@ def test_f8f6f4_matches_reference(fa, fb, dtype_d, spread, with_c, seed):
 
 
 @given(st.sampled_from(F8F6F4), st.sampled_from(F8F6F4), st.integers(0, 2 ** 32 - 1))
+@pytest.mark.slow
 def test_mxf8f6f4_matches_reference(fa, fb, seed):
     rng = np.random.default_rng(seed)
     a, b = _bits(rng, fa, (128, 32), 3), _bits(rng, fb, (8, 32), 3)
@@ -116,6 +118,7 @@ def test_mxf8f6f4_matches_reference(fa, fb, seed):
 
 @given(st.sampled_from([("mxf4nvf4", "ue4m3", 16), ("mxf4nvf4", "ue8m0", 16), ("mxf4nvf4", "ue8m0", 32),
                         ("mxf4", "ue8m0", 32)]), st.booleans(), st.integers(0, 2 ** 32 - 1))
+@pytest.mark.slow
 def test_grouped_kinds_match_reference(form, with_c, seed):
     kind, scale_type, bs = form
     rng = np.random.default_rng(seed)

@@ -41,6 +41,7 @@ B_STORED_NK = ("matmul_e4m3", "matmul_tma_bf16", "matmul_dtma_bf16")  # fixture 
 TRITON_TYPES = {"bf16": "bf16", "f16": "f16", "f32": "tf32", "e4m3": "e4m3"}  # tl.dot on f32: tf32
 
 
+@pytest.mark.slow
 def test_triton_launches_equal_the_chain():
     t = load_trace(TRITON)
     cols, cases = t.columns, t.meta["cases"]
@@ -444,6 +445,7 @@ def test_mx_kind_fast_engine_equals_reference(ta, tb, M, N, K, scale_range, with
     assert np.array_equal(f, r)
 
 
+@pytest.mark.slow
 def test_block_scales_with_split_k_and_init_none():
     rng = np.random.default_rng(9)
     a, b = _bits(rng, "e4m3", (33, 600), (-4, 4), 0.0, 0.05), _bits(rng, "e4m3", (600, 140), (-4, 4), 0.0, 0.05)

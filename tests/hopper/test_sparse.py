@@ -391,6 +391,7 @@ def _num_inputs(trace, i):
     return True, negzero, pruned_special
 
 
+@pytest.mark.slow
 def test_numerics_trace_rejects_the_alternative_rules():
     """Each alternative fails on captured cases chosen by an input property, where 'selected' matches:
     'signed' on every negzero case with a -0 C (A = C = -0, B > 0: hardware +0), 'zeros' on every valid case with

@@ -133,6 +133,7 @@ def test_smem_gather_scatter_arbitrary(addrs, values, dtype):
 
 @given(descriptors, sizes, sizes, dtypes, majors, arrays | st.integers(-128, 255) | st.integers() | st.floats())
 @example(desc=0x400, rows=8, k=32, dtype="u8", major="K", fill=["", b"\x80"])  # UnicodeDecodeError
+@pytest.mark.slow
 def test_smem_operand_io_arbitrary(desc, rows, k, dtype, major, fill):
     smem = SharedMemory()
     calls(smem.read_operand, desc, rows=rows, k=k, dtype=dtype, major=major)

@@ -173,6 +173,7 @@ def test_cvt_float_to_int(src, data):
 
 @FEW
 @given(data=st.data())
+@pytest.mark.slow
 def test_cvt_int_to_float(data):
     it = data.draw(st.sampled_from(["s32", "u32", "s64", "u64", "s16"]))
     dst = data.draw(st.sampled_from(["f16", "bf16", "f32", "f64"]))
@@ -676,6 +677,7 @@ def test_bfe_bfi_64_match_the_sass_sequence(cases):
 TRACE = os.path.join(TRACES, "ptx_alu_sm90.npz")
 
 
+@pytest.mark.slow
 def test_hardware_trace_replays():
     if not os.path.exists(TRACE):
         pytest.skip("traces/ptx_alu_sm90.npz not captured yet (scripts/capture/capture_ptx_alu.py docstring: device command)")

@@ -1,6 +1,8 @@
 """traces/atomics_sm90.npz: float atomics on special values, as an H100 left them (kind program_outputs)."""
 import os
 
+import pytest
+
 from tcemu.traces.archive import Trace, load_trace, replay
 
 import replays
@@ -9,6 +11,7 @@ from paths import TRACES
 TRACE = os.path.join(TRACES, "atomics_sm90.npz")
 
 
+@pytest.mark.slow
 def test_replays_every_word():
     r = replays.summary(TRACE)   # the replay tests/traces/test_traces.py checks too: done once a session
     assert r["mismatches"] == [] and sum(g["values"] for g in r["groups"].values()) == 12674

@@ -135,6 +135,8 @@ def _tool(name):
 
 
 @pytest.mark.parametrize("name,body,ffma", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_rules_agree_with_ptxas(tmp_path, name, body, ffma):
     ptxas, cuobjdump = _tool("ptxas"), _tool("cuobjdump")
     if not (ptxas and cuobjdump):

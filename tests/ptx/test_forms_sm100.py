@@ -600,6 +600,8 @@ def test_legality_matches_ptxas(target, version, line, message):
             compile_line(line, _header(target, version))
 
 
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_forms_table_matches_ptxas(tmp_path):
     """FORMS assembled by ptxas 13.0 (skipped without it): accepted lines assemble, refused ones fail with the
     message recorded."""

@@ -76,6 +76,7 @@ def test_register_total_per_function(monkeypatch):
     refused(PtxError, ptx.load, kernel(".reg .b32 %r<-3>;"), phrase="non-negative count")
 
 
+@pytest.mark.slow
 def test_bundled_fixtures_stay_well_under_the_register_limits():
     most = 0
     for root, _, files in os.walk(FIXTURES):
@@ -127,6 +128,7 @@ def test_const_local_shared_limits():
             phrase="bytes a CTA may have")
 
 
+@pytest.mark.slow
 def test_register_file_estimate():
     decls = "".join(f".reg .b64 %r{chr(97 + i)}<65536>;\n" for i in range(4))  # 262,144 64-bit registers
     mod = ptx.load(kernel(decls))  # 64 MiB per warp: a 1024-thread CTA would need 2 GiB, a cluster of 4 8 GiB

@@ -270,6 +270,8 @@ def test_operand_types_match_ptxas_table():
 
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas is not on PATH: the recorded table is checked without it")
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_table_slice_still_matches_ptxas():
     table = _table()
     rows = random.Random(21).sample(table["rows"], 400)
@@ -371,6 +373,8 @@ def test_fixtures_compile():
 
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas is not on PATH: mutants need its verdict")
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_mutants_ptxas_refuses_are_refused():
     sample = mutant_sample()
     escaped = []

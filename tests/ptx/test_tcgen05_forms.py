@@ -718,6 +718,8 @@ def test_refused_forms(target, line, error, _):
         mod.program("k")
 
 
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_grammar_matches_ptxas(tmp_path):
     """The two lists above, assembled by ptxas 13.0 (skipped without it): the accepted lines assemble, the refused
     ones fail with the message recorded (.ashift is legal PTX that tcemu does not model)."""

@@ -214,6 +214,7 @@ def _cases():
 
 
 @pytest.mark.parametrize("name,i", _cases())
+@pytest.mark.slow
 def test_cute_tutorial_equals_tcgen05_chain(name, i):
     meta, _ = _read(SM100, name)
     case = meta["cases"][i]

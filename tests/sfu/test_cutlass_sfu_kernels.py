@@ -158,6 +158,7 @@ _TRACE = {}
 
 
 @pytest.mark.parametrize("i, name", _cases())
+@pytest.mark.slow
 def test_replay_matches_h100(i, name):
     _skip_if_refused(name)
     if "trace" not in _TRACE:

@@ -240,17 +240,19 @@ class Entry:
     weight: float = 1.0
     check: object = None    # fn(result) -> None: extra invariants on accepted results
     reports: object = None  # fn(result) -> bool: the result itself reports an error (lint findings, explain text)
+    slow: bool = False      # its calls take seconds each (whole-kernel replays): marked slow
 
 
 class Registry(list):
     """A test file's entries: `entry = ENTRIES.entry` registers one, `test_entry_point = ENTRIES.test()` makes the
     test that calls each (parametrized by entry name)."""
 
-    def entry(self, name, fn, *args, weight=1.0, check=None, reports=None, **kwargs):
-        self.append(Entry(name, fn, args, kwargs, weight, check, reports))
+    def entry(self, name, fn, *args, weight=1.0, check=None, reports=None, slow=False, **kwargs):
+        self.append(Entry(name, fn, args, kwargs, weight, check, reports, slow))
 
     def test(self):
-        @pytest.mark.parametrize("e", list(self), ids=lambda e: e.name)
+        @pytest.mark.parametrize("e", [pytest.param(e, marks=pytest.mark.slow) if e.slow else e for e in self],
+                                 ids=lambda e: e.name)
         def test_entry_point(e):
             run_entry(e)
         return test_entry_point

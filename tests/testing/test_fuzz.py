@@ -1,6 +1,8 @@
 """The fuzz campaign and the public hypothesis strategies."""
 import dataclasses
 
+import pytest
+
 from hypothesis import given
 
 import tcemu
@@ -10,6 +12,7 @@ from tcemu.hopper.wgmma import check_form
 from tcemu.testing.strategies import invalid_descriptors, operands, tcgen05_forms, valid_descriptors, wgmma_forms
 
 
+@pytest.mark.slow
 def test_campaign_agrees():
     result = campaign(cases=25, seed=3, progress=None)
     assert (result["cases"], result["disagreement"]) == (25, None) and result["elements"] > 0
@@ -105,6 +108,7 @@ def test_ws_forms_strategy(case):
 
 
 @given(st.sampled_from(["tf32", "f16", "i8", "mxf4"]).flatmap(lambda k: st.tuples(st.just(k), sparse_nibbles(k, 16))))
+@pytest.mark.slow
 def test_sparse_nibbles_strategy(case):
     kind, nib = case
     assert nib.shape == (16, {"tf32": 8, "f16": 8, "i8": 16, "mxf4": 16}[kind]) and not invalid_nibbles(nib, kind).any()

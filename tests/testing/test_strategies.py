@@ -29,6 +29,7 @@ def test_operands_are_accepted_by_operand_addresses(case):
 
 @MANY
 @given(st.sampled_from(["sm90", "sm100"]).flatmap(lambda arch: st.tuples(st.just(arch), valid_descriptors(arch=arch))))
+@pytest.mark.slow
 def test_valid_descriptors_validate(arch_desc):
     arch, desc = arch_desc
     assert [f for f in desc.validate(arch) if f.severity == "error"] == []

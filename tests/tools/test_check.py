@@ -47,6 +47,7 @@ def test_unreadable_placement_is_explained():
 @given(st.sampled_from(["none", "32B", "64B", "128B", "128B_base32B"]), st.integers(0, 7),
        st.sampled_from([("f16", "K", 16), ("f16", "MN", 16), ("tf32", "MN", 8), ("e4m3", "K", 32), ("u8", "MN", 32)]),
        st.integers(0x40, 0x800), st.integers(1, 64), st.integers(1, 64), st.sampled_from([8, 64, 128]))
+@pytest.mark.slow
 def test_sm100_suggestion_reproduces_any_canonical_placement(mode, b0, kind, start, lbo, sbo, rows):
     dtype, major, k = kind
     desc = tcemu.UmmaDescriptor(16 * start, 16 * lbo, 16 * sbo, b0, mode, version=1)

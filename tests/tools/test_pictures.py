@@ -1,5 +1,6 @@
 """Pictures: the data they draw is exact, and the files are written (looked at by hand too)."""
 import numpy as np
+import pytest
 
 import tcemu
 from tcemu.cli import main
@@ -25,6 +26,7 @@ def test_operand_map_labels(tmp_path):
     assert labels[(2, 2)] == "A2,0" and len(labels) == 32
 
 
+@pytest.mark.slow
 def test_cli_pictures(tmp_path, capsys):
     assert main(["swizzle", "64B", "--png", str(tmp_path / "s.png")]) == 0
     assert main(["explain", "0x4000004000010040", "--svg", str(tmp_path / "e.svg")]) == 0

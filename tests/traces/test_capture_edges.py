@@ -68,6 +68,7 @@ def test_inc_is_what_the_driver_generates():
     assert (SCRIPTS / "capture_edges.inc").read_text() == E.gen_inc()
 
 
+@pytest.mark.slow
 def test_every_alu_form_is_judged_by_the_replay(alu_plan):
     """No planned form trips tcemu's modifier validation or is refused: each one's replay is a real judgement."""
     op, slots = alu_plan
@@ -253,6 +254,7 @@ ALL_NEG = {"dense_negzero_c", "dense_negzero_noc", "dense_negprod_c", "dense_neg
            "sparse_negscale_c"}
 
 
+@pytest.mark.slow
 def test_sign_groups_predict_what_their_definitions_say(zs_plan):
     """tcemu's D for every sign case is +0 (the H100's rule: an exact zero is +0 whatever the terms' signs), and the
     IEEE alternative ('signed_zero': -0 only when every term is -0) gives the sign derived by hand from the group's
@@ -382,6 +384,8 @@ def capture_ptx(tmp_path_factory):
     return ptx.load(str(out))
 
 
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_capture_wgmma_kernel_lays_out_what_the_replay_reads(capture_ptx, zs_plan):
     """The capture's own kernel (pattern fill, descriptors, C fragment, D store), run by the PTX interpreter on every
     planned case, gives the registers the replay computes from the trace columns: the two layouts agree."""
@@ -399,6 +403,8 @@ def test_capture_wgmma_kernel_lays_out_what_the_replay_reads(capture_ptx, zs_pla
         assert np.array_equal(out.reshape(cases.size, 128, 4)[i, :, :want.shape[1]], want), (i, groups[i], name)
 
 
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_capture_alu_kernels_move_operands_as_the_replay_reads_them(capture_ptx, alu_plan):
     """Every ALU kernel (operand casts, register widths, the 64-bit output slot) run by the interpreter equals the
     replay's evaluate() on the planned cases, all 64 bits of each output slot."""

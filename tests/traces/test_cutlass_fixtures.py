@@ -290,6 +290,7 @@ RUNNABLE = [("cutlass_ws_bf16", [200, 136, 200]), ("cutlass_pingpong_bf16", [200
 
 
 @pytest.mark.parametrize("name,case", RUNNABLE, ids=lambda x: x if isinstance(x, str) else "x".join(map(str, x)))
+@pytest.mark.slow
 def test_replay_equals_wgmma_chain(name, case):
     rec = _launch(name, case)
     out = _replayed(name, case)
@@ -312,6 +313,7 @@ def test_fp8_promotion_changes_the_bits():
 
 
 @pytest.mark.parametrize("case", [["NT", 256, 128, 200], ["TN", 256, 128, 200]], ids=lambda c: c[0])
+@pytest.mark.slow
 def test_tutorial_replay(case):
     rec = _launch("cutlass_cute_tutorial", case)
     out = L.replay(rec, (FIX / "cutlass_cute_tutorial.ptx").read_text(), seed=7)
@@ -367,6 +369,7 @@ def test_replay_maps_in_tcemu_format():
 
 # ------------------------------------------------------------------ the GPU capture, dry run
 
+@pytest.mark.slow
 def test_capture_dry_run_and_trace_replay(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["capture_cutlass.py", "--out", str(tmp_path), "--dry-run",
                                       "--kernels", str(tmp_path / "none")])

@@ -81,7 +81,7 @@ entry("launches.replay", lambda rec, ptx, **kw: launches.replay(rec, ptx, **kw),
       cluster=Opt(Param(st.sampled_from([(1, 1, 1), [1, 1, 1]]),
                         st.sampled_from([(0, 1, 1), "x", (1.5, 1, 1), (HUGE, 1, 1), (64, 1, 1)]))),  # (1, 1): a dim3
       check=lambda r: np.asarray(r.outputs["D"]).shape == (200, 136) or pytest.fail("wrong output shape"),
-      weight=0.5)
+      weight=0.5, slow=True)
 _LAUNCH_TRACE = []
 
 
@@ -110,7 +110,7 @@ entry("launches.replay_trace_case", _trace_case,
       Int([0], lo=0, hi=0, bad=[1, -1]),
       Param(st.sampled_from([None, "cached", {}]), st.sampled_from(["x", [], 5, {"cutlass_pingpong_bf16": "module"},
                                                                     {"cutlass_pingpong_bf16": TID_MODULE}])),
-      weight=0.5)
+      weight=0.5, slow=True)
 
 # the zero-sign replay (tcemu.traces.kinds.zero_sign): the campaign's cut trace (three cases tcemu's model gives)
 _ZS = []
@@ -154,7 +154,7 @@ entry("zero_sign.replay_zero_sign", _replay_zero_sign,
                                             _zs_cols(pool=np.full(9628, 0xFFFFFFFF, np.uint32))])),
       Param(st.sampled_from([(), zero_sign.HYPOTHESES, ("model",), ["signed_zero", "zeros"]]),
             st.sampled_from(["model", ["nonsense"], None, 5, [None], ("model", 7), {"model": 1}])),
-      reports=lambda r: not r.ok)   # a pool of NaN bits is a legal trace that does not replay
+      reports=lambda r: not r.ok, slow=True)   # a pool of NaN bits is a legal trace that does not replay
 
 
 def _replay(path_bad):
@@ -166,7 +166,7 @@ def _replay(path_bad):
     return result
 
 
-entry("traces.replay", lambda t: _replay(t), Param(trace_files()), weight=1.5)
+entry("traces.replay", lambda t: _replay(t), Param(trace_files()), weight=1.5, slow=True)
 
 
 test_entry_point = ENTRIES.test()

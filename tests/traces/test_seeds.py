@@ -190,6 +190,8 @@ def _fragment_words(c, fc):
     return words
 
 
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_matches_host_compiled_cuda_generator(cuda_dump):
     rd = _Reader(cuda_dump)
     assert np.array_equal(rd.take64(len(MIX_INPUTS)), S.mix64(np.array(MIX_INPUTS, np.uint64)))

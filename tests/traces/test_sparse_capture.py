@@ -119,6 +119,8 @@ def _harness(tmp_path):
 
 
 @pytest.mark.parametrize("which", ["search", "trace_negzero"])
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_generator_matches_host_build(tmp_path, which):
     exe = _harness(tmp_path)
     cases = _cases() if which == "search" else _trace_negzero_cases()
@@ -203,6 +205,7 @@ def _simulate_addr(drv, cases, base):
     return raw
 
 
+@pytest.mark.slow
 def test_driver_loopback(tmp_path, monkeypatch):
     drv = _driver()
     monkeypatch.setattr(sys, "argv", ["capture_sparse.py", "--out-dir", str(tmp_path), "--workdir", str(tmp_path),
@@ -247,6 +250,7 @@ def test_driver_loopback(tmp_path, monkeypatch):
     assert not np.array_equal(thread_digests(regs), num.columns["digest"][0])
 
 
+@pytest.mark.slow
 def test_loopback_metadata_and_numerics_trace_columns(tmp_path, monkeypatch):
     """Write metadata / numerics traces whose outputs are tcemu's own predictions: replay must report every case
     matched (plumbing: instantiation tables, register order, digests)."""

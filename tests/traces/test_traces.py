@@ -18,8 +18,14 @@ TRACES = sorted(glob.glob(os.path.join(TRACE_DIR, "*.npz")))
 CASE_BY_CASE = {"triton_sfu_kernels_sm90.npz", "cutlass_sfu_kernels_sm90.npz"}
 
 
+# the replays over ~5 s on 2 cores (the background worker runs them when they are selected: tests/support/replays.py)
+SLOW = {"cutlass_kernels_sm90.npz", "torch_gemm_sm90.npz", "triton_kernels_sm90.npz", "wgmma_numerics_sm90.npz",
+        "wgmma_sp_metadata_sm90.npz", "wgmma_sp_numerics_sm90.npz"}
+
+
 def _replay_params():
-    return [p for p in TRACES if os.path.basename(p) not in CASE_BY_CASE]
+    return [pytest.param(p, marks=pytest.mark.slow) if os.path.basename(p) in SLOW else p
+            for p in TRACES if os.path.basename(p) not in CASE_BY_CASE]
 
 
 def test_there_are_traces():
