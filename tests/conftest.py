@@ -1,6 +1,9 @@
 """Hypothesis profiles: 'ci' (default, fast) and 'campaign' (long fuzzing runs).
 
     HYPOTHESIS_PROFILE=campaign pytest tests/ -k hypothesis
+
+The test folders mirror tcemu's subpackages; their shared helpers are in tests/support/ (on sys.path through
+pyproject's pythonpath). tests/README.md lists the folders, the markers and the fast subset.
 """
 import os
 
@@ -11,3 +14,43 @@ settings.register_profile("ci", max_examples=150, deadline=None, derandomize=Tru
 settings.register_profile("campaign", max_examples=20000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The test files that run a CuTe oracle go last, whole and in their order, so that the oracle's build (started
+    when collection ends, when it is not cached) overlaps the rest of the suite instead of holding it up."""
+    import cute
+    late = {item.nodeid.split("::")[0] for item in items
+            if set(getattr(item, "fixturenames", ())) & set(cute.FIXTURE_ORACLES)}
+    if late:
+        items[:] = [i for i in items if i.nodeid.split("::")[0] not in late] + \
+                   [i for i in items if i.nodeid.split("::")[0] in late]
+
+
+def pytest_collection_finish(session):
+    """Queue the selected tests' long, self-contained jobs for the background worker (tests/support/background.py),
+    in the order the tests will want them: whole-trace replays (tests/support/replays.py), the CuTe oracles' builds
+    (tests/support/cute.py; a cached one costs nothing)."""
+    if session.config.option.collectonly:
+        return
+    import cute
+    import replays
+    oracles = []
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        if getattr(item, "originalname", None) == "test_trace_replays_exactly" and callspec is not None:
+            replays.prepare(callspec.params["path"])
+        if item.nodeid.startswith("tests/ptx/test_atomics_trace.py::test_replays_every_word"):
+            replays.prepare(item.module.TRACE)
+        for fixture, names in cute.FIXTURE_ORACLES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                oracles += [n for n in names if n not in oracles]
+    if oracles:
+        cute.prebuild(oracles)
+
+
+def pytest_sessionfinish(session):
+    """Jobs the background worker has not started are dropped, a replay still running is stopped (a running
+    build finishes, into its cache)."""
+    import background
+    background.cancel_pending()

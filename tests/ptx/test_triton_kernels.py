@@ -1,0 +1,152 @@
+"""Whole Triton kernels on the PTX interpreter (fixtures in tests/fixtures/ptx, made by scripts/triton_kernels.py).
+
+The silicon check is tests/traces/test_traces.py (traces/triton_kernels_sm90.npz: every output byte of 18 H100
+launches).
+Here: small launches of each sm_90a fixture against a chain of tcemu's wgmma fused-dot model built without the
+interpreter, and planted kernel bugs, each of which must be reported at the instruction that makes it, never
+silently computed.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tcemu.ptx as tp
+from tcemu.arith.fdp import decode_operand, fused_dot
+from tcemu.hopper.wgmma import fdp_unit
+from tcemu.traces.inputs import input_bits
+from tcemu.frontends.triton import TensorDescriptor, TritonError, run_compiled
+
+from paths import PTX_FIXTURES
+
+FX = PTX_FIXTURES
+STORE = {"bf16": "bf16", "fp16": "f16", "fp32": "f32", "fp8e4nv": "e4m3"}
+K_STEP = {"bf16": 16, "f16": 16, "tf32": 8, "e4m3": 32}
+
+
+def fixture(name):
+    with open(os.path.join(FX, name + ".json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(FX, name + ".ptx")) as f:
+        return meta, f.read()
+
+
+def chain(a_bits, b_kn_bits, dtype, out):
+    """D = A B as a chain of wgmma fused dots over K in instruction steps, in order, from +0; K zero-padded;
+    f32 -> out with round-to-nearest-even (hardware-leads.md, 'Whole kernels')."""
+    M, K = a_bits.shape
+    N = b_kn_bits.shape[1]
+    step = K_STEP[dtype]
+    Kp = -(-K // step) * step
+    A = np.zeros((M, Kp), a_bits.dtype)
+    A[:, :K] = a_bits
+    B = np.zeros((Kp, N), b_kn_bits.dtype)
+    B[:K] = b_kn_bits
+    unit = fdp_unit(dtype, "f32")
+    acc = np.zeros((M, N), np.uint32)
+    for k0 in range(0, Kp, step):
+        acc = fused_dot(decode_operand(np.ascontiguousarray(A[:, k0:k0 + step]), dtype),
+                        decode_operand(np.ascontiguousarray(B[k0:k0 + step].T), dtype),
+                        decode_operand(acc, "f32"), unit)
+    f = acc.view(np.float32)
+    return f.astype(np.float16).view(np.uint16) if out == "fp16" else f.view(np.uint32)
+
+
+def launch(name, M, N, K, edit=None, **kw):
+    """Run fixture `name` on seeded inputs; returns (a, b as stored, c, meta)."""
+    meta, ptx = fixture(name)
+    if edit is not None:
+        edited = edit(ptx)
+        assert edited != ptx, "the planted bug did not apply"
+        ptx = edited
+    sig = meta["signature"]
+    ta = STORE[(sig.get("a_ptr") or sig["a_desc"]).split("<")[-1].lstrip("*").split("[")[0]]
+    tc = (sig.get("c_ptr") or sig["c_desc"]).split("<")[-1].lstrip("*").split("[")[0]
+    kn = "stride_bk" in sig and sig.get("stride_bn") == "constexpr"
+    a = input_bits(ta, (M, K), 7, 0)
+    b = input_bits(ta, (K, N) if kn else (N, K), 7, 1)
+    c = np.zeros((M, N), np.uint16 if tc == "fp16" else np.uint32)
+    if "a_desc" in sig:
+        bm, bn, bk = (meta["constexprs"][x] for x in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+        vals = {"a_desc": TensorDescriptor(a, [bm, bk]), "b_desc": TensorDescriptor(b, [bn, bk]),
+                "c_desc": TensorDescriptor(c, [bm, bn]), "M": M, "N": N, "K": K}
+    else:
+        vals = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K}
+        vals.update({k: v for k, v in (("stride_am", K), ("stride_bk", N if kn else 1), ("stride_bn", 1 if kn else K),
+                                       ("stride_cm", N)) if sig.get(k) not in (None, "constexpr")})
+    run_compiled(ptx, meta, vals, **kw)
+    return a, (b if kn else b.T.copy()), c, tc, ta
+
+
+@pytest.mark.parametrize("name,M,N,K", [("matmul_bf16", 128, 256, 128), ("matmul_f16", 128, 256, 96),
+                                         ("matmul_e4m3", 128, 256, 256), ("matmul_tf32", 128, 128, 64),
+                                         ("matmul_tma_bf16", 128, 256, 192), ("matmul_dtma_bf16", 128, 256, 128),
+                                         ("matmul_bf16_n300", 128, 300, 64)])
+def test_fixture_equals_wgmma_chain(name, M, N, K):
+    a, b_kn, c, tc, ta = launch(name, M, N, K)
+    dtype = {"f32": "tf32"}.get(ta, ta)
+    assert np.array_equal(c, chain(a, b_kn, dtype, tc))
+
+
+def test_specialization_is_checked():
+    meta, ptx = fixture("matmul_bf16")
+    with pytest.raises(TritonError, match="multiple of 16"):
+        run_compiled(ptx, meta, {"a_ptr": np.zeros((120, 64), np.uint16), "b_ptr": np.zeros((64, 256), np.uint16),
+                                 "c_ptr": np.zeros((120, 256), np.uint16), "M": 120, "N": 256, "K": 64,
+                                 "stride_am": 64, "stride_bk": 256, "stride_cm": 256})
+
+
+def sub(old, new, count=1):
+    return lambda ptx: ptx.replace(old, new, count)
+
+
+# (fixture, M, N, K, edit, error class, a phrase the message must contain)
+PLANTED = {
+    # an off-by-one in the epilogue's row bound (< M became <= M): the store one row past C faults
+    "row bound off by one": ("matmul_bf16", 112, 256, 64, sub("setp.lt.s32 \t%p39, %r252, %r25;",
+                                                               "setp.le.s32 \t%p39, %r252, %r25;"),
+                             tp.MemoryFault, "0 bytes past the end of"),
+    # the descriptors' swizzle mode (128B in bits 62-63) replaced by 64B: the tile reads scrambled
+    "wrong swizzle": ("matmul_bf16", 128, 256, 64, sub("4611686293305294848", "9223372311732682752", 8),
+                      tp.HazardError, "is not a tile of the array"),
+    "missing proxy fence": ("matmul_bf16", 128, 256, 128, sub("fence.proxy.async.shared::cta;", ""),
+                            tp.HazardError, "no fence.proxy.async"),
+    "cp.async waits one group short": ("matmul_bf16", 128, 256, 256, sub("cp.async.wait_group \t2;",
+                                                                         "cp.async.wait_group \t3;"),
+                                       tp.HazardError, "still in flight"),
+    "stage reused under an in-flight wgmma": ("matmul_bf16", 128, 256, 512,
+                                              sub("wgmma.wait_group.sync.aligned 1;", "wgmma.wait_group.sync.aligned 2;"),
+                                              tp.HazardError, "which a wgmma.mma_async still in flight reads"),
+    "accumulators read before wgmma.wait_group": ("matmul_bf16", 128, 256, 64,
+                                                  sub("wgmma.wait_group.sync.aligned 0;", ""), tp.HazardError,
+                                                  "belongs to a wgmma.mma_async still in flight"),
+    "expect_tx 16 bytes short": ("matmul_tma_bf16", 128, 256, 64, sub("_, [%r7], 49152;", "_, [%r7], 49136;"),
+                                 tp.Deadlock, "tx-count -16 bytes (more bytes delivered than expected)"),
+    "TMA stage not 128-byte aligned": ("matmul_tma_bf16", 128, 256, 64, sub("[%r10], [%rd14", "[%r10+16], [%rd14"),
+                                       tp.MemoryFault, "not 128-byte aligned"),
+    "consumer skips the full-barrier wait": ("matmul_tma_bf16", 128, 256, 64,
+                                             sub("mbarrier.try_wait.parity.shared::cta.b64 complete, [%r54], %r184;",
+                                                 "setp.eq.u32 complete, 0, 0;"),
+                                             tp.HazardError, "has not observed that phase"),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_planted_kernel_bug_is_reported(bug):
+    name, M, N, K, edit, error, phrase = PLANTED[bug]
+    with pytest.raises(error) as e:
+        launch(name, M, N, K, edit)
+    msg = str(e.value)
+    assert phrase in msg
+    assert "line " in msg and "CTA (0, 0, 0)" in msg  # the instruction and where it ran
+
+
+def test_layout_check_can_be_turned_off():
+    # SBO 1024 -> 512 bytes in every descriptor: the rows read stay inside the stage, so the only witness of the
+    # bug is the layout check; without it the kernel runs to a silently wrong C, as it would on a GPU
+    edit = sub("4611686293305294848", "4611686155866341376", 8)
+    with pytest.raises(tp.HazardError, match="is not a tile of the array"):
+        launch("matmul_bf16", 128, 256, 64, edit)
+    a, b_kn, c, tc, ta = launch("matmul_bf16", 128, 256, 64, edit, check_layouts=False)
+    assert not np.array_equal(c, chain(a, b_kn, ta, tc))

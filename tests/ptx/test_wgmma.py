@@ -1,0 +1,310 @@
+"""wgmma end to end through tcemu.ptx: one warpgroup copies an operand image into shared memory with st.shared,
+fences the async proxy, meets at a barrier, builds matrix descriptors in registers, runs a chain of
+wgmma.mma_async (PTX ISA 9.7.15) and stores its accumulator registers. Expected D comes from tcemu.wgmma called
+directly on the same shared-memory image (the hardware-verified model) and tcemu.to_d_registers for the fragment
+layout, and, because every operand is a small integer, also from an exact numpy matmul.
+
+Hazards: accumulators read before wgmma.wait_group or written after wgmma.fence, a missing fence.proxy.async,
+descriptors that differ between threads, a partial warpgroup, a descriptor outside the allocation, and the
+layout-provenance check on cp.async-filled tiles."""
+import numpy as np
+import pytest
+
+import tcemu
+import tcemu.ptx as ptx
+from tcemu.ptx.errors import Deadlock, HazardError, KernelFault, MemoryFault
+from tcemu.layout.smem import SharedMemory
+
+from ptxkit import HEADER
+from wgmma_kernel import BASE, D, Form, _bits, _desc_build, _major, kernel
+
+
+def prepare(form: Form):
+    """The operands, the shared-memory image, the register inputs and the expected registers and D."""
+    rng = np.random.default_rng(form.seed)
+    steps = len(form.b_descs)
+    smem = SharedMemory("sm90")
+    As, Bs, a_regs = [], [], []
+    for s in range(steps):
+        A = rng.integers(form.lo, form.hi + 1, (64, form.k))
+        B = rng.integers(form.lo, form.hi + 1, (form.n, form.k))
+        As.append(A)
+        Bs.append(B)
+        if form.a_descs[s] is None:
+            a_regs.append(tcemu.to_a_registers(_bits(A, form.dtype_a), form.dtype_a))
+        else:
+            smem.write_operand(form.a_descs[s], _bits(A, form.dtype_a), dtype=form.dtype_a, major=_major(form.trans_a))
+        smem.write_operand(form.b_descs[s], _bits(B, form.dtype_b), dtype=form.dtype_b, major=_major(form.trans_b))
+    hi = int(np.flatnonzero(smem.written).max()) + 1
+    size = (hi - BASE + 15) // 16 * 16
+    image = smem.data[BASE:BASE + size].copy()
+    c0 = None
+    if form.init_c:
+        c0 = form.extra.get("c0")
+        if c0 is None:
+            c0 = rng.integers(-100, 100, (64, form.n))
+    # expected: the hardware-verified model, step by step, on the same bytes and descriptors
+    out_np = {"f32": np.float32, "f16": np.float16, "s32": np.int32}[form.dtype_d]
+    d = None if c0 is None else np.asarray(c0).astype(out_np)
+    for s in range(steps):
+        d = tcemu.wgmma(smem, None if form.a_descs[s] is None else form.a_descs[s].encode(), form.b_descs[s].encode(),
+                        shape=form.shape, dtype_a=form.dtype_a, dtype_b=form.dtype_b, dtype_d=form.dtype_d,
+                        trans_a=bool(form.trans_a), trans_b=bool(form.trans_b), c=d, scale_d=d is not None,
+                        scale_a=form.scale_a, scale_b=form.scale_b, satfinite=form.satfinite,
+                        a_regs=a_regs[s] if form.a_descs[s] is None else None)
+    view = np.uint16 if form.dtype_d == "f16" else np.uint32
+    regs = tcemu.to_d_registers(np.ascontiguousarray(d).view(view), form.dtype_d)     # (128, nregs)
+    # and an exact integer product: every value is a small integer, every partial sum exact
+    # (.satfinite clamps each instruction's s32 result, so the chain clamps step by step)
+    exact = np.zeros((64, form.n), np.int64) if c0 is None else np.asarray(c0, np.int64)
+    for s in range(steps):
+        exact = exact + form.scale_a * form.scale_b * As[s].astype(np.int64) @ Bs[s].astype(np.int64).T
+        if form.satfinite:
+            exact = np.clip(exact, -2**31, 2**31 - 1)
+    cregs = None
+    if c0 is not None:
+        cbits = np.asarray(c0).astype(out_np).view(view)
+        cregs = tcemu.to_d_registers(cbits, form.dtype_d)
+    return dict(image=image, a_regs=a_regs, d=d, regs=regs, exact=exact, cregs=cregs)
+
+
+def launch(form: Form, prep=None, hooks=None, block=128, **kw):
+    prep = prep or prepare(form)
+    image = prep["image"]
+    words = image.size // 4
+    a_regs = np.concatenate([r.reshape(-1) for r in prep["a_regs"]]).astype(np.uint32) if prep["a_regs"] else \
+        np.zeros(4, np.uint32)
+    cinit = prep["cregs"].reshape(-1).astype(np.uint32) if prep["cregs"] is not None else np.zeros(4, np.uint32)
+    out = np.zeros(block * form.nregs, np.uint32)
+    mod = ptx.load(kernel(form, words, hooks))
+    mod.launch("k", grid=1, block=block, args=[out, image.view(np.uint32), a_regs, cinit],
+               shared_bytes=image.size + kw.pop("extra_shared", 0), **kw)
+    return out.reshape(block, form.nregs), prep
+
+
+# bf16, K-major, 128B swizzle: A 64 x 64 and B 32 x 64 in one swizzle-atom column each; four k16 steps advance the
+# start address by 32 bytes inside the atom (as compiled kernels do)
+BF16 = Form("m64n32k16", "f32", "bf16", "bf16",
+            [D(BASE + 32 * s, 16, 1024, "128B") for s in range(4)],
+            [D(BASE + 0x2000 + 32 * s, 16, 1024, "128B") for s in range(4)], seed=1)
+# f16 with f16 accumulators: A K-major 64B swizzle (two k16 steps inside the atom), B MN-major 64B swizzle
+# (imm-trans-b = 1), 32 columns = one atom row; the second step's B starts two SBOs (16 K rows) further
+F16 = Form("m64n32k16", "f16", "f16", "f16",
+           [D(BASE + 32 * s, 16, 512, "64B") for s in range(2)],
+           [D(BASE + 0x1000 + 1024 * s, 2048, 512, "64B") for s in range(2)], trans_b=1, seed=2, lo=-3, hi=3)
+# tf32: 32B swizzle (one k8 step per 32-byte row); each step's tiles sit in their own area
+TF32 = Form("m64n16k8", "f32", "tf32", "tf32",
+            [D(BASE + 0x800 * s, 16, 256, "32B") for s in range(3)],
+            [D(BASE + 0x2000 + 0x200 * s, 16, 256, "32B") for s in range(3)], seed=3, scale_b=-1)
+# e4m3 without swizzle (interleaved core matrices): LBO between the two 16-byte K chunks, SBO between 8-row groups
+E4M3 = Form("m64n16k32", "f32", "e4m3", "e4m3",
+            [D(BASE + 0x800 * s, 128, 256, "none") for s in range(2)],
+            [D(BASE + 0x1000 + 0x200 * s, 128, 256, "none") for s in range(2)], seed=4)
+# s8 with .satfinite, 128B swizzle, accumulators loaded near the s32 limits before the fence
+S8 = Form("m64n16k32", "s32", "s8", "s8",
+          [D(BASE + 32 * s, 16, 1024, "128B") for s in range(2)],
+          [D(BASE + 0x2000 + 32 * s, 16, 1024, "128B") for s in range(2)], satfinite=True, init_c=True, seed=5,
+          lo=-128, hi=127, extra={"c0": np.where(np.arange(64 * 16).reshape(64, 16) % 3 == 0, 2**31 - 20000,
+                                                 np.where(np.arange(64 * 16).reshape(64, 16) % 3 == 1,
+                                                          -2**31 + 20000, 12345))})
+# bf16 with A from registers (loaded before the fence), B MN-major without swizzle (imm-trans-b = 1: 8 N x 8 K
+# core matrices, LBO between the two K halves, SBO between 8-column groups), accumulators initialised
+AREG = Form("m64n24k16", "f32", "bf16", "bf16", [None, None],
+            [D(BASE + 0x400 * s, 128, 256, "none") for s in range(2)], trans_b=1, init_c=True, seed=6)
+
+
+@pytest.mark.parametrize("form", [BF16, F16, TF32, E4M3, S8, AREG], ids=["bf16", "f16", "tf32", "e4m3", "s8sat", "areg"])
+def test_wgmma_chain_matches_the_model(form):
+    regs, prep = launch(form)
+    assert np.array_equal(regs, prep["regs"])
+    # the registers hold D in the PTX fragment layout: from_d_registers recovers the (64, N) matrix
+    view = np.uint16 if form.dtype_d == "f16" else np.uint32
+    d = tcemu.from_d_registers(regs, form.n, form.dtype_d).view(
+        {"f32": np.float32, "f16": np.float16, "s32": np.int32}[form.dtype_d])
+    assert np.array_equal(d.view(view), np.ascontiguousarray(prep["d"]).view(view))
+    exact = prep["exact"]
+    if form.satfinite:
+        assert (exact == 2**31 - 1).any() and (exact == -2**31).any()      # the data does saturate
+    assert np.array_equal(d.astype(np.float64), exact.astype(np.float64))
+
+
+# ------------------------------------------------------------------------------------------------ hazards
+
+def test_reading_an_accumulator_before_wait_group():
+    with pytest.raises(HazardError) as e:
+        launch(BF16, hooks={"after_commit": "  mov.b32 %r20, %d3;\n"})
+    assert "%d3 belongs to a wgmma.mma_async still in flight" in str(e.value)
+    with pytest.raises(HazardError):   # writing it is just as wrong
+        launch(BF16, hooks={"after_commit": "  mov.b32 %d0, 0;\n"})
+
+
+def test_wait_group_n_leaves_the_newest_groups_pending():
+    # steps 0-2 commit as one group, step 3 as a second; wait_group 1 retires only the first, and step 3 writes
+    # every accumulator, so reading one is still a hazard; wait_group 0 then makes the read legal
+    commit = "  wgmma.commit_group.sync.aligned;\n"
+    with pytest.raises(HazardError) as e:
+        launch(BF16, hooks={"after_step2": commit, "after_commit": "  wgmma.wait_group.sync.aligned 1;\n"
+                                                                   "  mov.b32 %r20, %d7;\n"})
+    assert "%d7 belongs to a wgmma.mma_async still in flight" in str(e.value)
+    regs, prep = launch(BF16, hooks={"after_step2": commit, "after_commit": "  wgmma.wait_group.sync.aligned 1;\n"
+                                                                           "  wgmma.wait_group.sync.aligned 0;\n"
+                                                                           "  mov.b32 %r20, %d7;\n"})
+    assert np.array_equal(regs, prep["regs"])
+
+
+def test_writing_an_accumulator_after_the_fence():
+    # a write before wgmma.fence is fine (init_c does exactly that); one after it, before the mma, is not
+    with pytest.raises(HazardError) as e:
+        launch(S8, hooks={"after_fence": "  add.s32 %d5, %d5, 1;\n"})
+    assert "wrote wgmma register(s) %d5 since its last wgmma.fence" in str(e.value)
+    with pytest.raises(HazardError):   # the A fragment registers too
+        launch(AREG, hooks={"after_fence": "  mov.b32 %a1, 0;\n"})
+
+
+def test_missing_fence_proxy_async():
+    with pytest.raises(HazardError) as e:
+        launch(BF16, hooks={"fence_proxy": ""})
+    assert "no fence.proxy.async" in str(e.value) and "operand A" in str(e.value)
+
+
+def test_descriptor_differs_between_threads():
+    # lane 5 of warp 2 moves B's start by 16 bytes
+    hook = "  setp.eq.u32 %p5, %r0, 69;\n  @%p5 add.s64 %rd11, %rd11, 1;\n"
+    with pytest.raises(HazardError) as e:
+        launch(BF16, hooks={"desc": hook})
+    assert "B's descriptor differs between the threads of the warpgroup" in str(e.value)
+
+
+def test_partial_warpgroup_deadlocks():
+    # warp 3 leaves before the mma: warps 0-2 wait for it forever
+    hook = "  setp.ge.u32 %p6, %r0, 96;\n  @%p6 exit;\n"
+    with pytest.raises(Deadlock) as e:
+        launch(BF16, hooks={"before_fence": hook})
+    msg = str(e.value)
+    assert "warp 3: exited" in msg and "waits on the other warps of warpgroup 0 at wgmma" in msg
+    assert "arrived: [0, 1, 2]" in msg
+    with pytest.raises(KernelFault) as e:  # a CTA of three warps has no whole warpgroup
+        launch(BF16, block=96)
+    assert "fewer than four warps" in str(e.value)
+
+
+def test_descriptor_outside_the_allocation():
+    # B's second step reads 32 bytes past the image when the launch allocates exactly the image
+    far = Form(**{**BF16.__dict__, "b_descs": BF16.b_descs[:1] + [D(BASE + 0x2000 + 32, 16, 1024, "128B")]})
+    prep = prepare(far)
+    bad = Form(**{**far.__dict__, "b_descs": far.b_descs[:1] + [D(BASE + 0x4000, 16, 1024, "128B")]})
+    with pytest.raises(MemoryFault) as e:
+        launch(bad, prep=prep)
+    assert "operand B reads shared bytes" in str(e.value) and "outside the kernel's shared memory" in str(e.value)
+
+
+# ------------------------------------------------------------------------------------------------ layout provenance
+
+PROV = HEADER + """
+.extern .shared .align 1024 .b8 dyn[];
+.visible .entry k(.param .u64 out, .param .u64 a_image, .param .u64 b)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<40>;
+  .reg .b64 %rd<16>;
+  .reg .b32 %d<16>;
+  ld.param.u64 %rd0, [out];
+  ld.param.u64 %rd1, [a_image];
+  ld.param.u64 %rd2, [b];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r2, dyn;
+  // A: 8 KiB image copied with st.shared (no provenance)
+  mov.u32 %r1, %r0;
+$L_a:
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r3, [%rd4];
+  shl.b32 %r4, %r1, 2;
+  add.u32 %r4, %r4, %r2;
+  st.shared.u32 [%r4], %r3;
+  add.u32 %r1, %r1, 128;
+  setp.lt.u32 %p1, %r1, 2048;
+  @%p1 bra $L_a;
+  // B (32 x 64 bf16, row-major in global): 16-byte chunk c of row r goes to row r * 128 + (c ^ (r % 8)) * 16
+  // of the tile at dyn + 0x2000 (the 128B swizzle), by cp.async; 256 chunks, two per thread
+  mov.u32 %r5, 0;
+$L_b:
+  mad.lo.u32 %r6, %r5, 128, %r0;     // chunk id
+  shr.u32 %r7, %r6, 3;               // row
+  and.b32 %r8, %r6, 7;               // chunk in the row
+  and.b32 %r9, %r7, 7;
+  {SWZ}
+  shl.b32 %r10, %r10, 4;
+  mad.lo.u32 %r11, %r7, 128, %r10;
+  add.u32 %r11, %r11, %r2;
+  add.u32 %r11, %r11, 0x2000;
+  mul.wide.u32 %rd5, %r6, 16;
+  add.s64 %rd6, %rd2, %rd5;
+  cp.async.cg.shared.global [%r11], [%rd6], 16;
+  add.u32 %r5, %r5, 1;
+  setp.lt.u32 %p2, %r5, 2;
+  @%p2 bra $L_b;
+  cp.async.commit_group;
+  cp.async.wait_group 0;
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+  wgmma.fence.sync.aligned;
+  setp.ne.u32 %p3, %r0, %r0;
+{MMAS}  wgmma.commit_group.sync.aligned;
+  wgmma.wait_group.sync.aligned 0;
+  mul.wide.u32 %rd7, %r0, 64;
+  add.s64 %rd7, %rd0, %rd7;
+{STORES}  ret;
+}
+"""
+
+
+def _prov_kernel(swizzle_b, xor=True):
+    mmas = ""
+    for s in range(4):
+        mmas += _desc_build(D(BASE + 32 * s, 16, 1024, "128B"), "%rd10", 30)
+        mmas += _desc_build(D(BASE + 0x2000 + 32 * s, 16, 1024, swizzle_b), "%rd11", 32)
+        mmas += "  wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {" + \
+                ", ".join(f"%d{i}" for i in range(16)) + f"}}, %rd10, %rd11, {'%p3' if s == 0 else '1'}, 1, 1, 0, 0;\n"
+    stores = "".join(f"  st.global.u32 [%rd7+{4 * i}], %d{i};\n" for i in range(16))
+    swz = "xor.b32 %r10, %r8, %r9;" if xor else "mov.u32 %r10, %r8;"
+    return PROV.replace("{MMAS}", mmas).replace("{STORES}", stores).replace("{SWZ}", swz)
+
+
+def _prov_data():
+    rng = np.random.default_rng(7)
+    A = rng.integers(-4, 5, (64, 64))
+    B = rng.integers(-4, 5, (32, 64))
+    smem = SharedMemory("sm90")
+    for s in range(4):
+        smem.write_operand(D(BASE + 32 * s, 16, 1024, "128B"), _bits(A[:, 16 * s:16 * s + 16], "bf16"), dtype="bf16")
+    return A, B, smem.data[BASE:BASE + 0x2000].copy()
+
+
+def test_cp_async_tile_with_the_right_swizzle():
+    A, B, a_image = _prov_data()
+    out = np.zeros(128 * 16, np.uint32)
+    b = _bits(B, "bf16").reshape(32, 64)       # a 2-D array: provenance names its elements
+    ptx.load(_prov_kernel("128B")).launch("k", grid=1, block=128, args=[out, a_image.view(np.uint32), b],
+                                          shared_bytes=0x3000)
+    d = tcemu.from_d_registers(out.reshape(128, 16), 32, "f32").view(np.float32)
+    assert np.array_equal(d.astype(np.int64), A @ B.T)
+
+
+@pytest.mark.parametrize("swizzle_b,xor", [("64B", True), ("none", True), ("128B", False)])
+def test_cp_async_tile_with_a_wrong_swizzle_is_reported(swizzle_b, xor):
+    A, B, a_image = _prov_data()
+    out = np.zeros(128 * 16, np.uint32)
+    b = _bits(B, "bf16").reshape(32, 64)
+    text = _prov_kernel(swizzle_b, xor)
+    with pytest.raises(HazardError) as e:
+        ptx.load(text).launch("k", grid=1, block=128, args=[out, a_image.view(np.uint32), b], shared_bytes=0x3000)
+    msg = str(e.value)
+    assert "operand B" in msg and "is not a tile of the array its data was copied from" in msg
+    assert msg.count("holds b[") == 2        # names two elements of the source array
+    # check_layouts=False: the same launch runs (and computes a product of scrambled data)
+    out[:] = 0
+    ptx.load(text).launch("k", grid=1, block=128, args=[out, a_image.view(np.uint32), b], shared_bytes=0x3000,
+                          check_layouts=False)
+    d = tcemu.from_d_registers(out.reshape(128, 16), 32, "f32").view(np.float32)
+    assert not np.array_equal(d.astype(np.int64), A @ B.T)

@@ -1,0 +1,230 @@
+"""The page of `tcemu serve` in headless Chromium (over the DevTools protocol, tests/support/browser.py): each view
+loads from a URL, draws the cells and texts tcemu's models give (counted from the SVG's one-path-per-colour data),
+answers hover and typing, names bad fields, and fetches nothing but its own server. Needs Debian's `chromium`
+(README, "An interactive page"); skipped without it. TCEMU_SCREENSHOTS=DIR keeps a screenshot of each view."""
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import tcemu
+from tcemu.cli import main
+
+from browser import Browser, find_chromium
+
+pytestmark = pytest.mark.browser
+
+if find_chromium() is None:
+    pytest.skip("Chromium is not installed (apt-get install -y chromium; README, 'An interactive page'): "
+                "page tests skipped",
+                allow_module_level=True)
+
+from tcemu.serve.server import make_server  # noqa: E402
+
+DESC = "0x4000004000010040"
+SHOTS = os.environ.get("TCEMU_SCREENSHOTS")
+
+
+@pytest.fixture(scope="module")
+def page():
+    srv = make_server(0, quiet=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    b = Browser()
+    b.base = f"http://127.0.0.1:{srv.server_address[1]}/"
+    yield b
+    b.close()
+    srv.shutdown()
+    srv.server_close()
+
+
+def sec(view):
+    return f"document.getElementById('view-{view}')"
+
+
+def load(b, url, view):
+    b.requests.clear()
+    b.goto(url, f"{sec(view)}.dataset.state === 'ok' || {sec(view)}.dataset.state === 'error'")
+    if SHOTS:
+        os.makedirs(SHOTS, exist_ok=True)
+        h = b.eval("document.documentElement.scrollHeight")
+        b.screenshot(os.path.join(SHOTS, f"{view}.png"), clip=(0, 0, 1400, min(h, 1200)))
+    return b.eval(f"{sec(view)}.dataset.state")
+
+
+def settled(b, view, before):
+    """Wait for the view's next answer after `before` (its seq), then return its state."""
+    b.wait(f"{sec(view)}.dataset.seq !== '{before}' && {sec(view)}.dataset.state !== 'loading'")
+    return b.eval(f"{sec(view)}.dataset.state")
+
+
+def seq(b, view):
+    return b.eval(f"{sec(view)}.dataset.seq")
+
+
+def cells(b, view, host=".map"):
+    """{palette index: cells drawn} of a view's grid: one <path> per colour carries its count."""
+    got = b.eval(f"[...{sec(view)}.querySelectorAll('{host} svg path')].map(p => [+p.dataset.color, +p.dataset.cells])")
+    # the count is what the path draws: one 'M' per cell
+    ms = b.eval(f"[...{sec(view)}.querySelectorAll('{host} svg path')]"
+                ".map(p => p.getAttribute('d').split('M').length - 1)")
+    assert [c for _, c in got] == ms
+    return dict(got)
+
+
+def text(b, view, selector):
+    return b.eval(f"{sec(view)}.querySelector({json.dumps(selector)}).textContent")
+
+
+def local_only(b):
+    assert b.exceptions == []
+    assert all(u.startswith((b.base, "file://", "data:", "about:")) for u in b.requests), b.requests
+
+
+def svg_point(b, view, x, y):
+    """Client coordinates of SVG user point (x, y) of a view's map."""
+    return b.eval(f"""(() => {{ const s = {sec(view)}.querySelector('.map svg'), r = s.getBoundingClientRect(),
+        v = s.viewBox.baseVal; return [r.left + {x} * r.width / v.width, r.top + {y} * r.height / v.height]; }})()""")
+
+
+def test_descriptor_view_draws_hovers_and_follows_typing(page):
+    b = page
+    assert load(b, b.base + "?view=descriptor&probe=0x490", "descriptor") == "ok"
+    addrs = tcemu.operand_addresses(int(DESC, 16), rows=64, k=16, dtype="bf16")
+    # colour = core matrix (i, j) = (r // 8, k // 8), index 2 i + j: 16 core matrices of 8 x 8 elements
+    assert cells(b, "descriptor") == {c: 64 for c in range(16)}
+    # a label per 16-byte chunk: the element at its first byte, "row,k" (k = 0 or 8)
+    labels = b.eval(f"[...{sec('descriptor')}.querySelectorAll('.map .cell-label')].map(t => t.textContent)")
+    assert sorted(labels) == sorted(f"{r},{k}" for r in range(64) for k in (0, 8))
+    assert int(np.argwhere(addrs == 0x490)[0][0]) == 1  # 0x490 holds A[1, 0]
+    assert text(b, "descriptor", ".probe-info").startswith("A[1, 0] at 0x490")
+    assert text(b, "descriptor", ".findings") == "no findings"
+    # a real mouse over element (2, 8): line (addr - 0x400) / 128, byte addr % 128; cells are 6 x 18 from (62, 16)
+    a = int(addrs[2, 8])
+    x, y = svg_point(b, "descriptor", 62 + (a % 128) * 6 + 3, 16 + (a - 0x400) // 128 * 18 + 9)
+    b.hover(x, y)
+    assert b.eval("!document.getElementById('tooltip').hidden")
+    assert b.eval("document.getElementById('tooltip').textContent").startswith(f"A[2, 8] at {a:#x}")
+    # typing a field redraws and puts the state in the URL
+    before = seq(b, "descriptor")
+    b.type_into("#view-descriptor input[name=rows]", "128")
+    assert settled(b, "descriptor", before) == "ok"
+    assert "rows=128" in b.eval("location.search")
+    assert sum(cells(b, "descriptor").values()) == 128 * 16
+    # a bad field is named and marked
+    before = seq(b, "descriptor")
+    b.type_into("#view-descriptor input[name=descriptor]", "0xZZ")
+    assert settled(b, "descriptor", before) == "error"
+    assert b.eval(f"{sec('descriptor')}.dataset.errorField") == "descriptor"
+    assert b.eval("document.querySelector('#view-descriptor input[name=descriptor]').classList.contains('bad')")
+    assert text(b, "descriptor", ".status").startswith("descriptor: '0xZZ' is not an integer literal")
+    local_only(b)
+
+
+def test_swizzle_then_instruction_descriptor_by_its_tab(page):
+    b = page
+    assert load(b, b.base + "?view=swizzle&mode=128B", "swizzle") == "ok"
+    labels = b.eval(f"[...{sec('swizzle')}.querySelectorAll('.cell-label')].map(t => t.textContent)")
+    assert labels == [f"{r},{p ^ r}" for r in range(8) for p in range(8)]  # physical chunk p holds chunk p ^ r
+    # click the tab: the view switches without a page load and fetches its default
+    x, y = b.eval("(() => { const r = document.querySelector('#tabs a[data-view=instr]').getBoundingClientRect();"
+                  " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+    b.click(x, y)
+    b.wait(f"{sec('instr')}.dataset.state === 'ok'")
+    assert "view=instr" in b.eval("location.search")
+    bits = b.eval(f"[...{sec('instr')}.querySelectorAll('.cell-label')].map(t => t.textContent).join('')")
+    assert bits == f"{0x8400490:032b}"  # bit 31 first, as the PTX tables draw it
+    assert b.eval(f"{sec('instr')}.querySelectorAll('table.fields tbody tr').length") == 16  # Table 42's fields
+    assert "M = 128, N = 256" in text(b, "instr", ".explain")
+    # the same bits read as .kind::i8 have D code 1, which i8 does not define
+    before = seq(b, "instr")
+    b.eval(f"(() => {{ const k = {sec('instr')}.querySelector('select[name=kind]'); k.value = 'i8';"
+           " k.dispatchEvent(new Event('change', { bubbles: true })); })()")
+    assert settled(b, "instr", before) == "error"
+    assert text(b, "instr", ".status").startswith("dtype_d: code 1 is not defined")
+    local_only(b)
+
+
+def test_tma_view_and_its_link_to_the_descriptor_view(page):
+    b = page
+    assert load(b, b.base + "?view=tma&kblock=1&probe=0x480", "tma") == "ok"
+    assert sum(cells(b, "tma").values()) == 64 * 64
+    # box row 1 is line 0x480 with chunks XOR 1: byte 0 holds box[1, 8]
+    assert text(b, "tma", ".probe-info").startswith("box[1, 8] at 0x480")
+    assert text(b, "tma", ".suggest .desc") == "0x4000004000010042"    # start 0x420: K block 1, 32 bytes on
+    x, y = b.eval(f"(() => {{ const r = {sec('tma')}.querySelector('a.open-desc').getBoundingClientRect();"
+                  " return [r.left + 5, r.top + r.height / 2]; })()")
+    b.click(x, y)
+    b.wait(f"{sec('descriptor')}.dataset.state === 'ok' && !{sec('descriptor')}.hidden")
+    assert b.eval("document.querySelector('#view-descriptor input[name=descriptor]').value") == "0x4000004000010042"
+    assert sum(cells(b, "descriptor").values()) == 64 * 16
+    local_only(b)
+
+
+def test_tmem_view(page):
+    b = page
+    assert load(b, b.base + "?view=tmem&probe=3,260", "tmem") == "ok"
+    # M = 128, N = 256 bf16 -> f32 D in lanes 0-127, columns 0-255 (colours 0/1 alternate per 32 lanes);
+    # A at column 0x100: 16 bf16 of K, two per cell, 8 columns (colours 2/3)
+    assert cells(b, "tmem") == {0: 64 * 256, 1: 64 * 256, 2: 64 * 8, 3: 64 * 8}
+    assert "A[3, 8..9]" in text(b, "tmem", ".probe-info")
+    local_only(b)
+
+
+def test_banks_view_follows_the_pattern(page):
+    b = page
+    assert load(b, b.base + "?view=banks", "banks") == "ok"
+    assert text(b, "banks", ".wavefronts") == "32"
+    # 32 lanes x 4 banks asked, each bank delivering 8 distinct words in its phase
+    assert cells(b, "banks") == {8: 128}
+    before = seq(b, "banks")
+    b.type_into("#view-banks input[name=pattern]", "(t % 8) * 128 + ((t // 8) ^ (t % 8)) * 16")
+    assert settled(b, "banks", before) == "ok"
+    assert text(b, "banks", ".wavefronts") == "4"
+    assert cells(b, "banks") == {1: 128} and cells(b, "banks", ".map2") == {1: 128}
+    local_only(b)
+
+
+def test_ptx_view_traces_one_warp(page):
+    b = page
+    assert load(b, b.base + "?view=ptx&warp=1", "ptx") == "ok"
+    rows = b.eval(f"[...{sec('ptx')}.querySelectorAll('table.trace tbody tr')]"
+                  ".map(r => [...r.cells].map(c => c.textContent))")
+    assert len(rows) == 38
+    assert rows[2][3] == "mov.u32 %r0, %tid.x" and rows[2][6].startswith("%r0 0:0x00000020 1:0x00000021")
+    first_add = next(r for r in rows if r[3].startswith("@%p0 add"))
+    assert first_add[4] == "\u25af" + "\u25ae" * 31       # lane 0 has no lane below it: its shfl.up is out of range
+    values = [int(v) for v in text(b, "ptx", ".arrays code.values").split()]
+    assert values == [sum(range(t - t % 32, t + 1)) + (100 if t % 2 else 0) for t in range(64)]
+    local_only(b)
+
+
+def test_a_256_by_256_operand_stays_responsive(page):
+    b = page
+    url = (b.base + "?view=descriptor&input=fields&start_address=0x400&lbo=0x80&sbo=0x1000&swizzle=none"
+           "&rows=256&k=256")
+    assert load(b, url, "descriptor") == "ok"
+    assert sum(cells(b, "descriptor").values()) == 256 * 256
+    assert b.eval(f"{sec('descriptor')}.querySelector('.map').dataset.clashes") == "0"
+    ms = float(b.wait(f"{sec('descriptor')}.dataset.paintMs"))
+    print(f"256 x 256 operand: built in {b.eval(sec('descriptor') + '.dataset.renderMs')} ms, painted in {ms:.0f} ms")
+    assert ms < 3000
+    # no node per element: a path per colour, a label every few of the 1,024 lines, no cell labels
+    assert b.eval(f"{sec('descriptor')}.querySelectorAll('.map svg *').length") < 1024 // 4 + 40
+    local_only(b)
+
+
+def test_explain_html_file_draws_without_a_server(page, tmp_path, capsys):
+    b = page
+    path = tmp_path / "map.html"
+    assert main(["explain", DESC, "--rows", "16", "--html", str(path)]) == 0
+    assert load(b, path.as_uri(), "descriptor") == "ok"
+    assert cells(b, "descriptor") == {c: 64 for c in range(4)}  # 16 x 16: core matrices (0..1, 0..1) of 8 x 8
+    assert b.eval("document.getElementById('tabs').hidden")
+    assert b.eval("document.querySelector('#view-descriptor select[name=dtype]').disabled")
+    assert "tcemu explain 0x4000004000010040" in b.eval("document.getElementById('banner').textContent")
+    b.type_into("#view-descriptor input[name=probe]", "0x490")
+    b.wait(f"{sec('descriptor')}.querySelector('.probe-info').textContent.startsWith('A[1, 0]')")
+    assert all(u.startswith("file://") for u in b.requests), b.requests
+    assert b.exceptions == []

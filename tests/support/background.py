@@ -1,0 +1,62 @@
+"""Work a session will need later, started when collection ends and done on the machine's other core.
+
+pytest runs the tests one at a time, on one core; CI has two. tests/conftest.py hands the long, self-contained jobs
+of the selected tests to one background worker, one job at a time, in the order they will be needed: the
+whole-trace replays of tests/traces/test_traces.py (each in a subprocess: tests/support/replays.py) and the CuTe
+oracles' builds (tests/support/cute.py). A test asks for its job's result with result(): it waits for a job the
+worker is running, and runs a job the worker has not started itself. Either way the test checks the same values.
+"""
+import concurrent.futures
+import threading
+
+_POOL = None
+_JOBS = {}
+_AT_END = []
+_LOCK = threading.Lock()
+
+
+def submit(key, fn, *args):
+    """Queue fn(*args) for the background worker under `key` (once per key)."""
+    global _POOL
+    with _LOCK:
+        if key in _JOBS:
+            return
+        if _POOL is None:
+            _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tests-background")
+        _JOBS[key] = _POOL.submit(fn, *args)
+
+
+def result(key, fn, *args):
+    """The result of the job `key`: the background worker's (waiting for it if it is running) or, when it has not
+    started it, fn(*args) here. A job's exception is raised here."""
+    with _LOCK:
+        job = _JOBS.get(key)
+        if job is not None and job.cancel():
+            job = None
+        if job is None:
+            _JOBS.pop(key, None)
+    return fn(*args) if job is None else job.result()
+
+
+def running(key):
+    """The background job `key` if it is queued or running, else None."""
+    with _LOCK:
+        job = _JOBS.get(key)
+        return job if job is not None and not job.done() else None
+
+
+def at_end(fn):
+    """Call fn() at the end of the session, after dropping the jobs not started (to stop a running one's process)."""
+    with _LOCK:
+        if fn not in _AT_END:
+            _AT_END.append(fn)
+
+
+def cancel_pending():
+    """At the end of the session: drop the jobs not started yet, then call the at_end functions."""
+    with _LOCK:
+        for job in _JOBS.values():
+            job.cancel()
+        hooks = list(_AT_END)
+    for fn in hooks:
+        fn()
