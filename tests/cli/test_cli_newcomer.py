@@ -19,7 +19,7 @@ from tcemu.cli import EPILOG, OPTIONAL, build_parser, main
 from tcemu.layout.descriptors import SwizzleMode
 from tcemu.tools.replay_cmd import note_lines
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT
 SMALL = os.path.join(ROOT, "traces", "smem_wavefronts_targeted_sm90.npz")
 ATOMICS = os.path.join(ROOT, "traces", "atomics_sm90.npz")
 DESC = "0x4000004000010040"

@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "tcemu"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "tcemu"
 
 # Lowest first; a module imports only from its own layer or lower ones.
 LAYERS = [("core",), ("arith", "sfu"), ("layout",), ("hopper",), ("blackwell",), ("gemm",), ("ptx",),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT
 DOCS = ["README.md"] + sorted(os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs"))
                               if f.endswith(".md"))
 PYTHON, SHELL = ("python",), ("bash", "sh", "console")

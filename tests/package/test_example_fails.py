@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT
 EXAMPLE = os.path.join(ROOT, "examples", "gemm_mainloop.py")
 
 

@@ -23,7 +23,7 @@ from tcemu.ptx.ops import lookup
 from tcemu.ptx.program import Program
 
 HERE = os.path.dirname(__file__)
-STRICT = os.path.join(HERE, "fixtures", "strict")
+STRICT = os.path.join(HERE, "..", "fixtures", "strict")
 TABLES = ["operand_counts_ptxas.json.gz", "immediates_ptxas.json.gz", "qualifiers_ptxas.json.gz",
           "instruction_types_ptxas.json.gz"]
 VERSION = {"sm_90a": "9.0", "sm_100a": "9.4"}

@@ -13,7 +13,7 @@ from tcemu.cli import main
 from tcemu.traces import launches as L
 from tcemu.tools.names import demangle, fold_templates, short_name, source_path, tidy
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT
 FIX = os.path.join(ROOT, "tests", "fixtures", "ptx")
 MATMUL = os.path.join(FIX, "matmul_bf16.json")
 SMALL = ["--arg", "M=128", "--arg", "N=256", "--arg", "K=64", "--quiet"]   # one 128 x 256 CTA, K = 64

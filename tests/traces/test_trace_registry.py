@@ -17,7 +17,7 @@ from tcemu import TraceError
 from tcemu.traces import KINDS, Kind, Trace, check_trace, load_trace, replay
 from tcemu.traces import kinds as kinds_pkg
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 TRACES = sorted(glob.glob(os.path.join(ROOT, "traces", "*.npz")))
 PACKAGE = os.path.join(ROOT, "tcemu")
 SHARED = {"base", "fixtures"}  # kinds modules that declare no kind: what the kinds share
