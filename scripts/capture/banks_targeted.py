@@ -1,7 +1,7 @@
-"""Targeted confirmation patterns for the 64/128-bit shared-load rule in tcemu/banks.py.
+"""Targeted confirmation patterns for the 64/128-bit shared-load rule in tcemu/layout/banks.py.
 
-tcemu/banks.py already fits all 7,560 recorded launches; these ~1,000 launches stress the edges
-of the rule where the random patterns are thin, and each one separates tcemu/banks.py from a
+tcemu/layout/banks.py already fits all 7,560 recorded launches; these ~1,000 launches stress the edges
+of the rule where the random patterns are thin, and each one separates tcemu/layout/banks.py from a
 named alternative (see ALTS). Same record layout as capture_banks.py:
 row = [op, mask (int32, signed), 32 byte offsets], offsets width-aligned, inside 32 KiB.
 

@@ -10,7 +10,7 @@ Device command (carry [".bins"]; a few seconds on an H100; writes two files into
 
     python3 scripts/capture/capture_edges.py --binary .bins/capture_edges --out-dir $OUT
 
-  ptx_alu_edges_sm90.npz    kind ptx_alu (traces/README.md; replayed unchanged by tcemu/ptx/alu_trace.py), own forms:
+  ptx_alu_edges_sm90.npz    kind ptx_alu (traces/README.md; replayed unchanged by tcemu/traces/kinds/ptx_alu.py), own forms:
       1. f32 .ftz flush rule: add sub mul fma div sqrt rcp, .rn .rz .rm .rp, with and without .ftz, on inputs whose
          exact result lies near +-2^-126 (planned with an exact rational model below: cases where "subnormal after
          rounding" (tcemu), "tiny after rounding with an unbounded exponent" (IEEE 754 7.5, what cvt.ftz.f32.f64

@@ -6,7 +6,7 @@ Exact command used for traces/wgmma_numerics_sm90.npz:
     nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/numerics scripts/capture/capture_numerics.cu
     python3 scripts/capture/capture_numerics.py --binary /tmp/numerics --seed 2611 --out traces/wgmma_numerics_sm90.npz
 
-Inputs are not stored: each case's seed regenerates them (tcemu/seeds.py mirrors the CUDA generator).
+Inputs are not stored: each case's seed regenerates them (tcemu/traces/seeds.py mirrors the CUDA generator).
 Stored per case: the instantiation, steps, scale-d flag, a 4-byte blake2b digest of every thread's raw
 D registers (little-endian words), and for one case per instantiation the full raw register dump.
 """
@@ -76,7 +76,7 @@ def main():
             "build": "nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/numerics "
                      "scripts/capture/capture_numerics.cu",
             "columns": {
-                "seed": "uint64 case seed (tcemu/seeds.py regenerates A, B, C and register-A from it)",
+                "seed": "uint64 case seed (tcemu/traces/seeds.py regenerates A, B, C and register-A from it)",
                 "inst": "index into meta.instantiations: [kind, N, trans_a, trans_b, scale_a, scale_b, a_in_registers]",
                 "steps": "wgmma issued back to back on the same accumulators, A and B regenerated per step",
                 "scale_d": "scale-d of step 0 (later steps accumulate)",

@@ -11,7 +11,7 @@ It writes, into --out-dir (each well under 16 MiB):
   wgmma_sp_addresses_sm90.npz  kind wgmma_sp_operand_addresses: which bytes (A: stored elements; B: N x K) or
                                register elements (A in registers) feed each element
   wgmma_sp_metadata_sm90.npz   kind wgmma_sp_metadata: raw D of a one-hot B against given metadata registers
-  wgmma_sp_numerics_sm90.npz   kind wgmma_sp_numerics: digests of D for seeded random operands (tcemu/sparse_seeds.py)
+  wgmma_sp_numerics_sm90.npz   kind wgmma_sp_numerics: digests of D for seeded random operands (tcemu/traces/sparse_seeds.py)
 and prints one line per file. `--dry-run` plans every case and writes the three traces with zero outputs, no GPU.
 
 What each case group decides (scripts/capture/capture_sparse.cu for the kernels):
@@ -418,7 +418,7 @@ def main():
             "kinds": [list(k) for k in gen.KINDS], "instantiations": [list(i) for i in ninsts],
             "classes": META_CLASSES[:5], **provenance(args, base, dry),
             "columns": {
-                "seed": "uint64 case seed (tcemu/sparse_seeds.py regenerates A, B, C, register A, metadata)",
+                "seed": "uint64 case seed (tcemu/traces/sparse_seeds.py regenerates A, B, C, register A, metadata)",
                 "inst": "index into meta.instantiations: [kind, N, sp-sel, a_in_registers, trans_a, trans_b, "
                         "scale_a, scale_b]",
                 "steps": "wgmma issued back to back on the same accumulators, operands regenerated per step",

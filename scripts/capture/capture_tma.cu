@@ -1,7 +1,7 @@
 // Hardware capture of TMA tile loads (cp.async.bulk.tensor, sm_90). Driven by scripts/capture/capture_tma.py.
 //
 // Global memory byte i holds gbyte(i); shared memory byte j is pre-filled with sbyte(j) (both below, and
-// in tcemu/tma.py). Per case: encode a tiled tensor map (cuTensorMapEncodeTiled), one thread loads the
+// in tcemu/layout/tma.py). Per case: encode a tiled tensor map (cuTensorMapEncodeTiled), one thread loads the
 // box at `coords` to shared offset `dst` (from a 1024-aligned base) through an mbarrier, and the whole
 // 48 KiB window is copied out.
 //

@@ -3,7 +3,7 @@ capture (scripts/capture/capture_sparse.cu), and one dispatch macro per probe fa
 
 Run: python scripts/capture/gen_sparse_wrappers.py > scripts/capture/wgmma_sparse_wrappers.inc
 An instantiation is (kind, N, sp-sel, A in registers, trans-a, trans-b, imm-scale-a, imm-scale-b); kind indexes
-KINDS (tcemu/sparse_seeds.py SP_KINDS mirrors it). Every wrapper has the signature
+KINDS (tcemu/traces/sparse_seeds.py SP_KINDS mirrors it). Every wrapper has the signature
   void NAME(ACC (&d)[NR], uint64_t da, uint64_t db, const uint32_t (&a)[4], uint32_t e, int scale_d)
 """
 KINDS = [("tf32", "tf32", "f32", 0), ("f16", "f16", "f32", 0), ("f16", "f16", "f16", 0), ("bf16", "bf16", "f32", 0)]

@@ -508,8 +508,8 @@ def test_cp_async_visible_to_other_warps_after_wait_and_barrier():
 
 
 @pytest.mark.parametrize("copy,words", [("cp.async.ca.shared.global [%r2+4], [%rd6], 8;", "not aligned"),
-                                        ("cp.async.cg.shared.global [%r2], [%rd6], 8;", "16 bytes"),
-                                        ("cp.async.ca.shared.global [%r2], [%rd6], 12;", "4, 8 or 16")])
+                                        ("cp.async.cg.shared.global [%r2], [%rd6], 8;", "expected to be 16"),
+                                        ("cp.async.ca.shared.global [%r2], [%rd6], 12;", "expected to be 4 or 8 or 16")])
 def test_cp_async_bad_forms(copy, words):
     with pytest.raises(ptx.PtxError) as e:
         _cp(copy, 16, SRC)

@@ -179,8 +179,8 @@ def test_operand_counts_valid_forms():
 @pytest.mark.parametrize("old,new,phrase", [
     ("cvt.rn.f32.u32 %f1, %r2;", "add.f32 %f1, %f1, 1;", "integer constant 1, not a .f32 constant"),
     ("mul.wide.u32 %rd2, %r1, 4;", "mul.wide.f32 %rd2, %r1, 4;", "Unexpected instruction types"),
-    ("mul.wide.u32 %rd2, %r1, 4;", "mul.u64 %rd2, %rd1, 4;", ".lo, .hi or .wide"),
-    ("mul.wide.u32 %rd2, %r1, 4;", "mul.wide.u64 %rd2, %rd1, 4;", "16- or 32-bit"),
+    ("mul.wide.u32 %rd2, %r1, 4;", "mul.u64 %rd2, %rd1, 4;", ".u64: mul takes .bf16"),
+    ("mul.wide.u32 %rd2, %r1, 4;", "mul.wide.u64 %rd2, %rd1, 4;", "mul.wide takes .s16, .u16, .s32, .u32"),
     ("bar.sync 0;", "bar.sync 0, 32, 1;", "'bar': 3 operands"),
     ("bar.sync 0;", "mov.b64 %rd2, {%r1, %rd1};", "needs 32-bit elements"),
     ("add.s32 %r2, %r1, 1;", "add.s32 %r2, %r1, 99999999999999999999;", "Constant overflow"),
@@ -295,11 +295,11 @@ def _ptxas_lines(header, lines):
 # -- realistic single-mistake mutants of the bundled fixtures ----------------------------------------------
 
 # small fixtures ptxas 13.0 itself accepts (the Triton ones say .version 9.4, newer than it reads)
-FIXTURES = ["warp_kernels.ptx", "calls.ptx", "atomics_sm90.ptx"]
+FIXTURE_FILES = ["warp_kernels.ptx", "calls.ptx", "atomics_sm90.ptx"]
 
 
 def test_fixtures_compile():
-    for name in FIXTURES:
+    for name in FIXTURE_FILES:
         with open(os.path.join(PTX_FIXTURES, name)) as f:
             compile_all(f.read())
 

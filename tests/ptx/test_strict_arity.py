@@ -15,7 +15,7 @@ import warnings
 import pytest
 
 import tcemu.ptx as ptx
-from tcemu.errors import TcemuError
+from tcemu.core.errors import TcemuError
 from tcemu.ptx import strict
 from tcemu.ptx.errors import PtxSyntaxError, PtxUnsupported
 from tcemu.ptx.module import Module

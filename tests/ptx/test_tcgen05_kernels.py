@@ -319,7 +319,8 @@ PLANTED = {
     "tcgen05.alloc of 96 columns": ("bf16", 128, 256, 64,
                                     sub("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r26], 256;",
                                         "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r26], 96;"),
-                                    tp.KernelFault, ["nCols = 96", "power of two in [32, 512]"]),
+                                    tp.PtxSyntaxError, ["Argument 1 of 'tcgen05.alloc' instruction",
+                                                        "value must be power of 2"]),
 }
 
 
