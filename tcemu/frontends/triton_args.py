@@ -126,27 +126,29 @@ class HostMemory:
         got = host_allocation(value, name)
         if got is not None:
             ptr, lo, hi, keep, writable = got
-            self._items.append((lo, hi, keep, writable))
+            self._items.append((lo, hi, keep, writable, name))
         return got
 
     def finish(self):
         spans = sorted(self._items, key=lambda s: s[0])
         merged = []
-        for lo, hi, keep, writable in spans:
+        for lo, hi, keep, writable, name in spans:
             if merged and lo < merged[-1][1] and writable and merged[-1][3]:
                 merged[-1][1] = max(merged[-1][1], hi)
                 merged[-1][2].append(keep)
+                if name not in merged[-1][4]:
+                    merged[-1][4].append(name)
             else:
-                merged.append([lo, hi, [keep], writable])
+                merged.append([lo, hi, [keep], writable, [name]])
         cursor = _BASE
-        for lo, hi, keep, writable in merged:
+        for lo, hi, keep, writable, names in merged:
             n = hi - lo
             if n and writable:
                 view = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(lo))
             else:   # read-only memory: the kernel gets a copy (its writes are dropped)
                 view = np.frombuffer(ctypes.string_at(lo, n), np.uint8).copy() if n else np.zeros(0, np.uint8)
             base = -(-cursor // _ALIGN) * _ALIGN + lo % _ALIGN
-            self.regions.append([lo, hi, base, view, keep])
+            self.regions.append([lo, hi, base, view, keep, " / ".join(names)])
             cursor = base + n + _GUARD
         return self
 
@@ -154,12 +156,12 @@ class HostMemory:
         if got is None:
             return 0
         ptr = got[0]
-        for lo, hi, base, _, _ in self.regions:
+        for lo, hi, base, *_ in self.regions:
             if lo <= ptr <= hi and (got[1] >= lo and got[2] <= hi):
                 return base + (ptr - lo)
         raise TritonError("pointer", f"{ptr:#x} lies in no mapped allocation")   # not reached: add() maps it
 
-    def scratch(self, nbytes, align):
+    def scratch(self, nbytes, align, name):
         """A zeroed device allocation of the launch's own (Triton's global and profile scratch)."""
         if not nbytes:
             return None
@@ -167,11 +169,11 @@ class HostMemory:
         lo = buf.__array_interface__["data"][0]
         lo += (-lo) % align
         got = (lo, lo, lo + nbytes, buf, True)
-        self._items.append(got[1:])
+        self._items.append(got[1:] + (name,))
         return got
 
     def buffers(self):
-        return [(base, view) for _, _, base, view, _ in self.regions if view.size]
+        return [(base, view, name) for _, _, base, view, _, name in self.regions if view.size]
 
 
 # ------------------------------------------------------------------------------------------------ params

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core.validate import show
 from .triton_args import TensorDescriptor, TritonError
+from . import triton_launch
 from .triton_launch import Launcher, last_launch
 
 __all__ = ["ARCHS", "DEVICES", "Driver", "activate", "deactivate", "env_arch", "last_launch", "bench_once"]
@@ -56,19 +57,28 @@ def env_arch():
 # ------------------------------------------------------------------------------------------- the device
 
 def _regcount(cubin, name):
-    """Registers per thread of kernel `name` in a cubin (ELF): the .text.<name> section's sh_info bits 24-31."""
+    """Registers per thread of kernel `name` in a cubin (ELF): the EIATTR_REGCOUNT record of .nv.info for the
+    kernel's symbol (the sh_info of its .text.<name> section)."""
     try:
         if cubin[:4] != b"\x7fELF" or cubin[4] != 2:
             return 0
         shoff, = struct.unpack_from("<Q", cubin, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
-        sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
-        strtab = sections[shstrndx][4]
-        for sec in sections:
-            end = cubin.index(b"\0", strtab + sec[0])
-            if cubin[strtab + sec[0]:end].decode() == f".text.{name}":
-                return sec[7] >> 24
-    except (ValueError, IndexError, struct.error, UnicodeDecodeError):
+        sections = {}
+        heads = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+        strtab = heads[shstrndx][4]
+        for h in heads:
+            sections[cubin[strtab + h[0]:cubin.index(b"\0", strtab + h[0])].decode()] = h
+        symbol = sections[f".text.{name}"][7]
+        info = sections[".nv.info"]
+        data, i = cubin[info[4]:info[4] + info[5]], 0
+        while i + 4 <= len(data):
+            fmt, attr = data[i], data[i + 1]
+            size = struct.unpack_from("<H", data, i + 2)[0] if fmt == 4 else 0
+            if fmt == 4 and attr == 0x2F and size == 8 and struct.unpack_from("<I", data, i + 4)[0] == symbol:
+                return struct.unpack_from("<I", data, i + 8)[0]
+            i += 4 + size
+    except (ValueError, IndexError, KeyError, struct.error, UnicodeDecodeError):
         pass
     return 0
 
@@ -330,7 +340,6 @@ def using(arch, **launch_options):
     """tcemu's driver for the launches inside the block (Triton's previous driver afterwards), with extra
     Module.launch options; tcemu.triton.run launches through this."""
     from triton.runtime import driver  # optional dependency (triton)
-    from . import triton_launch
     saved = driver._active, driver._default, dict(triton_launch.LAUNCH_OPTIONS)
     current = saved[0]
     if not (isinstance(current, Driver) and current.arch == arch):

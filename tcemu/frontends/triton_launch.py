@@ -129,7 +129,8 @@ class Launcher:
         mem = HostMemory()
         got = [mem.add(v, name) if kind == "ptr" else mem.add(v.base, name) if kind == "desc" else None
                for kind, v, *_, name in flat]
-        scratch = [mem.scratch(size * grid_size * self.num_ctas, align) for size, align in self.scratch]
+        scratch = [mem.scratch(size * grid_size * self.num_ctas, align, what)
+                   for (size, align), what in zip(self.scratch, ("global scratch", "profile scratch"))]
         mem.finish()
         if len(flat) + 2 != len(self.params):
             raise TritonError("kernel", f"{self.name} declares {len(self.params)} parameters; its arguments expand "
@@ -159,6 +160,10 @@ class Launcher:
         flat = self._flatten(self.signature, args, self.arg_names, [])
         if gridX * gridY * gridZ == 0:   # an empty grid launches nothing (CUDA refuses it; Triton skips it)
             return
+        if self.scratch[0][0]:   # Triton refuses a launch that needs global scratch without an allocator
+            from triton.runtime import _allocation  # optional dependency (triton)
+            if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+                _allocation._allocator.get()(self.scratch[0][0], self.scratch[0][1], stream)
         blob, mem = self._param_bytes(flat, gridX * gridY * gridZ)
         grid = (gridX * self.num_ctas, gridY, gridZ)
         opts = dict(LAUNCH_OPTIONS)
