@@ -174,7 +174,7 @@ class Launcher:
                                        cluster=(self.num_ctas, 1, 1), shared_bytes=self.shared, param_bytes=blob,
                                        buffers=mem.buffers(), **opts)
         except TcemuError as e:
-            _name_source_line(e)
+            _name_source_line(e, self.ptx)
             raise
         stats = dict(stats, kernel=self.name, arch=self.arch, grid=grid, block=(32 * self.num_warps, 1, 1),
                      cluster=(self.num_ctas, 1, 1), shared_bytes=self.shared, num_warps=self.num_warps,
@@ -185,15 +185,29 @@ class Launcher:
             exit_hook(launch_metadata)
 
 
-_LOC = re.compile(r"\(([^()\s]+\.py):(\d+)\)")
+_LOC = re.compile(r"line (\d+) \(([^()\s]+\.py):(\d+)\)")
+_PTX_LOC = re.compile(r"^\s*\.loc\s+\d+\s+(\d+)\s", re.M)
 
 
-def _name_source_line(e):
-    """Add the Triton source line an error's instruction came from (its .loc) to the message."""
+def _name_source_line(e, ptx):
+    """Add the Triton source line an error's instruction came from to the message. Its .loc says it, except
+    inside Triton's inline asm (loads, stores), where LLVM numbers the asm's own lines on from the statement's:
+    there the block's first .loc is the statement's line."""
     m = _LOC.search(f"{e.field} {e.rule}")
     if m is None:
         return
-    text = linecache.getline(m.group(1), int(m.group(2))).strip()
+    line = int(m.group(3))
+    lines = ptx.splitlines()
+    pline = int(m.group(1))
+    for i in range(min(pline, len(lines)) - 1, -1, -1):
+        text = lines[i]
+        if "// end inline asm" in text:
+            break
+        if "// begin inline asm" in text:
+            first = _PTX_LOC.search("\n".join(lines[i + 1:pline]))
+            line = int(first.group(1)) if first else line
+            break
+    text = linecache.getline(m.group(2), line).strip()
     if text:
-        e.rule = f"{e.rule}\n  Triton source {os.path.basename(m.group(1))}:{m.group(2)}: {text}"
+        e.rule = f"{e.rule}\n  Triton source {os.path.basename(m.group(2))}:{line}: {text}"
         e.args = (f"{e.field}: {e.rule}",)
