@@ -420,8 +420,8 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
 
         tcemu.triton.run(matmul_kernel, (8, 1), a_ptr=a, b_ptr=b, c_ptr=c, M=512, ..., BLOCK_M=128, ...)
 
-    Every argument of `fn` is named. numpy arrays are pointers (Triton element types from their dtypes;
-    bfloat16 / float8 from ml_dtypes; results land in them in place), TensorDescriptor values are host tensor
+    Every argument of `fn` is named. numpy arrays are pointers (C-contiguous, of Triton element types from their
+    dtypes; bfloat16 / float8 from ml_dtypes; results land in them in place), TensorDescriptor values are host tensor
     descriptors, ints, floats and bools are scalars or constexprs, specialised as Triton's JIT specialises them.
     options: extra Triton compile options; launch: extra tcemu.ptx Module.launch options (printf, timeout, ...).
     Only this call uses tcemu's driver: Triton's active driver is unchanged afterwards."""
@@ -456,6 +456,10 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
         if isinstance(v, np.ndarray):
             if v.dtype.hasobject or v.dtype.name not in _DTYPE_NAMES:
                 raise TritonError(name, f"a pointer argument takes an array of a Triton element type, got {show(v)}")
+            if not v.flags.c_contiguous:   # its data pointer would be read as if it were contiguous
+                raise TritonError(name, f"a non-contiguous array (strides {v.strides}) is passed as the address of "
+                                        "its first element: the kernel would read the memory around it as if it were "
+                                        "contiguous; pass np.ascontiguousarray of it (or its base array and strides)")
         elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
             if not -2**63 <= int(v) < 2**64:
                 raise TritonError(name, f"{show(v)} does not fit a 64-bit integer argument")

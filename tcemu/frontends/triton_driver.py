@@ -21,10 +21,12 @@ import struct
 import sys
 import time
 import types
+import warnings
 
 import numpy as np
 
 from ..core.validate import show
+from ..ptx import PtxUnsupported
 from .triton_args import TensorDescriptor, TritonError
 from . import triton_launch
 from .triton_launch import Launcher, last_launch
@@ -159,10 +161,17 @@ class _DeviceInterface:
 
 
 def bench_once(kernel_call, quantiles=None, return_mode="mean", **_):
-    """The driver's benchmarker (the autotuner's default): one call, its wall time on the CPU in ms."""
+    """The driver's benchmarker (the autotuner's default): one call, its wall time on the CPU in ms. A config
+    whose kernel uses an instruction tcemu does not model is timed as infinitely slow (with a warning), as
+    Triton's autotuner times a config the GPU cannot run (OutOfResources)."""
     t0 = time.perf_counter()
-    kernel_call()
-    ms = (time.perf_counter() - t0) * 1e3
+    try:
+        kernel_call()
+    except PtxUnsupported as e:
+        warnings.warn(f"autotune: a config is left out: {e.field}: {e.rule.splitlines()[0]}", stacklevel=2)
+        ms = float("inf")
+    else:
+        ms = (time.perf_counter() - t0) * 1e3
     if quantiles is not None:
         return [ms] * len(quantiles)
     return [ms] if return_mode == "all" else ms
@@ -176,12 +185,18 @@ _CPP = {"i1": "int8_t", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64
 class Driver:
     """Triton's active driver, backed by tcemu (see the module docstring)."""
 
-    def __init__(self, arch="sm90"):
+    def __init__(self, arch="sm90", torch_queries=False):
         if arch not in ARCHS:
             raise TritonError("arch", f"expected one of {sorted(ARCHS)}, got {show(arch)}")
         self.arch = arch
         self.utils = Utils(arch)
         self.launcher_cls = Launcher
+        self.torch_queries = torch_queries   # answer torch.cuda's device queries once torch is imported
+
+    def _torch(self):
+        if self.torch_queries and "torch" in sys.modules:
+            self.torch_queries = False
+            _install_torch_cuda(self.arch)
 
     @staticmethod
     def is_active():
@@ -189,13 +204,16 @@ class Driver:
 
     def get_current_target(self):
         from triton.backends.compiler import GPUTarget  # optional dependency (triton)
+        self._torch()
         return GPUTarget("cuda", ARCHS[self.arch], 32)
 
     def get_active_torch_device(self):
         import torch  # optional dependency (torch)
+        self._torch()
         return torch.device("cpu")
 
     def get_current_device(self):
+        self._torch()
         return _DEVICE_INDEX[self.arch]
 
     def set_current_device(self, device):
@@ -300,9 +318,9 @@ def _restore_torch_cuda():
 def make_driver(arch=None):
     """The driver for TCEMU_TRITON (or `arch`), with numpy arguments and torch.cuda's queries switched on."""
     arch = arch or env_arch() or "sm90"
-    drv = Driver(arch)
+    drv = Driver(arch, torch_queries=True)
     _install_numpy_specialization()
-    _install_torch_cuda(arch)
+    drv._torch()
     return drv
 
 
