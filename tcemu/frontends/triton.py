@@ -438,6 +438,10 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
         raise TritonError("options", f"must be a dict of Triton compile options, got {show(options)}")
     if launch is not None and not isinstance(launch, dict):
         raise TritonError("launch", f"must be a dict of Module.launch options, got {show(launch)}")
+    bad = sorted(str(k) for k in (launch or {}) if k not in _LAUNCH_KEYS)
+    if bad:
+        raise TritonError("launch", f"unknown options {bad}: the driver sets grid, block, cluster, shared memory and "
+                                    f"arguments; these may be given: {sorted(_LAUNCH_KEYS)}")
     if isinstance(grid, int) and not isinstance(grid, bool):
         grid = (grid,)
     grid = as_int_list(grid, "grid", None, 1, (1 << 31) - 1, TritonError)
@@ -486,6 +490,8 @@ def _raised_in_tcemu(e):
     return tb.tb_frame.f_code.co_filename.startswith(_PACKAGE)
 
 
+_LAUNCH_KEYS = {"printf", "timeout", "max_instructions", "check_layouts", "zero_init_shared", "ctas", "progress",
+                "trace"}
 _PACKAGE = __file__.rsplit("frontends", 1)[0]
 _DTYPE_NAMES = ("bfloat16", "float16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "uint8",
                 "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool")

@@ -114,41 +114,62 @@ def _torch_strided():
     return sys.modules["torch"].strided
 
 
+def _whole(value, ptr, lo, hi):
+    """(shape, itemsize) when `value` is C-contiguous and fills its allocation exactly, else None: the mapping
+    then carries the array's shape (tcemu's operand layout check reads tiles in it)."""
+    if _torch_tensor(value):
+        ok = value.is_contiguous() and value.numel() * value.element_size() == hi - lo
+        shape, itemsize = tuple(value.shape), value.element_size()
+    elif isinstance(value, np.ndarray):
+        ok = value.flags.c_contiguous and value.nbytes == hi - lo
+        shape, itemsize = value.shape, value.dtype.itemsize
+    else:
+        return None
+    return (shape, itemsize) if ok and ptr == lo and itemsize in (1, 2, 4, 8) and len(shape) else None
+
+
 class HostMemory:
     """The host allocations one launch touches, each mapped once as device memory (see the module docstring).
     `add` every pointer argument first, then `finish`, then `address` of each."""
 
     def __init__(self):
-        self._items = []      # (lo, hi, keep, writable)
-        self.regions = []     # [lo, hi, device base, uint8 view]
+        self._items = []      # (lo, hi, keep, writable, name, shape)
+        self.regions = []     # (lo, hi, device base, view, keep, name)
+        self.shaped = True    # every mapping carries its array's shape
 
     def add(self, value, name):
         got = host_allocation(value, name)
         if got is not None:
             ptr, lo, hi, keep, writable = got
-            self._items.append((lo, hi, keep, writable, name))
+            self._items.append((lo, hi, keep, writable, name, _whole(value, ptr, lo, hi)))
         return got
 
     def finish(self):
-        spans = sorted(self._items, key=lambda s: s[0])
         merged = []
-        for lo, hi, keep, writable, name in spans:
-            if merged and lo < merged[-1][1] and writable and merged[-1][3]:
-                merged[-1][1] = max(merged[-1][1], hi)
-                merged[-1][2].append(keep)
-                if name not in merged[-1][4]:
-                    merged[-1][4].append(name)
+        for lo, hi, keep, writable, name, shape in sorted(self._items, key=lambda s: s[0]):
+            m = merged[-1] if merged else None
+            if m is not None and lo < m["hi"] and writable and m["writable"]:
+                m["hi"] = max(m["hi"], hi)
+                m["keep"].append(keep)
+                m["names"] += [name] if name not in m["names"] else []
+                m["shapes"].add(shape)
             else:
-                merged.append([lo, hi, [keep], writable, [name]])
+                merged.append({"lo": lo, "hi": hi, "keep": [keep], "writable": writable, "names": [name],
+                               "shapes": {shape}})
         cursor = _BASE
-        for lo, hi, keep, writable, names in merged:
-            n = hi - lo
-            if n and writable:
+        for m in merged:
+            lo, n = m["lo"], m["hi"] - m["lo"]
+            if n and m["writable"]:
                 view = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(lo))
             else:   # read-only memory: the kernel gets a copy (its writes are dropped)
                 view = np.frombuffer(ctypes.string_at(lo, n), np.uint8).copy() if n else np.zeros(0, np.uint8)
+            shape = next(iter(m["shapes"])) if len(m["shapes"]) == 1 else None
+            if shape is not None:
+                view = view.view(f"u{shape[1]}").reshape(shape[0])
+            elif n:
+                self.shaped = False
             base = -(-cursor // _ALIGN) * _ALIGN + lo % _ALIGN
-            self.regions.append([lo, hi, base, view, keep, " / ".join(names)])
+            self.regions.append((lo, m["hi"], base, view, m["keep"], " / ".join(m["names"])))
             cursor = base + n + _GUARD
         return self
 
@@ -169,7 +190,7 @@ class HostMemory:
         lo = buf.__array_interface__["data"][0]
         lo += (-lo) % align
         got = (lo, lo, lo + nbytes, buf, True)
-        self._items.append(got[1:] + (name,))
+        self._items.append(got[1:] + (name, ((nbytes,), 1)))
         return got
 
     def buffers(self):

@@ -13,7 +13,8 @@ What else it does while active:
 - the autotuner's benchmarker runs each config once and times it on the CPU; `triton.testing.do_bench` times
   the launches on the CPU too (the device interface's events read the wall clock): emulator time, not GPU time;
 - where torch has no CUDA, `torch.cuda.get_device_capability`, `get_device_properties`, `get_device_name`,
-  `current_device` and `synchronize` report the emulated device (user code and Triton's tests ask them).
+  `current_device`, `synchronize` and `device(...)` answer for the emulated device (user code and Triton's tests
+  ask them).
 """
 import contextlib
 import os
@@ -43,7 +44,7 @@ DEVICES = {
               "max_num_regs": 65536, "warpSize": 32, "sm_clock_rate": 1965000, "mem_clock_rate": 3996000,
               "mem_bus_width": 8192, "total_memory": 191537496064, "max_threads_per_sm": 2048},
 }
-_DEVICE_INDEX = {"sm90": 0, "sm100": 1}   # distinct device numbers: Triton caches its binders per device
+_DEVICE_INDEX = {"sm90": 90, "sm100": 100}   # Triton caches per device number: none a CUDA device has
 
 
 def env_arch():
@@ -301,9 +302,23 @@ def _install_torch_cuda(arch):
                      ("get_device_properties", lambda device=None: props),
                      ("get_device_name", lambda device=None: props.name),
                      ("current_device", lambda: 0),
-                     ("synchronize", lambda device=None: None)):
+                     ("synchronize", lambda device=None: None),
+                     ("device", _NoDevice)):
         saved.setdefault(name, getattr(cuda, name))
         setattr(cuda, name, fn)
+
+
+class _NoDevice:
+    """torch.cuda.device(...) as a context that selects nothing: one device is emulated."""
+
+    def __init__(self, device=None):
+        self.idx = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _restore_torch_cuda():
