@@ -158,6 +158,29 @@ def test_tensor_core_matmul_equals_tcemu_matmul(sm90):
     assert "wgmma.mma_async" in k.asm["ptx"] and ".target sm_90a" in k.asm["ptx"]
 
 
+@pytest.mark.slow
+def test_tcgen05_matmul_on_sm100_equals_tcemu_matmul(sm90):
+    """The same kernel launched for a B200 (activate("sm100")): Triton emits tcgen05.mma; every output bit equals
+    tcemu.matmul's sm100 model."""
+    torch = _torch()
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((128, 128)).astype(ml_dtypes.bfloat16)
+    bt = rng.standard_normal((128, 128)).astype(ml_dtypes.bfloat16)
+    ta = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    tb = torch.from_numpy(bt.view(np.int16)).view(torch.bfloat16).T
+    c = torch.empty(128, 128, dtype=torch.float16)
+    T.activate("sm100")
+    try:
+        k = matmul_kernel[(1, 1)](ta, tb, c, 128, 128, 128, ta.stride(0), ta.stride(1), tb.stride(0), tb.stride(1),
+                                  c.stride(0), c.stride(1), BM=128, BN=128, BK=64)
+        assert T.last_launch()["arch"] == "sm100"
+    finally:
+        T.activate("sm90")
+    assert "tcgen05.mma" in k.asm["ptx"] and ".target sm_100a" in k.asm["ptx"]
+    want = tcemu.matmul(a, np.ascontiguousarray(bt.T), arch="sm100", dtype_a="bf16", dtype_b="bf16", out_dtype="f16")
+    assert c.numpy().tobytes() == want.tobytes()
+
+
 @triton.jit
 def count_kernel(x_ptr, out_ptr, count_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
