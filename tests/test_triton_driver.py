@@ -19,6 +19,7 @@ from tcemu.frontends import triton_driver  # noqa: E402
 from tcemu.ptx import KernelFault  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
 
 
 def _torch():
@@ -29,7 +30,6 @@ def _torch():
 @pytest.fixture(scope="module")
 def sm90():
     """tcemu's driver active for the tests of this module, switched off again after them."""
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     drv = T.activate("sm90")
     yield drv
     T.deactivate()
@@ -84,6 +84,18 @@ def test_floats_round_as_a_launch_rounds_them(sm90):
     assert np.array_equal(prod.numpy(), x.numpy() * np.float32(0.1))
     assert np.array_equal(total.numpy(), x.numpy() + np.float32(1e-5))
     assert float(np.float32(0.1)) != 0.1 and float(np.float32(1e-5)) != 1e-5
+
+
+def test_run_compiled_rounds_floats_too():
+    """The fixtures' path (compile_kernel + run_compiled) rounds a Python float for an f32 argument the same way."""
+    sig, consts, div = T.specialize(scale_shift_kernel, {"x_ptr": "*fp32", "prod_ptr": "*fp32", "sum_ptr": "*fp32",
+                                                         "a": 0.1, "b": 1e-5, "BLOCK": 128})
+    ptx, _, meta = T.compile_kernel(scale_shift_kernel, signature=sig, constexprs=consts, num_warps=4, num_stages=1,
+                                    divisibility=div)
+    x = np.linspace(-3, 3, 128, dtype=np.float32)
+    prod, total = np.empty_like(x), np.empty_like(x)
+    T.run_compiled(ptx, meta, {"x_ptr": x, "prod_ptr": prod, "sum_ptr": total, "a": 0.1, "b": 1e-5}, grid=(1,))
+    assert np.array_equal(prod, x * np.float32(0.1)) and np.array_equal(total, x + np.float32(1e-5))
 
 
 def test_numpy_arrays_and_run(sm90):
