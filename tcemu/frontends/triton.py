@@ -23,7 +23,7 @@ from ..core.errors import TcemuError
 from ..core.validate import as_int, as_int_list, show
 from .. import ptx as tptx
 from ..ptx.tensormap import encode_tiled
-from .triton_args import TensorDescriptor, TritonError, triton_dtype as _triton_dtype
+from .triton_args import DTYPES, TensorDescriptor, TritonError
 from .triton_driver import activate, deactivate, last_launch, using
 
 __all__ = ["TritonError", "ARCHS", "specialize", "compile_kernel", "kernel_params", "entry_params", "launch_grid",
@@ -458,7 +458,7 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
         if name in const:
             continue
         if isinstance(v, np.ndarray):
-            if v.dtype.hasobject or v.dtype.name not in _DTYPE_NAMES:
+            if v.dtype.hasobject or v.dtype.name not in DTYPES:
                 raise TritonError(name, f"a pointer argument takes an array of a Triton element type, got {show(v)}")
             if not v.flags.c_contiguous:   # its data pointer would be read as if it were contiguous
                 raise TritonError(name, f"a non-contiguous array (strides {v.strides}) is passed as the address of "
@@ -493,5 +493,3 @@ def _raised_in_tcemu(e):
 _LAUNCH_KEYS = {"printf", "timeout", "max_instructions", "check_layouts", "zero_init_shared", "ctas", "progress",
                 "trace"}
 _PACKAGE = __file__.rsplit("frontends", 1)[0]
-_DTYPE_NAMES = ("bfloat16", "float16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "uint8",
-                "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool")

@@ -21,14 +21,15 @@ from ..core.errors import TcemuError
 from ..core.validate import as_int_list, show
 from ..ptx import tensormap as tm
 
-__all__ = ["TritonError", "TensorDescriptor", "HostMemory", "triton_dtype", "pack_scalar", "tensor_map"]
+__all__ = ["TritonError", "TensorDescriptor", "DTYPES", "HostMemory", "triton_dtype", "pack_scalar", "tensor_map"]
 
 
 class TritonError(TcemuError):
     """Bad input to the Triton front end (argument specialisation, compile options, PTX params, tensors)."""
 
 
-_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
+# numpy (ml_dtypes) dtype name -> Triton element type
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
            "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5", "int8": "i8", "uint8": "u8", "int16": "i16",
            "uint16": "u16", "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "i1"}
 
@@ -36,9 +37,9 @@ _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": 
 def triton_dtype(dt) -> str:
     """The Triton element type of a numpy (or ml_dtypes) dtype."""
     name = getattr(dt, "name", str(dt))
-    if name not in _DTYPES:
+    if name not in DTYPES:
         raise TritonError("dtype", f"no Triton element type for numpy {dt}")
-    return _DTYPES[name]
+    return DTYPES[name]
 
 
 class TensorDescriptor:
@@ -50,8 +51,8 @@ class TensorDescriptor:
     def __init__(self, base, block_shape):
         if not isinstance(base, np.ndarray):
             raise TritonError("base", f"must be a numpy array, got {type(base).__name__}")
-        if not 1 <= base.ndim <= 5 or base.dtype.hasobject or base.dtype.name not in _DTYPES:
-            raise TritonError("base", f"must be an array of a Triton element type ({', '.join(_DTYPES)}) with 1 to "
+        if not 1 <= base.ndim <= 5 or base.dtype.hasobject or base.dtype.name not in DTYPES:
+            raise TritonError("base", f"must be an array of a Triton element type ({', '.join(DTYPES)}) with 1 to "
                                       f"5 dimensions, got {show(base)}")
         if base.strides[-1] != base.dtype.itemsize:
             raise TritonError("base", "the last dimension must be contiguous")
