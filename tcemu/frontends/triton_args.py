@@ -30,8 +30,8 @@ class TritonError(TcemuError):
 
 # numpy (ml_dtypes) dtype name -> Triton element type
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
-           "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5", "int8": "i8", "uint8": "u8", "int16": "i16",
-           "uint16": "u16", "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "i1"}
+          "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5", "int8": "i8", "uint8": "u8", "int16": "i16",
+          "uint16": "u16", "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "i1"}
 
 
 def triton_dtype(dt) -> str:
