@@ -23,15 +23,13 @@ from ..core.errors import TcemuError
 from ..core.validate import as_int, as_int_list, show
 from .. import ptx as tptx
 from ..ptx.tensormap import encode_tiled
+from .triton_args import DTYPES, TensorDescriptor, TritonError
+from .triton_driver import activate, deactivate, last_launch, using
 
 __all__ = ["TritonError", "ARCHS", "specialize", "compile_kernel", "kernel_params", "entry_params", "launch_grid",
-           "opcode_census"]
+           "opcode_census", "TensorDescriptor", "run", "run_compiled", "activate", "deactivate", "last_launch"]
 
 ARCHS = {"sm90": 90, "sm100": 100}   # GPUTarget("cuda", cc, 32): Triton emits .target sm_90a / sm_100a
-
-
-class TritonError(TcemuError):
-    """Bad input to the Triton front end (argument specialisation, compile options, PTX params)."""
 
 
 def _triton():
@@ -304,25 +302,6 @@ def compile_kernel(fn, *, signature, constexprs, num_warps, num_stages, arch="sm
 
 # ----------------------------------------------------------------------------------------------- on the CPU
 
-class TensorDescriptor:
-    """A host tensor descriptor over a numpy array (Triton's `TensorDescriptor(base, shape, strides,
-    block_shape)` with shape and strides taken from the array): passed where the kernel takes a
-    `tensordesc<...>` argument, it becomes the CUtensorMap, shape and strides parameters."""
-
-    def __init__(self, base, block_shape):
-        if not isinstance(base, np.ndarray):
-            raise TritonError("base", f"must be a numpy array, got {type(base).__name__}")
-        if not 1 <= base.ndim <= 5 or base.dtype.hasobject or base.dtype.kind not in "biuf":
-            raise TritonError("base", f"must be a numeric array of 1 to 5 dimensions, got {show(base)}")
-        if base.strides[-1] != base.dtype.itemsize:
-            raise TritonError("base", "the last dimension must be contiguous")
-        self.base = base
-        # a TMA box: one entry per dimension, 1..256 elements each (cuTensorMapEncodeTiled)
-        self.block_shape = as_int_list(block_shape, "block_shape", base.ndim, 1, 256, TritonError)
-        self.shape = list(base.shape)
-        self.strides = [s // base.dtype.itemsize for s in base.strides]
-
-
 _PTX_TO_DRIVER = {0: "UINT8", 1: "UINT16", 2: "UINT32", 3: "INT32", 4: "UINT64", 5: "INT64", 6: "FLOAT16",
                   7: "FLOAT32", 8: "FLOAT32_FTZ", 9: "FLOAT64", 10: "BFLOAT16", 11: "TFLOAT32", 12: "TFLOAT32_FTZ"}
 _SWZ = {0: "none", 1: "32B", 2: "64B", 3: "128B"}
@@ -342,7 +321,11 @@ def bind_args(meta, values, grid):
         if role in ("pointer", "scalar"):
             if arg not in values:
                 raise TritonError(arg, "missing launch value")
-            args.append(values[arg])
+            v = values[arg]
+            if p.get("type") == "fp32" and isinstance(v, (float, np.floating)):
+                with np.errstate(over="ignore"):
+                    v = np.float32(v)   # a real launch rounds a Python float to f32 (a C cast: nearest even)
+            args.append(v)
         elif role == "tensormap":
             d = values.get(arg)
             if not isinstance(d, TensorDescriptor):
@@ -432,34 +415,81 @@ def _check_meta(meta):
 
 
 def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launch=None, **values):
-    """Compile `fn` (@triton.jit) for sm_90a as a launch with these values would, and run it on the CPU.
+    """Launch `fn` (@triton.jit) on numpy arrays through tcemu's Triton driver, as `fn[grid](**values)` would
+    launch it on an H100 (arch="sm90") or a B200 ("sm100"); returns the launch statistics (last_launch()).
 
         tcemu.triton.run(matmul_kernel, (8, 1), a_ptr=a, b_ptr=b, c_ptr=c, M=512, ..., BLOCK_M=128, ...)
 
-    numpy arrays become pointers (Triton element types from their dtypes; bfloat16 / float8 from ml_dtypes),
-    TensorDescriptor values become host tensor descriptors; ints and floats are scalars or constexprs."""
+    Every argument of `fn` is named. numpy arrays are pointers (C-contiguous, of Triton element types from their
+    dtypes; bfloat16 / float8 from ml_dtypes; results land in them in place), TensorDescriptor values are host tensor
+    descriptors, ints, floats and bools are scalars or constexprs, specialised as Triton's JIT specialises them.
+    options: extra Triton compile options; launch: extra tcemu.ptx Module.launch options (printf, timeout, ...).
+    Only this call uses tcemu's driver: Triton's active driver is unchanged afterwards."""
+    _, _, _ = _triton()
+    if not callable(getattr(fn, "run", None)) or getattr(fn, "arg_names", None) is None:
+        raise TritonError("fn", f"expected a @triton.jit function, got {show(fn)}")
+    if not isinstance(arch, str) or arch not in ARCHS:
+        raise TritonError("arch", f"expected one of {sorted(ARCHS)}, got {show(arch)}")
+    num_warps = as_int(num_warps, "num_warps", 1, 32, TritonError)
+    if num_warps & (num_warps - 1):
+        raise TritonError("num_warps", f"{num_warps}: a power of two (1, 2, 4, 8, 16 or 32)")
+    num_stages = as_int(num_stages, "num_stages", 1, 8, TritonError)
+    if options is not None and not isinstance(options, dict):
+        raise TritonError("options", f"must be a dict of Triton compile options, got {show(options)}")
     if launch is not None and not isinstance(launch, dict):
         raise TritonError("launch", f"must be a dict of Module.launch options, got {show(launch)}")
-    spec = {}
+    bad = sorted(str(k) for k in (launch or {}) if k not in _LAUNCH_KEYS)
+    if bad:
+        raise TritonError("launch", f"unknown options {bad}: the driver sets grid, block, cluster, shared memory and "
+                                    f"arguments; these may be given: {sorted(_LAUNCH_KEYS)}")
+    if isinstance(grid, int) and not isinstance(grid, bool):
+        grid = (grid,)
+    grid = as_int_list(grid, "grid", None, 1, (1 << 31) - 1, TritonError)
+    if not 1 <= len(grid) <= 3:
+        raise TritonError("grid", f"1 to 3 dimensions, got {len(grid)}")
+    names = _arg_names(fn)
+    missing = [n for n in names if n not in values]
+    extra = [n for n in values if n not in names]
+    if missing or extra:
+        raise TritonError("values", f"must name exactly the arguments of {fn.__name__}: missing {missing}, "
+                                    f"unknown {extra}")
+    const = {p.name for p in fn.params if p.is_constexpr}
     for name, v in values.items():
+        if name in const:
+            continue
         if isinstance(v, np.ndarray):
-            spec[name] = "*" + _triton_dtype(v.dtype)
-        elif isinstance(v, TensorDescriptor):
-            spec[name] = f"tensordesc<{_triton_dtype(v.base.dtype)}{v.block_shape}>"
-        else:
-            spec[name] = v
-    signature, constexprs, divisible = specialize(fn, spec)
-    ptx, _, meta = compile_kernel(fn, signature=signature, constexprs=constexprs, num_warps=num_warps,
-                                  num_stages=num_stages, arch=arch, divisibility=divisible, options=options)
-    runtime = {k: v for k, v in values.items() if signature.get(k) != "constexpr"}
-    return run_compiled(ptx, meta, runtime, grid=grid, **(launch or {}))
+            if v.dtype.hasobject or v.dtype.name not in DTYPES:
+                raise TritonError(name, f"a pointer argument takes an array of a Triton element type, got {show(v)}")
+            if not v.flags.c_contiguous:   # its data pointer would be read as if it were contiguous
+                raise TritonError(name, f"a non-contiguous array (strides {v.strides}) is passed as the address of "
+                                        "its first element: the kernel would read the memory around it as if it were "
+                                        "contiguous; pass np.ascontiguousarray of it (or its base array and strides)")
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            if not -2**63 <= int(v) < 2**64:
+                raise TritonError(name, f"{show(v)} does not fit a 64-bit integer argument")
+        elif not isinstance(v, (TensorDescriptor, float, bool, np.floating, np.bool_)) and v is not None:
+            raise TritonError(name, f"expected a numpy array, a TensorDescriptor, an int, a float or a bool, got "
+                                    f"{type(v).__name__}")
+    with using(arch, **(launch or {})):
+        try:
+            fn[tuple(grid)](**values, num_warps=num_warps, num_stages=num_stages, **(options or {}))
+        except TcemuError:
+            raise
+        except Exception as e:  # noqa: BLE001 - Triton's own errors (compile, specialisation, options)
+            if _raised_in_tcemu(e):
+                raise
+            raise TritonError("fn", f"Triton could not launch {getattr(fn, '__name__', 'it')}: {type(e).__name__}: "
+                                    f"{show(str(e), 400)}") from None
+    return last_launch()
 
 
-def _triton_dtype(dt):
-    name = getattr(dt, "name", str(dt))
-    table = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64", "float8_e4m3fn": "fp8e4nv",
-             "float8_e5m2": "fp8e5", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16", "int32": "i32",
-             "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "i1"}
-    if name not in table:
-        raise TritonError("dtype", f"no Triton element type for numpy {np.dtype(dt)}")
-    return table[name]
+def _raised_in_tcemu(e):
+    tb = e.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_filename.startswith(_PACKAGE)
+
+
+_LAUNCH_KEYS = {"printf", "timeout", "max_instructions", "check_layouts", "zero_init_shared", "ctas", "progress",
+                "trace"}
+_PACKAGE = __file__.rsplit("frontends", 1)[0]

@@ -570,8 +570,8 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu):
         mode = core.RN
         _check(not (relu or satfinite), "modifier", f"{form}: no .relu/.satfinite on a widening cvt")
     else:
-        if (dtype, atype) == ("f16", "bf16") and rounding is None:
-            rounding = "rn"  # ptxas accepts cvt.f16.bf16 without rounding
+        if {dtype, atype} == {"f16", "bf16"} and rounding is None:
+            rounding = "rn"  # ptxas accepts cvt.f16.bf16 and cvt.bf16.f16 (Triton 3.9 emits it) without rounding
         _check(rounding in ("rn", "rz", "rm", "rp"), "rounding", f"{form}: a narrowing cvt needs .rn .rz .rm or .rp")
         mode = ROUNDING[rounding]
         if relu or satfinite:

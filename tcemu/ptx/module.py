@@ -206,7 +206,8 @@ class Module:
         check_layouts: check that every tensor-core operand copied from global memory is a coherent tile of
         its source array (catches swizzle/LBO/SBO disagreements between writer and descriptor).
         param_bytes: the whole parameter space as bytes (a captured launch's blob), instead of `args`; then
-        `buffers` lists (device address, numpy array) pairs to map at exactly those addresses.
+        `buffers` lists (device address, numpy array) pairs, or (address, array, name) triples, to map at exactly
+        those addresses.
         printf: "stdout" (device printf output is written as it happens) or "collect" (only kept in the
         statistics' "printf" list).
         trace: called as trace(warp, pc, mask, control) after every instruction any warp executes (machine.py);
@@ -373,7 +374,9 @@ class Module:
         if len(blob) != prog.param_size:
             raise PtxError("param_bytes", f"{prog.name}'s parameters take {prog.param_size} bytes, got {len(blob)}")
         writeback = []
-        for addr, arr in sorted(buffers, key=lambda b: int(b[0])):
+        for entry in sorted(buffers, key=lambda b: int(b[0])):
+            addr, arr = entry[0], entry[1]
+            name = entry[2] if len(entry) > 2 and isinstance(entry[2], str) else f"buffer@{int(addr):#x}"
             if not isinstance(arr, np.ndarray) or arr.dtype.hasobject:
                 raise PtxError("buffers", "each buffer is (device address, numpy array)")
             if arr.flags.c_contiguous and arr.flags.writeable:
@@ -381,7 +384,7 @@ class Module:
             else:
                 data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8).copy()
                 writeback.append((arr, data))
-            L.gmem.place(int(addr), data, f"buffer@{int(addr):#x}", shape=arr.shape, itemsize=arr.dtype.itemsize)
+            L.gmem.place(int(addr), data, name, shape=arr.shape, itemsize=arr.dtype.itemsize)
         L.params = ByteSpace(np.frombuffer(bytes(blob), np.uint8).copy(), "param")
         self._place_globals(prog, L)
         return writeback
