@@ -1,6 +1,6 @@
 """pytest plugin: run Triton's own unit tests (python/test/unit/language/test_core.py) on tcemu's driver.
 
-Loaded by scripts/triton_test_core.py (`-p triton_peer_plugin`, this folder on PYTHONPATH). It switches tcemu's
+Loaded by scripts/checks/triton_test_core.py (`-p triton_peer_plugin`, this folder on PYTHONPATH). It switches tcemu's
 driver on before collection (TCEMU_TRITON, default sm90), bounds every launch's wall time (a kernel that spins
 forever on the CPU is a BudgetExceeded, not a hang), optionally keeps a seeded sample of the collected tests,
 and writes each test's outcome with its failure's first line to --tcemu-report (JSON lines).

@@ -18,7 +18,7 @@ import tcemu.triton as T  # noqa: E402
 from tcemu.frontends import triton_driver  # noqa: E402
 from tcemu.ptx import KernelFault  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
 
 

@@ -1,6 +1,6 @@
 """Run Triton's tutorials 01-10 on tcemu's Triton driver, with their own correctness checks.
 
-    PYTHONPATH=. python scripts/triton_tutorials.py PATH/TO/triton/python/tutorials [--only 01 03] [--json out.json]
+    PYTHONPATH=. python scripts/checks/triton_tutorials.py PATH/TO/triton/python/tutorials [--only 01 03] [--json out.json]
 
 Each tutorial runs in its own process with TCEMU_TRITON set (sm90; sm100 for the Blackwell parts), as a user
 would run it: `python 01-vector-add.py`. tcemu's driver is switched on by the `triton.backends` entry point
@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CUDA_TENSORS = ('device="cuda"', "device=DEVICE")
 # name: (arch, edits [(old, new)], reason for the edits, code run after the tutorial's module, pytest -k filter)
@@ -80,7 +80,7 @@ def run_one(src_dir, name, work, timeout):
     with open(run_path, "w") as f:
         f.write(text)
     env = dict(os.environ, TCEMU_TRITON=arch, PYTHONPATH=os.pathsep.join(
-        [ROOT, os.path.join(ROOT, "scripts")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+        [ROOT, os.path.join(ROOT, "scripts", "checks")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
     if pytest_k:
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "triton_peer_plugin",

@@ -1,10 +1,10 @@
 """Triton's own unit tests (python/test/unit/language/test_core.py) on tcemu's Triton driver, and their tally.
 
-    PYTHONPATH=. python scripts/triton_test_core.py run TRITON_TEST_DIR --per-test 1 --report core.jsonl
-    PYTHONPATH=. python scripts/triton_test_core.py tally core.jsonl [--markdown]
+    PYTHONPATH=. python scripts/checks/triton_test_core.py run TRITON_TEST_DIR --per-test 1 --report core.jsonl
+    PYTHONPATH=. python scripts/checks/triton_test_core.py tally core.jsonl [--markdown]
 
 `run` runs pytest on TRITON_TEST_DIR/unit/language/test_core.py (TRITON_TEST_DIR is Triton's python/test, holding
-its conftest.py) with scripts/triton_peer_plugin.py: tcemu's driver active before collection (TCEMU_TRITON,
+its conftest.py) with scripts/checks/triton_peer_plugin.py: tcemu's driver active before collection (TCEMU_TRITON,
 default sm90), `--device cpu` (tensors on the CPU; tests that call check_cuda_or_hip(device) skip themselves),
 each launch bounded to --launch-timeout seconds, and a seeded sample: --per-test N keeps N tests of each test
 function, --sample N keeps N in all, --shard i/n one shard. Extra pytest arguments follow `--`.
@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def run(args, extra):
