@@ -157,6 +157,17 @@ def test_python_blocks(path, workdir, monkeypatch):
 def test_triton_blocks(block, workdir, monkeypatch):
     """Blocks that compile with Triton: each on its own namespace; skipped without Triton."""
     pytest.importorskip("triton")
+    if re.search(r"^\s*import\s.*\btorch\b", block.code, re.M):
+        pytest.importorskip("torch")
+    if "activate(" in block.code:   # tcemu's Triton driver: its own process, so it stays out of the other tests
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+        script = os.path.join(workdir, "docs_block.py")   # @triton.jit needs its source in a file
+        with open(script, "w") as f:
+            f.write(block.code)
+        r = subprocess.run([sys.executable, script], cwd=workdir, env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, f"{block.where}:\n{r.stderr[-3000:]}"
+        return
     monkeypatch.chdir(workdir)
     monkeypatch.syspath_prepend(ROOT)
     _exec(block, {"__name__": "__docs__"})
