@@ -315,12 +315,6 @@ PLANTED = {
                                           "@%p23 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 "
                                           "[%r148];", "")), tp.HazardError,
                                       ["tcgen05.ld reads tensor memory lane", "no tcgen05.commit tracks it yet"]),
-    # alloc of a non-power-of-two column count
-    "tcgen05.alloc of 96 columns": ("bf16", 128, 256, 64,
-                                    sub("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r26], 256;",
-                                        "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r26], 96;"),
-                                    tp.PtxSyntaxError, ["Argument 1 of 'tcgen05.alloc' instruction",
-                                                        "value must be power of 2"]),
 }
 
 
