@@ -218,6 +218,19 @@ def launch_grid(rule, args, constexprs):
     return tuple(grid)
 
 
+def _compile_settings(arch, num_warps, num_stages, options):
+    """(num_warps, num_stages), checked with arch and options as a Triton launch takes them."""
+    if not isinstance(arch, str) or arch not in ARCHS:
+        raise TritonError("arch", f"expected one of {sorted(ARCHS)}, got {show(arch)}")
+    num_warps = as_int(num_warps, "num_warps", 1, 32, TritonError)
+    if num_warps & (num_warps - 1):
+        raise TritonError("num_warps", f"{num_warps}: a power of two (1, 2, 4, 8, 16 or 32)")
+    num_stages = as_int(num_stages, "num_stages", 1, 8, TritonError)
+    if options is not None and not isinstance(options, dict):
+        raise TritonError("options", f"must be a dict of Triton compile options, got {show(options)}")
+    return num_warps, num_stages
+
+
 def compile_kernel(fn, *, signature, constexprs, num_warps, num_stages, arch="sm90", divisibility="pointers",
                    grid=None, options=None):
     """Compile `fn` for sm_90a or sm_100a; returns (ptx text, cubin bytes, metadata dict).
@@ -227,14 +240,7 @@ def compile_kernel(fn, *, signature, constexprs, num_warps, num_stages, arch="sm
     pointer argument, as a real launch on 16-byte-aligned buffers) or an iterable of argument names that get
     tt.divisibility 16 (use `specialize` to derive all three from launch values); grid: optional rule for
     `launch_grid`, stored in the metadata; options: extra Triton compile options."""
-    if not isinstance(arch, str) or arch not in ARCHS:
-        raise TritonError("arch", f"expected one of {sorted(ARCHS)}, got {show(arch)}")
-    num_warps = as_int(num_warps, "num_warps", 1, 32, TritonError)
-    if num_warps & (num_warps - 1):
-        raise TritonError("num_warps", f"{num_warps}: a power of two (1, 2, 4, 8, 16 or 32)")
-    num_stages = as_int(num_stages, "num_stages", 1, 8, TritonError)
-    if options is not None and not isinstance(options, dict):
-        raise TritonError("options", f"must be a dict of Triton compile options, got {show(options)}")
+    num_warps, num_stages = _compile_settings(arch, num_warps, num_stages, options)
     names = _arg_names(fn)
     if list(signature) != names:
         raise TritonError("signature", f"must list the arguments of {fn.__name__} in order: {names}")
@@ -428,14 +434,7 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
     _, _, _ = _triton()
     if not callable(getattr(fn, "run", None)) or getattr(fn, "arg_names", None) is None:
         raise TritonError("fn", f"expected a @triton.jit function, got {show(fn)}")
-    if not isinstance(arch, str) or arch not in ARCHS:
-        raise TritonError("arch", f"expected one of {sorted(ARCHS)}, got {show(arch)}")
-    num_warps = as_int(num_warps, "num_warps", 1, 32, TritonError)
-    if num_warps & (num_warps - 1):
-        raise TritonError("num_warps", f"{num_warps}: a power of two (1, 2, 4, 8, 16 or 32)")
-    num_stages = as_int(num_stages, "num_stages", 1, 8, TritonError)
-    if options is not None and not isinstance(options, dict):
-        raise TritonError("options", f"must be a dict of Triton compile options, got {show(options)}")
+    num_warps, num_stages = _compile_settings(arch, num_warps, num_stages, options)
     if launch is not None and not isinstance(launch, dict):
         raise TritonError("launch", f"must be a dict of Module.launch options, got {show(launch)}")
     bad = sorted(str(k) for k in (launch or {}) if k not in _LAUNCH_KEYS)
