@@ -29,12 +29,13 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_collection_finish(session):
     """Queue the selected tests' long, self-contained jobs for the background worker (tests/support/background.py),
-    in the order the tests will want them: whole-trace replays (tests/support/replays.py), the CuTe oracles' builds
-    (tests/support/cute.py; a cached one costs nothing)."""
+    in the order the tests will want them: whole-trace replays (tests/support/replays.py), the SFU kernels' replays
+    (tests/support/sfu_replays.py), the CuTe oracles' builds (tests/support/cute.py; a cached one costs nothing)."""
     if session.config.option.collectonly:
         return
     import cute
     import replays
+    import sfu_replays
     oracles = []
     for item in session.items:
         callspec = getattr(item, "callspec", None)
@@ -42,6 +43,10 @@ def pytest_collection_finish(session):
             replays.prepare(callspec.params["path"])
         if item.nodeid.startswith("tests/ptx/test_atomics_trace.py::test_replays_every_word"):
             replays.prepare(item.module.TRACE)
+        if item.nodeid.startswith("tests/sfu/test_triton_sfu_kernels.py::test_case_replays_exactly"):
+            sfu_replays.prepare("triton", callspec.params["i"])
+        if item.nodeid.startswith("tests/sfu/test_cutlass_sfu_kernels.py::test_replay_matches_h100"):
+            sfu_replays.prepare("cutlass", callspec.params["i"])
         for fixture, names in cute.FIXTURE_ORACLES.items():
             if fixture in getattr(item, "fixturenames", ()):
                 oracles += [n for n in names if n not in oracles]

@@ -40,6 +40,7 @@ def test_every_public_submodule_is_an_attribute_of_the_package():
     assert out.split() == ["check_operand", "lint", "explain", "True"]
 
 
+@pytest.mark.slow
 def test_no_import_cycle_whatever_module_comes_first():
     """Each public submodule imported first, in a process where no tcemu module is loaded yet: a cycle in the
     import graph shows up as an ImportError / AttributeError for some first module."""

@@ -711,6 +711,7 @@ def test_replay_reports_planted_mismatch(tmp_path):
     assert not r.ok
 
 
+@pytest.mark.slow
 def test_capture_script_consistent(tmp_path):
     """The committed kernels file is what the driver generates; every captured form is either modelled or
     computed (no form the capture issues trips tcemu's modifier validation); --dry-run writes

@@ -21,9 +21,9 @@ from tcemu.ptx import parser as P
 from tcemu.ptx import strict
 from tcemu.ptx.errors import PtxSyntaxError
 
-from paths import CHECKS, FIXTURES, PTX_FIXTURES
+from paths import CHECKS, FIXTURES as FIXTURE_DIR, PTX_FIXTURES
 
-TABLE = os.path.join(FIXTURES, "strict", "operand_types_ptxas13.json.gz")
+TABLE = os.path.join(FIXTURE_DIR, "strict", "operand_types_ptxas13.json.gz")
 PTXAS = shutil.which("ptxas")
 
 VALID = """.version 8.5
@@ -307,7 +307,7 @@ def test_fixtures_compile():
 def test_memory_modifiers_ptxas_accepts_are_not_refused():
     # tests/fixtures/strict/memory_modifiers_valid.ptx: ld/st/red/atom/cvta/isspacep/prefetch forms ptxas 13.0
     # accepts for sm_90a (cache hints, scopes, mbarrier completion, shared::cluster ...)
-    with open(os.path.join(FIXTURES, "strict", "memory_modifiers_valid.ptx")) as f:
+    with open(os.path.join(FIXTURE_DIR, "strict", "memory_modifiers_valid.ptx")) as f:
         fn = P.parse(f.read()).functions["k"]
     for ins in fn.body:
         strict.check_spaces(ins)

@@ -131,6 +131,7 @@ def launch_triton(name, M, N, K, edit=None, **kw):
 
 @pytest.mark.parametrize("which,M,N,K", [("bf16", 128, 256, 192), ("bf16", 256, 512, 64), ("e4m3", 128, 256, 256),
                                           ("ws", 128, 256, 192), ("ws", 256, 256, 64)])
+@pytest.mark.slow
 def test_triton_fixture_equals_tcgen05_chain(which, M, N, K):
     name, kind, dtype = TRITON[which]
     a, b_nk, c, ta, stats = launch_triton(name, M, N, K)
@@ -165,6 +166,7 @@ def _scale_values(s, stype):
 
 
 @pytest.mark.parametrize("fmt", sorted(SCALED))
+@pytest.mark.slow
 def test_triton_dot_scaled_equals_tcgen05_chain(fmt):
     name, kind, dtype, block, stype = SCALED[fmt]
     M, N, K = 128, 128, 256

@@ -83,6 +83,7 @@ def launch(name, M, N, K, edit=None, **kw):
                                          ("matmul_e4m3", 128, 256, 256), ("matmul_tf32", 128, 128, 64),
                                          ("matmul_tma_bf16", 128, 256, 192), ("matmul_dtma_bf16", 128, 256, 128),
                                          ("matmul_bf16_n300", 128, 300, 64)])
+@pytest.mark.slow
 def test_fixture_equals_wgmma_chain(name, M, N, K):
     a, b_kn, c, tc, ta = launch(name, M, N, K)
     dtype = {"f32": "tf32"}.get(ta, ta)

@@ -6,9 +6,7 @@ tests for the background worker (tests/support/background.py), which runs them i
 core (`python tests/support/replays.py PATH` prints one as JSON); a replay the worker has not started runs here.
 Every test that replays a whole trace asks summary(), so a trace replayed by two tests is replayed once.
 """
-import concurrent.futures
 import json
-import multiprocessing
 import os
 import sys
 
@@ -16,7 +14,6 @@ import background
 
 MAX_REPORT = 1 << 20
 _DONE = {}
-_PROCESS = None
 
 
 def _summarise(path):
@@ -27,26 +24,13 @@ def _summarise(path):
                               "values_matched": int(g.values_matched)} for name, g in result.groups.items()}}
 
 
-def _summarise_in_subprocess(path):
-    """_summarise in the session's replay process (one, started at the first replay, so tcemu is imported once)."""
-    global _PROCESS
-    if _PROCESS is None:
-        _PROCESS = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-    return _PROCESS.submit(_summarise, path).result()
-
-
-def _stop():
-    """At the end of the session: a replay still running is no longer wanted."""
-    if _PROCESS is not None:
-        for proc in list(getattr(_PROCESS, "_processes", {}).values()):
-            proc.terminate()
-        _PROCESS.shutdown(wait=False, cancel_futures=True)
+def _summarise_in_helper(path):
+    return background.in_helper("replays", "_summarise", path)
 
 
 def prepare(path):
     """Queue the replay of `path` for the background worker."""
-    background.at_end(_stop)
-    background.submit(("replay", os.path.abspath(path)), _summarise_in_subprocess, os.path.abspath(path))
+    background.submit(("replay", os.path.abspath(path)), _summarise_in_helper, os.path.abspath(path))
 
 
 def summary(path):

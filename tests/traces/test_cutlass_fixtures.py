@@ -300,6 +300,7 @@ def test_replay_equals_wgmma_chain(name, case):
     assert out.stats["ctas"] == int(np.prod(rec["grid"]))
 
 
+@pytest.mark.slow
 def test_fp8_promotion_changes_the_bits():
     """Issue 15: CUTLASS's default fp8 kernel and its fast-accumulation twin give different bits for the same
     inputs, each exactly its own accumulation model."""
@@ -320,6 +321,7 @@ def test_tutorial_replay(case):
     assert np.array_equal(out.outputs["C"], _tutorial_reference(rec, 7))
 
 
+@pytest.mark.slow
 def test_cooperative_2x1_replay():
     rec = _launch("cutlass_coop_bf16_2x1", [200, 136, 200])
     out = L.replay(rec, (FIX / "cutlass_coop_bf16_2x1.ptx").read_text(), seed=7)
