@@ -18,7 +18,7 @@ _TRACES, _MODULES = {}, {}
 
 
 def _trace(path):
-    from tcemu.traces.archive import load_trace
+    from tcemu.traces import load_trace
     if path not in _TRACES:
         _TRACES[path] = load_trace(path)
     return _TRACES[path]
