@@ -300,8 +300,12 @@ def _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, ke
         c = acc[t, m, n]
         cl = cal[t, m, n]
         x = xbuf[n]
-        acc[t, m, n], cal[t, m, n], bad = _settled(c, cl, x, _f2i(x * _i2f((1023 - F + e) << 52)), bspec[t, s, n],
-                                                   emin, emax, sh, rne)
+        xb = _f2i(x * _i2f((1023 - F + e) << 52))  # written out: through _settled this loop vectorises less
+        ex = ((xb >> 52) & 0x7FF) - 1023
+        bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
+        rb = round_bits_f64(xb, sh, rne)
+        acc[t, m, n] = c if bad else _i2f(rb)
+        cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
         flag[i, n] = bad
         bad_n += bad
     return bad_n

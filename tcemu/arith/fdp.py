@@ -29,7 +29,7 @@ from numba import njit
 from ..core.errors import LayoutError
 from .dtypes import CONTAINER, NUMPY_TYPES, TYPE_TABLE
 from .formats import FINITE, INF, NAN, ZERO, decode_float, format_args, get_format
-from .rounding import IEEE, OVF_INF, RNE, RZ, bitlen, round_pack
+from .rounding import IEEE, OVF_INF, RNE, RZ, bitlen, round_pack, round_pack_inline
 from ..core.validate import MAX_ELEMENTS, as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
@@ -104,8 +104,8 @@ def round_to_float(mag, u, keep, out_man, emin, bias, emax_field, rounding):
 @njit(cache=True, inline="always")
 def _result_bits(S, u, keep, out_man, emin, bias, emax_field, rounding, sign_shift):
     """Bits of the nonzero exact sum S * 2^u rounded once; a sum that underflows to zero is +0."""
-    bits = np.int64(round_pack(0, abs(S), u, False, bitlen(emax_field), keep, bias, IEEE, out_man - keep, rounding,
-                               False, OVF_INF))
+    bits = np.int64(round_pack_inline(0, abs(S), u, False, bitlen(emax_field), keep, bias, IEEE, out_man - keep,
+                                      rounding, False, OVF_INF))
     return (np.int64(S < 0 and bits != 0) << sign_shift) | bits
 
 

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
 # Format kinds (FloatFormat.special): what the all-ones exponent field means (PTX ISA 5.2.5, OCP MX v1.0 5.3-5.4).
 IEEE = 0  # inf (mantissa 0) or NaN (mantissa != 0): f64, f32, tf32, f16, bf16, e5m2
@@ -31,13 +32,8 @@ OVF_INF = 2       # inf whatever the mode: the fused dot unit's rule (fdp.py)
 
 @njit(cache=True, inline="always")
 def bitlen(x):
-    """Bits needed for x >= 0 (int64): 0 for 0."""
-    n = 0
-    for step in (32, 16, 8, 4, 2, 1):
-        if x >= (np.int64(1) << step):
-            x >>= step
-            n += step
-    return n + x
+    """Bits needed for x >= 0 (int64): 0 for 0 (one LLVM ctlz)."""
+    return 64 - leading_zeros(np.int64(x))
 
 
 @njit(cache=True, inline="always")
@@ -83,22 +79,23 @@ def pack_inf(sign, eb, mb, special, shift):
 def split_at(sig, sh, sticky):
     """[sig (+ sticky)] cut at bit sh -> (kept = sig >> sh, exact, cmp): cmp compares the dropped part with half
     a unit of the kept part (-1 below, 0 equal, 1 above). sh <= 0 drops only the sticky fraction, counted below
-    half (callers keep 2 or more bits beyond the result when sticky)."""
+    half (callers keep 2 or more bits beyond the result when sticky). Data-dependent choices are selects, not
+    branches: fdp and chain round random sums, where a mispredicted branch costs more than the rounding."""
     if sh <= 0:
         return sig << (-sh), not sticky, -1
     if sh >= 63:
         return np.int64(0), False, -1  # sig > 0
     rem = sig & ((np.int64(1) << sh) - 1)
     half = np.int64(1) << (sh - 1)
-    cmp = 1 if (rem > half or (rem == half and sticky)) else (0 if rem == half else -1)
-    return sig >> sh, rem == 0 and not sticky, cmp
+    above = (rem > half) | ((rem == half) & sticky)
+    return sig >> sh, (rem == 0) & (not sticky), np.int64(above) - np.int64(rem < half)
 
 
 @njit(cache=True, inline="always")
 def rounds_up(cmp, odd, mode, sign):
     """Whether an inexact magnitude rounds away from zero: cmp as split_at's, odd the kept part's lowest bit."""
     if mode == RN:
-        return cmp > 0 or (cmp == 0 and odd)
+        return (cmp > 0) | ((cmp == 0) & odd)
     if mode == RNA:
         return cmp >= 0
     if mode == RP:
@@ -108,8 +105,22 @@ def rounds_up(cmp, odd, mode, sign):
     return False
 
 
+@njit(cache=True, inline="always")
+def round_pack_inline(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow):
+    """round_pack, inlined into the caller: for hot kernels whose format, mode and overflow rule are constants
+    (fdp's fused dot unit), which then fold away."""
+    return _round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow)
+
+
 @njit(cache=True)
 def round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow):
+    """The container pattern (uint64) of (-1)^sign * [sig + (0 or a fraction if sticky)] * 2^exp rounded once;
+    see _round_pack."""
+    return _round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow)
+
+
+@njit(cache=True, inline="always")
+def _round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow):
     """The container pattern (uint64) of (-1)^sign * [sig + (0 or a fraction if sticky)] * 2^exp rounded once.
 
     sig: int64 in (0, 2^62). Subnormal results are kept unless ftz; ftz flushes to a zero of the same sign
@@ -124,8 +135,7 @@ def round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, 
     emin = -bias if special == E8M0 else 1 - bias
     e_top = exp + bitlen(sig) - 1
     kept, exact, cmp = split_at(sig, max(e_top, emin) - mb - exp, sticky)
-    if not exact:
-        kept += rounds_up(cmp, (kept & 1) == 1, mode, sign)
+    kept += (not exact) & rounds_up(cmp, (kept & 1) == 1, mode, sign)
     pmax = max_pattern(eb, mb, special)
     if e_top < emin:
         pat = np.int64(0) if special == E8M0 else kept  # subnormal; kept == 2^mb carries into the smallest normal

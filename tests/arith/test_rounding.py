@@ -127,8 +127,8 @@ def _inputs(fmt, rng):
         fields, mans = range((1 << eb) + 2), range(1 << mb)
     else:
         fields = sorted({0, 1, 2, 3, (1 << eb) - 3, (1 << eb) - 2, (1 << eb) - 1, 1 << eb, (1 << eb) + 1}
-                        | set(rng.integers(1, (1 << eb) - 1, 12).tolist()))
-        mans = sorted({0, 1, 2, (1 << mb) - 2, (1 << mb) - 1} | set(rng.integers(0, 1 << mb, 8).tolist()))
+                        | set(rng.integers(1, (1 << eb) - 1, 8).tolist()))
+        mans = sorted({0, 1, 2, (1 << mb) - 2, (1 << mb) - 1} | set(rng.integers(0, 1 << mb, 6).tolist()))
     out = set()
     for M, E in _grid_values(fmt, fields, mans):
         for d in range(4):  # the value, a quarter, half and three quarters of the way to the next grid point
@@ -137,7 +137,7 @@ def _inputs(fmt, rng):
     emin_lsb = 1 - bias - mb
     out.update((s, emin_lsb - 5, st) for s in range(1, 12) for st in (False, True))  # below the smallest subnormal
     if fmt not in NARROW:  # long significands: every remainder pattern
-        for _ in range(400):
+        for _ in range(250):
             sig = int(rng.integers(1, 1 << 62))
             out.add((sig, int(rng.integers(emin_lsb - 70, (1 << eb) - bias - 58)), bool(rng.integers(2))))
     # sticky needs two or more bits beyond the result (round_pack's callers: _fpcore's limbs, quotients, roots)
@@ -264,14 +264,14 @@ def _bits_both(x, keep, eb, bias, rne):
 
 def test_round_integral_and_split_fraction():
     rng = np.random.default_rng(4)
-    for _ in range(3000):
+    for _ in range(800):
         m, e = int(rng.integers(1, 1 << 40)), int(rng.integers(-45, 3))
         q = Fraction(m) * Fraction(2) ** e
         k, cmp, exact = _grid(q, 0, 0)
         for mode in MODES:
             for s in (0, 1):
                 assert R.round_integral(m, e, s, mode) == (k + _up(k, cmp, exact, mode, s), exact)
-    for _ in range(3000):  # the gemm reference's exact FFMA: Fraction -> (sign, sig, exp, sticky) -> f32
+    for _ in range(500):  # the gemm reference's exact FFMA: Fraction -> (sign, sig, exp, sticky) -> f32
         q = Fraction(int(rng.integers(1, 1 << 62)), int(rng.integers(1, 1 << 62))) * Fraction(2) ** int(
             rng.integers(-160, 140)) * (1 if rng.integers(2) else -1)
         sign, sig, exp, sticky = R.split_fraction(q)
