@@ -48,11 +48,19 @@ def _fit(tms, ncols):
     return None
 
 
-def _columns(gcols, W, act, wh):
-    n = uniform(gcols(W), act, "nCols", wh)
-    if n < 32 or n > COLUMNS or n & (n - 1):
-        raise KernelFault(wh, f"nCols = {n}: a power of two in [32, 512] (PTX 9.7.16.7.1)")
-    return n
+def _operands(ins, prog, get_first, what):
+    """read(W, m) -> (nCols, the first operand's value) of tcgen05.alloc / .dealloc: the whole warp executes it and
+    both are the same in every thread; nCols a power of two of 32..512 (PTX 9.7.16.7.1)."""
+    gcols = prog.read(ins.operands[1], U32, ins)
+    wh = where(ins)
+
+    def read(W, m):
+        act = whole_warp(W, m, ins)
+        n = uniform(gcols(W), act, "nCols", wh)
+        if n < 32 or n > COLUMNS or n & (n - 1):
+            raise KernelFault(wh, f"nCols = {n}: a power of two in [32, 512] (PTX 9.7.16.7.1)")
+        return n, uniform(get_first(W), act, what, wh)
+    return read
 
 
 def _take(entries, n, group, space, wh):
@@ -135,15 +143,11 @@ def _relinquish(ins, group):
 
 def _alloc(ins, prog, pc, mods, group):
     wh = where(ins)
-    ops = ins.operands
     space = "shared::cta" if "shared::cta" in mods else "generic"
-    get_dst = address(prog, ops[0], ins, space)
-    gcols = prog.read(ops[1], U32, ins)
+    read = _operands(ins, prog, address(prog, ins.operands[0], ins, space), "the destination address")
 
     def alloc(W, m):
-        act = whole_warp(W, m, ins)
-        n = _columns(gcols, W, act, wh)
-        dst = uniform(get_dst(W), act, "the destination address", wh)
+        n, dst = read(W, m)
         if group == 1:
             if _take([(W, dst)], n, group, space, wh) is None:
                 W.wait = (f"tensor memory: {n} free columns (tcgen05.alloc blocks until a tcgen05.dealloc frees "
@@ -166,14 +170,10 @@ def _alloc(ins, prog, pc, mods, group):
 
 def _dealloc(ins, prog, pc, group):
     wh = where(ins)
-    ops = ins.operands
-    gaddr = prog.read(ops[0], U32, ins)
-    gcols = prog.read(ops[1], U32, ins)
+    read = _operands(ins, prog, prog.read(ins.operands[0], U32, ins), "taddr")
 
     def dealloc(W, m):
-        act = whole_warp(W, m, ins)
-        n = _columns(gcols, W, act, wh)
-        taddr = uniform(gaddr(W), act, "taddr", wh)
+        n, taddr = read(W, m)
         if group == 1:
             _free([(W, None)], n, taddr, group, wh)
             W.cta.progress = True  # a blocked tcgen05.alloc may go on
