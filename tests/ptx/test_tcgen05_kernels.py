@@ -23,8 +23,9 @@ import tcemu.ptx as tp
 from tcemu import InstrDescriptor, SharedMemory, UmmaDescriptor, tcgen05_mma
 from tcemu.traces.inputs import input_bits
 from tcemu.traces.kinds.kernel_outputs import _tensor_map
-from tcemu.frontends.triton import TensorDescriptor, opcode_census, run_compiled
+from tcemu.frontends.triton import opcode_census, run_compiled
 
+from ptxkit import matmul_args
 from paths import PTX_FIXTURES, current_path, source_is_unchanged
 
 FX = PTX_FIXTURES
@@ -117,14 +118,7 @@ def launch_triton(name, M, N, K, edit=None, **kw):
     a = input_bits(ta, (M, K), 11, 0)
     b = input_bits(ta, (K, N) if kn else (N, K), 11, 1)
     c = np.zeros((M, N), np.uint16)
-    if "a_desc" in sig:
-        bm, bn, bk = (meta["constexprs"][x] for x in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-        vals = {"a_desc": TensorDescriptor(a, [bm, bk]), "b_desc": TensorDescriptor(b, [bn, bk]),
-                "c_desc": TensorDescriptor(c, [bm, bn]), "M": M, "N": N, "K": K}
-    else:
-        vals = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K}
-        vals.update({k: v for k, v in (("stride_am", K), ("stride_bk", N if kn else 1), ("stride_bn", 1 if kn else K),
-                                       ("stride_cm", N)) if sig.get(k) not in (None, "constexpr")})
+    vals = matmul_args(meta, a, b, c, M, N, K, kn)
     stats = run_compiled(ptx, meta, vals, **kw)
     return a, (b.T.copy() if kn else b), c, ta, stats
 

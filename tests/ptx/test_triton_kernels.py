@@ -16,8 +16,9 @@ import tcemu.ptx as tp
 from tcemu.arith.fdp import decode_operand, fused_dot
 from tcemu.hopper.wgmma import fdp_unit
 from tcemu.traces.inputs import input_bits
-from tcemu.frontends.triton import TensorDescriptor, TritonError, run_compiled
+from tcemu.frontends.triton import TritonError, run_compiled
 
+from ptxkit import matmul_args
 from paths import PTX_FIXTURES
 
 FX = PTX_FIXTURES
@@ -67,14 +68,7 @@ def launch(name, M, N, K, edit=None, **kw):
     a = input_bits(ta, (M, K), 7, 0)
     b = input_bits(ta, (K, N) if kn else (N, K), 7, 1)
     c = np.zeros((M, N), np.uint16 if tc == "fp16" else np.uint32)
-    if "a_desc" in sig:
-        bm, bn, bk = (meta["constexprs"][x] for x in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-        vals = {"a_desc": TensorDescriptor(a, [bm, bk]), "b_desc": TensorDescriptor(b, [bn, bk]),
-                "c_desc": TensorDescriptor(c, [bm, bn]), "M": M, "N": N, "K": K}
-    else:
-        vals = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K}
-        vals.update({k: v for k, v in (("stride_am", K), ("stride_bk", N if kn else 1), ("stride_bn", 1 if kn else K),
-                                       ("stride_cm", N)) if sig.get(k) not in (None, "constexpr")})
+    vals = matmul_args(meta, a, b, c, M, N, K, kn)
     run_compiled(ptx, meta, vals, **kw)
     return a, (b if kn else b.T.copy()), c, tc, ta
 

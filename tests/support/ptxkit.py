@@ -124,3 +124,19 @@ def sx(x: int, bits: int) -> int:
     """Two's-complement value of a `bits`-wide pattern."""
     x &= (1 << bits) - 1
     return x - (1 << bits) if x >> (bits - 1) else x
+
+
+def matmul_args(meta, a, b, c, M, N, K, kn):
+    """The argument values of a Triton matmul fixture for tcemu.triton.run_compiled (tests/ptx/test_triton_kernels.py,
+    test_tcgen05_kernels.py): tensor descriptors of A, B and C when the kernel takes them (host TMA), else the
+    pointers and the strides its signature leaves to the launch (`kn`: B stored (K, N), its N stride constexpr 1)."""
+    from tcemu.frontends.triton import TensorDescriptor
+    sig = meta["signature"]
+    if "a_desc" in sig:
+        bm, bn, bk = (meta["constexprs"][x] for x in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+        return {"a_desc": TensorDescriptor(a, [bm, bk]), "b_desc": TensorDescriptor(b, [bn, bk]),
+                "c_desc": TensorDescriptor(c, [bm, bn]), "M": M, "N": N, "K": K}
+    vals = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K}
+    vals.update({k: v for k, v in (("stride_am", K), ("stride_bk", N if kn else 1), ("stride_bn", 1 if kn else K),
+                                   ("stride_cm", N)) if sig.get(k) not in (None, "constexpr")})
+    return vals
