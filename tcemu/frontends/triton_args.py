@@ -5,7 +5,10 @@ whole storage, a numpy array's owning array) is mapped once, in place, at a devi
 address modulo 4096: the kernel reads and writes the user's bytes directly, a view's offset into its storage
 is the same on both sides, and the alignment Triton's JIT saw on the host pointer (tt.divisibility 16) holds
 on the device. Overlapping allocations (two views of one buffer) are one mapping. A kernel argument is its
-data pointer, exactly as on a GPU: a non-contiguous view is read as the kernel's own indexing says.
+data pointer, exactly as on a GPU: a non-contiguous view is read as the kernel's own indexing says. Each mapping
+is also visible at its host address, so pointers the host wrote into memory (`x.data_ptr()` in a tensor, as
+grouped GEMMs pass their matrices) are valid on the device; those aliases lie side by side as the host
+allocations do, without guard space.
 
 Parameters are packed as Triton's CUDA launcher packs them (backends/nvidia/driver.c): Python floats rounded
 to f32 by a C cast (round to nearest even), fp16 by PyFloat_Pack2, bf16 by truncating that f32; ints as their
@@ -20,6 +23,7 @@ import numpy as np
 from ..core.errors import TcemuError
 from ..core.validate import as_int_list, show
 from ..ptx import tensormap as tm
+from ..ptx.memory import WINDOW_SIZE, WINDOWS
 
 __all__ = ["TritonError", "TensorDescriptor", "DTYPES", "HostMemory", "triton_dtype", "pack_scalar", "tensor_map"]
 
@@ -67,7 +71,7 @@ class TensorDescriptor:
 
 _ALIGN = 4096            # device address = host address modulo this
 _GUARD = 1 << 20         # unmapped bytes between mappings: a kernel running off one faults
-_BASE = 0x7F00_0000_0000
+_BASE = 1 << 47          # above every user-space host address (x86-64, aarch64): no alias lands here
 
 
 def _torch_tensor(value):
@@ -127,6 +131,11 @@ def _whole(value, ptr, lo, hi):
     else:
         return None
     return (shape, itemsize) if ok and ptr == lo and itemsize in (1, 2, 4, 8) and len(shape) else None
+
+
+def _in_window(lo, hi):
+    """Whether host bytes [lo, hi) meet one of tcemu's generic-address windows (shared, local, param, const)."""
+    return any(lo < w + WINDOW_SIZE and w < hi for w in WINDOWS.values())
 
 
 class HostMemory:
@@ -195,7 +204,10 @@ class HostMemory:
         return got
 
     def buffers(self):
-        return [(base, view, name) for _, _, base, view, _, name in self.regions if view.size]
+        """(device address, bytes, name) of every mapping, then of its alias at the host address."""
+        out = [(base, view, name) for _, _, base, view, _, name in self.regions if view.size]
+        return out + [(lo, view, name) for lo, _, _, view, _, name in self.regions
+                      if view.size and not _in_window(lo, lo + view.nbytes)]
 
 
 # ------------------------------------------------------------------------------------------------ params
