@@ -8,7 +8,8 @@ on the device. Overlapping allocations (two views of one buffer) are one mapping
 data pointer, exactly as on a GPU: a non-contiguous view is read as the kernel's own indexing says. Each mapping
 is also visible at its host address, so pointers the host wrote into memory (`x.data_ptr()` in a tensor, as
 grouped GEMMs pass their matrices) are valid on the device; those aliases lie side by side as the host
-allocations do, without guard space.
+allocations do, without guard space. A tensor reached only that way (not an argument) is found by its address:
+the values of every 64-bit integer argument tensor that fall inside a live CPU tensor map that tensor too.
 
 Parameters are packed as Triton's CUDA launcher packs them (backends/nvidia/driver.c): Python floats rounded
 to f32 by a C cast (round to nearest even), fp16 by PyFloat_Pack2, bf16 by truncating that f32; ints as their
@@ -117,6 +118,37 @@ def host_allocation(value, name):
 
 def _torch_strided():
     return sys.modules["torch"].strided
+
+
+def pointed_to(value, limit=1 << 16):
+    """The live CPU torch tensors whose storage holds an address stored in `value`, a 64-bit integer tensor or
+    array (a table of data_ptr()s): a kernel can reach them through it. Empty for anything else."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    if _torch_tensor(value) and value.device.type == "cpu" and value.dtype in (torch.int64, torch.uint64):
+        vals = value.reshape(-1)[:limit].numpy().view(np.uint64)
+    elif isinstance(value, np.ndarray) and value.dtype in (np.int64, np.uint64):
+        vals = value.reshape(-1)[:limit].view(np.uint64)
+    else:
+        return []
+    vals = vals[(vals >= 1 << 16) & (vals < 1 << 47)]
+    if vals.size == 0:
+        return []
+    import gc
+    found, seen = [], set()
+    for obj in gc.get_objects():
+        if isinstance(obj, torch.Tensor):
+            if obj.device.type != "cpu" or obj.layout is not torch.strided or obj.is_meta:
+                continue
+            st = obj.untyped_storage()
+            lo = st.data_ptr()
+            if lo in seen or not lo:
+                continue
+            if ((vals >= lo) & (vals < lo + st.nbytes())).any():
+                seen.add(lo)
+                found.append(obj)
+    return found
 
 
 def _whole(value, ptr, lo, hi):

@@ -19,7 +19,7 @@ import time
 
 from .. import ptx as tptx
 from ..core.errors import TcemuError
-from .triton_args import HostMemory, TritonError, pack_scalar, tensor_map
+from .triton_args import HostMemory, TritonError, pack_scalar, pointed_to, tensor_map
 
 __all__ = ["Launcher", "LAUNCH_OPTIONS", "last_launch", "kernel_ptx"]
 
@@ -129,6 +129,9 @@ class Launcher:
         mem = HostMemory()
         got = [mem.add(v, name) if kind == "ptr" else mem.add(v.base, name) if kind == "desc" else None
                for kind, v, *_, name in flat]
+        for kind, v, *_, name in flat:   # tensors reached through a table of pointers (grouped GEMMs)
+            for t in pointed_to(v) if kind == "ptr" else ():
+                mem.add(t, f"a tensor at {t.data_ptr():#x} (through {name})")
         scratch = [mem.scratch(size * grid_size * self.num_ctas, align, what)
                    for (size, align), what in zip(self.scratch, ("global scratch", "profile scratch"))]
         mem.finish()
