@@ -138,7 +138,7 @@ def pointed_to(value, limit=1 << 16):
     import gc
     found, seen = [], set()
     for obj in gc.get_objects():
-        if isinstance(obj, torch.Tensor):
+        if issubclass(type(obj), torch.Tensor):   # type(): no attribute lookups on arbitrary objects
             if obj.device.type != "cpu" or obj.layout is not torch.strided or obj.is_meta:
                 continue
             st = obj.untyped_storage()
