@@ -254,6 +254,24 @@ def test_fault_names_the_source_line_and_keeps_what_was_written(sm90):
     assert not out[200:].any()
 
 
+@triton.jit
+def spin_kernel(flag_ptr):
+    while tl.load(flag_ptr, volatile=True) == 0:   # nothing sets it: spins for ever
+        pass
+
+
+def test_launch_timeout(sm90):
+    torch = _torch()
+    T.activate("sm90", timeout=2)
+    try:
+        with pytest.raises(tcemu.ptx.BudgetExceeded, match="time limit of 2 s"):
+            spin_kernel[(1,)](torch.zeros(1, dtype=torch.int32))
+        with pytest.raises(T.TritonError, match="launch: unknown options \\['grid'\\]"):
+            T.activate("sm90", grid=(2,))
+    finally:
+        T.activate("sm90")
+
+
 def test_wrong_tensors_are_refused(sm90):
     torch = _torch()
     x = torch.empty(128, device="meta")
