@@ -21,6 +21,7 @@ def pytest_addoption(parser):
     g.addoption("--tcemu-shard", default="", help="i/n: keep the i-th of n shards (after sampling)")
     g.addoption("--tcemu-report", default="", help="JSON lines: one record per test")
     g.addoption("--tcemu-launch-timeout", type=float, default=120.0, help="seconds per launch")
+    g.addoption("--tcemu-resume", action="store_true", help="leave out the tests --tcemu-report already holds")
 
 
 def pytest_configure(config):
@@ -52,6 +53,10 @@ def pytest_collection_modifyitems(session, config, items):
     if shard:
         i, total = (int(x) for x in shard.split("/"))
         keep = [it for j, it in enumerate(sorted(keep, key=lambda it: it.nodeid)) if j % total == i]
+    report = config.getoption("--tcemu-report")
+    if config.getoption("--tcemu-resume") and report and os.path.exists(report):
+        done = {json.loads(line)["test"] for line in open(report) if line.strip()}
+        keep = [it for it in keep if it.nodeid.split("::")[-1] not in done]
     chosen = {id(it) for it in keep}
     dropped = [it for it in items if id(it) not in chosen]
     items[:] = [it for it in items if id(it) in chosen]

@@ -18,7 +18,6 @@ import collections
 import json
 import os
 import re
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,20 +25,25 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def run(args, extra):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HERE] + [p for p in os.environ.get("PYTHONPATH", "")
-                                                                       .split(os.pathsep) if p]))
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
-    env.setdefault("TCEMU_TRITON", "sm90")
-    cmd = [sys.executable, "-m", "pytest", "-p", "triton_peer_plugin", "-p", "no:cacheprovider", "--device", "cpu",
-           "-q", "--tcemu-seed", str(args.seed), "--tcemu-report", os.path.abspath(args.report),
-           "--tcemu-launch-timeout", str(args.launch_timeout), "unit/language/test_core.py"]
+    """pytest in this process (its command line names no pytest: it is one long job, not a test run)."""
+    import pytest
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
+    os.environ.setdefault("TCEMU_TRITON", "sm90")
+    sys.path[:0] = [ROOT, HERE]
+    report = os.path.abspath(args.report)
+    os.chdir(args.tests)
+    cmd = ["-p", "triton_peer_plugin", "-p", "no:cacheprovider", "--device", "cpu", "-q", "--tcemu-seed",
+           str(args.seed), "--tcemu-report", report, "--tcemu-launch-timeout", str(args.launch_timeout),
+           "unit/language/test_core.py"]
     if args.per_test:
         cmd += ["--tcemu-per-test", str(args.per_test)]
     if args.sample:
         cmd += ["--tcemu-sample", str(args.sample)]
     if args.shard:
         cmd += ["--tcemu-shard", args.shard]
-    return subprocess.call(cmd + extra, cwd=args.tests, env=env)
+    if args.resume:
+        cmd += ["--tcemu-resume"]
+    return pytest.main(cmd + extra)
 
 
 def _group(detail):
@@ -102,13 +106,15 @@ def main(argv=None):
     r.add_argument("--shard", default="")
     r.add_argument("--seed", type=int, default=25)
     r.add_argument("--launch-timeout", type=float, default=120.0)
+    r.add_argument("--resume", action="store_true", help="leave out the tests the report already holds")
     t = sub.add_parser("tally")
     t.add_argument("report")
     t.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
     if args.cmd == "run":
+        report = os.path.abspath(args.report)
         rc = run(args, extra)
-        print(tally(args.report))
+        print(tally(report))
         return rc
     print(tally(args.report, args.markdown))
     return 0

@@ -25,7 +25,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CUDA_TENSORS = ('device="cuda"', "device=DEVICE")
+CUDA_TENSORS = ('device="cuda"', "device=triton.runtime.driver.active.get_active_torch_device()")
 # name: (arch, edits [(old, new)], reason for the edits, code run after the tutorial's module, pytest -k filter)
 TUTORIALS = {
     "01-vector-add": ("sm90", [], "", "", None),
@@ -76,7 +76,14 @@ def run_one(src_dir, name, work, timeout):
             applied.append(old)
     if after:   # the tutorial's own main block is replaced by its check functions at CPU sizes
         text = text.replace('if __name__ == "__main__":', 'if __name__ == "__main__" and False:')
-    run_path = os.path.join(work, f"{name}.py")
+    # the copy sits where a Triton checkout has it: tutorial 07 finds libdevice at ../../third_party/nvidia/...
+    os.makedirs(os.path.join(work, "python", "tutorials"), exist_ok=True)
+    lib = os.path.join(work, "third_party", "nvidia", "backend", "lib")
+    if not os.path.exists(lib):
+        import triton
+        os.makedirs(os.path.dirname(lib), exist_ok=True)
+        os.symlink(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "lib"), lib)
+    run_path = os.path.join(work, "python", "tutorials", f"{name}.py")
     with open(run_path, "w") as f:
         f.write(text)
     env = dict(os.environ, TCEMU_TRITON=arch, PYTHONPATH=os.pathsep.join(
@@ -84,12 +91,13 @@ def run_one(src_dir, name, work, timeout):
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
     if pytest_k:
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "triton_peer_plugin",
-               "--tcemu-launch-timeout", str(timeout), run_path, "-k", pytest_k, "--rootdir", work]
+               "--tcemu-launch-timeout", str(timeout), run_path, "-k", pytest_k, "--rootdir", os.path.dirname(run_path)]
     else:
         cmd = [sys.executable, "-c", BOOT, run_path, after]
     t0 = time.time()
     try:
-        p = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, env=env, cwd=os.path.dirname(run_path), capture_output=True, text=True,
+                           timeout=timeout)
         rc, out = p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
         rc, out = "timeout", (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else \

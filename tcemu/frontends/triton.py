@@ -24,7 +24,7 @@ from ..core.validate import as_int, as_int_list, show
 from .. import ptx as tptx
 from ..ptx.tensormap import encode_tiled
 from .triton_args import DTYPES, TensorDescriptor, TritonError
-from .triton_driver import activate, deactivate, last_launch, using
+from .triton_driver import activate, deactivate, last_launch, launch_options, using
 
 __all__ = ["TritonError", "ARCHS", "specialize", "compile_kernel", "kernel_params", "entry_params", "launch_grid",
            "opcode_census", "TensorDescriptor", "run", "run_compiled", "activate", "deactivate", "last_launch"]
@@ -435,12 +435,7 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
     if not callable(getattr(fn, "run", None)) or getattr(fn, "arg_names", None) is None:
         raise TritonError("fn", f"expected a @triton.jit function, got {show(fn)}")
     num_warps, num_stages = _compile_settings(arch, num_warps, num_stages, options)
-    if launch is not None and not isinstance(launch, dict):
-        raise TritonError("launch", f"must be a dict of Module.launch options, got {show(launch)}")
-    bad = sorted(str(k) for k in (launch or {}) if k not in _LAUNCH_KEYS)
-    if bad:
-        raise TritonError("launch", f"unknown options {bad}: the driver sets grid, block, cluster, shared memory and "
-                                    f"arguments; these may be given: {sorted(_LAUNCH_KEYS)}")
+    launch = launch_options({} if launch is None else launch)
     if isinstance(grid, int) and not isinstance(grid, bool):
         grid = (grid,)
     grid = as_int_list(grid, "grid", None, 1, (1 << 31) - 1, TritonError)
@@ -469,7 +464,7 @@ def run(fn, grid, *, num_warps=4, num_stages=3, arch="sm90", options=None, launc
         elif not isinstance(v, (TensorDescriptor, float, bool, np.floating, np.bool_)) and v is not None:
             raise TritonError(name, f"expected a numpy array, a TensorDescriptor, an int, a float or a bool, got "
                                     f"{type(v).__name__}")
-    with using(arch, **(launch or {})):
+    with using(arch, **launch):
         try:
             fn[tuple(grid)](**values, num_warps=num_warps, num_stages=num_stages, **(options or {}))
         except TcemuError:
@@ -489,6 +484,4 @@ def _raised_in_tcemu(e):
     return tb.tb_frame.f_code.co_filename.startswith(_PACKAGE)
 
 
-_LAUNCH_KEYS = {"printf", "timeout", "max_instructions", "check_layouts", "zero_init_shared", "ctas", "progress",
-                "trace"}
 _PACKAGE = __file__.rsplit("frontends", 1)[0]

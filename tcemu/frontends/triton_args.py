@@ -5,7 +5,11 @@ whole storage, a numpy array's owning array) is mapped once, in place, at a devi
 address modulo 4096: the kernel reads and writes the user's bytes directly, a view's offset into its storage
 is the same on both sides, and the alignment Triton's JIT saw on the host pointer (tt.divisibility 16) holds
 on the device. Overlapping allocations (two views of one buffer) are one mapping. A kernel argument is its
-data pointer, exactly as on a GPU: a non-contiguous view is read as the kernel's own indexing says.
+data pointer, exactly as on a GPU: a non-contiguous view is read as the kernel's own indexing says. Each mapping
+is also visible at its host address, so pointers the host wrote into memory (`x.data_ptr()` in a tensor, as
+grouped GEMMs pass their matrices) are valid on the device; those aliases lie side by side as the host
+allocations do, without guard space. A tensor reached only that way (not an argument) is found by its address:
+the values of every 64-bit integer argument tensor that fall inside a live CPU tensor map that tensor too.
 
 Parameters are packed as Triton's CUDA launcher packs them (backends/nvidia/driver.c): Python floats rounded
 to f32 by a C cast (round to nearest even), fp16 by PyFloat_Pack2, bf16 by truncating that f32; ints as their
@@ -20,6 +24,7 @@ import numpy as np
 from ..core.errors import TcemuError
 from ..core.validate import as_int_list, show
 from ..ptx import tensormap as tm
+from ..ptx.memory import WINDOW_SIZE, WINDOWS
 
 __all__ = ["TritonError", "TensorDescriptor", "DTYPES", "HostMemory", "triton_dtype", "pack_scalar", "tensor_map"]
 
@@ -67,7 +72,7 @@ class TensorDescriptor:
 
 _ALIGN = 4096            # device address = host address modulo this
 _GUARD = 1 << 20         # unmapped bytes between mappings: a kernel running off one faults
-_BASE = 0x7F00_0000_0000
+_BASE = 1 << 47          # above every user-space host address (x86-64, aarch64): no alias lands here
 
 
 def _torch_tensor(value):
@@ -115,6 +120,37 @@ def _torch_strided():
     return sys.modules["torch"].strided
 
 
+def pointed_to(value, limit=1 << 16):
+    """The live CPU torch tensors whose storage holds an address stored in `value`, a 64-bit integer tensor or
+    array (a table of data_ptr()s): a kernel can reach them through it. Empty for anything else."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    if _torch_tensor(value) and value.device.type == "cpu" and value.dtype in (torch.int64, torch.uint64):
+        vals = value.reshape(-1)[:limit].numpy().view(np.uint64)
+    elif isinstance(value, np.ndarray) and value.dtype in (np.int64, np.uint64):
+        vals = value.reshape(-1)[:limit].view(np.uint64)
+    else:
+        return []
+    vals = vals[(vals >= 1 << 16) & (vals < 1 << 47)]
+    if vals.size == 0:
+        return []
+    import gc
+    found, seen = [], set()
+    for obj in gc.get_objects():
+        if issubclass(type(obj), torch.Tensor):   # type(): no attribute lookups on arbitrary objects
+            if obj.device.type != "cpu" or obj.layout is not torch.strided or obj.is_meta:
+                continue
+            st = obj.untyped_storage()
+            lo = st.data_ptr()
+            if lo in seen or not lo:
+                continue
+            if ((vals >= lo) & (vals < lo + st.nbytes())).any():
+                seen.add(lo)
+                found.append(obj)
+    return found
+
+
 def _whole(value, ptr, lo, hi):
     """(shape, itemsize) when `value` is C-contiguous and fills its allocation exactly, else None: the mapping
     then carries the array's shape (tcemu's operand layout check reads tiles in it)."""
@@ -127,6 +163,11 @@ def _whole(value, ptr, lo, hi):
     else:
         return None
     return (shape, itemsize) if ok and ptr == lo and itemsize in (1, 2, 4, 8) and len(shape) else None
+
+
+def _in_window(lo, hi):
+    """Whether host bytes [lo, hi) meet one of tcemu's generic-address windows (shared, local, param, const)."""
+    return any(lo < w + WINDOW_SIZE and w < hi for w in WINDOWS.values())
 
 
 class HostMemory:
@@ -195,7 +236,10 @@ class HostMemory:
         return got
 
     def buffers(self):
-        return [(base, view, name) for _, _, base, view, _, name in self.regions if view.size]
+        """(device address, bytes, name) of every mapping, then of its alias at the host address."""
+        out = [(base, view, name) for _, _, base, view, _, name in self.regions if view.size]
+        return out + [(lo, view, name) for lo, _, _, view, _, name in self.regions
+                      if view.size and not _in_window(lo, lo + view.nbytes)]
 
 
 # ------------------------------------------------------------------------------------------------ params

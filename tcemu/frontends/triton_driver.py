@@ -339,15 +339,33 @@ def make_driver(arch=None):
     return drv
 
 
-def activate(arch="sm90"):
+LAUNCH_KEYS = {"printf", "timeout", "max_instructions", "check_layouts", "zero_init_shared", "ctas", "progress",
+               "trace"}
+
+
+def launch_options(options):
+    """Module.launch options a caller may set for the driver's launches (the driver sets grid, block, cluster,
+    shared memory and arguments itself)."""
+    if not isinstance(options, dict):
+        raise TritonError("launch", f"must be a dict of Module.launch options, got {show(options)}")
+    bad = sorted(str(k) for k in options if k not in LAUNCH_KEYS)
+    if bad:
+        raise TritonError("launch", f"unknown options {bad}: the driver sets grid, block, cluster, shared memory and "
+                                    f"arguments; these may be given: {sorted(LAUNCH_KEYS)}")
+    return dict(options)
+
+
+def activate(arch="sm90", **launch):
     """Make tcemu Triton's active driver: every later `kernel[grid](...)` compiles for sm_90a (arch="sm90",
     an H100) or sm_100a ("sm100", a B200) and runs on tcemu. Call it before the first launch. Sets
-    TCEMU_TRITON for child processes too. Returns the driver.
+    TCEMU_TRITON for child processes too. Returns the driver. `launch`: tcemu.ptx Module.launch options for
+    every launch, e.g. timeout=600 (seconds; past it a BudgetExceeded names what each warp was doing).
 
     A launch writes its results into the argument tensors in place. A fault raises tcemu.ptx.KernelFault
     (naming the instruction and its Triton source line) and leaves the tensors as the kernel left them."""
     if not isinstance(arch, str) or arch not in ARCHS:
         raise TritonError("arch", f"expected one of {sorted(ARCHS)}, got {show(arch)}")
+    launch = launch_options(launch)
     try:
         from triton.runtime import driver  # optional dependency (triton)
     except ImportError as e:
@@ -357,6 +375,8 @@ def activate(arch="sm90"):
     _register_backend()
     driver.set_active(drv)
     driver._default = drv   # reset_active() (Triton's tests call it) comes back to tcemu
+    triton_launch.LAUNCH_OPTIONS.clear()
+    triton_launch.LAUNCH_OPTIONS.update(launch)
     return drv
 
 
@@ -375,15 +395,17 @@ def deactivate():
     from triton.runtime import driver  # optional dependency (triton)
     os.environ.pop("TCEMU_TRITON", None)
     _restore_torch_cuda()
+    triton_launch.LAUNCH_OPTIONS.clear()
     driver._default = None
     driver._active = None
 
 
 @contextlib.contextmanager
-def using(arch, **launch_options):
+def using(arch, **options):
     """tcemu's driver for the launches inside the block (Triton's previous driver afterwards), with extra
     Module.launch options; tcemu.triton.run launches through this."""
     from triton.runtime import driver  # optional dependency (triton)
+    options = launch_options(options)
     saved = driver._active, driver._default, dict(triton_launch.LAUNCH_OPTIONS)
     current = saved[0]
     if not (isinstance(current, Driver) and current.arch == arch):
@@ -391,7 +413,7 @@ def using(arch, **launch_options):
         _install_numpy_specialization()
     driver._active = current
     triton_launch.LAUNCH_OPTIONS.clear()
-    triton_launch.LAUNCH_OPTIONS.update(launch_options)
+    triton_launch.LAUNCH_OPTIONS.update(options)
     try:
         yield current
     finally:

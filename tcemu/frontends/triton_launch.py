@@ -19,7 +19,7 @@ import time
 
 from .. import ptx as tptx
 from ..core.errors import TcemuError
-from .triton_args import HostMemory, TritonError, pack_scalar, tensor_map
+from .triton_args import HostMemory, TritonError, pack_scalar, pointed_to, tensor_map
 
 __all__ = ["Launcher", "LAUNCH_OPTIONS", "last_launch", "kernel_ptx"]
 
@@ -129,6 +129,9 @@ class Launcher:
         mem = HostMemory()
         got = [mem.add(v, name) if kind == "ptr" else mem.add(v.base, name) if kind == "desc" else None
                for kind, v, *_, name in flat]
+        for kind, v, *_, name in flat:   # tensors reached through a table of pointers (grouped GEMMs)
+            for t in pointed_to(v) if kind == "ptr" else ():
+                mem.add(t, f"a tensor at {t.data_ptr():#x} (through {name})")
         scratch = [mem.scratch(size * grid_size * self.num_ctas, align, what)
                    for (size, align), what in zip(self.scratch, ("global scratch", "profile scratch"))]
         mem.finish()
@@ -176,7 +179,7 @@ class Launcher:
                                        cluster=(self.num_ctas, 1, 1), shared_bytes=self.shared, param_bytes=blob,
                                        buffers=mem.buffers(), **opts)
         except TcemuError as e:
-            _name_source_line(e, self.ptx)
+            _name_source_line(e, self.ptx, self.source)
             raise
         stats = dict(stats, kernel=self.name, arch=self.arch, grid=grid, block=(32 * self.num_warps, 1, 1),
                      cluster=(self.num_ctas, 1, 1), shared_bytes=self.shared, num_warps=self.num_warps,
@@ -191,14 +194,19 @@ _LOC = re.compile(r"line (\d+) \(([^()\s]+\.py):(\d+)\)")
 _PTX_LOC = re.compile(r"^\s*\.loc\s+\d+\s+(\d+)\s", re.M)
 
 
-def _name_source_line(e, ptx):
+def _name_source_line(e, ptx, code=None):
     """Add the Triton source line an error's instruction came from to the message. Its .loc says it, except
     inside Triton's inline asm (loads, stores), where LLVM numbers the asm's own lines on from the statement's:
-    there the block's first .loc is the statement's line."""
+    there the block's first .loc is the statement's line. `code`: the launched function's code object; Triton's
+    cache keys on the source text, not its path, so a kernel compiled from a file since moved names the old
+    path: the launched function's file is read instead."""
     m = _LOC.search(f"{e.field} {e.rule}")
     if m is None:
         return
-    line = int(m.group(3))
+    line, path = int(m.group(3)), m.group(2)
+    if code is not None and path != code.co_filename and os.path.basename(path) == os.path.basename(
+            code.co_filename):
+        path = code.co_filename
     lines = ptx.splitlines()
     pline = int(m.group(1))
     for i in range(min(pline, len(lines)) - 1, -1, -1):
@@ -209,7 +217,7 @@ def _name_source_line(e, ptx):
             first = _PTX_LOC.search("\n".join(lines[i + 1:pline]))
             line = int(first.group(1)) if first else line
             break
-    text = linecache.getline(m.group(2), line).strip()
+    text = linecache.getline(path, line).strip()
     if text:
-        e.rule = f"{e.rule}\n  Triton source {os.path.basename(m.group(2))}:{line}: {text}"
+        e.rule = f"{e.rule}\n  Triton source {os.path.basename(path)}:{line}: {text}"
         e.args = (f"{e.field}: {e.rule}",)

@@ -111,6 +111,23 @@ def test_numpy_arrays_and_run(sm90):
 
 
 @triton.jit
+def gather_kernel(ptrs_ptr, out_ptr, BLOCK: tl.constexpr):
+    i = tl.program_id(0)
+    src = tl.load(ptrs_ptr + i).to(tl.pointer_type(tl.float32))   # a host pointer the host wrote (grouped GEMM)
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + i * BLOCK + offs, tl.load(src + offs))
+
+
+def test_pointers_written_by_the_host_are_valid(sm90):
+    torch = _torch()
+    a, b = torch.rand(64), torch.rand(80)
+    ptrs = torch.tensor([b[16:].data_ptr(), a.data_ptr()], dtype=torch.int64)
+    out = torch.empty(128)
+    gather_kernel[(2,)](ptrs, out, BLOCK=64)
+    assert torch.equal(out[:64], b[16:]) and torch.equal(out[64:], a)
+
+
+@triton.jit
 def desc_kernel(in_desc, out_desc, eps, BM: tl.constexpr, BN: tl.constexpr):
     pm, pn = tl.program_id(0), tl.program_id(1)
     x = in_desc.load([pm * BM, pn * BN])
@@ -235,6 +252,24 @@ def test_fault_names_the_source_line_and_keeps_what_was_written(sm90):
     assert "x_ptr" in msg   # the allocation is named after the argument
     assert torch.equal(out[:128], x[:128] + 1)   # program 0 finished before program 1 faulted
     assert not out[200:].any()
+
+
+@triton.jit
+def spin_kernel(flag_ptr):
+    while tl.load(flag_ptr, volatile=True) == 0:   # nothing sets it: spins for ever
+        pass
+
+
+def test_launch_timeout(sm90):
+    torch = _torch()
+    T.activate("sm90", timeout=2)
+    try:
+        with pytest.raises(tcemu.ptx.BudgetExceeded, match="time limit of 2 s"):
+            spin_kernel[(1,)](torch.zeros(1, dtype=torch.int32))
+        with pytest.raises(T.TritonError, match="launch: unknown options \\['grid'\\]"):
+            T.activate("sm90", grid=(2,))
+    finally:
+        T.activate("sm90")
 
 
 def test_wrong_tensors_are_refused(sm90):
