@@ -189,13 +189,19 @@ def gather_b(b_bits, nib_row, dtype_a: str) -> np.ndarray:
     if nib.size * CHUNK[dtype_a] != b.shape[1]:
         raise LayoutError("nib_row", f"{nib.size} nibbles do not cover B's {b.shape[1]} K columns in chunks of "
                                      f"{CHUNK[dtype_a]}")
+    return _gather(b, nib[None, :], dtype_a)[0]
+
+
+def _gather(b, patterns, dtype_a):
+    """(P, N, K/2) raw bits gather_b gives for each row of (P, chunks) nibble patterns; b checked raw bits."""
+    patterns = patterns.astype(np.int64)
     if CHUNK[dtype_a] == 4:
-        return b[:, _columns(nib[None, :], dtype_a)[0]]
+        return b[:, _columns(patterns, dtype_a)].transpose(1, 0, 2)
     b32 = b.astype(np.uint32)
     halves = np.stack([b32[:, 0::2] & 0xFFFF, b32[:, 0::2] >> 16, b32[:, 1::2] & 0xFFFF, b32[:, 1::2] >> 16], axis=2)
-    c = np.arange(nib.size)
-    lo, hi = halves[:, c, nib & 3], halves[:, c, nib >> 2]
-    return (lo | (hi << 16)).astype(np.uint32)
+    c = np.arange(patterns.shape[1])[None, :]
+    lo, hi = halves[:, c, patterns & 3], halves[:, c, patterns >> 2]
+    return (lo | (hi << 16)).astype(np.uint32).transpose(1, 0, 2)
 
 
 def sparse_dot(a_bits, b_bits, nibbles, c, *, dtype_a, dtype_b, dtype_d, scale_a=1, scale_b=1, satfinite=False,
@@ -253,14 +259,17 @@ def _selected(a, b, nib, c, dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfini
     integer = dtype_d == "s32"
     A = decode_int(a, dtype_a) if integer else decode_operand(a, dtype_a, negate=scale_a == -1)
     C = None if c is None else (np.asarray(c).view(np.int32) if integer else decode_operand(c, dtype_d))
-    for p in range(patterns.shape[0]):  # rows with the same metadata read the same B columns
+    bg = _gather(b, patterns, dtype_a)  # rows with the same metadata read the same B columns
+    P, N, H = bg.shape
+    BG = (decode_int(bg, dtype_b) if integer else
+          decode_operand(bg.reshape(P * N, H), dtype_b, negate=scale_b == -1).reshape(P, N, H, -1))
+    for p in range(P):
         rows = np.flatnonzero(inverse.ravel() == p)
-        bg = gather_b(b, patterns[p], dtype_a)
         cr = None if C is None else C[rows]
         if integer:
-            out[rows] = integer_dot(A[rows], decode_int(bg, dtype_b), cr, satfinite=satfinite)
+            out[rows] = integer_dot(A[rows], BG[p], cr, satfinite=satfinite)
         else:
-            out[rows] = fused_dot(A[rows], decode_operand(bg, dtype_b, negate=scale_b == -1), cr, unit)
+            out[rows] = fused_dot(A[rows], BG[p], cr, unit)
     if integer:
         return out.astype(np.int32)
     return out.astype(np.uint16 if dtype_d == "f16" else np.uint32)
