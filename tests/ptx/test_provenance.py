@@ -260,5 +260,5 @@ def test_a_whole_row_permutation_is_not_reported():
     wrong = GmmaDescriptor(0x400, 16, 1024, 0, "128B")
     got = src(wrong)
     assert np.array_equal((got[:8, 0] - 0x1000) // 160, [0, 2, 4, 6, 9, 11, 13, 15])
-    assert (np.diff(got, axis=1) == 2).all()
+    assert (np.diff(got[(got >= 0).all(axis=1)], axis=1) == 2).all()     # (rows past the tile read nothing written)
     check_tile(_flat(), got, 2, "A", wrong, "here")
