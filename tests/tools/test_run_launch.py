@@ -113,7 +113,8 @@ def test_check_finds_a_silently_wrong_kernel(tmp_path, capsys):
     assert main(["run", MATMUL, "--ptx", str(ptx), *SMALL]) == 2
     err = _err(capsys)
     assert "(line 752 (scripts/triton_kernels.py:76))" in err and "/work/" not in err
-    assert "element (0, 0) holds b_ptr[0, 0] but element (0, 1) holds b_ptr[1, 0]" in err
+    # SBO 512 for an MN-major B: K rows 8.. read K rows 4..; the first break of the one-stride rule is at k = 8
+    assert "element (0, 0) holds b_ptr[0, 0] but element (0, 8) holds b_ptr[4, 0]" in err
 
 
 def test_metadata_errors_name_the_argument(tmp_path, capsys):

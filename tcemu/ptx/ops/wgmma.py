@@ -25,6 +25,7 @@ from ...hopper.sparse import wgmma_sp
 from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK
+from ..provenance import check_tile
 from ..types import TYPES
 from .common import Mods, where
 from .registry import register
@@ -260,7 +261,7 @@ def _check_operand(cta, desc, rows, k, dtype, major, which, wh):
     spots = (addrs.reshape(-1, 1) + np.arange(ebytes)).reshape(-1)
     check_async_proxy_read(sh, spots, wh, f"operand {which}", " before wgmma", "st.shared / cp.async / stmatrix")
     if dtype != "b1" and cta.launch.check_layouts:
-        check_provenance(cta.launch.gmem, sh.source[addrs], ebytes, which, desc, wh)
+        check_tile(cta.launch.gmem, sh.source[addrs], ebytes, which, desc, wh)
     return spots
 
 
@@ -276,54 +277,3 @@ def check_async_proxy_read(sh, spots, wh, reader, wait_hint, writers, cite=None)
     if bad.size:
         raise HazardError(wh, f"{reader} reads shared address {int(bad[0]):#x}, written by the generic proxy "
                               f"({writers}) with no fence.proxy.async since ({cite or f'{bad.size} such bytes'})")
-
-
-def check_provenance(gmem, src, ebytes, which, desc, wh):
-    """Layout check: the (rows, k) operand must be a tile of the global array its bytes were copied from, with
-    one array axis tracking k exactly and every other axis a function of the row alone (wrapped or clamped
-    rows are fine). A swizzle, LBO or SBO that disagrees with how the tile was written breaks this."""
-    known = src >= 0
-    if known.sum() < 2:
-        return
-    r, kk = np.nonzero(known)
-    found = gmem.element_index(src[known])
-    if found is None:
-        return
-    alloc, idx = found
-    a = gmem.allocs[alloc]
-    if a.itemsize != ebytes or idx.shape[1] < 1:
-        return
-    for axis in range(idx.shape[1]):
-        if not (idx[:, axis] - kk == idx[0, axis] - kk[0]).all():
-            continue
-        ok = True
-        for other in range(idx.shape[1]):
-            if other == axis:
-                continue
-            first = np.full(src.shape[0], -1, np.int64)
-            first[r[::-1]] = idx[::-1, other]  # each row's value at its first known element
-            if not (idx[:, other] == first[r]).all():
-                ok = False
-                break
-        if ok:
-            return
-    # name two elements whose sources disagree: within a row along k if one does, else across rows
-    last = idx.shape[1] - 1
-    pairs = None
-    for row in np.unique(r):
-        sel = np.flatnonzero(r == row)
-        off = idx[sel, last] - kk[sel]
-        rest = idx[sel, :last]
-        bad = np.flatnonzero((off != off[0]) | (rest != rest[0]).any(axis=1))
-        if bad.size:
-            pairs = (sel[0], sel[bad[0]])
-            break
-    if pairs is None:  # every row is coherent, but rows disagree on where k starts
-        off = idx[:, last] - kk
-        pairs = (0, int(np.flatnonzero(off != off[0])[0]) if (off != off[0]).any() else 1)
-    p0, p1 = pairs
-    fmt = lambda v: f"{a.name}[{', '.join(str(int(x)) for x in v)}]"
-    raise HazardError(wh, f"operand {which} (descriptor {desc.encode():#018x}) is not a tile of the array its data "
-                          f"was copied from: element ({int(r[p0])}, {int(kk[p0])}) holds {fmt(idx[p0])} but element "
-                          f"({int(r[p1])}, {int(kk[p1])}) holds {fmt(idx[p1])}; the swizzle, LBO or SBO the descriptor "
-                          "gives disagree with the layout the copies wrote (check_layouts=False turns this off)")

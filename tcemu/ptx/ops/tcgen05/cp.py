@@ -77,10 +77,10 @@ def c_cp(ins, prog, pc):
             t = state(c)
             check_allocated(t, cols, wh, "tcgen05.cp writes")
             check_pending(t, lanes, cols, wh, "tcgen05.cp writes", loads=True)
-            check_async(W, t, lanes, cols, wh, "tcgen05.cp writes", readers=True,
-                        pipelined=lambda o: o.kind == "shift" and shape == "4x256b" and o.thread == op.thread)
+            check_async(W, t, lanes, cols, wh, "tcgen05.cp writes", readers=True, pipelined=_ordered_before(op, shape))
             # the source: rows of 16-byte chunks read like a K-major operand of 8-bit elements
-            spots = smem_spots(c, sdesc, rows, row_bytes, "u8", "K", False, "tcgen05.cp source", wh, W)
+            spots = smem_spots(c, sdesc, rows, row_bytes, "u8", "K", False, "tcgen05.cp source", wh, W,
+                               rule="rows")
             addrs = operand_addresses(UmmaDescriptor.decode(sdesc), rows=max(rows, 8), k=row_bytes, dtype="u8",
                                       arch="sm100")[:rows]     # checked by _smem_spots above
             if not c.shared.smem.written[addrs].all():
@@ -102,6 +102,24 @@ def c_cp(ins, prog, pc):
         for lane in issuers(W, m):
             issue(W, lane)
     return cp
+
+
+def _ordered_before(op, shape):
+    """Earlier asynchronous tcgen05 operations a tcgen05.cp may overwrite (or whose reads it may overwrite) without
+    observing their commit: those of its own thread and .cta_group that execute before it.
+
+    PTX 9.7.16.6.2 lists shift -> cp.4x256b (same N) as a pipeline. It does not list mma -> cp or cp -> cp, yet
+    NVIDIA's own kernels rely on both: CUTLASS's sm100 block-scaled mainloop
+    (sm100_blockscaled_mma_warpspecialized.hpp) copies SFA / SFB with tcgen05.cp into one tensor-memory buffer every
+    k-tile while the previous k-tile's MMAs, which read it, are not waited for, and Triton (3.9 tutorial 10, and its
+    Gluon tutorial 10-tcgen05-copy: "all tcgen05 instructions ... on the tensor pipe ... executed in order") does the
+    same. tcemu takes the single thread's tcgen05.mma / .cp stream as in order (as it already does for mma ->
+    mma reads of scale factors); another thread's operation still needs its commit observed."""
+    def ok(o):
+        if o.thread != op.thread or o.cta_group != op.cta_group:
+            return False
+        return o.kind in ("cp", "mma") or (o.kind == "shift" and shape == "4x256b")
+    return ok
 
 
 def _decompress(raw, src_fmt):

@@ -6,14 +6,16 @@ from ....layout.addressing import operand_addresses
 from ....layout.descriptors import UmmaDescriptor
 from ....layout.smem import SUBBYTE
 from ...errors import KernelFault, MemoryFault
-from ..wgmma import check_async_proxy_read, check_provenance
+from ...provenance import check_tile
+from ..wgmma import check_async_proxy_read
 
 
-def smem_spots(cta, desc_value, rows, k, dtype, major, padded, which, wh, W, arch="sm100", keep=None):
+def smem_spots(cta, desc_value, rows, k, dtype, major, padded, which, wh, W, arch="sm100", keep=None, rule="tile"):
     """Byte indices of shared memory an operand reads (checked: inside the allocation, not in flight, fenced for the
     async proxy, TMA-guard phases observed by the issuing warp, layout provenance). Fewer than 8 rows (tcgen05.cp
     .4x256b) are the first rows of one core-matrix group; `keep` (rows,) bool: only those rows are read (B under a
-    zero-column mask); `arch` "sm103" reads LBO mode 1 descriptors."""
+    zero-column mask); `arch` "sm103" reads LBO mode 1 descriptors; `rule`: the provenance rule (tcemu.ptx.provenance:
+    "tile" for MMA operands, "rows" for tcgen05.cp sources)."""
     sh = cta.shared
     try:
         desc = UmmaDescriptor.decode(int(desc_value))
@@ -43,6 +45,6 @@ def smem_spots(cta, desc_value, rows, k, dtype, major, padded, which, wh, W, arc
     if sh.guarded:
         sh.check_guard([W], spots, wh, f"({which}) reads")
     if ebytes and cta.launch.check_layouts:
-        check_provenance(cta.launch.gmem, sh.source[addrs], ebytes, which, desc, wh)
+        check_tile(cta.launch.gmem, sh.source[addrs], ebytes, which, desc, wh, rule)
     return spots
 
