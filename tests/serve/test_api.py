@@ -352,7 +352,9 @@ def test_ptx_trace_of_the_page_s_example():
 def test_ptx_faults_limits_and_budget():
     oob = SCAN.replace("st.global.u32 [%rd1], %r1;", "st.global.u32 [%rd1+4096], %r1;")
     d = ptxrun.ptx_view({"ptx": oob, "block": "64", "args": "zeros:u32:64"})
-    assert d["fault"]["type"] == "MemoryFault" and len(d["rows"]) == 36   # everything before the store
+    assert d["fault"]["type"] == "MemoryFault" and len(d["rows"]) == 37   # everything before the store, then it
+    assert d["rows"][-1]["control"] == "faults" and d["rows"][-1]["text"] == "st.global.u32 [%rd1+4096], %r1"
+    assert (d["fault"]["line"], d["fault"]["pc"], d["fault"]["warp"], d["fault"]["traced"]) == (30, 16, 0, True)
     assert ptxrun.ptx_view({"ptx": SCAN, "block": "64", "args": "zeros:u32:64", "limit": "7"})["stopped"] == \
         "the trace reached its limit of 7 instructions"
     # warp 1 exits at once while warp 0 spins forever: the time budget or the instruction bound ends the run
