@@ -233,7 +233,10 @@ class Browser:
             f.write(base64.b64decode(data))
 
     def pixel(self, x: float, y: float):
-        """(r, g, b) of the rendered page at client point (x, y): a 1 x 1 screenshot there, decoded."""
+        """(r, g, b) of the rendered page at client point (x, y): a 1 x 1 screenshot there, decoded (the clip
+        is in page coordinates: the scroll offset is added)."""
+        sx, sy = self.eval("[window.scrollX, window.scrollY]")
+        x, y = x + sx, y + sy
         data = self.send("Page.captureScreenshot", format="png",
                          clip={"x": x, "y": y, "width": 1, "height": 1, "scale": 1})["data"]
         return png_pixels(base64.b64decode(data))[0][0]
