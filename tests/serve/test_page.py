@@ -355,5 +355,77 @@ def test_ptx_kernel_over_32_kib_goes_in_the_body_not_the_url(page):
     # its launch needs tensor maps the form's args do not give: the error names args, in place, not the size
     assert set_ptx(b, {"ptx": big, "block": "256", "args": ""}) == "error"
     assert b.eval(f"{sec('ptx')}.dataset.errorField") == "args"
-    assert len(b.eval("location.search")) < 2000 and "ptx=" not in b.eval("location.search")
+    assert len(b.eval("location.search")) < 2000 and "ptx=%40session" in b.eval("location.search")
+    # reloading the URL takes the text back from the session
+    assert load(b, b.eval("location.href"), "ptx") == "error"
+    assert b.eval("document.querySelector('form[data-view=ptx]').elements.ptx.value") == big.strip()
+    local_only(b)
+
+
+def test_ptx_rows_link_to_the_banks_descriptor_and_tma_views(page):
+    b = page
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ptx_links", os.path.join(os.path.dirname(__file__), "test_ptx_links.py"))
+    links = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(links)
+    assert load(b, b.base + "?view=ptx", "ptx") == "ok"
+    assert set_ptx(b, {"ptx": links.kernel(128), "block": "128", "shared": "0x5000", "zero_init_shared": "1",
+                       "check_layouts": "0", "args": "zeros:bf16:128x128 tensormap:0:64x64:128B"}) == "ok"
+    cells_ = b.eval(f"[...{sec('ptx')}.querySelectorAll('table.trace tbody tr')]"
+                    ".map(r => [r.cells[3].textContent, r.cells[7].textContent])")
+    ld = next(c for t, c in cells_ if t.startswith("ld.shared.u32"))
+    assert ld.startswith("32 wavefronts (ideal 1, 31 bank conflicts) open in banks")
+    assert any(t.startswith("wgmma.mma_async") and "operand A: 0x0000001000080040" in c for t, c in cells_)
+    assert any(t.startswith("cp.async.bulk.tensor") and c.startswith("TMA box 64x64 of 128x128 bf16 at (8,16) to 0x2400")
+               for t, c in cells_)
+    # the copy button holds the lanes' addresses
+    b.eval(f"{sec('ptx')}.querySelector('td.links button.copy').click()")
+    assert b.eval(f"{sec('ptx')}.querySelector('td.links button.copy').dataset.copied").startswith("0x400 0x480 0x500")
+    # each link opens its view on the warp's own values
+    here = b.eval("location.href")
+    for cls, view, check in (("open-banks", "banks", lambda: text(b, "banks", ".wavefronts") == "32"),
+                             ("open-descriptor", "descriptor",
+                              lambda: b.eval("document.querySelector('#view-descriptor input[name=descriptor]').value")
+                              == "0x0000001000080040"),
+                             ("open-tma", "tma", lambda: "into 0x2400" in text(b, "tma", ".summary"))):
+        href = b.eval(f"{sec('ptx')}.querySelector('a.{cls}').getAttribute('href')")
+        assert load(b, b.base + href, view) == "ok" and check(), (view, href)
+        assert load(b, here, "ptx") == "ok"   # back to the PTX run
+        assert "ld.shared.u32" in b.eval("document.querySelector('form[data-view=ptx]').elements.ptx.value")
+    local_only(b)
+
+
+def test_unknown_view_sm103_downloads_copy_and_dark_mode(page):
+    b = page
+    assert load(b, b.base + "?view=bogus", "descriptor") == "ok"
+    assert b.eval("document.getElementById('banner').textContent") == \
+        'no view "bogus": the views are descriptor, swizzle, tma, instr, tmem, banks, ptx (showing descriptor)'
+    assert load(b, b.base + "?view=descriptor", "descriptor") == "ok"
+    assert b.eval("document.getElementById('banner').hidden")
+    opt = b.eval("[...document.querySelectorAll('#view-descriptor select[name=arch] option')].map(o => [o.value, o.title])")
+    assert opt[2][0] == "sm103" and "K = 96" in opt[2][1] and "LBO mode 1" in opt[2][1]
+    assert load(b, b.base + "?view=descriptor&arch=sm103&descriptor=0x4000404000010040&instr=0x8400490&kind=f16",
+                "descriptor") == "ok"
+    assert "--arch sm103" in text(b, "descriptor", ".command")
+    # downloads: the map as a standalone SVG (its styles inside) and as a PNG
+    svg = b.eval("window.tcemu.exportMap('descriptor', 'svg').then(x => x.text())")
+    assert svg.startswith("<svg") and "<style>" in svg and svg.count("<path") >= 4
+    png = b.eval("window.tcemu.exportMap('descriptor', 'png').then(x => [x.type, x.size])")
+    assert png[0] == "image/png" and png[1] > 1000
+    assert b.eval(f"{sec('descriptor')}.querySelectorAll('button.dl').length") == 2
+    b.eval(f"{sec('descriptor')}.querySelector('.summary button.copy').click()")
+    assert b.eval(f"{sec('descriptor')}.querySelector('.summary button.copy').dataset.copied") == "0x4000404000010040"
+    # dark mode: the system's preference, then the toggle (light overrides it)
+    b.send("Emulation.setEmulatedMedia", features=[{"name": "prefers-color-scheme", "value": "dark"}])
+    try:
+        bg = b.pixel(3, 3)
+        assert max(bg) < 60, bg
+        b.eval("document.getElementById('theme').click()")   # auto -> dark
+        assert b.eval("document.documentElement.dataset.theme") == "dark"
+        b.eval("document.getElementById('theme').click()")   # dark -> light
+        assert b.eval("document.documentElement.dataset.theme") == "light" and min(b.pixel(3, 3)) > 200
+    finally:
+        b.eval("document.getElementById('theme').click()")   # back to auto
+        b.send("Emulation.setEmulatedMedia", features=[{"name": "prefers-color-scheme", "value": "light"}])
+    assert min(b.pixel(3, 3)) > 200
     local_only(b)

@@ -69,10 +69,11 @@
       el.title = on ? "set by " + el.dataset.unless : "";
     }
   }
-  const URL_TEXT = 1500;  // a longer PTX text stays out of the URL (kept in sessionStorage; POSTed to the API)
+  const URL_TEXT = 1500;  // a longer PTX text stays out of the URL: ptx=@session (sessionStorage); POSTed to the API
+  const SESSION = "@session";
   function urlFor(view, values) {  // only what differs from the page's defaults
     const q = new URLSearchParams({ view });
-    for (const [k, v] of Object.entries(values)) if (v !== defaults[view][k] && !(k === "ptx" && v.length > URL_TEXT)) q.set(k, v);
+    for (const [k, v] of Object.entries(values)) if (v !== defaults[view][k]) q.set(k, k === "ptx" && v.length > URL_TEXT ? SESSION : v);
     return "?" + q.toString();
   }
   function apiFields(values) {
@@ -668,8 +669,12 @@
     if (!banner.hidden) banner.textContent = "no view " + JSON.stringify(asked) + ": the views are " + VIEWS.join(", ") + " (showing descriptor)";
     const form = formOf(view);
     const values = Object.assign({}, defaults[view]);
-    if (view === "ptx" && !q.has("ptx")) try { values.ptx = sessionStorage.getItem("tcemu-ptx") || values.ptx; } catch (e) { /* storage off */ }
     for (const [k, v] of q) if (k in values) values[k] = v;
+    if (values.ptx === SESSION) {
+      let text = null;
+      try { text = sessionStorage.getItem("tcemu-ptx"); } catch (e) { /* storage off */ }
+      values.ptx = text || "// this URL's PTX text was kept in another browser session (too long for a URL): paste it here";
+    }
     writeForm(form, values);
     activate(view);
     return view;
