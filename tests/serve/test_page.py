@@ -402,6 +402,11 @@ def test_unknown_view_sm103_downloads_copy_and_dark_mode(page):
         'no view "bogus": the views are descriptor, swizzle, tma, instr, tmem, banks, ptx (showing descriptor)'
     assert load(b, b.base + "?view=descriptor", "descriptor") == "ok"
     assert b.eval("document.getElementById('banner').hidden")
+    # a first answer that is an error: said in place, the field marked (nothing drawn yet, nothing blank)
+    assert load(b, b.base + "?view=instr&instr=0xZZ&kind=f16", "instr") == "error"
+    assert text(b, "instr", ".status").startswith("instr: ") and b.eval(
+        "!document.querySelector('#view-instr .status').hidden && "
+        "document.querySelector('#view-instr input[name=instr]').classList.contains('bad')")
     opt = b.eval("[...document.querySelectorAll('#view-descriptor select[name=arch] option')].map(o => [o.value, o.title])")
     assert opt[2][0] == "sm103" and "K = 96" in opt[2][1] and "LBO mode 1" in opt[2][1]
     assert load(b, b.base + "?view=descriptor&arch=sm103&descriptor=0x4000404000010040&instr=0x8400490&kind=f16",
