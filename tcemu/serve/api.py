@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..layout.addressing import canonical_layout, core_matrix_rows, operand_addresses
-from ..core.arch import ARCHES
+from ..core.arch import ARCHES, BLACKWELL
 from ..layout.banks import bank_conflicts, parse_op, pattern_from_descriptor, pattern_from_expression
 from ..blackwell.mma import K_OF_KIND, block_size, check_form
 from ..tools.check import suggest_descriptor
@@ -16,7 +16,7 @@ from ..arith.dtypes import OPERAND_DTYPES, element_type
 from ..core.errors import TcemuError, TmemError
 from ..tools.commands import findings_of
 from ..tools.explain import describe_instruction, explain, instruction_k
-from ..blackwell.instr import BLOCK_SCALED, KINDS, InstrDescriptor
+from ..blackwell.instr import BLOCK_SCALED, D_CODES, KINDS, SCALE_CODES, TYPE_CODES, InstrDescriptor, instr_value
 from ..layout.tma import SM100_TMA_SWIZZLES, plan_tile
 from ..blackwell.tmem import COLUMNS, LANES, TensorMemory, d_cells, row_lanes, split_address
 from .params import REQUIRED, Params, ServeError
@@ -51,7 +51,7 @@ def _desc_fields(desc) -> dict:
 # ---- descriptor: the operand's shared-memory map, with tcemu explain's text and lints ----------------------
 
 DESCRIPTOR_FIELDS = ("arch", "input", "descriptor", "start_address", "lbo", "sbo", "base_offset", "swizzle", "version",
-                     "lbo_mode", "dtype", "major", "rows", "k", "instr", "kind", "operand", "sparse")
+                     "lbo_mode", "dtype", "major", "rows", "k", "instr", "kind", "operand", "sparse", "element")
 
 
 def descriptor_view(raw) -> dict:
@@ -61,15 +61,15 @@ def descriptor_view(raw) -> dict:
     kind = p.choice("kind", KINDS, None)
     operand = p.choice("operand", ("a", "b"), "a")
     sparse = p.flag("sparse")
-    if instr is not None and arch != "sm100":
-        raise ServeError("instr", "a tcgen05 instruction descriptor goes with arch sm100")
+    if instr is not None and arch not in BLACKWELL:
+        raise ServeError("instr", "a tcgen05 instruction descriptor goes with arch sm100 or sm103")
     if p.choice("input", ("hex", "fields"), "hex") == "hex":
         desc = as_arch_descriptor(p.text("descriptor", REQUIRED, max_len=40), arch)
     else:
-        cls = UmmaDescriptor if arch == "sm100" else GmmaDescriptor
+        cls = UmmaDescriptor if arch in BLACKWELL else GmmaDescriptor
         kw = {name: p.integer(name, 0, lo=0, hi=1 << 40) for name in ("start_address", "lbo", "sbo", "base_offset")}
         kw["swizzle"] = p.text("swizzle", "none", max_len=20)
-        if arch == "sm100":
+        if arch in BLACKWELL:
             kw.update(version=p.integer("version", 1, lo=0, hi=3), lbo_mode=p.integer("lbo_mode", 0, lo=0, hi=1))
         desc = cls(**kw)
     value = desc.encode()
@@ -106,7 +106,23 @@ def descriptor_view(raw) -> dict:
         out.update(addresses=None, core_matrix_rows=None, map_error={"field": e.field, "rule": e.rule})
         return out
     out.update(addresses=addrs.tolist(), core_matrix_rows=cm.tolist(), map_error=None)
+    if p.given("element"):
+        out["element"] = element_probe(p, addrs, etype.per_chunk, major)
     return out
+
+
+def element_probe(p, addrs, per_chunk: int, major: str) -> dict:
+    """Where element (i, k) of the operand lives: its byte, bank, 16-byte chunk and core matrix (the core matrix
+    rule of tcemu.core_matrix_rows: K-major (i // 8, k // per_chunk), MN-major (i // per_chunk, k // 8))."""
+    rows, k = addrs.shape
+    ik = p.int_list("element", None, min_len=2, max_len=2, lo=0, hi=1023)
+    if ik[0] >= rows or ik[1] >= k:
+        raise ServeError("element", f"({ik[0]}, {ik[1]}) is outside the {rows} x {k} operand")
+    i, kk = ik
+    a = int(addrs[i, kk])
+    cm = (i // 8, kk // per_chunk) if major == "K" else (i // per_chunk, kk // 8)
+    return {"i": i, "k": kk, "address": a, "bank": (a >> 2) & 31, "chunk": (a & 127) >> 4, "line": a - a % 128,
+            "core_matrix": list(cm), "core_matrix_row": i % 8 if major == "K" else kk % 8}
 
 
 def _explain_command(value, arch, dtype, major, rows, raw, instr, kind, operand, sparse) -> str:
@@ -230,23 +246,60 @@ def instr_bit_fields(kind: str):
     return _TABLE42 if kind not in BLOCK_SCALED else (_TABLE43 if kind == "mxf8f6f4" else _TABLE44)
 
 
+def _bit_value(kind: str, attr: str, raw: int):
+    """(value, rule or None) of one field's raw bits as .kind::`kind` reads them (tcemu/blackwell/instr.py's
+    decode, one field at a time, so that an undefined code in one field leaves the others readable)."""
+    codes = {"dtype_a": TYPE_CODES[kind], "dtype_b": TYPE_CODES[kind], "dtype_d": D_CODES.get(kind, {}),
+             "scale_type": SCALE_CODES.get(kind, {})}.get(attr)
+    if codes is not None:
+        for name, c in codes.items():
+            if c == raw:
+                return name, None
+        return None, f"code {raw} is not defined ({', '.join(f'{n} = {c}' for n, c in codes.items())})"
+    if attr == "m":
+        return raw << (7 if kind in BLOCK_SCALED else 4), None
+    if attr == "n":
+        return raw << 3, None
+    if attr in ("sparse", "saturate", "negate_a", "negate_b", "transpose_a", "transpose_b", "k96"):
+        return bool(raw), None
+    return raw, None
+
+
 def instr_view(raw) -> dict:
+    """Every field of the word, bit by bit, whatever it breaks: an undefined code, a reserved bit or a broken rule
+    is a finding on its field (the page marks that row), not a refusal (PTX 9.7.16.4.2, Tables 42-44)."""
     p = Params(raw, INSTR_FIELDS)
     kind = p.choice("kind", KINDS, REQUIRED)
     with renamed({"descriptor": "instr"}):
-        value = p.text("instr", REQUIRED, max_len=20)
-        d = InstrDescriptor.decode(value, kind)
+        v = instr_value(p.text("instr", REQUIRED, max_len=20))
     cta_group = p.choice("cta_group", ("1", "2"), None)
     cta_group = int(cta_group) if cta_group else None
-    v = d.encode()
-    bits = [{"label": label, "lo": lo, "width": width, "raw": v >> lo & ((1 << width) - 1), "attr": attr,
-             "value": None if attr is None else _plain(getattr(d, attr))}
-            for label, lo, width, attr in instr_bit_fields(kind)]
-    lines = describe_instruction(d)
-    findings = [{"severity": "error", "field": f, "rule": rule} for f, rule in d.validate(cta_group=cta_group)]
-    return {"view": "instr", "instr": _hex(v, 8), "kind": kind, "cta_group": cta_group,
-            "fields": {name: _plain(getattr(d, name)) for name in d.__dataclass_fields__}, "bits": bits,
-            "description": lines, "findings": findings,
+    bits, findings, values = [], [], {}
+    for label, lo, width, attr in instr_bit_fields(kind):
+        r = v >> lo & ((1 << width) - 1)
+        value, rule = (None, None) if attr is None else _bit_value(kind, attr, r)
+        if attr is None and r:
+            rule = f"bits {lo}-{lo + width - 1} are reserved for .kind::{kind} and must be 0" if width > 1 else \
+                f"bit {lo} is reserved for .kind::{kind} and must be 0"
+        if rule:
+            findings.append({"severity": "error", "field": attr or "reserved", "rule": rule, "lo": lo})
+        elif attr is not None:
+            values[attr] = value
+        bits.append({"label": label, "lo": lo, "width": width, "raw": r, "attr": attr,
+                     "value": None if attr is None else _plain(value)})
+    d = None
+    if not findings:  # every code defined: the descriptor's own rules (its validate) name what else is wrong
+        d = InstrDescriptor(kind, **values)
+        for f, rule in d.validate(cta_group=cta_group):
+            lo = next((b["lo"] for b in bits if b["attr"] == f), None)
+            findings.append({"severity": "error", "field": f, "rule": rule, "lo": lo})
+    fields = {name: _plain(getattr(d, name)) for name in d.__dataclass_fields__} if d is not None else None
+    try:
+        lines = describe_instruction(d) if d is not None else []
+    except TcemuError as e:
+        lines = [f"{e.field}: {e.rule}"]
+    return {"view": "instr", "instr": _hex(v, 8), "kind": kind, "cta_group": cta_group, "valid": not findings,
+            "fields": fields, "bits": bits, "description": lines, "findings": findings,
             "command": f"tcemu instr {_hex(v, 8)} --kind {kind}"}
 
 

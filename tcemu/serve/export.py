@@ -1,6 +1,7 @@
 """One self-contained HTML file of a view (`tcemu explain ... --html map.html`): the page's script and style
 inline, the view's data embedded as JSON; it draws without a server and loads nothing."""
 import json
+import re
 
 from ..core.errors import TcemuError
 from ..core.validate import show
@@ -11,15 +12,18 @@ from .server import static_files
 def standalone_page(view: str, values: dict, data: dict, command: str = "") -> str:
     files = static_files()
     html = files["index.html"].decode()
-    css, js = files["style.css"].decode(), files["app.js"].decode()
+    css = files["style.css"].decode()
     payload = json.dumps({"view": view, "values": values, "data": data, "command": command},
                          separators=(",", ":"), allow_nan=False)
     # inside <script>, "</script" or "<!--" would end or bend the element: JSON may spell every "<" as \u003c
     payload = payload.replace("<", "\\u003c")
-    js = js.replace("</script", "<\\/script")
     html = html.replace('<link rel="stylesheet" href="static/style.css">', f"<style>\n{css}</style>")
-    html = html.replace('<script src="static/app.js"></script>',
-                        f'<script type="application/json" id="tcemu-embed">{payload}</script>\n<script>\n{js}</script>')
+    first = True
+    for name in re.findall(r'<script src="static/([\w.]+)"></script>', html):  # every script, inline, in order
+        js = files[name].decode().replace("</script", "<\\/script")
+        embed = f'<script type="application/json" id="tcemu-embed">{payload}</script>\n' if first else ""
+        html = html.replace(f'<script src="static/{name}"></script>', f"{embed}<script>\n{js}</script>")
+        first = False
     return html
 
 

@@ -3,6 +3,7 @@ instructions through the launch's trace hook, bounded in text size, traced rows,
 
 Only the CTA (and its cluster) holding the traced warp runs; the PTX text is parsed, never read from a path.
 """
+import re
 import time
 
 import numpy as np
@@ -15,12 +16,14 @@ from ..ptx.module import Module
 from ..ptx import parser as P
 from ..ptx.program import CLASS_ATTR
 from .params import REQUIRED, Params, ServeError
+from .ptxlinks import links, typed
 
 PTX_FIELDS = ("ptx", "kernel", "grid", "block", "cluster", "shared", "args", "cta", "warp", "limit",
               "zero_init_shared", "check_layouts")
-MAX_PTX = 32 * 1024            # characters of PTX text
+MAX_PTX = 192 * 1024           # characters of PTX text (server.MAX_BODY, 256 KiB, bounds the JSON body around it)
 MAX_TRACE = 2000               # traced instructions of the chosen warp
 MAX_WARP_INSTRUCTIONS = 1_000_000
+MAX_LINKED = 400               # traced rows that carry a shared-memory / descriptor / TMA analysis
 SECONDS = 5.0                  # wall-clock budget of one run
 MAX_ARRAY_ELEMENTS = 1 << 20   # per zeros:/random: argument
 SHOWN_VALUES = 64              # elements of each array argument returned after the run
@@ -80,6 +83,27 @@ def _launch_setting(e: TcemuError, params) -> str:
     return "args" if e.field in params else None
 
 
+_WHERE = re.compile(r"\(line (\d+)\)(?:.*?), CTA \((\d+), (\d+), (\d+)\), warp (\d+)$")
+
+
+def _fault(e, prog, cta, warp, rows) -> dict:
+    """A kernel fault with where it happened (the machine appends "CTA (x, y, z), warp w" to the instruction's
+    field): its PTX line, pc, CTA and warp; a fault of the traced warp adds a last row, the faulting instruction."""
+    out = {"type": type(e).__name__, "field": e.field, "rule": e.rule, "line": None, "pc": None, "cta": None,
+           "warp": None, "traced": False}
+    m = _WHERE.search(e.field or "")
+    if m:
+        line = int(m.group(1))
+        out.update(line=line, cta=[int(m.group(i)) for i in (2, 3, 4)], warp=int(m.group(5)))
+        out["pc"] = next((i for i, ins in enumerate(prog.instrs) if ins.line == line), None)
+        out["traced"] = tuple(out["cta"]) == tuple(cta) and out["warp"] == warp
+        if out["traced"] and out["pc"] is not None:
+            ins = prog.instrs[out["pc"]]
+            rows.append({"step": len(rows), "pc": out["pc"], "line": line, "text": ins.text(), "lanes": 0, "ran": 0,
+                         "control": "faults", "count": 1, "dests": [], "more_dests": 0, "links": [], "fault": True})
+    return out
+
+
 def ptx_view(raw, *, seconds: float = SECONDS) -> dict:
     deadline = time.perf_counter() + seconds  # the budget covers parsing and compiling too
     p = Params(raw, PTX_FIELDS)
@@ -122,6 +146,7 @@ def ptx_view(raw, *, seconds: float = SECONDS) -> dict:
     rows = []
     live_before = {}
     executed = [0]
+    linked = [0]
     slots = prog.slots
 
     def trace(w, pc, m, control):
@@ -160,16 +185,22 @@ def ptx_view(raw, *, seconds: float = SECONDS) -> dict:
                 arr = getattr(w, CLASS_ATTR[slot.cls])[slot.index]
                 digits = max(slot.cls // 4, 1)
                 values = [f"{int(v):#0{digits + 2}x}" if on else None for v, on in zip(arr.tolist(), ran)]
-                dests.append({"reg": r.name.split("@")[0], "bits": slot.cls, "values": values})
+                typ = prog.reg_types.get(r.name, f"b{slot.cls}")
+                dests.append({"reg": r.name.split("@")[0], "bits": slot.cls, "type": typ, "values": values,
+                              "typed": typed(arr, typ, ran)})
+        found = []
+        if ins is not None and control is not BLOCK and linked[0] < MAX_LINKED:
+            found = links(prog, ins, w, ran)
+            linked[0] += bool(found)
         rows.append({"step": len(rows), "pc": pc, "line": ins.line if ins else None,
                      "text": ins.text() if ins else "(past the last instruction)",
                      "lanes": int(sum(1 << i for i in np.flatnonzero(lanes))),
                      "ran": int(sum(1 << i for i in np.flatnonzero(ran))), "control": what, "count": 1,
-                     "dests": dests, "more_dests": more})
+                     "dests": dests, "more_dests": more, "links": found})
 
     out = {"view": "ptx", "kernel": name, "kernels": {k: [vars(x) for x in v] for k, v in kernels.items()},
            "grid": grid, "block": block, "cluster": cluster, "cta": list(cta), "warp": warp, "limit": limit,
-           "rows": rows, "stopped": None, "fault": None, "stats": None}
+           "rows": rows, "stopped": None, "fault": None, "stats": None, "warps": (nthreads + 31) // 32}
     params = {x.name for x in kernels[name]}
     try:
         stats = mod.launch(name, grid=grid, block=block, cluster=cluster, args=values, shared_bytes=shared,
@@ -184,7 +215,7 @@ def ptx_view(raw, *, seconds: float = SECONDS) -> dict:
         setting = _launch_setting(e, params)
         if setting is not None and executed[0] == 0:
             raise ServeError(setting, f"{e.field}: {e.rule}" if e.field != setting else e.rule) from None
-        out["fault"] = {"type": type(e).__name__, "field": e.field, "rule": e.rule}
+        out["fault"] = _fault(e, prog, cta, warp, rows)
     out["executed"] = executed[0]
     out["arrays"] = [{"index": i, "dtype": str(v.dtype), "shape": list(v.shape),
                       "values": [str(x) for x in v.reshape(-1)[:SHOWN_VALUES].tolist()]}

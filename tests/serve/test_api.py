@@ -80,6 +80,19 @@ def test_descriptor_with_an_instruction_descriptor():
     assert d["explain"] == explain(0x4000404000010040, arch="sm100", instr=0x8400490, kind="f16", operand="b")
 
 
+def test_descriptor_element_probe():
+    """(i, k) -> the byte, bank, chunk and core matrix of operand_addresses (hand: A[1, 0] sits at 0x490)."""
+    d = api.descriptor_view({"descriptor": DESC, "element": "1,0"})
+    assert d["element"] == {"i": 1, "k": 0, "address": 0x490, "bank": 4, "chunk": 1, "line": 0x480,
+                            "core_matrix": [0, 0], "core_matrix_row": 1}
+    e = api.descriptor_view({"descriptor": DESC, "element": "9, 8"})["element"]
+    assert e["address"] == d["addresses"][9][8] and e["core_matrix"] == [1, 1]
+    assert err("descriptor", {"descriptor": DESC, "element": "64,0"})["field"] == "element"
+    # sm103 is an arch of its own (LBO mode 1); an instruction descriptor goes with it as with sm100
+    u = api.descriptor_view({"arch": "sm103", "descriptor": "0x4000404000010040", "instr": "0x8400490", "kind": "f16"})
+    assert u["rows"] == 128 and "--arch sm103" in u["command"]
+
+
 def test_descriptor_without_a_map_still_has_its_lints():
     d = api.descriptor_view({"descriptor": DESC, "rows": "12"})   # not whole 8-row core matrices
     assert d["addresses"] is None and d["map_error"]["field"] == "rows"
@@ -199,10 +212,26 @@ def test_instr_findings_and_errors():
     bad_n = InstrDescriptor("f16", "f16", "f16", m=128, n=8).encode()  # cta_group::2 takes N in steps of 16
     d = api.instr_view({"instr": hex(bad_n), "kind": "f16", "cta_group": "2"})
     assert [f["field"] for f in d["findings"]] == ["n"]                 # cta_group::2 takes N in steps of 16
-    assert err("instr", {"instr": hex(0x8400490 | 1 << 6), "kind": "f16"})["field"] == "reserved"
     assert err("instr", {"instr": "0x8400490"})["field"] == "kind"
     # a 64-bit value is the runtime form (the 32-bit descriptor << 32) only with a zero low half
     assert err("instr", {"instr": "0x1_0000_0001", "kind": "f16"})["field"] == "instr"
+
+
+@pytest.mark.parametrize("value, kind, field, lo", [
+    (0x8400490 | 1 << 6, "f16", "reserved", 6),            # a reserved bit
+    (0x8400490 | 1, "f16", "sparsity_selector", 0),        # a selector on a dense descriptor
+    (0x8400490, "i8", "dtype_d", 4),                       # D code 1: not an i8 accumulator
+])
+def test_invalid_instr_descriptor_is_decoded_bit_by_bit(value, kind, field, lo):
+    """An invalid word still gets every field of its table, the finding on the field it breaks (PTX Tables
+    42-44); the control (the same word read as .kind::f16, valid) has no finding."""
+    d = api.instr_view({"instr": hex(value), "kind": kind})
+    assert d["valid"] is False and [(f["field"], f["lo"]) for f in d["findings"]] == [(field, lo)]
+    assert sum(b["raw"] << b["lo"] for b in d["bits"]) == value and len(d["bits"]) == 16
+    a = next(b for b in d["bits"] if b["attr"] == "dtype_a")
+    assert a["value"] == ("bf16" if kind == "f16" else "s8")   # code 1
+    ok = api.instr_view({"instr": "0x8400490", "kind": "f16"})
+    assert ok["valid"] is True and ok["findings"] == [] and ok["fields"]["m"] == 128
 
 
 # ---- tensor memory ------------------------------------------------------------------------------------------
@@ -323,7 +352,9 @@ def test_ptx_trace_of_the_page_s_example():
 def test_ptx_faults_limits_and_budget():
     oob = SCAN.replace("st.global.u32 [%rd1], %r1;", "st.global.u32 [%rd1+4096], %r1;")
     d = ptxrun.ptx_view({"ptx": oob, "block": "64", "args": "zeros:u32:64"})
-    assert d["fault"]["type"] == "MemoryFault" and len(d["rows"]) == 36   # everything before the store
+    assert d["fault"]["type"] == "MemoryFault" and len(d["rows"]) == 37   # everything before the store, then it
+    assert d["rows"][-1]["control"] == "faults" and d["rows"][-1]["text"] == "st.global.u32 [%rd1+4096], %r1"
+    assert (d["fault"]["line"], d["fault"]["pc"], d["fault"]["warp"], d["fault"]["traced"]) == (30, 16, 0, True)
     assert ptxrun.ptx_view({"ptx": SCAN, "block": "64", "args": "zeros:u32:64", "limit": "7"})["stopped"] == \
         "the trace reached its limit of 7 instructions"
     # warp 1 exits at once while warp 0 spins forever: the time budget or the instruction bound ends the run

@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+import zlib
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -100,6 +101,41 @@ class _WebSocket:
             self.sock.close()
         except OSError:
             pass
+
+
+def png_pixels(png: bytes):
+    """Rows of (r, g, b) of an 8-bit RGB or RGBA PNG (all five row filters; enough for screenshots)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w = 8, b"", 0
+    while pos < len(png):
+        n, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        body = png[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6), (depth, color)
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw, stride, out, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
+    for r in range(h):
+        f, line = raw[r * (stride + 1)], bytearray(raw[r * (stride + 1) + 1:(r + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        out.append([tuple(line[i:i + 3]) for i in range(0, stride, bpp)])
+        prev = line
+    return out
 
 
 class Browser:
@@ -195,6 +231,15 @@ class Browser:
         data = self.send("Page.captureScreenshot", **params)["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
+
+    def pixel(self, x: float, y: float):
+        """(r, g, b) of the rendered page at client point (x, y): a 1 x 1 screenshot there, decoded (the clip
+        is in page coordinates: the scroll offset is added)."""
+        sx, sy = self.eval("[window.scrollX, window.scrollY]")
+        x, y = x + sx, y + sy
+        data = self.send("Page.captureScreenshot", format="png",
+                         clip={"x": x, "y": y, "width": 1, "height": 1, "scale": 1})["data"]
+        return png_pixels(base64.b64decode(data))[0][0]
 
     def close(self):
         ws = getattr(self, "ws", None)

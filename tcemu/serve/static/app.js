@@ -5,13 +5,22 @@
 "use strict";
 (function () {
   const VIEWS = ["descriptor", "swizzle", "tma", "instr", "tmem", "banks", "ptx"];
-  const PAGE_ONLY = new Set(["probe"]);
+  const PAGE_ONLY = new Set(["probe", "color"]);
   // 10 hues, each dark then light (matplotlib's tab20 order, as tcemu's PNG pictures use)
   const PALETTE = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896",
     "#9467bd", "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#7f7f7f", "#c7c7c7", "#bcbd22", "#dbdb8d",
     "#17becf", "#9edae5"];
   const HEAT = ["#f4f4f4", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b", "#041b3d"];
-  const CLASH = "#111111";  // two elements on one byte
+  const CLASH = "#111111";  // two elements on one byte (drawn last, on top of both)
+  const FLAG = "#d62728";   // a field a finding names (instruction descriptor)
+  // n colours that stay distinct however many there are: golden-angle hues (137.5 degrees apart), lightness
+  // alternating, so neighbouring classes differ and none repeats (the 20-colour table repeats after 20)
+  const HUE_CACHE = new Map();
+  function hues(n) {
+    if (!HUE_CACHE.has(n)) HUE_CACHE.set(n, Array.from({ length: Math.max(n, 1) }, (_, i) =>
+      "hsl(" + ((i * 137.508) % 360).toFixed(1) + ", " + (i % 3 === 2 ? 50 : 68) + "%, " + (i % 2 ? 62 : 44) + "%)"));
+    return HUE_CACHE.get(n);
+  }
   const SVGNS = "http://www.w3.org/2000/svg";
   const embed = document.getElementById("tcemu-embed");
   const defaults = {};
@@ -49,7 +58,7 @@
     const values = readForm(form);
     for (const el of form.querySelectorAll("[data-when]")) {
       const [name, value] = el.dataset.when.split(":");
-      el.hidden = values[name] !== value;
+      el.hidden = !value.split("|").includes(values[name]);
     }
     // fields another one overrides while it is set and visible (data-unless="name": the instruction descriptor
     // sets the operand's type, major-ness and extent)
@@ -60,9 +69,11 @@
       el.title = on ? "set by " + el.dataset.unless : "";
     }
   }
+  const URL_TEXT = 1500;  // a longer PTX text stays out of the URL: ptx=@session (sessionStorage); POSTed to the API
+  const SESSION = "@session";
   function urlFor(view, values) {  // only what differs from the page's defaults
     const q = new URLSearchParams({ view });
-    for (const [k, v] of Object.entries(values)) if (v !== defaults[view][k]) q.set(k, v);
+    for (const [k, v] of Object.entries(values)) if (v !== defaults[view][k]) q.set(k, k === "ptx" && v.length > URL_TEXT ? SESSION : v);
     return "?" + q.toString();
   }
   function apiFields(values) {
@@ -77,6 +88,7 @@
     showWhen(form);
     const values = readForm(form, true);
     if (push) history.pushState({ view }, "", urlFor(view, values));
+    if (view === "ptx") try { sessionStorage.setItem("tcemu-ptx", values.ptx); } catch (e) { /* storage off */ }
     const sec = section(view);
     const seq = (seqs[view] = (seqs[view] || 0) + 1);
     sec.dataset.state = "loading";
@@ -116,7 +128,11 @@
     $(".out", sec).classList.remove("stale");
     $(".out", sec).hidden = false;
     const t0 = performance.now();
-    RENDER[view](sec, data, values);
+    try {
+      RENDER[view](sec, data, values);
+    } catch (e) {  // a drawing bug: said in place, never a blank page
+      return fail(view, { field: "page", rule: "could not draw this answer (" + e.message + "); please report it with this URL" }, seq);
+    }
     sec.dataset.renderMs = (performance.now() - t0).toFixed(1);
     delete sec.dataset.paintMs;  // ... and until the browser has laid out and painted it
     requestAnimationFrame(() => setTimeout(() => { sec.dataset.paintMs = (performance.now() - t0).toFixed(1); }, 0));
@@ -154,10 +170,11 @@
       arr.push("M" + x + " " + y + "h" + w + "v" + h + "h" + (-w) + "z");
       counts.set(col, counts.get(col) + 1);
     }
-    for (const [col, arr] of parts) {
+    // overlaps (colour -1) last: on top of the elements they overlap
+    for (const [col, arr] of [...parts].sort((x, y) => (x[0] < 0) - (y[0] < 0))) {
       const p = document.createElementNS(SVGNS, "path");
       p.setAttribute("d", arr.join(""));
-      p.setAttribute("fill", col < 0 ? CLASH : g.palette[col % g.palette.length]);
+      p.setAttribute("fill", col === -1 ? CLASH : col === -2 ? FLAG : g.palette[col % g.palette.length]);
       p.dataset.color = col;
       p.dataset.cells = counts.get(col);
       svg.appendChild(p);
@@ -231,6 +248,7 @@
     const lines = Math.floor((hi + bytes - 1 - lo) / 128) + 1;
     const owner = new Int32Array(lines * 128).fill(-1);
     const shared = new Uint8Array(lines * 128);  // more than one element in this byte
+    const second = new Int32Array(lines * 128).fill(-1);  // the latest other element on this byte
     const n = addrs.length;
     const R = new Int32Array(n), C = new Int32Array(n), Wd = new Int32Array(n), color = new Int16Array(n);
     let m = 0, clashes = 0;
@@ -238,13 +256,13 @@
       const off = addrs[e] - lo;
       let clash = false;
       for (let b = 0; b < bytes; b++) {
-        if (owner[off + b] >= 0) { shared[off + b] = 1; clash = true; } else owner[off + b] = e;
+        if (owner[off + b] >= 0) { shared[off + b] = 1; second[off + b] = e; clash = true; } else owner[off + b] = e;
       }
       if (clash && bytes >= 1 && !colorOf.subbyte) { clashes++; }
       if (clash && colorOf.subbyte) continue;  // sub-byte: one cell per byte
       R[m] = off >> 7; C[m] = off & 127; Wd[m] = bytes; color[m] = clash ? -1 : colorOf(e); m++;
     }
-    return { lo, lines, owner, shared, n: m, r: R, c: C, w: Wd, color, clashes };
+    return { lo, lines, owner, shared, second, n: m, r: R, c: C, w: Wd, color, clashes };
   }
 
   function chunkLabels(cells, name) {
@@ -292,7 +310,8 @@
 
   RENDER.descriptor = function (sec, d, values) {
     const out = $(".out", sec);
-    $(".summary", out).innerHTML = "<code>" + esc(d.descriptor) + "</code> " + esc(d.summary) + " &mdash; " + esc(d.operand) +
+    $(".summary", out).innerHTML = "<code class='copyable desc-hex'>" + esc(d.descriptor) + "</code><button type='button' class='mini copy' data-copy='" +
+      esc(d.descriptor) + "'>copy</button> " + esc(d.summary) + " &mdash; " + esc(d.operand) +
       ": " + d.rows + " x " + d.k + " " + esc(d.dtype) + ", " + esc(d.major) + "-major" + (d.layout ? "; <code>" + esc(d.layout) + "</code>" : "");
     findingsList($(".findings", out), d.findings);
     $(".explain", out).textContent = d.explain;
@@ -321,8 +340,17 @@
     const bytes = Math.max(d.element_bits >> 3, 1);
     const kb = kMajor ? K / T : K / 8;
     const cmOf = (e) => { const r = Math.floor(e / K), k = e % K; return kMajor ? [r >> 3, Math.floor(k / T)] : [Math.floor(r / T), k >> 3]; };
-    const colorOf = (e) => { const [i, j] = cmOf(e); return (i * kb + j) % 20; };
+    const by = values.color || "cm";
+    const ncm = (kMajor ? rows / 8 : rows / T) * kb;
+    const classes = { cm: ncm, row: rows, k: K, bank: 32 }[by] || ncm;
+    const colorOf = (e) => {
+      if (by === "row") return Math.floor(e / K);
+      if (by === "k") return e % K;
+      if (by === "bank") return (flat[e] >> 2) & 31;
+      const [i, j] = cmOf(e); return i * kb + j;
+    };
     colorOf.subbyte = d.element_bits < 8;
+    const palette = hues(classes);
     const cells = smemCells(flat, bytes, colorOf);
     const X = d.operand;
     const name = (e) => Math.floor(e / K) + "," + (e % K);
@@ -333,7 +361,11 @@
       let s = "<b>" + X + "[" + r + ", " + (perByte > 1 ? k + ".." + (k + perByte - 1) : k) + "]</b> at " + hex(flat[e]) +
         (perByte > 1 ? " (" + perByte + " per byte)" : "") + "<br>core matrix (" + i + ", " + j + "), row " + p +
         "<br>bank " + ((flat[e] >> 2) & 31) + ", 16-byte chunk " + ((flat[e] & 127) >> 4) + " of line " + hex(flat[e] - (flat[e] & 127));
-      if (cells.shared[addr - cells.lo] && perByte === 1) s += '<br><span class="bad-text">another element shares this byte</span>';
+      if (cells.shared[addr - cells.lo] && perByte === 1) {
+        const o = cells.owner[addr - cells.lo], o2 = cells.second[addr - cells.lo];
+        s += '<br><span class="bad-text">overlap: byte ' + hex(addr) + " holds both " + X + "[" + Math.floor(o / K) + ", " + (o % K) + "] and " +
+          X + "[" + Math.floor(o2 / K) + ", " + (o2 % K) + "]</span>";
+      }
       return s;
     };
     const hitAt = (addr) => {
@@ -344,7 +376,7 @@
     };
     const g = drawGrid(map, {
       cols: 128, rows: cells.lines, cw: 6, ch: cells.lines <= 64 ? 18 : Math.max(3, Math.min(18, Math.floor(4000 / cells.lines))),
-      left: 62, top: 16, n: cells.n, r: cells.r, c: cells.c, w: cells.w, color: cells.color, palette: PALETTE,
+      left: 62, top: 16, n: cells.n, r: cells.r, c: cells.c, w: cells.w, color: cells.color, palette,
       labels: chunkLabels(cells, name), rowLabel: (r) => hex(cells.lo + 128 * r, 5),
       colLabels: [0, 1, 2, 3, 4, 5, 6, 7].map((c) => ({ c: 16 * c, text: "+" + 16 * c })),
       hover: (r, c) => hitAt(cells.lo + r * 128 + c), info,
@@ -353,10 +385,22 @@
     map.dataset.lines = cells.lines;
     map.dataset.lo = hex(cells.lo);
     map.dataset.clashes = cells.clashes;
-    legend($(".legend", out), [["linear-gradient(90deg," + PALETTE.slice(0, 8).join(",") + ")", "colour: core matrix (8 rows x 16 bytes)"],
-      ...(cells.clashes ? [[CLASH, cells.clashes + " elements overlap another"]] : [])]);
+    const byName = { cm: "core matrix (8 rows x 16 bytes)", row: "row", k: "k", bank: "bank" }[by] || by;
+    legend($(".legend", out), [["linear-gradient(90deg," + palette.slice(0, 8).join(",") + ")", "colour: " + byName + " (" + classes + " colours)"],
+      ...(cells.clashes ? [[CLASH, cells.clashes + " elements overlap another (black, on top)"]] : [])]);
+    map.dataset.colors = classes;
     const probe = parseInt0(values.probe);
     info.innerHTML = "hover a cell";
+    const el = $(".element-info", out);
+    el.innerHTML = "";
+    if (d.element) {
+      const x = d.element;
+      el.innerHTML = "<p class='element'><b>" + X + "[" + x.i + ", " + x.k + "]</b> reads byte <code class='copyable'>" + hex(x.address) +
+        "</code>: bank " + x.bank + ", 16-byte chunk " + x.chunk + " of line " + hex(x.line) + ", core matrix (" + x.core_matrix.join(", ") +
+        "), its row " + x.core_matrix_row + "</p>";
+      const hit = hitAt(x.address);
+      if (hit) g.select(hit);
+    }
     if (probe !== null) {
       const hit = probe >= cells.lo && probe < cells.lo + cells.lines * 128 ? hitAt(probe) : null;
       if (hit) g.select(hit); else info.innerHTML = "no element of the operand at " + esc(values.probe);
@@ -435,7 +479,7 @@
       const q = new URLSearchParams({ view: "descriptor", arch: d.arch, descriptor: d.descriptor, dtype: d.dtype, major: d.major,
         rows: String(d.operand_rows), k: String(d.k) });
       s.innerHTML = "<h3>descriptor that reads K block " + d.kblock + " back</h3><p><code class='desc'>" + esc(d.descriptor) + "</code><br>" +
-        esc(d.summary) + "</p>" + (embed ? "" : '<p><a class="open-desc" href="?' + q + '">open it in the descriptor view</a></p>');
+        esc(d.summary) + "<button type='button' class='mini copy' data-copy='" + esc(d.descriptor) + "'>copy</button></p>" + (embed ? "" : '<p><a class="open-desc" href="?' + q + '">open it in the descriptor view</a></p>');
     } else {
       s.innerHTML = "<h3>no descriptor reads this placement</h3><p class='error-text'>" + esc(d.suggest_error.rule) + "</p>";
     }
@@ -449,7 +493,12 @@
 
   RENDER.instr = function (sec, d) {
     const out = $(".out", sec);
-    $(".summary", out).innerHTML = "<code>" + esc(d.instr) + "</code> as .kind::" + esc(d.kind);
+    $(".summary", out).innerHTML = "<code class='copyable'>" + esc(d.instr) + "</code> as .kind::" + esc(d.kind);
+    const verdict = $(".verdict", out);
+    verdict.className = "verdict" + (d.valid ? "" : " bad-text");
+    verdict.innerHTML = d.valid ? "a valid descriptor" : "invalid: " + d.findings.map((f) => "<code>" + esc(f.field) + "</code>: " + esc(f.rule)).join("; ") +
+      " &mdash; every field below is read from its bits anyway; the rows at fault are marked";
+    const bad = new Set(d.findings.map((f) => f.lo).filter((x) => x !== null && x !== undefined));
     findingsList($(".findings", out), d.findings);
     $(".explain", out).textContent = d.description.join("\n");
     $(".command", out).innerHTML = "<code>" + esc(d.command) + "</code>";
@@ -461,7 +510,7 @@
     for (let x = 0; x < 32; x++) {
       const b = 31 - x;  // bit 31 on the left, as the PTX tables draw it
       const f = d.bits[fieldOf[b]];
-      R[x] = 0; C[x] = x; color[x] = f.attr === null ? 15 : (2 * (fieldOf[b] % 10)) + 1;
+      R[x] = 0; C[x] = x; color[x] = bad.has(f.lo) ? -2 : f.attr === null ? 15 : (2 * (fieldOf[b] % 10)) + 1;
       labels.push({ r: 0, c: x, w: 1, text: String((v >>> b) & 1) });
     }
     const info = document.createElement("div");
@@ -477,8 +526,9 @@
     for (const f of [...d.bits].reverse()) {
       const tr = document.createElement("tr");
       if (f.attr === null) tr.className = f.raw ? "reserved-set" : "reserved";
+      if (bad.has(f.lo)) tr.classList.add("finding");
       tr.innerHTML = "<td>" + f.lo + (f.width > 1 ? "-" + (f.lo + f.width - 1) : "") + "</td><td>" + esc(f.label) + "</td><td>" + f.raw +
-        "</td><td>" + (f.attr ? "<code>" + esc(f.attr) + "</code> = " + esc(f.value) : "") + "</td>";
+        "</td><td>" + (f.attr ? "<code>" + esc(f.attr) + "</code> = " + (f.value === null ? "<i>undefined code</i>" : esc(f.value)) : "") + "</td>";
       tb.appendChild(tr);
     }
   };
@@ -546,7 +596,8 @@
   RENDER.banks = function (sec, d, values) {
     const out = $(".out", sec);
     $(".summary", out).innerHTML = "<b>" + esc(d.op) + "</b>: <span class='wavefronts'>" + d.wavefronts + "</span> wavefronts (ideal " + d.ideal +
-      ", conflicts " + d.conflicts + ") over " + d.phases.length + " phases";
+      ", conflicts " + d.conflicts + ") over " + d.phases.length + " phases <button type='button' class='mini copy' data-copy='" +
+      esc(d.addresses.slice(0, d.threads_used).map((a) => hex(a)).join(" ")) + "'>copy addresses</button>";
     $(".explain", out).textContent = d.table;
     const active = new Set(d.active);
     const phaseOf = (t) => d.phases.findIndex((p) => p.threads.includes(t));
@@ -601,36 +652,6 @@
     if (probe !== null && probe >= 0 && probe < 32) g.select({ r: probe, c: 0, w: 32, html: laneHtml(probe) });
   };
 
-  RENDER.ptx = function (sec, d) {
-    const out = $(".out", sec);
-    const s = d.stats;
-    $(".summary", out).innerHTML = "kernel <code>" + esc(d.kernel) + "</code>, grid " + d.grid.join("x") + ", block " + d.block.join("x") +
-      ": warp " + d.warp + " of CTA (" + d.cta.join(", ") + "), <span class='nrows'>" + d.rows.length + "</span> instructions traced" +
-      (s ? "; the CTA ran " + s.warp_instructions + " warp instructions in " + s.seconds + " s" : "") +
-      (d.stopped ? '; <span class="stopped">stopped: ' + esc(d.stopped) + "</span>" : "");
-    $(".fault", out).innerHTML = d.fault ? '<p class="error-text"><b>' + esc(d.fault.type) + "</b> <code>" + esc(d.fault.field) + "</code>: " +
-      esc(d.fault.rule).replace(/\n/g, "<br>") + "</p>" : "";
-    const tb = $("tbody", out);
-    const rows = [];
-    for (const r of d.rows) {
-      let strip = "";
-      for (let i = 0; i < 32; i++) strip += (r.ran >>> i) & 1 ? "\u25ae" : (r.lanes >>> i) & 1 ? "\u25af" : "\u00b7";
-      const dests = r.dests.map((x) => {
-        const shown = [];
-        x.values.forEach((v, i) => { if (v !== null && shown.length < 4) shown.push(i + ":" + v); });
-        const all = x.values.map((v, i) => i + ": " + (v === null ? "-" : v)).join("\n");
-        return '<span title="' + esc(x.reg + "\n" + all) + '"><code>' + esc(x.reg) + "</code> " + esc(shown.join(" ")) + (shown.length ? " ..." : "") + "</span>";
-      }).join("<br>") + (r.more_dests ? "<br>+" + r.more_dests + " more registers" : "");
-      rows.push("<tr class='" + (r.control === "waits" ? "waits" : "") + "'><td>" + r.step + "</td><td>" + r.pc + "</td><td>" + (r.line ?? "") +
-        "</td><td><code>" + esc(r.text) + "</code></td><td class='lanes' title='ran " + hex(r.ran >>> 0, 8) + " of " + hex(r.lanes >>> 0, 8) + "'>" + strip +
-        "</td><td>" + esc(r.control) + (r.count > 1 ? " x" + r.count : "") + "</td><td>" + dests + "</td></tr>");
-    }
-    tb.innerHTML = rows.join("");
-    $(".arrays", out).innerHTML = d.arrays.length ? "<h3>array arguments after the run (first values; only the traced CTA" +
-      (d.cluster.some((c) => c > 1) ? "'s cluster" : "") + " ran)</h3>" + d.arrays.map((a) =>
-      "<p>argument " + a.index + " (" + esc(a.dtype) + " " + esc(a.shape.join("x")) + "): <code class='values'>" + esc(a.values.join(" ")) + "</code></p>").join("") : "";
-  };
-
   // ---- navigation --------------------------------------------------------------------------------------------
   function activate(view) {
     current = view;
@@ -640,10 +661,20 @@
   }
   function fromUrl() {
     const q = new URLSearchParams(location.search);
-    const view = VIEWS.includes(q.get("view")) ? q.get("view") : "descriptor";
+    const asked = q.get("view");
+    const view = VIEWS.includes(asked) ? asked : "descriptor";
+    const banner = document.getElementById("banner");
+    banner.hidden = asked === null || VIEWS.includes(asked);
+    banner.className = banner.hidden ? "" : "error";
+    if (!banner.hidden) banner.textContent = "no view " + JSON.stringify(asked) + ": the views are " + VIEWS.join(", ") + " (showing descriptor)";
     const form = formOf(view);
     const values = Object.assign({}, defaults[view]);
     for (const [k, v] of q) if (k in values) values[k] = v;
+    if (values.ptx === SESSION) {
+      let text = null;
+      try { text = sessionStorage.getItem("tcemu-ptx"); } catch (e) { /* storage off */ }
+      values.ptx = text || "// this URL's PTX text was kept in another browser session (too long for a URL): paste it here";
+    }
     writeForm(form, values);
     activate(view);
     return view;
@@ -687,5 +718,7 @@
     window.addEventListener("popstate", () => update(fromUrl(), false));
     update(fromUrl(), false).then(() => { document.documentElement.dataset.ready = "1"; });
   }
-  start();
+  // for the view scripts loaded after this one (static/ptx.js, static/tools.js): they add to RENDER and the page
+  window.tcemu = { RENDER, $, esc, hex, section, formOf, update, readForm, writeForm, drawGrid, hues, parseInt0, embed, last };
+  document.addEventListener("DOMContentLoaded", start);
 })();
