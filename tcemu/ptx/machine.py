@@ -21,6 +21,7 @@ from typing import List, Optional
 import numpy as np
 
 from .errors import BudgetExceeded, Deadlock, KernelFault, PtxError
+from .hang import WriteLog, describe_spin, probe, spin_line
 from .memory import LocalMemory
 from .program import CLASS_ATTR, Program, describe
 
@@ -28,6 +29,7 @@ BLOCK = object()
 DIVERGED = object()
 EXITED = object()
 QUANTUM = 1 << 14
+CO_QUANTUM = 1 << 11   # once clusters share the CPU because some wait on others (run_ctas)
 LANES = np.arange(32, dtype=np.int64)
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -308,52 +310,176 @@ def budget_report(ctas, limit: int = 64) -> str:
     return "\n".join(lines)
 
 
-def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, timeout: Optional[float] = None) -> int:
+class _Resident:
+    """One resident cluster: its CTAs, their warps, and the warp instructions it has executed."""
+
+    def __init__(self, ctas):
+        self.ctas = ctas
+        self.warps = [w for c in ctas for w in c.warps]
+        self.total = 0
+        self.moved = False
+
+    def where(self):
+        ctas = self.ctas
+        return f"CTA {ctas[0].ctaid}" if len(ctas) == 1 else f"cluster of CTAs {[c.ctaid for c in ctas]}"
+
+
+def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, timeout: Optional[float] = None,
+             grid=None) -> int:
     """Run the warps of these CTAs (one CTA, or the CTAs of a cluster) until all exit; Deadlock otherwise.
-    BudgetExceeded past `max_instructions` warp instructions, or once time.monotonic() passes `deadline`
-    (checked after each warp's quantum; `timeout` is the launch's limit in seconds, for the message)."""
+    BudgetExceeded past `max_instructions` warp instructions of one cluster, or once time.monotonic() passes
+    `deadline` (checked after each warp's quantum; `timeout` is the launch's limit in seconds, for the message).
+
+    grid (schedule.Residency): the launch's further clusters. One cluster is resident at a time, run to
+    completion, as long as it makes progress; when every resident warp is blocked or proven to spin on memory
+    nobody changes (hang.py), the next clusters are admitted (up to grid.limit resident) and all resident warps
+    interleave. A warp proven to spin is not run again until a byte it reads changes (it would only cycle)."""
+    clusters = [_Resident(ctas)]
+    log = getattr(ctas[0].launch, "writes", None)
     total = 0
-    warps = [w for c in ctas for w in c.warps]
+    want, quantum = 1, QUANTUM
+    spins = {}     # warp -> hang.Spin: proven to cycle while the bytes it reads keep their values
+    backoff = {}   # warp -> [full quanta in a row, the count at which to probe next]
     released = set()  # warps whose failing test_wait / try_wait returned False since the last barrier event
     while True:
-        progress = False
-        alive = False
-        if any(c.progress for c in ctas):
+        resident = [c for r in clusters for c in r.ctas]
+        windows = [c.shared for c in resident]
+        if any(c.progress for c in resident):
             released.clear()
-        for c in ctas:
+        for c in resident:
             c.progress = False
-        for w in warps:
-            if w.done:
+        full = []
+        for r in clusters:
+            r.moved = False
+            for w in r.warps:
+                if w.done:
+                    continue
+                if spins:
+                    s = spins.get(w)
+                    if s is not None:
+                        if s.holds():
+                            continue
+                        s = spins[w] = probe(w, windows)   # a byte it reads changed: still only cycling?
+                        if s is not None:
+                            continue
+                        del spins[w]
+                if log is not None:
+                    log.running = w
+                budget = max(1, min(quantum, max_instructions + 1 - r.total))  # no quantum far past the budget
+                n = w.run(budget)
+                r.total += n
+                total += n
+                if n:
+                    r.moved = True
+                if n == budget:
+                    full.append(w)
+                elif backoff:
+                    backoff.pop(w, None)
+                if deadline is not None and time.monotonic() > deadline:
+                    one = len(clusters) == 1
+                    raise BudgetExceeded(r.where() if one else "grid",
+                                         f"the launch ran past its time limit of {timeout:g} s (timeout=) after "
+                                         f"{r.total if one else total:,} warp instructions here"
+                                         f"{'' if one else f' ({len(resident)} CTAs resident)'} (a livelock or an "
+                                         f"unbounded loop?); the unfinished warps:\n" + budget_report(resident))
+        moved = any(r.moved for r in clusters)
+        for r in clusters:
+            if all(w.done for w in r.warps):
                 continue
-            alive = True
-            n = w.run(max(1, min(QUANTUM, max_instructions + 1 - total)))  # no quantum far past the budget
-            total += n
-            if n:
-                progress = True
-            if deadline is not None and time.monotonic() > deadline:
-                where = ctas[0].ctaid if len(ctas) == 1 else [c.ctaid for c in ctas]
-                raise BudgetExceeded(f"CTA {where}" if len(ctas) == 1 else f"cluster of CTAs {where}",
-                                     f"the launch ran past its time limit of {timeout:g} s (timeout=) after "
-                                     f"{total:,} warp instructions here (a livelock or an unbounded loop?); "
-                                     f"the unfinished warps:\n" + budget_report(ctas))
-        if not alive:
-            for c in ctas:
+            if not r.moved and not any(c.progress for c in r.ctas) and not any(w in spins for w in r.warps):
+                # a failing mbarrier test_wait / try_wait may return False (PTX: it does not wait, or waits a
+                # bounded time): when nothing else can move, each parked one does so once; a hang only if that
+                # changes nothing
+                parked = [w for w in r.warps if not w.done and w.parked_test and id(w) not in released]
+                if parked:
+                    for w in parked:
+                        w.give_up_test = True
+                        released.add(id(w))
+                    moved = True   # they run again next round
+                    continue
+                ctas_ = r.ctas
+                raise Deadlock(r.where(), "no warp can make progress (hang):\n" +
+                               "\n".join((f"CTA {c.ctaid}:\n" if len(ctas_) > 1 else "") + c.report() for c in ctas_))
+            if r.total > max_instructions:
+                raise BudgetExceeded(f"CTA {r.ctas[0].ctaid}", f"more than {max_instructions} warp instructions "
+                                                              f"without finishing (a livelock or an unbounded loop?)\n"
+                                     + budget_report(r.ctas))
+        for r in [r for r in clusters if all(w.done for w in r.warps)]:
+            for c in r.ctas:
                 if c.tmem is not None:  # what the CTA still holds at exit (e.g. tensor memory never deallocated)
                     c.tmem.at_exit(c)
+            clusters.remove(r)
+            for w in r.warps:
+                spins.pop(w, None)
+                backoff.pop(w, None)
+            if grid is not None:
+                grid.finished(r.ctas)
+        while grid is not None and len(clusters) < want and grid.pending():
+            clusters.append(_Resident(grid.admit()))
+        if not clusters:
             return total
-        if not progress and not any(c.progress for c in ctas):
-            # a failing mbarrier test_wait / try_wait may return False (PTX: it does not wait, or waits a bounded
-            # time): when nothing else can move, each parked one does so once; a hang only if that changes nothing
-            parked = [w for w in warps if not w.done and w.parked_test and id(w) not in released]
-            if parked:
-                for w in parked:
-                    w.give_up_test = True
-                    released.add(id(w))
+        for w in full:   # probe a warp that used its whole quantum after 1, 2, 4, 8 ... such quanta in a row
+            if w.done:
                 continue
-            where = ctas[0].ctaid if len(ctas) == 1 else f"cluster of CTAs {[c.ctaid for c in ctas]}"
-            raise Deadlock(f"CTA {where}" if len(ctas) == 1 else where, "no warp can make progress (hang):\n" +
-                           "\n".join((f"CTA {c.ctaid}:\n" if len(ctas) > 1 else "") + c.report() for c in ctas))
-        if total > max_instructions:
-            raise BudgetExceeded(f"CTA {ctas[0].ctaid}", f"more than {max_instructions} warp instructions without "
-                                                        f"finishing (a livelock or an unbounded loop?)\n" +
-                                 budget_report(ctas))
+            b = backoff.setdefault(w, [0, 1])
+            b[0] += 1
+            if b[0] >= b[1]:
+                b[1] *= 2
+                s = probe(w, windows)
+                if s is not None:
+                    spins[w] = s
+                    del backoff[w]
+        if moved or any(c.progress for c in resident):
+            continue
+        # nothing moved: every unfinished warp is blocked or spins on bytes nobody changes
+        parked = [w for r in clusters for w in r.warps if not w.done and w.parked_test and id(w) not in released]
+        if parked:
+            for w in parked:
+                w.give_up_test = True
+                released.add(id(w))
+            continue
+        if grid is not None and grid.pending() and len(clusters) < grid.limit:
+            want = min(grid.limit, 2 * len(clusters))   # the waiting CTAs may wait for CTAs not yet started
+            quantum = CO_QUANTUM
+            while len(clusters) < want and grid.pending():
+                clusters.append(_Resident(grid.admit()))
+            continue
+        raise stuck(clusters, spins, grid, log)
+
+
+def stuck(clusters, spins, grid, log) -> Deadlock:
+    """The Deadlock of a resident set in which every unfinished warp is blocked or proven to spin."""
+    ctas = [c for r in clusters for c in r.ctas]
+    prog = ctas[0].prog
+    untracked = any(i.opcode.startswith("cp.") for i in prog.instrs)
+    body = []
+    for c in ctas:
+        lines = c.report().split("\n")
+        for w in c.warps:
+            s = spins.get(w)
+            if s is None:
+                continue
+            head = f"  warp {w.index}: "
+            k = next(i for i, ln in enumerate(lines) if ln.startswith(head))
+            lines[k:k + 1] = [spin_line(s)] + describe_spin(s, log if log is not None else WriteLog(), untracked)
+        body.append(f"CTA {c.ctaid}:\n" + "\n".join(lines))
+    if grid is not None and grid.pending():
+        n = len(ctas)
+        if not grid.gpu:
+            then = (f"resident CTAs wait for CTAs that cannot start until one of them finishes ({grid.why}; raise "
+                    "MEMORY_LIMIT or pass a smaller grid)")
+        elif grid.holder == "an H100 holds":
+            then = (f"resident CTAs wait for CTAs that cannot start until one of them finishes, so the kernel "
+                    f"deadlocks on the GPU too ({grid.why})")
+        else:
+            then = (f"resident CTAs wait for CTAs that cannot start until one of them finishes, so the kernel "
+                    f"deadlocks on the GPU too whenever it holds no more than {n} at once ({grid.why})")
+        head = (f"the launch has more CTAs than {grid.holder} at once ({n} resident of {grid.total}): the {then}. "
+                "Every resident warp is blocked or spins on memory nobody changes:\n")
+        return Deadlock("grid", head + "\n".join(body))
+    head = ("every unfinished warp is blocked or spins in a loop that only reads memory nobody will change (a "
+            "livelock, proven: the warp's whole state repeats while no byte changes)" +
+            (f"; all {grid.total} CTAs of the launch were resident" if grid is not None and len(ctas) > 1 else "") +
+            ":\n")
+    where = clusters[0].where() if len(clusters) == 1 else "grid"
+    return Deadlock(where, head + "\n".join(body))
