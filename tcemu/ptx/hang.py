@@ -178,8 +178,8 @@ class Spin:
     """A proven spin: the bytes the warp read (global byte addresses, per-window shared offsets) and their
     values. `holds()`: they still do (the warp would still only cycle)."""
 
-    def __init__(self, w, pc, gmem, gaddrs, shared):
-        self.warp, self.pc, self.gmem = w, pc, gmem
+    def __init__(self, w, pcs, gmem, gaddrs, shared):
+        self.warp, self.pcs, self.gmem = w, pcs, gmem   # pcs: the first and last PC of the cycle
         self.gaddrs = gaddrs                                  # sorted unique uint64
         self.gvals = _gread(gmem, gaddrs)
         self.shared = [(sh, offs, sh.smem.data[offs].copy()) for sh, offs in shared]
@@ -207,10 +207,12 @@ def probe(w, windows, steps: int = PROBE_STEPS):
     watch.install()
     try:
         snap, power, lam = start, 1, 0
+        lo = hi = next_pc(w)   # the PCs run since the snapshot: the cycle's, once it is found
         for _ in range(steps):
             pc = next_pc(w)
             if not ok[min(pc, ok.size - 1)] or w.run(1) == 0 or w.done:
                 return None
+            lo, hi = min(lo, pc), max(hi, pc)
             lam += 1
             if w.current_pc() == (snap[0] if snap[1] is None else int(snap[1][snap[2]].min())) and _same(w, snap):
                 if watch.nbytes_read() > MAX_READS:
@@ -222,9 +224,10 @@ def probe(w, windows, steps: int = PROBE_STEPS):
                 watch.uninstall()
                 watch.saved, watch.undo = [], []
                 _restore(w, start)
-                return Spin(w, start[0] if start[1] is None else int(start[1][start[2]].min()), L.gmem, g, sh)
+                return Spin(w, (lo, hi), L.gmem, g, sh)
             if lam == power:
                 snap, power, lam = _save(w), power * 2, 0
+                lo = hi = next_pc(w)
         return None
     except Exception:   # a fault, a changed byte, ...: not proven (the real run meets the fault itself)
         return None
@@ -327,6 +330,6 @@ def describe_spin(spin: Spin, log: WriteLog, untracked: bool, limit: int = 8) ->
 
 def spin_line(spin: Spin) -> str:
     w = spin.warp
-    ins = w.prog.instrs[spin.pc] if spin.pc < len(w.prog.instrs) else None
-    at = describe(ins) if ins is not None else f"pc {spin.pc}"
-    return f"  warp {w.index}: spins at {at}: a loop that only reads memory nobody changes (its state repeats)"
+    lo, hi = (describe(w.prog.instrs[pc]) for pc in spin.pcs)
+    return (f"  warp {w.index}: spins in a loop from {lo} to {hi} that only reads memory nobody changes (its state "
+            "repeats)")

@@ -21,7 +21,7 @@ from typing import List, Optional
 import numpy as np
 
 from .errors import BudgetExceeded, Deadlock, KernelFault, PtxError
-from .hang import WriteLog, describe_spin, probe, spin_line
+from .hang import PROBE_STEPS, WriteLog, describe_spin, probe, spin_line
 from .memory import LocalMemory
 from .program import CLASS_ATTR, Program, describe
 
@@ -29,7 +29,9 @@ BLOCK = object()
 DIVERGED = object()
 EXITED = object()
 QUANTUM = 1 << 14
-CO_QUANTUM = 1 << 11   # once clusters share the CPU because some wait on others (run_ctas)
+CHUNK = 1 << 10        # a warp that runs this many instructions without blocking may be probed (run_ctas)
+PROBE_FIRST = 256      # steps of a warp's first probe; each unproven one doubles it, up to hang.PROBE_STEPS
+PROBE_SHARE = 128      # probe steps stay under 1/128 of a warp's instructions (after the first probe)
 LANES = np.arange(32, dtype=np.int64)
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -337,9 +339,9 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
     clusters = [_Resident(ctas)]
     log = getattr(ctas[0].launch, "writes", None)
     total = 0
-    want, quantum = 1, QUANTUM
+    want = 1
     spins = {}     # warp -> hang.Spin: proven to cycle while the bytes it reads keep their values
-    backoff = {}   # warp -> [full quanta in a row, the count at which to probe next]
+    probes = {}    # warp -> [steps of its next probe, probe steps spent on it]
     released = set()  # warps whose failing test_wait / try_wait returned False since the last barrier event
     while True:
         resident = [c for r in clusters for c in r.ctas]
@@ -348,7 +350,6 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
             released.clear()
         for c in resident:
             c.progress = False
-        full = []
         for r in clusters:
             r.moved = False
             for w in r.warps:
@@ -365,16 +366,31 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                         del spins[w]
                 if log is not None:
                     log.running = w
-                budget = max(1, min(quantum, max_instructions + 1 - r.total))  # no quantum far past the budget
-                n = w.run(budget)
+                budget = max(1, min(QUANTUM, max_instructions + 1 - r.total))  # no quantum far past the budget
+                # the quantum in chunks (the same instructions in the same order as one w.run(budget)); after a
+                # chunk the warp ran without blocking, a probe may prove it spins (then it stops here, parked)
+                n = 0
+                while True:
+                    step = min(CHUNK, budget - n)
+                    k = w.run(step)
+                    n += k
+                    if k < step or n >= budget or w.done:
+                        break
+                    p = probes.get(w)
+                    if p is None:
+                        p = probes[w] = [PROBE_FIRST, 0]   # [steps of the next probe, steps spent probing]
+                    if p[1] + p[0] > w.executed // PROBE_SHARE + PROBE_FIRST:
+                        continue
+                    p[1] += p[0]
+                    s = probe(w, windows, p[0])
+                    if s is not None:
+                        spins[w] = s
+                        break
+                    p[0] = min(2 * p[0], PROBE_STEPS)
                 r.total += n
                 total += n
                 if n:
                     r.moved = True
-                if n == budget:
-                    full.append(w)
-                elif backoff:
-                    backoff.pop(w, None)
                 if deadline is not None and time.monotonic() > deadline:
                     one = len(clusters) == 1
                     raise BudgetExceeded(r.where() if one else "grid",
@@ -411,24 +427,13 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
             clusters.remove(r)
             for w in r.warps:
                 spins.pop(w, None)
-                backoff.pop(w, None)
+                probes.pop(w, None)
             if grid is not None:
                 grid.finished(r.ctas)
         while grid is not None and len(clusters) < want and grid.pending():
             clusters.append(_Resident(grid.admit()))
         if not clusters:
             return total
-        for w in full:   # probe a warp that used its whole quantum after 1, 2, 4, 8 ... such quanta in a row
-            if w.done:
-                continue
-            b = backoff.setdefault(w, [0, 1])
-            b[0] += 1
-            if b[0] >= b[1]:
-                b[1] *= 2
-                s = probe(w, windows)
-                if s is not None:
-                    spins[w] = s
-                    del backoff[w]
         if moved or any(c.progress for c in resident):
             continue
         # nothing moved: every unfinished warp is blocked or spins on bytes nobody changes
@@ -440,7 +445,6 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
             continue
         if grid is not None and grid.pending() and len(clusters) < grid.limit:
             want = min(grid.limit, 2 * len(clusters))   # the waiting CTAs may wait for CTAs not yet started
-            quantum = CO_QUANTUM
             while len(clusters) < want and grid.pending():
                 clusters.append(_Resident(grid.admit()))
             continue

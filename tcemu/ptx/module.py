@@ -78,13 +78,13 @@ class Launch:
         self.trace = None               # callable(warp, pc, mask, control) after each warp instruction (machine.py)
         self.printed = []               # device-side printf output, in execution order
         self.echo = True
+        self._t0 = time.perf_counter_ns()  # %clock / %globaltimer count from the launch
 
     def printf(self, text: str):
         self.printed.append(text)
         if self.echo:
             sys.stdout.write(text)
             sys.stdout.flush()
-        self._t0 = time.perf_counter_ns()
 
     def clock(self) -> int:
         return (time.perf_counter_ns() - self._t0) & 0xFFFFFFFF
