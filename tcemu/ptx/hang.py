@@ -38,17 +38,20 @@ class _Changed(Exception):
     """A store in a probe changed a byte: the cycle is not read-only."""
 
 
-def _allowed(prog) -> np.ndarray:
-    """Per PC: may a proven cycle execute this instruction (cached on the program)."""
-    ok = getattr(prog, "_probe_ok", None)
-    if ok is None:
+def _allowed(prog, cta_barriers: bool) -> np.ndarray:
+    """Per PC: may a proven cycle execute this instruction; cta_barriers: bar / barrier (not .cluster) too, for
+    a probe of a CTA's warps together (cached on the program)."""
+    cache = getattr(prog, "_probe_ok", None)
+    if cache is None:
         ok = np.zeros(len(prog.instrs) + 1, bool)   # the last entry: past the end
+        bar = np.zeros(len(prog.instrs) + 1, bool)
         for pc, ins in enumerate(prog.instrs):
             parts = ins.opcode.split(".")
+            bar[pc] = parts[0] == "bar" or (parts[0] == "barrier" and parts[1:2] != ["cluster"])
             ok[pc] = not (parts[0] in _BLOCKED or "async" in parts or parts[:2] == ["fence", "proxy"]
                           or (parts[0] == "bar" and parts[1:2] != ["warp"]))
-        prog._probe_ok = ok
-    return ok
+        cache = prog._probe_ok = (ok, ok | bar)
+    return cache[1] if cta_barriers else cache[0]
 
 
 def next_pc(w) -> int:
@@ -68,11 +71,12 @@ def next_pc(w) -> int:
 def _save(w):
     return (w.pc, None if w.lane_pc is None else w.lane_pc.copy(), w.live.copy(), w.full, w.done,
             [getattr(w, a).copy() for a in _REGS], w.cc.copy(), None if w.local is None else w.local.data.copy(),
-            dict(w.sync), set(w.wgmma_dirty), w.wait, w.executed, w.cta.clock, w.parked_test, w.give_up_test)
+            dict(w.sync), set(w.wgmma_dirty), dict(w.mbar_seen), w.wait, w.executed, w.cta.clock, w.parked_test,
+            w.give_up_test)
 
 
 def _restore(w, s):
-    (w.pc, lane_pc, live, w.full, w.done, regs, cc, local, sync, dirty, w.wait, w.executed, w.cta.clock,
+    (w.pc, lane_pc, live, w.full, w.done, regs, cc, local, sync, dirty, seen, w.wait, w.executed, w.cta.clock,
      w.parked_test, w.give_up_test) = s
     w.lane_pc = None if lane_pc is None else lane_pc.copy()
     w.live[:] = live
@@ -83,25 +87,31 @@ def _restore(w, s):
         w.local.data[...] = local
     w.sync = dict(sync)
     w.wgmma_dirty = set(dirty)
+    w.mbar_seen = dict(seen)
 
 
-def _same(w, s) -> bool:
-    pc, lane_pc, live, full, done, regs, cc, local, sync, dirty = s[:10]
-    if done != w.done or full != w.full or not np.array_equal(live, w.live):
-        return False
-    if lane_pc is None or w.lane_pc is None:
-        if (lane_pc is None) != (w.lane_pc is None) or pc != w.pc:
-            return False
-    elif not np.array_equal(lane_pc[live], w.lane_pc[live]):
-        return False
-    if not all(np.array_equal(r, getattr(w, a)) for a, r in zip(_REGS, regs)):
-        return False
-    if not np.array_equal(cc, w.cc) or (local is not None and not np.array_equal(local, w.local.data)):
-        return False
-    try:
-        return bool(sync == w.sync) and dirty == w.wgmma_dirty
-    except ValueError:   # records holding arrays: not comparable, not proven
-        return False
+def _fingerprint(w) -> bytes:
+    """Everything of a warp's state its future depends on, as bytes (equal bytes: the same future, given the same
+    memory). A barrier record keeps only how many generations behind the barrier it is: the count itself grows."""
+    parts = [repr((w.pc if w.lane_pc is None else -1, w.full, w.done)).encode(), w.live.tobytes()]
+    if w.lane_pc is not None:
+        parts.append(np.where(w.live, w.lane_pc, -1).tobytes())
+    parts += [getattr(w, a).tobytes() for a in _REGS]
+    parts.append(w.cc.tobytes())
+    if w.local is not None:
+        parts.append(w.local.data.tobytes())
+    sync = []
+    for k, v in w.sync.items():
+        if isinstance(k, tuple) and k[:1] == ("bar",) and isinstance(v, tuple):
+            v = (v[0], w.cta.barriers[v[0]][1] - v[1])
+        sync.append((repr(k), repr(v)))
+    parts.append(repr((sorted(sync), sorted(map(repr, w.wgmma_dirty)), sorted(w.mbar_seen.items()))).encode())
+    return b"|".join(parts)
+
+
+def _bars(cta) -> bytes:
+    return repr(sorted((bid, B[0], B[2], [x.index for x in B[4]], B[3].get(B[1]))
+                       for bid, B in cta.barriers.items())).encode()
 
 
 class _Watch:
@@ -175,11 +185,11 @@ class _Watch:
 
 
 class Spin:
-    """A proven spin: the bytes the warp read (global byte addresses, per-window shared offsets) and their
-    values. `holds()`: they still do (the warp would still only cycle)."""
+    """A proven spin of one warp or of warps of one CTA: the bytes they read (global byte addresses, per-window
+    shared offsets) and their values. `holds()`: they still do (the warps would still only cycle)."""
 
-    def __init__(self, w, pcs, gmem, gaddrs, shared):
-        self.warp, self.pcs, self.gmem = w, pcs, gmem   # pcs: the first and last PC of the cycle
+    def __init__(self, warps, pcs, gmem, gaddrs, shared):
+        self.warps, self.pcs, self.gmem = warps, pcs, gmem   # pcs: warp -> the first and last PC of its cycle
         self.gaddrs = gaddrs                                  # sorted unique uint64
         self.gvals = _gread(gmem, gaddrs)
         self.shared = [(sh, offs, sh.smem.data[offs].copy()) for sh, offs in shared]
@@ -197,43 +207,87 @@ def _gread(gmem, addrs):
 
 
 def probe(w, windows, steps: int = PROBE_STEPS):
-    """A Spin if warp w, run alone from its present state, provably cycles without changing memory and reads
-    global or shared memory; else None. Invisible either way (everything is restored)."""
-    ok = _allowed(w.prog)
-    L = w.cta.launch
-    start = _save(w)
+    """(Spin or None, steps used, whether it stopped at a CTA barrier): a Spin if warp w, run alone from its
+    present state, provably cycles without changing memory and reads global or shared memory. Invisible either
+    way (everything is restored)."""
+    return _probe([w], windows, steps, 1, False)
+
+
+def probe_cta(warps, windows, steps: int = PROBE_STEPS):
+    """probe for warps of one CTA together (a loop with bar.sync in it: Triton's spin on an atomic is one), run
+    in turns of at most 64 instructions each, each until it blocks; their joint state and the CTA's barriers
+    must repeat. A warp not in `warps` must be proven to spin alone already (it changes nothing)."""
+    return _probe(warps, windows, steps, 1 if len(warps) == 1 else 64, True)[:2]
+
+
+def _probe(warps, windows, steps, turn, bars_ok):
+    cta = warps[0].cta
+    ok = _allowed(cta.prog, bars_ok)
+    at_bar = _allowed(cta.prog, True)
+    L = cta.launch
+    starts = [_save(w) for w in warps]
+    bars = {bid: [B[0], B[1], B[2], dict(B[3]), list(B[4])] for bid, B in cta.barriers.items()}
+    progress = cta.progress
     watch = _Watch(L.gmem, windows)
     trace, L.trace = L.trace, None
     watch.install()
+    used = 0
+    one = warps[0] if len(warps) == 1 and turn == 1 else None
     try:
-        snap, power, lam = start, 1, 0
-        lo = hi = next_pc(w)   # the PCs run since the snapshot: the cycle's, once it is found
-        for _ in range(steps):
-            pc = next_pc(w)
-            if not ok[min(pc, ok.size - 1)] or w.run(1) == 0 or w.done:
-                return None
-            lo, hi = min(lo, pc), max(hi, pc)
+        def joint():
+            return b"#".join([_fingerprint(w) for w in warps] + [_bars(cta)])
+        snap, power, lam = joint(), 1, 0
+        snap_pc = one.current_pc() if one is not None else None
+        pcs = {w: [next_pc(w)] * 2 for w in warps}   # the PCs run since the snapshot: the cycle's once found
+        while used < steps:
+            ran = 0
+            for w in warps:
+                k = 0
+                while k < turn and not w.done:
+                    pc = next_pc(w)
+                    if not ok[min(pc, ok.size - 1)] or w.run(1) == 0:
+                        break
+                    k += 1
+                    lo_hi = pcs[w]
+                    lo_hi[0], lo_hi[1] = min(lo_hi[0], pc), max(lo_hi[1], pc)
+                if w.done or (k < turn and not ok[min(next_pc(w), ok.size - 1)]):
+                    return None, used + ran + k, not w.done and bool(at_bar[min(next_pc(w), ok.size - 1)])
+                ran += k
+            used += ran
+            if not ran:
+                return None, used, False   # all blocked: a hang or a wait, not a spin
             lam += 1
-            if w.current_pc() == (snap[0] if snap[1] is None else int(snap[1][snap[2]].min())) and _same(w, snap):
+            now = None
+            if one is None or one.current_pc() == snap_pc:
+                now = joint()
+            if now == snap:
                 if watch.nbytes_read() > MAX_READS:
-                    return None
+                    return None, used, False
                 if not watch.gbytes and not watch.sbytes:
-                    return None   # reads no memory: an unbounded loop, for the budgets
+                    return None, used, False   # reads no memory: an unbounded loop, for the budgets
                 g = np.unique(np.concatenate(watch.gbytes)) if watch.gbytes else np.zeros(0, np.uint64)
                 sh = [(s, np.unique(np.concatenate(parts))) for s, parts in watch.sbytes.values()]
                 watch.uninstall()
                 watch.saved, watch.undo = [], []
-                _restore(w, start)
-                return Spin(w, (lo, hi), L.gmem, g, sh)
-            if lam == power:
-                snap, power, lam = _save(w), power * 2, 0
-                lo = hi = next_pc(w)
-        return None
+                for w, st in zip(warps, starts):
+                    _restore(w, st)
+                spin = Spin(list(warps), {w: tuple(v) for w, v in pcs.items()}, L.gmem, g, sh)
+                spin.alone = not bars_ok   # proven without CTA barriers: re-proven the same way
+                return spin, used, False
+            if lam >= power:
+                snap, power, lam = now or joint(), power * 2, 0
+                snap_pc = one.current_pc() if one is not None else None
+                pcs = {w: [next_pc(w)] * 2 for w in warps}
+        return None, used, False
     except Exception:   # a fault, a changed byte, ...: not proven (the real run meets the fault itself)
-        return None
+        return None, used, False
     finally:
         watch.uninstall()
-        _restore(w, start)
+        for w, st in zip(warps, starts):
+            _restore(w, st)
+        cta.barriers.clear()
+        cta.barriers.update(bars)
+        cta.progress = progress
         L.trace = trace
 
 
@@ -328,8 +382,8 @@ def describe_spin(spin: Spin, log: WriteLog, untracked: bool, limit: int = 8) ->
     return lines
 
 
-def spin_line(spin: Spin) -> str:
-    w = spin.warp
-    lo, hi = (describe(w.prog.instrs[pc]) for pc in spin.pcs)
-    return (f"  warp {w.index}: spins in a loop from {lo} to {hi} that only reads memory nobody changes (its state "
-            "repeats)")
+def spin_line(spin: Spin, w) -> str:
+    lo, hi = (describe(w.prog.instrs[pc]) for pc in spin.pcs[w])
+    with_ = "" if len(spin.warps) == 1 else f" (with warps {', '.join(str(x.index) for x in spin.warps if x is not w)})"
+    return (f"  warp {w.index}: spins in a loop from {lo} to {hi}{with_} that only reads memory nobody changes (its "
+            "state repeats)")

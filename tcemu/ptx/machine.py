@@ -21,7 +21,7 @@ from typing import List, Optional
 import numpy as np
 
 from .errors import BudgetExceeded, Deadlock, KernelFault, PtxError
-from .hang import PROBE_STEPS, WriteLog, describe_spin, probe, spin_line
+from .hang import PROBE_STEPS, WriteLog, describe_spin, probe, probe_cta, spin_line
 from .memory import LocalMemory
 from .program import CLASS_ATTR, Program, describe
 
@@ -30,8 +30,8 @@ DIVERGED = object()
 EXITED = object()
 QUANTUM = 1 << 14
 CHUNK = 1 << 10        # a warp that runs this many instructions without blocking may be probed (run_ctas)
-PROBE_FIRST = 256      # steps of a warp's first probe; each unproven one doubles it, up to hang.PROBE_STEPS
-PROBE_SHARE = 128      # probe steps stay under 1/128 of a warp's instructions (after the first probe)
+PROBE_FIRST = 1024     # steps of a warp's first probe; each unproven one doubles it, up to hang.PROBE_STEPS
+PROBE_SHARE = 128      # probe steps stay under 1/128 of a warp's (a CTA's) instructions, plus PROBE_FIRST
 LANES = np.arange(32, dtype=np.int64)
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -343,6 +343,27 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
     spins = {}     # warp -> hang.Spin: proven to cycle while the bytes it reads keep their values
     probes = {}    # warp -> [steps of its next probe, probe steps spent on it]
     released = set()  # warps whose failing test_wait / try_wait returned False since the last barrier event
+
+    def cta_probe(c, windows) -> bool:
+        """Probe the unfinished warps of CTA c not already proven to spin, together (within its allowance)."""
+        members = [w for w in c.warps if not w.done and w not in spins]
+        if not members:
+            return False
+        p = probes.get(c)
+        if p is None:
+            p = probes[c] = [PROBE_FIRST, 0]
+        if p[1] > sum(w.executed for w in c.warps) // PROBE_SHARE + PROBE_FIRST:
+            return False
+        s, used = probe_cta(members, windows, p[0])
+        p[1] += used
+        if s is None:
+            if used >= p[0]:   # no cycle within its steps: a longer probe next time
+                p[0] = min(2 * p[0], PROBE_STEPS)
+            return False
+        for w in members:
+            spins[w] = s
+        return True
+
     while True:
         resident = [c for r in clusters for c in r.ctas]
         windows = [c.shared for c in resident]
@@ -350,6 +371,7 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
             released.clear()
         for c in resident:
             c.progress = False
+        ran = set()
         for r in clusters:
             r.moved = False
             for w in r.warps:
@@ -360,10 +382,18 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                     if s is not None:
                         if s.holds():
                             continue
-                        s = spins[w] = probe(w, windows)   # a byte it reads changed: still only cycling?
+                        # a byte they read changed: do they still only cycle?
+                        old = s.warps
+                        s = (probe(w, windows) if len(old) == 1 and s.alone else probe_cta(old, windows))[0]
+                        for x in old:
+                            spins.pop(x)
+                            if s is not None:
+                                spins[x] = s
+                            else:   # they run on; probe them again soon (their allowance starts afresh)
+                                probes.pop(x, None)
+                                probes.pop(x.cta, None)
                         if s is not None:
                             continue
-                        del spins[w]
                 if log is not None:
                     log.running = w
                 budget = max(1, min(QUANTUM, max_instructions + 1 - r.total))  # no quantum far past the budget
@@ -379,18 +409,22 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                     p = probes.get(w)
                     if p is None:
                         p = probes[w] = [PROBE_FIRST, 0]   # [steps of the next probe, steps spent probing]
-                    if p[1] + p[0] > w.executed // PROBE_SHARE + PROBE_FIRST:
+                    if p[1] > w.executed // PROBE_SHARE + PROBE_FIRST:
                         continue
-                    p[1] += p[0]
-                    s = probe(w, windows, p[0])
+                    s, used, at_bar = probe(w, windows, p[0])
+                    p[1] += used
                     if s is not None:
                         spins[w] = s
                         break
-                    p[0] = min(2 * p[0], PROBE_STEPS)
+                    if used >= p[0]:
+                        p[0] = min(2 * p[0], PROBE_STEPS)
+                    if at_bar and cta_probe(w.cta, windows):   # a loop through bar.sync: the CTA's warps as one
+                        break
                 r.total += n
                 total += n
                 if n:
                     r.moved = True
+                    ran.add(w.cta)
                 if deadline is not None and time.monotonic() > deadline:
                     one = len(clusters) == 1
                     raise BudgetExceeded(r.where() if one else "grid",
@@ -398,6 +432,8 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                                          f"{r.total if one else total:,} warp instructions here"
                                          f"{'' if one else f' ({len(resident)} CTAs resident)'} (a livelock or an "
                                          f"unbounded loop?); the unfinished warps:\n" + budget_report(resident))
+        for c in ran:   # warps of a CTA that spin together (a bar.sync in the loop): probe them as one
+            cta_probe(c, windows)
         moved = any(r.moved for r in clusters)
         for r in clusters:
             if all(w.done for w in r.warps):
@@ -428,6 +464,8 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
             for w in r.warps:
                 spins.pop(w, None)
                 probes.pop(w, None)
+            for c in r.ctas:
+                probes.pop(c, None)
             if grid is not None:
                 grid.finished(r.ctas)
         while grid is not None and len(clusters) < want and grid.pending():
@@ -465,7 +503,8 @@ def stuck(clusters, spins, grid, log) -> Deadlock:
                 continue
             head = f"  warp {w.index}: "
             k = next(i for i, ln in enumerate(lines) if ln.startswith(head))
-            lines[k:k + 1] = [spin_line(s)] + describe_spin(s, log if log is not None else WriteLog(), untracked)
+            lines[k:k + 1] = [spin_line(s, w)] + (describe_spin(s, log if log is not None else WriteLog(), untracked)
+                                                  if w is s.warps[0] else [f"    reads what warp {s.warps[0].index} reads"])
         body.append(f"CTA {c.ctaid}:\n" + "\n".join(lines))
     if grid is not None and grid.pending():
         n = len(ctas)
