@@ -318,17 +318,14 @@ class WriteLog:
         sh.store = logged
 
     def _add(self, space, addrs, nbytes, where):
-        if not len(addrs):
-            return
         self.count += 1
-        a = np.asarray(addrs)
-        self.log.append((space, int(a.min()), int(a.max()) + nbytes, a, nbytes, self.running, where))
+        self.log.append((space, addrs, nbytes, self.running, where))   # cheap: the search is at report time
 
     def last(self, space, lo: int, hi: int):
         """(warp, where) of the last logged store to a byte of [lo, hi) of `space`, or None."""
-        for s, a_lo, a_hi, a, nbytes, w, where in reversed(self.log):
-            if s is space and a_lo < hi and lo < a_hi:
-                a = a.astype(np.int64) if a.dtype != np.uint64 else a.astype(np.uint64)
+        for s, a, nbytes, w, where in reversed(self.log):
+            if s is space and len(a):
+                a = np.asarray(a).astype(np.int64)
                 if ((a < hi) & (a + nbytes > lo)).any():
                     return w, where
         return None

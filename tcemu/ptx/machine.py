@@ -31,7 +31,8 @@ EXITED = object()
 QUANTUM = 1 << 14
 CHUNK = 1 << 10        # a warp that runs this many instructions without blocking may be probed (run_ctas)
 PROBE_FIRST = 1024     # steps of a warp's first probe; each unproven one doubles it, up to hang.PROBE_STEPS
-PROBE_SHARE = 128      # probe steps stay under 1/128 of a warp's (a CTA's) instructions, plus PROBE_FIRST
+PROBE_SETUP = 256      # what setting up a probe costs, in instructions (charged even when it stops at once)
+PROBE_SHARE = 128      # probes stay under 1/128 of a warp's (a CTA's) instructions, plus PROBE_FIRST
 LANES = np.arange(32, dtype=np.int64)
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -355,7 +356,7 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
         if p[1] > sum(w.executed for w in c.warps) // PROBE_SHARE + PROBE_FIRST:
             return False
         s, used = probe_cta(members, windows, p[0])
-        p[1] += used
+        p[1] += used + PROBE_SETUP
         if s is None:
             if used >= p[0]:   # no cycle within its steps: a longer probe next time
                 p[0] = min(2 * p[0], PROBE_STEPS)
@@ -412,7 +413,7 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                     if p[1] > w.executed // PROBE_SHARE + PROBE_FIRST:
                         continue
                     s, used, at_bar = probe(w, windows, p[0])
-                    p[1] += used
+                    p[1] += used + PROBE_SETUP
                     if s is not None:
                         spins[w] = s
                         break
