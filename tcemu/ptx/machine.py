@@ -348,7 +348,7 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
     def cta_probe(c, windows) -> bool:
         """Probe the unfinished warps of CTA c not already proven to spin, together (within its allowance)."""
         members = [w for w in c.warps if not w.done and w not in spins]
-        if not members:
+        if not members or any(w.parked_test for w in members):   # a test_wait may yet return False
             return False
         p = probes.get(c)
         if p is None:
@@ -523,7 +523,8 @@ def stuck(clusters, spins, grid, log) -> Deadlock:
         return Deadlock("grid", head + "\n".join(body))
     head = ("every unfinished warp is blocked or spins in a loop that only reads memory nobody will change (a "
             "livelock, proven: the warp's whole state repeats while no byte changes)" +
-            (f"; all {grid.total} CTAs of the launch were resident" if grid is not None and len(ctas) > 1 else "") +
+            (f"; every CTA of the launch has started ({len(ctas)} of {grid.total} still running)"
+             if grid is not None and len(ctas) > 1 else "") +
             ":\n")
     where = clusters[0].where() if len(clusters) == 1 else "grid"
     return Deadlock(where, head + "\n".join(body))
