@@ -8,7 +8,10 @@ whatever it found. A proof (`Spin`) holds the bytes the warp read since S and th
 those values the warp would do nothing but cycle, so the scheduler need not run it (machine.run_ctas).
 
 Only instructions whose effects are the warp's own registers, its local memory and global/shared bytes may be in
-a proven cycle; barriers, mbarriers, asynchronous copies, tensor-core units, calls and exits end a probe unproven.
+a proven cycle; mbarriers, asynchronous copies, tensor-core units, calls and exits end a probe unproven. Warps of
+one CTA that loop through bar.sync together (Triton's broadcast of a scalar atomic) are probed as one
+(`probe_cta`): their joint state and the CTA's barriers must come back, a barrier's generation counted relative to
+the generation each waiting warp recorded (only that difference decides when it may go on).
 A cycle that reads no global or shared memory is an unbounded loop, not a wait: the budgets report it. Reading
 %clock / %globaltimer changes registers, so a spin on the time is never proven either (the time budget stops it).
 
@@ -28,7 +31,7 @@ WRITE_LOG = 1 << 16  # global / shared stores remembered for last-writer reports
 
 # the instructions a proven cycle may not hold: they change state outside the warp and the global/shared bytes
 # the probe watches (PTX ISA 9.7.12.1 bar / barrier, 9.7.13.15 mbarrier, 9.7.9.25 cp.async and the bulk copies,
-# 9.7.15 wgmma, 9.7.16 tcgen05, 9.7.12.4 / 9.7.13 call, ret, exit, trap)
+# 9.7.15 wgmma, 9.7.16 tcgen05), or end or leave the loop (call, ret, exit, trap)
 _BLOCKED = {"call", "ret", "exit", "trap", "brkpt", "discard", "applypriority", "mbarrier", "tensormap", "tcgen05",
             "wgmma", "barrier", "cp"}
 _REGS = tuple(CLASS_ATTR.values())

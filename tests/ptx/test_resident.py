@@ -368,3 +368,34 @@ def test_subset_launch_runs_only_what_was_asked():
     cnt[:] = 0
     st = ptx.load(grid_barrier()).launch("gb", grid=4, block=64, args=[cnt, out], ctas=[0, 1, 2, 3])
     assert st["ctas"] == 4 and out.tolist() == [4, 5, 6, 7]
+
+
+def test_the_default_limit_is_an_h100s_occupancy(monkeypatch):
+    # 200 KB of shared memory: one CTA per SM; with 2 SMs (a smaller H100, to keep it short) 2 CTAs at once
+    monkeypatch.setattr(schedule, "SMS", 2)
+    cnt, out = np.zeros(1, np.uint32), np.zeros(3, np.uint32)
+    with pytest.raises(Deadlock) as e:
+        ptx.load(grid_barrier()).launch("gb", grid=3, block=64, args=[cnt, out], shared_bytes=200 * 1024)
+    assert str(e.value).startswith(
+        "grid: the launch has more CTAs than an H100 holds at once (2 resident of 3): the resident CTAs wait for CTAs "
+        "that cannot start until one of them finishes, so the kernel deadlocks on the GPU too (1 CTAs per SM x 2 "
+        "SMs, limited by 228 KB of shared memory per SM (201 KB per CTA, 1 KB reserved included); registers per "
+        "thread are unknown before ptxas and not counted).")
+    cnt[:] = 0   # the control: "grid" lets all three run
+    ptx.load(grid_barrier()).launch("gb", grid=3, block=64, args=[cnt, out], shared_bytes=200 * 1024,
+                                    resident="grid")
+    assert out.tolist() == [3, 4, 5]
+
+
+def test_the_cpu_memory_limit_is_named_when_it_binds(monkeypatch):
+    from tcemu.ptx import module
+    mod = ptx.load(grid_barrier())
+    one = mod._cluster_bytes(mod.program("gb"), 64, (1, 1, 1))
+    monkeypatch.setattr(module, "MEMORY_LIMIT", 2 * one + one // 2)
+    with pytest.raises(Deadlock) as e:
+        mod.launch("gb", grid=3, block=64, args=[np.zeros(1, np.uint32), np.zeros(3, np.uint32)])
+    assert str(e.value).startswith(
+        "grid: the launch has more CTAs than tcemu keeps resident within its memory limit "
+        "(tcemu.ptx.module.MEMORY_LIMIT) at once (2 resident of 3): the resident CTAs wait for CTAs that cannot "
+        "start until one of them finishes (an H100 holds 4,224 of these CTAs at once; raise MEMORY_LIMIT or pass a "
+        "smaller grid).")
