@@ -251,8 +251,8 @@ class Cta:
             v = np.full(32, L.grid[axis] // L.cluster[axis])
         elif base == "%is_explicit_cluster":
             v = np.full(32, L.explicit_cluster)
-        elif base.startswith("%envreg"):
-            v = np.zeros(32)
+        elif base.startswith("%envreg"):   # a cooperative launch's grid workspace address (Module.launch)
+            v = np.full(32, getattr(L, "envreg", {}).get(base[len("%envreg"):], 0))
         else:
             raise PtxError(name, "special register not modelled")
         return np.asarray(v).astype(np.uint64)

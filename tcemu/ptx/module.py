@@ -203,7 +203,7 @@ class Module:
                ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
                param_bytes=None, buffers=(), printf: str = "stdout", trace=None,
-               timeout: Optional[float] = DEFAULT_TIMEOUT, resident="occupancy"):
+               timeout: Optional[float] = DEFAULT_TIMEOUT, resident="occupancy", cooperative: bool = False):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
@@ -224,7 +224,10 @@ class Module:
         resident: how many CTAs may run at once when some wait on CTAs not yet started (schedule.py):
         "occupancy" (an H100's, the default), "grid" (all of them) or a number of CTAs. Clusters run one at a
         time while they make progress; past the limit, CTAs waiting on CTAs that cannot start are a Deadlock
-        (the GPU would hang too)."""
+        (the GPU would hang too).
+        cooperative: a cooperative launch (cudaLaunchCooperativeKernel): %envreg1 / %envreg2 give the address of a
+        zeroed grid workspace, which cooperative groups' grid.sync() counts arrivals in; a grid larger than an
+        H100 holds at once is refused, as CUDA refuses it (cudaErrorCooperativeLaunchTooLarge)."""
         if not isinstance(name, str):
             raise PtxError("kernel", f"must be a kernel name, got {show(name)}")
         prog = self.program(name)
@@ -238,7 +241,7 @@ class Module:
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
             raise PtxError("shared_bytes", f"must be a non-negative int, got {show(shared_bytes)}")
         for flag, value in (("zero_init_shared", zero_init_shared), ("check_layouts", check_layouts),
-                            ("progress", progress)):
+                            ("progress", progress), ("cooperative", cooperative)):
             if not isinstance(value, (bool, np.bool_)):
                 raise PtxError(flag, f"must be a bool, got {show(value)}")
         nthreads = int(np.prod(block))
@@ -322,6 +325,14 @@ class Module:
                 bar.step()
         grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),
                           self._cluster_bytes(prog, nthreads, cluster), MEMORY_LIMIT, finished)
+        if cooperative:
+            if len(chosen) > grid_.occupancy:
+                raise PtxError("cooperative", f"{len(chosen):,} CTAs; a cooperative launch may have at most as many "
+                                              f"as the GPU holds at once ({grid_.occupancy:,} on an H100 here: "
+                                              f"{grid_.occupancy_why}), else CUDA refuses it "
+                                              "(cudaErrorCooperativeLaunchTooLarge)")
+            work = L.gmem.allocate(np.zeros(64, np.uint8), "grid workspace")
+            L.envreg = {"1": work >> 32, "2": work & 0xFFFFFFFF}   # high, low half (as grid.sync() joins them)
         bar = _Progress(len(groups)) if progress else None
         try:
             stats["warp_instructions"] += run_ctas(grid_.admit(), max_instructions, deadline, timeout, grid_)

@@ -44,14 +44,14 @@ class Residency:
         self.total = len(self.corners) * cluster_size
         per_sm, why = occupancy(nthreads, smem_bytes)
         self.occupancy = SMS * per_sm // cluster_size * cluster_size
+        self.occupancy_why = f"{per_sm} CTAs per SM x {SMS} SMs, limited by {why}"
         self.gpu = True                 # the limit is a GPU's: a launch stuck at it hangs on the GPU too
         if isinstance(resident, bool) or not (resident in ("occupancy", "grid") or isinstance(resident, int)):
             raise PtxError("resident", f"must be 'occupancy', 'grid' or a number of CTAs, got {show(resident)}")
         if resident == "occupancy":
             self.limit = SMS * per_sm // cluster_size
             self.holder = "an H100 holds"
-            self.why = (f"{per_sm} CTAs per SM x {SMS} SMs, limited by {why}; registers per thread are unknown "
-                        "before ptxas and not counted")
+            self.why = f"{self.occupancy_why}; registers per thread are unknown before ptxas and not counted"
         elif resident == "grid":
             self.limit = len(self.corners)
             self.holder = "the whole grid"

@@ -399,3 +399,17 @@ def test_the_cpu_memory_limit_is_named_when_it_binds(monkeypatch):
         "(tcemu.ptx.module.MEMORY_LIMIT) at once (2 resident of 3): the resident CTAs wait for CTAs that cannot "
         "start until one of them finishes (an H100 holds 4,224 of these CTAs at once; raise MEMORY_LIMIT or pass a "
         "smaller grid).")
+
+
+def test_cooperative_groups_grid_sync_from_nvcc():
+    # cg::this_grid().sync() (tests/fixtures/ptx/cg_grid_sync.cu): the grid workspace comes from %envreg1/2
+    from paths import PTX_FIXTURES
+    mod = ptx.load(f"{PTX_FIXTURES}/cg_grid_sync.ptx")
+    out = np.zeros(1 + 5, np.int32)
+    mod.launch("_Z5gsyncPi", grid=5, block=64, args=[out], cooperative=True)
+    assert out.tolist() == [5, 5, 5, 5, 5, 5]
+    with pytest.raises(ptx.KernelFault, match="trap executed"):   # not cooperative: no workspace, grid.sync traps
+        mod.launch("_Z5gsyncPi", grid=5, block=64, args=[np.zeros(6, np.int32)])
+    with pytest.raises(PtxError, match=r"4,225 CTAs; a cooperative launch may have at most as many as the GPU holds "
+                                       r"at once \(4,224 on an H100 here: 32 CTAs per SM x 132 SMs"):
+        mod.launch("_Z5gsyncPi", grid=4225, block=64, args=[np.zeros(6, np.int32)], cooperative=True)
