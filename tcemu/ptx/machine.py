@@ -504,8 +504,9 @@ def stuck(clusters, spins, grid, log) -> Deadlock:
                 continue
             head = f"  warp {w.index}: "
             k = next(i for i, ln in enumerate(lines) if ln.startswith(head))
-            lines[k:k + 1] = [spin_line(s, w)] + (describe_spin(s, log if log is not None else WriteLog(), untracked)
-                                                  if w is s.warps[0] else [f"    reads what warp {s.warps[0].index} reads"])
+            reads = describe_spin(s, log if log is not None else WriteLog(), untracked) if w is s.warps[0] else \
+                [f"    reads what warp {s.warps[0].index} reads"]
+            lines[k:k + 1] = [spin_line(s, w)] + reads
         body.append(f"CTA {c.ctaid}:\n" + "\n".join(lines))
     if grid is not None and grid.pending():
         n = len(ctas)

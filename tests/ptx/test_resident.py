@@ -276,8 +276,8 @@ def test_spin_on_shared_memory_names_the_last_writer():
                                      zero_init_shared=True)
     msg = str(e.value)
     assert "  warp 0: spins in a loop from ld.volatile.shared.u32 %r2, [flag]" in msg and "  warp 1: exited" in msg
-    assert ("    reads shared address 0x400 (4 bytes) of CTA rank 0, holding 0x1; last written by CTA (0, 0, 0) warp 1: "
-            f"st.shared.u32 [flag], %r4 (line {st})") in msg
+    assert ("    reads shared address 0x400 (4 bytes) of CTA rank 0, holding 0x1; last written by CTA (0, 0, 0) "
+            f"warp 1: st.shared.u32 [flag], %r4 (line {st})") in msg
     out = np.zeros(1, np.uint32)   # the control: warp 1 writes 2
     ptx.load(WAIT_SHARED).launch("waits", grid=1, block=64, args=[out, 2], zero_init_shared=True)
     assert out[0] == 2
@@ -413,3 +413,49 @@ def test_cooperative_groups_grid_sync_from_nvcc():
     with pytest.raises(PtxError, match=r"4,225 CTAs; a cooperative launch may have at most as many as the GPU holds "
                                        r"at once \(4,224 on an H100 here: 32 CTAs per SM x 132 SMs"):
         mod.launch("_Z5gsyncPi", grid=4225, block=64, args=[np.zeros(6, np.int32)], cooperative=True)
+
+
+# ---- warps of a CTA that spin through bar.sync together (as Triton broadcasts a scalar atomic) are proven as one
+
+BAR_SPIN = HEAD + """
+.visible .entry barspin(.param .u64 flag, .param .u64 out, .param .u32 step)
+{
+ .reg .b32 %r<8>; .reg .b64 %rd<4>; .reg .pred %p<3>;
+ .shared .align 4 .u32 seen;
+ ld.param.u64 %rd1, [flag]; ld.param.u64 %rd2, [out]; ld.param.u32 %r5, [step];
+ mov.u32 %r1, %tid.x;
+ setp.eq.u32 %p1, %r1, 0;
+$LOOP:
+ bar.sync 0;
+ @!%p1 bra $WAIT;
+ ld.volatile.global.u32 %r2, [%rd1];
+ add.u32 %r2, %r2, %r5;
+ st.volatile.global.u32 [%rd1], %r2;
+ st.shared.u32 [seen], %r2;
+$WAIT:
+ bar.sync 0;
+ ld.shared.u32 %r3, [seen];
+ setp.lt.u32 %p2, %r3, 1000;
+ @%p2 bra $LOOP;
+ @%p1 st.global.u32 [%rd2], %r3;
+ ret;
+}
+"""
+
+
+def test_warps_spinning_through_bar_sync_are_proven_together():
+    # step 0: thread 0 re-reads the flag and broadcasts it through shared memory; nobody raises it
+    bar_line, = _lines(BAR_SPIN, "bar.sync 0;")
+    with pytest.raises(Deadlock) as e:
+        ptx.load(BAR_SPIN).launch("barspin", grid=1, block=96, args=[np.zeros(1, np.uint32), np.zeros(1, np.uint32), 0])
+    msg = str(e.value)
+    assert not isinstance(e.value, BudgetExceeded)
+    assert f"  warp 0: spins in a loop from bar.sync 0 (line {bar_line}) to " in msg
+    assert "(with warps 1, 2) that only reads memory nobody changes" in msg
+    assert "  warp 2: spins in a loop from " in msg and "    reads what warp 0 reads" in msg
+    assert "reads global address 0x7f0000000000 (4 bytes, 0 bytes into 'flag' (4 bytes)), holding 0x0; last written " \
+           "by CTA (0, 0, 0) warp 0: st.volatile.global.u32 [%rd1], %r2" in msg   # the same value: no change
+    # the control: step 8 raises the flag each round (the warps change memory: never proven) until 1000
+    flag, out = np.zeros(1, np.uint32), np.zeros(1, np.uint32)
+    ptx.load(BAR_SPIN).launch("barspin", grid=1, block=96, args=[flag, out, 8])
+    assert flag[0] == 1000 and out[0] == 1000
