@@ -30,9 +30,10 @@ DIVERGED = object()
 EXITED = object()
 QUANTUM = 1 << 14
 CHUNK = 1 << 10        # a warp that runs this many instructions without blocking may be probed (run_ctas)
-PROBE_FIRST = 1024     # steps of a warp's first probe; each unproven one doubles it, up to hang.PROBE_STEPS
+PROBE_FIRST = 256      # steps of a warp's first probe; each one that runs out doubles it, up to hang.PROBE_STEPS
+PROBE_FIRST_CTA = 1024  # the same for a CTA's warps probed together (a cycle passes through every warp)
 PROBE_SETUP = 256      # what setting up a probe costs, in instructions (charged even when it stops at once)
-PROBE_SHARE = 128      # probes stay under 1/128 of a warp's (a CTA's) instructions, plus PROBE_FIRST
+PROBE_SHARE = 256      # probes stay under 1/256 of a warp's (a CTA's) instructions, plus the first
 LANES = np.arange(32, dtype=np.int64)
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -352,8 +353,8 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
             return False
         p = probes.get(c)
         if p is None:
-            p = probes[c] = [PROBE_FIRST, 0]
-        if p[1] > sum(w.executed for w in c.warps) // PROBE_SHARE + PROBE_FIRST:
+            p = probes[c] = [PROBE_FIRST_CTA, 0]
+        if p[1] > sum(w.executed for w in c.warps) // PROBE_SHARE + PROBE_FIRST_CTA:
             return False
         s, used = probe_cta(members, windows, p[0])
         p[1] += used + PROBE_SETUP
@@ -434,7 +435,8 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                                          f"{'' if one else f' ({len(resident)} CTAs resident)'} (a livelock or an "
                                          f"unbounded loop?); the unfinished warps:\n" + budget_report(resident))
         for c in ran:   # warps of a CTA that spin together (a bar.sync in the loop): probe them as one
-            cta_probe(c, windows)
+            if sum(1 for w in c.warps if not w.done and w not in spins) > 1:   # one warp: its chunks' probes
+                cta_probe(c, windows)
         moved = any(r.moved for r in clusters)
         for r in clusters:
             if all(w.done for w in r.warps):
