@@ -21,6 +21,7 @@ from typing import List, Optional
 import numpy as np
 
 from .errors import BudgetExceeded, Deadlock, KernelFault, PtxError
+from .hang import PROBE_STEPS, WriteLog, describe_spin, probe, probe_cta, spin_line
 from .memory import LocalMemory
 from .program import CLASS_ATTR, Program, describe
 
@@ -28,6 +29,11 @@ BLOCK = object()
 DIVERGED = object()
 EXITED = object()
 QUANTUM = 1 << 14
+CHUNK = 1 << 10        # a warp that runs this many instructions without blocking may be probed (run_ctas)
+PROBE_FIRST = 256      # steps of a warp's first probe; each one that runs out doubles it, up to hang.PROBE_STEPS
+PROBE_FIRST_CTA = 1024  # the same for a CTA's warps probed together (a cycle passes through every warp)
+PROBE_SETUP = 256      # what setting up a probe costs, in instructions (charged even when it stops at once)
+PROBE_SHARE = 256      # probes stay under 1/256 of a warp's (a CTA's) instructions, plus the first
 LANES = np.arange(32, dtype=np.int64)
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -246,8 +252,8 @@ class Cta:
             v = np.full(32, L.grid[axis] // L.cluster[axis])
         elif base == "%is_explicit_cluster":
             v = np.full(32, L.explicit_cluster)
-        elif base.startswith("%envreg"):
-            v = np.zeros(32)
+        elif base.startswith("%envreg"):   # a cooperative launch's grid workspace address (Module.launch)
+            v = np.full(32, getattr(L, "envreg", {}).get(base[len("%envreg"):], 0))
         else:
             raise PtxError(name, "special register not modelled")
         return np.asarray(v).astype(np.uint64)
@@ -308,52 +314,220 @@ def budget_report(ctas, limit: int = 64) -> str:
     return "\n".join(lines)
 
 
-def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, timeout: Optional[float] = None) -> int:
+class _Resident:
+    """One resident cluster: its CTAs, their warps, and the warp instructions it has executed."""
+
+    def __init__(self, ctas):
+        self.ctas = ctas
+        self.warps = [w for c in ctas for w in c.warps]
+        self.total = 0
+        self.moved = False
+
+    def where(self):
+        ctas = self.ctas
+        return f"CTA {ctas[0].ctaid}" if len(ctas) == 1 else f"cluster of CTAs {[c.ctaid for c in ctas]}"
+
+
+def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, timeout: Optional[float] = None,
+             grid=None) -> int:
     """Run the warps of these CTAs (one CTA, or the CTAs of a cluster) until all exit; Deadlock otherwise.
-    BudgetExceeded past `max_instructions` warp instructions, or once time.monotonic() passes `deadline`
-    (checked after each warp's quantum; `timeout` is the launch's limit in seconds, for the message)."""
+    BudgetExceeded past `max_instructions` warp instructions of one cluster, or once time.monotonic() passes
+    `deadline` (checked after each warp's quantum; `timeout` is the launch's limit in seconds, for the message).
+
+    grid (schedule.Residency): the launch's further clusters. One cluster is resident at a time, run to
+    completion, as long as it makes progress; when every resident warp is blocked or proven to spin on memory
+    nobody changes (hang.py), the next clusters are admitted (up to grid.limit resident) and all resident warps
+    interleave. A warp proven to spin is not run again until a byte it reads changes (it would only cycle)."""
+    clusters = [_Resident(ctas)]
+    log = getattr(ctas[0].launch, "writes", None)
     total = 0
-    warps = [w for c in ctas for w in c.warps]
+    want = 1
+    spins = {}     # warp -> hang.Spin: proven to cycle while the bytes it reads keep their values
+    probes = {}    # warp -> [steps of its next probe, probe steps spent on it]
     released = set()  # warps whose failing test_wait / try_wait returned False since the last barrier event
+
+    def cta_probe(c, windows) -> bool:
+        """Probe the unfinished warps of CTA c not already proven to spin, together (within its allowance)."""
+        members = [w for w in c.warps if not w.done and w not in spins]
+        if not members or any(w.parked_test for w in members):   # a test_wait may yet return False
+            return False
+        p = probes.get(c)
+        if p is None:
+            p = probes[c] = [PROBE_FIRST_CTA, 0]
+        if p[1] > sum(w.executed for w in c.warps) // PROBE_SHARE + PROBE_FIRST_CTA:
+            return False
+        s, used = probe_cta(members, windows, p[0])
+        p[1] += used + PROBE_SETUP
+        if s is None:
+            if used >= p[0]:   # no cycle within its steps: a longer probe next time
+                p[0] = min(2 * p[0], PROBE_STEPS)
+            return False
+        for w in members:
+            spins[w] = s
+        return True
+
     while True:
-        progress = False
-        alive = False
-        if any(c.progress for c in ctas):
+        resident = [c for r in clusters for c in r.ctas]
+        windows = [c.shared for c in resident]
+        if any(c.progress for c in resident):
             released.clear()
-        for c in ctas:
+        for c in resident:
             c.progress = False
-        for w in warps:
-            if w.done:
+        ran = set()
+        for r in clusters:
+            r.moved = False
+            for w in r.warps:
+                if w.done:
+                    continue
+                if spins:
+                    s = spins.get(w)
+                    if s is not None:
+                        if s.holds():
+                            continue
+                        # a byte they read changed: do they still only cycle?
+                        old = s.warps
+                        s = (probe(w, windows) if len(old) == 1 and s.alone else probe_cta(old, windows))[0]
+                        for x in old:
+                            spins.pop(x)
+                            if s is not None:
+                                spins[x] = s
+                            else:   # they run on; probe them again soon (their allowance starts afresh)
+                                probes.pop(x, None)
+                                probes.pop(x.cta, None)
+                        if s is not None:
+                            continue
+                if log is not None:
+                    log.running = w
+                budget = max(1, min(QUANTUM, max_instructions + 1 - r.total))  # no quantum far past the budget
+                # the quantum in chunks (the same instructions in the same order as one w.run(budget)); after a
+                # chunk the warp ran without blocking, a probe may prove it spins (then it stops here, parked)
+                n = 0
+                while True:
+                    step = min(CHUNK, budget - n)
+                    k = w.run(step)
+                    n += k
+                    if k < step or n >= budget or w.done:
+                        break
+                    p = probes.get(w)
+                    if p is None:
+                        p = probes[w] = [PROBE_FIRST, 0]   # [steps of the next probe, steps spent probing]
+                    if p[1] > w.executed // PROBE_SHARE + PROBE_FIRST:
+                        continue
+                    s, used, at_bar = probe(w, windows, p[0])
+                    p[1] += used + PROBE_SETUP
+                    if s is not None:
+                        spins[w] = s
+                        break
+                    if used >= p[0]:
+                        p[0] = min(2 * p[0], PROBE_STEPS)
+                    if at_bar and cta_probe(w.cta, windows):   # a loop through bar.sync: the CTA's warps as one
+                        break
+                r.total += n
+                total += n
+                if n:
+                    r.moved = True
+                    ran.add(w.cta)
+                if deadline is not None and time.monotonic() > deadline:
+                    one = len(clusters) == 1
+                    raise BudgetExceeded(r.where() if one else "grid",
+                                         f"the launch ran past its time limit of {timeout:g} s (timeout=) after "
+                                         f"{r.total if one else total:,} warp instructions here"
+                                         f"{'' if one else f' ({len(resident)} CTAs resident)'} (a livelock or an "
+                                         f"unbounded loop?); the unfinished warps:\n" + budget_report(resident))
+        for c in ran:   # warps of a CTA that spin together (a bar.sync in the loop): probe them as one
+            if sum(1 for w in c.warps if not w.done and w not in spins) > 1:   # one warp: its chunks' probes
+                cta_probe(c, windows)
+        moved = any(r.moved for r in clusters)
+        for r in clusters:
+            if all(w.done for w in r.warps):
                 continue
-            alive = True
-            n = w.run(max(1, min(QUANTUM, max_instructions + 1 - total)))  # no quantum far past the budget
-            total += n
-            if n:
-                progress = True
-            if deadline is not None and time.monotonic() > deadline:
-                where = ctas[0].ctaid if len(ctas) == 1 else [c.ctaid for c in ctas]
-                raise BudgetExceeded(f"CTA {where}" if len(ctas) == 1 else f"cluster of CTAs {where}",
-                                     f"the launch ran past its time limit of {timeout:g} s (timeout=) after "
-                                     f"{total:,} warp instructions here (a livelock or an unbounded loop?); "
-                                     f"the unfinished warps:\n" + budget_report(ctas))
-        if not alive:
-            for c in ctas:
+            if not r.moved and not any(c.progress for c in r.ctas) and not any(w in spins for w in r.warps):
+                # a failing mbarrier test_wait / try_wait may return False (PTX: it does not wait, or waits a
+                # bounded time): when nothing else can move, each parked one does so once; a hang only if that
+                # changes nothing
+                parked = [w for w in r.warps if not w.done and w.parked_test and id(w) not in released]
+                if parked:
+                    for w in parked:
+                        w.give_up_test = True
+                        released.add(id(w))
+                    moved = True   # they run again next round
+                    continue
+                ctas_ = r.ctas
+                raise Deadlock(r.where(), "no warp can make progress (hang):\n" +
+                               "\n".join((f"CTA {c.ctaid}:\n" if len(ctas_) > 1 else "") + c.report() for c in ctas_))
+            if r.total > max_instructions:
+                raise BudgetExceeded(f"CTA {r.ctas[0].ctaid}", f"more than {max_instructions} warp instructions "
+                                                              f"without finishing (a livelock or an unbounded loop?)\n"
+                                     + budget_report(r.ctas))
+        for r in [r for r in clusters if all(w.done for w in r.warps)]:
+            for c in r.ctas:
                 if c.tmem is not None:  # what the CTA still holds at exit (e.g. tensor memory never deallocated)
                     c.tmem.at_exit(c)
+            clusters.remove(r)
+            for w in r.warps:
+                spins.pop(w, None)
+                probes.pop(w, None)
+            for c in r.ctas:
+                probes.pop(c, None)
+            if grid is not None:
+                grid.finished(r.ctas)
+        while grid is not None and len(clusters) < want and grid.pending():
+            clusters.append(_Resident(grid.admit()))
+        if not clusters:
             return total
-        if not progress and not any(c.progress for c in ctas):
-            # a failing mbarrier test_wait / try_wait may return False (PTX: it does not wait, or waits a bounded
-            # time): when nothing else can move, each parked one does so once; a hang only if that changes nothing
-            parked = [w for w in warps if not w.done and w.parked_test and id(w) not in released]
-            if parked:
-                for w in parked:
-                    w.give_up_test = True
-                    released.add(id(w))
+        if moved or any(c.progress for c in resident):
+            continue
+        # nothing moved: every unfinished warp is blocked or spins on bytes nobody changes
+        parked = [w for r in clusters for w in r.warps if not w.done and w.parked_test and id(w) not in released]
+        if parked:
+            for w in parked:
+                w.give_up_test = True
+                released.add(id(w))
+            continue
+        if grid is not None and grid.pending() and len(clusters) < grid.limit:
+            want = min(grid.limit, 2 * len(clusters))   # the waiting CTAs may wait for CTAs not yet started
+            while len(clusters) < want and grid.pending():
+                clusters.append(_Resident(grid.admit()))
+            continue
+        raise stuck(clusters, spins, grid, log)
+
+
+def stuck(clusters, spins, grid, log) -> Deadlock:
+    """The Deadlock of a resident set in which every unfinished warp is blocked or proven to spin."""
+    ctas = [c for r in clusters for c in r.ctas]
+    prog = ctas[0].prog
+    untracked = any(i.opcode.startswith("cp.") for i in prog.instrs)
+    body = []
+    for c in ctas:
+        lines = c.report().split("\n")
+        for w in c.warps:
+            s = spins.get(w)
+            if s is None:
                 continue
-            where = ctas[0].ctaid if len(ctas) == 1 else f"cluster of CTAs {[c.ctaid for c in ctas]}"
-            raise Deadlock(f"CTA {where}" if len(ctas) == 1 else where, "no warp can make progress (hang):\n" +
-                           "\n".join((f"CTA {c.ctaid}:\n" if len(ctas) > 1 else "") + c.report() for c in ctas))
-        if total > max_instructions:
-            raise BudgetExceeded(f"CTA {ctas[0].ctaid}", f"more than {max_instructions} warp instructions without "
-                                                        f"finishing (a livelock or an unbounded loop?)\n" +
-                                 budget_report(ctas))
+            head = f"  warp {w.index}: "
+            k = next(i for i, ln in enumerate(lines) if ln.startswith(head))
+            reads = describe_spin(s, log if log is not None else WriteLog(), untracked) if w is s.warps[0] else \
+                [f"    reads what warp {s.warps[0].index} reads"]
+            lines[k:k + 1] = [spin_line(s, w)] + reads
+        body.append(f"CTA {c.ctaid}:\n" + "\n".join(lines))
+    if grid is not None and grid.pending():
+        n = len(ctas)
+        if not grid.gpu:
+            then = (f"resident CTAs wait for CTAs that cannot start until one of them finishes ({grid.why}; raise "
+                    "MEMORY_LIMIT or pass a smaller grid)")
+        elif grid.holder == "an H100 holds":
+            then = (f"resident CTAs wait for CTAs that cannot start until one of them finishes, so the kernel "
+                    f"deadlocks on the GPU too ({grid.why})")
+        else:
+            then = (f"resident CTAs wait for CTAs that cannot start until one of them finishes, so the kernel "
+                    f"deadlocks on the GPU too whenever it holds no more than {n} at once ({grid.why})")
+        head = (f"the launch has more CTAs than {grid.holder} at once ({n} resident of {grid.total}): the {then}. "
+                "Every resident warp is blocked or spins on memory nobody changes:\n")
+        return Deadlock("grid", head + "\n".join(body))
+    head = ("every unfinished warp is blocked or spins in a loop that only reads memory nobody will change (a "
+            "livelock, proven: the warp's whole state repeats while no byte changes)" +
+            (f"; every CTA of the launch has started ({len(ctas)} of {grid.total} still running)"
+             if grid is not None and len(ctas) > 1 else "") +
+            ":\n")
+    where = clusters[0].where() if len(clusters) == 1 else "grid"
+    return Deadlock(where, head + "\n".join(body))

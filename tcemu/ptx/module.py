@@ -23,16 +23,19 @@ from ..core.validate import as_int, show
 from . import parser as P
 from . import strict
 from .errors import HazardError, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
+from .hang import WriteLog
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
 from .ops.common import where
 from .program import Program, Symbol
+from .schedule import Residency
 from .tensormap import TensorMap
 from .types import ptx_type
 
 SMEM_LIMIT = 227 * 1024  # sm90: the most shared memory one CTA may allocate (static + dynamic)
-MAX_INSTRUCTIONS = 200_000_000
+MAX_INSTRUCTIONS = 2_000_000_000  # warp instructions per cluster (the time limit usually ends a livelock first)
+DEFAULT_TIMEOUT = 600.0           # seconds per launch
 # CUDA's limits (programming guide, compute capability 9.0 / 10.0; CUDA 12.1+ for the parameters)
 PARAM_LIMIT = 32_764        # bytes of a kernel's parameters
 CONST_LIMIT = 64 * 1024     # bytes of a module's .const variables
@@ -75,13 +78,13 @@ class Launch:
         self.trace = None               # callable(warp, pc, mask, control) after each warp instruction (machine.py)
         self.printed = []               # device-side printf output, in execution order
         self.echo = True
+        self._t0 = time.perf_counter_ns()  # %clock / %globaltimer count from the launch
 
     def printf(self, text: str):
         self.printed.append(text)
         if self.echo:
             sys.stdout.write(text)
             sys.stdout.flush()
-        self._t0 = time.perf_counter_ns()
 
     def clock(self) -> int:
         return (time.perf_counter_ns() - self._t0) & 0xFFFFFFFF
@@ -199,7 +202,8 @@ class Module:
     def launch(self, name: str, *, grid, block, args: Sequence = (), shared_bytes: int = 0,
                ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
-               param_bytes=None, buffers=(), printf: str = "stdout", trace=None, timeout: Optional[float] = None):
+               param_bytes=None, buffers=(), printf: str = "stdout", trace=None,
+               timeout: Optional[float] = DEFAULT_TIMEOUT, resident="occupancy", cooperative: bool = False):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
@@ -212,9 +216,18 @@ class Module:
         statistics' "printf" list).
         trace: called as trace(warp, pc, mask, control) after every instruction any warp executes (machine.py);
         an exception it raises ends the launch.
-        max_instructions / timeout: the launch's budgets, warp instructions per cluster and wall-clock seconds
-        for the whole launch (None: no time limit); past either, BudgetExceeded (a Deadlock) names what every
-        unfinished warp was doing: its PC, instruction and source line."""
+        max_instructions / timeout: the launch's budgets, warp instructions per cluster (default
+        MAX_INSTRUCTIONS, 2e9) and wall-clock seconds for the whole launch (default DEFAULT_TIMEOUT, 600 s; None:
+        no time limit); past either, BudgetExceeded (a Deadlock) names what every unfinished warp was doing: its
+        PC, instruction and source line. A warp proven to spin on memory nobody will change is a Deadlock at once
+        (hang.py), without waiting for a budget.
+        resident: how many CTAs may run at once when some wait on CTAs not yet started (schedule.py):
+        "occupancy" (an H100's, the default), "grid" (all of them) or a number of CTAs. Clusters run one at a
+        time while they make progress; past the limit, CTAs waiting on CTAs that cannot start are a Deadlock
+        (the GPU would hang too).
+        cooperative: a cooperative launch (cudaLaunchCooperativeKernel): %envreg1 / %envreg2 give the address of a
+        zeroed grid workspace, which cooperative groups' grid.sync() counts arrivals in; a grid larger than an
+        H100 holds at once is refused, as CUDA refuses it (cudaErrorCooperativeLaunchTooLarge)."""
         if not isinstance(name, str):
             raise PtxError("kernel", f"must be a kernel name, got {show(name)}")
         prog = self.program(name)
@@ -228,7 +241,7 @@ class Module:
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
             raise PtxError("shared_bytes", f"must be a non-negative int, got {show(shared_bytes)}")
         for flag, value in (("zero_init_shared", zero_init_shared), ("check_layouts", check_layouts),
-                            ("progress", progress)):
+                            ("progress", progress), ("cooperative", cooperative)):
             if not isinstance(value, (bool, np.bool_)):
                 raise PtxError(flag, f"must be a bool, got {show(value)}")
         nthreads = int(np.prod(block))
@@ -280,31 +293,49 @@ class Module:
         stats = {"ctas": 0, "warp_instructions": 0, "seconds": 0.0}
         t0 = time.perf_counter()
         deadline = None if timeout is None else time.monotonic() + timeout
-        # the clusters holding the chosen CTAs, each run as one (its CTAs' warps interleave)
+        # the clusters holding the chosen CTAs, each run as one (its CTAs' warps interleave); one at a time while
+        # it makes progress, more at once when the resident ones wait on CTAs not yet started (schedule.py)
         groups = {}
         for c in chosen:
             groups.setdefault(tuple(c[i] // cluster[i] for i in range(3)), None)
+        L.writes = WriteLog()
+        L.writes.watch_global(L.gmem)
+
+        def build(corner):
+            ctas = []
+            for rank in range(int(np.prod(cluster))):
+                x, y, z = rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1])
+                ctaid = (corner[0] * cluster[0] + x, corner[1] * cluster[1] + y, corner[2] * cluster[2] + z)
+                smem = SharedMemory(self.arch)
+                window = SharedWindow(smem, SMEM_RESERVED, SMEM_RESERVED + total_smem, bool(zero_init_shared))
+                window.rank = rank
+                L.writes.watch_shared(window)
+                cta = Cta(L, ctaid, prog, window)
+                cta.rank = rank
+                ctas.append(cta)
+            cbar = ClusterBarrier(ctas)
+            for cta in ctas:
+                cta.cluster = ctas
+                cta.cluster_barrier = cbar
+            return ctas
+
+        def finished(ctas):
+            stats["ctas"] += len(ctas)
+            if bar:
+                bar.step()
+        grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),
+                          self._cluster_bytes(prog, nthreads, cluster), MEMORY_LIMIT, finished)
+        if cooperative:
+            if len(chosen) > grid_.occupancy:
+                raise PtxError("cooperative", f"{len(chosen):,} CTAs; a cooperative launch may have at most as many "
+                                              f"as the GPU holds at once ({grid_.occupancy:,} on an H100 here: "
+                                              f"{grid_.occupancy_why}), else CUDA refuses it "
+                                              "(cudaErrorCooperativeLaunchTooLarge)")
+            work = L.gmem.allocate(np.zeros(64, np.uint8), "grid workspace")
+            L.envreg = {"1": work >> 32, "2": work & 0xFFFFFFFF}   # high, low half (as grid.sync() joins them)
         bar = _Progress(len(groups)) if progress else None
         try:
-            for corner in groups:
-                ctas = []
-                for rank in range(int(np.prod(cluster))):
-                    x, y, z = rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1])
-                    ctaid = (corner[0] * cluster[0] + x, corner[1] * cluster[1] + y, corner[2] * cluster[2] + z)
-                    smem = SharedMemory(self.arch)
-                    window = SharedWindow(smem, SMEM_RESERVED, SMEM_RESERVED + total_smem, bool(zero_init_shared))
-                    window.rank = rank
-                    cta = Cta(L, ctaid, prog, window)
-                    cta.rank = rank
-                    ctas.append(cta)
-                cbar = ClusterBarrier(ctas)
-                for cta in ctas:
-                    cta.cluster = ctas
-                    cta.cluster_barrier = cbar
-                stats["warp_instructions"] += run_ctas(ctas, max_instructions, deadline, timeout)
-                stats["ctas"] += len(ctas)
-                if bar:
-                    bar.step()
+            stats["warp_instructions"] += run_ctas(grid_.admit(), max_instructions, deadline, timeout, grid_)
         finally:
             for arr, buf in writeback:
                 arr[...] = buf.view(arr.dtype).reshape(arr.shape)
@@ -314,6 +345,12 @@ class Module:
         stats["tensor_core_seconds"] = L.tensor_core_seconds
         stats["printf"] = list(L.printed)
         return stats
+
+    def _cluster_bytes(self, prog: Program, nthreads: int, cluster) -> int:
+        """The estimate of _check_memory for one cluster's own state (registers, local frames, shared memory)."""
+        warps = -(-nthreads // 32) * int(np.prod(cluster))
+        regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
+        return warps * regs + warps * 32 * prog.local_size + int(np.prod(cluster)) * SMEM_WINDOW[self.arch] * 23
 
     def _check_memory(self, prog: Program, nthreads: int, cluster):
         """Refuse, before allocating anything, a launch beyond CUDA's size limits or whose own state would need

@@ -29,6 +29,7 @@ import numpy as np
 from ..core.errors import TcemuError
 from ..core.validate import show
 from ..ptx.errors import PtxError, PtxLimit
+from ..ptx.module import DEFAULT_TIMEOUT, MAX_INSTRUCTIONS
 from ..ptx.tensormap import encode_tiled
 from ..traces.inputs import input_bits
 from .launch import Plan, load_module, metadata_names, param_names, plan_json, read_source, sibling_metadata
@@ -236,6 +237,10 @@ def run_command(args) -> int:
             setattr(args, opt, _dims(getattr(args, opt), f"--{opt}"))
     if not 0 <= args.seed < 1 << 64:
         raise PtxError("--seed", f"{args.seed}: a seed is an integer in [0, 2^64)")
+    if not args.max_instructions >= 1:
+        raise PtxError("--max-instructions", f"{args.max_instructions}: a number of warp instructions >= 1")
+    if not 0 < args.timeout < 1e9:
+        raise PtxError("--timeout", f"{args.timeout:g}: a number of seconds > 0 (and below 1e9)")
     if args.shared is not None and args.shared < 0:
         raise PtxError("--shared", f"{args.shared}: dynamic shared memory is a byte count >= 0")
     kind, source = read_source(args.ptx)
@@ -314,9 +319,12 @@ def add_parser(sub):
     p.add_argument("--zero-init-shared", action="store_true", help="shared memory starts as zeros")
     p.add_argument("--no-check-layouts", action="store_true", help="skip the operand layout provenance check")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--max-instructions", type=int, default=200_000_000,
-                   help="warp instructions per cluster before the run is stopped as a livelock (default 2e8)")
-    p.add_argument("--timeout", type=float, default=None, help="wall-clock seconds before the run is stopped")
+    p.add_argument("--max-instructions", type=int, default=MAX_INSTRUCTIONS,
+                   help=f"warp instructions per cluster before the run is stopped as a livelock (BudgetExceeded; "
+                        f"default {MAX_INSTRUCTIONS:.0e})")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"wall-clock seconds before the run is stopped (BudgetExceeded; default {DEFAULT_TIMEOUT:g}). "
+                        "A warp proven to spin on memory nobody changes stops the run at once (Deadlock)")
     p.add_argument("--json", action="store_true", help="print one JSON object: the launch, its figures, the "
                                                        "check and the saved files")
     p.set_defaults(run=run_command)

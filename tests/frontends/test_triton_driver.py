@@ -256,8 +256,10 @@ def test_fault_names_the_source_line_and_keeps_what_was_written(sm90):
 
 @triton.jit
 def spin_kernel(flag_ptr):
-    while tl.load(flag_ptr, volatile=True) == 0:   # nothing sets it: spins for ever
-        pass
+    i = 0
+    while tl.load(flag_ptr, volatile=True) == 0:   # nothing sets it: spins for ever; counting, its state never
+        i += 1                                     # repeats (a plain spin is a Deadlock at once: test_triton_resident)
+    tl.store(flag_ptr + 1, i)
 
 
 def test_launch_timeout(sm90):
@@ -265,7 +267,7 @@ def test_launch_timeout(sm90):
     T.activate("sm90", timeout=2)
     try:
         with pytest.raises(tcemu.ptx.BudgetExceeded, match="time limit of 2 s"):
-            spin_kernel[(1,)](torch.zeros(1, dtype=torch.int32))
+            spin_kernel[(1,)](torch.zeros(2, dtype=torch.int32))
         with pytest.raises(T.TritonError, match="launch: unknown options \\['grid'\\]"):
             T.activate("sm90", grid=(2,))
     finally:

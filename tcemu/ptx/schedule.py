@@ -1,0 +1,83 @@
+"""Which CTAs of a launch may be resident at once, and the order they start in.
+
+tcemu runs one cluster at a time, to completion, as long as it makes progress (results and traces do not depend
+on how many CTAs a GPU holds). CTAs that wait on each other (a grid barrier, a stream-K fix-up, a producer and
+a consumer in different CTAs) need the others to be running: when the resident warps are proven stuck
+(machine.run_ctas, hang.py), the next clusters start, in grid order (x, then y, then z), up to `limit` resident
+clusters; finished clusters leave and free their slots. The limit is an H100's occupancy for the kernel
+(launch(resident="occupancy")), the whole grid (resident="grid") or a number of CTAs (resident=int).
+"""
+from ..core.validate import show
+from .errors import PtxError
+
+SMS = 132                 # H100 SXM
+CTAS_PER_SM = 32          # compute capability 9.0 (CUDA programming guide, "Technical Specifications")
+THREADS_PER_SM = 2048
+WARPS_PER_SM = 64
+SMEM_PER_SM = 228 * 1024  # shared memory of one SM; each CTA also takes 1 KB the system reserves
+SMEM_PER_CTA_RESERVED = 1024
+
+
+def occupancy(nthreads: int, smem_bytes: int):
+    """(CTAs per SM, the limiting resource in words) of an H100 for CTAs of nthreads threads and smem_bytes of
+    shared memory (static + dynamic). Registers per thread are not known before ptxas and are not counted."""
+    warps = -(-nthreads // 32)
+    by = {"32 CTAs per SM": CTAS_PER_SM,
+          f"{THREADS_PER_SM} threads per SM ({warps * 32} per CTA)": THREADS_PER_SM // (warps * 32),
+          f"{SMEM_PER_SM // 1024} KB of shared memory per SM ({(smem_bytes + SMEM_PER_CTA_RESERVED) / 1024:g} KB "
+          f"per CTA, 1 KB reserved included)": SMEM_PER_SM // (smem_bytes + SMEM_PER_CTA_RESERVED),
+          f"{WARPS_PER_SM} warps per SM": WARPS_PER_SM // warps}
+    why = min(by, key=by.get)
+    return by[why], why
+
+
+class Residency:
+    """The clusters of a launch not yet started (admitted in order) and how many may be resident at once."""
+
+    def __init__(self, resident, corners, build, nthreads: int, smem_bytes: int, cluster_size: int,
+                 cluster_bytes: int, memory_limit: int, finished=None):
+        self.corners = list(corners)
+        self.build = build              # corner -> the cluster's CTAs
+        self.on_finish = finished
+        self.next = 0
+        self.cluster_size = cluster_size
+        self.total = len(self.corners) * cluster_size
+        per_sm, why = occupancy(nthreads, smem_bytes)
+        self.occupancy = SMS * per_sm // cluster_size * cluster_size
+        self.occupancy_why = f"{per_sm} CTAs per SM x {SMS} SMs, limited by {why}"
+        self.gpu = True                 # the limit is a GPU's: a launch stuck at it hangs on the GPU too
+        if isinstance(resident, bool) or not (resident in ("occupancy", "grid") or isinstance(resident, int)):
+            raise PtxError("resident", f"must be 'occupancy', 'grid' or a number of CTAs, got {show(resident)}")
+        if resident == "occupancy":
+            self.limit = SMS * per_sm // cluster_size
+            self.holder = "an H100 holds"
+            self.why = f"{self.occupancy_why}; registers per thread are unknown before ptxas and not counted"
+        elif resident == "grid":
+            self.limit = len(self.corners)
+            self.holder = "the whole grid"
+            self.why = "resident='grid'"
+        else:
+            if resident < cluster_size:
+                raise PtxError("resident", f"{resident} CTAs: at least one cluster ({cluster_size} CTAs) must fit")
+            self.limit = resident // cluster_size
+            self.holder = f"resident={resident} allows"
+            self.why = f"an H100 holds {self.occupancy:,} of these CTAs at once"
+        cap = max(1, memory_limit // max(cluster_bytes, 1))
+        if cap < self.limit:   # the CPU's memory, not the GPU, bounds the resident set
+            self.limit = cap
+            self.gpu = False
+            self.holder = "tcemu keeps resident within its memory limit (tcemu.ptx.module.MEMORY_LIMIT)"
+            self.why = f"an H100 holds {self.occupancy:,} of these CTAs at once"
+        self.limit = max(1, self.limit)
+
+    def pending(self) -> bool:
+        return self.next < len(self.corners)
+
+    def admit(self):
+        corner = self.corners[self.next]
+        self.next += 1
+        return self.build(corner)
+
+    def finished(self, ctas):
+        if self.on_finish is not None:
+            self.on_finish(ctas)

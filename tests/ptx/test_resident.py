@@ -1,0 +1,461 @@
+"""Issue 23 (scheduling): CTAs that wait on each other. A warp spinning on memory nobody will change is proven to
+hang (its state repeats while no byte changes: tcemu/ptx/hang.py) without waiting for a budget; then the next
+clusters of the grid start, up to an H100's occupancy (tcemu/ptx/schedule.py), so grid barriers, stream-K
+fix-ups and producer/consumer pairs across CTAs complete; past the resident limit they are a Deadlock, as on the
+GPU. Each planted hang has a correct control that must complete."""
+import time
+
+import numpy as np
+import pytest
+
+import tcemu.ptx as ptx
+from tcemu.ptx import BudgetExceeded, Deadlock, PtxError
+from tcemu.ptx import schedule
+
+HEAD = ".version 8.3\n.target sm_90\n.address_size 64\n"
+
+
+def _lines(text, *needles):
+    lines = text.splitlines()
+    return [next(i + 1 for i, ln in enumerate(lines) if ln.strip() == n) for n in needles]
+
+
+# ---- a grid barrier through an atomic counter: thread 0 of each CTA arrives (atom.add) and spins until every
+# CTA has; out[ctaid] = its arrival number + the count it saw after the barrier
+
+def grid_barrier(spin="ld.volatile.global.u32"):
+    return HEAD + f"""
+.visible .entry gb(.param .u64 cnt, .param .u64 out)
+{{
+ .reg .b32 %r<8>; .reg .b64 %rd<8>; .reg .pred %p<4>;
+ ld.param.u64 %rd1, [cnt]; ld.param.u64 %rd2, [out];
+ mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x; mov.u32 %r3, %nctaid.x;
+ setp.ne.u32 %p1, %r1, 0;
+ @%p1 bra $WAIT;
+ atom.global.add.u32 %r4, [%rd1], 1;
+$SPIN:
+ {spin} %r5, [%rd1];
+ setp.lt.u32 %p2, %r5, %r3;
+ @%p2 bra $SPIN;
+$WAIT:
+ bar.sync 0;
+ ld.volatile.global.u32 %r6, [%rd1];
+ mul.wide.u32 %rd3, %r2, 4;
+ add.u64 %rd4, %rd2, %rd3;
+ @%p1 bra $END;
+ add.u32 %r7, %r6, %r4;
+ st.global.u32 [%rd4], %r7;
+$END:
+ ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("spin", ["ld.volatile.global.u32", "ld.acquire.gpu.global.u32"])
+def test_grid_barrier_completes(spin):
+    cnt, out = np.zeros(1, np.uint32), np.zeros(6, np.uint32)
+    st = ptx.load(grid_barrier(spin)).launch("gb", grid=6, block=64, args=[cnt, out])
+    assert cnt[0] == 6 and out.tolist() == [6, 7, 8, 9, 10, 11]   # CTAs arrive in grid order
+    assert st["ctas"] == 6
+
+
+def test_grid_barrier_with_more_ctas_than_resident_is_a_deadlock():
+    text = grid_barrier()
+    spin, bar, atom = _lines(text, "ld.volatile.global.u32 %r5, [%rd1];", "bar.sync 0;",
+                             "atom.global.add.u32 %r4, [%rd1], 1;")
+    cnt, out = np.zeros(1, np.uint32), np.zeros(4, np.uint32)
+    t = time.monotonic()
+    with pytest.raises(Deadlock) as e:
+        ptx.load(text).launch("gb", grid=4, block=64, args=[cnt, out], resident=2)
+    assert time.monotonic() - t < 2
+    msg = str(e.value)
+    assert not isinstance(e.value, BudgetExceeded) and e.value.field == "grid"
+    assert msg.startswith("grid: the launch has more CTAs than resident=2 allows at once (2 resident of 4): the "
+                          "resident CTAs wait for CTAs that cannot start until one of them finishes, so the kernel "
+                          "deadlocks on the GPU too whenever it holds no more than 2 at once (an H100 holds 4,224 "
+                          "of these CTAs at once).")
+    assert (f"CTA (1, 0, 0):\n  warp 0: spins in a loop from ld.volatile.global.u32 %r5, [%rd1] (line {spin}) to "
+            f"@%p2 bra $SPIN (line {spin + 2}) that only reads memory nobody changes (its state repeats)") in msg
+    assert f"  warp 1: at bar.sync 0 (line {bar}); waits on barrier 0 (32 of 64 threads arrived)" in msg
+    assert (f"    reads global address 0x7f0000000000 (4 bytes, 0 bytes into 'cnt' (4 bytes)), holding 0x2; last "
+            f"written by CTA (1, 0, 0) warp 0: atom.global.add.u32 %r4, [%rd1], 1 (line {atom})") in msg
+    assert cnt[0] == 2
+    # the same launch with room for all four: the control
+    cnt[:] = 0
+    ptx.load(text).launch("gb", grid=4, block=64, args=[cnt, out], resident=4)
+    assert out.tolist() == [4, 5, 6, 7]
+
+
+def test_occupancy_is_an_h100s():
+    assert schedule.occupancy(64, 0) == (32, "32 CTAs per SM")
+    assert schedule.occupancy(256, 0) == (8, "2048 threads per SM (256 per CTA)")
+    assert schedule.occupancy(1000, 0) == (2, "2048 threads per SM (1024 per CTA)")   # rounded up to warps
+    assert schedule.occupancy(128, 100 * 1024) == (2, "228 KB of shared memory per SM (101 KB per CTA, 1 KB "
+                                                      "reserved included)")
+    assert schedule.occupancy(128, 227 * 1024)[0] == 1
+    text = grid_barrier()
+    with pytest.raises(Deadlock) as e:   # 4 CTAs of 1024 threads with 200 KB of shared memory: one per SM
+        ptx.load(text).launch("gb", grid=3, block=64, args=[np.zeros(1, np.uint32), np.zeros(3, np.uint32)],
+                              resident=1)
+    assert "more CTAs than resident=1 allows at once (1 resident of 3)" in str(e.value)
+    for bad in ("all", 0, True, 1.5, None):
+        with pytest.raises(PtxError) as e:
+            ptx.load(text).launch("gb", grid=2, block=64, args=[np.zeros(1, np.uint32), np.zeros(2, np.uint32)],
+                                  resident=bad)
+        assert e.value.field == "resident"
+
+
+# ---- stream-K / split-K fix-up: CTA 0 waits for the partial of CTA 1 (and runs first)
+
+SPLITK = HEAD + """
+.visible .entry splitk(.param .u64 x, .param .u64 part, .param .u64 flag, .param .u64 out)
+{
+ .reg .b32 %r<10>; .reg .b64 %rd<12>; .reg .pred %p<4>;
+ ld.param.u64 %rd1, [x]; ld.param.u64 %rd2, [part]; ld.param.u64 %rd3, [flag]; ld.param.u64 %rd4, [out];
+ mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x;
+ mad.lo.u32 %r3, %r2, 64, %r1;
+ mul.wide.u32 %rd5, %r3, 4;
+ add.u64 %rd6, %rd1, %rd5;
+ ld.global.u32 %r4, [%rd6];
+ mul.wide.u32 %rd7, %r2, 4;
+ add.u64 %rd8, %rd2, %rd7;
+ red.global.add.u32 [%rd8], %r4;
+ bar.sync 0;
+ setp.ne.u32 %p1, %r1, 0;
+ @%p1 bra $END;
+ setp.eq.u32 %p2, %r2, 0;
+ @%p2 bra $FIXUP;
+ fence.acq_rel.gpu;
+ st.relaxed.gpu.global.u32 [%rd3], 1;
+ bra $END;
+$FIXUP:
+ ld.acquire.gpu.global.u32 %r5, [%rd3];
+ setp.eq.u32 %p3, %r5, 0;
+ @%p3 bra $FIXUP;
+ ld.global.u32 %r6, [%rd2];
+ ld.global.u32 %r7, [%rd2+4];
+ add.u32 %r8, %r6, %r7;
+ st.global.u32 [%rd4], %r8;
+$END:
+ ret;
+}
+"""
+
+
+def test_split_k_fixup_waiting_cta_first_completes():
+    x = (np.arange(128, dtype=np.uint32) * 2654435761) % 1000
+    part, flag, out = np.zeros(2, np.uint32), np.zeros(1, np.uint32), np.zeros(1, np.uint32)
+    st = ptx.load(SPLITK).launch("splitk", grid=2, block=64, args=[x, part, flag, out])
+    assert part.tolist() == [int(x[:64].sum()), int(x[64:].sum())] and out[0] == int(x.sum()) and flag[0] == 1
+    assert st["ctas"] == 2
+
+
+# ---- a persistent work queue: the last CTA fills a table and raises a flag the others wait for; then every CTA
+# takes tile numbers from an atomic counter until they run out
+
+QUEUE = HEAD + """
+.visible .entry queue(.param .u64 next, .param .u64 flag, .param .u64 table, .param .u64 out, .param .u32 ntiles)
+{
+ .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .pred %p<6>;
+ .shared .align 4 .u32 tile;
+ ld.param.u64 %rd1, [next]; ld.param.u64 %rd2, [flag]; ld.param.u64 %rd3, [table]; ld.param.u64 %rd4, [out];
+ ld.param.u32 %r9, [ntiles];
+ mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x; mov.u32 %r3, %nctaid.x;
+ add.u32 %r4, %r2, 1;
+ setp.eq.u32 %p1, %r4, %r3;
+ @!%p1 bra $CONSUME;
+ mul.wide.u32 %rd5, %r1, 4;
+ add.u64 %rd6, %rd3, %rd5;
+ mul.lo.u32 %r5, %r1, 3;
+ st.global.u32 [%rd6], %r5;
+ bar.sync 0;
+ setp.ne.u32 %p2, %r1, 0;
+ @%p2 bra $LOOP;
+ st.release.gpu.global.u32 [%rd2], 1;
+ bra $LOOP;
+$CONSUME:
+ ld.acquire.gpu.global.u32 %r6, [%rd2];
+ setp.eq.u32 %p3, %r6, 0;
+ @%p3 bra $CONSUME;
+$LOOP:
+ bar.sync 0;
+ setp.ne.u32 %p2, %r1, 0;
+ @%p2 bra $GOT;
+ atom.global.add.u32 %r7, [%rd1], 1;
+ st.shared.u32 [tile], %r7;
+$GOT:
+ bar.sync 0;
+ ld.shared.u32 %r7, [tile];
+ setp.ge.u32 %p4, %r7, %r9;
+ @%p4 bra $END;
+ mul.wide.u32 %rd5, %r1, 4;
+ add.u64 %rd6, %rd3, %rd5;
+ ld.global.u32 %r8, [%rd6];
+ add.u32 %r8, %r8, %r7;
+ mad.lo.u32 %r10, %r7, 32, %r1;
+ mul.wide.u32 %rd7, %r10, 4;
+ add.u64 %rd8, %rd4, %rd7;
+ st.global.u32 [%rd8], %r8;
+ bra $LOOP;
+$END:
+ ret;
+}
+"""
+
+
+def test_persistent_work_queue_with_a_producer_cta_completes():
+    nxt, flag, table = np.zeros(1, np.uint32), np.zeros(1, np.uint32), np.zeros(32, np.uint32)
+    out = np.zeros(16 * 32, np.uint32)
+    ptx.load(QUEUE).launch("queue", grid=4, block=32, args=[nxt, flag, table, out, 16])
+    t, tile = np.arange(32), np.arange(16)[:, None]
+    assert np.array_equal(out.reshape(16, 32), 3 * t + tile) and nxt[0] == 16 + 4 and flag[0] == 1
+
+
+# ---- a spin nobody can satisfy: proven at once, naming what the warp reads and who (never) wrote it
+
+WAIT = HEAD + """
+.visible .entry wait(.param .u64 flag, .param .u64 out)
+{
+ .reg .b32 %r<4>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+ ld.param.u64 %rd1, [flag]; ld.param.u64 %rd2, [out];
+$SPIN:
+ ld.volatile.global.u32 %r1, [%rd1];
+ setp.eq.u32 %p1, %r1, 0;
+ @%p1 bra $SPIN;
+ st.global.u32 [%rd2], %r1;
+ ret;
+}
+"""
+
+
+def test_spin_nobody_satisfies_is_a_deadlock_at_once():
+    spin, = _lines(WAIT, "ld.volatile.global.u32 %r1, [%rd1];")
+    t = time.monotonic()
+    with pytest.raises(Deadlock) as e:
+        ptx.load(WAIT).launch("wait", grid=1, block=32, args=[np.zeros(1, np.uint32), np.zeros(1, np.uint32)])
+    assert time.monotonic() - t < 1.5
+    assert not isinstance(e.value, BudgetExceeded)
+    assert str(e.value) == (
+        "CTA (0, 0, 0): every unfinished warp is blocked or spins in a loop that only reads memory nobody will change "
+        "(a livelock, proven: the warp's whole state repeats while no byte changes):\n"
+        "CTA (0, 0, 0):\n"
+        f"  warp 0: spins in a loop from ld.volatile.global.u32 %r1, [%rd1] (line {spin}) to @%p1 bra $SPIN (line "
+        f"{spin + 2}) that only reads memory nobody changes (its state repeats)\n"
+        "    reads global address 0x7f0000000000 (4 bytes, 0 bytes into 'flag' (4 bytes)), holding 0x0; nothing in "
+        "this launch wrote it")
+    out = np.zeros(1, np.uint32)   # the control: the flag is already up
+    ptx.load(WAIT).launch("wait", grid=1, block=32, args=[np.array([5], np.uint32), out])
+    assert out[0] == 5
+
+
+WAIT_SHARED = HEAD + """
+.visible .entry waits(.param .u64 out, .param .u32 value)
+{
+ .reg .b32 %r<6>; .reg .b64 %rd<4>; .reg .pred %p<3>;
+ .shared .align 4 .u32 flag;
+ ld.param.u64 %rd1, [out]; ld.param.u32 %r4, [value];
+ mov.u32 %r1, %tid.x;
+ setp.lt.u32 %p1, %r1, 32;
+ @%p1 bra $SPIN;
+ st.shared.u32 [flag], %r4;
+ ret;
+$SPIN:
+ ld.volatile.shared.u32 %r2, [flag];
+ setp.ne.u32 %p2, %r2, 2;
+ @%p2 bra $SPIN;
+ st.global.u32 [%rd1], %r2;
+ ret;
+}
+"""
+
+
+def test_spin_on_shared_memory_names_the_last_writer():
+    st, = _lines(WAIT_SHARED, "st.shared.u32 [flag], %r4;")
+    with pytest.raises(Deadlock) as e:   # warp 1 writes 1, warp 0 waits for 2
+        ptx.load(WAIT_SHARED).launch("waits", grid=1, block=64, args=[np.zeros(1, np.uint32), 1],
+                                     zero_init_shared=True)
+    msg = str(e.value)
+    assert "  warp 0: spins in a loop from ld.volatile.shared.u32 %r2, [flag]" in msg and "  warp 1: exited" in msg
+    assert ("    reads shared address 0x400 (4 bytes) of CTA rank 0, holding 0x1; last written by CTA (0, 0, 0) "
+            f"warp 1: st.shared.u32 [flag], %r4 (line {st})") in msg
+    out = np.zeros(1, np.uint32)   # the control: warp 1 writes 2
+    ptx.load(WAIT_SHARED).launch("waits", grid=1, block=64, args=[out, 2], zero_init_shared=True)
+    assert out[0] == 2
+
+
+# ---- loops that end are never hangs; loops that read no memory are the budgets' (an unbounded loop, not a wait)
+
+COUNT = HEAD + """
+.visible .entry count(.param .u64 flag, .param .u64 out, .param .u32 n)
+{
+ .reg .b32 %r<6>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+ ld.param.u64 %rd1, [flag]; ld.param.u64 %rd2, [out]; ld.param.u32 %r3, [n];
+ mov.u32 %r1, 0;
+$L:
+ ld.volatile.global.u32 %r2, [%rd1];
+ add.u32 %r1, %r1, %r2;
+ setp.lt.u32 %p1, %r1, %r3;
+ @%p1 bra $L;
+ st.global.u32 [%rd2], %r1;
+ ret;
+}
+"""
+
+
+REG_LOOP = HEAD + """
+.visible .entry k(.param .u64 out, .param .u32 n)
+{
+ .reg .b32 %r<4>; .reg .b64 %rd<2>; .reg .pred %p<2>;
+ ld.param.u64 %rd1, [out]; ld.param.u32 %r2, [n];
+ mov.u32 %r1, 0;
+$L:
+ add.u32 %r1, %r1, 1;
+ setp.lt.u32 %p1, %r1, %r2;
+ @%p1 bra $L;
+ st.global.u32 [%rd1], %r1;
+ ret;
+}
+"""
+
+
+def test_long_loops_that_end_are_not_hangs():
+    # 6,000 iterations of 4 instructions reading memory and 10,000 of 3 without: probes run and fail
+    out = np.zeros(1, np.uint32)
+    st = ptx.load(COUNT).launch("count", grid=1, block=32, args=[np.array([1], np.uint32), out, 6000])
+    assert out[0] == 6000 and st["warp_instructions"] == 3 + 1 + 4 * 6000 + 2   # probes execute nothing
+    st = ptx.load(REG_LOOP).launch("k", grid=1, block=32, args=[out, 10_000])
+    assert out[0] == 10_000 and st["warp_instructions"] == 3 + 3 * 10_000 + 2
+
+
+@pytest.mark.slow
+def test_a_200k_iteration_register_loop_is_not_a_hang():
+    out = np.zeros(1, np.uint32)
+    st = ptx.load(REG_LOOP).launch("k", grid=1, block=32, args=[out, 200_000])
+    assert out[0] == 200_000 and st["warp_instructions"] == 3 + 3 * 200_000 + 2
+
+
+def test_a_probe_is_invisible_to_the_trace():
+    # the trace sees exactly the instructions the warps execute, as without probes: 3 per iteration
+    seen = []
+    out = np.zeros(1, np.uint32)
+    ptx.load(COUNT).launch("count", grid=1, block=32, args=[np.array([1], np.uint32), out, 3000],
+                           trace=lambda w, pc, m, r: seen.append(pc))
+    assert len(seen) == 3 + 1 + 4 * 3000 + 2 and seen[:6] == [0, 1, 2, 3, 4, 5] and seen[-2:] == [8, 9]
+
+
+def test_a_loop_reading_no_memory_is_left_to_the_budgets():
+    spin = HEAD + ".visible .entry k()\n{\n$L:\nbra $L;\n}\n"
+    with pytest.raises(BudgetExceeded, match="more than 50000 warp instructions"):
+        ptx.load(spin).launch("k", grid=1, block=32, max_instructions=50_000)
+    with pytest.raises(BudgetExceeded, match="time limit of 0.3 s"):
+        ptx.load(spin).launch("k", grid=1, block=32, timeout=0.3)
+
+
+def test_spin_on_the_clock_is_not_proven():
+    # %clock changes registers: never a proven cycle; the time budget ends it
+    text = WAIT.replace(" ld.volatile.global.u32 %r1, [%rd1];", " ld.volatile.global.u32 %r1, [%rd1];\n"
+                                                                 " mov.u32 %r3, %clock;")
+    with pytest.raises(BudgetExceeded, match="time limit of 0.5 s"):
+        ptx.load(text).launch("wait", grid=1, block=32, args=[np.zeros(1, np.uint32), np.zeros(1, np.uint32)],
+                              timeout=0.5)
+
+
+def test_subset_launch_runs_only_what_was_asked():
+    # ctas= picks CTA 1 of the grid barrier alone: it waits for the others, which were not asked for
+    cnt, out = np.zeros(1, np.uint32), np.zeros(4, np.uint32)
+    with pytest.raises(Deadlock, match="every unfinished warp is blocked or spins"):
+        ptx.load(grid_barrier()).launch("gb", grid=4, block=64, args=[cnt, out], ctas=[(1,)])
+    cnt[:] = 0
+    st = ptx.load(grid_barrier()).launch("gb", grid=4, block=64, args=[cnt, out], ctas=[0, 1, 2, 3])
+    assert st["ctas"] == 4 and out.tolist() == [4, 5, 6, 7]
+
+
+def test_the_default_limit_is_an_h100s_occupancy(monkeypatch):
+    # 200 KB of shared memory: one CTA per SM; with 2 SMs (a smaller H100, to keep it short) 2 CTAs at once
+    monkeypatch.setattr(schedule, "SMS", 2)
+    cnt, out = np.zeros(1, np.uint32), np.zeros(3, np.uint32)
+    with pytest.raises(Deadlock) as e:
+        ptx.load(grid_barrier()).launch("gb", grid=3, block=64, args=[cnt, out], shared_bytes=200 * 1024)
+    assert str(e.value).startswith(
+        "grid: the launch has more CTAs than an H100 holds at once (2 resident of 3): the resident CTAs wait for CTAs "
+        "that cannot start until one of them finishes, so the kernel deadlocks on the GPU too (1 CTAs per SM x 2 "
+        "SMs, limited by 228 KB of shared memory per SM (201 KB per CTA, 1 KB reserved included); registers per "
+        "thread are unknown before ptxas and not counted).")
+    cnt[:] = 0   # the control: "grid" lets all three run
+    ptx.load(grid_barrier()).launch("gb", grid=3, block=64, args=[cnt, out], shared_bytes=200 * 1024,
+                                    resident="grid")
+    assert out.tolist() == [3, 4, 5]
+
+
+def test_the_cpu_memory_limit_is_named_when_it_binds(monkeypatch):
+    from tcemu.ptx import module
+    mod = ptx.load(grid_barrier())
+    one = mod._cluster_bytes(mod.program("gb"), 64, (1, 1, 1))
+    monkeypatch.setattr(module, "MEMORY_LIMIT", 2 * one + one // 2)
+    with pytest.raises(Deadlock) as e:
+        mod.launch("gb", grid=3, block=64, args=[np.zeros(1, np.uint32), np.zeros(3, np.uint32)])
+    assert str(e.value).startswith(
+        "grid: the launch has more CTAs than tcemu keeps resident within its memory limit "
+        "(tcemu.ptx.module.MEMORY_LIMIT) at once (2 resident of 3): the resident CTAs wait for CTAs that cannot "
+        "start until one of them finishes (an H100 holds 4,224 of these CTAs at once; raise MEMORY_LIMIT or pass a "
+        "smaller grid).")
+
+
+def test_cooperative_groups_grid_sync_from_nvcc():
+    # cg::this_grid().sync() (tests/fixtures/ptx/cg_grid_sync.cu): the grid workspace comes from %envreg1/2
+    from paths import PTX_FIXTURES
+    mod = ptx.load(f"{PTX_FIXTURES}/cg_grid_sync.ptx")
+    out = np.zeros(1 + 5, np.int32)
+    mod.launch("_Z5gsyncPi", grid=5, block=64, args=[out], cooperative=True)
+    assert out.tolist() == [5, 5, 5, 5, 5, 5]
+    with pytest.raises(ptx.KernelFault, match="trap executed"):   # not cooperative: no workspace, grid.sync traps
+        mod.launch("_Z5gsyncPi", grid=5, block=64, args=[np.zeros(6, np.int32)])
+    with pytest.raises(PtxError, match=r"4,225 CTAs; a cooperative launch may have at most as many as the GPU holds "
+                                       r"at once \(4,224 on an H100 here: 32 CTAs per SM x 132 SMs"):
+        mod.launch("_Z5gsyncPi", grid=4225, block=64, args=[np.zeros(6, np.int32)], cooperative=True)
+
+
+# ---- warps of a CTA that spin through bar.sync together (as Triton broadcasts a scalar atomic) are proven as one
+
+BAR_SPIN = HEAD + """
+.visible .entry barspin(.param .u64 flag, .param .u64 out, .param .u32 step)
+{
+ .reg .b32 %r<8>; .reg .b64 %rd<4>; .reg .pred %p<3>;
+ .shared .align 4 .u32 seen;
+ ld.param.u64 %rd1, [flag]; ld.param.u64 %rd2, [out]; ld.param.u32 %r5, [step];
+ mov.u32 %r1, %tid.x;
+ setp.eq.u32 %p1, %r1, 0;
+$LOOP:
+ bar.sync 0;
+ @!%p1 bra $WAIT;
+ ld.volatile.global.u32 %r2, [%rd1];
+ add.u32 %r2, %r2, %r5;
+ st.volatile.global.u32 [%rd1], %r2;
+ st.shared.u32 [seen], %r2;
+$WAIT:
+ bar.sync 0;
+ ld.shared.u32 %r3, [seen];
+ setp.lt.u32 %p2, %r3, 1000;
+ @%p2 bra $LOOP;
+ @%p1 st.global.u32 [%rd2], %r3;
+ ret;
+}
+"""
+
+
+def test_warps_spinning_through_bar_sync_are_proven_together():
+    # step 0: thread 0 re-reads the flag and broadcasts it through shared memory; nobody raises it
+    bar_line, = _lines(BAR_SPIN, "bar.sync 0;")
+    with pytest.raises(Deadlock) as e:
+        ptx.load(BAR_SPIN).launch("barspin", grid=1, block=96, args=[np.zeros(1, np.uint32), np.zeros(1, np.uint32), 0])
+    msg = str(e.value)
+    assert not isinstance(e.value, BudgetExceeded)
+    assert f"  warp 0: spins in a loop from bar.sync 0 (line {bar_line}) to " in msg
+    assert "(with warps 1, 2) that only reads memory nobody changes" in msg
+    assert "  warp 2: spins in a loop from " in msg and "    reads what warp 0 reads" in msg
+    assert "reads global address 0x7f0000000000 (4 bytes, 0 bytes into 'flag' (4 bytes)), holding 0x0; last written " \
+           "by CTA (0, 0, 0) warp 0: st.volatile.global.u32 [%rd1], %r2" in msg   # the same value: no change
+    # the control: step 8 raises the flag each round (the warps change memory: never proven) until 1000
+    flag, out = np.zeros(1, np.uint32), np.zeros(1, np.uint32)
+    ptx.load(BAR_SPIN).launch("barspin", grid=1, block=96, args=[flag, out, 8])
+    assert flag[0] == 1000 and out[0] == 1000
