@@ -16,7 +16,9 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cxxabi.h>
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -47,40 +49,92 @@ std::recursive_mutex g_lock;  // one API call at a time (launches run on the int
 using Guard = std::lock_guard<std::recursive_mutex>;
 
 // ------------------------------------------------------------------------------------------- reporting
-std::string where(void* addr) {
-  Dl_info info;
-  char buf[512];
-  if (addr && dladdr(addr, &info) && info.dli_fname) {
-    const char* file = info.dli_fname[0] ? info.dli_fname : "the program";
-    if (info.dli_sname) {
-      std::snprintf(buf, sizeof buf, "%s+%#lx in %s", info.dli_sname,
-                    (unsigned long)((char*)addr - (char*)info.dli_saddr), file);
-      return buf;
-    }
-    unsigned long off = (unsigned long)((char*)addr - (char*)info.dli_fbase);
-    // no dynamic symbol (main is not exported unless -rdynamic): ask addr2line, on this error path only
-    char hexoff[32];
-    std::snprintf(hexoff, sizeof hexoff, "%#lx", off);
-    std::string cmd = std::string("LD_PRELOAD= addr2line -f -C -e '") + info.dli_fname + "' " + hexoff + " 2>/dev/null";
-    std::string fn, line;
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-      char text[512];
-      if (std::fgets(text, sizeof text, p)) fn = text;
-      if (std::fgets(text, sizeof text, p)) line = text;
-      pclose(p);
-    }
-    while (!fn.empty() && (fn.back() == '\n' || fn.back() == '\r')) fn.pop_back();
-    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-    bool known_line = !line.empty() && line.find("??") == std::string::npos && line.find(":?") == std::string::npos &&
-                      line.find(":0") == std::string::npos;
-    if (!fn.empty() && fn != "??")
-      std::snprintf(buf, sizeof buf, "%s%s%s in %s (+%#lx)", fn.c_str(), known_line ? " at " : "",
-                    known_line ? line.c_str() : "", file, off);
-    else std::snprintf(buf, sizeof buf, "%s+%#lx", file, off);
-    return buf;
+// A call site: the stack when it happened, resolved only when a report names it.
+struct Site {
+  void* pc[10];
+  int n = 0;
+};
+
+Site here() {
+  Site s;
+  s.n = backtrace(s.pc, 10);
+  return s;
+}
+
+struct Frame {
+  std::string fn;    // the function (demangled), or empty
+  std::string text;  // "FN at FILE:LINE in OBJECT (+OFFSET)", or "OBJECT+OFFSET"
+  bool ours = false; // inside this library
+};
+
+Frame resolve(void* pc) {
+  Frame f;
+  Dl_info info, self;
+  char buf[1024];
+  if (!pc || !dladdr(pc, &info) || !info.dli_fname) {
+    std::snprintf(buf, sizeof buf, "%p", pc);
+    f.text = buf;
+    return f;
   }
-  std::snprintf(buf, sizeof buf, "%p", addr);
-  return buf;
+  f.ours = dladdr(reinterpret_cast<void*>(&resolve), &self) && self.dli_fbase == info.dli_fbase;
+  const char* file = info.dli_fname[0] ? info.dli_fname : "the program";
+  unsigned long off = (unsigned long)((char*)pc - (char*)info.dli_fbase);
+  if (info.dli_sname) {
+    f.fn = info.dli_sname;
+    std::snprintf(buf, sizeof buf, "%s+%#lx in %s", info.dli_sname, (unsigned long)((char*)pc - (char*)info.dli_saddr),
+                  file);
+    f.text = buf;
+    return f;
+  }
+  if (f.ours) return f;
+  // no dynamic symbol (main is not exported unless -rdynamic): ask addr2line, on report paths only
+  char hexoff[32];
+  std::snprintf(hexoff, sizeof hexoff, "%#lx", off);
+  std::string cmd = std::string("LD_PRELOAD= addr2line -f -C -e '") + info.dli_fname + "' " + hexoff + " 2>/dev/null";
+  std::string line;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char text[512];
+    if (std::fgets(text, sizeof text, p)) f.fn = text;
+    if (std::fgets(text, sizeof text, p)) line = text;
+    pclose(p);
+  }
+  while (!f.fn.empty() && (f.fn.back() == '\n' || f.fn.back() == '\r')) f.fn.pop_back();
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (f.fn == "??") f.fn.clear();
+  bool known_line = !line.empty() && line.find("??") == std::string::npos && line.find(":?") == std::string::npos &&
+                    line.find(":0") == std::string::npos;
+  if (!f.fn.empty())
+    std::snprintf(buf, sizeof buf, "%s%s%s in %s (+%#lx)", f.fn.c_str(), known_line ? " at " : "",
+                  known_line ? line.c_str() : "", file, off);
+  else std::snprintf(buf, sizeof buf, "%s+%#lx", file, off);
+  f.text = buf;
+  return f;
+}
+
+// The first frame of the program's own code: past this library and past the CUDA headers' inline wrappers
+// (cudaMalloc<T>, cudaLaunchKernel<T>, __cudaLaunchKernel_helper) and nvcc's host stub of `kernel`.
+std::string where(const Site& s, const char* kernel = nullptr) {
+  std::string stub;
+  if (kernel) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(kernel, nullptr, nullptr, &status);
+    if (d && status == 0) stub = d;
+    std::free(d);
+  }
+  std::string first;
+  for (int i = 0; i < s.n; ++i) {
+    // a return address: the call is the byte before it (addr2line then names the call's line)
+    Frame f = resolve(static_cast<char*>(s.pc[i]) - 1);
+    if (f.ours) continue;
+    if (first.empty()) first = f.text;
+    std::string fn = f.fn;
+    if (fn.rfind("cudaError ", 0) == 0) fn = fn.substr(10);
+    if (fn.rfind("cuda", 0) == 0 || fn.rfind("__cuda", 0) == 0 || fn.rfind("__device_stub", 0) == 0 ||
+        (!stub.empty() && fn == stub))
+      continue;
+    return f.text;
+  }
+  return first.empty() ? std::string("an unknown caller") : first;
 }
 
 [[noreturn]] void stop(int status, const char* fmt, ...) {
@@ -163,11 +217,11 @@ constexpr std::size_t kGap = 64 << 10;
 struct Alloc {
   std::size_t size, mapped;
   const char* kind;  // "cudaMalloc", "cudaMallocHost", ...
-  void* caller;
+  Site site;
   bool device;       // device memory (else pinned host memory, still device-accessible)
 };
 
-struct Freed { std::size_t size; const char* kind; void* caller; };
+struct Freed { std::size_t size; const char* kind; Site site; };
 
 struct Memory {
   char* base = nullptr;
@@ -182,7 +236,7 @@ Memory& M() {
   return *m;
 }
 
-void* carve(std::size_t size, const char* kind, void* caller, bool device) {
+void* carve(std::size_t size, const char* kind, bool device) {
   Memory& m = M();
   if (!m.base) {
     void* p = mmap(nullptr, kReserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -194,7 +248,7 @@ void* carve(std::size_t size, const char* kind, void* caller, bool device) {
   char* p = m.base + m.used;
   if (mprotect(p, mapped, PROT_READ | PROT_WRITE) != 0) return nullptr;
   m.used += mapped + kGap;
-  m.live[reinterpret_cast<uintptr_t>(p)] = {size, mapped, kind, caller, device};
+  m.live[reinterpret_cast<uintptr_t>(p)] = {size, mapped, kind, here(), device};
   return p;
 }
 
@@ -224,15 +278,15 @@ cudaError_t release(void* p, const char* api, void* caller) {
     if (f != m.freed.end()) {
       ++m.double_frees;
       warn("%s(%p): double free: these %zu bytes (%s, called from %s) were already freed; called from %s", api, p,
-           f->second.size, f->second.kind, where(f->second.caller).c_str(), where(caller).c_str());
+           f->second.size, f->second.kind, where(f->second.site).c_str(), where(here()).c_str());
     } else {
-      warn("%s(%p): not the start of a live allocation; called from %s", api, p, where(caller).c_str());
+      warn("%s(%p): not the start of a live allocation; called from %s", api, p, where(here()).c_str());
     }
     return cudaErrorInvalidValue;
   }
   char* c = reinterpret_cast<char*>(a);
   mmap(c, it->second.mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-  m.freed[a] = {it->second.size, it->second.kind, it->second.caller};
+  m.freed[a] = {it->second.size, it->second.kind, it->second.site};
   m.live.erase(it);
   return cudaSuccess;
 }
@@ -241,7 +295,7 @@ cudaError_t release(void* p, const char* api, void* caller) {
 cudaError_t check_range(const char* api, const char* what, const void* p, std::size_t n, void* caller) {
   if (n == 0 || find_alloc(p, n)) return cudaSuccess;
   warn("%s: the %s range [%p, +%zu bytes) is not inside one device allocation; called from %s", api, what, p, n,
-       where(caller).c_str());
+       where(here()).c_str());
   return cudaErrorInvalidValue;
 }
 
@@ -347,7 +401,7 @@ PyObject* allocation_list() {
 }
 
 // runtime.launch's answers
-constexpr int kLaunchOk = 0, kLaunchFault = 1, kLaunchRefused = 2, kLaunchBadConfig = 3;
+constexpr int kLaunchOk = 0, kLaunchFault = 1, kLaunchBadConfig = 3;  // 2: refused (reported by Python)
 
 cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
                    void** args, void* caller) {
@@ -356,7 +410,7 @@ cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim
   auto it = R().kernels.find(func);
   if (it == R().kernels.end()) {
     warn("%s: %p is not a registered kernel (a host function pointer nvcc registered); called from %s", api, func,
-         where(caller).c_str());
+         where(here()).c_str());
     return ret(cudaErrorInvalidDeviceFunction);
   }
   const Kernel& k = it->second;
@@ -366,27 +420,27 @@ cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim
   if (smem > static_cast<std::size_t>(k.max_dynamic_smem)) {
     warn("%s: %s asks for %zu bytes of dynamic shared memory; above 48 KiB a kernel needs "
          "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) (set: %d); called from %s",
-         api, k.name.c_str(), smem, k.max_dynamic_smem, where(caller).c_str());
+         api, k.name.c_str(), smem, k.max_dynamic_smem, where(here()).c_str());
     return ret(cudaErrorInvalidValue);
   }
-  std::string from = where(caller);
   runtime_module();
   PyGILState_STATE g = PyGILState_Ensure();
-  PyObject* pargs = Py_BuildValue("(Kis(III)(III)(III)nKNs)", (unsigned long long)(uintptr_t)R().fatbins[k.fatbin],
+  PyObject* pargs = Py_BuildValue("(Kis(III)(III)(III)nKN)", (unsigned long long)(uintptr_t)R().fatbins[k.fatbin],
                                  k.fatbin, k.name.c_str(), grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                  cluster.x, cluster.y, cluster.z, (Py_ssize_t)smem,
-                                 (unsigned long long)(uintptr_t)args, allocation_list(), from.c_str());
+                                 (unsigned long long)(uintptr_t)args, allocation_list());
   long long r = call_tuple("launch", pargs);
   PyGILState_Release(g);
   std::fflush(stdout);
+  if (r == kLaunchOk) return cudaSuccess;
+  warn("the launch of %s came from %s", k.name.c_str(), where(here(), k.name.c_str()).c_str());
   switch (r) {
-    case kLaunchOk: return cudaSuccess;
     case kLaunchFault:
-      if (!env_flag("TCEMU_EXEC_CONTINUE_ON_FAULT")) stop(kExitFault, "the program ends at the kernel fault above");
+      if (!env_flag("TCEMU_EXEC_CONTINUE_ON_FAULT")) stop(kExitFault, "the program ends at this kernel fault");
       g_sticky = cudaErrorLaunchFailure;
       return ret(cudaErrorLaunchFailure);
     case kLaunchBadConfig: return ret(cudaErrorInvalidConfiguration);
-    default: stop(kExitRefused, "the program ends here (above: why tcemu cannot run this launch)");
+    default: stop(kExitRefused, "the program ends here: tcemu cannot run this launch (above)");
   }
 }
 
@@ -398,7 +452,7 @@ void at_exit() {
     std::fflush(stdout);
     for (const auto& [a, b] : m.live) {
       std::fprintf(stderr, "tcemu exec: leaked %zu bytes at %#lx (%s, called from %s)\n", b.size, (unsigned long)a,
-                   b.kind, where(b.caller).c_str());
+                   b.kind, where(b.site).c_str());
       total += b.size;
     }
     std::fprintf(stderr, "tcemu exec: LEAK SUMMARY: %zu bytes leaked in %zu allocation%s\n", total, m.live.size(),
@@ -456,7 +510,8 @@ CUresult encode_tiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t ra
 extern "C" {
 
 [[noreturn]] void tcemu_unsupported(const char* name, void* caller) {
-  stop(kExitRefused, "unsupported CUDA runtime call %s (called from %s)", name, where(caller).c_str());
+  (void)caller;
+  stop(kExitRefused, "unsupported CUDA runtime call %s (called from %s)", name, where(here()).c_str());
 }
 
 // ------------------------------------------------------------------------------------- registration
@@ -548,7 +603,7 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func,
         break;
       default:
         stop(kExitRefused, "unsupported launch attribute %d in cudaLaunchKernelExC (called from %s)",
-             static_cast<int>(a.id), where(caller).c_str());
+             static_cast<int>(a.id), where(here()).c_str());
     }
   }
   return launch("cudaLaunchKernelExC", func, config->gridDim, config->blockDim, cluster, config->dynamicSmemBytes,
@@ -580,7 +635,7 @@ cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, enum cudaFuncAttrib
       return cudaSuccess;
     default:
       stop(kExitRefused, "unsupported cudaFuncSetAttribute attribute %d (called from %s)", static_cast<int>(attr),
-           where(__builtin_return_address(0)).c_str());
+           where(here()).c_str());
   }
 }
 
@@ -728,7 +783,7 @@ cudaError_t CUDARTAPI cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr att
     case cudaDevAttrEccEnabled: *value = 1; break;
     default:
       stop(kExitRefused, "unsupported cudaDeviceGetAttribute attribute %d (called from %s)", static_cast<int>(attr),
-           where(__builtin_return_address(0)).c_str());
+           where(here()).c_str());
   }
   return cudaSuccess;
 }
@@ -766,7 +821,7 @@ static cudaError_t alloc(void** p, size_t size, const char* kind, bool device, v
   ensure_at_exit();
   if (!p) return ret(cudaErrorInvalidValue);
   if (size == 0) { *p = nullptr; return cudaSuccess; }
-  void* q = carve(size, kind, caller, device);
+  void* q = carve(size, kind, device);
   if (!q) { *p = nullptr; return ret(cudaErrorMemoryAllocation); }
   *p = q;
   return cudaSuccess;
@@ -798,7 +853,7 @@ static cudaError_t free_(void* p, const char* api, bool device, void* caller) {
   if (p) {
     auto* a = find_alloc(p);
     if (a && a->first == reinterpret_cast<uintptr_t>(p) && a->second.device != device) {
-      warn("%s(%p): this block came from %s; called from %s", api, p, a->second.kind, where(caller).c_str());
+      warn("%s(%p): this block came from %s; called from %s", api, p, a->second.kind, where(here()).c_str());
       return ret(cudaErrorInvalidValue);
     }
   }
@@ -992,7 +1047,7 @@ CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap*, CUtensorMapDataType, cuui
                                          const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
                                          CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
   stop(kExitRefused, "unsupported CUDA driver call cuTensorMapEncodeIm2col: tcemu models tiled tensor maps only "
-       "(called from %s)", where(__builtin_return_address(0)).c_str());
+       "(called from %s)", where(here()).c_str());
 }
 
 static const char* driver_error(CUresult r, bool name) {
@@ -1042,7 +1097,7 @@ int g_slots_used = 0;
 template <int I>
 int driver_slot() {
   stop(kExitRefused, "unsupported CUDA driver call %s (reached through cudaGetDriverEntryPoint; called from %s)",
-       g_slot_names[I], where(__builtin_return_address(0)).c_str());
+       g_slot_names[I], where(here()).c_str());
 }
 
 template <int... I>

@@ -66,7 +66,7 @@ def _buffers(allocations):
     return out
 
 
-def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address, allocations, caller) -> int:
+def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address, allocations) -> int:
     try:
         mod, text = _module(fatbin_address, index, name)
     except TcemuError as e:
@@ -76,10 +76,10 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
         prog = mod.program(name)
         blob = _blob(prog, args_address)
     except PtxUnsupported as e:
-        _say(f"kernel {name} (launched from {caller}): {type(e).__name__}: {e}")
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
         return REFUSED
     except TcemuError as e:
-        _say(f"kernel {name} (launched from {caller}): {type(e).__name__}: {e}")
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
         return REFUSED
     buffers = _buffers(allocations)
     before = _recorder.before(buffers)
@@ -89,17 +89,17 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
                    printf="stdout")
     except KernelFault as e:
         sys.stdout.flush()
-        _say(f"kernel fault in {name} (launched from {caller}, grid {tuple(grid)}, block {tuple(block)}):\n"
+        _say(f"kernel fault in {name} (grid {tuple(grid)}, block {tuple(block)}, cluster {tuple(cluster)}):\n"
              f"  {type(e).__name__}: {e}")
         return FAULT
     except PtxLimit as e:
-        _say(f"kernel {name} (launched from {caller}): {type(e).__name__}: {e}")
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
         return REFUSED
     except PtxUnsupported as e:
-        _say(f"kernel {name} (launched from {caller}): {type(e).__name__}: {e}")
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
         return REFUSED
     except PtxError as e:  # a launch the hardware refuses too (block, cluster, shared memory): a configuration error
-        _say(f"launch of {name} (from {caller}) refused: {type(e).__name__}: {e}")
+        _say(f"launch of {name} refused: {type(e).__name__}: {e}")
         return BAD_CONFIG
     finally:
         sys.stdout.flush()
