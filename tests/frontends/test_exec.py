@@ -118,9 +118,8 @@ def test_missing_program_is_bad_input():
 
 # ---------------------------------------------------------------------------------------------- compiled programs
 
-@pytest.fixture(scope="session")
-def programs(tmp_path_factory):
-    """Every test program, compiled in parallel: name -> path."""
+def _nvcc():
+    """nvcc's path, once tcemu's libcudart is built (skips the test without nvcc, g++ or the CUDA headers)."""
     nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
     if nvcc is None or shutil.which("g++") is None:
         pytest.skip("nvcc and g++ are needed to build the test programs")
@@ -128,6 +127,13 @@ def programs(tmp_path_factory):
         build.library_dir()
     except CudaExecError as e:
         pytest.skip(f"tcemu's libcudart cannot be built here: {e}")
+    return nvcc
+
+
+@pytest.fixture(scope="session")
+def programs(tmp_path_factory):
+    """Every test program, compiled in parallel: name -> path."""
+    nvcc = _nvcc()
     out = tmp_path_factory.mktemp("cuda")
     basics, faults = os.path.join(SOURCES, "basics.cu"), os.path.join(SOURCES, "faults.cu")
     jobs = {"basics": ["-cudart", "shared", GENCODE, basics],
@@ -273,3 +279,45 @@ def test_record_replays_to_the_same_bytes(programs, tmp_path):
     a, b, c = (np.frombuffer(bytes.fromhex(x["data" if x["role"] == "input" else "expected"]), np.float32)
                for x in records[0]["buffers"][2:5])
     assert np.array_equal(c, a + b)
+
+
+@pytest.fixture(scope="session")
+def cute_program(tmp_path_factory):
+    """The CuTe wgmma + TMA program (about 2 minutes of nvcc), with the nvidia-cutlass wheel's headers."""
+    try:
+        import cutlass_library  # the headers and the tutorial ship in the wheel's source/ folder
+    except ImportError:
+        pytest.skip("the nvidia-cutlass wheel (cutlass_library) is not installed")
+    src = os.path.join(os.path.dirname(cutlass_library.__file__), "source")
+    if not os.path.isfile(os.path.join(src, "examples", "cute", "tutorial", "hopper", "wgmma_tma_sm90.cu")):
+        pytest.skip("the cutlass wheel carries no CuTe Hopper tutorial")
+    nvcc = _nvcc()
+    out = str(tmp_path_factory.mktemp("cute") / "cute_wgmma_tma")
+    p = subprocess.run([nvcc, "-cudart", "shared", GENCODE, "-std=c++17", "--expt-relaxed-constexpr",
+                        "-I" + os.path.join(src, "include"), "-I" + os.path.join(src, "tools", "util", "include"),
+                        "-I" + os.path.join(src, "examples"), os.path.join(SOURCES, "cute_wgmma_tma.cu"), "-o", out],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_cute_wgmma_tma_program_passes(cute_program):
+    out = tcemu_exec("--", cute_program)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "PASS (256x128x128 wgmma + TMA GEMM)\n"
+    assert out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_cute_tutorial_unpredicated_tile_is_a_fault(cute_program):
+    # M = 128: the 2x1 cluster rounds the grid up to two M tiles; the tutorial's epilogue has no bounds check, so
+    # CTA (1, 1) writes past C (on a GPU: silent corruption or an illegal address)
+    out = tcemu_exec("--", cute_program, "128", "256", "128")
+    assert out.returncode == 1
+    assert "(grid (2, 2, 1), block (128, 1, 1), cluster (2, 1, 1)):" in out.stderr
+    assert "MemoryFault: st.global.u16 " in out.stderr and "CTA (1, 1, 0)" in out.stderr
+    assert "32 bytes past the end of 'cudaMalloc#0x" in out.stderr and "(65536 bytes at 0x" in out.stderr
+    assert "came from cutlass::ClusterLauncher::launch(" in out.stderr
