@@ -226,6 +226,30 @@ def test_leak_and_double_free_are_reported(programs):
 
 @pytest.mark.needs_nvcc
 @pytest.mark.slow
+def test_copy_past_an_allocation_is_invalid_value(programs):
+    out = tcemu_exec("--", programs["faults"], "memcpy")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("oversized copy: cudaErrorInvalidValue\nexact copy: cudaSuccess\n")
+    assert out.stderr.startswith("tcemu exec: cudaMemcpy: the destination range [0x")
+    assert out.stderr.count("\n") == 1 and ", +260 bytes) is not inside one device allocation; called from main in " \
+        in out.stderr
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_dynamic_shared_memory_above_48k_needs_the_attribute(programs):
+    out = tcemu_exec("--", programs["faults"], "smem")
+    assert "64 KiB launch: cudaErrorInvalidValue, out[0] = " in out.stdout
+    assert "tcemu exec: <<<>>>: _Z3bigPi asks for 65536 bytes of dynamic shared memory; above 48 KiB a kernel needs " \
+           "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) (set: 49152); called from main in " \
+        in out.stderr
+    out = tcemu_exec("--", programs["faults"], "smem_attr")   # the control
+    assert out.returncode == 0, out.stderr
+    assert "64 KiB launch: cudaSuccess, out[0] = 31\n" in out.stdout and out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_unsupported_call_stops_the_program_naming_it(programs):
     out = tcemu_exec("--", programs["faults"], "graph")
     assert out.returncode == 2

@@ -420,7 +420,7 @@ cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim
   if (smem > static_cast<std::size_t>(k.max_dynamic_smem)) {
     warn("%s: %s asks for %zu bytes of dynamic shared memory; above 48 KiB a kernel needs "
          "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) (set: %d); called from %s",
-         api, k.name.c_str(), smem, k.max_dynamic_smem, where(here()).c_str());
+         api, k.name.c_str(), smem, k.max_dynamic_smem, where(here(), k.name.c_str()).c_str());
     return ret(cudaErrorInvalidValue);
   }
   runtime_module();
