@@ -139,6 +139,7 @@ def programs(tmp_path_factory):
     jobs = {"basics": ["-cudart", "shared", GENCODE, basics],
             "faults": ["-cudart", "shared", GENCODE, faults],
             "faults_lz4": ["-cudart", "shared", GENCODE, "-compress-mode=speed", faults],
+            "faults_sm100": ["-cudart", "shared", "-gencode=arch=compute_100a,code=[sm_100a,compute_100a]", faults],
             "sass_only": ["-cudart", "shared", "-gencode=arch=compute_80,code=sm_80", faults],
             "static": [GENCODE, faults]}
     procs = {name: subprocess.Popen([nvcc, *flags, "-o", str(out / name)], stdout=subprocess.PIPE,
@@ -173,6 +174,17 @@ def test_correct_control_and_device_printf(programs):
     assert out.stdout == ("hello from thread 0, x = 7\nhello from thread 1, x = 7\n"
                           "launch: cudaSuccess, synchronize: cudaSuccess\nprintf: h[63] = 63\n")
     assert out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_sm100_program_runs_as_a_b200(programs):
+    out = tcemu_exec("--arch", "sm100", "--", programs["faults_sm100"], "printf")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ("hello from thread 0, x = 7\nhello from thread 1, x = 7\n"
+                          "launch: cudaSuccess, synchronize: cudaSuccess\nprintf: h[63] = 63\n")
+    out = tcemu_exec("--", programs["faults_sm100"], "ok")   # sm_100a PTX on the default H100: no image
+    assert out.returncode == 2 and "(its fatbinary holds: cubin sm_100, PTX sm_100a)" in out.stderr
 
 
 @pytest.mark.needs_nvcc
@@ -299,6 +311,10 @@ def test_record_replays_to_the_same_bytes(programs, tmp_path):
         rep = launches.replay(r, str(tmp_path / (r["fixture"] + ".ptx")), printf="collect")
         got = rep.outputs[outs[0]["name"]]
         assert got.tobytes() == bytes.fromhex(outs[0]["expected"])
+    run = subprocess.run([sys.executable, "-m", "tcemu.cli", "run", str(path), "--launch", "2", "--quiet"],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.endswith("_Z12cluster_swapPi: 4 CTAs, 142 warp instructions, " + run.stdout.split(", ")[-1])
     # the expected bytes are the program's: vadd's c = a + b
     a, b, c = (np.frombuffer(bytes.fromhex(x["data" if x["role"] == "input" else "expected"]), np.float32)
                for x in records[0]["buffers"][2:5])
