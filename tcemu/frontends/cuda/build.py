@@ -1,4 +1,4 @@
-"""Build tcemu's libcudart.so (cudart.cpp + a weak stub for every other runtime export) with the system g++, once
+"""Build tcemu's libcudart.so (cudart.cpp, cudart_api.cpp + a weak stub for every other runtime export) with the system g++, once
 per source, Python and CUDA-header combination, into ~/.cache/tcemu/cudart/KEY/ (TCEMU_CACHE moves the root).
 
 The library embeds the Python that runs this (it links that interpreter's libpython) and needs the CUDA
@@ -14,7 +14,8 @@ import tempfile
 from ...core.errors import TcemuError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.join(HERE, "cudart.cpp")
+SOURCES = [os.path.join(HERE, n) for n in ("cudart.cpp", "cudart_api.cpp")]
+HEADER = os.path.join(HERE, "cudart.h")
 SYMBOLS = os.path.join(HERE, "cudart_symbols.txt")
 SONAMES = ("libcudart.so.13", "libcudart.so.12")
 
@@ -69,8 +70,10 @@ def library_dir() -> str:
                                    "compiler on first use (apt-get install g++, or set CXX)")
     inc = cuda_include()
     py_inc, py_lib, py_name = python_link()
-    with open(SOURCE, "rb") as fh:
-        source = fh.read()
+    source = b""
+    for path in [*SOURCES, HEADER]:
+        with open(path, "rb") as fh:
+            source += fh.read() + b"\0"
     with open(SYMBOLS, encoding="utf-8") as fh:
         symbols = implemented_symbols(fh.read())
     key = hashlib.sha256(b"\0".join([source, "\n".join(symbols).encode(), sys.version.encode(),
@@ -84,14 +87,17 @@ def library_dir() -> str:
         with open(os.path.join(work, "stubs.cpp"), "w", encoding="utf-8") as fh:
             fh.write(stubs_source(symbols))
         common = ["-std=c++17", "-O2", "-fPIC", "-fvisibility=default"]
-        _run([gxx, *common, "-c", SOURCE, "-I", inc, "-I", py_inc, "-o", os.path.join(work, "cudart.o")], work)
+        objects = []
+        for src in SOURCES:
+            objects.append(os.path.join(work, os.path.basename(src)[:-4] + ".o"))
+            _run([gxx, *common, "-c", src, "-I", HERE, "-I", inc, "-I", py_inc, "-o", objects[-1]], work)
         _run([gxx, *common, "-c", os.path.join(work, "stubs.cpp"), "-o", os.path.join(work, "stubs.o")], work)
         for so in SONAMES:
             script = os.path.join(work, so + ".map")
             with open(script, "w", encoding="utf-8") as fh:  # the real library's symbols carry its soname as version
                 fh.write(f"{so} {{ global: cuda*; __cuda*; cu*; local: *; }};\n")
-            _run([gxx, "-shared", "-o", os.path.join(work, so), os.path.join(work, "cudart.o"),
-                  os.path.join(work, "stubs.o"), f"-Wl,-soname,{so}", f"-Wl,--version-script={script}",
+            _run([gxx, "-shared", "-o", os.path.join(work, so), *objects, os.path.join(work, "stubs.o"),
+                  f"-Wl,-soname,{so}", f"-Wl,--version-script={script}",
                   f"-L{py_lib}", f"-l{py_name}", f"-Wl,-rpath,{py_lib}", "-ldl"], work)
         for name in os.listdir(work):
             if not name.endswith((".so.13", ".so.12")):
