@@ -98,6 +98,18 @@ def test_stubs_are_weak_and_name_themselves():
     assert len(names) == 422 and "cudaMalloc" in names and "cudaGraphLaunch" in names
 
 
+def test_recorded_buffer_bytes_start_the_replay():
+    from tcemu import launches
+    buf = {"name": "x", "role": "output", "dtype": "bytes", "storage": [4], "bytes": 4, "address": 256}
+    got = launches.input_arrays({"buffers": [{**buf, "data": "01020304"}]}, 0)["x"]
+    assert got.tolist() == [1, 2, 3, 4]                                  # recorded, not poisoned
+    assert launches.input_arrays({"buffers": [buf]}, 0)["x"].tolist() == [0xFF] * 4   # the control: no data
+    with pytest.raises(launches.LaunchRecordError, match=r"buffers\['x'\].data: must be the hex of its 4 bytes"):
+        launches.input_arrays({"buffers": [{**buf, "data": "0102"}]}, 0)
+    with pytest.raises(launches.LaunchRecordError, match=r"buffers\['x'\].data: is not hex"):
+        launches.input_arrays({"buffers": [{**buf, "data": "zz020304"}]}, 0)
+
+
 def test_help_describes_every_option():
     out = subprocess.run([sys.executable, "-m", "tcemu.cli", "exec", "--help"], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": ROOT}, timeout=60)
