@@ -110,22 +110,22 @@ def test_recorded_buffer_bytes_start_the_replay():
         launches.input_arrays({"buffers": [{**buf, "data": "zz020304"}]}, 0)
 
 
-def test_help_describes_every_option():
-    out = subprocess.run([sys.executable, "-m", "tcemu.cli", "exec", "--help"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": ROOT}, timeout=60)
-    assert out.returncode == 0
-    flat = " ".join(out.stdout.split())
+def test_help_describes_every_option(capsys):
+    from tcemu.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["exec", "--help"])
+    assert e.value.code == 0
+    flat = " ".join(capsys.readouterr().out.split())
     for opt in ("--arch {sm90,sm100}", "--check-layouts, --no-check-layouts", "--continue-on-fault",
                 "--record OUT.json", "PROGRAM", "ARGS"):
         assert opt in flat, opt
     assert "-cudart shared -gencode=arch=compute_90a,code=[sm_90a,compute_90a]" in flat
 
 
-def test_missing_program_is_bad_input():
-    out = subprocess.run([sys.executable, "-m", "tcemu.cli", "exec", "--", "/nonexistent/prog"], capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=60)
-    assert out.returncode == 2
-    assert "CudaExecError: PROGRAM: /nonexistent/prog: no such program" in out.stderr
+def test_missing_program_is_bad_input(capsys):
+    from tcemu.cli import main
+    assert main(["exec", "--", "/nonexistent/prog"]) == 2
+    assert capsys.readouterr().err == "tcemu: error: CudaExecError: PROGRAM: /nonexistent/prog: no such program\n"
 
 
 # ---------------------------------------------------------------------------------------------- compiled programs
@@ -295,6 +295,7 @@ def test_program_without_ptx_names_the_gencode(programs):
 
 
 @pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_static_cudart_is_refused(programs):
     info = elf.read(programs["static"])
     assert info.static_cudart and info.defines_register_fatbinary and info.cudart is None
