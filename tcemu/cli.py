@@ -1,6 +1,6 @@
-"""The tcemu command line: decode, instr, addresses, explain, swizzle, banks, fuzz, replay, run, serve.
+"""The tcemu command line: decode, instr, addresses, explain, swizzle, banks, fuzz, replay, run, exec, serve.
 
-The subcommands live in tcemu/tools (commands.py, replay_cmd.py, run.py) and tcemu/serve/cli.py; this module
+The subcommands live in tcemu/tools (commands.py, replay_cmd.py, run.py, exec_cmd.py) and tcemu/serve/cli.py; this module
 builds the parser and turns every way a command can end into an exit status: 0 ok, 1 findings, 2 bad input (one
 line on stderr), 130 interrupted (one line), and silence when the reader of stdout goes away (`| head`)."""
 import argparse
@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     # loaded here, under main's handlers, so that Ctrl-C while they load is one line and 130 like any other
     from .serve.cli import add_parser as add_serve  # start-up cost, as above
     from .tools.run import add_parser as add_run  # start-up cost, as above
+    from .tools.exec_cmd import add_parser as add_exec  # start-up cost, as above
     ap = _Parser(prog="tcemu", description="Bit-accurate CPU emulator of tensor-core operand reads.", epilog=EPILOG,
                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"tcemu {__version__}", help="print the version and exit")
@@ -169,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     _json(p)
     p.set_defaults(run=_fuzz)
     add_run(sub)
+    add_exec(sub)
     add_serve(sub)
     p = sub.add_parser("replay", help="replay hardware traces and print a match table")
     p.add_argument("paths", nargs="+", help="trace files (.npz) or folders of them")

@@ -7,7 +7,8 @@
 - A CUTLASS fixture's .json (`launches`: one launch record per case; `--launch I` picks one), a bench record's
   `launch`, or a bare launch record replays the recorded launch (tcemu.launches.replay) from the seed.
 
-The PTX is the .json's sibling: the same name with .ptx, or the record's `fixture`; --ptx names another.
+The PTX is the .json's sibling: the same name with .ptx, or the record's (else the document's) `fixture` + .ptx;
+--ptx names another.
 """
 import json
 import os
@@ -206,7 +207,8 @@ def _plan_record(path, doc, args) -> Plan:
     entry = record.get("entry") if isinstance(record, dict) else None
     if not isinstance(entry, str):
         raise PtxError("entry", f"the launch record in {show(path, 400)} names no entry")
-    mod = _load(path, doc, args)
+    # a record may name its own PTX (tcemu exec --record: one file per fatbinary); else the document's
+    mod = _load(path, record if isinstance(record.get("fixture"), str) else doc, args)
     plan = Plan(mod, entry, what)
     out = {}
 

@@ -10,7 +10,10 @@ record per case in tests/fixtures/ptx/cutlass_*.json (`launches`). Fields used h
     buffers    [{name, role, dtype, storage, bytes, address}]
                                                  role "input" / "output" / "workspace"; dtype one of
                                                  tcemu.kernel_inputs.FORMATS or "bytes"; address: the fake
-                                                 device address the host code was given
+                                                 device address the host code was given; optional `data`
+                                                 (hex of the bytes before the launch: the buffer starts
+                                                 from it, whatever its role) and `expected` (hex of an
+                                                 output's bytes after it), as `tcemu exec --record` writes
     pointers   [{offset, buffer, delta}]         8-byte words of the blob that hold buffer address + delta
     tensormaps [{offset, encode}]                128-byte CUtensorMaps in the blob, made by encodes[encode]
     encodes    [{dtype, rank, buffer, delta, dims, strides_bytes, box, element_strides, interleave, swizzle,
@@ -120,20 +123,30 @@ def _buffers(record):
         if addr + nbytes > ADDRESS_LIMIT:  # never wraps past 2^64, never overflows the interpreter's int64 maths
             raise LaunchRecordError(f"buffers[{name}].address", f"{addr:#x} + {nbytes:,} bytes ends past 2^63: "
                                                                 "device buffers lie below 2^63")
+        data = b.get("data")
+        if data is not None and (not isinstance(data, str) or len(data) != 2 * nbytes):
+            raise LaunchRecordError(f"buffers[{show(name)}].data", f"must be the hex of its {nbytes:,} bytes")
         out[name] = {"index": i, "role": role, "dtype": b["dtype"], "np": dt, "storage": tuple(storage),
-                     "bytes": nbytes, "address": addr}
+                     "bytes": nbytes, "address": addr, "data": data}
     return out
 
 
 def input_arrays(record, seed: int, inputs: Optional[dict] = None) -> Dict[str, np.ndarray]:
     """Every buffer's initial contents: inputs from `inputs` (name -> array of the storage shape and element
-    width) or else input_bits(dtype, storage, seed, stream = buffer index); outputs POISON; workspace zeros."""
+    width), else the record's `data`, else input_bits(dtype, storage, seed, stream = buffer index); outputs
+    POISON; workspace zeros."""
     if inputs is not None and not isinstance(inputs, dict):
         raise LaunchRecordError("inputs", f"must be a dict (buffer name -> array) or None, got {show(inputs)}")
     inputs = dict(inputs or {})
     out = {}
     for name, b in _buffers(record).items():
-        if b["role"] == "input":
+        if b["data"] is not None and name not in inputs:  # recorded bytes (tcemu exec --record)
+            try:
+                raw = bytes.fromhex(b["data"])
+            except ValueError:
+                raise LaunchRecordError(f"buffers[{show(name)}].data", "is not hex") from None
+            out[name] = np.frombuffer(raw, np.uint8).view(b["np"]).reshape(b["storage"]).copy()
+        elif b["role"] == "input":
             if name in inputs:
                 a = inputs.pop(name)
                 if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":

@@ -141,7 +141,8 @@ def test_json_on_every_reporting_subcommand(capsys, tid_ptx, tmp_path):
 SUBCOMMANDS = {"decode": ["decode", DESC], "addresses": ["addresses", DESC, "--rows", "8", "--k", "16", "--dtype", "bf16"],
                "explain": ["explain", DESC], "instr": ["instr", "0x8400490", "--kind", "f16"],
                "swizzle": ["swizzle", "128B"], "banks": ["banks", "--op", "ld.shared.b32", "--pattern", "t"],
-               "fuzz": ["fuzz"], "run": ["run", "k.ptx"], "serve": ["serve"], "replay": ["replay", "t.npz"]}
+               "fuzz": ["fuzz"], "run": ["run", "k.ptx"], "exec": ["exec", "--", "prog", "arg"], "serve": ["serve"],
+               "replay": ["replay", "t.npz"]}
 
 
 def test_the_list_covers_every_subcommand():

@@ -1,0 +1,380 @@
+// The device, error, memory, stream and event calls of tcemu's libcudart.so (cudart.cpp has the rest).
+#include "cudart.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+using namespace tcemu_rt;
+
+extern "C" {
+
+// ------------------------------------------------------------------------------------------ device
+cudaError_t CUDARTAPI cudaGetDeviceCount(int* n) { if (!n) return ret(cudaErrorInvalidValue); *n = 1; return cudaSuccess; }
+cudaError_t CUDARTAPI cudaGetDevice(int* d) { if (!d) return ret(cudaErrorInvalidValue); *d = 0; return cudaSuccess; }
+cudaError_t CUDARTAPI cudaSetDevice(int d) { return d == 0 ? cudaSuccess : ret(cudaErrorInvalidDevice); }
+cudaError_t CUDARTAPI cudaInitDevice(int d, unsigned, unsigned) { return cudaSetDevice(d); }
+cudaError_t CUDARTAPI cudaSetDeviceFlags(unsigned) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaGetDeviceFlags(unsigned* f) { if (f) *f = 0; return cudaSuccess; }
+cudaError_t CUDARTAPI cudaDeviceSetCacheConfig(enum cudaFuncCache) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaDeviceSetLimit(enum cudaLimit, size_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaDeviceGetLimit(size_t* v, enum cudaLimit limit) {
+  if (!v) return ret(cudaErrorInvalidValue);
+  *v = limit == cudaLimitStackSize ? 1024 : limit == cudaLimitPrintfFifoSize ? (1 << 20) : 0;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int* can, int, int) { if (can) *can = 0; return cudaSuccess; }
+cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaRuntimeGetVersion(int* v) { if (v) *v = CUDART_VERSION; return cudaSuccess; }
+cudaError_t CUDARTAPI cudaDriverGetVersion(int* v) { if (v) *v = CUDART_VERSION; return cudaSuccess; }
+
+cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp* p, int device) {
+  if (!p) return ret(cudaErrorInvalidValue);
+  if (device != 0) return ret(cudaErrorInvalidDevice);
+  const Device& d = dev();
+  std::memset(p, 0, sizeof *p);
+  std::snprintf(p->name, sizeof p->name, "%s", d.name);
+  p->major = d.major; p->minor = d.minor;
+  p->multiProcessorCount = d.sms;
+  p->totalGlobalMem = d.memory;
+  p->sharedMemPerBlock = 49152;
+  p->sharedMemPerBlockOptin = d.smem_optin;
+  p->sharedMemPerMultiprocessor = d.smem_sm;
+  p->reservedSharedMemPerBlock = 1024;
+  p->regsPerBlock = 65536; p->regsPerMultiprocessor = 65536;
+  p->warpSize = 32;
+  p->memPitch = 2147483647;
+  p->maxThreadsPerBlock = 1024; p->maxThreadsPerMultiProcessor = 2048; p->maxBlocksPerMultiProcessor = 32;
+  p->maxThreadsDim[0] = 1024; p->maxThreadsDim[1] = 1024; p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 2147483647; p->maxGridSize[1] = 65535; p->maxGridSize[2] = 65535;
+  p->totalConstMem = 65536;
+  p->textureAlignment = 512; p->texturePitchAlignment = 32;
+  p->l2CacheSize = d.l2; p->persistingL2CacheMaxSize = d.l2 * 3 / 4;
+  p->memoryBusWidth = d.bus_width;
+  p->concurrentKernels = 1; p->asyncEngineCount = 2; p->unifiedAddressing = 1;
+  p->managedMemory = 1; p->concurrentManagedAccess = 1; p->pageableMemoryAccess = 0;
+  p->canMapHostMemory = 1; p->globalL1CacheSupported = 1; p->localL1CacheSupported = 1;
+  p->streamPrioritiesSupported = 1; p->cooperativeLaunch = 1; p->clusterLaunch = 1;
+  p->computePreemptionSupported = 1; p->hostNativeAtomicSupported = 0;
+  p->ECCEnabled = 1; p->pciBusID = 0x18;
+  p->memoryPoolsSupported = 1;
+  p->deviceNumaId = -1; p->hostNumaId = -1;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGetDeviceProperties_v2(struct cudaDeviceProp* p, int device) {
+  return cudaGetDeviceProperties(p, device);
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
+  if (!value) return ret(cudaErrorInvalidValue);
+  if (device != 0) return ret(cudaErrorInvalidDevice);
+  const Device& d = dev();
+  switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
+    case cudaDevAttrMaxBlockDimX: case cudaDevAttrMaxBlockDimY: *value = 1024; break;
+    case cudaDevAttrMaxBlockDimZ: *value = 64; break;
+    case cudaDevAttrMaxGridDimX: *value = 2147483647; break;
+    case cudaDevAttrMaxGridDimY: case cudaDevAttrMaxGridDimZ: *value = 65535; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = 49152; break;
+    case cudaDevAttrTotalConstantMemory: *value = 65536; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    case cudaDevAttrMaxRegistersPerBlock: case cudaDevAttrMaxRegistersPerMultiprocessor: *value = 65536; break;
+    case cudaDevAttrMultiProcessorCount: *value = d.sms; break;
+    case cudaDevAttrClockRate: *value = d.clock_khz; break;
+    case cudaDevAttrMemoryClockRate: *value = d.mem_clock_khz; break;
+    case cudaDevAttrGlobalMemoryBusWidth: *value = d.bus_width; break;
+    case cudaDevAttrL2CacheSize: *value = d.l2; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = 2048; break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *value = 32; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = d.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = d.minor; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = d.smem_sm; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = d.smem_optin; break;
+    case cudaDevAttrReservedSharedMemoryPerBlock: *value = 1024; break;
+    case cudaDevAttrClusterLaunch: case cudaDevAttrCooperativeLaunch: case cudaDevAttrUnifiedAddressing:
+    case cudaDevAttrManagedMemory: case cudaDevAttrConcurrentKernels: case cudaDevAttrStreamPrioritiesSupported:
+    case cudaDevAttrMemoryPoolsSupported: case cudaDevAttrCanMapHostMemory: case cudaDevAttrGlobalL1CacheSupported:
+    case cudaDevAttrConcurrentManagedAccess: case cudaDevAttrComputePreemptionSupported:
+      *value = 1;
+      break;
+    case cudaDevAttrPageableMemoryAccess: case cudaDevAttrIntegrated: case cudaDevAttrKernelExecTimeout:
+    case cudaDevAttrPciDomainId: case cudaDevAttrTccDriver: case cudaDevAttrHostNativeAtomicSupported:
+      *value = 0;
+      break;
+    case cudaDevAttrAsyncEngineCount: *value = 2; break;
+    case cudaDevAttrPciBusId: *value = 0x18; break;
+    case cudaDevAttrPciDeviceId: *value = 0; break;
+    case cudaDevAttrComputeMode: *value = cudaComputeModeDefault; break;
+    case cudaDevAttrEccEnabled: *value = 1; break;
+    default:
+      stop(kExitRefused, "unsupported cudaDeviceGetAttribute attribute %d (called from %s)", static_cast<int>(attr),
+           where(here()).c_str());
+  }
+  return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaDeviceSynchronize(void) { return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess; }
+cudaError_t CUDARTAPI cudaDeviceReset(void) {
+  Guard lock(g_lock);
+  std::vector<uintptr_t> all;
+  for (const auto& [a, b] : M().live) all.push_back(a);
+  for (uintptr_t a : all) release(reinterpret_cast<void*>(a), "cudaDeviceReset", nullptr);
+  g_sticky = cudaSuccess;
+  t_last = cudaSuccess;
+  return cudaSuccess;
+}
+
+// ------------------------------------------------------------------------------------------- errors
+cudaError_t CUDARTAPI cudaGetLastError(void) {
+  cudaError_t e = t_last;
+  t_last = g_sticky;
+  return e;
+}
+cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return t_last; }
+const char* CUDARTAPI cudaGetErrorString(cudaError_t e) {
+  const ErrorText* t = error_text(e);
+  return t ? t->text : "unrecognized error code";
+}
+const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
+  const ErrorText* t = error_text(e);
+  return t ? t->name : "cudaErrorUnknown";
+}
+
+// ------------------------------------------------------------------------------------------- memory
+static cudaError_t alloc(void** p, size_t size, const char* kind, bool device, void* caller) {
+  Guard lock(g_lock);
+  ensure_at_exit();
+  if (!p) return ret(cudaErrorInvalidValue);
+  if (size == 0) { *p = nullptr; return cudaSuccess; }
+  void* q = carve(size, kind, device);
+  if (!q) { *p = nullptr; return ret(cudaErrorMemoryAllocation); }
+  *p = q;
+  return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaMalloc(void** p, size_t size) {
+  return alloc(p, size, "cudaMalloc", true, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMallocAsync(void** p, size_t size, cudaStream_t) {
+  return alloc(p, size, "cudaMallocAsync", true, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMallocManaged(void** p, size_t size, unsigned) {
+  return alloc(p, size, "cudaMallocManaged", true, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMallocHost(void** p, size_t size) {
+  return alloc(p, size, "cudaMallocHost", false, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaHostAlloc(void** p, size_t size, unsigned) {
+  return alloc(p, size, "cudaHostAlloc", false, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+  if (!pitch) return ret(cudaErrorInvalidValue);
+  *pitch = (width + 511) / 512 * 512;
+  return alloc(p, *pitch * height, "cudaMallocPitch", true, __builtin_return_address(0));
+}
+
+static cudaError_t free_(void* p, const char* api, bool device, void* caller) {
+  Guard lock(g_lock);
+  if (p) {
+    auto* a = find_alloc(p);
+    if (a && a->first == reinterpret_cast<uintptr_t>(p) && a->second.device != device) {
+      warn("%s(%p): this block came from %s; called from %s", api, p, a->second.kind, where(here()).c_str());
+      return ret(cudaErrorInvalidValue);
+    }
+  }
+  cudaError_t e = release(p, api, caller);
+  return e == cudaSuccess ? cudaSuccess : ret(e);
+}
+cudaError_t CUDARTAPI cudaFree(void* p) { return free_(p, "cudaFree", true, __builtin_return_address(0)); }
+cudaError_t CUDARTAPI cudaFreeAsync(void* p, cudaStream_t) {
+  return free_(p, "cudaFreeAsync", true, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaFreeHost(void* p) { return free_(p, "cudaFreeHost", false, __builtin_return_address(0)); }
+
+cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free_bytes, size_t* total) {
+  Guard lock(g_lock);
+  std::size_t used = 0;
+  for (const auto& [a, b] : M().live) used += b.device ? b.size : 0;
+  if (total) *total = dev().memory;
+  if (free_bytes) *free_bytes = dev().memory - std::min<std::size_t>(used, dev().memory);
+  return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* attr, const void* p) {
+  Guard lock(g_lock);
+  if (!attr) return ret(cudaErrorInvalidValue);
+  std::memset(attr, 0, sizeof *attr);
+  auto* a = find_alloc(p);
+  attr->type = !a ? cudaMemoryTypeUnregistered
+               : !a->second.device ? cudaMemoryTypeHost
+               : std::strcmp(a->second.kind, "cudaMallocManaged") == 0 ? cudaMemoryTypeManaged : cudaMemoryTypeDevice;
+  attr->device = 0;
+  attr->devicePointer = a ? const_cast<void*>(p) : nullptr;
+  attr->hostPointer = a && (attr->type != cudaMemoryTypeDevice) ? const_cast<void*>(p) : nullptr;
+  return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaHostGetDevicePointer(void** d, void* h, unsigned) {
+  if (!d || !find_alloc(h)) return ret(cudaErrorInvalidValue);
+  *d = h;
+  return cudaSuccess;
+}
+
+// A copy's direction names which side must be device memory (cudaMemcpyDefault: the pointers decide).
+static cudaError_t copy(const char* api, void* dst, const void* src, size_t n, cudaMemcpyKind kind, void* caller) {
+  Guard lock(g_lock);
+  if (g_sticky != cudaSuccess) return ret(g_sticky);
+  if (n == 0) return cudaSuccess;
+  if (!dst || !src) return ret(cudaErrorInvalidValue);
+  bool dst_dev, src_dev;
+  switch (kind) {
+    case cudaMemcpyHostToHost: dst_dev = src_dev = false; break;
+    case cudaMemcpyHostToDevice: dst_dev = true; src_dev = false; break;
+    case cudaMemcpyDeviceToHost: dst_dev = false; src_dev = true; break;
+    case cudaMemcpyDeviceToDevice: dst_dev = src_dev = true; break;
+    case cudaMemcpyDefault: dst_dev = is_device(dst); src_dev = is_device(src); break;
+    default: return ret(cudaErrorInvalidMemcpyDirection);
+  }
+  cudaError_t e = cudaSuccess;
+  if (dst_dev && (e = check_range(api, "destination", dst, n, caller)) != cudaSuccess) return ret(e);
+  if (src_dev && (e = check_range(api, "source", src, n, caller)) != cudaSuccess) return ret(e);
+  std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind) {
+  return copy("cudaMemcpy", dst, src, n, kind, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind, cudaStream_t) {
+  return copy("cudaMemcpyAsync", dst, src, n, kind, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind,
+                                           cudaStream_t) {
+  return copy("cudaMemcpyAsync", dst, src, n, kind, __builtin_return_address(0));
+}
+
+static cudaError_t copy2d(const char* api, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                          size_t height, cudaMemcpyKind kind, void* caller) {
+  if (width > dpitch || width > spitch) return ret(cudaErrorInvalidValue);
+  for (size_t r = 0; r < height; ++r) {
+    cudaError_t e = copy(api, static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width,
+                         kind, caller);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                   size_t height, enum cudaMemcpyKind kind) {
+  return copy2d("cudaMemcpy2D", dst, dpitch, src, spitch, width, height, kind, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                        size_t height, enum cudaMemcpyKind kind, cudaStream_t) {
+  return copy2d("cudaMemcpy2DAsync", dst, dpitch, src, spitch, width, height, kind, __builtin_return_address(0));
+}
+
+static cudaError_t fill(const char* api, void* dst, int value, size_t n, void* caller) {
+  Guard lock(g_lock);
+  if (g_sticky != cudaSuccess) return ret(g_sticky);
+  cudaError_t e = check_range(api, "destination", dst, n, caller);
+  if (e != cudaSuccess) return ret(e);
+  if (n) std::memset(dst, value, n);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaMemset(void* dst, int value, size_t n) {
+  return fill("cudaMemset", dst, value, n, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMemsetAsync(void* dst, int value, size_t n, cudaStream_t) {
+  return fill("cudaMemsetAsync", dst, value, n, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
+  if (width > pitch) return ret(cudaErrorInvalidValue);
+  for (size_t r = 0; r < height; ++r) {
+    cudaError_t e = fill("cudaMemset2D", static_cast<char*>(dst) + r * pitch, value, width, __builtin_return_address(0));
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height, cudaStream_t) {
+  return cudaMemset2D(dst, pitch, value, width, height);
+}
+
+// ------------------------------------------------------------------------------------ streams, events
+cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* s) {
+  static std::atomic<int> next{1};
+  if (!s) return ret(cudaErrorInvalidValue);
+  *s = reinterpret_cast<cudaStream_t>(new Stream{next++});
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
+cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t* s, unsigned, int) { return cudaStreamCreate(s); }
+cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s) {
+  if (s && s != cudaStreamLegacy && s != cudaStreamPerThread) delete reinterpret_cast<Stream*>(s);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t) { return cudaDeviceSynchronize(); }
+cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t) { return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamGetPriority(cudaStream_t, int* p) { if (p) *p = 0; return cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamGetFlags(cudaStream_t, unsigned* f) { if (f) *f = 0; return cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t fn, void* data, unsigned) {
+  if (!fn) return ret(cudaErrorInvalidValue);
+  fn(s, g_sticky, data);  // the stream's work is done already: launches run synchronously
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* data) {
+  if (!fn) return ret(cudaErrorInvalidValue);
+  fn(data);
+  return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* e) {
+  if (!e) return ret(cudaErrorInvalidValue);
+  *e = reinterpret_cast<cudaEvent_t>(new Event());
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
+cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<Event*>(e);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  if (!e) return ret(cudaErrorInvalidResourceHandle);
+  auto* ev = reinterpret_cast<Event*>(e);
+  ev->t = Clock::now();
+  ev->recorded = true;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned) { return cudaEventRecord(e, s); }
+cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t e) {
+  if (!e) return ret(cudaErrorInvalidResourceHandle);
+  return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
+cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+  if (!ms || !a || !b) return ret(cudaErrorInvalidValue);
+  auto *ea = reinterpret_cast<Event*>(a), *eb = reinterpret_cast<Event*>(b);
+  if (!ea->recorded || !eb->recorded) return ret(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(eb->t - ea->t).count();
+  return cudaSuccess;
+}
+
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream) {
+  Guard lock(g_lock);
+  void* p = reinterpret_cast<void*>(dst);
+  if (check_range("cuMemsetD32Async", "destination", p, n * 4, __builtin_return_address(0)) != cudaSuccess)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto* q = static_cast<uint32_t*>(p);
+  for (size_t i = 0; i < n; ++i) q[i] = value;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream) {
+  return fill("cuMemsetD8Async", reinterpret_cast<void*>(dst), value, n, __builtin_return_address(0)) == cudaSuccess
+             ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // extern "C"

@@ -1,0 +1,146 @@
+"""The Python side of tcemu's libcudart.so (cudart.cpp calls these in the program's own process).
+
+    launch(...)          one kernel launch: PTX from the fatbinary, the parameter blob from the program's argument
+                         pointers, every live allocation mapped in place at its own address; 0 ok, 1 kernel fault
+                         (reported here), 2 a launch tcemu cannot run (reported here), 3 a bad configuration
+    encode_tiled(...)    cuTensorMapEncodeTiled: tcemu's 128-byte map (tcemu.ptx.tensormap) written in place
+    at_exit()            writes the --record file
+
+Settings come from the environment that `tcemu exec` sets: TCEMU_EXEC_ARCH (sm90 | sm100),
+TCEMU_EXEC_CHECK_LAYOUTS (0 turns the operand-provenance check off), TCEMU_EXEC_RECORD (a .json path).
+"""
+import ctypes
+import os
+import sys
+
+import numpy as np
+
+from ... import ptx as tptx
+from ...core.errors import TcemuError
+from ...ptx.errors import KernelFault, PtxError, PtxLimit, PtxUnsupported
+from ...ptx.tensormap import ATOMICITIES, DRIVER_TYPES, SIZE, TensorMap, validate
+from ...traces.records import DRIVER_DTYPES
+from . import fatbin
+from .build import CudaExecError
+from .record import Recorder
+
+OK, FAULT, REFUSED, BAD_CONFIG = 0, 1, 2, 3
+ARCH = os.environ.get("TCEMU_EXEC_ARCH", "sm90")
+_modules = {}      # fatbinary index -> (Module, PTX text)
+_recorder = Recorder(os.environ.get("TCEMU_EXEC_RECORD") or None)
+
+
+def _say(text: str) -> None:
+    sys.stdout.flush()
+    print(f"tcemu exec: {text}", file=sys.stderr, flush=True)
+
+
+def _module(address: int, index: int, kernel: str):
+    if index not in _modules:
+        text = fatbin.choose_ptx(fatbin.read_at(address), ARCH if ARCH in fatbin.TARGETS else "sm90", kernel)
+        _modules[index] = (tptx.load(text), text)
+    return _modules[index]
+
+
+def _blob(prog, args_address: int) -> bytes:
+    """The parameter space: each argument copied from the pointer the program passed, at its .param offset."""
+    params = prog.fn.params
+    blob = bytearray(prog.param_size)
+    if not params:
+        return bytes(blob)
+    ptrs = (ctypes.c_void_p * len(params)).from_address(args_address)
+    for i, p in enumerate(params):
+        sym = prog.symbols[p.name]
+        if not ptrs[i]:
+            raise PtxError("args", f"argument {i} ({p.name}) is a null pointer in the launch's argument array")
+        blob[sym.address:sym.address + sym.size] = ctypes.string_at(ptrs[i], sym.size)
+    return bytes(blob)
+
+
+def _buffers(allocations):
+    """(address, uint8 view of the program's memory, label) for every live allocation."""
+    out = []
+    for address, size, label in allocations:
+        view = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(address))
+        out.append((address, view, label))
+    return out
+
+
+def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address, allocations) -> int:
+    try:
+        mod, text = _module(fatbin_address, index, name)
+    except TcemuError as e:
+        _say(f"{type(e).__name__}: {e}")
+        return REFUSED
+    try:
+        prog = mod.program(name)
+        blob = _blob(prog, args_address)
+    except PtxUnsupported as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return REFUSED
+    except TcemuError as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return REFUSED
+    buffers = _buffers(allocations)
+    before = _recorder.before(buffers)
+    try:
+        mod.launch(name, grid=grid, block=block, cluster=cluster, shared_bytes=smem, param_bytes=blob,
+                   buffers=buffers, check_layouts=os.environ.get("TCEMU_EXEC_CHECK_LAYOUTS", "1") != "0",
+                   printf="stdout")
+    except KernelFault as e:
+        sys.stdout.flush()
+        _say(f"kernel fault in {name} (grid {tuple(grid)}, block {tuple(block)}, cluster {tuple(cluster)}):\n"
+             f"  {type(e).__name__}: {e}")
+        return FAULT
+    except PtxLimit as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return REFUSED
+    except PtxUnsupported as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return REFUSED
+    except PtxError as e:  # a launch the hardware refuses too (block, cluster, shared memory): a configuration error
+        _say(f"launch of {name} refused: {type(e).__name__}: {e}")
+        return BAD_CONFIG
+    finally:
+        sys.stdout.flush()
+    _recorder.add(index, text, name, prog, grid, block, cluster, smem, blob, buffers, before)
+    return OK
+
+
+def encode_tiled(map_address, dtype, rank, address, dims, strides, box, estrides, interleave, swizzle, l2,
+                 oob) -> int:
+    """cuTensorMapEncodeTiled's arguments (pointers into the program) -> tcemu's map at map_address; 0 or 1."""
+    def arr(ptr, ctype, n):
+        return [int(v) for v in (ctype * n).from_address(ptr)] if n else []
+    try:
+        if not 0 <= dtype < len(DRIVER_DTYPES):
+            raise CudaExecError("dataType", f"CUtensorMapDataType {dtype} is not modelled (0-12 are)")
+        if swizzle not in range(7):
+            raise CudaExecError("swizzle", f"CUtensorMapSwizzle {swizzle} is not one of 0-6")
+        # driver swizzles 4-6 are the 128B swizzle with a wider atom (tcemu.ptx.tensormap.ATOMICITY_NAMES)
+        atom = {4: "128B_ATOM_32B", 5: "128B_ATOM_32B_FLIP_8B", 6: "128B_ATOM_64B"}.get(swizzle)
+        tm = TensorMap(DRIVER_TYPES[DRIVER_DTYPES[dtype]], arr(dims, ctypes.c_uint64, rank),
+                       arr(strides, ctypes.c_uint64, rank - 1), arr(box, ctypes.c_uint32, rank),
+                       arr(estrides, ctypes.c_uint32, rank), swizzle=3 if atom else swizzle, interleave=interleave,
+                       fill=oob, l2_promotion=l2, global_address=address,
+                       swizzle_atomicity=ATOMICITIES[atom] if atom else 0)
+        validate(tm, "cuTensorMapEncodeTiled")
+    except TcemuError as e:
+        _say(f"cuTensorMapEncodeTiled returns CUDA_ERROR_INVALID_VALUE: {type(e).__name__}: {e}")
+        return 1
+    ctypes.memmove(map_address, tm.to_bytes(), SIZE)
+    return 0
+
+
+def at_exit() -> int:
+    try:
+        _recorder.write()
+    except (OSError, TcemuError) as e:
+        _say(f"--record: {e}")
+        return 1
+    finally:
+        sys.stdout.flush()
+    return 0
+
+
+__all__ = ["launch", "encode_tiled", "at_exit"]

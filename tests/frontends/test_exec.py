@@ -1,0 +1,376 @@
+"""`tcemu exec`: unmodified CUDA programs run through tcemu's libcudart.so (tcemu/frontends/cuda).
+
+The programs are tests/fixtures/cuda/*.cu, compiled once per session with nvcc into a temporary folder (the
+needs_nvcc tests skip without nvcc or g++); each run starts a Python in the program, so those tests are slow.
+The fatbinary, ELF and CLI tests at the top need nothing."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tcemu.frontends.cuda import build, elf, fatbin
+from tcemu.frontends.cuda.build import CudaExecError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOURCES = os.path.join(ROOT, "tests", "fixtures", "cuda")
+GENCODE = "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"
+
+
+# ------------------------------------------------------------------------------------------- no compiler needed
+
+def _fatbin(images):
+    """A fatbinary of (kind, arch, flags, payload, uncompressed size) images, laid out as nvcc writes them."""
+    body = b""
+    for kind, arch, flags, payload, usize in images:
+        head = bytearray(64)
+        struct.pack_into("<HHIQI", head, 0, kind, 0x101, 64, len(payload), len(payload) if usize else 0)
+        struct.pack_into("<I", head, 28, arch)
+        struct.pack_into("<Q", head, 40, flags)
+        struct.pack_into("<Q", head, 56, usize)
+        body += bytes(head) + payload
+    return struct.pack("<IHHQ", fatbin.MAGIC, 1, 16, len(body)) + body
+
+
+PTX90 = b".version 9.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n\0\0\0"
+
+
+def test_fatbin_plain_ptx_is_chosen_beside_a_cubin():
+    data = _fatbin([(2, 90, 0x11, b"\x7fELF" + b"\0" * 60, 0), (1, 90, 0x11, PTX90, 0)])
+    assert [im.what for im in fatbin.images(data)] == ["cubin sm_90", "PTX compute_90"]
+    assert fatbin.choose_ptx(data, "sm90", "k") == PTX90.split(b"\0")[0].decode()
+
+
+def test_fatbin_without_runnable_ptx_names_the_gencode():
+    data = _fatbin([(2, 80, 0x11, b"\x7fELF" + b"\0" * 60, 0)])
+    with pytest.raises(CudaExecError, match=r"kernel k: the program carries no PTX that tcemu's sm_90a can run "
+                                            r"\(its fatbinary holds: cubin sm_80\); tcemu runs PTX, not SASS: rebuild "
+                                            r"with -gencode=arch=compute_90a,code=\[sm_90a,compute_90a\]"):
+        fatbin.choose_ptx(data, "sm90", "k")
+    # sm_90a PTX is arch-specific: a B200 cannot run it (PTX ISA 5.1, arch-specific features)
+    data = _fatbin([(1, 90, 0x11, PTX90, 0)])
+    with pytest.raises(CudaExecError, match=r"holds: PTX sm_90a\).*compute_100a,code=\[sm_100a,compute_100a\]"):
+        fatbin.choose_ptx(data, "sm100", "k")
+
+
+def test_runs_on_rules():
+    assert fatbin.runs_on("sm_90a", "sm90") and fatbin.runs_on("sm_80", "sm90") and fatbin.runs_on("sm_90", "sm100")
+    assert not fatbin.runs_on("sm_90a", "sm100") and not fatbin.runs_on("sm_100a", "sm90")
+    assert not fatbin.runs_on("sm_120", "sm100") and fatbin.runs_on("sm_100f", "sm100")
+
+
+def test_lz4_block_with_an_overlapping_match():
+    # nvcc -compress-mode=speed's first bytes: 1 literal "\n", a match at offset 1 of 7 bytes (8 "\n" in all),
+    # then a last token of literals only (LZ4 block format)
+    src = b"\x13\n\x01\x00" + b"\x50hello"
+    assert fatbin.lz4_block(src, 13) == b"\n" * 8 + b"hello"
+    data = _fatbin([(1, 90, 0x2011, src, 13)])
+    assert fatbin.ptx_text(fatbin.images(data)[0]) == "\n" * 8 + "hello"
+
+
+def test_bad_fatbinary_is_a_named_error():
+    with pytest.raises(CudaExecError, match="magic 0x12345678 is not a fatbinary's"):
+        fatbin.images(struct.pack("<IHHQ", 0x12345678, 1, 16, 0))
+    data = bytearray(_fatbin([(1, 90, 0x11, PTX90, 0)]))
+    struct.pack_into("<Q", data, 16 + 8, 1 << 20)  # the image claims more bytes than the fatbinary holds
+    with pytest.raises(CudaExecError, match="runs past the fatbinary"):
+        fatbin.images(bytes(data))
+
+
+def test_elf_reader(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    assert elf.read(str(script)) is None
+    info = elf.read(sys.executable)  # a real ELF executable without CUDA
+    assert info is not None and info.cudart is None and not info.static_cudart
+
+
+def test_stubs_are_weak_and_name_themselves():
+    text = build.stubs_source(["cudaGraphCreate"])
+    assert 'extern "C" __attribute__((weak)) void cudaGraphCreate(void) { tcemu_unsupported("cudaGraphCreate", ' \
+           '__builtin_return_address(0)); }' in text
+    with open(build.SYMBOLS, encoding="utf-8") as fh:
+        names = build.implemented_symbols(fh.read())
+    assert len(names) == 422 and "cudaMalloc" in names and "cudaGraphLaunch" in names
+
+
+def test_recorded_buffer_bytes_start_the_replay():
+    from tcemu import launches
+    buf = {"name": "x", "role": "output", "dtype": "bytes", "storage": [4], "bytes": 4, "address": 256}
+    got = launches.input_arrays({"buffers": [{**buf, "data": "01020304"}]}, 0)["x"]
+    assert got.tolist() == [1, 2, 3, 4]                                  # recorded, not poisoned
+    assert launches.input_arrays({"buffers": [buf]}, 0)["x"].tolist() == [0xFF] * 4   # the control: no data
+    with pytest.raises(launches.LaunchRecordError, match=r"buffers\['x'\].data: must be the hex of its 4 bytes"):
+        launches.input_arrays({"buffers": [{**buf, "data": "0102"}]}, 0)
+    with pytest.raises(launches.LaunchRecordError, match=r"buffers\['x'\].data: is not hex"):
+        launches.input_arrays({"buffers": [{**buf, "data": "zz020304"}]}, 0)
+
+
+def test_help_describes_every_option(capsys):
+    from tcemu.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["exec", "--help"])
+    assert e.value.code == 0
+    flat = " ".join(capsys.readouterr().out.split())
+    for opt in ("--arch {sm90,sm100}", "--check-layouts, --no-check-layouts", "--continue-on-fault",
+                "--record OUT.json", "PROGRAM", "ARGS"):
+        assert opt in flat, opt
+    assert "-cudart shared -gencode=arch=compute_90a,code=[sm_90a,compute_90a]" in flat
+
+
+def test_missing_program_is_bad_input(capsys):
+    from tcemu.cli import main
+    assert main(["exec", "--", "/nonexistent/prog"]) == 2
+    assert capsys.readouterr().err == "tcemu: error: CudaExecError: PROGRAM: /nonexistent/prog: no such program\n"
+
+
+# ---------------------------------------------------------------------------------------------- compiled programs
+
+def _nvcc():
+    """nvcc's path, once tcemu's libcudart is built (skips the test without nvcc, g++ or the CUDA headers)."""
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if nvcc is None or shutil.which("g++") is None:
+        pytest.skip("nvcc and g++ are needed to build the test programs")
+    try:
+        build.library_dir()
+    except CudaExecError as e:
+        pytest.skip(f"tcemu's libcudart cannot be built here: {e}")
+    return nvcc
+
+
+@pytest.fixture(scope="session")
+def programs(tmp_path_factory):
+    """Every test program, compiled in parallel: name -> path."""
+    nvcc = _nvcc()
+    out = tmp_path_factory.mktemp("cuda")
+    basics, faults = os.path.join(SOURCES, "basics.cu"), os.path.join(SOURCES, "faults.cu")
+    jobs = {"basics": ["-cudart", "shared", GENCODE, basics],
+            "faults": ["-cudart", "shared", GENCODE, faults],
+            "faults_lz4": ["-cudart", "shared", GENCODE, "-compress-mode=speed", faults],
+            "faults_sm100": ["-cudart", "shared", "-gencode=arch=compute_100a,code=[sm_100a,compute_100a]", faults],
+            "sass_only": ["-cudart", "shared", "-gencode=arch=compute_80,code=sm_80", faults],
+            "static": [GENCODE, faults]}
+    procs = {name: subprocess.Popen([nvcc, *flags, "-o", str(out / name)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True) for name, flags in jobs.items()}
+    for name, p in procs.items():
+        text, _ = p.communicate(timeout=600)
+        assert p.returncode == 0, f"nvcc {name}: {text}"
+    return {name: str(out / name) for name in jobs}
+
+
+def tcemu_exec(*argv, timeout=300):
+    return subprocess.run([sys.executable, "-m", "tcemu.cli", "exec", *argv], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": ROOT}, timeout=timeout)
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_plain_cuda_program_passes(programs):
+    out = tcemu_exec("--", programs["basics"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ("device NVIDIA H100 80GB HBM3 (tcemu), sm_90, 132 SMs\n"
+                          "cluster of 2 CTAs, rank 0\n"
+                          "PASS (sum 1000, timed events)\n")
+    assert out.stderr == ""   # everything freed: no leak report
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_correct_control_and_device_printf(programs):
+    out = tcemu_exec("--", programs["faults"], "printf")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ("hello from thread 0, x = 7\nhello from thread 1, x = 7\n"
+                          "launch: cudaSuccess, synchronize: cudaSuccess\nprintf: h[63] = 63\n")
+    assert out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_sm100_program_runs_as_a_b200(programs):
+    out = tcemu_exec("--arch", "sm100", "--", programs["faults_sm100"], "printf")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ("hello from thread 0, x = 7\nhello from thread 1, x = 7\n"
+                          "launch: cudaSuccess, synchronize: cudaSuccess\nprintf: h[63] = 63\n")
+    out = tcemu_exec("--", programs["faults_sm100"], "ok")   # sm_100a PTX on the default H100: no image
+    assert out.returncode == 2 and "(its fatbinary holds: cubin sm_100, PTX sm_100a)" in out.stderr
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_lz4_compressed_ptx_runs(programs):
+    out = tcemu_exec("--", programs["faults_lz4"], "ok")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "launch: cudaSuccess, synchronize: cudaSuccess\nok: h[63] = 63\n"
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_out_of_bounds_write_is_reported_and_ends_the_program(programs):
+    out = tcemu_exec("--", programs["faults"], "oob")
+    assert out.returncode == 1
+    assert out.stdout == ""   # the program never reaches its own report
+    err = out.stderr
+    assert "tcemu exec: kernel fault in _Z4fillPiii (grid (1, 1, 1), block (128, 1, 1), cluster (1, 1, 1)):" in err
+    assert "MemoryFault: st.global.u32 [%rd4], %r1 (line " in err
+    assert "thread 64 accesses 4 bytes at global address " in err
+    assert "outside every allocation: 0 bytes past the end of 'cudaMalloc#0x" in err
+    assert "tcemu exec: the launch of _Z4fillPiii came from main in " + programs["faults"] in err
+    assert err.endswith("tcemu exec: the program ends at this kernel fault\n")
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_continue_on_fault_returns_launch_failure(programs):
+    out = tcemu_exec("--continue-on-fault", "--", programs["faults"], "oob")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("launch: cudaErrorLaunchFailure, synchronize: cudaErrorLaunchFailure\n")
+    assert "MemoryFault" in out.stderr
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_leak_and_double_free_are_reported(programs):
+    out = tcemu_exec("--", programs["faults"], "leak")
+    assert out.returncode == 0
+    lines = out.stderr.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("tcemu exec: leaked 256 bytes at 0x") and \
+        f"(cudaMalloc, called from main in {programs['faults']} (+0x" in lines[0]
+    assert lines[1] == "tcemu exec: LEAK SUMMARY: 256 bytes leaked in 1 allocation"
+    out = tcemu_exec("--", programs["faults"], "double")
+    assert "second free: cudaErrorInvalidValue\n" in out.stdout
+    assert "): double free: these 256 bytes (cudaMalloc, called from main in " in out.stderr
+    assert out.stderr.endswith("tcemu exec: ERROR SUMMARY: 1 double free\n")
+    assert "leaked" not in out.stderr
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_copy_past_an_allocation_is_invalid_value(programs):
+    out = tcemu_exec("--", programs["faults"], "memcpy")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("oversized copy: cudaErrorInvalidValue\nexact copy: cudaSuccess\n")
+    assert out.stderr.startswith("tcemu exec: cudaMemcpy: the destination range [0x")
+    assert out.stderr.count("\n") == 1 and ", +260 bytes) is not inside one device allocation; called from main in " \
+        in out.stderr
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_dynamic_shared_memory_above_48k_needs_the_attribute(programs):
+    out = tcemu_exec("--", programs["faults"], "smem")
+    assert "64 KiB launch: cudaErrorInvalidValue, out[0] = " in out.stdout
+    assert "tcemu exec: <<<>>>: _Z3bigPi asks for 65536 bytes of dynamic shared memory; above 48 KiB a kernel needs " \
+           "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) (set: 49152); called from main in " \
+        in out.stderr
+    out = tcemu_exec("--", programs["faults"], "smem_attr")   # the control
+    assert out.returncode == 0, out.stderr
+    assert "64 KiB launch: cudaSuccess, out[0] = 31\n" in out.stdout and out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_unsupported_call_stops_the_program_naming_it(programs):
+    out = tcemu_exec("--", programs["faults"], "graph")
+    assert out.returncode == 2
+    assert "unreachable" not in out.stdout
+    assert out.stderr.startswith("tcemu exec: unsupported CUDA runtime call cudaGraphCreate (called from main in "
+                                 + programs["faults"])
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_program_without_ptx_names_the_gencode(programs):
+    out = tcemu_exec("--", programs["sass_only"], "ok")
+    assert out.returncode == 2
+    assert ("the program carries no PTX that tcemu's sm_90a can run (its fatbinary holds: cubin sm_80); tcemu runs "
+            "PTX, not SASS: rebuild with -gencode=arch=compute_90a,code=[sm_90a,compute_90a]") in out.stderr
+    out = tcemu_exec("--arch", "sm100", "--", programs["faults"], "ok")
+    assert out.returncode == 2
+    assert "rebuild with -gencode=arch=compute_100a,code=[sm_100a,compute_100a]" in out.stderr
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_static_cudart_is_refused(programs):
+    info = elf.read(programs["static"])
+    assert info.static_cudart and info.defines_register_fatbinary and info.cudart is None
+    assert elf.read(programs["faults"]).cudart == "libcudart.so.13"
+    out = tcemu_exec("--", programs["static"], "ok")
+    assert out.returncode == 2
+    assert out.stderr == (f"tcemu: error: CudaExecError: PROGRAM: {programs['static']} links the CUDA runtime "
+                          "statically (nvcc's default, -cudart static), which tcemu cannot replace: rebuild it with "
+                          "-cudart shared\n")
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_record_replays_to_the_same_bytes(programs, tmp_path):
+    from tcemu import launches
+    path = tmp_path / "run.json"
+    out = tcemu_exec("--record", str(path), "--", programs["basics"])
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(path.read_text())
+    records = doc["launches"]
+    assert [r["entry"] for r in records] == ["_Z4vaddPKfS0_Pfi", "_Z6reducePKiPii", "_Z12cluster_swapPi"]
+    assert records[2]["cluster"] == [2, 1, 1] and records[1]["shared_bytes"] == 512
+    for r in records:
+        outs = [b for b in r["buffers"] if b["role"] == "output"]
+        assert len(outs) == 1
+        rep = launches.replay(r, str(tmp_path / (r["fixture"] + ".ptx")), printf="collect")
+        got = rep.outputs[outs[0]["name"]]
+        assert got.tobytes() == bytes.fromhex(outs[0]["expected"])
+    run = subprocess.run([sys.executable, "-m", "tcemu.cli", "run", str(path), "--launch", "2", "--quiet"],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.endswith("_Z12cluster_swapPi: 4 CTAs, 142 warp instructions, " + run.stdout.split(", ")[-1])
+    # the expected bytes are the program's: vadd's c = a + b
+    a, b, c = (np.frombuffer(bytes.fromhex(x["data" if x["role"] == "input" else "expected"]), np.float32)
+               for x in records[0]["buffers"][2:5])
+    assert np.array_equal(c, a + b)
+
+
+@pytest.fixture(scope="session")
+def cute_program(tmp_path_factory):
+    """The CuTe wgmma + TMA program (about 2 minutes of nvcc), with the nvidia-cutlass wheel's headers."""
+    try:
+        import cutlass_library  # the headers and the tutorial ship in the wheel's source/ folder
+    except ImportError:
+        pytest.skip("the nvidia-cutlass wheel (cutlass_library) is not installed")
+    src = os.path.join(os.path.dirname(cutlass_library.__file__), "source")
+    if not os.path.isfile(os.path.join(src, "examples", "cute", "tutorial", "hopper", "wgmma_tma_sm90.cu")):
+        pytest.skip("the cutlass wheel carries no CuTe Hopper tutorial")
+    nvcc = _nvcc()
+    out = str(tmp_path_factory.mktemp("cute") / "cute_wgmma_tma")
+    p = subprocess.run([nvcc, "-cudart", "shared", GENCODE, "-std=c++17", "--expt-relaxed-constexpr",
+                        "-I" + os.path.join(src, "include"), "-I" + os.path.join(src, "tools", "util", "include"),
+                        "-I" + os.path.join(src, "examples"), os.path.join(SOURCES, "cute_wgmma_tma.cu"), "-o", out],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_cute_wgmma_tma_program_passes(cute_program):
+    out = tcemu_exec("--", cute_program)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "PASS (256x128x128 wgmma + TMA GEMM)\n"
+    assert out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_cute_tutorial_unpredicated_tile_is_a_fault(cute_program):
+    # M = 128: the 2x1 cluster rounds the grid up to two M tiles; the tutorial's epilogue has no bounds check, so
+    # CTA (1, 1) writes past C (on a GPU: silent corruption or an illegal address)
+    out = tcemu_exec("--", cute_program, "128", "256", "128")
+    assert out.returncode == 1
+    assert "(grid (2, 2, 1), block (128, 1, 1), cluster (2, 1, 1)):" in out.stderr
+    assert "MemoryFault: st.global.u16 " in out.stderr and "CTA (1, 1, 0)" in out.stderr
+    assert "32 bytes past the end of 'cudaMalloc#0x" in out.stderr and "(65536 bytes at 0x" in out.stderr
+    assert "came from cutlass::ClusterLauncher::launch(" in out.stderr
