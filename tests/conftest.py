@@ -30,28 +30,36 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_collection_finish(session):
     """Queue the selected tests' long, self-contained jobs for the background worker (tests/support/background.py),
     in the order the tests will want them: whole-trace replays (tests/support/replays.py), the SFU kernels' replays
-    (tests/support/sfu_replays.py), the CuTe oracles' builds (tests/support/cute.py; a cached one costs nothing)."""
+    (tests/support/sfu_replays.py), the CuTe oracles' builds (tests/support/cute.py; a cached one costs nothing).
+    Under pytest-xdist (`-n auto`, the README's command) the workers share the cores instead: each replays what it
+    runs, and only the oracles' builds are queued (a lock makes one worker build, the other wait)."""
     if session.config.option.collectonly:
         return
+    xdist = bool(os.environ.get("PYTEST_XDIST_WORKER"))   # every worker collects every test: it replays on demand
     import cute
     import replays
     import sfu_replays
     oracles = []
     for item in session.items:
         callspec = getattr(item, "callspec", None)
-        if getattr(item, "originalname", None) == "test_trace_replays_exactly" and callspec is not None:
-            replays.prepare(callspec.params["path"])
-        if item.nodeid.startswith("tests/ptx/test_atomics_trace.py::test_replays_every_word"):
-            replays.prepare(item.module.TRACE)
-        if item.nodeid.startswith("tests/sfu/test_triton_sfu_kernels.py::test_case_replays_exactly"):
-            sfu_replays.prepare("triton", callspec.params["i"])
-        if item.nodeid.startswith("tests/sfu/test_cutlass_sfu_kernels.py::test_replay_matches_h100"):
-            sfu_replays.prepare("cutlass", callspec.params["i"])
+        if not xdist:
+            _queue_replays(item, callspec, replays, sfu_replays)
         for fixture, names in cute.FIXTURE_ORACLES.items():
             if fixture in getattr(item, "fixturenames", ()):
                 oracles += [n for n in names if n not in oracles]
     if oracles:
         cute.prebuild(oracles)
+
+
+def _queue_replays(item, callspec, replays, sfu_replays):
+    if getattr(item, "originalname", None) == "test_trace_replays_exactly" and callspec is not None:
+        replays.prepare(callspec.params["path"])
+    if item.nodeid.startswith("tests/ptx/test_atomics_trace.py::test_replays_every_word"):
+        replays.prepare(item.module.TRACE)
+    if item.nodeid.startswith("tests/sfu/test_triton_sfu_kernels.py::test_case_replays_exactly"):
+        sfu_replays.prepare("triton", callspec.params["i"])
+    if item.nodeid.startswith("tests/sfu/test_cutlass_sfu_kernels.py::test_replay_matches_h100"):
+        sfu_replays.prepare("cutlass", callspec.params["i"])
 
 
 def pytest_sessionfinish(session):

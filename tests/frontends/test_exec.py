@@ -3,6 +3,7 @@
 The programs are tests/fixtures/cuda/*.cu, compiled once per session with nvcc into a temporary folder (the
 needs_nvcc tests skip without nvcc or g++); each run starts a Python in the program, so those tests are slow.
 The fatbinary, ELF and CLI tests at the top need nothing."""
+import concurrent.futures
 import json
 import os
 import shutil
@@ -13,6 +14,8 @@ import sys
 import numpy as np
 import pytest
 
+import buildcache
+import cute
 from tcemu.frontends.cuda import build, elf, fatbin
 from tcemu.frontends.cuda.build import CudaExecError
 
@@ -142,11 +145,26 @@ def _nvcc():
     return nvcc
 
 
+def _compiler(nvcc):
+    """nvcc's and the host compiler's versions: part of every cached program's key."""
+    return "".join(subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
+                   for tool in (nvcc, "g++"))
+
+
+def _nvcc_build(nvcc, args, name):
+    """A build step for buildcache.cached: nvcc `args` -o the path it is given."""
+    def build(path):
+        p = subprocess.run([nvcc, *args, "-o", path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=900)
+        assert p.returncode == 0, f"nvcc {name}: {p.stdout[-3000:]}"
+    return build
+
+
 @pytest.fixture(scope="session")
-def programs(tmp_path_factory):
-    """Every test program, compiled in parallel: name -> path."""
+def programs():
+    """Every test program, compiled (in parallel, or taken from the test cache: tests/support/buildcache.py):
+    name -> path."""
     nvcc = _nvcc()
-    out = tmp_path_factory.mktemp("cuda")
     basics, faults = os.path.join(SOURCES, "basics.cu"), os.path.join(SOURCES, "faults.cu")
     jobs = {"basics": ["-cudart", "shared", GENCODE, basics],
             "faults": ["-cudart", "shared", GENCODE, faults],
@@ -154,12 +172,12 @@ def programs(tmp_path_factory):
             "faults_sm100": ["-cudart", "shared", "-gencode=arch=compute_100a,code=[sm_100a,compute_100a]", faults],
             "sass_only": ["-cudart", "shared", "-gencode=arch=compute_80,code=sm_80", faults],
             "static": [GENCODE, faults]}
-    procs = {name: subprocess.Popen([nvcc, *flags, "-o", str(out / name)], stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True) for name, flags in jobs.items()}
-    for name, p in procs.items():
-        text, _ = p.communicate(timeout=600)
-        assert p.returncode == 0, f"nvcc {name}: {text}"
-    return {name: str(out / name) for name in jobs}
+    compiler = _compiler(nvcc)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        done = {name: pool.submit(buildcache.cached, "cuda", name,
+                                  buildcache.digest(compiler, *flags[:-1], open(flags[-1], "rb").read()),
+                                  _nvcc_build(nvcc, flags, name)) for name, flags in jobs.items()}
+        return {name: job.result() for name, job in done.items()}
 
 
 def tcemu_exec(*argv, timeout=300):
@@ -335,7 +353,7 @@ def test_record_replays_to_the_same_bytes(programs, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def cute_program(tmp_path_factory):
+def cute_program():
     """The CuTe wgmma + TMA program (about 2 minutes of nvcc), with the nvidia-cutlass wheel's headers."""
     try:
         import cutlass_library  # the headers and the tutorial ship in the wheel's source/ folder
@@ -345,13 +363,12 @@ def cute_program(tmp_path_factory):
     if not os.path.isfile(os.path.join(src, "examples", "cute", "tutorial", "hopper", "wgmma_tma_sm90.cu")):
         pytest.skip("the cutlass wheel carries no CuTe Hopper tutorial")
     nvcc = _nvcc()
-    out = str(tmp_path_factory.mktemp("cute") / "cute_wgmma_tma")
-    p = subprocess.run([nvcc, "-cudart", "shared", GENCODE, "-std=c++17", "--expt-relaxed-constexpr",
-                        "-I" + os.path.join(src, "include"), "-I" + os.path.join(src, "tools", "util", "include"),
-                        "-I" + os.path.join(src, "examples"), os.path.join(SOURCES, "cute_wgmma_tma.cu"), "-o", out],
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return out
+    flags = ["-cudart", "shared", GENCODE, "-std=c++17", "--expt-relaxed-constexpr", "-I" + os.path.join(src, "include"),
+             "-I" + os.path.join(src, "tools", "util", "include"), "-I" + os.path.join(src, "examples"),
+             os.path.join(SOURCES, "cute_wgmma_tma.cu")]
+    key = buildcache.digest(_compiler(nvcc), *flags[:-1], cute._headers_digest(os.path.join(src, "include")),
+                            open(flags[-1], "rb").read())
+    return buildcache.cached("cuda", "cute_wgmma_tma", key, _nvcc_build(nvcc, flags, "cute_wgmma_tma"))
 
 
 @pytest.mark.needs_nvcc

@@ -10,6 +10,7 @@ session selects a test that needs an oracle that is not cached, tests/conftest.p
 worker (tests/support/background.py) as soon as collection ends, so that it overlaps the tests that run first.
 """
 import concurrent.futures
+import fcntl
 import hashlib
 import importlib.util
 import os
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import background
+import buildcache
 
 SOURCES = Path(__file__).parent / "cute_oracle"
 INSTALL_HINT = "pip install --no-deps nvidia-cutlass"
@@ -65,11 +67,7 @@ def compile_command(nvcc_path, include, name, exe):
 
 
 def _cache_dir():
-    where = os.environ.get("TCEMU_TEST_CACHE")
-    if where == "off":
-        return None
-    base = Path(where) if where else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tcemu-tests"
-    return base / "cute"
+    return buildcache.cache_dir("cute")
 
 
 _HEADERS = {}
@@ -117,6 +115,13 @@ def _build(name, nvcc_path, include):
         if exe.is_file():
             return exe
         cache.mkdir(parents=True, exist_ok=True)
+        with open(exe.with_name(exe.name + ".lock"), "w") as lock:   # pytest-xdist: one build, the others wait
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return exe if exe.is_file() else _compile(name, nvcc_path, include, exe)
+    return _compile(name, nvcc_path, include, exe)
+
+
+def _compile(name, nvcc_path, include, exe):
     tmp = exe.with_name(exe.name + f".{os.getpid()}.{threading.get_ident()}.tmp")
     proc = subprocess.run(compile_command(nvcc_path, include, name, tmp), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=900)
