@@ -117,14 +117,23 @@ class Shadow:
         self.rows = {}                           # agent -> row of R
         self.agents = np.zeros(0, np.int64)
         self.R = np.zeros((0, size), np.int64)   # clock << 32 | site << 6 | strong << 5 | lane
+        self.rmax = np.zeros(0, np.int64)        # per row: the reader's latest clock (all its reads are at most)
+        self.wmax = None                         # per warp: its latest clock as a writer here
 
     def row(self, agent: int) -> int:
         r = self.rows.get(agent)
         if r is None:
             r = self.rows[agent] = len(self.agents)
             self.agents = np.append(self.agents, agent)
+            self.rmax = np.append(self.rmax, 0)
             self.R = np.vstack([self.R, np.zeros((1, self.R.shape[1]), np.int64)])
         return r
+
+    def unordered_writers(self, st) -> bool:
+        """Whether some warp wrote here at a clock this warp does not cover (else no byte's writer can race)."""
+        if self.wmax is None:
+            self.wmax = np.zeros(st.cl.n, np.int64)
+        return bool((self.wmax > st.vc).any())
 
     def forget(self, lo: int, hi: int):
         """Bytes reused by something the detector does not follow (mbarrier.init, tcgen05.alloc's address)."""
@@ -176,21 +185,23 @@ def on_read(sh, W, spots, tids, wh, strong=False):
     if st is None or spots.size == 0:
         return
     sd = shadow(sh)
-    ep = sd.w_ep[spots]
-    bad = (ep & M32) > st.vcx[ep >> 32]
     region = st.now(W)
-    if W.lane_pc is not None:
-        bad |= _diverged(sd, st, ep, spots, tids, region)
-    if bad.any():
+    if sd.unordered_writers(st) or W.lane_pc is not None:
+        ep = sd.w_ep[spots]
+        bad = (ep & M32) > st.vcx[ep >> 32]
+        if W.lane_pc is not None:
+            bad |= _diverged(sd, st, ep, spots, tids, region)
         _conflict(sh, sd, st, "RAW", bad, spots, tids, wh, ep, strong)
     info = np.int64(st.cl.site(wh) << 6 | strong << 5) | (np.asarray(tids, np.int64) % 32)
     row = sd.row(st.id)  # before indexing R: a new reader grows it
     sd.R[row, spots] = (st.vc[st.id] << 32) | info[:, None]
+    sd.rmax[row] = st.vc[st.id]
 
 
 def on_write(sh, W, spots, tids, wh, data=None, strong=False):
     """Check a write of shared bytes `spots` ((n, k), one row per lane) and record this warp as their writer;
-    `data` ((n, k) bytes) for the same-instruction WAW check. W None: a write the detector does not follow."""
+    `data`: the (n, k) bytes written (a WAW that stores the value already there is benign; lanes of one store
+    writing different values race). W None: a write the detector does not follow."""
     st = clock(W) if W is not None else None
     if st is None:
         if W is None and sh.race is not None:
@@ -199,22 +210,36 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
     if spots.size == 0:
         return
     sd = shadow(sh)
-    ep = sd.w_ep[spots]
-    bad = (ep & M32) > st.vcx[ep >> 32]
     region = st.now(W)
-    if W.lane_pc is not None:
-        bad |= _diverged(sd, st, ep, spots, tids, region)
-    if bad.any():
+    benign = None
+    bad = None
+    if sd.unordered_writers(st) or W.lane_pc is not None:
+        ep = sd.w_ep[spots]
+        bad = (ep & M32) > st.vcx[ep >> 32]
+        if W.lane_pc is not None:
+            bad |= _diverged(sd, st, ep, spots, tids, region)
+    if bad is not None and bad.any():
+        if data is not None:  # a byte rewritten with the value it holds: benign (Triton's warp-specialised
+            same = sh.smem.data[spots] == data  # prologue stores one constant from every thread); the
+            benign = bad & same                 # earlier writer stays the one readers must be ordered after
+            bad &= ~same
         _conflict(sh, sd, st, "WAW", bad, spots, tids, wh, ep, strong)
     if len(sd.agents):
-        r = sd.R[:, spots]
-        badr = (r >> 32) > st.vc[sd.agents][:, None, None]
-        if badr.any():
-            _war(sh, sd, st, badr, r, spots, tids, wh, strong)
+        rows = np.flatnonzero(sd.rmax > st.vc[sd.agents])  # readers with reads this warp is not ordered after
+        if rows.size:
+            r = sd.R[rows[:, None, None], spots[None]]
+            badr = (r >> 32) > st.vc[sd.agents[rows]][:, None, None]
+            if badr.any():
+                _war(sh, sd, st, badr, r, spots, tids, wh, strong, rows)
     if data is not None and spots.shape[0] > 1:
         _same_instruction(sh, st, spots, tids, data, wh)
     lanes = np.asarray(tids, np.int64) % 32
+    if benign is not None and benign.any():
+        spots = spots[~benign.any(axis=1)]
+        lanes = lanes[~benign.any(axis=1)]
+        tids = np.asarray(tids)[~benign.any(axis=1)]
     sd.w_ep[spots] = np.int64((st.id + 1) << 32) | st.vc[st.id]
+    sd.wmax[st.id] = st.vc[st.id]
     sd.w_info[spots] = (np.int64(st.cl.site(wh) << 6 | strong << 5) | lanes)[:, None]
     sd.w_mask[spots] = _mask(tids)
     sd.w_region[spots] = region
@@ -237,6 +262,8 @@ def _strong(info):
 
 
 def _conflict(sh, sd, st, kind, bad, spots, tids, wh, ep, strong):
+    if not bad.any():
+        return
     if strong:
         bad = bad & ~_strong(sd.w_info[spots])
         if not bad.any():
@@ -247,13 +274,13 @@ def _conflict(sh, sd, st, kind, bad, spots, tids, wh, ep, strong):
             "other", strong)
 
 
-def _war(sh, sd, st, badr, r, spots, tids, wh, strong):
+def _war(sh, sd, st, badr, r, spots, tids, wh, strong, rows):
     if strong:
         badr = badr & ~_strong(r)
         if not badr.any():
             return
     k, j, b = np.argwhere(badr)[0]
-    _report(sh, st, "WAR", int(spots[j, b]), wh, int(tids[j]) % 32, int(sd.agents[k]), int(r[k, j, b]) & M32,
+    _report(sh, st, "WAR", int(spots[j, b]), wh, int(tids[j]) % 32, int(sd.agents[rows[k]]), int(r[k, j, b]) & M32,
             "other", strong)
 
 

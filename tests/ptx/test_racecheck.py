@@ -245,3 +245,136 @@ def test_distributed_shared_memory_race_across_the_cluster():
 
 def test_distributed_shared_memory_control_with_barrier_cluster_passes():
     _dsmem("  barrier.cluster.arrive.aligned;\n  barrier.cluster.wait.aligned;")
+
+
+# ------------------------------------------------------------------------------------------- asynchronous copies
+
+CP_ASYNC = """\
+  ld.param.u64 %rd2, [src];
+  shl.b32 %r2, %r0, 4;
+  add.u32 %r4, %r3, %r2;                  // &smem[16 t]
+  cvt.u64.u32 %rd3, %r2;
+  add.s64 %rd3, %rd2, %rd3;
+  cp.async.ca.shared.global [%r4], [%rd3], 16;
+{between}
+  cp.async.ca.shared.global [%r4], [%rd3], 16;
+  cp.async.commit_group;
+  cp.async.wait_group 0;
+  ld.shared.u32 %r5, [%r4];
+  st.global.u32 [%rd1], %r5;
+  ret;
+"""
+
+
+def _cp_async(between):
+    src = np.arange(128, dtype=np.uint32)
+    return run("  mov.u32 %r3, smem;\n" + CP_ASYNC.format(between=between), block=32, before=SMEM,
+               params=".param .u64 out, .param .u64 src", args=[src])
+
+
+def test_two_cp_async_in_flight_to_the_same_bytes_name_both_copies():
+    with pytest.raises(HazardError, match=r"this cp.async writes shared bytes \[0x400, 0x600\) while the copy at "
+                                          r"cp.async.ca.shared.global \[%r4\], \[%rd3\], 16 \(line 24\) is still in "
+                                          r"flight writing 0x400 .*two asynchronous copies write the same shared"):
+        _cp_async("")
+
+
+def test_cp_async_waited_on_before_the_second_copy_passes():
+    out = _cp_async("  cp.async.commit_group;\n  cp.async.wait_group 0;")
+    assert np.array_equal(out, np.arange(0, 128, 4))
+
+
+BULK = """\
+  ld.param.u64 %rd2, [src];
+  mov.u32 %r3, smem;
+  mov.u32 %r6, bar;
+  setp.eq.u32 %p2, %r0, 0;
+  @%p2 mbarrier.init.shared::cta.b64 [%r6], 1;
+  bar.sync 0;
+  @%p2 mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r6], {tx};
+  @%p2 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r3], [%rd2], 128, [%r6];
+{between}
+  @%p2 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r3+64], [%rd2], 128, [%r6];
+  mov.u32 %r9, {last};
+W:
+  mbarrier.try_wait.parity.shared::cta.b64 %p5, [%r6], %r9;
+  @!%p5 bra W;
+  ld.shared.u32 %r5, [%r4];
+  st.global.u32 [%rd1], %r5;
+  ret;
+"""
+WAIT0 = """\
+W0:
+  mbarrier.try_wait.parity.shared::cta.b64 %p5, [%r6], 0;
+  @!%p5 bra W0;
+  @%p2 mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r6], 128;"""
+
+
+def _bulk(between, tx, last):
+    src = np.arange(32, dtype=np.uint32)
+    return run(ADDR + BULK.format(between=between, tx=tx, last=last), block=32, before=SMEM + MBAR,
+               params=".param .u64 out, .param .u64 src", args=[src])
+
+
+def test_two_bulk_copies_in_flight_to_the_same_bytes_name_both_copies():
+    with pytest.raises(HazardError, match=r"this copy writes shared bytes \[0x440, 0x4c0\) while the copy at @%p2 "
+                                          r"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \[%r3\], "
+                                          r"\[%rd2\], 128, \[%r6\] \(line 30\) is still in flight writing 0x440: it "
+                                          r"completes phase 0 of the mbarrier at 0x1400, which warp 0 has not "
+                                          r"observed"):
+        _bulk("", 256, 0)
+
+
+def test_bulk_copy_after_the_first_copys_phase_was_observed_passes():
+    out = _bulk(WAIT0, 128, 1)
+    assert np.array_equal(out[16:], np.arange(16))     # the second copy's bytes from 64 on
+    assert np.array_equal(out[:16], np.arange(16))
+
+
+TMA = """{header}
+.extern .shared .align 1024 .b8 dyn[];
+.visible .entry k(.param .u64 out, .param .align 64 .b8 tmap[128])
+{{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, dyn;
+  add.u32 %r2, %r1, 8192;
+  setp.ne.u32 %p0, %r0, 0;
+  @!%p0 mbarrier.init.shared::cta.b64 [%r2], 1;
+  bar.sync 0;
+  mov.u32 %r3, 0;
+  add.u32 %r11, %r1, 2048;
+  @!%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], {tx};
+  @!%p0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [tmap, {{%r3, %r3}}], [%r2];
+{between}
+  @!%p0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r11], [tmap, {{%r3, %r3}}], [%r2];
+  mov.u32 %r9, {last};
+W:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r2], %r9;
+  @!%p1 bra W;
+  ret;
+}}
+"""
+
+
+def _tma(between, tx, last):
+    from ptxkit import HEADER
+    from tcemu.ptx.tensormap import encode_tiled
+    tensor = np.arange(64 * 64, dtype=np.uint32).reshape(64, 64)
+    tm = encode_tiled(tensor, [32, 32])          # a 32 x 32 box of u32: 4 KiB
+    ptx.load(TMA.format(header=HEADER, between=between, tx=tx, last=last)).launch(
+        "k", grid=1, block=32, args=[np.zeros(4, np.uint32), tm], shared_bytes=8192 + 16)
+
+
+def test_two_tma_loads_in_flight_to_overlapping_stages_name_both_copies():
+    with pytest.raises(HazardError, match=r"this copy writes shared bytes \[0xc00, 0x1c00\) while the copy at "
+                                          r"@!%p0 cp.async.bulk.tensor.2d.* \[%r1\], .* \(line 20\) is still in flight "
+                                          r"writing 0xc00"):
+        _tma("", 8192, 0)
+
+
+def test_tma_load_after_the_first_loads_phase_was_observed_passes():
+    _tma("W0:\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r2], 0;\n  @!%p1 bra W0;\n"
+         "  @!%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], 4096;", 4096, 1)

@@ -254,7 +254,8 @@ def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None, pc=-1, la
     mb = lookup(W, bar_cta, bar_off, wh)
     sh.check_in_flight(W, spots, wh, "this copy writes")
     # racecheck: the async proxy's write, in the issuing warp's order; waiters acquire it through the mbarrier
-    races.on_write(sh, W, spots[None, :], W.tid[lane:lane + 1], wh)
+    races.on_write(sh, W, spots[None, :], W.tid[lane:lane + 1], wh,
+                   np.ascontiguousarray(values).view(np.uint8)[None, :])
     races.mbar_release(W, mb)
     sh.copy_pc[spots] = pc + 1
     sh.smem.data[spots] = np.ascontiguousarray(values).view(np.uint8)

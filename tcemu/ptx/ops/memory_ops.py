@@ -332,7 +332,7 @@ def _apply_copies(W, copies, wh="cp.async completing"):
     for spots, data, src, tids in copies:
         sh.check_overwrite(spots, wh, "a cp.async completing here writes")
         # racecheck: the copy's write lands here, in the issuing warp's order (a reader needs the wait's edge)
-        races.on_write(sh, W, spots, tids, wh)
+        races.on_write(sh, W, spots, tids, wh, data)
         sh.copy_pc[spots] = sh.async_pending[spots]
         sh.guard_bar[spots] = -1
         sh.smem.data[spots] = data
