@@ -148,8 +148,17 @@ def shadow(sh) -> Shadow:
     return s
 
 
+LANES = np.arange(32, dtype=np.int64)
+FULL = (1 << 32) - 1
+
+
+def _lanes(tids) -> np.ndarray:
+    return LANES if len(tids) == 32 else np.asarray(tids, np.int64) % 32
+
+
 def _mask(tids) -> int:
-    return int(np.bitwise_or.reduce(np.int64(1) << (np.asarray(tids, np.int64) % 32))) if len(tids) else 0
+    return FULL if len(tids) == 32 else \
+        int(np.bitwise_or.reduce(np.int64(1) << (np.asarray(tids, np.int64) % 32))) if len(tids) else 0
 
 
 def _describe(cl, info, agent) -> str:
@@ -192,7 +201,7 @@ def on_read(sh, W, spots, tids, wh, strong=False):
         if W.lane_pc is not None:
             bad |= _diverged(sd, st, ep, spots, tids, region)
         _conflict(sh, sd, st, "RAW", bad, spots, tids, wh, ep, strong)
-    info = np.int64(st.cl.site(wh) << 6 | strong << 5) | (np.asarray(tids, np.int64) % 32)
+    info = np.int64(st.cl.site(wh) << 6 | strong << 5) | _lanes(tids)
     row = sd.row(st.id)  # before indexing R: a new reader grows it
     sd.R[row, spots] = (st.vc[st.id] << 32) | info[:, None]
     sd.rmax[row] = st.vc[st.id]
@@ -233,7 +242,7 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
                 _war(sh, sd, st, badr, r, spots, tids, wh, strong, rows)
     if data is not None and spots.shape[0] > 1:
         _same_instruction(sh, st, spots, tids, data, wh)
-    lanes = np.asarray(tids, np.int64) % 32
+    lanes = _lanes(tids)
     if benign is not None and benign.any():
         spots = spots[~benign.any(axis=1)]
         lanes = lanes[~benign.any(axis=1)]
@@ -287,8 +296,9 @@ def _war(sh, sd, st, badr, r, spots, tids, wh, strong, rows):
 def _same_instruction(sh, st, spots, tids, data, wh):
     """Lanes of one store writing one byte with different values (PTX 8: two writes, neither ordered)."""
     starts = spots[:, 0]
-    s = np.sort(starts)
-    if not (np.diff(s) < spots.shape[1]).any():
+    if (np.diff(starts) >= spots.shape[1]).all():   # lanes in increasing address order, no overlap: common
+        return
+    if not (np.diff(np.sort(starts)) < spots.shape[1]).any():
         return
     flat = spots.reshape(-1)
     order = np.argsort(flat, kind="stable")
