@@ -54,7 +54,7 @@ def test_raw_ordered_only_by_bar_warp_sync_is_a_race():
         go(RAW.format(sync="  bar.warp.sync -1;"))
 
 
-def test_race_is_reported_whatever_the_check_races_schedule_and_off_switch():
+def test_check_races_false_turns_racecheck_off():
     # check_races=False: today's behaviour (warp 0 ran first, so the output happens to be right)
     out = go(RAW.format(sync=""), check_races=False)
     assert np.array_equal(out[32:], np.arange(32))
@@ -87,7 +87,8 @@ def test_the_same_race_in_the_other_order_is_reported_too():
     body = WAR.format(sync="").replace("@!%p1 ld.shared.u32 %r5, [%r4+-128]", "@%p1 ld.shared.u32 %r5, [%r4+128]") \
         .replace("@%p1 st.shared.u32 [%r4], 7", "@!%p1 st.shared.u32 [%r4], 7")
     with pytest.raises(HazardError, match=r"RAW race on shared address 0x480 .*thread 0 \(warp 0.* reads it here; "
-                                          r"thread 32 \(warp 1.* at @!%p1 st.shared.u32 \[%r4\], 7 \(line 26\) wrote it"):
+                                          r"thread 32 \(warp 1.* at @!%p1 st.shared.u32 \[%r4\], 7 \(line 26\) "
+                                          r"wrote it"):
         go(body)
 
 

@@ -4,7 +4,7 @@ thread counts. Each planted bug beside a correct control. %r0 is %tid.x (tests/s
 import numpy as np
 import pytest
 
-from tcemu.ptx.errors import HazardError
+from tcemu.ptx.errors import Deadlock, HazardError
 
 from ptxkit import run
 
@@ -92,3 +92,12 @@ def test_threads_of_one_barrier_naming_different_counts_name_both():
 def test_threads_of_one_barrier_naming_one_count_pass():
     out = run(COUNTS.format(other=96), block=96)
     assert np.array_equal(out, np.arange(96))
+
+
+def test_check_races_false_turns_synccheck_off():
+    # without synccheck the divergent barrier runs through (each half-warp counts as the warp's arrival), the
+    # count mismatch hangs: what tcemu did before synccheck
+    out = run(SPLIT.format(cond="%r5, 16"), block=64, check_races=False)
+    assert np.array_equal(out, np.arange(64))
+    with pytest.raises(Deadlock, match="waits on barrier 1"):
+        run(COUNTS.format(other=64), block=96, check_races=False)

@@ -208,13 +208,15 @@ def c_bar(ins, prog, pc):
             if count is not None and (count % 32 or count <= 0):
                 raise KernelFault(wh, f"barrier thread count {count} is not a positive multiple of 32")
             act = mask_array(m) & W.live
-            if aligned and not (act == W.live).all():
+            synccheck = cta.launch.check_races
+            if synccheck and aligned and not (act == W.live).all():
                 _divergent(W, act, bid, ins, wh)
             # PTX 9.7.12.1: the barrier counts warps' arrival (counts are multiples of 32): a warp whose
             # non-exited threads all execute it adds 32, even a partial last warp or one with exited lanes
             n = 32 if aligned or (act == W.live).all() else int(act.sum())
             B = barrier_state(cta, bid)
-            _same_count(W, B, bid, count, ins, wh)
+            if synccheck:
+                _same_count(W, B, bid, count, ins, wh)
             B[0] += n
             B[4].append(W)
             B[2] = count
