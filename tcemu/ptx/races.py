@@ -109,7 +109,7 @@ def clock(W) -> Optional[WarpClock]:
 class Shadow:
     """Per shared byte of one CTA's window: last writer and, per reading warp, its last read."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, local=()):
         self.w_ep = np.zeros(size, np.int64)     # (agent + 1) << 32 | clock; 0: no tracked writer
         self.w_info = np.zeros(size, np.int64)   # site << 6 | strong << 5 | lane
         self.w_mask = np.zeros(size, np.int64)   # lanes that executed the writing instruction
@@ -119,6 +119,11 @@ class Shadow:
         self.R = np.zeros((0, size), np.int64)   # clock << 32 | site << 6 | strong << 5 | lane
         self.rmax = np.zeros(0, np.int64)        # per row: the reader's latest clock (all its reads are at most)
         self.wmax = None                         # per warp: its latest clock as a writer here
+        if len(local):  # rows for the CTA's own warps up front (zeroed pages cost nothing until touched)
+            self.agents = np.asarray(local, np.int64)
+            self.rows = {int(a): i for i, a in enumerate(local)}
+            self.rmax = np.zeros(len(local), np.int64)
+            self.R = np.zeros((len(local), size), np.int64)
 
     def row(self, agent: int) -> int:
         r = self.rows.get(agent)
@@ -141,10 +146,11 @@ class Shadow:
         self.R[:, lo:hi] = 0
 
 
-def shadow(sh) -> Shadow:
+def shadow(sh, st) -> Shadow:
     s = sh.race
     if s is None:
-        s = sh.race = Shadow(sh.hi)
+        nw = st.cl.nw
+        s = sh.race = Shadow(sh.hi, range(sh.rank * nw, (sh.rank + 1) * nw))
     return s
 
 
@@ -193,7 +199,7 @@ def on_read(sh, W, spots, tids, wh, strong=False):
     st = clock(W)
     if st is None or spots.size == 0:
         return
-    sd = shadow(sh)
+    sd = shadow(sh, st)
     region = st.now(W)
     if sd.unordered_writers(st) or W.lane_pc is not None:
         ep = sd.w_ep[spots]
@@ -218,7 +224,7 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
         return
     if spots.size == 0:
         return
-    sd = shadow(sh)
+    sd = shadow(sh, st)
     region = st.now(W)
     benign = None
     bad = None
