@@ -379,3 +379,44 @@ def test_two_tma_loads_in_flight_to_overlapping_stages_name_both_copies():
 def test_tma_load_after_the_first_loads_phase_was_observed_passes():
     _tma("W0:\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r2], 0;\n  @!%p1 bra W0;\n"
          "  @!%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], 4096;", 4096, 1)
+
+
+# ------------------------------------------------------------------------------------------- other access forms
+
+LDMATRIX = """\
+  @%p1 st.shared.u32 [%r4], %r0;          // warp 0 writes an 8 x 8 b16 matrix (128 bytes)
+{sync}
+  and.b32 %r6, %r0, 7;
+  shl.b32 %r6, %r6, 4;
+  add.u32 %r6, %r3, %r6;                  // row r at smem + 16 r (threads 8 i + r)
+  @!%p1 ldmatrix.sync.aligned.m8n8.x1.shared.b16 {{%r5}}, [%r6];
+  st.global.u32 [%rd1], %r5;
+  ret;
+"""
+
+
+def test_ldmatrix_reading_another_warps_stores_without_a_barrier_races():
+    with pytest.raises(HazardError, match=r"RAW race on shared address 0x400 .*thread 32 \(warp 1.* reads it here; "
+                                          r"thread 0 \(warp 0.* wrote it"):
+        go(LDMATRIX.format(sync=""))
+    out = go(LDMATRIX.format(sync="  bar.sync 0;"))
+    assert np.array_equal(out[32:], np.arange(32))    # lane l gets row l / 4, elements 2 (l % 4), +1: word l
+
+
+ATOMS = """\
+  setp.eq.u32 %p2, %r2, 0;
+  @%p2 st.shared.u32 [%r3], 0;
+  bar.sync 0;
+  atom.shared.add.u32 %r5, [%r3], 1;      // every thread of both warps
+{sync}
+  ld.shared.u32 %r5, [%r3];
+  st.global.u32 [%rd1], %r5;
+  ret;
+"""
+
+
+def test_atomics_of_different_warps_do_not_race_but_a_plain_read_of_their_result_does():
+    out = go(ATOMS.format(sync="  bar.sync 0;"))
+    assert (out == 64).all()
+    with pytest.raises(HazardError, match=r"race on shared address 0x400 .*\(a strong access\)"):
+        go(ATOMS.format(sync=""))
