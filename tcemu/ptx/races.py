@@ -8,7 +8,7 @@ happens-before, which comes from release/acquire patterns such as barriers, not 
 
 - bar.sync / barrier.sync / bar.red: every arriving warp releases its clock into the barrier's generation; the
   warps that wait (not bar.arrive) acquire the join when it completes (PTX 9.7.12.1); barrier.cluster.arrive /
-  .wait the same across the cluster (9.7.12.2);
+  .wait the same across the cluster (9.7.12.2; .relaxed taken as a release too: lenient);
 - mbarrier arrive (and expect_tx, cp.async.mbarrier.arrive, tcgen05.commit) releases into the current phase, a
   TMA's complete_tx releases its issuing warp at issue; a successful test_wait / try_wait acquires what the
   completed phases received (9.7.13.15);
