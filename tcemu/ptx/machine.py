@@ -71,6 +71,7 @@ class Warp:
         self.mbar_seen: dict = {}           # (CTA rank, mbarrier offset) -> highest phase this warp knows completed
         self.bulk_open: list = []           # bulk stores since the last cp.async.bulk.commit_group
         self.bulk_groups: list = []
+        self.race = None                    # racecheck's vector clock (races.py), made on first use
 
     @property
     def warpgroup(self) -> int:
@@ -195,6 +196,7 @@ class Cta:
         self.progress = False
         self.clock = 0
         self.tmem = None        # tensor memory and tcgen05 state, made on first use (ops/tcgen05/state.py)
+        self.races = None       # the cluster's racecheck state (races.py), made on first use
 
     def special(self, name: str, w: Warp) -> np.ndarray:
         L = self.launch

@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from . import races
 from .errors import HazardError, MemoryFault
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
@@ -184,6 +185,8 @@ class SharedWindow:
         self.bulk_reading = np.zeros(smem.data.size, np.int32)   # source bytes of in-flight bulk stores
         self.mbar_live = np.zeros(smem.data.size, bool)          # bytes of initialised mbarrier objects
         self.rank = 0                                            # the CTA's rank in its cluster
+        self.race = None                                         # racecheck's shadow (races.py), on first use
+        self.copy_pc = np.zeros(smem.data.size, np.int32)        # pc + 1 of the async copy that wrote each byte
 
     def check(self, offs: np.ndarray, nbytes: int, lanes, where: str, what: str = "accesses"):
         if offs.size == 0:
@@ -195,26 +198,35 @@ class SharedWindow:
             raise MemoryFault(where, f"thread {lanes[j]} {what} {nbytes} bytes at shared address {int(bad[0]):#x}, "
                                      f"outside the kernel's shared memory [{self.lo:#x}, {self.hi:#x})")
 
-    def load(self, offs: np.ndarray, nbytes: int, lanes, where: str, W=None) -> np.ndarray:
+    def load(self, offs: np.ndarray, nbytes: int, lanes, where: str, W=None, guard: bool = True,
+             strong: bool = False) -> np.ndarray:
+        """The bytes each lane reads; W (the reading warp) for the TMA-guard (`guard`) and race checks."""
         self.check(offs, nbytes, lanes, where, "reads")
         spots = offs[:, None] + np.arange(nbytes)
         if self.mbar_live[spots].any():
             raise HazardError(where, f"a generic load reads an initialised mbarrier object at "
                                      f"{int(spots[self.mbar_live[spots]][0]):#x}")
-        if self.guarded and W is not None:
+        if self.guarded and W is not None and guard:
             self.check_guard([W], spots, where, "reads")
         if self.async_pending[spots].any():  # before the unwritten check: the copy's target is unwritten too
             j, b = np.argwhere(self.async_pending[spots] != 0)[0]
             raise HazardError(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x} while an "
                                      "asynchronous copy to it is still in flight (missing cp.async.wait_group / "
                                      "barrier wait)")
+        if W is not None:
+            races.on_read(self, W, spots, lanes, where, strong)
         if not self.smem.written[spots].all():
             j, b = np.argwhere(~self.smem.written[spots])[0]
-            raise MemoryFault(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x}, which "
-                                     "nothing wrote (launch with zero_init_shared=True to read zeros)")
+            rule = f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x}, which nothing wrote " \
+                   "(launch with zero_init_shared=True to read zeros)"
+            # racecheck: the report waits for a write of another warp that races with this read
+            if W is None or not races.defer_unwritten(W, where, rule):
+                raise MemoryFault(where, rule)
         return self.smem.data[spots]
 
-    def store(self, offs: np.ndarray, data: np.ndarray, lanes, where: str, generic: bool = True) -> None:
+    def store(self, offs: np.ndarray, data: np.ndarray, lanes, where: str, generic: bool = True, W=None,
+              strong: bool = False) -> None:
+        """W: the writing warp, for the race checks (None: a write the detector does not follow)."""
         nbytes = data.shape[1]
         self.check(offs, nbytes, lanes, where, "writes")
         spots = offs[:, None] + np.arange(nbytes)
@@ -222,6 +234,7 @@ class SharedWindow:
             raise HazardError(where, f"a generic store overwrites an initialised mbarrier object at "
                                      f"{int(spots[self.mbar_live[spots]][0]):#x} (mbarrier.inval it first)")
         self.check_overwrite(spots, where)
+        races.on_write(self, W, spots, lanes, where, data, strong)
         self.guard_bar[spots] = -1
         self.smem.data[spots] = data
         self.smem.written[spots] = True
@@ -247,11 +260,21 @@ class SharedWindow:
 
     def check_guard(self, warps, spots, where: str, what: str):
         """Every reader warp must have observed the mbarrier phase that completes the TMA writes it reads."""
+        hit = self.unobserved(warps, spots)
+        if hit is not None:
+            w, b, phase, key = hit
+            other = "" if key[0] == self.rank else f" of CTA rank {key[0]}"
+            raise HazardError(where, f"warp {w.index} {what} shared address {b:#x} written by a TMA that "
+                                     f"completes phase {phase} of the mbarrier at {key[1]:#x}{other}, but the "
+                                     "warp has not observed that phase (no successful mbarrier wait on it)")
+
+    def unobserved(self, warps, spots):
+        """(warp, byte, phase, mbarrier key) of a byte a TMA wrote whose phase a warp has not observed, or None."""
         spots = np.asarray(spots).reshape(-1)
         g = self.guard_bar[spots]
         hit = g >= 0
         if not hit.any():
-            return
+            return None
         # one int64 key per (barrier, phase): a 1-D unique, far cheaper than a row-wise one
         keys = np.unique((g[hit].astype(np.int64) << 32) | self.guard_phase[spots][hit].astype(np.int64))
         for bar, phase in zip((keys >> 32).tolist(), (keys & 0xFFFFFFFF).tolist()):
@@ -260,11 +283,40 @@ class SharedWindow:
             for w in warps:
                 seen = w.mbar_seen.get(key, -1)
                 if seen < phase:
-                    b = int(spots[hit][(g[hit] == bar)][0])
-                    other = "" if key[0] == self.rank else f" of CTA rank {key[0]}"
-                    raise HazardError(where, f"warp {w.index} {what} shared address {b:#x} written by a TMA that "
-                                             f"completes phase {phase} of the mbarrier at {key[1]:#x}{other}, but the "
-                                             "warp has not observed that phase (no successful mbarrier wait on it)")
+                    return w, int(spots[hit][(g[hit] == bar)][0]), phase, key
+        return None
+
+    def check_in_flight(self, W, spots, where: str, what: str):
+        """The destination bytes of an asynchronous copy (cp.async, cp.async.bulk, TMA) must not be the target of
+        another copy still in flight: a cp.async not yet waited on (cp.async.wait_group), or a bulk copy whose
+        mbarrier phase the issuing warp has not observed (PTX 9.7.9.25: the copies' writes are unordered; two
+        in flight to one byte leave it undefined)."""
+        spots = np.asarray(spots).reshape(-1)
+        if spots.size == 0:
+            return
+        lo, hi = int(spots.min()), int(spots.max()) + 1
+        p = self.async_pending[spots]
+        if p.any():
+            b = int(spots[p != 0][0])
+            raise HazardError(where, f"{what} shared bytes [{lo:#x}, {hi:#x}) while {self._copy(W, int(p[p != 0][0]))} "
+                                     f"is still in flight writing {b:#x} (no cp.async.wait_group since): two "
+                                     "asynchronous copies write the same shared bytes")
+        hit = self.unobserved([W], spots)
+        if hit is not None:
+            _, b, phase, key = hit
+            other = "" if key[0] == self.rank else f" of CTA rank {key[0]}"
+            raise HazardError(where, f"{what} shared bytes [{lo:#x}, {hi:#x}) while {self._copy(W, self.copy_pc[b])} "
+                                     f"is still in flight writing {b:#x}: it completes phase {phase} of the mbarrier "
+                                     f"at {key[1]:#x}{other}, which warp {W.index} has not observed (no successful "
+                                     "mbarrier wait on it): two asynchronous copies write the same shared bytes")
+
+    @staticmethod
+    def _copy(W, pc1: int) -> str:
+        instrs = W.cta.prog.instrs
+        if not 0 < pc1 <= len(instrs):
+            return "another copy"
+        ins = instrs[pc1 - 1]
+        return f"the copy at {ins.text()} ({ins.where()})"
 
     def mark_generic(self, spots):
         self.write_epoch += 1

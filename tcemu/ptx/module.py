@@ -74,6 +74,7 @@ class Launch:
         self.params: Optional[ByteSpace] = None
         self.const = ByteSpace(np.zeros(0, np.uint8), "const")
         self.check_layouts = True
+        self.check_races = True         # racecheck / synccheck of shared memory (races.py)
         self.tensor_core_seconds = 0.0  # time inside the instruction models (wgmma / tcgen05 arithmetic)
         self.trace = None               # callable(warp, pc, mask, control) after each warp instruction (machine.py)
         self.printed = []               # device-side printf output, in execution order
@@ -203,12 +204,15 @@ class Module:
                ctas: Optional[Sequence] = None, cluster=(1, 1, 1), zero_init_shared: bool = False,
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
                param_bytes=None, buffers=(), printf: str = "stdout", trace=None,
-               timeout: Optional[float] = DEFAULT_TIMEOUT, resident="occupancy", cooperative: bool = False):
+               timeout: Optional[float] = DEFAULT_TIMEOUT, resident="occupancy", cooperative: bool = False,
+               check_races: bool = True):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
         check_layouts: check that every tensor-core operand copied from global memory is a coherent tile of
         its source array (catches swizzle/LBO/SBO disagreements between writer and descriptor).
+        check_races: racecheck of shared memory: RAW/WAR/WAW between threads that no synchronisation orders
+        (happens-before from barriers and mbarriers, never from tcemu's execution order; docs/guide.md).
         param_bytes: the whole parameter space as bytes (a captured launch's blob), instead of `args`; then
         `buffers` lists (device address, numpy array) pairs, or (address, array, name) triples, to map at exactly
         those addresses.
@@ -241,7 +245,7 @@ class Module:
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
             raise PtxError("shared_bytes", f"must be a non-negative int, got {show(shared_bytes)}")
         for flag, value in (("zero_init_shared", zero_init_shared), ("check_layouts", check_layouts),
-                            ("progress", progress), ("cooperative", cooperative)):
+                            ("progress", progress), ("cooperative", cooperative), ("check_races", check_races)):
             if not isinstance(value, (bool, np.bool_)):
                 raise PtxError(flag, f"must be a bool, got {show(value)}")
         nthreads = int(np.prod(block))
@@ -268,6 +272,7 @@ class Module:
             raise PtxError("cluster", f"{int(np.prod(cluster))} CTAs per cluster; at most 16 (8 portable)")
         L = Launch(grid, block, cluster, int(shared_bytes), "explicitcluster" in prog.fn.directives)
         L.check_layouts = bool(check_layouts)
+        L.check_races = bool(check_races)
         if printf not in ("stdout", "collect"):
             raise PtxError("printf", f"{show(printf)}: 'stdout' or 'collect'")
         L.echo = printf == "stdout"

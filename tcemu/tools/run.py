@@ -254,7 +254,8 @@ def run_command(args) -> int:
         raise PtxError("--check", plan.gemm_why)
     try:
         stats = plan.run(zero_init_shared=args.zero_init_shared, check_layouts=not args.no_check_layouts,
-                         progress=not args.quiet, max_instructions=args.max_instructions, timeout=args.timeout,
+                         check_races=not args.no_check_races, progress=not args.quiet,
+                         max_instructions=args.max_instructions, timeout=args.timeout,
                          **({"printf": "collect"} if args.json else {}))
     except TcemuError as e:  # the kernel's parameters as the metadata names them
         if plan.names:
@@ -318,6 +319,8 @@ def add_parser(sub):
                                   "<name>.npy)")
     p.add_argument("--zero-init-shared", action="store_true", help="shared memory starts as zeros")
     p.add_argument("--no-check-layouts", action="store_true", help="skip the operand layout provenance check")
+    p.add_argument("--no-check-races", action="store_true", help="skip racecheck of shared memory (races between "
+                                                                 "threads no barrier or mbarrier orders)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--max-instructions", type=int, default=MAX_INSTRUCTIONS,
                    help=f"warp instructions per cluster before the run is stopped as a livelock (BudgetExceeded; "

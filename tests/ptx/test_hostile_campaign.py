@@ -83,6 +83,7 @@ entry("ptx.Module.launch", _launch, Name(["store_tid"], bad=["store", "DONE"]),
                              [np.zeros(128, object), 1], [np.zeros(128, np.uint32), 1, 2], {"out": None},
                              [0, 100], [np.zeros(128, np.uint32), HUGE], [np.zeros(128, np.uint32), "5"]])),
       shared_bytes=Int([0, 1024], lo=0, hi=227 * 1024), zero_init_shared=Flag(), check_layouts=Flag(),
+      check_races=Flag(),
       max_instructions=Opt(Int([10 ** 6], lo=1, bad=[0])),
       ctas=Opt(Param(st.just([(0, 0, 0)]), st.sampled_from([[(5, 0, 0)], [(-1,)], "x", [1.5], [(0, 0, 0, 0)], 3]))),
       trace=Opt(Param(st.just(lambda w, pc, m, c: None), st.sampled_from([5, "x", True]))), weight=1.5)

@@ -709,8 +709,9 @@ def test_warp_wide_tma_store_writes_the_box_and_keeps_the_stage_read_until_wait_
     with pytest.raises(HazardError, match="bulk copy to global memory still reads"):
         ptx.load(_warp_tma_store("  st.shared.u32 [%r1], %r0;")).launch("k", grid=1, block=32, args=[tm],
                                                                        shared_bytes=4096)
-    # after wait_group.read 0 all 32 reads have completed: the stage is free again
-    ptx.load(_warp_tma_store("", "  st.shared.u32 [%r1], %r0;")).launch("k", grid=1, block=32, args=[tm],
+    # after wait_group.read 0 all 32 reads have completed: the stage is free again (every lane stores the same
+    # value: lanes of one store writing one byte with different values would race)
+    ptx.load(_warp_tma_store("", "  st.shared.u32 [%r1], %r7;")).launch("k", grid=1, block=32, args=[tm],
                                                                        shared_bytes=4096)
 
 

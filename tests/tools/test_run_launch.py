@@ -97,7 +97,7 @@ def test_check_finds_a_silently_wrong_kernel(tmp_path, capsys):
     ptx = tmp_path / "sbo512.ptx"
     with open(os.path.join(FIX, "matmul_bf16.ptx")) as fh:
         ptx.write_text(fh.read().replace(*SBO_512))
-    argv = ["run", MATMUL, "--ptx", str(ptx), *SMALL, "--no-check-layouts", "--save", str(tmp_path)]
+    argv = ["run", MATMUL, "--ptx", str(ptx), *SMALL, "--no-check-layouts", "--no-check-races", "--save", str(tmp_path)]
     assert main(argv + ["--check", "matmul"]) == 1
     out = capsys.readouterr().out.splitlines()
     c = np.load(tmp_path / "c_ptr.npy")

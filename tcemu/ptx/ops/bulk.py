@@ -10,6 +10,7 @@ that has not observed the phase, a copy into bytes an in-flight wgmma or bulk st
 import numpy as np
 
 from .. import parser as P
+from .. import races
 from ...layout.tma import TmaError, plan_tile
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..memory import PARAM_WINDOW, WINDOW_SIZE, WINDOWS
@@ -172,7 +173,7 @@ def c_tensor(ins, prog, pc):
                             raise KernelFault(wh, f"cta_group::2 multicast to CTA rank {c.rank}: its pair has no CTA "
                                                   f"rank {r} for the mbarrier signal")
                         bar_cta = cluster[r]
-                    _deliver(W, c, addr, values, src, tm.element_bytes, boff, wh, bar_cta)
+                    _deliver(W, c, addr, values, src, tm.element_bytes, boff, wh, bar_cta, pc, lane)
         return tma_load
 
     get_src = address(prog, src, ins, "shared::cta")
@@ -238,7 +239,7 @@ def _check_async_read(W, sh, spots, wh):
                               "fence.proxy.async since (the async proxy may not see it)")
 
 
-def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None):
+def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None, pc=-1, lane=0):
     """Write one TMA box into `cta`'s shared memory and complete its bytes on the mbarrier at bar_off of `bar_cta`
     (default: `cta` itself)."""
     bar_cta = cta if bar_cta is None else bar_cta
@@ -251,6 +252,12 @@ def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None):
         raise HazardError(wh, "a TMA box overwrites an initialised mbarrier object")
     sh.check_overwrite(spots, wh, "a TMA load writes")
     mb = lookup(W, bar_cta, bar_off, wh)
+    sh.check_in_flight(W, spots, wh, "this copy writes")
+    # racecheck: the async proxy's write, in the issuing warp's order; waiters acquire it through the mbarrier
+    races.on_write(sh, W, spots[None, :], W.tid[lane:lane + 1], wh,
+                   np.ascontiguousarray(values).view(np.uint8)[None, :])
+    races.mbar_release(W, mb)
+    sh.copy_pc[spots] = pc + 1
     sh.smem.data[spots] = np.ascontiguousarray(values).view(np.uint8)
     sh.smem.written[spots] = True
     sh.unfenced[spots] = 0
@@ -306,7 +313,7 @@ def c_bulk(ins, prog, pc):
                 targets = [cta] if not multicast else \
                     [c for r, c in enumerate(W.cta.cluster) if int(get_mask(W)[lane]) >> r & 1]
                 for c in targets:
-                    _deliver(W, c, off + np.arange(n), data, src, 1, boff, wh)
+                    _deliver(W, c, off + np.arange(n), data, src, 1, boff, wh, None, pc, lane)
         return bulk_load
     if first == "global":  # shared::cta -> global, in a bulk group
         get_dst = address(prog, ops[0], ins, "global")

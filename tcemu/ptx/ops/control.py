@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import fparith
 from .. import parser as P
+from .. import races
 from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK, DIVERGED
 from ..types import TYPES
@@ -98,6 +99,7 @@ def c_exit(ins, prog, pc):
         r = W.exit_lanes(m)
         if W.done:
             drain_cp_async(W)
+            races.flush_all(W)  # the cluster's last warp: unwritten reads no race explained
         return r
     return op
 
@@ -142,8 +144,9 @@ def c_setmaxnreg(ins, prog, pc):
 
 def barrier_state(cta, bid):
     B = cta.barriers.get(bid)
-    if B is None:  # arrived threads, generation, thread count, reductions by generation, arrived warps
-        B = cta.barriers[bid] = [0, 0, None, {}, []]
+    if B is None:  # arrived threads, generation, thread count, reductions by generation, arrived warps,
+        #            the first arrival of the generation (count, instruction, warp) for synccheck
+        B = cta.barriers[bid] = [0, 0, None, {}, [], None]
     return B
 
 
@@ -163,6 +166,7 @@ def _complete(B):
     B[0] = 0
     B[1] += 1
     B[4] = []
+    B[5] = None
 
 
 def _expected(W, count):
@@ -204,14 +208,20 @@ def c_bar(ins, prog, pc):
             if count is not None and (count % 32 or count <= 0):
                 raise KernelFault(wh, f"barrier thread count {count} is not a positive multiple of 32")
             act = mask_array(m) & W.live
+            synccheck = cta.launch.check_races
+            if synccheck and aligned and not (act == W.live).all():
+                _divergent(W, act, bid, ins, wh)
             # PTX 9.7.12.1: the barrier counts warps' arrival (counts are multiples of 32): a warp whose
             # non-exited threads all execute it adds 32, even a partial last warp or one with exited lanes
             n = 32 if aligned or (act == W.live).all() else int(act.sum())
             B = barrier_state(cta, bid)
+            if synccheck:
+                _same_count(W, B, bid, count, ins, wh)
             B[0] += n
             B[4].append(W)
             B[2] = count
             gen = B[1]
+            races.bar_arrive(W, bid, gen)
             if gsrc is not None:
                 vals = gsrc(W)[act]
                 part = int(vals.sum()) if red_op == "popc" else (bool(vals.all()) if red_op == "and" else bool(vals.any()))
@@ -221,7 +231,7 @@ def c_bar(ins, prog, pc):
             cta.progress = True
             if B[0] >= _expected(W, count):
                 _complete(B)
-                return _finish(W, m, B, gen)
+                return _finish(W, m, B, gen, bid)
             if kind == "arrive":
                 return None
             W.sync[key] = (bid, gen)
@@ -233,16 +243,46 @@ def c_bar(ins, prog, pc):
             _complete(B)
         if B[1] > gen:
             del W.sync[key]
-            return _finish(W, m, B, gen)
+            return _finish(W, m, B, gen, bid)
         W.wait = f"barrier {bid} ({B[0]} of {_expected(W, B[2])} threads arrived)"
         return BLOCK
 
-    def _finish(W, m, B, gen):
+    def _finish(W, m, B, gen, bid):
+        if kind != "arrive":  # bar.arrive releases only; the waiting forms acquire what every arrival released
+            races.bar_acquire(W, bid, gen)
         if sd is not None:
             val = B[3].get(gen, 0)
             sd(W, np.full(32, val, np.uint32 if red_op == "popc" else bool), m)
         return None
     return op
+
+
+def _divergent(W, act, bid, ins, wh):
+    """synccheck: an aligned barrier (bar.sync, barrier.sync.aligned) must be executed by every non-exited thread
+    of the warp (PTX 9.7.12.1: "all threads in the warp"); lanes parked at another warp-synchronous instruction
+    never arrive here (the machine runs a barrier's lanes only once no lane of the warp can still run towards it)."""
+    rest = W.live & ~act
+    pcs = sorted(set(W.lane_pc[rest].tolist())) if W.lane_pc is not None else []
+    instrs = W.cta.prog.instrs
+    elsewhere = "; ".join(f"lanes {np.flatnonzero(rest & (W.lane_pc == p)).tolist()} at {instrs[p].text()} "
+                          f"({instrs[p].where()})" for p in pcs if p < len(instrs)) or "not executing it"
+    raise HazardError(wh, f"divergent barrier: barrier {bid} reached by lanes {np.flatnonzero(act).tolist()} of "
+                          f"warp {W.index} (pc {W.lane_pc[act][0] if W.lane_pc is not None else W.pc}), while its "
+                          f"other live lanes are elsewhere: {elsewhere} (a __syncthreads in a branch that splits "
+                          "the warp)")
+
+
+def _same_count(W, B, bid, count, ins, wh):
+    """synccheck: every thread of one barrier generation names the same thread count (PTX 9.7.12.1)."""
+    eff = count if count is not None else 32 * len(W.cta.warps)
+    if B[5] is None:
+        B[5] = (eff, wh, W.index)
+        return
+    first, where_, warp = B[5]
+    if first != eff:
+        raise HazardError(wh, f"barrier {bid} thread count mismatch: warp {W.index} arrives here expecting {eff} "
+                              f"threads, but warp {warp} arrived in the same generation at {where_} expecting "
+                              f"{first}")
 
 
 @register("barrier.cluster")
@@ -261,6 +301,7 @@ def c_barrier_cluster(ins, prog, pc):
         B.arrived += 32 if aligned else int(act.sum())
         B.warps.append(W)
         W.sync[key] = B.generation
+        races.cluster_arrive(W, B.generation)
         W.cta.progress = True
         if B.arrived >= B.expected():
             _cluster_complete(B)
@@ -274,6 +315,7 @@ def c_barrier_cluster(ins, prog, pc):
             _cluster_complete(B)
         if B.generation > gen:
             del W.sync[key]
+            races.cluster_acquire(W, gen)
             return None
         W.wait = f"barrier.cluster ({B.arrived} of {B.expected()} threads of the cluster arrived)"
         return BLOCK
@@ -311,6 +353,7 @@ def c_bar_warp_sync(ins, prog, pc):
 
     def op(W, m):
         _members(W, m, gm, ins)
+        races.warp_sync(W)
     return op
 
 

@@ -10,6 +10,7 @@ hands on what the arriving warps knew (release/acquire).
 import numpy as np
 
 from .. import parser as P
+from .. import races
 from ..errors import HazardError, KernelFault, PtxSyntaxError
 from ..machine import BLOCK
 from ..types import TYPES
@@ -33,6 +34,8 @@ class MBarrier:
         self.phase = 0            # completed phases so far; the current phase's parity is phase & 1
         self.knowledge = {}       # what arriving warps knew (merged), handed to waiters
         self.arrivals = 0
+        self.race_acc = None      # racecheck: the arriving warps' clocks this phase (races.py)
+        self.race_done = None     # ... and of every completed phase, acquired by a successful wait
 
     def describe(self) -> str:
         tx = f", tx-count {self.tx} bytes" + (" (more bytes delivered than expected)" if self.tx < 0 else
@@ -51,6 +54,7 @@ class MBarrier:
                                   "phase expects")
         if W is not None:
             self.learn(W)
+            races.mbar_release(W, self)
         self.pending -= count
         self._maybe_complete()
 
@@ -65,6 +69,7 @@ class MBarrier:
 
     def _maybe_complete(self):
         if self.pending == 0 and self.tx == 0:
+            races.mbar_complete(self)
             self.phase += 1
             self.pending = self.expected
             self.cta.progress = True
@@ -75,6 +80,7 @@ class MBarrier:
         if W.mbar_seen.get(key, -1) < self.phase - 1:
             W.mbar_seen[key] = self.phase - 1
         share_knowledge_from(W, self.knowledge)
+        races.mbar_acquire(W, self)
 
 
 def share_knowledge_from(W, knowledge):
@@ -122,6 +128,8 @@ def c_mbarrier(ins, prog, pc):
                 sh = cta.shared
                 sh.check(np.array([off]), 8, [0], wh, "initialises")
                 cta.mbarriers[off] = MBarrier(cta, off, int(c), wh)
+                if sh.race is not None:  # racecheck does not follow the object's bytes
+                    sh.race.forget(off, off + 8)
                 sh.mbar_live[off:off + 8] = True
                 sh.smem.written[off:off + 8] = True
         return init

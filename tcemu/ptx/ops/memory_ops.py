@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import fparith
 from .. import parser as P
+from .. import races
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
@@ -132,8 +133,9 @@ def _cluster_parts(W, offs, sel, wh):
     return out
 
 
-def access(W, space, addrs, tids, nbytes, wh, data=None):
-    """Load (data None) or store `nbytes` per active lane; loads return (n, nbytes) uint8."""
+def access(W, space, addrs, tids, nbytes, wh, data=None, strong=False):
+    """Load (data None) or store `nbytes` per active lane; loads return (n, nbytes) uint8. `strong`: an atomic or
+    .volatile/.relaxed/.acquire/.release access (racecheck: those do not race with each other)."""
     if addrs.size and nbytes > 1:
         mis = (addrs % np.uint64(nbytes)) != 0
         if mis.any():
@@ -144,20 +146,27 @@ def access(W, space, addrs, tids, nbytes, wh, data=None):
     if data is None:
         if len(parts) == 1 and isinstance(parts[0][2], slice):
             s, offs, _ = parts[0]
-            if s == "shared":
-                return W.cta.shared.load(offs, nbytes, tids, wh, W)
-            return memory(W, s).load(offs, nbytes, tids, wh)
+            return _load(W, s, offs, nbytes, tids, wh, strong)
         out = np.zeros((addrs.size, nbytes), np.uint8)
         for s, offs, sel in parts:
-            if s == "shared":
-                out[sel] = W.cta.shared.load(offs, nbytes, tids[sel], wh, W)
-            else:
-                out[sel] = memory(W, s).load(offs, nbytes, tids[sel], wh)
+            out[sel] = _load(W, s, offs, nbytes, tids[sel], wh, strong)
         return out
     for s, offs, sel in parts:
         mem = memory(W, s)
         d = data if isinstance(sel, slice) else data[sel]
-        mem.store(offs, d, tids if isinstance(sel, slice) else tids[sel], wh)
+        t = tids if isinstance(sel, slice) else tids[sel]
+        if s == "shared" or isinstance(s, tuple):
+            mem.store(offs, d, t, wh, W=W, strong=strong)
+        else:
+            mem.store(offs, d, t, wh)
+
+
+def _load(W, s, offs, nbytes, tids, wh, strong):
+    if s == "shared":
+        return W.cta.shared.load(offs, nbytes, tids, wh, W, strong=strong)
+    if isinstance(s, tuple):  # another CTA's window: racecheck only (its TMA guard is the owner's business)
+        return memory(W, s).load(offs, nbytes, tids, wh, W, guard=False, strong=strong)
+    return memory(W, s).load(offs, nbytes, tids, wh)
 
 
 def _vec_parts(ins, op):
@@ -179,6 +188,11 @@ def _ld_st_operands(ins, prog, regs_at, addr_at, what):
     return t, vec, space, regs, address(prog, a, ins, space), max(1, t.bits // 8)
 
 
+def _strong(ins) -> bool:
+    """ld/st .volatile, .relaxed, .acquire, .release: morally strong (PTX 8.6), they race only with weak ones."""
+    return bool({"volatile", "relaxed", "acquire", "release"} & set(ins.opcode.split(".")))
+
+
 @register("ld")
 def c_ld(ins, prog, pc):
     t, vec, space, dests, get_addr, ebytes = _ld_st_operands(ins, prog, 0, 1, "destinations")
@@ -187,12 +201,13 @@ def c_ld(ins, prog, pc):
     sets = [prog.write(x, t, ins) for x in dests]
     wh = where(ins)
     cont = CONTAINER[max(t.bits, 8)]
+    strong = _strong(ins)
 
     def op(W, m):
         act = mask_array(m) if m is not None else (W.live if not W.full else None)
         addrs = get_addr(W) if act is None else get_addr(W)[act]
         tids = W.tid if act is None else W.tid[act]
-        raw = access(W, space, addrs, tids, ebytes * vec, wh)
+        raw = access(W, space, addrs, tids, ebytes * vec, wh, strong=strong)
         vals = from_bytes(raw, cont)  # (n, vec)
         for i, s in enumerate(sets):
             if act is None:
@@ -209,6 +224,7 @@ def c_st(ins, prog, pc):
     t, vec, space, srcs, get_addr, ebytes = _ld_st_operands(ins, prog, 1, 0, "sources")
     gets = [prog.read(x, t, ins) for x in srcs]
     wh = where(ins)
+    strong = _strong(ins)
 
     def op(W, m):
         act = m if m is not None else (W.live if not W.full else None)
@@ -219,7 +235,7 @@ def c_st(ins, prog, pc):
             vals, addrs, tids = vals[act], addrs[act], tids[act]
         raw = as_bytes(vals, ebytes * vec) if ebytes == vals.dtype.itemsize else \
             np.ascontiguousarray(vals).view(np.uint8).reshape(vals.shape[0], -1)
-        access(W, space, addrs, tids, ebytes * vec, wh, data=raw)
+        access(W, space, addrs, tids, ebytes * vec, wh, data=raw, strong=strong)
     return op
 
 
@@ -298,18 +314,26 @@ def c_cp_async(ins, prog, pc):
         sh = W.cta.shared
         sh.check(dsts, nbytes, tids, wh, "writes")
         spots = dsts[:, None] + span
-        order = np.sort(dsts)
-        if (order[1:] == order[:-1]).any() or sh.async_pending[spots].any():
-            raise HazardError(wh, "two asynchronous copies in flight write the same shared bytes (a write-write race)")
-        sh.async_pending[spots] = 1
-        W.cp_async_open.append((spots, data, src_bytes))
+        order = np.argsort(dsts, kind="stable")
+        same = np.flatnonzero(dsts[order][1:] == dsts[order][:-1])
+        if same.size:
+            a, b = order[same[0]], order[same[0] + 1]
+            raise HazardError(wh, f"threads {int(tids[a])} and {int(tids[b])} of this cp.async both copy to shared "
+                                  f"bytes [{int(dsts[a]):#x}, {int(dsts[a]) + nbytes:#x}): two asynchronous copies in "
+                                  "flight write the same shared bytes")
+        sh.check_in_flight(W, spots, wh, "this cp.async writes")
+        sh.async_pending[spots] = pc + 1
+        W.cp_async_open.append((spots, data, src_bytes, tids))
     return op
 
 
 def _apply_copies(W, copies, wh="cp.async completing"):
     sh = W.cta.shared
-    for spots, data, src in copies:
+    for spots, data, src, tids in copies:
         sh.check_overwrite(spots, wh, "a cp.async completing here writes")
+        # racecheck: the copy's write lands here, in the issuing warp's order (a reader needs the wait's edge)
+        races.on_write(sh, W, spots, tids, wh, data)
+        sh.copy_pc[spots] = sh.async_pending[spots]
         sh.guard_bar[spots] = -1
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
@@ -447,7 +471,7 @@ def c_stmatrix(ins, prog, pc):
             mt[_FRAG_ROW, _FRAG_COL + 1] = (v >> np.uint32(16)).astype(np.uint16)
             mats[i] = mt.T if trans else mt
         raw = np.ascontiguousarray(mats.reshape(num * 8, 8)).view(np.uint8)
-        W.cta.shared.store(rows.reshape(-1), raw, W.tid[:8 * num], wh)
+        W.cta.shared.store(rows.reshape(-1), raw, W.tid[:8 * num], wh, W=W)
     return op
 
 
@@ -582,9 +606,9 @@ def c_atom(ins, prog, pc):
             if vec > 1 and lands != "global":
                 raise MemoryFault(wh, f"thread {int(tid[0])}: a vector atom/red needs a global address; generic "
                                       f"address {int(ad[0]):#x} is in the {lands} window")
-            old = from_bytes(access(W, space, ad, tid, nbytes, wh), cont)[0]
+            old = from_bytes(access(W, space, ad, tid, nbytes, wh, strong=True), cont)[0]
             new = fn(old, bv[lane], cv[lane], flushes and lands == "global")
-            access(W, space, ad, tid, nbytes, wh, data=as_bytes(new.reshape(1, vec).astype(cont), nbytes))
+            access(W, space, ad, tid, nbytes, wh, data=as_bytes(new.reshape(1, vec).astype(cont), nbytes), strong=True)
             out[lane] = old
         if sds is not None:
             for i, sd in enumerate(sds):

@@ -1,0 +1,439 @@
+"""racecheck for shared memory: a happens-before detector over the generic accesses of a launch's warps
+(ld/st/atom/red .shared and shared::cluster, ldmatrix/stmatrix, the bytes TMA, cp.async.bulk and cp.async write).
+
+tcemu runs a CTA's warps one at a time, so the order in which it executes two accesses proves nothing: each warp
+carries a vector clock (one entry per warp of the cluster, indexed rank * warps + warp) that only synchronisation
+advances (PTX ISA 8.x, memory consistency model: a data race is two conflicting accesses not ordered by
+happens-before, which comes from release/acquire patterns such as barriers, not from execution order):
+
+- bar.sync / barrier.sync / bar.red: every arriving warp releases its clock into the barrier's generation; the
+  warps that wait (not bar.arrive) acquire the join when it completes (PTX 9.7.12.1); barrier.cluster.arrive /
+  .wait the same across the cluster (9.7.12.2; .relaxed taken as a release too: lenient);
+- mbarrier arrive (and expect_tx, cp.async.mbarrier.arrive, tcgen05.commit) releases into the current phase, a
+  TMA's complete_tx releases its issuing warp at issue; a successful test_wait / try_wait acquires what the
+  completed phases received (9.7.13.15);
+- fences and membar create no edge by themselves.
+
+Each shared byte keeps its last writer (an epoch: warp and clock, with the instruction, lane, the lanes that
+executed it and the warp's divergence region) and, per warp that read it, that warp's clock at its last read.
+An access conflicts with an earlier one of another warp whose clock entry its own clock does not cover. Within a
+warp, instructions of a converged warp are ordered; lanes on different paths of a divergent branch are unordered
+until the warp reconverges or meets at bar.warp.sync (a region: one divergence episode), and lanes of one store
+writing one byte with different values race (WAW). Atomics and .volatile/.relaxed/.acquire/.release accesses do
+not race with each other (morally strong). Reports name both accesses.
+"""
+from typing import Optional
+
+import numpy as np
+
+from .errors import HazardError, MemoryFault
+
+M32 = np.int64(0xFFFFFFFF)
+NEVER = np.int64(1 << 62)  # the clock entry of "no writer": every access is ordered after it
+
+
+class ClusterRaces:
+    """A cluster's detector state: which instruction each site id names, barrier and cluster-barrier releases,
+    uninitialised reads whose report waits for a racing write."""
+
+    def __init__(self, ctas):
+        self.ctas = ctas
+        self.nw = max(len(c.warps) for c in ctas)
+        self.n = len(ctas) * self.nw
+        self.sites = {}
+        self.names = []
+        self.bars = {}      # (rank, barrier id) -> {generation: joined clock}
+        self.cbar = {}      # barrier.cluster generation -> joined clock
+        self.pending = {}   # agent -> (field, rule) of an uninitialised read, reported at its next acquire
+
+    def site(self, wh: str) -> int:
+        s = self.sites.get(wh)
+        if s is None:
+            s = self.sites[wh] = len(self.names)
+            self.names.append(wh)
+        return s
+
+    def thread(self, agent: int, lane: int) -> str:
+        c = self.ctas[agent // self.nw]
+        w = agent % self.nw
+        return f"thread {w * 32 + lane} (warp {w}, CTA {c.ctaid})"
+
+
+class WarpClock:
+    __slots__ = ("id", "vcx", "vc", "region", "ref", "cl")
+
+    def __init__(self, cl: ClusterRaces, agent: int):
+        self.cl = cl
+        self.id = agent
+        self.vcx = np.zeros(cl.n + 1, np.int64)   # entry 0: "no writer"; entry a + 1: warp a
+        self.vcx[0] = NEVER
+        self.vc = self.vcx[1:]
+        self.vc[agent] = 1
+        self.region = 0     # divergence episodes of this warp so far
+        self.ref = None     # the warp's lane_pc array of the current episode (a new array per divergence)
+
+    def now(self, W) -> int:
+        if W.lane_pc is not self.ref:
+            self.ref = W.lane_pc
+            self.region += 1
+        return self.region
+
+    def release(self) -> np.ndarray:
+        """This warp's clock for a release, then a new epoch for what follows it."""
+        out = self.vc.copy()
+        self.vc[self.id] += 1
+        return out
+
+    def acquire(self, vc: Optional[np.ndarray]):
+        if vc is not None:
+            np.maximum(self.vc, vc, out=self.vc)
+
+
+def clock(W) -> Optional[WarpClock]:
+    """W's clock (made on first use), or None where the launch runs with check_races=False."""
+    st = W.race
+    if st is None:
+        cta = W.cta
+        if not getattr(cta.launch, "check_races", False):
+            W.race = False
+            return None
+        cl = cta.races
+        if cl is None:
+            cl = ClusterRaces(cta.cluster)
+            for c in cta.cluster:
+                c.races = cl
+        st = W.race = WarpClock(cl, cta.rank * cl.nw + W.index)
+    return st or None
+
+
+class Shadow:
+    """Per shared byte of one CTA's window: last writer and, per reading warp, its last read."""
+
+    def __init__(self, size: int, local=()):
+        self.w_ep = np.zeros(size, np.int64)     # (agent + 1) << 32 | clock; 0: no tracked writer
+        self.w_info = np.zeros(size, np.int64)   # site << 6 | strong << 5 | lane
+        self.w_mask = np.zeros(size, np.int64)   # lanes that executed the writing instruction
+        self.w_region = np.zeros(size, np.int64)
+        self.rows = {}                           # agent -> row of R
+        self.agents = np.zeros(0, np.int64)
+        self.R = np.zeros((0, size), np.int64)   # clock << 32 | site << 6 | strong << 5 | lane
+        self.rmax = np.zeros(0, np.int64)        # per row: the reader's latest clock (all its reads are at most)
+        self.wmax = None                         # per warp: its latest clock as a writer here
+        if len(local):  # rows for the CTA's own warps up front (zeroed pages cost nothing until touched)
+            self.agents = np.asarray(local, np.int64)
+            self.rows = {int(a): i for i, a in enumerate(local)}
+            self.rmax = np.zeros(len(local), np.int64)
+            self.R = np.zeros((len(local), size), np.int64)
+
+    def row(self, agent: int) -> int:
+        r = self.rows.get(agent)
+        if r is None:
+            r = self.rows[agent] = len(self.agents)
+            self.agents = np.append(self.agents, agent)
+            self.rmax = np.append(self.rmax, 0)
+            self.R = np.vstack([self.R, np.zeros((1, self.R.shape[1]), np.int64)])
+        return r
+
+    def unordered_writers(self, st) -> bool:
+        """Whether some warp wrote here at a clock this warp does not cover (else no byte's writer can race)."""
+        if self.wmax is None:
+            self.wmax = np.zeros(st.cl.n, np.int64)
+        return bool((self.wmax > st.vc).any())
+
+    def forget(self, lo: int, hi: int):
+        """Bytes reused by something the detector does not follow (mbarrier.init, tcgen05.alloc's address)."""
+        self.w_ep[lo:hi] = 0
+        self.R[:, lo:hi] = 0
+
+
+def shadow(sh, st) -> Shadow:
+    s = sh.race
+    if s is None:
+        nw = st.cl.nw
+        s = sh.race = Shadow(sh.hi, range(sh.rank * nw, (sh.rank + 1) * nw))
+    return s
+
+
+LANES = np.arange(32, dtype=np.int64)
+FULL = (1 << 32) - 1
+
+
+def _lanes(tids) -> np.ndarray:
+    return LANES if len(tids) == 32 else np.asarray(tids, np.int64) % 32
+
+
+def _mask(tids) -> int:
+    return FULL if len(tids) == 32 else \
+        int(np.bitwise_or.reduce(np.int64(1) << (np.asarray(tids, np.int64) % 32))) if len(tids) else 0
+
+
+def _describe(cl, info, agent) -> str:
+    info = int(info)
+    return f"{cl.thread(agent, info & 31)} {'' if not info >> 5 & 1 else '(a strong access) '}at " \
+           f"{cl.names[info >> 6]}"
+
+
+def _report(sh, st, kind, spot, wh, lane, other_agent, other_info, what, strong):
+    cl = st.cl
+    me = cl.thread(st.id, lane)
+    verb = {"RAW": "reads", "WAR": "writes", "WAW": "writes"}[kind]
+    prior = {"RAW": "wrote", "WAR": "read", "WAW": "wrote"}[kind]
+    if other_agent == st.id:
+        why = "the two threads are lanes of one warp on different paths of a branch, with no reconvergence or " \
+              "bar.warp.sync between them (PTX 9.7.12.3)" if what != "same" else \
+              "both lanes write it in this one instruction, with different values"
+    else:
+        why = "no synchronisation orders the two warps' accesses (a missing bar.sync / __syncthreads or " \
+              "mbarrier wait? fences alone do not order warps)"
+    raise HazardError(wh, f"{kind} race on shared address {spot:#x} of CTA {sh_cta(sh, cl)}: {me} {verb} it "
+                          f"here{' (a strong access)' if strong else ''}; {_describe(cl, other_info, other_agent)} "
+                          f"{prior} it; {why}")
+
+
+def sh_cta(sh, cl):
+    return next((c.ctaid for c in cl.ctas if c.shared is sh), "?")
+
+
+def on_read(sh, W, spots, tids, wh, strong=False):
+    """Check a read of shared bytes `spots` ((n, k) offsets, one row per lane `tids`) and record it."""
+    st = clock(W)
+    if st is None or spots.size == 0:
+        return
+    sd = shadow(sh, st)
+    region = st.now(W)
+    if sd.unordered_writers(st) or W.lane_pc is not None:
+        ep = sd.w_ep[spots]
+        bad = (ep & M32) > st.vcx[ep >> 32]
+        if W.lane_pc is not None:
+            bad |= _diverged(sd, st, ep, spots, tids, region)
+        _conflict(sh, sd, st, "RAW", bad, spots, tids, wh, ep, strong)
+    info = np.int64(st.cl.site(wh) << 6 | strong << 5) | _lanes(tids)
+    row = sd.row(st.id)  # before indexing R: a new reader grows it
+    sd.R[row, spots] = (st.vc[st.id] << 32) | info[:, None]
+    sd.rmax[row] = st.vc[st.id]
+
+
+def on_write(sh, W, spots, tids, wh, data=None, strong=False):
+    """Check a write of shared bytes `spots` ((n, k), one row per lane) and record this warp as their writer;
+    `data`: the (n, k) bytes written (a WAW that stores the value already there is benign; lanes of one store
+    writing different values race). W None: a write the detector does not follow."""
+    st = clock(W) if W is not None else None
+    if st is None:
+        if W is None and sh.race is not None:
+            sh.race.w_ep[spots] = 0
+        return
+    if spots.size == 0:
+        return
+    sd = shadow(sh, st)
+    region = st.now(W)
+    benign = None
+    bad = None
+    if sd.unordered_writers(st) or W.lane_pc is not None:
+        ep = sd.w_ep[spots]
+        bad = (ep & M32) > st.vcx[ep >> 32]
+        if W.lane_pc is not None:
+            bad |= _diverged(sd, st, ep, spots, tids, region)
+    if bad is not None and bad.any():
+        if data is not None:  # a byte rewritten with the value it holds: benign (Triton's warp-specialised
+            same = sh.smem.data[spots] == data  # prologue stores one constant from every thread); the
+            benign = bad & same                 # earlier writer stays the one readers must be ordered after
+            bad &= ~same
+        _conflict(sh, sd, st, "WAW", bad, spots, tids, wh, ep, strong)
+    if len(sd.agents):
+        rows = np.flatnonzero(sd.rmax > st.vc[sd.agents])  # readers with reads this warp is not ordered after
+        if rows.size:
+            r = sd.R[rows[:, None, None], spots[None]]
+            badr = (r >> 32) > st.vc[sd.agents[rows]][:, None, None]
+            if badr.any():
+                _war(sh, sd, st, badr, r, spots, tids, wh, strong, rows)
+    if data is not None and spots.shape[0] > 1:
+        _same_instruction(sh, st, spots, tids, data, wh)
+    lanes = _lanes(tids)
+    if benign is not None and benign.any():
+        spots = spots[~benign.any(axis=1)]
+        lanes = lanes[~benign.any(axis=1)]
+        tids = np.asarray(tids)[~benign.any(axis=1)]
+    sd.w_ep[spots] = np.int64((st.id + 1) << 32) | st.vc[st.id]
+    sd.wmax[st.id] = st.vc[st.id]
+    sd.w_info[spots] = (np.int64(st.cl.site(wh) << 6 | strong << 5) | lanes)[:, None]
+    sd.w_mask[spots] = _mask(tids)
+    sd.w_region[spots] = region
+
+
+def _diverged(sd, st, ep, spots, tids, region):
+    """Same-warp writes of this divergence region by lanes on another path: neither lane executed the other's
+    instruction (a lane that executed it, or whose lanes now execute with the writer's, is ordered after it)."""
+    mine = ((ep >> 32) == st.id + 1) & (sd.w_region[spots] == region)
+    if not mine.any():
+        return mine
+    lanes = (np.asarray(tids, np.int64) % 32)[:, None]
+    wlane = sd.w_info[spots] & 31
+    cur = _mask(tids)
+    return mine & ((sd.w_mask[spots] >> lanes) & 1 == 0) & ((cur >> wlane) & 1 == 0)
+
+
+def _strong(info):
+    return (info >> 5) & 1 == 1
+
+
+def _conflict(sh, sd, st, kind, bad, spots, tids, wh, ep, strong):
+    if not bad.any():
+        return
+    if strong:
+        bad = bad & ~_strong(sd.w_info[spots])
+        if not bad.any():
+            return
+    j, b = np.argwhere(bad)[0]
+    spot = int(spots[j, b])
+    _report(sh, st, kind, spot, wh, int(tids[j]) % 32, int(ep[j, b] >> 32) - 1, sd.w_info[spot],
+            "other", strong)
+
+
+def _war(sh, sd, st, badr, r, spots, tids, wh, strong, rows):
+    if strong:
+        badr = badr & ~_strong(r)
+        if not badr.any():
+            return
+    k, j, b = np.argwhere(badr)[0]
+    _report(sh, st, "WAR", int(spots[j, b]), wh, int(tids[j]) % 32, int(sd.agents[rows[k]]), int(r[k, j, b]) & M32,
+            "other", strong)
+
+
+def _same_instruction(sh, st, spots, tids, data, wh):
+    """Lanes of one store writing one byte with different values (PTX 8: two writes, neither ordered)."""
+    starts = spots[:, 0]
+    if (np.diff(starts) >= spots.shape[1]).all():   # lanes in increasing address order, no overlap: common
+        return
+    if not (np.diff(np.sort(starts)) < spots.shape[1]).any():
+        return
+    flat = spots.reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    f, d = flat[order], np.asarray(data).reshape(-1)[order]
+    clash = (f[1:] == f[:-1]) & (d[1:] != d[:-1])
+    if clash.any():
+        i = int(np.flatnonzero(clash)[0])
+        a, b = int(order[i]) // spots.shape[1], int(order[i + 1]) // spots.shape[1]
+        info = np.int64(st.cl.site(wh) << 6) | int(tids[a]) % 32
+        _report(sh, st, "WAW", int(f[i]), wh, int(tids[b]) % 32, st.id, info, "same", False)
+
+
+# ------------------------------------------------------------------------------------------------ edges
+
+def bar_arrive(W, bid: int, gen: int):
+    """A warp arrives at CTA barrier bid in generation gen: its clock joins the generation's release."""
+    st = clock(W)
+    if st is None:
+        return
+    key = (W.cta.rank, bid)
+    gens = st.cl.bars.setdefault(key, {})
+    acc = gens.get(gen)
+    rel = st.release()
+    if acc is None:
+        gens[gen] = rel
+        for g in [g for g in gens if g < gen - 4]:
+            del gens[g]
+    else:
+        np.maximum(acc, rel, out=acc)
+
+
+def bar_acquire(W, bid: int, gen: int):
+    st = clock(W)
+    if st is None:
+        return
+    st.acquire(st.cl.bars.get((W.cta.rank, bid), {}).get(gen))
+    st.region += 1
+    flush(W, st)
+
+
+def cluster_arrive(W, gen: int):
+    st = clock(W)
+    if st is None:
+        return
+    acc = st.cl.cbar.get(gen)
+    rel = st.release()
+    if acc is None:
+        st.cl.cbar[gen] = rel
+        st.cl.cbar.pop(gen - 4, None)
+    else:
+        np.maximum(acc, rel, out=acc)
+
+
+def cluster_acquire(W, gen: int):
+    st = clock(W)
+    if st is None:
+        return
+    st.acquire(st.cl.cbar.get(gen))
+    flush(W, st)
+
+
+def warp_sync(W):
+    """bar.warp.sync: the member lanes meet; what each did before is ordered before what the others do after."""
+    st = clock(W)
+    if st is not None:
+        st.region += 1
+
+
+def mbar_release(W, mb):
+    """An arrive (or a TMA's complete_tx) on mbarrier mb: the warp's clock joins the current phase's release."""
+    st = clock(W) if W is not None else None
+    if st is None:
+        return
+    rel = st.release()
+    if mb.race_acc is None:
+        mb.race_acc = rel
+    else:
+        np.maximum(mb.race_acc, rel, out=mb.race_acc)
+
+
+def mbar_complete(mb):
+    """The phase completed: what it received becomes visible to every waiter that observes it (or a later one)."""
+    if mb.race_acc is not None:
+        if mb.race_done is None:
+            mb.race_done = mb.race_acc
+        else:
+            np.maximum(mb.race_done, mb.race_acc, out=mb.race_done)
+        mb.race_acc = None
+
+
+def mbar_acquire(W, mb):
+    st = clock(W)
+    if st is None:
+        return
+    st.acquire(mb.race_done)
+    flush(W, st)
+
+
+# ------------------------------------------------------------------------------------------------ unwritten reads
+
+def defer_unwritten(W, field: str, rule: str) -> bool:
+    """A read of bytes nothing wrote yet: with the detector on, the report waits (the read is recorded) so that a
+    write another warp makes later, unordered with it, is reported as the race it is; True if deferred."""
+    st = clock(W)
+    if st is None:
+        return False
+    st.cl.pending.setdefault(st.id, (field, rule))
+    return True
+
+
+def flush(W, st=None):
+    """At the reading warp's next acquire (the writes it could race with have been made): the deferred read."""
+    st = st or clock(W)
+    if st is None or not st.cl.pending:
+        return
+    p = st.cl.pending.pop(st.id, None)
+    if p is not None:
+        raise MemoryFault(*p)
+
+
+def flush_all(W):
+    """The cluster's last warp exits: every deferred unwritten read that no race explained."""
+    st = clock(W)
+    if st is None or not st.cl.pending:
+        return
+    if any(not w.done for c in st.cl.ctas for w in c.warps):
+        return
+    agent, (field, rule) = next(iter(st.cl.pending.items()))
+    st.cl.pending.clear()
+    c = st.cl.ctas[agent // st.cl.nw]
+    raise MemoryFault(field, f"{rule}; read by warp {agent % st.cl.nw} of CTA {c.ctaid} (reported when the "
+                             "cluster finished: no write raced with it)")
