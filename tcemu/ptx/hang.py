@@ -229,8 +229,13 @@ def _probe(warps, windows, steps, turn, bars_ok):
     at_bar = _allowed(cta.prog, True)
     L = cta.launch
     starts = [_save(w) for w in warps]
-    bars = {bid: [B[0], B[1], B[2], dict(B[3]), list(B[4])] for bid, B in cta.barriers.items()}
+    bars = {bid: [B[0], B[1], B[2], dict(B[3]), list(B[4]), *B[5:]] for bid, B in cta.barriers.items()}
     progress = cta.progress
+    # a probe is speculative: racecheck / synccheck (races.py) neither see nor record it
+    checks, races = L.check_races, [w.race for w in warps]
+    L.check_races = False
+    for w in warps:
+        w.race = False
     watch = _Watch(L.gmem, windows)
     trace, L.trace = L.trace, None
     watch.install()
@@ -292,6 +297,9 @@ def _probe(warps, windows, steps, turn, bars_ok):
         cta.barriers.update(bars)
         cta.progress = progress
         L.trace = trace
+        L.check_races = checks
+        for w, r in zip(warps, races):
+            w.race = r
 
 
 # ----------------------------------------------------------------------------------------------- last writers

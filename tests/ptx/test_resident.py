@@ -257,7 +257,7 @@ WAIT_SHARED = HEAD + """
  mov.u32 %r1, %tid.x;
  setp.lt.u32 %p1, %r1, 32;
  @%p1 bra $SPIN;
- st.shared.u32 [flag], %r4;
+ st.volatile.shared.u32 [flag], %r4;
  ret;
 $SPIN:
  ld.volatile.shared.u32 %r2, [flag];
@@ -270,14 +270,14 @@ $SPIN:
 
 
 def test_spin_on_shared_memory_names_the_last_writer():
-    st, = _lines(WAIT_SHARED, "st.shared.u32 [flag], %r4;")
+    st, = _lines(WAIT_SHARED, "st.volatile.shared.u32 [flag], %r4;")   # strong: a flag, not a race
     with pytest.raises(Deadlock) as e:   # warp 1 writes 1, warp 0 waits for 2
         ptx.load(WAIT_SHARED).launch("waits", grid=1, block=64, args=[np.zeros(1, np.uint32), 1],
                                      zero_init_shared=True)
     msg = str(e.value)
     assert "  warp 0: spins in a loop from ld.volatile.shared.u32 %r2, [flag]" in msg and "  warp 1: exited" in msg
     assert ("    reads shared address 0x400 (4 bytes) of CTA rank 0, holding 0x1; last written by CTA (0, 0, 0) "
-            f"warp 1: st.shared.u32 [flag], %r4 (line {st})") in msg
+            f"warp 1: st.volatile.shared.u32 [flag], %r4 (line {st})") in msg
     out = np.zeros(1, np.uint32)   # the control: warp 1 writes 2
     ptx.load(WAIT_SHARED).launch("waits", grid=1, block=64, args=[out, 2], zero_init_shared=True)
     assert out[0] == 2
