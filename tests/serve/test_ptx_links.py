@@ -18,7 +18,8 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "ptx")
 def kernel(stride: int) -> str:
     """Warp 0 reads shared word `stride` bytes apart per lane (128: every lane in bank 0, a 32-way conflict;
     4: one wavefront), one ldmatrix.x4 whose 8 row addresses per matrix share a bank, one wgmma (descriptors in
-    %rd1 / %rd2) and thread 0 one TMA load of a 64 x 64 box at (8, 16) to 0x2400."""
+    %rd1 / %rd2), a bar.sync (the TMA's bytes are ones warps 2-3 read: without it racecheck names the WAR race) and
+    thread 0 one TMA load of a 64 x 64 box at (8, 16) to 0x2400."""
     return f"""
 .version 8.5
 .target sm_90a
@@ -52,6 +53,7 @@ def kernel(stride: int) -> str:
   wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {{%f0, %f1, %f2, %f3}}, %rd1, %rd2, 0, 1, 1, 0, 0;
   wgmma.commit_group.sync.aligned;
   wgmma.wait_group.sync.aligned 0;
+  bar.sync 0;
   setp.ne.u32 %p1, %r0, 0;
   @%p1 bra DONE;
   add.u32 %r12, %r1, 0x4000;
