@@ -17,7 +17,8 @@ synchronisation counts for its whole CTA; scopes are not checked):
 A plain access made by CTA X at epoch e is ordered before CTA Y's access iff Y knows X at an epoch > e (X
 released after the access and Y acquired that release). Each global byte keeps its last writer and last plain
 reader (CTA, epoch, instruction, warp, lane); a store writing the value a byte already holds is benign (redundant
-epilogues), as in races.py: the earlier writer stays the one readers must be ordered after.
+epilogues, an atomic add of 0 in a spin loop), as in races.py: the earlier writer stays the one readers must be
+ordered after.
 """
 import numpy as np
 
@@ -29,13 +30,14 @@ SPANS = {n: np.arange(n) for n in (1, 2, 4, 8, 16, 32)}
 
 class GCta:
     """A CTA's sync epoch, what it knows of other CTAs ({linear id: epoch}) and observations awaiting a fence."""
-    __slots__ = ("id", "epoch", "known", "pending")
+    __slots__ = ("id", "epoch", "known", "pending", "fenced")
 
     def __init__(self, cid):
         self.id = cid
         self.epoch = 0
         self.known = {}
         self.pending = {}
+        self.fenced = False   # a fence since the CTA's last strong store: the next one completes a release pattern
 
     def clock(self) -> dict:
         c = dict(self.known)
@@ -123,16 +125,20 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
         sd = g.shadows[id(a)] = GShadow(a.data.size)
     if release and data is not None:
         me.epoch += 1
+        me.fenced = True
     spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
     write = data is not None
-    if strong:
-        _sync(g, me, addrs, acquire, write, rmw)
+    released = write and strong and me.fenced   # this store is the release: readers that observe it are
+    if strong:                                  # ordered after it and everything before it (published epoch + 1)
+        _sync(g, me, addrs, acquire, write, rmw, released)
     w = sd.writers
     others = len(w) > 1 or (w and me.id not in w)
     if others:
         key = sd.w_key[spots]
         bad = _unordered(g, me, key)
-        if bad is not None and strong:
+        if bad is not None and (strong or not write):
+            # two strong accesses never race; a plain read of bytes an atomic / strong store wrote is not reported
+            # either (lenient: Triton reads its spin counter with a plain load after the loop)
             bad &= (sd.w_info[spots] >> 5 & 1) == 0
         if bad is not None and write:
             bad &= a.data[spots] != data   # the value already there: benign
@@ -143,19 +149,26 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
         if len(r) > 1 or (r and me.id not in r):
             key = sd.r_key[spots]
             bad = _unordered(g, me, key)
+            if bad is not None:
+                bad &= a.data[spots] != data   # a store leaving the bytes as they were: benign
             if bad is not None and bad.any():
                 _report(g, a, me, W, "WAR", bad, spots, tids, wh, key, sd.r_info, strong)
         if me.id not in w:
             w.add(me.id)
-        keep = a.data[spots] != data if others else None
+        # bytes the store leaves as they were (a same-value store, an atomic add of 0 while spinning) keep their
+        # earlier writer: the one readers must be ordered after
+        keep = a.data[spots] != data
         info = np.int64(g.site(wh) << 16 | W.index << 6 | int(strong) << 5) | (np.asarray(tids, np.int64) % 32)
         mykey = np.int64(me.id << 32 | me.epoch)
-        if keep is None:
+        if keep.all():
             sd.w_key[spots] = mykey
             sd.w_info[spots] = info[:, None]
-        else:
+        elif keep.any():
             sd.w_key[spots] = np.where(keep, mykey, sd.w_key[spots])
             sd.w_info[spots] = np.where(keep, info[:, None], sd.w_info[spots])
+        if released:
+            me.epoch += 1
+            me.fenced = False
     elif not strong:
         if me.id not in sd.readers:
             sd.readers.add(me.id)
@@ -175,7 +188,7 @@ def _unordered(g, me, key):
     return bad
 
 
-def _sync(g, me, addrs, acquire, write, rmw):
+def _sync(g, me, addrs, acquire, write, rmw, released):
     """A strong access: what it observes (acquire: known now; else at the CTA's next fence) and what it leaves."""
     for ad in set(addrs.tolist()):
         if not write or rmw:
@@ -185,6 +198,7 @@ def _sync(g, me, addrs, acquire, write, rmw):
                 me.known.pop(me.id, None)
         if write:
             c = me.clock()
+            c[me.id] += released
             if rmw and ad in g.sync:
                 _join(c, g.sync[ad])
             g.sync[ad] = c
@@ -202,6 +216,7 @@ def on_fence(W, release=True, acquire=True):
         me.known.pop(me.id, None)
     if release:
         me.epoch += 1
+        me.fenced = True
 
 
 def _thread(g, cid, info, ) -> str:
