@@ -148,3 +148,58 @@ def test_war_between_ctas():
                                           r"thread 0 \(warp 0, CTA \(1, 0, 0\)\) writes it here; thread 0 \(warp 0, "
                                           r"CTA \(0, 0, 0\)\) at @%p1 ld.global.u32"):
         launch(body)
+
+
+# ------------------------------------------------------------------------------------- split-K style fix-up
+
+def fixup(fence):
+    """3 CTAs: each writes its partial (data[32 c + t] = t + 1 + 100 c), then thread 0 counts itself in with an
+    atomic; the CTA that arrives last (old == 2) sums the three partials with plain loads into data[96 + t]."""
+    return kernel(f"""\
+ mul.wide.u32 %rd5, %r2, 128;
+ add.s64 %rd5, %rd1, %rd5;
+ st.global.u32 [%rd5], %r3;
+ bar.sync 0;
+ setp.ne.u32 %p2, %r1, 0;
+ @%p2 bra $WAIT;
+ {fence}
+ atom.global.add.u32 %r7, [%rd2], 1;
+ {fence}
+ st.volatile.shared.u32 [last], %r7;
+$WAIT:
+ bar.sync 0;
+ ld.volatile.shared.u32 %r7, [last];
+ setp.ne.u32 %p3, %r7, 2;
+ @%p3 bra $END;
+ ld.global.u32 %r8, [%rd1];
+ ld.global.u32 %r9, [%rd1+128];
+ ld.global.u32 %r10, [%rd1+256];
+ add.u32 %r8, %r8, %r9;
+ add.u32 %r8, %r8, %r10;
+ st.global.u32 [%rd1+384], %r8;
+$END:""").replace(".visible .entry", ".shared .align 4 .u32 last;\n.visible .entry")
+
+
+def test_split_k_fixup_with_fences_is_silent():
+    # fence + atomic: a release pattern in each CTA; atomic + fence: the last CTA's acquire; the counter's atomics
+    # carry every earlier CTA's release to the last (a release sequence)
+    data, flag = np.zeros(128, np.uint32), np.zeros(1, np.uint32)
+    ptx.load(fixup("fence.acq_rel.gpu;")).launch("k", grid=3, block=32, args=[data, flag])
+    assert data[96:].tolist() == [3 * (t + 1) + 300 for t in range(32)] and flag[0] == 3
+
+
+def test_split_k_fixup_without_fences_is_a_race():
+    data, flag = np.zeros(128, np.uint32), np.zeros(1, np.uint32)
+    with pytest.raises(HazardError, match=r"RAW race on global address 0x7f0000000000 \(0 bytes into 'data'\): "
+                                          r"thread 0 \(warp 0, CTA \(2, 0, 0\)\) reads it here; thread 0 \(warp 0, "
+                                          r"CTA \(0, 0, 0\)\) at st.global.u32 \[%rd5\], %r3"):
+        ptx.load(fixup("")).launch("k", grid=3, block=32, args=[data, flag])
+
+
+def test_flag_reset_after_acquire_is_silent():
+    # CTA 1 observes the release store, then clears the flag with a plain store: ordered after it
+    body = RAW.format(release=THREAD0 + " st.release.gpu.global.u32 [%rd2], 1;",
+                      acquire=SPIN.format(load="ld.acquire.gpu.global.u32", fence="") + "\n st.global.u32 [%rd2], 0;")
+    data, flag = np.zeros(64, np.uint32), np.zeros(1, np.uint32)
+    ptx.load(kernel(body)).launch("k", grid=2, block=32, args=[data, flag])
+    assert flag[0] == 0 and data[32:].tolist() == [t + 1 for t in range(32)]
