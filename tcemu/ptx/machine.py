@@ -197,6 +197,7 @@ class Cta:
         self.clock = 0
         self.tmem = None        # tensor memory and tcgen05 state, made on first use (ops/tcgen05/state.py)
         self.races = None       # the cluster's racecheck state (races.py), made on first use
+        self.grace = None       # global racecheck's per-CTA state (graces.py), made on first use
 
     def special(self, name: str, w: Warp) -> np.ndarray:
         L = self.launch

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import fparith
 from .. import parser as P
-from .. import races
+from .. import graces, races
 from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK, DIVERGED
 from ..types import TYPES
@@ -113,10 +113,23 @@ def c_trap(ins, prog, pc):
     return op
 
 
-@register("nanosleep", "pmevent", "griddepcontrol", "membar", "fence.sc", "fence.acq_rel", "fence.acquire",
-          "fence.release", "fence.mbarrier_init", "fence.proxy.alias", "fence.proxy.tensormap", "fence.op_restrict")
+@register("nanosleep", "pmevent", "griddepcontrol", "fence.mbarrier_init", "fence.proxy.alias",
+          "fence.proxy.tensormap", "fence.op_restrict")
 def c_nop(ins, prog, pc):
     return lambda W, m: None
+
+
+@register("membar", "fence.sc", "fence.acq_rel", "fence.acquire", "fence.release")
+def c_fence_order(ins, prog, pc):
+    """A fence in a release pattern (fence; strong store) or an acquire pattern (strong load; fence), PTX memory
+    consistency model: global racecheck's edges between CTAs (graces.py)."""
+    parts = ins.opcode.split(".")
+    rel, acq = "acquire" not in parts, "release" not in parts
+
+    def op(W, m):
+        if W.cta.launch.check_races:
+            graces.on_fence(W, rel, acq)
+    return op
 
 
 @register("fence.proxy.async")
@@ -129,7 +142,7 @@ def c_fence_proxy_async(ins, prog, pc):
 
 @register("fence")
 def c_fence(ins, prog, pc):
-    return c_nop(ins, prog, pc)
+    return c_fence_order(ins, prog, pc)
 
 
 @register("setmaxnreg")

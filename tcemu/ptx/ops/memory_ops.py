@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import fparith
 from .. import parser as P
-from .. import races
+from .. import graces, races
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
@@ -133,9 +133,10 @@ def _cluster_parts(W, offs, sel, wh):
     return out
 
 
-def access(W, space, addrs, tids, nbytes, wh, data=None, strong=False):
+def access(W, space, addrs, tids, nbytes, wh, data=None, strong=False, sem=()):
     """Load (data None) or store `nbytes` per active lane; loads return (n, nbytes) uint8. `strong`: an atomic or
-    .volatile/.relaxed/.acquire/.release access (racecheck: those do not race with each other)."""
+    .volatile/.relaxed/.acquire/.release access (racecheck: those do not race with each other); `sem`: the
+    global racecheck's (acquire, release, rmw) flags (graces.py)."""
     if addrs.size and nbytes > 1:
         mis = (addrs % np.uint64(nbytes)) != 0
         if mis.any():
@@ -146,9 +147,13 @@ def access(W, space, addrs, tids, nbytes, wh, data=None, strong=False):
     if data is None:
         if len(parts) == 1 and isinstance(parts[0][2], slice):
             s, offs, _ = parts[0]
+            if s == "global" and W.cta.launch.check_races:
+                graces.on_access(W, W.cta.launch.gmem, offs, nbytes, tids, wh, None, strong, *sem)
             return _load(W, s, offs, nbytes, tids, wh, strong)
         out = np.zeros((addrs.size, nbytes), np.uint8)
         for s, offs, sel in parts:
+            if s == "global" and W.cta.launch.check_races:
+                graces.on_access(W, W.cta.launch.gmem, offs, nbytes, tids[sel], wh, None, strong, *sem)
             out[sel] = _load(W, s, offs, nbytes, tids[sel], wh, strong)
         return out
     for s, offs, sel in parts:
@@ -158,6 +163,8 @@ def access(W, space, addrs, tids, nbytes, wh, data=None, strong=False):
         if s == "shared" or isinstance(s, tuple):
             mem.store(offs, d, t, wh, W=W, strong=strong)
         else:
+            if s == "global" and W.cta.launch.check_races:
+                graces.on_access(W, mem, offs, nbytes, t, wh, d, strong, *sem)
             mem.store(offs, d, t, wh)
 
 
@@ -202,12 +209,13 @@ def c_ld(ins, prog, pc):
     wh = where(ins)
     cont = CONTAINER[max(t.bits, 8)]
     strong = _strong(ins)
+    sem = ("acquire" in ins.opcode.split("."), False, False)
 
     def op(W, m):
         act = mask_array(m) if m is not None else (W.live if not W.full else None)
         addrs = get_addr(W) if act is None else get_addr(W)[act]
         tids = W.tid if act is None else W.tid[act]
-        raw = access(W, space, addrs, tids, ebytes * vec, wh, strong=strong)
+        raw = access(W, space, addrs, tids, ebytes * vec, wh, strong=strong, sem=sem)
         vals = from_bytes(raw, cont)  # (n, vec)
         for i, s in enumerate(sets):
             if act is None:
@@ -225,6 +233,7 @@ def c_st(ins, prog, pc):
     gets = [prog.read(x, t, ins) for x in srcs]
     wh = where(ins)
     strong = _strong(ins)
+    sem = (False, "release" in ins.opcode.split("."), False)
 
     def op(W, m):
         act = m if m is not None else (W.live if not W.full else None)
@@ -235,7 +244,7 @@ def c_st(ins, prog, pc):
             vals, addrs, tids = vals[act], addrs[act], tids[act]
         raw = as_bytes(vals, ebytes * vec) if ebytes == vals.dtype.itemsize else \
             np.ascontiguousarray(vals).view(np.uint8).reshape(vals.shape[0], -1)
-        access(W, space, addrs, tids, ebytes * vec, wh, data=raw, strong=strong)
+        access(W, space, addrs, tids, ebytes * vec, wh, data=raw, strong=strong, sem=sem)
     return op
 
 
@@ -592,6 +601,8 @@ def c_atom(ins, prog, pc):
     wh = where(ins)
     cont = CONTAINER[t.bits]
     flushes = t.name == "f32"   # atom.add.f32 flushes subnormals on global memory only
+    parts = set(ins.opcode.split("."))
+    acq, rel = bool({"acquire", "acq_rel"} & parts), bool({"release", "acq_rel"} & parts)
 
     def op(W, m):
         act = mask_array(m) if m is not None else (W.live if not W.full else np.ones(32, bool))
@@ -606,9 +617,10 @@ def c_atom(ins, prog, pc):
             if vec > 1 and lands != "global":
                 raise MemoryFault(wh, f"thread {int(tid[0])}: a vector atom/red needs a global address; generic "
                                       f"address {int(ad[0]):#x} is in the {lands} window")
-            old = from_bytes(access(W, space, ad, tid, nbytes, wh, strong=True), cont)[0]
+            old = from_bytes(access(W, space, ad, tid, nbytes, wh, strong=True, sem=(acq, False, True)), cont)[0]
             new = fn(old, bv[lane], cv[lane], flushes and lands == "global")
-            access(W, space, ad, tid, nbytes, wh, data=as_bytes(new.reshape(1, vec).astype(cont), nbytes), strong=True)
+            access(W, space, ad, tid, nbytes, wh, data=as_bytes(new.reshape(1, vec).astype(cont), nbytes), strong=True,
+                   sem=(False, rel, True))
             out[lane] = old
         if sds is not None:
             for i, sd in enumerate(sds):

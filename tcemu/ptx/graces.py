@@ -1,0 +1,242 @@
+"""racecheck for global memory: conflicting accesses by threads of different CTAs that no synchronisation orders.
+
+PTX memory consistency model (PTX ISA 8.x, "Data races", "Causality order"): two conflicting accesses (same
+bytes, at least one a write) race unless both are morally strong or happens-before orders them. tcemu may run
+CTA 0 to completion before CTA 1 starts; that order proves nothing. Across CTAs happens-before comes only from
+release / acquire patterns through global memory, which this detector follows per CTA (lenient: a warp's
+synchronisation counts for its whole CTA; scopes are not checked):
+
+- release pattern: st/atom/red .release or .acq_rel, or a fence (fence.sc / .acq_rel / .release, membar)
+  followed by a strong store. Each advances the CTA's sync epoch; every fence does (an approximation);
+- acquire pattern: ld/atom .acquire or .acq_rel, or a strong load (atom, .relaxed / .volatile ld) followed by a
+  fence. It reads the clock the observed strong write left on the location (the writer CTA's epoch at that write
+  and what the writer had learnt; an atomic joins the location's clock: release sequences), and the reading CTA
+  then knows that writer up to that epoch;
+- the launch boundary: the shadow is per launch, so nothing before the kernel races with it.
+
+A plain access made by CTA X at epoch e is ordered before CTA Y's access iff Y knows X at an epoch > e (X
+released after the access and Y acquired that release). Each global byte keeps its last writer and last plain
+reader (CTA, epoch, instruction, warp, lane); a store writing the value a byte already holds is benign (redundant
+epilogues, an atomic add of 0 in a spin loop), as in races.py: the earlier writer stays the one readers must be
+ordered after.
+"""
+import numpy as np
+
+from .errors import HazardError
+
+NONE = np.int64(-1)
+SPANS = {n: np.arange(n) for n in (1, 2, 4, 8, 16, 32)}
+
+
+class GCta:
+    """A CTA's sync epoch, what it knows of other CTAs ({linear id: epoch}) and observations awaiting a fence."""
+    __slots__ = ("id", "epoch", "known", "pending", "fenced")
+
+    def __init__(self, cid):
+        self.id = cid
+        self.epoch = 0
+        self.known = {}
+        self.pending = {}
+        self.fenced = False   # a fence since the CTA's last strong store: the next one completes a release pattern
+
+    def clock(self) -> dict:
+        c = dict(self.known)
+        c[self.id] = self.epoch
+        return c
+
+
+def _join(into: dict, c: dict):
+    for k, v in c.items():
+        if into.get(k, -1) < v:
+            into[k] = v
+
+
+class GShadow:
+    """One allocation's shadow: last writer and last plain reader per byte."""
+
+    def __init__(self, size):
+        self.w_key = np.full(size, NONE, np.int64)   # cta << 32 | epoch; -1: written by nothing in this launch
+        self.w_info = np.zeros(size, np.int64)       # site << 16 | warp << 6 | strong << 5 | lane
+        self.r_key = np.full(size, NONE, np.int64)
+        self.r_info = np.zeros(size, np.int64)
+        self.writers = set()
+        self.readers = set()
+
+
+class GlobalRaces:
+    """A launch's detector state."""
+
+    def __init__(self, launch):
+        self.grid = launch.grid
+        self.ctas = {}
+        self.shadows = {}    # id(allocation) -> GShadow
+        self.sync = {}       # global byte address of a strong write -> the clock it left
+        self.sites = {}
+        self.names = []
+
+    def cta(self, cta) -> GCta:
+        g = cta.grace
+        if g is None:
+            x, y, z = cta.ctaid
+            g = cta.grace = self.ctas.setdefault(x + self.grid[0] * (y + self.grid[1] * z),
+                                                 GCta(x + self.grid[0] * (y + self.grid[1] * z)))
+        return g
+
+    def site(self, wh: str) -> int:
+        s = self.sites.get(wh)
+        if s is None:
+            s = self.sites[wh] = len(self.names)
+            self.names.append(wh)
+        return s
+
+    def ctaid(self, cid: int):
+        gx, gy = self.grid[0], self.grid[1]
+        return (cid % gx, cid // gx % gy, cid // (gx * gy))
+
+
+def state(W):
+    """The launch's detector, or None where the launch runs with check_races=False (or a hang probe)."""
+    L = W.cta.launch
+    if not L.check_races:
+        return None
+    g = getattr(L, "grace", None)
+    if g is None:
+        g = L.grace = GlobalRaces(L)
+    return g
+
+
+def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire=False, release=False, rmw=False):
+    """Check and record a global access of `nbytes` per lane at `addrs` (uint64; data: the (n, nbytes) bytes a
+    store writes). Called before the access is made (a store's old bytes decide whether a WAW is benign)."""
+    g = state(W)
+    if g is None or addrs.size == 0:
+        return
+    a, off = gmem._locate(addrs, nbytes, tids, wh)
+    if a is None:
+        return
+    if a == "multi":  # lanes in several allocations: one at a time
+        for j in range(addrs.size):
+            on_access(W, gmem, addrs[j:j + 1], nbytes, tids[j:j + 1], wh,
+                      None if data is None else data[j:j + 1], strong, acquire, release, rmw)
+        return
+    me = g.cta(W.cta)
+    sd = g.shadows.get(id(a))
+    if sd is None:
+        sd = g.shadows[id(a)] = GShadow(a.data.size)
+    if release and data is not None:
+        me.epoch += 1
+        me.fenced = True
+    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
+    write = data is not None
+    released = write and strong and me.fenced   # this store is the release: readers that observe it are
+    if strong:                                  # ordered after it and everything before it (published epoch + 1)
+        _sync(g, me, addrs, acquire, write, rmw, released)
+    w = sd.writers
+    others = len(w) > 1 or (w and me.id not in w)
+    if others:
+        key = sd.w_key[spots]
+        bad = _unordered(g, me, key)
+        if bad is not None and (strong or not write):
+            # two strong accesses never race; a plain read of bytes an atomic / strong store wrote is not reported
+            # either (lenient: Triton reads its spin counter with a plain load after the loop)
+            bad &= (sd.w_info[spots] >> 5 & 1) == 0
+        if bad is not None and write:
+            bad &= a.data[spots] != data   # the value already there: benign
+        if bad is not None and bad.any():
+            _report(g, a, me, W, "WAW" if write else "RAW", bad, spots, tids, wh, key, sd.w_info, strong)
+    if write:
+        r = sd.readers
+        if len(r) > 1 or (r and me.id not in r):
+            key = sd.r_key[spots]
+            bad = _unordered(g, me, key)
+            if bad is not None:
+                bad &= a.data[spots] != data   # a store leaving the bytes as they were: benign
+            if bad is not None and bad.any():
+                _report(g, a, me, W, "WAR", bad, spots, tids, wh, key, sd.r_info, strong)
+        if me.id not in w:
+            w.add(me.id)
+        # bytes the store leaves as they were (a same-value store, an atomic add of 0 while spinning) keep their
+        # earlier writer: the one readers must be ordered after
+        keep = a.data[spots] != data
+        info = np.int64(g.site(wh) << 16 | W.index << 6 | int(strong) << 5) | (np.asarray(tids, np.int64) % 32)
+        mykey = np.int64(me.id << 32 | me.epoch)
+        if keep.all():
+            sd.w_key[spots] = mykey
+            sd.w_info[spots] = info[:, None]
+        elif keep.any():
+            sd.w_key[spots] = np.where(keep, mykey, sd.w_key[spots])
+            sd.w_info[spots] = np.where(keep, info[:, None], sd.w_info[spots])
+        if released:
+            me.epoch += 1
+            me.fenced = False
+    elif not strong:
+        if me.id not in sd.readers:
+            sd.readers.add(me.id)
+        sd.r_key[spots] = np.int64(me.id << 32 | me.epoch)
+        sd.r_info[spots] = (np.int64(g.site(wh) << 16 | W.index << 6) | (np.asarray(tids, np.int64) % 32))[:, None]
+
+
+def _unordered(g, me, key):
+    """Bytes whose recorded access (key) is by another CTA this one does not know past its epoch; None: none."""
+    cta = key >> 32
+    foreign = (key >= 0) & (cta != me.id)
+    if not foreign.any():
+        return None
+    bad = np.zeros(key.shape, bool)
+    for c in np.unique(cta[foreign]).tolist():
+        bad |= foreign & (cta == c) & ((key & 0xFFFFFFFF) >= me.known.get(c, -1))
+    return bad
+
+
+def _sync(g, me, addrs, acquire, write, rmw, released):
+    """A strong access: what it observes (acquire: known now; else at the CTA's next fence) and what it leaves."""
+    for ad in set(addrs.tolist()):
+        if not write or rmw:
+            seen = g.sync.get(ad)
+            if seen:
+                _join(me.known if acquire else me.pending, seen)
+                me.known.pop(me.id, None)
+        if write:
+            c = me.clock()
+            c[me.id] += released
+            if rmw and ad in g.sync:
+                _join(c, g.sync[ad])
+            g.sync[ad] = c
+
+
+def on_fence(W, release=True, acquire=True):
+    """fence / membar: the CTA's strong loads observed so far become acquires; later strong stores release."""
+    g = state(W)
+    if g is None:
+        return
+    me = g.cta(W.cta)
+    if acquire and me.pending:
+        _join(me.known, me.pending)
+        me.pending = {}
+        me.known.pop(me.id, None)
+    if release:
+        me.epoch += 1
+        me.fenced = True
+
+
+def _thread(g, cid, info, ) -> str:
+    info = int(info)
+    return f"thread {(info >> 6 & 1023) * 32 + (info & 31)} (warp {info >> 6 & 1023}, CTA {g.ctaid(cid)})"
+
+
+def _report(g, a, me, W, kind, bad, spots, tids, wh, key, infos, strong):
+    j, b = np.argwhere(bad)[0]
+    spot = int(spots[j, b])
+    other = int(key[j, b] >> 32)
+    oinfo = int(infos[spot])
+    lane = int(tids[j]) % 32
+    mine = f"thread {W.index * 32 + lane} (warp {W.index}, CTA {g.ctaid(me.id)})"
+    verb = {"RAW": "reads", "WAR": "writes", "WAW": "writes"}[kind]
+    prior = {"RAW": "wrote", "WAR": "read", "WAW": "wrote"}[kind]
+    ostrong = " (a strong access)" if oinfo >> 5 & 1 else ""
+    raise HazardError(wh, f"{kind} race on global address {a.base + spot:#x} ({spot} bytes into '{a.name}'): "
+                          f"{mine} {verb} it here{' (a strong access)' if strong else ''}; "
+                          f"{_thread(g, other, oinfo)}{ostrong} at {g.names[oinfo >> 16]} {prior} it; no "
+                          "synchronisation orders the two CTAs' accesses (the order tcemu ran them in proves "
+                          "nothing): use atomics, a release/acquire flag (st.release / ld.acquire, or fence + "
+                          "relaxed store / relaxed load + fence) or a grid sync")
