@@ -67,7 +67,7 @@ def wgmma_bench():
     import ml_dtypes
 
     from tcemu.layout.smem import SharedMemory
-    from tcemu.hopper import wgmma
+    from tcemu import wgmma
     rng = np.random.default_rng(0)
     rows = []
     for dtype, np_type, k in (("bf16", ml_dtypes.bfloat16, 16), ("e4m3", ml_dtypes.float8_e4m3fn, 32),
