@@ -20,8 +20,9 @@ _X2 = {"u16x2": PtxType("u16x2", 32, "u"), "s16x2": PtxType("s16x2", 32, "s")}
 
 def _type(mods):
     """The instruction's type: a .u16x2/.s16x2 (not a fundamental type, so not in TYPES), else the last type."""
-    x2 = [p for p in mods.parts if p in _X2]
-    return _X2[x2[0]] if x2 else mods.type()
+    for name in _X2.keys() & mods.set:
+        return _X2[name]
+    return mods.type()
 
 
 def _s(v, bits):
