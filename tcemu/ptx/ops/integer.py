@@ -8,12 +8,21 @@ import numpy as np
 from .. import fparith, intarith
 from .. import parser as P
 from ..errors import PtxError, PtxSyntaxError, PtxUnsupported
-from ..types import CONTAINER, MASKS, SIGNED, TYPES
+from ..types import CONTAINER, MASKS, SIGNED, TYPES, PtxType
 from .common import Mods, dest_setter, operands
 from .registry import register
 from .floating import c_float_arith, float_compare
 
 _U = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+# the packed-halfword SIMD types of add/sub/min/max (PTX ISA 9.7.1.1, 9.7.1.10): operands are .b32 registers
+_X2 = {"u16x2": PtxType("u16x2", 32, "u"), "s16x2": PtxType("s16x2", 32, "s")}
+
+
+def _type(mods):
+    """The instruction's type: a .u16x2/.s16x2 (not a fundamental type, so not in TYPES), else the last type."""
+    for name in _X2.keys() & mods.set:
+        return _X2[name]
+    return mods.type()
 
 
 def _s(v, bits):
@@ -26,7 +35,7 @@ def _routed(exact):
     def deco(fn):
         def compile_(ins, prog, pc):
             mods = Mods(ins)
-            t = mods.type()
+            t = _type(mods)
             if t.kind == "f":
                 return c_float_arith(ins, prog, pc)
             if exact(mods, t):
@@ -108,7 +117,7 @@ def c_intarith(ins, prog, pc):
         src_t = [TYPES["b32"]] * 3
         dst_t = TYPES["b32"]
     else:
-        t = types[-1]
+        t = _type(mods)
         itype = t.name
         n_src = {"bfe": 3, "bfi": 4, "prmt": 3, "shf.l": 3, "shf.r": 3, "sad": 3, "mad": 3, "madc": 3, "mad24": 3,
                  "szext": 2, "bmsk": 2, "lop3": 3}.get(op, 1 if op in ("popc", "clz", "bfind", "brev", "abs", "neg",
