@@ -92,7 +92,7 @@ def test_readme_starts_with_the_two_commands():
     first = blocks("README.md")[0]
     assert first.line <= 5 and first.code.split("\n") == [
         "pip install -e . && tcemu replay traces",
-        "pip install -e '.[test]' && pip install --no-deps 'nvidia-cutlass>=3.5' && python -m pytest -q -n auto"]
+        "pip install -e '.[test]' && pip install --no-deps 'nvidia-cutlass>=3.5' && python -m pytest -q -n auto --dist worksteal"]
     ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read()
     assert first.code.split("\n")[1].replace("pip install -e", "pip install -q -e").replace(
         "pip install --no-deps", "pip install -q --no-deps") in ci
