@@ -23,6 +23,7 @@ ordered after.
 import numpy as np
 
 from .errors import HazardError
+from .races import Sites
 
 NONE = np.int64(-1)
 SPANS = {n: np.arange(n) for n in (1, 2, 4, 8, 16, 32)}
@@ -63,31 +64,23 @@ class GShadow:
         self.readers = set()
 
 
-class GlobalRaces:
+class GlobalRaces(Sites):
     """A launch's detector state."""
 
     def __init__(self, launch):
+        super().__init__()
         self.grid = launch.grid
         self.ctas = {}
         self.shadows = {}    # id(allocation) -> GShadow
         self.sync = {}       # global byte address of a strong write -> the clock it left
-        self.sites = {}
-        self.names = []
 
     def cta(self, cta) -> GCta:
         g = cta.grace
         if g is None:
             x, y, z = cta.ctaid
-            g = cta.grace = self.ctas.setdefault(x + self.grid[0] * (y + self.grid[1] * z),
-                                                 GCta(x + self.grid[0] * (y + self.grid[1] * z)))
+            cid = x + self.grid[0] * (y + self.grid[1] * z)
+            g = cta.grace = self.ctas.get(cid) or self.ctas.setdefault(cid, GCta(cid))
         return g
-
-    def site(self, wh: str) -> int:
-        s = self.sites.get(wh)
-        if s is None:
-            s = self.sites[wh] = len(self.names)
-            self.names.append(wh)
-        return s
 
     def ctaid(self, cid: int):
         gx, gy = self.grid[0], self.grid[1]

@@ -32,19 +32,13 @@ M32 = np.int64(0xFFFFFFFF)
 NEVER = np.int64(1 << 62)  # the clock entry of "no writer": every access is ordered after it
 
 
-class ClusterRaces:
-    """A cluster's detector state: which instruction each site id names, barrier and cluster-barrier releases,
-    uninitialised reads whose report waits for a racing write."""
+class Sites:
+    """Instruction sites of race reports: site(wh) numbers the instruction text `wh` once; names[n] gives it back
+    (the shadows keep the number, a few bits of an int64)."""
 
-    def __init__(self, ctas):
-        self.ctas = ctas
-        self.nw = max(len(c.warps) for c in ctas)
-        self.n = len(ctas) * self.nw
+    def __init__(self):
         self.sites = {}
         self.names = []
-        self.bars = {}      # (rank, barrier id) -> {generation: joined clock}
-        self.cbar = {}      # barrier.cluster generation -> joined clock
-        self.pending = {}   # agent -> (field, rule) of an uninitialised read, reported at its next acquire
 
     def site(self, wh: str) -> int:
         s = self.sites.get(wh)
@@ -52,6 +46,20 @@ class ClusterRaces:
             s = self.sites[wh] = len(self.names)
             self.names.append(wh)
         return s
+
+
+class ClusterRaces(Sites):
+    """A cluster's detector state: which instruction each site id names, barrier and cluster-barrier releases,
+    uninitialised reads whose report waits for a racing write."""
+
+    def __init__(self, ctas):
+        self.ctas = ctas
+        self.nw = max(len(c.warps) for c in ctas)
+        self.n = len(ctas) * self.nw
+        super().__init__()
+        self.bars = {}      # (rank, barrier id) -> {generation: joined clock}
+        self.cbar = {}      # barrier.cluster generation -> joined clock
+        self.pending = {}   # agent -> (field, rule) of an uninitialised read, reported at its next acquire
 
     def thread(self, agent: int, lane: int) -> str:
         c = self.ctas[agent // self.nw]
