@@ -21,13 +21,12 @@ from typing import List, Optional
 import numpy as np
 
 from .errors import BudgetExceeded, Deadlock, KernelFault, PtxError
+from . import lockstep
 from .hang import PROBE_STEPS, WriteLog, describe_spin, probe, probe_cta, spin_line
 from .memory import LocalMemory
 from .program import CLASS_ATTR, Program, describe
+from .signals import BLOCK, DIVERGED, EXITED
 
-BLOCK = object()
-DIVERGED = object()
-EXITED = object()
 QUANTUM = 1 << 14
 CHUNK = 1 << 10        # a warp that runs this many instructions without blocking may be probed (run_ctas)
 PROBE_FIRST = 256      # steps of a warp's first probe; each one that runs out doubles it, up to hang.PROBE_STEPS
@@ -343,6 +342,11 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
     interleave. A warp proven to spin is not run again until a byte it reads changes (it would only cycle)."""
     clusters = [_Resident(ctas)]
     log = getattr(ctas[0].launch, "writes", None)
+    trace = getattr(ctas[0].launch, "trace", None)
+    gang_up = lockstep.ENABLED and getattr(ctas[0].launch, "lockstep", True) and trace is None
+    if gang_up and grid is not None:   # a wave of clusters runs in lock-step (lockstep.py)
+        while len(clusters) < grid.wave and grid.pending():
+            clusters.append(_Resident(grid.admit()))
     total = 0
     want = 1
     spins = {}     # warp -> hang.Spin: proven to cycle while the bytes it reads keep their values
@@ -377,6 +381,18 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
         for c in resident:
             c.progress = False
         ran = set()
+        gangs = {}     # lock-step (lockstep.py): first warp of each group at one PC -> (pc, the group)
+        if gang_up:
+            owner = {}
+            at = {}
+            for r in clusters:
+                for w in r.warps:
+                    owner[w] = r
+                    if lockstep.eligible(w) and w not in spins:
+                        at.setdefault(w.pc, []).append(w)
+            for pc, g in at.items():
+                if len(g) > 1 or lockstep.FORCE:
+                    gangs[g[0]] = (pc, g)
         for r in clusters:
             r.moved = False
             for w in r.warps:
@@ -402,6 +418,28 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                 if log is not None:
                     log.running = w
                 budget = max(1, min(QUANTUM, max_instructions + 1 - r.total))  # no quantum far past the budget
+                if gangs:
+                    g = gangs.pop(w, None)
+                    if g is not None:
+                        g = [x for x in g[1] if x.pc == g[0] and lockstep.eligible(x) and x not in spins]
+                        if len(g) > 1 and w in g:
+                            before = [(x, x.executed) for x in g]
+                            k = lockstep.run(g, budget * len(g), log)
+                            total += k
+                            for x, e in before:
+                                if x.executed > e:
+                                    o = owner[x]
+                                    o.total += x.executed - e
+                                    o.moved = True
+                                    ran.add(x.cta)
+                            if log is not None:
+                                log.running = w
+                            if w.done or r.total > max_instructions:
+                                continue
+                    elif lockstep.FORCE and gang_up:
+                        k = lockstep.forced(w, budget)
+                        r.total += k
+                        total += k
                 # the quantum in chunks (the same instructions in the same order as one w.run(budget)); after a
                 # chunk the warp ran without blocking, a probe may prove it spins (then it stops here, parked)
                 n = 0
@@ -437,6 +475,9 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                                          f"{r.total if one else total:,} warp instructions here"
                                          f"{'' if one else f' ({len(resident)} CTAs resident)'} (a livelock or an "
                                          f"unbounded loop?); the unfinished warps:\n" + budget_report(resident))
+        bar = getattr(ctas[0].launch, "progress", None)
+        if bar is not None:
+            bar.tick(total)
         for c in ran:   # warps of a CTA that spin together (a bar.sync in the loop): probe them as one
             if sum(1 for w in c.warps if not w.done and w not in spins) > 1:   # one warp: its chunks' probes
                 cta_probe(c, windows)

@@ -24,11 +24,12 @@ from . import parser as P
 from . import strict
 from .errors import HazardError, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .hang import WriteLog
+from . import lockstep
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
 from .ops.common import where
-from .program import Program, Symbol
+from .program import Program, Symbol, regs_of
 from .schedule import Residency
 from .tensormap import TensorMap
 from .types import ptx_type
@@ -75,6 +76,8 @@ class Launch:
         self.const = ByteSpace(np.zeros(0, np.uint8), "const")
         self.check_layouts = True
         self.check_races = True         # racecheck / synccheck of shared memory (races.py)
+        self.lockstep = True            # converged warps at one PC run together (lockstep.py)
+        self.progress = None            # the progress line (module._Progress), ticked by machine.run_ctas
         self.tensor_core_seconds = 0.0  # time inside the instruction models (wgmma / tcgen05 arithmetic)
         self.trace = None               # callable(warp, pc, mask, control) after each warp instruction (machine.py)
         self.printed = []               # device-side printf output, in execution order
@@ -178,6 +181,7 @@ class Module:
             code.append(_guarded(op, ins, prog) if ins.guard and not getattr(op, "guarded", False) else op)
         prog.code = [_hazard_checked(op, ins, prog) for op, ins in zip(code, prog.instrs)]
         prog.code.append(_fell_off(fn))
+        lockstep.analyse(prog, code)
         self._programs[name] = prog
         if prog.unsupported:
             warnings.warn(f"{name}: {len(prog.unsupported)} instructions tcemu does not model, refused if executed: "
@@ -205,7 +209,7 @@ class Module:
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
                param_bytes=None, buffers=(), printf: str = "stdout", trace=None,
                timeout: Optional[float] = DEFAULT_TIMEOUT, resident="occupancy", cooperative: bool = False,
-               check_races: bool = True):
+               check_races: bool = True, lockstep: bool = True):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
@@ -229,6 +233,9 @@ class Module:
         "occupancy" (an H100's, the default), "grid" (all of them) or a number of CTAs. Clusters run one at a
         time while they make progress; past the limit, CTAs waiting on CTAs that cannot start are a Deadlock
         (the GPU would hang too).
+        lockstep: warps of the resident CTAs that stand converged at one PC run together, their register-only
+        instructions as one batch (lockstep.py); False runs each warp on its own until it blocks. Results of
+        race-free kernels are the same bits either way; the order in which racing accesses meet differs.
         cooperative: a cooperative launch (cudaLaunchCooperativeKernel): %envreg1 / %envreg2 give the address of a
         zeroed grid workspace, which cooperative groups' grid.sync() counts arrivals in; a grid larger than an
         H100 holds at once is refused, as CUDA refuses it (cudaErrorCooperativeLaunchTooLarge)."""
@@ -245,7 +252,8 @@ class Module:
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
             raise PtxError("shared_bytes", f"must be a non-negative int, got {show(shared_bytes)}")
         for flag, value in (("zero_init_shared", zero_init_shared), ("check_layouts", check_layouts),
-                            ("progress", progress), ("cooperative", cooperative), ("check_races", check_races)):
+                            ("progress", progress), ("cooperative", cooperative), ("check_races", check_races),
+                            ("lockstep", lockstep)):
             if not isinstance(value, (bool, np.bool_)):
                 raise PtxError(flag, f"must be a bool, got {show(value)}")
         nthreads = int(np.prod(block))
@@ -273,6 +281,7 @@ class Module:
         L = Launch(grid, block, cluster, int(shared_bytes), "explicitcluster" in prog.fn.directives)
         L.check_layouts = bool(check_layouts)
         L.check_races = bool(check_races)
+        L.lockstep = bool(lockstep)
         if printf not in ("stdout", "collect"):
             raise PtxError("printf", f"{show(printf)}: 'stdout' or 'collect'")
         L.echo = printf == "stdout"
@@ -339,6 +348,7 @@ class Module:
             work = L.gmem.allocate(np.zeros(64, np.uint8), "grid workspace")
             L.envreg = {"1": work >> 32, "2": work & 0xFFFFFFFF}   # high, low half (as grid.sync() joins them)
         bar = _Progress(len(groups)) if progress else None
+        L.progress = bar
         try:
             stats["warp_instructions"] += run_ctas(grid_.admit(), max_instructions, deadline, timeout, grid_)
         finally:
@@ -565,6 +575,7 @@ def _guarded(op, ins: P.Instruction, prog: Program):
             mm = None
         return op(W, mm)
     guarded.wgmma = getattr(op, "wgmma", False)
+    guarded.refused = getattr(op, "refused", False)
     return guarded
 
 
@@ -573,33 +584,19 @@ _NO_DEST = ("st", "stmatrix", "red", "bar", "barrier", "cp", "mbarrier", "wgmma"
             "nanosleep")
 
 
-def _regs_of(op) -> List:
-    if isinstance(op, P.Reg):
-        return [op]
-    if isinstance(op, P.Vec):
-        return [r for o in op.items for r in _regs_of(o)]
-    if isinstance(op, P.Addr):
-        return _regs_of(op.base) + (_regs_of(op.vec) if op.vec is not None else [])
-    if isinstance(op, (P.Not,)):
-        return _regs_of(op.item)
-    if isinstance(op, P.Pair):
-        return _regs_of(op.first) + _regs_of(op.second)
-    return []
-
-
 def _hazard_checked(op, ins: P.Instruction, prog: Program):
     """Wrap an instruction that touches a wgmma register: it may not while the wgmma is in flight, and its
     writes make the register dirty until the next wgmma.fence."""
     if getattr(op, "wgmma", False) or not prog.wgmma_slots:
         return op
-    refs = {prog.slots[r.name] for o in ins.operands for r in _regs_of(o) if r.name in prog.slots}
+    refs = {prog.slots[r.name] for o in ins.operands for r in regs_of(o) if r.name in prog.slots}
     if ins.guard:
         refs.add(prog.slots[ins.guard[0]])
     touched = frozenset(refs & prog.wgmma_slots)
     if not touched:
         return op
     writes = frozenset() if ins.opcode.split(".")[0] in _NO_DEST or not ins.operands else \
-        frozenset({prog.slots[r.name] for r in _regs_of(ins.operands[0]) if r.name in prog.slots} & touched)
+        frozenset({prog.slots[r.name] for r in regs_of(ins.operands[0]) if r.name in prog.slots} & touched)
     wh = where(ins)
     names = {s: n.split("@")[0] for n, s in prog.slots.items()}
 
@@ -623,15 +620,30 @@ def _fell_off(fn):
 
 
 class _Progress:
+    """The progress line of a launch on stderr: CTAs done of all, CTAs and warp instructions per second, wall
+    time. Redrawn when a cluster finishes and, on long rounds, at most every 0.25 s (machine.run_ctas ticks it)."""
+
     def __init__(self, total):
         self.total, self.n, self.t0 = total, 0, time.perf_counter()
+        self.instructions, self.drawn = 0, 0.0
 
     def step(self):
         self.n += 1
+        self.draw()
+
+    def tick(self, instructions: int):
+        self.instructions = instructions
+        if time.perf_counter() - self.drawn > 0.25:
+            self.draw()
+
+    def draw(self):
         width = 30
         done = width * self.n // self.total
-        rate = self.n / max(time.perf_counter() - self.t0, 1e-9)
-        sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {self.n}/{self.total} CTAs {rate:.1f}/s")
+        now = time.perf_counter()
+        dt = max(now - self.t0, 1e-9)
+        self.drawn = now
+        sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {self.n}/{self.total} CTAs {self.n / dt:.1f}/s, "
+                         f"{self.instructions / dt:,.0f} warp instructions/s, {dt:.1f} s")
         sys.stderr.flush()
 
     def done(self):
@@ -644,6 +656,7 @@ def _refused(ins, err):
 
     def op(W, m):
         raise PtxUnsupported(err.field, rule)
+    op.refused = True
     return op
 
 

@@ -296,6 +296,21 @@ class Program:
         return [op]
 
 
+def regs_of(op) -> List:
+    """The registers an operand names (vectors, addresses, pairs and negations included)."""
+    if isinstance(op, P.Reg):
+        return [op]
+    if isinstance(op, P.Vec):
+        return [r for o in op.items for r in regs_of(o)]
+    if isinstance(op, P.Addr):
+        return regs_of(op.base) + (regs_of(op.vec) if op.vec is not None else [])
+    if isinstance(op, P.Not):
+        return regs_of(op.item)
+    if isinstance(op, P.Pair):
+        return regs_of(op.first) + regs_of(op.second)
+    return []
+
+
 def call_target(ins: P.Instruction) -> str:
     """The function a `call` names: `call (ret), f, (args)`, `call f, (args)` or `call f`."""
     for op in ins.operands:

@@ -1,7 +1,8 @@
 """Which CTAs of a launch may be resident at once, and the order they start in.
 
-tcemu runs one cluster at a time, to completion, as long as it makes progress (results and traces do not depend
-on how many CTAs a GPU holds). CTAs that wait on each other (a grid barrier, a stream-K fix-up, a producer and
+Warps running in lock-step (lockstep.py), a wave of clusters starts at once (`wave`: the limit, within WAVE_BYTES
+of tcemu's state); otherwise tcemu runs one cluster at a time, to completion, as long as it makes progress
+(results and traces do not depend on how many CTAs a GPU holds). CTAs that wait on each other (a grid barrier, a stream-K fix-up, a producer and
 a consumer in different CTAs) need the others to be running: when the resident warps are proven stuck
 (machine.run_ctas, hang.py), the next clusters start, in grid order (x, then y, then z), up to `limit` resident
 clusters; finished clusters leave and free their slots. The limit is an H100's occupancy for the kernel
@@ -16,6 +17,7 @@ THREADS_PER_SM = 2048
 WARPS_PER_SM = 64
 SMEM_PER_SM = 228 * 1024  # shared memory of one SM; each CTA also takes 1 KB the system reserves
 SMEM_PER_CTA_RESERVED = 1024
+WAVE_BYTES = 256 << 20
 
 
 def occupancy(nthreads: int, smem_bytes: int):
@@ -69,6 +71,9 @@ class Residency:
             self.holder = "tcemu keeps resident within its memory limit (tcemu.ptx.module.MEMORY_LIMIT)"
             self.why = f"an H100 holds {self.occupancy:,} of these CTAs at once"
         self.limit = max(1, self.limit)
+        # clusters admitted at once when warps run in lock-step (lockstep.py): as many as the limit and
+        # WAVE_BYTES of the CPU's memory allow
+        self.wave = max(1, min(self.limit, WAVE_BYTES // max(cluster_bytes, 1)))
 
     def pending(self) -> bool:
         return self.next < len(self.corners)

@@ -1,6 +1,8 @@
 """tcemu.ptx execution: divergence and reconvergence, loops, early exit, brx.idx, barriers (ids, counts, arrive,
 red, exited warps, deadlock reports) and the launch API. Every expected output comes from a Python model of
 the kernel written next to it."""
+import re
+
 import numpy as np
 import pytest
 
@@ -215,13 +217,18 @@ def test_bar_sync_orders_shared_memory_between_warps(barrier):
 
 
 def test_without_a_barrier_the_read_sees_unwritten_shared_memory():
-    # the control for the test above: warp 0 runs ahead and reads a word warp 1 has not written yet; racecheck
-    # names the race (warp 1's write, unordered with the read), without it the read of unwritten memory
+    # the control for the test above. Warps one at a time (lockstep=False): warp 0 runs ahead and reads a word
+    # warp 1 has not written yet; racecheck names the race (warp 1's write, unordered with the read), without it
+    # the read of unwritten memory. In lock-step both warps store first: the read is the race's second access
     with pytest.raises(HazardError, match=r"WAR race on shared address 0x484 .*thread 33 \(warp 1.* writes it "
                                           r"here; thread 0 \(warp 0.*ld.shared.u32 %r7, \[%r6\] \(line 29\) read it"):
+        run(_smem_exchange("", 128, 33), block=128, before=SMEM, lockstep=False)
+    with pytest.raises(HazardError, match=r"ld.shared.u32 %r7, \[%r6\] \(line 29\), CTA \(0, 0, 0\), warp 0: RAW race "
+                                          r"on shared address 0x484 .*thread 0 \(warp 0.* reads it here; thread 33 "
+                                          r"\(warp 1, CTA \(0, 0, 0\)\) at st.shared.u32 \[%r4\], %r5 \(line 23\) wrote it"):
         run(_smem_exchange("", 128, 33), block=128, before=SMEM)
     with pytest.raises(ptx.MemoryFault) as e:
-        run(_smem_exchange("", 128, 33), block=128, before=SMEM, check_races=False)
+        run(_smem_exchange("", 128, 33), block=128, before=SMEM, check_races=False, lockstep=False)
     assert "nothing wrote" in str(e.value)
 
 
@@ -533,4 +540,8 @@ def test_progress_bar_counts_ctas(capsys):
     run(GEOMETRY, out=out, grid=3, block=32, progress=True)
     err = capsys.readouterr().err
     assert "1/3 CTAs" in err and "3/3 CTAs" in err and err.endswith("\n")
+    # the last line: every CTA done, their warp instructions per second and the wall time
+    last = err.rstrip("\n").split("\r")[-1]
+    assert re.fullmatch(r"\[#{30}\] 3/3 CTAs [0-9.]+/s, [0-9,]+ warp instructions/s, [0-9.]+ s", last), last
+    assert not last.split("CTAs ")[1].startswith("0.0/s") and ", 0 warp instructions/s" not in last
     assert np.array_equal(out, _geometry_model((3, 1), (32, 1, 1)))

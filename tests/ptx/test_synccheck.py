@@ -82,11 +82,18 @@ J:
 
 
 def test_threads_of_one_barrier_naming_different_counts_name_both():
+    # warps one at a time: warp 0 arrives first, then warp 1 names another count in the same generation
     with pytest.raises(HazardError) as e:
-        run(COUNTS.format(other=64), block=96)
+        run(COUNTS.format(other=64), block=96, lockstep=False)
     assert str(e.value) == (
         "bar.sync 1, 64 (line 19), CTA (0, 0, 0), warp 1: barrier 1 thread count mismatch: warp 1 arrives here "
         "expecting 64 threads, but warp 0 arrived in the same generation at bar.sync 1, 96 (line 22) expecting 96")
+
+
+def test_in_lock_step_the_smaller_count_completes_first_and_the_other_warp_hangs():
+    # warps 1 and 2 reach bar.sync 1, 64 together and complete it; warp 0's bar.sync 1, 96 then waits for good
+    with pytest.raises(Deadlock, match=r"warp 0: at bar.sync 1, 96 \(line 22\); waits on barrier 1 \(32 of 96"):
+        run(COUNTS.format(other=64), block=96)
 
 
 def test_threads_of_one_barrier_naming_one_count_pass():

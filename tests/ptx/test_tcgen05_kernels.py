@@ -299,8 +299,9 @@ PLANTED = {
     # runs before the load warp issued the TMA, and reads the stage's old bytes (the tcgen05.alloc slot, written by a
     # generic store)
     "MMA warp skips the TMA barrier": ("ws", 128, 256, 64, drop_wait("%r40", "%r41"), tp.HazardError,
-                                       ["@%p16 tcgen05.mma", "tcgen05.mma operand B reads shared address 0x400",
-                                        "no fence.proxy.async since"]),
+                                       ["@%p16 tcgen05.mma", "warp 10 (tcgen05.mma operand A) reads shared address",
+                                        "written by a TMA that completes phase 0 of the mbarrier at 0x244a0",
+                                        "has not observed that phase"]),
     # the same in the steady state (K block 1): the TMA is done, but the MMA warp never observed its phase
     "MMA warp skips a later TMA barrier": ("ws", 128, 256, 128, drop_wait("%r56", "%r485"), tp.HazardError,
                                            ["tcgen05.mma operand", "written by a TMA that completes phase 0 of the "

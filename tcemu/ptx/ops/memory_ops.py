@@ -330,6 +330,9 @@ def c_cp_async(ins, prog, pc):
             raise HazardError(wh, f"threads {int(tids[a])} and {int(tids[b])} of this cp.async both copy to shared "
                                   f"bytes [{int(dsts[a]):#x}, {int(dsts[a]) + nbytes:#x}): two asynchronous copies in "
                                   "flight write the same shared bytes")
+        # the copy may land any time from its issue (PTX 9.7.9.25): bytes an in-flight wgmma / bulk store /
+        # tcgen05 op still reads may not be its destination even though tcemu writes them at the wait
+        sh.check_overwrite(spots, wh, "this cp.async writes")
         sh.check_in_flight(W, spots, wh, "this cp.async writes")
         sh.async_pending[spots] = pc + 1
         W.cp_async_open.append((spots, data, src_bytes, tids))

@@ -1,0 +1,208 @@
+"""Lock-step execution: warps of the resident CTAs that stand converged at one PC run as one gang.
+
+A stretch of warp-private instructions (they read and write only the warp's own registers: integer and float
+arithmetic, mov, cvt, setp, selp, ...) runs once over a batch of (warps, 32) lanes. Any other instruction runs
+warp by warp, in gang order, and those that block are tried again once the others have run it (the last warp
+at a bar.sync releases the rest). A gang whose warps go to different PCs splits into gangs by PC; a warp that
+blocks for good, diverges or exits leaves, and the scheduler (machine.run_ctas) runs it on its own.
+
+Private instructions touch no state another warp can see, so running them early for other warps changes
+nothing anyone observes; the other instructions run in an order the GPU may also take (warps interleave at
+instruction granularity). Off with TCEMU_LOCKSTEP=0; TCEMU_LOCKSTEP=force also runs single warps' stretches
+through the batch (a test of the batch path over every kernel)."""
+import os
+from typing import Dict, List
+
+import numpy as np
+
+from . import parser as P
+from .errors import KernelFault, PtxError
+from .program import CLASS_ATTR, regs_of
+from .signals import BLOCK
+
+# opcodes whose semantics read and write only registers (ops/integer.py, floating.py, data.py, convert.py)
+PRIVATE = frozenset({
+    "add", "sub", "mul", "mad", "div", "rem", "abs", "neg", "min", "max", "and", "or", "xor", "not", "cnot",
+    "shl", "shr", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "bfe", "bfi", "prmt", "lop3", "shf",
+    "popc", "clz", "brev", "bfind", "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh",
+    "copysign", "testp", "mul24", "mad24", "sad", "szext", "bmsk", "isspacep", "dp4a", "dp2a"})
+_CLOCKS = ("%clock", "%globaltimer")   # each read advances the CTA's clock: not private
+MAX_PASSES = 4                         # tries of a blocking instruction within one gang step
+
+MODE = os.environ.get("TCEMU_LOCKSTEP", "1")
+ENABLED = MODE != "0"
+FORCE = MODE == "force"
+
+
+def _private(ins, op) -> bool:
+    parts = ins.opcode.split(".")
+    if parts[0] not in PRIVATE or "cc" in parts or getattr(op, "refused", False):
+        return False
+    return not any(o.name.startswith(_CLOCKS) for o in _specials(ins.operands))
+
+
+def _specials(ops):
+    for o in ops:
+        if isinstance(o, P.Special):
+            yield o
+        elif isinstance(o, P.Vec):
+            yield from _specials(o.items)
+
+
+def analyse(prog, code) -> None:
+    """prog.lockstep_end[pc]: where the private stretch starting at pc ends (pc itself: not private), and
+    prog.lockstep_regs[pc]: per register class, the slots the stretch reads or writes and those it writes."""
+    n = len(prog.instrs)
+    end = np.arange(n + 1)
+    touched: List[Dict[int, set]] = [None] * (n + 1)
+    written: List[Dict[int, set]] = [None] * (n + 1)
+    for pc in range(n - 1, -1, -1):
+        ins = prog.instrs[pc]
+        if not ENABLED or not _private(ins, code[pc]):
+            continue
+        end[pc] = end[pc + 1] if end[pc + 1] > pc + 1 else pc + 1
+        t = {c: set(s) for c, s in (touched[pc + 1] or {}).items()}
+        w = {c: set(s) for c, s in (written[pc + 1] or {}).items()}
+        regs = [r for o in ins.operands for r in regs_of(o)]
+        names = [r.name for r in regs] + ([ins.guard[0]] if ins.guard else [])
+        for name in names:
+            s = prog.slots.get(name)
+            if s is not None:
+                t.setdefault(s.cls, set()).add(s.index)
+        if ins.operands:
+            for r in regs_of(ins.operands[0]):
+                s = prog.slots.get(r.name)
+                if s is not None:
+                    w.setdefault(s.cls, set()).add(s.index)
+        touched[pc], written[pc] = t, w
+    prog.lockstep_end = end
+    prog.lockstep_regs = [None if touched[pc] is None else
+                          ({c: np.array(sorted(s)) for c, s in touched[pc].items()},
+                           {c: np.array(sorted(s)) for c, s in written[pc].items()}) for pc in range(n + 1)]
+
+
+class Batch:
+    """A gang's registers as (registers, warps, 32) arrays: the `W` a private instruction's semantics run on."""
+    full = True
+    lane_pc = None
+
+    def __init__(self, warps, touched):
+        self.warps = warps
+        nb = len(warps)
+        for cls, idx in touched.items():
+            attr = CLASS_ATTR[cls]
+            first = getattr(warps[0], attr)
+            arr = np.empty((first.shape[0], nb, 32), first.dtype)
+            arr[idx] = np.stack([getattr(w, attr)[idx] for w in warps], axis=1)
+            setattr(self, attr, arr)
+        self.live = np.ones((nb, 32), bool)
+        pend = {}
+        for w in warps:
+            pend.update(w.wgmma_pending)
+        self.wgmma_pending = pend
+        self.wgmma_dirty = set()
+
+    def special(self, name: str) -> np.ndarray:
+        return np.stack([w.special(name) for w in self.warps])
+
+    def active(self, m):
+        return self.live if m is None else m
+
+    def store(self, written):
+        for cls, idx in written.items():
+            arr = getattr(self, CLASS_ATTR[cls])
+            for k, w in enumerate(self.warps):
+                getattr(w, CLASS_ATTR[cls])[idx] = arr[idx, k]
+        if self.wgmma_dirty:
+            for w in self.warps:
+                w.wgmma_dirty |= self.wgmma_dirty
+
+
+def stretch(gang, pc: int) -> int:
+    """Run the private stretch at pc over the gang as one batch; the warp instructions run. On an exception
+    the stretch stops before the instruction that raised it, each warp there, and the warps run it on their
+    own (which names the warp in the error)."""
+    prog = gang[0].prog
+    end = int(prog.lockstep_end[pc])
+    touched, written = prog.lockstep_regs[pc]
+    B = Batch(gang, touched)
+    code = prog.code
+    at = pc
+    try:
+        while at < end:
+            r = code[at](B, None)
+            if r is not None:   # private semantics only fall through
+                raise PtxError(prog.instrs[at].opcode, "a private instruction returned a control value")
+            at += 1
+    except Exception:   # noqa: re-raised by the warps' own run of this instruction, with the warp named
+        pass
+    B.store(written)
+    for w in gang:
+        w.pc = at
+        w.executed += at - pc
+    return (at - pc) * len(gang)
+
+
+def eligible(w) -> bool:
+    return not w.done and w.lane_pc is None and w.full and not w.parked_test
+
+
+def run(gang, budget: int, log=None) -> int:
+    """Run the warps of `gang` (eligible, at one PC) in lock-step until none run together any more or `budget`
+    warp instructions have run; the number run."""
+    prog = gang[0].prog
+    code, end = prog.code, prog.lockstep_end
+    n = 0
+    queue = [gang]
+    while queue and n < budget:
+        g = queue.pop()
+        while len(g) > 1 and n < budget:
+            pc = g[0].pc
+            if end[pc] > pc:
+                k = stretch(g, pc)
+                n += k
+                if g[0].pc < end[pc]:    # an exception: the warps run that instruction on their own
+                    return n
+                continue
+            moved = set()
+            pending = g
+            for _ in range(MAX_PASSES):
+                blocked = []
+                for w in pending:
+                    if log is not None:
+                        log.running = w
+                    try:
+                        r = code[pc](w, None)
+                    except KernelFault as e:
+                        raise type(e)(f"{e.field}, {w.where()}", e.rule) from None
+                    if r is BLOCK:
+                        blocked.append(w)
+                        continue
+                    if r is None:
+                        w.pc = pc + 1
+                    elif r.__class__ is int:
+                        w.pc = r
+                    w.wait = None
+                    w.executed += 1
+                    n += 1
+                    moved.add(w)
+                if not blocked or len(blocked) == len(pending):
+                    break
+                pending = blocked
+            by_pc = {}
+            for w in g:   # the gang's order stays the order the warps were listed in (CTA by CTA, warp by warp)
+                if w in moved and eligible(w):
+                    by_pc.setdefault(w.pc, []).append(w)
+            groups = [x for x in by_pc.values() if len(x) > 1]
+            if not groups:
+                break
+            g = groups.pop(0)          # the group of the earliest warp goes on; the others after it
+            queue.extend(reversed(groups))
+    return n
+
+
+def forced(w, budget: int) -> int:
+    """TCEMU_LOCKSTEP=force: one warp's private stretch through the batch path (0 if w is not at one)."""
+    if not FORCE or not eligible(w) or w.prog.lockstep_end[w.pc] == w.pc or w.cta.launch.trace is not None:
+        return 0
+    return stretch([w], w.pc)
