@@ -125,6 +125,29 @@ def operand_addresses(desc, *, rows: int, k: int, dtype: str, major: str = "K", 
     return out
 
 
+_RESOLVED = {}      # (descriptor, rows, k, dtype, major, arch) -> read-only addresses (resolved_addresses)
+_RESOLVED_MAX = 4096
+
+
+def resolved_addresses(desc, *, rows: int, k: int, dtype: str, major: str = "K", arch: str = "sm90") -> np.ndarray:
+    """operand_addresses, remembered per descriptor value and shape: a read-only array shared by every caller
+    (the interpreter resolves the same few descriptors for every MMA of a kernel)."""
+    exact = isinstance(desc, (GmmaDescriptor, np.integer)) or type(desc) is int
+    try:
+        key = (type(desc), int(desc) if isinstance(desc, np.integer) else desc, rows, k, dtype, major, arch)
+        hit = _RESOLVED.get(key) if exact else None
+    except TypeError:   # an unhashable argument: operand_addresses names it
+        return operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
+    if hit is None:
+        hit = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
+        hit.setflags(write=False)
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        if exact:
+            _RESOLVED[key] = hit
+    return hit
+
+
 def lbo_mode_split(desc, k: int, dtype: str, arch: str = "sm103") -> int:
     """Elements of K an LBO-mode-1 descriptor reads from its start (the rest come from the LBO address):
     the chunks from the start's 16-byte chunk to the end of its 128-byte line (module text)."""

@@ -1,7 +1,7 @@
 """The CTA's shared memory as a byte array, addressed absolutely (as descriptors address it)."""
 import numpy as np
 
-from .addressing import operand_addresses
+from .addressing import operand_addresses, resolved_addresses
 from ..core.arch import SMEM_WINDOW, check_arch
 from ..arith.dtypes import (NUMPY_TYPES, OPERAND_DTYPES, SIGNED_INT_DTYPES, SM90_OPERAND_DTYPES, element_type,
                             is_padded, parse_major, placement_dtype)
@@ -146,7 +146,7 @@ class SharedMemory:
         keep = self._keep(keep_rows, rows)
         if dtype in SUBBYTE:
             return self._subbyte(desc, rows, k, dtype, major, padded, None, keep, arch)
-        addrs = operand_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
+        addrs = resolved_addresses(desc, rows=rows, k=k, dtype=dtype, major=major, arch=arch)
         bits = element_type(dtype).bits
         full = int.from_bytes(b"\x01" * (bits // 8), "little")  # every byte of the element written
         self._check_written((self.written.view(np.uint8).view(_LE[bits])[addrs // (bits // 8)] != full) & keep, addrs)

@@ -250,7 +250,14 @@ def test_fault_names_the_source_line_and_keeps_what_was_written(sm90):
     msg = str(e.value)
     assert "test_triton_driver.py" in msg and "tl.store(out_ptr + offs, tl.load(x_ptr + offs) + 1)" in msg
     assert "x_ptr" in msg   # the allocation is named after the argument
-    assert torch.equal(out[:128], x[:128] + 1)   # program 0 finished before program 1 faulted
+    assert not out.any()   # in lock-step both programs load first: program 1's load faults before any store
+    T.activate("sm90", lockstep=False)   # warps one at a time: program 0 stores before program 1 faults
+    try:
+        with pytest.raises(KernelFault):
+            fault_kernel[(2,)](x, out, BLOCK=128)
+    finally:
+        T.activate("sm90")
+    assert torch.equal(out[:128], x[:128] + 1)
     assert not out[200:].any()
 
 

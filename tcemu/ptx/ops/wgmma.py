@@ -16,7 +16,7 @@ import numpy as np
 
 from ...hopper import wgmma as hopper
 from ...hopper.forms import D_TYPES, K_OF, SP_K_OF, check_form, immediates, sparse_selector
-from ...layout.addressing import operand_addresses
+from ...layout.addressing import resolved_addresses
 from ...layout.descriptors import GmmaDescriptor
 from ...core.errors import TcemuError
 from ...arith.fdp import OUT_NUMPY
@@ -250,7 +250,7 @@ def _check_operand(cta, desc, rows, k, dtype, major, which, wh):
     written are reported by the read itself."""
     sh = cta.shared
     try:
-        addrs = operand_addresses(desc, rows=rows, k=k, dtype="u8" if dtype == "b1" else dtype, major=major)
+        addrs = resolved_addresses(desc, rows=rows, k=k, dtype="u8" if dtype == "b1" else dtype, major=major)
     except TcemuError as e:
         raise KernelFault(wh, f"operand {which}: {e}") from None
     ebytes = 1 if dtype in ("e4m3", "e5m2", "s8", "u8", "b1") else (4 if dtype == "tf32" else 2)
