@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.errors import LayoutError
 
-__all__ = ["coords", "gather", "scatter"]
+__all__ = ["coords", "gather", "scatter", "to_registers"]
 
 
 @lru_cache(maxsize=None)
@@ -71,10 +71,15 @@ def gather(words, operand: str, m: int, n: int, k: int, bits: int) -> np.ndarray
     return out
 
 
-def scatter(matrix: np.ndarray, m: int, n: int, bits: int) -> np.ndarray:
-    """Every lane's D register words (32, words) uint32 from the m x n result's bit patterns."""
-    r, c = coords("C", m, n, 8, bits)
-    el = np.asarray(matrix).astype(np.uint64)[r, c]
+def to_registers(matrix, operand: str, m: int, n: int, k: int, bits: int) -> np.ndarray:
+    """Every lane's register words (32, words) uint32 holding `operand` ("A" m x k, "B" k x n, "C" m x n) given as
+    a matrix of bit patterns (the inverse of gather)."""
+    r, c = coords(operand, m, n, k, bits)
+    shape = {"A": (m, k), "B": (k, n), "C": (m, n)}[operand]
+    matrix = np.asarray(matrix)
+    if matrix.shape != shape:
+        raise LayoutError(operand, f"must be a {shape[0]} x {shape[1]} matrix of bit patterns, got {matrix.shape}")
+    el = matrix.astype(np.uint64)[r, c]
     if bits == 64:
         out = np.empty((32, el.shape[1], 2), np.uint32)
         out[..., 0] = (el & np.uint64(0xFFFFFFFF)).astype(np.uint32)
@@ -83,3 +88,8 @@ def scatter(matrix: np.ndarray, m: int, n: int, bits: int) -> np.ndarray:
     per = 32 // bits
     el = el.reshape(32, -1, per) << (np.arange(per, dtype=np.uint64) * np.uint64(bits))
     return np.bitwise_or.reduce(el, axis=2).astype(np.uint32)
+
+
+def scatter(matrix: np.ndarray, m: int, n: int, bits: int) -> np.ndarray:
+    """Every lane's D register words (32, words) uint32 from the m x n result's bit patterns."""
+    return to_registers(matrix, "C", m, n, 8, bits)

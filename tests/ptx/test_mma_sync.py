@@ -214,3 +214,48 @@ def test_triton_dot_lowered_to_mma_sync_matches_the_fused_dot_chain():
                         decode_operand(np.ascontiguousarray(b.view(np.uint16)[k0:k0 + 16].T), "f16"),
                         decode_operand(acc, "f32"), fdp_unit("f16", "f32"))
     assert np.array_equal(d.view(np.uint32), acc)
+
+
+# ------------------------------------------------------------------------------------------ the trace kind
+
+def _small_trace(**change):
+    """The first case of each of two forms, as a Trace the replay accepts; `change` replaces columns / meta keys."""
+    from tcemu.traces.archive import Trace
+    c = TRACE.columns
+    keep = [_first_case(0), _first_case(FORMS.index("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64"))]
+    off = c["offsets"]
+    regs = np.concatenate([c["regs"][off[i]:off[i + 1]] for i in keep])
+    cols = {"seed": c["seed"][keep], "form": c["form"][keep], "modes": c["modes"][keep],
+            "offsets": np.concatenate([[0], np.cumsum([off[i + 1] - off[i] for i in keep])]).astype(np.int64),
+            "regs": regs}
+    meta = dict(TRACE.meta)
+    for k, v in change.items():
+        (cols if k in cols else meta)[k] = v
+    return Trace("<test>", meta, cols)
+
+
+def test_replay_reports_a_planted_wrong_register_and_passes_the_control():
+    from tcemu.traces import replay
+    assert replay(_small_trace()).ok                       # control: both cases match
+    r = _small_trace()
+    regs = r.columns["regs"].copy()
+    regs[5] ^= 1                                           # one bit of lane 1's D word 1 in the first case
+    result = replay(_small_trace(regs=regs))
+    assert not result.ok
+    assert "case 0 m16n8k16.row.col.f32.f16.f16.f32" in result.mismatches[0]
+    assert "1 of 128 D words differ (first: lane 1 word 1" in result.mismatches[0]
+
+
+def test_trace_check_refuses_inconsistent_columns():
+    from tcemu.core.errors import TraceError
+    from tcemu.traces import check_trace
+    with pytest.raises(TraceError) as e:
+        check_trace(_small_trace(forms=["mma.sync.aligned.m16n8k8.row.col.s32.s8.s8.s32"] + FORMS[1:]))
+    assert "m16n8k8 is not an mma.sync shape for .s8" in str(e.value)
+    with pytest.raises(TraceError) as e:
+        check_trace(_small_trace(modes=np.array([9, 0], np.int32)))
+    assert "modes" in str(e.value)
+    with pytest.raises(TraceError) as e:
+        t = _small_trace()
+        check_trace(_small_trace(offsets=np.array([0, 64, t.columns["regs"].size], np.int64)))
+    assert "case 0 must hold 32 x 4 D words" in str(e.value)
