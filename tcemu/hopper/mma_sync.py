@@ -137,8 +137,8 @@ def _f16_from_fp8(bits, dtype):
 def _hmma(A, B, C, dtype_a, dtype_d):
     """One HMMA: A (m, k), B (k, n) bit matrices of dtype_a, C (m, n) raw bits of dtype_d."""
     narrow = _NARROW[BITS[dtype_a]]
-    Ad = decode_operand(A.astype(narrow), dtype_a)
-    Bd = decode_operand(np.ascontiguousarray(B.T).astype(narrow), dtype_a)
+    Ad = decode_operand(np.ascontiguousarray(A, narrow), dtype_a)
+    Bd = decode_operand(np.ascontiguousarray(B.T, narrow), dtype_a)
     return fused_dot(Ad, Bd, decode_operand(C, dtype_d), fdp_unit(dtype_a, dtype_d))
 
 

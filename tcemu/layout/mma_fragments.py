@@ -48,25 +48,25 @@ def coords(operand: str, m: int, n: int, k: int, bits: int):
     return r, c
 
 
+_ELEMENT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
 def _elements(words: np.ndarray, bits: int) -> np.ndarray:
-    """(32, words) uint32 -> (32, elements) uint64 element patterns, register order, low bits first."""
-    w = np.asarray(words, np.uint32).astype(np.uint64)
-    if bits == 64:
-        return w[:, 0::2] | (w[:, 1::2] << np.uint64(32))
-    per = 32 // bits
-    shifts = np.arange(per, dtype=np.uint64) * np.uint64(bits)
-    return ((w[:, :, None] >> shifts) & np.uint64((1 << bits) - 1)).reshape(w.shape[0], -1)
+    """(32, words) uint32 -> (32, elements) element patterns in register order, low bits first: a little-endian
+    view, no copy beyond making the words contiguous."""
+    w = np.ascontiguousarray(words, np.uint32)
+    return w.view(_ELEMENT[bits]) if w.ndim == 2 else w
 
 
 def gather(words, operand: str, m: int, n: int, k: int, bits: int) -> np.ndarray:
-    """The operand as a matrix of uint64 bit patterns (A: m x k, B: k x n, C: m x n) from every lane's register
-    words (32, words)."""
+    """The operand as a matrix of bit patterns (uint8/16/32/64 by `bits`; A: m x k, B: k x n, C: m x n) from every
+    lane's register words (32, words)."""
     r, c = coords(operand, m, n, k, bits)
     el = _elements(words, bits)
     if el.shape != r.shape:
-        raise LayoutError(operand, f"expected {r.shape[1] * bits // 32 or 1} words a lane, got {np.shape(words)[1]}")
+        raise LayoutError(operand, f"expected {max(r.shape[1] * bits // 32, 1)} words a lane, got {np.shape(words)}")
     shape = {"A": (m, k), "B": (k, n), "C": (m, n)}[operand]
-    out = np.empty(shape, np.uint64)
+    out = np.empty(shape, el.dtype)
     out[r, c] = el
     return out
 
@@ -79,15 +79,8 @@ def to_registers(matrix, operand: str, m: int, n: int, k: int, bits: int) -> np.
     matrix = np.asarray(matrix)
     if matrix.shape != shape:
         raise LayoutError(operand, f"must be a {shape[0]} x {shape[1]} matrix of bit patterns, got {matrix.shape}")
-    el = matrix.astype(np.uint64)[r, c]
-    if bits == 64:
-        out = np.empty((32, el.shape[1], 2), np.uint32)
-        out[..., 0] = (el & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        out[..., 1] = (el >> np.uint64(32)).astype(np.uint32)
-        return out.reshape(32, -1)
-    per = 32 // bits
-    el = el.reshape(32, -1, per) << (np.arange(per, dtype=np.uint64) * np.uint64(bits))
-    return np.bitwise_or.reduce(el, axis=2).astype(np.uint32)
+    el = np.ascontiguousarray(matrix.astype(_ELEMENT[bits], copy=False)[r, c])
+    return el.view(np.uint32)
 
 
 def scatter(matrix: np.ndarray, m: int, n: int, bits: int) -> np.ndarray:
