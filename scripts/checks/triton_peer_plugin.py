@@ -22,6 +22,7 @@ def pytest_addoption(parser):
     g.addoption("--tcemu-report", default="", help="JSON lines: one record per test")
     g.addoption("--tcemu-launch-timeout", type=float, default=120.0, help="seconds per launch")
     g.addoption("--tcemu-resume", action="store_true", help="leave out the tests --tcemu-report already holds")
+    g.addoption("--tcemu-ids", default="", help="a file of test ids (test_dot[...]), one a line: keep only those")
 
 
 def _shim_test_environment():
@@ -59,6 +60,10 @@ def _function(item):
 def pytest_collection_modifyitems(session, config, items):
     rng = random.Random(config.getoption("--tcemu-seed"))
     keep = list(items)
+    ids = config.getoption("--tcemu-ids")
+    if ids:
+        wanted = {line.strip() for line in open(ids) if line.strip()}
+        keep = [it for it in keep if it.nodeid.split("::")[-1] in wanted]
     per = config.getoption("--tcemu-per-test")
     if per:
         groups = {}

@@ -7,7 +7,8 @@
 its conftest.py) with scripts/checks/triton_peer_plugin.py: tcemu's driver active before collection (TCEMU_TRITON,
 default sm90), `--device cpu` (tensors on the CPU; tests that call check_cuda_or_hip(device) skip themselves),
 each launch bounded to --launch-timeout seconds, and a seeded sample: --per-test N keeps N tests of each test
-function, --sample N keeps N in all, --shard i/n one shard. Extra pytest arguments follow `--`.
+function, --sample N keeps N in all, --shard i/n one shard; --ids FILE keeps only the test ids the file lists
+(one a line, as the tally prints them). Extra pytest arguments follow `--`.
 
 `tally` counts passed / failed / skipped / xfailed by test function, and groups the failures by their
 exception and first line: each group is either a bug to fix or a named refusal (an unmodelled form, a GPU-only
@@ -32,6 +33,7 @@ def run(args, extra):
     os.environ.setdefault("TCEMU_TRITON", "sm90")
     sys.path[:0] = [ROOT, HERE]
     report = os.path.abspath(args.report)
+    ids = os.path.abspath(args.ids) if args.ids else ""
     os.chdir(args.tests)
     cmd = ["-p", "triton_peer_plugin", "-p", "no:cacheprovider", "--device", "cpu", "-q", "--tcemu-seed",
            str(args.seed), "--tcemu-report", report, "--tcemu-launch-timeout", str(args.launch_timeout),
@@ -44,6 +46,8 @@ def run(args, extra):
         cmd += ["--tcemu-shard", args.shard]
     if args.resume:
         cmd += ["--tcemu-resume"]
+    if args.ids:
+        cmd += ["--tcemu-ids", ids]
     return pytest.main(cmd + extra)
 
 
@@ -108,6 +112,8 @@ def main(argv=None):
     r.add_argument("--seed", type=int, default=25)
     r.add_argument("--launch-timeout", type=float, default=120.0)
     r.add_argument("--resume", action="store_true", help="leave out the tests the report already holds")
+    r.add_argument("--ids", default="", help="a file of test ids (as the tally lists them), one a line: run only "
+                                             "those (before --per-test / --sample / --shard)")
     t = sub.add_parser("tally")
     t.add_argument("report")
     t.add_argument("--markdown", action="store_true")

@@ -1,12 +1,14 @@
 """Operand counts, vector sizes and range-checked immediates of the variable-arity instructions tcemu runs, as
 ptxas accepts them: the asynchronous copies (PTX ISA 9.7.9.25-27), mbarrier (9.7.13.15), tcgen05 (9.7.16),
-wgmma (9.7.15), vector ld/st/atom/red (9.7.9.8-13), ldmatrix/stmatrix (9.7.14.5.15-16), tensormap
-(9.7.9.28-29), fence, prefetch, bfe/bfi, setmaxnreg. Each rule was probed against ptxas 13.0 and Triton's
+wgmma (9.7.15), mma.sync (9.7.14.5.14), vector ld/st/atom/red (9.7.9.8-13), ldmatrix/stmatrix (9.7.14.5.15-16),
+tensormap (9.7.9.28-29), fence, prefetch, bfe/bfi, setmaxnreg. Each rule was probed against ptxas 13.0 and Triton's
 13.4 (tests/fixtures/strict/probe_*.py and their recorded verdicts); where the two differ tcemu follows 13.4,
 which reads every .version 13.0 reads. A mismatch is a PtxSyntaxError worded as ptxas words it."""
 import re
 from typing import Optional, Tuple
 
+from ..core.errors import TcemuError
+from ..hopper.mma_sync import parse_form
 from . import parser as P
 from .errors import PtxSyntaxError
 from .types import TYPES
@@ -207,6 +209,16 @@ def _matrix(parts, has):
     return parts[0], ["[a]", "r"], [], {1: ("registers", regs)}
 
 
+def _mma(parts):
+    """mma.sync.aligned (PTX ISA 9.7.14.5.14): d, a, b, c, each a vector of the registers its form's fragment holds
+    (hopper.mma_sync.MmaForm.registers); a form ptxas refuses is refused by the op's compiler, naming its rule."""
+    try:
+        form = parse_form(parts[3:])
+    except TcemuError:
+        return None
+    return "mma", ["d", "a", "b", "c"], [], {i: ("registers", form.registers(w)) for i, w in enumerate("DABC")}
+
+
 _TENSORMAP_FIELD2 = {"box_dim", "global_dim", "global_stride", "element_stride"}
 
 
@@ -233,6 +245,8 @@ def spec(ins: P.Instruction):
         return _memory(parts, has, policy)
     if base in ("ldmatrix", "stmatrix"):
         return _matrix(parts, has)
+    if base == "mma" and parts[1:3] == ["sync", "aligned"]:
+        return _mma(parts)
     if base == "wgmma" and len(parts) > 1 and parts[1] in ("fence", "commit_group", "wait_group"):
         return "wgmma." + parts[1], ["N"] if parts[1] == "wait_group" else [], [], {}
     if base == "tensormap" and len(parts) > 1:
