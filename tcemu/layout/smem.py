@@ -41,14 +41,21 @@ class SharedMemory:
 
     def __init__(self, arch: str = "sm90", data=None):
         self.arch = check_arch(arch)
-        self.data = np.zeros(SMEM_WINDOW[arch], np.uint8)
-        self.written = np.zeros(SMEM_WINDOW[arch], bool)  # operand reads of unwritten bytes are errors
+        # data, and written (operand reads of unwritten bytes are errors), are made on first use (__getattr__):
+        # the interpreter makes one SharedMemory per CTA, and many CTAs never touch theirs
         if data is not None:
             self.write(0, data)
 
+    def __getattr__(self, name):
+        if name not in ("data", "written") or "arch" not in self.__dict__:
+            raise AttributeError(name)
+        arr = np.zeros(SMEM_WINDOW[self.arch], np.uint8 if name == "data" else bool)
+        setattr(self, name, arr)
+        return arr
+
     @property
     def size(self) -> int:
-        return self.data.size
+        return SMEM_WINDOW[self.arch]
 
     def _check(self, lo: int, hi: int, what: str):
         if lo < 0 or hi > self.size:

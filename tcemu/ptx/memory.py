@@ -159,6 +159,25 @@ class GlobalMemory:
         a.data[off[:, None] + np.arange(nbytes)] = data
 
 
+# per-byte shadow state of a SharedWindow: name -> (dtype, initial value)
+_SHADOWS = {
+    "async_pending": (np.int32, 0),    # bytes an in-flight async copy will write (pc + 1 of the copy)
+    # generic-proxy writes not yet made visible to the async proxy: the epoch of each byte's last write; a
+    # fence.proxy.async (by any warp: an approximation of the happens-before chain) covers every earlier one
+    "unfenced": (np.int64, 0),
+    "source": (np.int64, -1),          # layout provenance: the global byte each shared byte was copied from
+    # bytes a TMA wrote, completing on mbarrier guard_bar (shared offset) in its phase guard_phase: a reader must
+    # have observed that phase (a successful wait, or knowledge passed on through a barrier)
+    "guard_bar": (np.int64, -1),
+    "guard_phase": (np.int64, 0),
+    "wgmma_reading": (np.int32, 0),    # operand bytes of in-flight wgmmas
+    "tcgen05_reading": (np.int32, 0),  # bytes tcgen05.mma / .cp read, until committed
+    "bulk_reading": (np.int32, 0),     # source bytes of in-flight bulk stores
+    "mbar_live": (np.bool_, 0),        # bytes of initialised mbarrier objects
+    "copy_pc": (np.int32, 0),          # pc + 1 of the async copy that wrote each byte
+}
+
+
 class SharedWindow:
     """A CTA's shared memory: the bytes [lo, hi) of a tcemu.SharedMemory that the launch allocated."""
 
@@ -167,26 +186,22 @@ class SharedWindow:
         self.lo, self.hi = lo, hi
         if zero_init:
             smem.written[lo:hi] = True
-        self.async_pending = np.zeros(smem.data.size, np.int32)  # bytes an in-flight async copy will write
-        # generic-proxy writes not yet made visible to the async proxy: the epoch of each byte's last write;
-        # a fence.proxy.async (by any warp: an approximation of the happens-before chain) covers every earlier one
-        self.unfenced = np.zeros(smem.data.size, np.int64)
+        # the per-byte shadow arrays (_SHADOWS) are made on first use: a CTA that never touches shared memory
+        # costs none of their 40 bytes per byte of the window
         self.write_epoch = 0
         self.fence_epoch = 0
-        # layout provenance: the global byte address each shared byte was copied from (-1: not a copy)
-        self.source = np.full(smem.data.size, -1, np.int64)
-        # bytes a TMA wrote, completing on mbarrier guard_bar (shared offset) in its phase guard_phase: a reader
-        # must have observed that phase (a successful wait, or knowledge passed on through a barrier)
-        self.guard_bar = np.full(smem.data.size, -1, np.int64)
-        self.guard_phase = np.zeros(smem.data.size, np.int64)
         self.guarded = False
-        self.wgmma_reading = np.zeros(smem.data.size, np.int32)  # operand bytes of in-flight wgmmas
-        self.tcgen05_reading = np.zeros(smem.data.size, np.int32)  # bytes tcgen05.mma / .cp read, until committed
-        self.bulk_reading = np.zeros(smem.data.size, np.int32)   # source bytes of in-flight bulk stores
-        self.mbar_live = np.zeros(smem.data.size, bool)          # bytes of initialised mbarrier objects
         self.rank = 0                                            # the CTA's rank in its cluster
         self.race = None                                         # racecheck's shadow (races.py), on first use
-        self.copy_pc = np.zeros(smem.data.size, np.int32)        # pc + 1 of the async copy that wrote each byte
+
+    def __getattr__(self, name):
+        made = _SHADOWS.get(name)
+        if made is None:
+            raise AttributeError(name)
+        n = self.smem.size
+        arr = np.full(n, made[1], made[0]) if made[1] else np.zeros(n, made[0])
+        setattr(self, name, arr)
+        return arr
 
     def check(self, offs: np.ndarray, nbytes: int, lanes, where: str, what: str = "accesses"):
         if offs.size == 0:

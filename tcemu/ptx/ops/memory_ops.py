@@ -341,6 +341,12 @@ def c_cp_async(ins, prog, pc):
 
 def _apply_copies(W, copies, wh="cp.async completing"):
     sh = W.cta.shared
+    if len(copies) > 1:   # one group's copies land together (none overlap: check_in_flight refused that at issue)
+        widths = {}
+        for c in copies:
+            widths.setdefault(c[0].shape[1], []).append(c)
+        copies = [tuple(np.concatenate(part) for part in zip(*cs)) if len(cs) > 1 else cs[0]
+                  for cs in widths.values()]
     for spots, data, src, tids in copies:
         sh.check_overwrite(spots, wh, "a cp.async completing here writes")
         # racecheck: the copy's write lands here, in the issuing warp's order (a reader needs the wait's edge)
