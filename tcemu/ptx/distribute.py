@@ -219,6 +219,7 @@ def launch(mod, name, scheduler, options):
         sys.stdout.flush()
     stats["workers"] = len({r["worker"] for r in results})
     stats["chunks"] = len(chunks)
+    stats["chunk_seconds"] = [r["stats"]["seconds"] for r in results]   # each chunk's launch on its worker
     stats["seconds"] = time.perf_counter() - t0
     return stats
 
@@ -290,15 +291,15 @@ def _merge(arrays, labels, results, chunks):
             if clash.size:
                 j = int(clash[0])
                 off, other = int(offs[j]), int(owner[offs[j]])
-                a = arrays[i]
-                elem = np.unravel_index(off // a.itemsize, a.shape) if a.ndim else ()
-                raise HazardError("global memory", f"byte {off} of '{labels[i]}' (element "
-                                                   f"{list(map(int, elem))} of its {a.dtype} {a.shape}) is left "
-                                                   f"{int(data[off]):#04x} by {_describe(other, len(chunks), chunks[other])} "
-                                                   f"and {int(values[j]):#04x} by {_describe(k, len(chunks), chunks[k])}: "
-                                                   "CTAs writing one byte with different values race (PTX 8.7: "
-                                                   "nothing orders two CTAs' writes), the result is whichever "
-                                                   "lands last; the caller's arrays are unchanged")
+                a, n = arrays[i], len(chunks)
+                elem = list(map(int, np.unravel_index(off // a.itemsize, a.shape))) if a.ndim else []
+                raise HazardError("global memory", f"byte {off} of '{labels[i]}' (element {elem} of its {a.dtype} "
+                                                   f"{a.shape}) is left {int(data[off]):#04x} by "
+                                                   f"{_describe(other, n, chunks[other])} and {int(values[j]):#04x} "
+                                                   f"by {_describe(k, n, chunks[k])}: CTAs writing one byte with "
+                                                   "different values race (PTX 8.7: nothing orders two CTAs' "
+                                                   "writes), the result is whichever lands last; the caller's "
+                                                   "arrays are unchanged")
             data[offs] = values
             owner[offs] = k
     for i, (data, _) in staged.items():
@@ -364,4 +365,4 @@ def _run_chunk(job, ctas):
             lengths = np.diff(np.concatenate(([0], cut, [changed.size])))
             writes.append((i, starts, lengths, _flat(new)[changed]))
     return {"writes": writes, "worker": worker,
-            "stats": {k: st[k] for k in ("ctas", "warp_instructions", "tensor_core_seconds", "printf")}}
+            "stats": {k: st[k] for k in ("ctas", "warp_instructions", "tensor_core_seconds", "printf", "seconds")}}

@@ -240,3 +240,35 @@ def test_cli_scheduler(client, tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["warp_instructions"] == local["warp_instructions"] and doc["ctas"] == 8
     assert np.array_equal(np.load(tmp_path / "arg0.npy"), want) and want[33] == 1001
+
+
+@pytest.mark.slow   # ~15 s: two worker processes start (each imports tcemu), one is killed and restarted
+def test_worker_processes_and_a_worker_that_dies():
+    import dask
+    mod = ptx.load(entry(SPREAD, params=PARAMS))
+    want, inp = _spread_inputs()
+    mod.launch("k", grid=8, block=32, args=[want, inp])
+
+    def plant():   # runs in each worker process: the chunk holding CTA 4 kills its worker
+        import os as os_
+        import tcemu.ptx.distribute as d
+        run = d._run_chunk
+
+        def dying(job, ctas):
+            if (4, 0, 0) in ctas:
+                os_._exit(3)
+            return run(job, ctas)
+        d._run_chunk = dying
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as lc, distributed.Client(lc) as c:
+        got, _ = _spread_inputs()
+        st = mod.launch("k", grid=8, block=32, args=[got, inp], scheduler=lc.scheduler_address)
+        assert np.array_equal(got, want) and (st["workers"], st["chunks"]) == (2, 2)
+        c.run(plant)
+        out = np.full(256, 9, np.uint32)
+        with pytest.raises(ValueError) as e:
+            mod.launch("k", grid=8, block=32, args=[out, inp], scheduler=c)
+        assert str(e.value).startswith("scheduler: chunk 2 of 2 (CTAs (4, 0, 0) .. (7, 0, 0), 4 listed): its worker "
+                                       "died (")
+        assert str(e.value).endswith("the caller's arrays are unchanged") and (out == 9).all()
