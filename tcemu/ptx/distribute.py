@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.errors import TcemuError
 from ..core.validate import show
+from ..gemm.distributed import connect
 from .errors import HazardError, PtxError
 from .tensormap import TensorMap
 
@@ -162,9 +163,10 @@ def _describe(k, n, chunk):
 
 def launch(mod, name, scheduler, options):
     """Module.launch(name, **options) with its clusters as tasks on the dask cluster `scheduler`."""
-    from ..gemm.distributed import connect  # dask is optional: imported on the first distributed launch
     options = dict(options)
     t0 = time.perf_counter()
+    if not isinstance(name, str):
+        raise PtxError("kernel", f"must be a kernel name, got {show(name)}")
     if options.get("trace") is not None:
         raise PtxError("trace", "runs in the caller's process; a distributed launch runs the CTAs in the workers' "
                                 "(leave out scheduler= to trace)")
@@ -219,7 +221,8 @@ def launch(mod, name, scheduler, options):
         sys.stdout.flush()
     stats["workers"] = len({r["worker"] for r in results})
     stats["chunks"] = len(chunks)
-    stats["chunk_seconds"] = [r["stats"]["seconds"] for r in results]   # each chunk's launch on its worker
+    stats["chunk_seconds"] = [r["stats"]["seconds"] for r in results]   # each chunk's launch on its worker: wall
+    stats["chunk_cpu_seconds"] = [r["cpu_seconds"] for r in results]    # and CPU time of its thread
     stats["seconds"] = time.perf_counter() - t0
     return stats
 
@@ -350,6 +353,7 @@ def _run_chunk(job, ctas):
         kwargs["args"] = {k: _filled(v, arrays) for k, v in job.args.items()}
     else:
         kwargs["args"] = [_filled(v, arrays) for v in job.args]
+    cpu = time.thread_time()
     try:
         st = mod.launch(job.name, **kwargs)
     except TcemuError as e:
@@ -364,5 +368,5 @@ def _run_chunk(job, ctas):
             starts = changed[np.concatenate(([0], cut))]
             lengths = np.diff(np.concatenate(([0], cut, [changed.size])))
             writes.append((i, starts, lengths, _flat(new)[changed]))
-    return {"writes": writes, "worker": worker,
+    return {"writes": writes, "worker": worker, "cpu_seconds": time.thread_time() - cpu,
             "stats": {k: st[k] for k in ("ctas", "warp_instructions", "tensor_core_seconds", "printf", "seconds")}}

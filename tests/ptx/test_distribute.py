@@ -227,6 +227,17 @@ def test_launch_settings_checked_with_a_scheduler(client):
     assert not out.any()
 
 
+def test_printf_lines_come_back_in_chunk_order(client, capsys):
+    mod = ptx.load(os.path.join(PTX_FIXTURES, "calls.ptx"))   # thread 5 of each CTA prints a line
+    want, got = np.zeros(64, np.int32), np.zeros(64, np.int32)
+    mod.launch("_Z1kPii", grid=2, block=64, args=[want, 64], printf="collect")
+    st = mod.launch("_Z1kPii", grid=2, block=64, args=[got, 64], printf="collect", scheduler=client)
+    assert st["printf"] == ["t=5 v=15 c=1 f=7.500000 s=hi\n"] * 2 and np.array_equal(got, want)
+    assert capsys.readouterr().out == ""
+    mod.launch("_Z1kPii", grid=2, block=64, args=[got, 64], scheduler=client)   # printf="stdout": written at the end
+    assert capsys.readouterr().out == "t=5 v=15 c=1 f=7.500000 s=hi\n" * 2
+
+
 def test_cli_scheduler(client, tmp_path, capsys):
     path = tmp_path / "spread.ptx"
     path.write_text(entry(SPREAD, params=PARAMS))
