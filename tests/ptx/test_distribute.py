@@ -8,6 +8,7 @@ takes ~10 s on this machine); the worker side still gets copies of every array (
 """
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from tcemu.ptx.errors import HazardError, MemoryFault, PtxError
 from tcemu.traces.inputs import input_bits
 
 from paths import PTX_FIXTURES
-from ptxkit import entry
+from ptxkit import entry, matmul_args
 
 distributed = pytest.importorskip("distributed")
 
@@ -100,6 +101,33 @@ def test_triton_bf16_matmul_identical_to_the_local_run(client):
     got, st = _matmul_bf16(256, 256, 256, scheduler=client)
     assert want.any() and np.array_equal(got, want)
     assert (st["ctas"], st["warp_instructions"], st["chunks"]) == (2, local["warp_instructions"], 2)
+
+
+@pytest.mark.slow   # ~5 s: two compiles and launches
+@pytest.mark.parametrize("name", ["matmul_tma_bf16", "matmul_dtma_bf16"])
+def test_tensor_maps_host_and_device_identical_to_the_local_run(client, name):
+    # host TMA: the tensor maps' arrays travel as arguments; device TMA: each CTA writes its descriptors into
+    # its own part of the global scratch buffer
+    with open(os.path.join(PTX_FIXTURES, name + ".json")) as f:
+        meta = json.load(f)
+    mod = ptx.load(os.path.join(PTX_FIXTURES, name + ".ptx"))
+    a, b = input_bits("bf16", (256, 64), 7, 0), input_bits("bf16", (256, 64), 7, 1)   # B stored (N, K)
+    want, got = np.zeros((256, 256), np.uint16), np.zeros((256, 256), np.uint16)
+    run_compiled(mod, meta, matmul_args(meta, a, b, want, 256, 256, 64, False))
+    st = run_compiled(mod, meta, matmul_args(meta, a, b, got, 256, 256, 64, False), scheduler=client)
+    assert want.any() and np.array_equal(got, want) and st["chunks"] == 2
+
+
+def test_read_only_arrays_stay_read_only_on_the_workers(client):
+    mod = ptx.load(entry(SPREAD, params=PARAMS))
+    out, inp = _spread_inputs()
+    out.setflags(write=False)
+    with pytest.raises(MemoryFault, match="writes to read-only 'out'") as e:
+        mod.launch("k", grid=8, block=32, args=[out, inp], scheduler=client)
+    # both chunks fault: the first to come back is reported, with its own CTA
+    assert re.search(r"CTA \(\d, 0, 0\), warp 0: thread 0 writes to read-only 'out' \[chunk [12] of 2 \(CTAs ",
+                     str(e.value))
+    assert not out.any()
 
 
 ATOM = """\
