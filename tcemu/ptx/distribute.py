@@ -32,6 +32,7 @@ from ..gemm.distributed import connect
 from .errors import HazardError, PtxError
 from .tensormap import TensorMap
 
+MAX_CTAS = 1 << 20      # module.MAX_CTAS (this module may not import that one): CTAs of a launch without ctas=
 CHUNKS_PER_WORKER = 1   # chunks per worker thread: more balances uneven CTAs, fewer compiles the module less often
 _MODULES = {}           # worker side: (key, thread) -> Module with its compiled programs (the last few)
 
@@ -143,6 +144,9 @@ def _collect(args, param_bytes, buffers, names):
 def _chunks(grid, cluster, ctas, n):
     """The chosen CTAs grouped by cluster (in launch order), cut into at most n contiguous chunks."""
     if ctas is None:
+        if grid[0] * grid[1] * grid[2] > MAX_CTAS:
+            raise PtxError("grid", f"{grid[0] * grid[1] * grid[2]:,} CTAs; the CPU runs at most {MAX_CTAS:,} in one "
+                                   "launch (choose some with ctas=)")
         chosen = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
     else:
         if not isinstance(ctas, (list, tuple)) or not ctas:

@@ -16,6 +16,7 @@ import pytest
 import tcemu.ptx as ptx
 from tcemu.cli import main
 from tcemu.frontends.triton import run_compiled
+from tcemu.ptx import distribute, module
 from tcemu.ptx.distribute import communication
 from tcemu.ptx.errors import HazardError, MemoryFault, PtxError
 from tcemu.traces.inputs import input_bits
@@ -250,6 +251,9 @@ def test_launch_settings_checked_with_a_scheduler(client):
     with pytest.raises(PtxError) as e:   # checked on the worker: the chunk is named
         mod.launch("k", grid=8, block=32, args=[out], scheduler=client)
     assert str(e.value).startswith("args: k takes 2 parameters (out, inp), got 1 [chunk 1 of 2")
+    with pytest.raises(PtxError, match=r"^grid: 2,147,483,647 CTAs; the CPU runs at most 1,048,576"):
+        mod.launch("k", grid=(1 << 31) - 1, block=32, args=[out, inp], scheduler=client)
+    assert distribute.MAX_CTAS == module.MAX_CTAS
     with pytest.raises(ValueError, match="^scheduler: a dask scheduler address"):
         mod.launch("k", grid=8, block=32, args=[out, inp], scheduler=3)
     assert not out.any()
