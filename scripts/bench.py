@@ -20,6 +20,9 @@ takes it (+-[1, 2): no term truncated); fp8 plain and promoted every 4 steps, tf
 per step); each next to numpy's float64 BLAS on the same shape in the same run (one core in this process,
 BLAS threads pinned to 1; every core in a subprocess). The 8192^3 bf16 plan times one 1024 x 1024 x 8192
 output tile (one dask task) on one core. `--quick` skips the 8192 tile and shrinks the GEMMs.
+
+Grids over dask: Triton's bf16 matmul at 1024^3 on the PTX interpreter in one process, and spread over a dask
+LocalCluster of 4 worker processes (Module.launch(scheduler=)). `--dask` prints only this figure.
 """
 import os
 import subprocess
@@ -168,6 +171,37 @@ def kernel_bench():
     for _ in range(10):
         af @ bf
     return best, (time.perf_counter() - t) / 10
+
+
+def dask_bench(n=1024, workers=4):
+    """Triton's sm_90a bf16 matmul (the kernel_bench fixture) at n^3 on the PTX interpreter: one process, then its
+    clusters spread over a dask LocalCluster of `workers` one-thread worker processes (Module.launch(scheduler=),
+    tcemu/ptx/distribute.py), each after a warm-up launch (compile + JIT, in every worker); the outputs must be
+    bit-identical. Returns (local stats, distributed stats, identical)."""
+    import json
+    import distributed
+    from tcemu.traces.inputs import input_bits
+    from tcemu.frontends.triton import run_compiled
+    import tcemu.ptx as tp
+    fx = os.path.join(HERE, "..", "tests", "fixtures", "ptx")
+    meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
+    mod = tp.load(open(os.path.join(fx, "matmul_bf16.ptx")).read())
+
+    def run(M, N, K, **kw):
+        a, b = input_bits("bf16", (M, K), 1, 0), input_bits("bf16", (K, N), 1, 1)
+        c = np.zeros((M, N), np.uint16)
+        st = run_compiled(mod, meta, {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K, "stride_am": K,
+                                      "stride_bk": N, "stride_cm": N}, **kw)
+        return c, st
+    run(128, 256, 64)   # compile + JIT warm-up
+    cpu = time.thread_time()
+    want, local = run(n, n, n)
+    local["cpu_seconds"] = time.thread_time() - cpu
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as lc, distributed.Client(lc) as client:
+        run(128 * workers, 256, 64, scheduler=client)   # one CTA per worker: each compiles and warms up
+        got, dist = run(n, n, n, scheduler=client)
+    return local, dist, np.array_equal(want, got)
 
 
 def cutlass_bench():
@@ -330,8 +364,20 @@ def matmul_bench(quick=False):
     return rows, plan
 
 
+def print_dask_bench():
+    local, dist, same = dask_bench()
+    print(f"{'Triton bf16 matmul 1024^3 over dask, 4 worker processes':<58} {dist['seconds']:>10.2f} s  "
+          f"one process {local['seconds']:.2f} s: x{local['seconds'] / dist['seconds']:.2f} on {cores()} cores; "
+          f"{dist['chunks']} chunks on {dist['workers']} workers, {'bit-identical' if same else 'DIFFERENT BITS'}")
+    print(f"{'  CPU seconds: the workers, in all / one process':<58} {sum(dist['chunk_cpu_seconds']):>10.2f} s  "
+          f"{local['cpu_seconds']:.2f} s; the longest chunk {max(dist['chunk_seconds']):.2f} s of wall time")
+
+
 def main():
     quick = "--quick" in sys.argv
+    if "--dask" in sys.argv:   # only the dask figure
+        print_dask_bench()
+        return
     desc = tcemu.GmmaDescriptor(start_address=0x400, lbo=16, sbo=1024, swizzle="128B")
     kw = dict(rows=128, k=64, dtype="bf16", major="K")
     ours = rate(lambda: tcemu.operand_addresses(desc, **kw), 128 * 64)
@@ -403,6 +449,7 @@ def main():
     print(f"{'  inside the wgmma model / interpreting the rest':<58} {st['tensor_core_seconds']:>10.2f} s  "
           f"{interp:.2f} s ({st['warp_instructions'] / interp:,.0f} warp instructions/s)")
     print("target: under 5 s")
+    print_dask_bench()
     st, same = cutlass_bench()
     interp = st["seconds"] - st["tensor_core_seconds"]
     print(f"{'CUTLASS ping-pong bf16 512^3 on the PTX interpreter (1 core)':<58} {st['seconds']:>10.2f} s  "

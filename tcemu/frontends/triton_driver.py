@@ -340,7 +340,7 @@ def make_driver(arch=None):
 
 
 LAUNCH_KEYS = {"printf", "timeout", "max_instructions", "check_layouts", "zero_init_shared", "ctas", "progress",
-               "trace", "resident", "check_races", "lockstep"}
+               "trace", "resident", "check_races", "lockstep", "scheduler"}
 
 
 def launch_options(options):

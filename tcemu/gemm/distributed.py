@@ -22,7 +22,8 @@ def tile_shape(tile):
     return int(tm), int(tn)
 
 
-def _client(scheduler):
+def connect(scheduler):
+    """(client, whether this call made it): a distributed.Client as given, or one connected to an address."""
     try:
         from distributed import Client  # optional dependency: dask.distributed
     except ImportError:
@@ -43,7 +44,7 @@ def run_tiles(scheduler, fn, out, tile, tile_args, on_done):
     """out[r0:r1, c0:c1] = fn(*args, **kwargs) for every tile, as tasks; tile_args(r0, r1, c0, c1) gives
     (args, kwargs); on_done(r0, r1, c0, c1) is called as each tile arrives."""
     from distributed import as_completed  # optional dependency: dask.distributed
-    client, own = _client(scheduler)
+    client, own = connect(scheduler)
     tm, tn = tile
     M, N = out.shape
     try:

@@ -24,7 +24,7 @@ from . import parser as P
 from . import strict
 from .errors import HazardError, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .hang import WriteLog
-from . import lockstep
+from . import distribute, lockstep
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
@@ -209,7 +209,7 @@ class Module:
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
                param_bytes=None, buffers=(), printf: str = "stdout", trace=None,
                timeout: Optional[float] = DEFAULT_TIMEOUT, resident="occupancy", cooperative: bool = False,
-               check_races: bool = True, lockstep: bool = True):
+               check_races: bool = True, lockstep: bool = True, scheduler=None):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
@@ -238,7 +238,12 @@ class Module:
         race-free kernels are the same bits either way; the order in which racing accesses meet differs.
         cooperative: a cooperative launch (cudaLaunchCooperativeKernel): %envreg1 / %envreg2 give the address of a
         zeroed grid workspace, which cooperative groups' grid.sync() counts arrivals in; a grid larger than an
-        H100 holds at once is refused, as CUDA refuses it (cudaErrorCooperativeLaunchTooLarge)."""
+        H100 holds at once is refused, as CUDA refuses it (cudaErrorCooperativeLaunchTooLarge).
+        scheduler: a dask.distributed Client or scheduler address: the clusters run as tasks on its workers
+        (distribute.py; docs/guide.md "Grids over dask")."""
+        if scheduler is not None:
+            return distribute.launch(self, name, scheduler, {k: v for k, v in locals().items()
+                                                             if k not in ("self", "name", "scheduler")})
         if not isinstance(name, str):
             raise PtxError("kernel", f"must be a kernel name, got {show(name)}")
         prog = self.program(name)

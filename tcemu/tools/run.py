@@ -256,7 +256,8 @@ def run_command(args) -> int:
         stats = plan.run(zero_init_shared=args.zero_init_shared, check_layouts=not args.no_check_layouts,
                          check_races=not args.no_check_races, progress=not args.quiet,
                          max_instructions=args.max_instructions, timeout=args.timeout,
-                         **({"printf": "collect"} if args.json else {}))
+                         **({"printf": "collect"} if args.json else {}),
+                         **({"scheduler": args.scheduler} if args.scheduler else {}))
     except TcemuError as e:  # the kernel's parameters as the metadata names them
         if plan.names:
             e.args = (plan.rename(str(e)),)
@@ -328,6 +329,9 @@ def add_parser(sub):
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"wall-clock seconds before the run is stopped (BudgetExceeded; default {DEFAULT_TIMEOUT:g}). "
                         "A warp proven to spin on memory nobody changes stops the run at once (Deadlock)")
+    p.add_argument("--scheduler", help="a dask scheduler address (tcp://host:8786): the grid's clusters run as tasks "
+                                       "on its workers, bit-identical to a local run (pip install 'tcemu[dask]'; "
+                                       "docs/guide.md, Grids over dask)")
     p.add_argument("--json", action="store_true", help="print one JSON object: the launch, its figures, the "
                                                        "check and the saved files")
     p.set_defaults(run=run_command)
