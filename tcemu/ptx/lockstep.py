@@ -16,6 +16,7 @@ from typing import Dict, List
 import numpy as np
 
 from . import parser as P
+from ..core.errors import TcemuError
 from .errors import KernelFault, PtxError
 from .program import CLASS_ATTR, regs_of
 from .signals import BLOCK
@@ -134,8 +135,11 @@ def stretch(gang, pc: int) -> int:
             if r is not None:   # private semantics only fall through
                 raise PtxError(prog.instrs[at].opcode, "a private instruction returned a control value")
             at += 1
-    except Exception:   # noqa: re-raised by the warps' own run of this instruction, with the warp named
+    except TcemuError:   # re-raised by the warps' own run of this instruction, which names the warp
         pass
+    except Exception:   # an op the batch cannot run: the warps run it on their own (TCEMU_LOCKSTEP=force: a bug)
+        if FORCE:
+            raise
     B.store(written)
     for w in gang:
         w.pc = at

@@ -35,9 +35,9 @@ def c_mov(ins, prog, pc):
         ct = CONTAINER[t.bits]
 
         def pack(W, m):
-            v = np.zeros(32, np.uint64)
-            for i, g in enumerate(gets):
-                v |= g(W).astype(np.uint64) << np.uint64(w * i)
+            v = gets[0](W).astype(np.uint64)   # (32,) lanes, or (warps, 32) in a lock-step batch
+            for i, g in enumerate(gets[1:], 1):
+                v = v | (g(W).astype(np.uint64) << np.uint64(w * i))
             sd(W, v.astype(ct), m)
         return pack
     ga, sd = prog.read(a, t, ins), prog.write(d, t, ins)
@@ -65,13 +65,18 @@ def c_cvt(ins, prog, pc):
     if mods.one_of(_INT_RND + _FLT_RND):
         raise PtxSyntaxError(ins.line, ins.col, "integer-to-integer cvt takes no rounding modifier")
 
+    lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.signed else (0, (1 << dt.bits) - 1)
+
     def op(W, m):
         v = ga(W)
-        if sat:  # clamp to the destination's range
-            x = v.view(SIGNED[st.bits]).astype(object) if st.signed else v.astype(object)
-            lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.signed else (0, (1 << dt.bits) - 1)
-            r = np.array([min(max(int(i), lo), hi) & MASKS[dt.bits] for i in x], dtype=np.uint64)
-            sd(W, r.astype(CONTAINER[dt.bits]), m)
+        if sat:  # clamp to the destination's range: compared in the source's own signedness, so no value wraps
+            if st.signed:
+                x = v.view(SIGNED[st.bits]).astype(np.int64)
+                r = np.clip(x, max(lo, -(1 << 63)), min(hi, (1 << 63) - 1)).astype(np.uint64)
+            else:
+                x = v.astype(np.uint64)
+                r = np.minimum(x, np.uint64(hi))
+            sd(W, (r & np.uint64(MASKS[dt.bits])).astype(CONTAINER[dt.bits]), m)
             return
         sd(W, resize(v, st.bits, dt.bits, st.signed), m)
     return op
