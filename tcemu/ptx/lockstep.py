@@ -203,10 +203,3 @@ def run(gang, budget: int, log=None) -> int:
             g = groups.pop(0)          # the group of the earliest warp goes on; the others after it
             queue.extend(reversed(groups))
     return n
-
-
-def forced(w, budget: int) -> int:
-    """TCEMU_LOCKSTEP=force: one warp's private stretch through the batch path (0 if w is not at one)."""
-    if not FORCE or not eligible(w) or w.prog.lockstep_end[w.pc] == w.pc or w.cta.launch.trace is not None:
-        return 0
-    return stretch([w], w.pc)

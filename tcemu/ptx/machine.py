@@ -100,11 +100,18 @@ class Warp:
         code = self.prog.code
         converge = self.prog.converge
         trace = getattr(self.cta.launch, "trace", None)
+        force = lockstep.FORCE and trace is None and getattr(self.cta.launch, "lockstep", True)
+        ends = self.prog.lockstep_end if force else None
         n = 0
         try:
             while n < budget and not self.done:
                 if self.lane_pc is None:
                     pc = self.pc
+                    if force and self.full and ends[pc] > pc:   # TCEMU_LOCKSTEP=force: a batch of this one warp
+                        n += lockstep.stretch([self], pc)
+                        if self.pc < ends[pc]:   # the batch stopped at an instruction that raised: run it alone
+                            force = False
+                        continue
                     m = None if self.full else self.live
                     r = code[pc](self, m)
                     if trace is not None:
@@ -391,7 +398,7 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                     if lockstep.eligible(w) and w not in spins:
                         at.setdefault(w.pc, []).append(w)
             for pc, g in at.items():
-                if len(g) > 1 or lockstep.FORCE:
+                if len(g) > 1:
                     gangs[g[0]] = (pc, g)
         for r in clusters:
             r.moved = False
@@ -436,10 +443,6 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                                 log.running = w
                             if w.done or r.total > max_instructions:
                                 continue
-                    elif lockstep.FORCE and gang_up:
-                        k = lockstep.forced(w, budget)
-                        r.total += k
-                        total += k
                 # the quantum in chunks (the same instructions in the same order as one w.run(budget)); after a
                 # chunk the warp ran without blocking, a probe may prove it spins (then it stops here, parked)
                 n = 0

@@ -1,0 +1,134 @@
+"""Lock-step gangs (tcemu/ptx/lockstep.py): converged warps of the resident CTAs at one PC run register-only stretches
+as one batch; the results are those of warps one at a time (lockstep=False), bit for bit, and every expectation is
+computed here in plain Python."""
+import numpy as np
+import pytest
+
+import tcemu.ptx as ptx
+from tcemu.ptx import lockstep
+
+from ptxkit import OUT_PROLOGUE, entry, run
+
+# thread t of CTA c: ((t * 2654435761 + c) mod 2^32 >> 3) xor t, through a chain of ALU instructions
+ALU = """\
+  mov.u32 %r1, %ctaid.x;
+  mad.lo.u32 %r2, %r0, -1640531535, %r1;
+  shr.u32 %r3, %r2, 3;
+  xor.b32 %r4, %r3, %r0;
+  st.global.u32 [%rd5], %r4;
+  ret;
+"""
+GLOBAL_INDEX = """\
+  mov.u32 %r9, %ctaid.x;
+  mov.u32 %r8, %ntid.x;
+  mad.lo.u32 %r7, %r9, %r8, %r0;
+  mul.wide.u32 %rd4, %r7, 4;
+  add.s64 %rd5, %rd0, %rd4;
+"""
+
+
+def alu_model(grid, block):
+    t = np.tile(np.arange(block, dtype=np.uint64), grid)
+    c = np.repeat(np.arange(grid, dtype=np.uint64), block)
+    return (((((t * np.uint64(2654435761) + c) & np.uint64(0xFFFFFFFF)) >> np.uint64(3)) ^ t)
+            & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
+
+def counting(monkeypatch):
+    """Count the batches lockstep.stretch runs and the warps in them."""
+    seen = []
+    real = lockstep.stretch
+
+    def spy(gang, pc):
+        seen.append(len(gang))
+        return real(gang, pc)
+    monkeypatch.setattr(lockstep, "stretch", spy)
+    return seen
+
+
+def test_warps_of_every_cta_run_their_alu_stretch_as_one_batch(monkeypatch):
+    seen = counting(monkeypatch)
+    out = run(GLOBAL_INDEX + ALU, grid=8, block=64)
+    assert np.array_equal(out, alu_model(8, 64))
+    assert max(seen) == 16          # 8 CTAs x 2 warps in one gang
+    seen.clear()
+    alone = run(GLOBAL_INDEX + ALU, grid=8, block=64, lockstep=False)
+    assert np.array_equal(alone, out) and seen == []
+
+
+def test_a_gang_splits_where_its_warps_branch_apart_and_each_part_stays_exact(monkeypatch):
+    # warps 0 and 2 take one path, 1 and 3 the other (a warp-specialised kernel's roles); both paths are ALU only
+    body = GLOBAL_INDEX + """\
+  shr.u32 %r10, %r0, 5;
+  and.b32 %r10, %r10, 1;
+  setp.eq.u32 %p1, %r10, 1;
+  @%p1 bra ODD;
+  mul.lo.u32 %r4, %r0, 3;
+  add.u32 %r4, %r4, 7;
+  bra DONE;
+ODD:
+  mul.lo.u32 %r4, %r0, 5;
+  sub.u32 %r4, %r4, 1;
+DONE:
+  st.global.u32 [%rd5], %r4;
+  ret;
+"""
+    seen = counting(monkeypatch)
+    out = run(body, grid=2, block=128)
+    t = np.tile(np.arange(128, dtype=np.int64), 2)
+    want = np.where((t >> 5) & 1, 5 * t - 1, 3 * t + 7).astype(np.uint32)
+    assert np.array_equal(out, want)
+    assert 8 in seen and 4 in seen   # the whole grid first, then each role's 4 warps (2 per CTA)
+
+
+def test_bar_sync_releases_the_whole_gang_in_one_step():
+    # each thread writes its word, bar.sync, reads its neighbour warp's word: needs every warp past the barrier
+    body = """\
+  mov.u32 %r1, smem;
+  shl.b32 %r2, %r0, 2;
+  add.u32 %r3, %r1, %r2;
+  mad.lo.u32 %r5, %r0, 7, 1;
+  st.shared.u32 [%r3], %r5;
+  bar.sync 0;
+  xor.b32 %r6, %r2, 128;
+  add.u32 %r6, %r1, %r6;
+  ld.shared.u32 %r7, [%r6];
+  st.global.u32 [%rd1], %r7;
+  ret;
+"""
+    out = run(body, block=128, before=".shared .align 16 .b8 smem[512];\n")
+    t = np.arange(128)
+    assert np.array_equal(out, 7 * (t ^ 32) + 1)
+
+
+def test_a_fault_inside_a_batched_stretch_names_its_warp():
+    # cvt.rni.s32.f32 is private; the fault comes from the store after it, reached by warp 1 only
+    body = GLOBAL_INDEX + """\
+  setp.ge.u32 %p1, %r0, 32;
+  selp.u32 %r4, 1048576, 0, %p1;
+  mul.wide.u32 %rd6, %r4, 4096;
+  add.s64 %rd6, %rd5, %rd6;
+  st.global.u32 [%rd6], %r0;
+  ret;
+"""
+    with pytest.raises(ptx.MemoryFault, match=r"CTA \(0, 0, 0\), warp 1: thread 32 "):
+        run(body, block=64)
+
+
+def test_forced_batches_of_one_warp_give_the_same_bits(monkeypatch):
+    monkeypatch.setattr(lockstep, "FORCE", True)
+    seen = counting(monkeypatch)
+    out = run(GLOBAL_INDEX + ALU, grid=1, block=32)
+    assert np.array_equal(out, alu_model(1, 32)) and seen and set(seen) == {1}
+
+
+def test_the_stretch_table_marks_only_register_only_instructions():
+    text = entry(GLOBAL_INDEX + ALU)
+    mod = ptx.load(text)
+    mod.launch("k", grid=1, block=32, args=[np.zeros(32, np.uint32)])
+    prog = mod.program("k")
+    private = [str(i.opcode) for pc, i in enumerate(prog.instrs) if prog.lockstep_end[pc] > pc]
+    shared = [str(i.opcode) for pc, i in enumerate(prog.instrs) if prog.lockstep_end[pc] == pc]
+    assert shared == ["ld.param.u64", "st.global.u32", "ret"]
+    assert "cvta.to.global.u64" in private and "mad.lo.u32" in private and "xor.b32" in private
+    assert OUT_PROLOGUE.count("\n") + GLOBAL_INDEX.count("\n") + ALU.count("\n") == len(prog.instrs)
