@@ -5,8 +5,8 @@ never imported by them.
 """
 
 from .errors import (BudgetExceeded, Deadlock, HazardError, KernelFault, MemoryFault, PtxError, PtxLimit,
-                     PtxSyntaxError, PtxUnsupported)
+                     PtxSyntaxError, PtxUnsupported, WgmmaSerializedWarning)
 from .module import Module, Param, load
 
 __all__ = ["load", "Module", "Param", "PtxError", "PtxSyntaxError", "PtxUnsupported", "KernelFault", "MemoryFault",
-           "HazardError", "Deadlock", "PtxLimit", "BudgetExceeded"]
+           "HazardError", "Deadlock", "PtxLimit", "BudgetExceeded", "WgmmaSerializedWarning"]

@@ -20,6 +20,11 @@ class PtxUnsupported(PtxError):
     """An instruction or form the interpreter refuses (never skipped): `field` names it."""
 
 
+class WgmmaSerializedWarning(UserWarning):
+    """A non-wgmma instruction touches a register of a wgmma still in flight: ptxas would inject a
+    wgmma.wait_group there (or serialize the wgmmas), so tcemu completes the wgmma first and says so."""
+
+
 class PtxUnsupportedWarning(UserWarning):
     """A kernel holds instructions the interpreter does not model: listed when the kernel is compiled; each
     raises PtxUnsupported, naming itself and its line, only if a thread executes it."""

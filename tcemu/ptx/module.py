@@ -22,13 +22,15 @@ from ..layout.smem import SMEM_WINDOW, SharedMemory
 from ..core.validate import as_int, show
 from . import parser as P
 from . import strict
-from .errors import HazardError, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
+from .errors import (HazardError, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported,
+                     PtxUnsupportedWarning, WgmmaSerializedWarning)
 from .hang import WriteLog
 from . import distribute, lockstep
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
 from .ops.common import where
+from .ops.wgmma import serialize
 from .program import Program, Symbol, regs_of
 from .schedule import Residency
 from .tensormap import TensorMap
@@ -609,8 +611,14 @@ def _hazard_checked(op, ins: P.Instruction, prog: Program):
         if W.wgmma_pending:
             for s in touched:
                 if s in W.wgmma_pending:
-                    raise HazardError(wh, f"{names[s]} belongs to a wgmma.mma_async still in flight: wait for it "
-                                          "with wgmma.wait_group first")
+                    if getattr(W, "warps", None) is not None:   # a lock-step batch: each warp on its own
+                        raise HazardError(wh, "serialized per warp")
+                    text = (f"{wh}: {names[s]} belongs to a wgmma.mma_async still in flight; ptxas makes this "
+                            f"{'write' if s in writes else 'read'} wait for it ({'C7515: the wgmmas are serialized' if s in writes else 'C7517: a wgmma.wait_group is injected'}), "
+                            "so the result is the finished wgmma's; add the wgmma.wait_group to keep the pipeline")
+                    warnings.warn(WgmmaSerializedWarning(text), stacklevel=2)
+                    serialize(W)
+                    break
         r = op(W, m)
         if writes:
             W.wgmma_dirty |= writes

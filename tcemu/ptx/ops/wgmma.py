@@ -71,17 +71,33 @@ def c_wait(ins, prog, pc):
     keep = n.value
 
     def op(W, m):
-        while len(W.wgmma_groups) > keep:
-            for slots, flight in W.wgmma_groups.pop(0):
-                if flight is not None:
-                    flight.retire()
-                for s in slots:
-                    left = W.wgmma_pending.get(s, 0) - 1
-                    if left > 0:
-                        W.wgmma_pending[s] = left
-                    else:
-                        W.wgmma_pending.pop(s, None)
+        retire(W, keep)
     return op
+
+
+def retire(W, keep: int):
+    """wgmma.wait_group keep: the warp's committed groups beyond the newest `keep` complete."""
+    while len(W.wgmma_groups) > keep:
+        for slots, flight in W.wgmma_groups.pop(0):
+            if flight is not None:
+                flight.retire()
+            for s in slots:
+                left = W.wgmma_pending.get(s, 0) - 1
+                if left > 0:
+                    W.wgmma_pending[s] = left
+                else:
+                    W.wgmma_pending.pop(s, None)
+
+
+def serialize(W):
+    """What ptxas does where a non-wgmma instruction reads or writes a register of a wgmma still in flight: it
+    injects a wgmma.wait_group there (info C7517, a read) or serializes the wgmmas (C7515, a write), so the access
+    sees, or comes after, the finished wgmma (ptxas 13.4 on Triton's max_num_imprecise_acc kernel and on
+    tests/ptx/test_wgmma.py's hazards). Every wgmma the warp issued completes here, committed or not."""
+    if W.wgmma_open:
+        W.wgmma_groups.append(W.wgmma_open)
+        W.wgmma_open = []
+    retire(W, 0)
 
 
 @register("wgmma.mma_async")
