@@ -66,7 +66,10 @@ def check_tile(gmem, src, ebytes, which, desc, wh, rule="tile"):
             r, k = (int(v) for v in np.argwhere(bad)[0])
             _report(gmem, src, ebytes, which, desc, wh, (r, int(first[r])), (r, k),
                     f"every row of a tile reads its K elements at one stride ({step} bytes in row {ref})")
-        _same_columns(gmem, src, known, ebytes, which, desc, wh)
+        # every row now reads at one stride: where all are known, a row's first and last element decide which
+        # array row and columns it reads (a run at one stride cannot leave an array row and come back)
+        cols = np.array([0, src.shape[1] - 1]) if known.all() and src.shape[1] > 2 else None
+        _same_columns(gmem, src, known, ebytes, which, desc, wh, cols)
         return
     g = src[ref]
     seen = g[known[ref]]
@@ -86,17 +89,20 @@ def check_tile(gmem, src, ebytes, which, desc, wh, rule="tile"):
                 f"every row gathers its bytes in the same pattern (as row {ref} does)")
 
 
-def _same_columns(gmem, src, known, ebytes, which, desc, wh):
+def _same_columns(gmem, src, known, ebytes, which, desc, wh, cols=None):
     """Where the operand comes from one array of two or more axes whose element size is the operand's, and one axis
     holds each row's K run (K-major: the last; MN-major: the one before), every row starts that run at the same index:
     the rows read the same columns. (A K-major row that reads 16 elements from another 16-element-aligned place of its
     own or another row, as a wrong swizzle for k16 makes it, is linear in k: only the array's shape tells the column.)
     No axis holds the runs (a packed matrix whose rows cross the array's rows), or a 1-D array: nothing to check."""
-    found = gmem.element_index(src[known])
+    pick = known if cols is None else np.zeros_like(known)
+    if cols is not None:   # only these columns (check_tile: rows at one stride, all known)
+        pick[:, cols] = known[:, cols]
+    found = gmem.element_index(src[pick])
     if found is None or gmem.allocs[found[0]].itemsize != ebytes or found[1].shape[1] < 2:
         return
     idx = found[1]
-    r, kk = np.nonzero(known)
+    r, kk = np.nonzero(pick)
     starts = np.r_[0, np.flatnonzero(np.diff(r)) + 1]            # first known element of each row (C order)
     head = np.repeat(starts, np.diff(np.r_[starts, r.size]))
     for axis in range(idx.shape[1]):
