@@ -29,6 +29,16 @@ def _program(name: str) -> str:
     return path
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1e9:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds (0: no limit), got {text!r}")
+    return value
+
+
 def environment(args, path: str, info) -> dict:
     """The program's environment: tcemu's libcudart first on the search path (and preloaded when the program
     needs a libcudart itself, so an RPATH to the real one cannot win), and the settings it reads."""
@@ -43,6 +53,8 @@ def environment(args, path: str, info) -> dict:
     env["TCEMU_EXEC_CONTINUE_ON_FAULT"] = "1" if args.continue_on_fault else "0"
     env["TCEMU_EXEC_PYTHON"] = sys.executable
     env["TCEMU_EXEC_SYSPATH"] = os.pathsep.join(os.path.abspath(p) if p else os.getcwd() for p in sys.path)
+    env["TCEMU_EXEC_TIMEOUT"] = repr(args.launch_timeout)
+    env["TCEMU_EXEC_SUMMARY"] = "1" if args.summary else "0"
     if args.record:
         env["TCEMU_EXEC_RECORD"] = os.path.abspath(args.record)
     else:
@@ -79,6 +91,12 @@ def add_parser(sub):
     p.add_argument("--record", metavar="OUT.json",
                    help="write every launch as a launch record (with its buffers' bytes before and after) to "
                         "OUT.json, and each module's PTX beside it; replay with `tcemu run OUT.json --launch I`")
+    p.add_argument("--launch-timeout", type=_seconds, default=600.0, metavar="SECONDS",
+                   help="each launch's wall-clock budget: past it the launch ends in BudgetExceeded naming what every "
+                        "unfinished warp was doing (a kernel fault); 0: no limit; default 600")
+    p.add_argument("--summary", action="store_true",
+                   help="at exit, print how many kernels the program launched, how often each, and the seconds "
+                        "the interpreter spent on them (stderr)")
     p.add_argument("program", metavar="PROGRAM", help="the program (a path, or a name found on PATH)")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the program's own arguments")
     p.set_defaults(run=exec_command)

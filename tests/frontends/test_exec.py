@@ -120,9 +120,37 @@ def test_help_describes_every_option(capsys):
     assert e.value.code == 0
     flat = " ".join(capsys.readouterr().out.split())
     for opt in ("--arch {sm90,sm100}", "--check-layouts, --no-check-layouts", "--continue-on-fault",
-                "--record OUT.json", "PROGRAM", "ARGS"):
+                "--record OUT.json", "--launch-timeout SECONDS", "--summary", "PROGRAM", "ARGS"):
         assert opt in flat, opt
     assert "-cudart shared -gencode=arch=compute_90a,code=[sm_90a,compute_90a]" in flat
+
+
+def test_launch_timeout_must_be_seconds(capsys):
+    from tcemu.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["exec", "--launch-timeout", "-1", "--", "/nonexistent/prog"])
+    assert e.value.code == 2
+    assert "argument --launch-timeout: must be a number of seconds (0: no limit), got '-1'" in capsys.readouterr().err
+
+
+def test_launch_timeout_reaches_the_interpreter(monkeypatch):
+    from tcemu.frontends.cuda import runtime
+    monkeypatch.setenv("TCEMU_EXEC_TIMEOUT", "0.0")
+    assert runtime._timeout() is None                     # 0: no limit
+    monkeypatch.setenv("TCEMU_EXEC_TIMEOUT", "7200.0")
+    assert runtime._timeout() == 7200.0
+    monkeypatch.delenv("TCEMU_EXEC_TIMEOUT")
+    assert runtime._timeout() == 600.0                    # tcemu.ptx's own default
+
+
+def test_summary_counts_launches_per_kernel(monkeypatch):
+    from tcemu.frontends.cuda import runtime
+    monkeypatch.setattr(runtime, "_launches", {"fill": [3, 12.25], "gemm": [1, 0.5]})
+    assert runtime.summary() == ("4 kernel launches (2 distinct kernels), 12.8 s in the interpreter\n"
+                                 "      3 x     12.2 s  fill\n"
+                                 "      1 x      0.5 s  gemm")
+    monkeypatch.setattr(runtime, "_launches", {"k": [1, 0.04]})
+    assert runtime.summary().splitlines()[0] == "1 kernel launch (1 distinct kernel), 0.0 s in the interpreter"
 
 
 def test_missing_program_is_bad_input(capsys):
@@ -194,6 +222,18 @@ def test_plain_cuda_program_passes(programs):
                           "cluster of 2 CTAs, rank 0\n"
                           "PASS (sum 1000, timed events)\n")
     assert out.stderr == ""   # everything freed: no leak report
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_summary_names_every_kernel_launched(programs):
+    out = tcemu_exec("--summary", "--launch-timeout", "0", "--", programs["basics"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.endswith("PASS (sum 1000, timed events)\n")
+    lines = out.stderr.splitlines()
+    assert lines[0].startswith("tcemu exec: 3 kernel launches (3 distinct kernels), ") and len(lines) == 4
+    assert [line.split()[::4] for line in lines[1:]] == [["1", "_Z4vaddPKfS0_Pfi"], ["1", "_Z6reducePKiPii"],
+                                                         ["1", "_Z12cluster_swapPi"]]
 
 
 @pytest.mark.needs_nvcc

@@ -423,7 +423,7 @@ void at_exit() {
   if (m.double_frees)
     std::fprintf(stderr, "tcemu exec: ERROR SUMMARY: %zu double free%s\n", m.double_frees,
                  m.double_frees == 1 ? "" : "s");
-  if (R().module || std::getenv("TCEMU_EXEC_RECORD")) call_python("at_exit", "()");
+  if (R().module || std::getenv("TCEMU_EXEC_RECORD") || env_flag("TCEMU_EXEC_SUMMARY")) call_python("at_exit", "()");
   std::fflush(nullptr);
 }
 
