@@ -39,6 +39,12 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _sms(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 148:
+        raise argparse.ArgumentTypeError(f"must be a number of SMs from 1 to 148, got {text!r}")
+    return int(text)
+
+
 def environment(args, path: str, info) -> dict:
     """The program's environment: tcemu's libcudart first on the search path (and preloaded when the program
     needs a libcudart itself, so an RPATH to the real one cannot win), and the settings it reads."""
@@ -53,6 +59,10 @@ def environment(args, path: str, info) -> dict:
     env["TCEMU_EXEC_CONTINUE_ON_FAULT"] = "1" if args.continue_on_fault else "0"
     env["TCEMU_EXEC_PYTHON"] = sys.executable
     env["TCEMU_EXEC_SYSPATH"] = os.pathsep.join(os.path.abspath(p) if p else os.getcwd() for p in sys.path)
+    if args.sm_count:
+        env["TCEMU_EXEC_SMS"] = str(args.sm_count)
+    else:
+        env.pop("TCEMU_EXEC_SMS", None)
     env["TCEMU_EXEC_TIMEOUT"] = repr(args.launch_timeout)
     env["TCEMU_EXEC_SUMMARY"] = "1" if args.summary else "0"
     if args.record:
@@ -63,6 +73,9 @@ def environment(args, path: str, info) -> dict:
 
 
 def exec_command(args) -> int:
+    full = 148 if args.arch == "sm100" else 132
+    if args.sm_count and args.sm_count > full:
+        raise CudaExecError("--sm-count", f"{args.sm_count} is more SMs than the {args.arch} GPU has ({full})")
     argv = list(args.args)
     if argv and argv[0] == "--":
         argv = argv[1:]
@@ -91,6 +104,10 @@ def add_parser(sub):
     p.add_argument("--record", metavar="OUT.json",
                    help="write every launch as a launch record (with its buffers' bytes before and after) to "
                         "OUT.json, and each module's PTX beside it; replay with `tcemu run OUT.json --launch I`")
+    p.add_argument("--sm-count", type=_sms, metavar="N",
+                   help="the device reports N streaming multiprocessors (1-132 on sm90, 1-148 on sm100) instead of "
+                        "all of them, as a MIG slice does; programs that size their grids by the SM count (CUTLASS's "
+                        "device-side random fills, persistent kernels) then launch fewer CTAs")
     p.add_argument("--launch-timeout", type=_seconds, default=600.0, metavar="SECONDS",
                    help="each launch's wall-clock budget: past it the launch ends in BudgetExceeded naming what every "
                         "unfinished warp was doing (a kernel fault); 0: no limit; default 600")

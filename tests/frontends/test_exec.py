@@ -120,7 +120,7 @@ def test_help_describes_every_option(capsys):
     assert e.value.code == 0
     flat = " ".join(capsys.readouterr().out.split())
     for opt in ("--arch {sm90,sm100}", "--check-layouts, --no-check-layouts", "--continue-on-fault",
-                "--record OUT.json", "--launch-timeout SECONDS", "--summary", "PROGRAM", "ARGS"):
+                "--record OUT.json", "--sm-count N", "--launch-timeout SECONDS", "--summary", "PROGRAM", "ARGS"):
         assert opt in flat, opt
     assert "-cudart shared -gencode=arch=compute_90a,code=[sm_90a,compute_90a]" in flat
 
@@ -131,6 +131,18 @@ def test_launch_timeout_must_be_seconds(capsys):
         main(["exec", "--launch-timeout", "-1", "--", "/nonexistent/prog"])
     assert e.value.code == 2
     assert "argument --launch-timeout: must be a number of seconds (0: no limit), got '-1'" in capsys.readouterr().err
+
+
+def test_sm_count_is_bounded_by_the_gpu(capsys):
+    from tcemu.cli import main
+    with pytest.raises(SystemExit):
+        main(["exec", "--sm-count", "0", "--", "/nonexistent/prog"])
+    assert "argument --sm-count: must be a number of SMs from 1 to 148, got '0'" in capsys.readouterr().err
+    assert main(["exec", "--sm-count", "140", "--", "/nonexistent/prog"]) == 2       # an H100 has 132
+    assert capsys.readouterr().err == "tcemu: error: CudaExecError: --sm-count: 140 is more SMs than the sm90 GPU " \
+                                      "has (132)\n"
+    assert main(["exec", "--arch", "sm100", "--sm-count", "140", "--", "/nonexistent/prog"]) == 2   # a B200: 148
+    assert "PROGRAM: /nonexistent/prog: no such program" in capsys.readouterr().err
 
 
 def test_launch_timeout_reaches_the_interpreter(monkeypatch):
@@ -238,6 +250,14 @@ def test_summary_names_every_kernel_launched(programs):
 
 @pytest.mark.needs_nvcc
 @pytest.mark.slow
+def test_sm_count_is_what_the_program_sees(programs):
+    out = tcemu_exec("--sm-count", "16", "--", programs["basics"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("device NVIDIA H100 80GB HBM3 (tcemu), sm_90, 16 SMs\n")
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_correct_control_and_device_printf(programs):
     out = tcemu_exec("--", programs["faults"], "printf")
     assert out.returncode == 0, out.stderr
@@ -328,6 +348,19 @@ def test_dynamic_shared_memory_above_48k_needs_the_attribute(programs):
     out = tcemu_exec("--", programs["faults"], "smem_attr")   # the control
     assert out.returncode == 0, out.stderr
     assert "64 KiB launch: cudaSuccess, out[0] = 31\n" in out.stdout and out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_empty_grid_is_invalid_configuration_named(programs):
+    out = tcemu_exec("--", programs["faults"], "grid0")
+    assert out.returncode == 0, out.stderr
+    assert "empty grid: cudaErrorInvalidConfiguration\n" in out.stdout and "grid0: h[63] = 63\n" in out.stdout
+    assert out.stderr.startswith("tcemu exec: <<<>>>: _Z4fillPiii with grid (0, 1, 1) and block (128, 1, 1): every "
+                                 "dimension must be at least 1 and a block at most 1024 threads "
+                                 "(cudaErrorInvalidConfiguration); called from main in ")
+    out = tcemu_exec("--", programs["faults"], "ok")   # the control: the same launch with one CTA
+    assert out.returncode == 0 and out.stderr == "" and "ok: h[63] = 63\n" in out.stdout
 
 
 @pytest.mark.needs_nvcc
