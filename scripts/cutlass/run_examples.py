@@ -14,7 +14,7 @@ installed: `pip download nvidia-curand --no-deps -d D && unzip D/*.whl 'nvidia/*
 Each run uses the smallest problem the example's options allow and no profiling loop (--iterations=0); the
 example verifies its own output against CUTLASS's reference GEMM and prints "Disposition: Passed" (49:
 "<kernel>: Passed" per variant). The table: example, arguments, the pass words seen / expected, exit status,
-wall time, kernel launches (tcemu exec --summary)."""
+wall time, kernel launches (tcemu exec --summary), and the SMs the device reported (--sm-count: see EXAMPLES)."""
 import argparse
 import hashlib
 import os
@@ -28,23 +28,26 @@ GENCODE = "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"
 FLAGS = ["-std=c++17", "-O1", "-cudart", "shared", GENCODE, "--expt-relaxed-constexpr",
          "-DCUTLASS_ENABLE_TENSOR_CORE_MMA=1", "-ftemplate-backtrace-limit=0"]
 
-# (name, source under examples/, arguments, pass pattern, how many times it must be seen)
+# (name, source under examples/, arguments, pass pattern, how many times it must be seen, SMs the device reports)
+# The device-side random fills (BlockFillRandomUniform) launch 2 CTAs of 128 threads per SM, each thread starting
+# its own curand XORWOW sequence (curand_init skips ahead by its thread index: ~30,000 warp instructions a warp);
+# an example with device fills runs with as few SMs as its largest cluster needs (tcemu exec --sm-count)
 EXAMPLES = [
     ("48", "48_hopper_warp_specialized_gemm/48_hopper_warp_specialized_gemm.cu",
-     ["--m=128", "--n=128", "--k=64", "--iterations=0"], r"Disposition: Passed", 1),
+     ["--m=128", "--n=128", "--k=64", "--iterations=0"], r"Disposition: Passed", 1, 8),
     ("49", "49_hopper_gemm_with_collective_builder/49_collective_builder.cu",
-     ["--m=128", "--n=128", "--k=64", "--l=1"], r": Passed$", None),
+     ["--m=128", "--n=128", "--k=64", "--l=1"], r": Passed$", 7, 2),
     ("54", "54_hopper_fp8_warp_specialized_gemm/54_hopper_fp8_warp_specialized_gemm.cu",
-     ["--m=128", "--n=128", "--k=128", "--iterations=0"], r"Disposition: Passed", 1),
+     ["--m=128", "--n=128", "--k=128", "--iterations=0"], r"Disposition: Passed", 1, None),
     ("55", "55_hopper_mixed_dtype_gemm/55_hopper_mixed_dtype_gemm.cu",
-     ["--m=128", "--n=128", "--k=128", "--g=128", "--mode=1", "--iterations=0"], r"Disposition: Passed", 1),
+     ["--m=128", "--n=128", "--k=128", "--g=128", "--mode=1", "--iterations=0"], r"Disposition: Passed", 1, 1),
     ("57", "57_hopper_grouped_gemm/57_hopper_grouped_gemm.cu",
-     ["--m=128", "--n=128", "--k=64", "--groups=2", "--iterations=0"], r"Disposition: Passed", None),
+     ["--m=128", "--n=128", "--k=64", "--groups=2", "--iterations=0"], r"Disposition: Passed", 1, 2),
     ("62", "62_hopper_sparse_gemm/62_hopper_sparse_gemm.cu",
-     ["--m=128", "--n=128", "--k=128", "--l=1", "--iterations=0", "--warmup=0"], r"Disposition: Passed", 1),
+     ["--m=128", "--n=128", "--k=128", "--l=1", "--iterations=0", "--warmup=0"], r"Disposition: Passed", 1, 2),
     ("67", "67_hopper_fp8_warp_specialized_gemm_with_blockwise_scaling/"
            "67_hopper_fp8_warp_specialized_gemm_with_blockwise_scaling.cu",
-     ["--m=128", "--n=128", "--k=128", "--iterations=0", "--warmup=0"], r"Disposition: Passed", 1),
+     ["--m=128", "--n=128", "--k=128", "--iterations=0", "--warmup=0"], r"Disposition: Passed", 1, None),
 ]
 
 
@@ -102,10 +105,14 @@ def build(cutlass: str, curand: str, name: str, source: str, path: str) -> str:
 SUMMARY = re.compile(r"tcemu exec: (\d+) kernel launch(?:es)? \((\d+) distinct kernels?\)")
 
 
-def run(path: str, args, pattern: str, timeout: float):
+def exec_options(sms):
+    return ["--summary", "--launch-timeout", "0", *(["--sm-count", str(sms)] if sms else [])]
+
+
+def run(path: str, args, sms, pattern: str, timeout: float):
     start = time.time()
     try:
-        proc = subprocess.run([sys.executable, "-m", "tcemu.cli", "exec", "--summary", "--", path, *args],
+        proc = subprocess.run([sys.executable, "-m", "tcemu.cli", "exec", *exec_options(sms), "--", path, *args],
                               capture_output=True, text=True, timeout=timeout,
                               env={**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")})
         rc, out, err = proc.returncode, proc.stdout, proc.stderr
@@ -141,30 +148,31 @@ def main(argv=None) -> int:
     chosen = [by_name[n] for n in names]
     headers = headers_digest(opts.cutlass)
     rows, status = [], 0
-    for name, source, args, pattern, count in chosen:
+    for name, source, args, pattern, count, sms in chosen:
         path = binary_path(opts.cutlass, opts.curand, name, source, headers)
         log = build(opts.cutlass, opts.curand, name, source, path)
         if log:
             print(f"example {name}: nvcc failed:\n{log}", file=sys.stderr)
-            rows.append((name, " ".join(args), "build failed", "-", "-", "-"))
+            rows.append((name, " ".join(args), str(sms or 132), "build failed", "-", "-", "-"))
             status = 1
             continue
         if opts.build_only:
             print(f"{name}: {path}")
             continue
-        r = run(path, args, pattern, opts.timeout)
+        r = run(path, args, sms, pattern, opts.timeout)
         if opts.verbose:
             print(r["stdout"], r["stderr"], sep="\n", file=sys.stderr)
-        ok = r["rc"] == 0 and r["passes"] >= (count or 1) and not r["fails"]
+        ok = r["rc"] == 0 and r["passes"] == count and not r["fails"]
         status |= not ok
         launches = "-" if r["launches"] is None else f"{r['launches']} ({r['kernels']} kernels)"
-        rows.append((name, " ".join(args), f"{'PASS' if ok else 'FAIL'}: {r['passes']} passed, {r['fails']} failed",
+        rows.append((name, " ".join(args), str(sms or 132),
+                     f"{'PASS' if ok else 'FAIL'}: {r['passes']} passed, {r['fails']} failed",
                      str(r["rc"]), f"{r['wall']:.0f} s", launches))
         if not ok:
             print(f"example {name} ({path}): exit {r['rc']}\n{r['stdout'][-2000:]}\n{r['stderr'][-3000:]}",
                   file=sys.stderr)
     if rows:
-        head = ("example", "arguments", "result", "exit", "wall", "launches")
+        head = ("example", "arguments", "SMs", "result", "exit", "wall", "launches")
         if opts.markdown:
             print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
             for r in rows:
