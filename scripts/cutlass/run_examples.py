@@ -24,6 +24,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
 GENCODE = "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"
 FLAGS = ["-std=c++17", "-O1", "-cudart", "shared", GENCODE, "--expt-relaxed-constexpr",
          "-DCUTLASS_ENABLE_TENSOR_CORE_MMA=1", "-ftemplate-backtrace-limit=0"]
@@ -71,10 +72,15 @@ def headers_digest(cutlass: str) -> str:
 
 
 def nvcc_command(cutlass: str, curand: str, source: str, out: str):
+    """CUTLASS's examples link the driver (`cuda`); tcemu's libcuda.so.1 stands in for it at link time as at run
+    time (a toolkit without a driver has no libcuda.so to link with). The link is not part of the cache key: it
+    only adds libcuda.so.1 to the program's DT_NEEDED."""
+    from tcemu.frontends.cuda import build as cudart_build  # the repository on sys.path only when run as a script
     src = os.path.join(cutlass, "examples", source)
     return ["nvcc", *FLAGS, "-I", os.path.join(cutlass, "include"),
             "-I", os.path.join(cutlass, "tools", "util", "include"), "-I", os.path.join(cutlass, "examples", "common"),
-            "-I", os.path.dirname(src), "-I", curand, src, "-o", out]
+            "-I", os.path.dirname(src), "-I", curand, src, "-o", out,
+            "-L" + cudart_build.library_dir(), "-l:" + cudart_build.DRIVER]
 
 
 def binary_path(cutlass: str, curand: str, name: str, source: str, headers: str) -> str:

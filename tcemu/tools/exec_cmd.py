@@ -53,7 +53,10 @@ def environment(args, path: str, info) -> dict:
     env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (libdir, env.get("LD_LIBRARY_PATH")) if p)
     if info is not None and info.cudart:
         soname = info.cudart if info.cudart in build.SONAMES else build.SONAMES[0]
-        env["LD_PRELOAD"] = " ".join(p for p in (os.path.join(libdir, soname), env.get("LD_PRELOAD")) if p)
+        preload = [os.path.join(libdir, soname)]
+        if build.DRIVER in info.needed:   # linked with -lcuda: tcemu's empty libcuda.so.1, never the real driver
+            preload.append(os.path.join(libdir, build.DRIVER))
+        env["LD_PRELOAD"] = " ".join(p for p in (*preload, env.get("LD_PRELOAD")) if p)
     env["TCEMU_EXEC_ARCH"] = args.arch
     env["TCEMU_EXEC_CHECK_LAYOUTS"] = "1" if args.check_layouts else "0"
     env["TCEMU_EXEC_CONTINUE_ON_FAULT"] = "1" if args.continue_on_fault else "0"

@@ -211,7 +211,10 @@ def programs():
             "faults_lz4": ["-cudart", "shared", GENCODE, "-compress-mode=speed", faults],
             "faults_sm100": ["-cudart", "shared", "-gencode=arch=compute_100a,code=[sm_100a,compute_100a]", faults],
             "sass_only": ["-cudart", "shared", "-gencode=arch=compute_80,code=sm_80", faults],
-            "static": [GENCODE, faults]}
+            "static": [GENCODE, faults],
+            # linked with tcemu's libcuda.so.1 (this machine's toolkit may have no driver stub to link with)
+            "driver": ["-cudart", "shared", GENCODE, "-L" + build.library_dir(), "-l:" + build.DRIVER,
+                       os.path.join(SOURCES, "driver.cu")]}
     compiler = _compiler(nvcc)
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         done = {name: pool.submit(buildcache.cached, "cuda", name,
@@ -361,6 +364,20 @@ def test_empty_grid_is_invalid_configuration_named(programs):
                                  "(cudaErrorInvalidConfiguration); called from main in ")
     out = tcemu_exec("--", programs["faults"], "ok")   # the control: the same launch with one CTA
     assert out.returncode == 0 and out.stderr == "" and "ok: h[63] = 63\n" in out.stdout
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_driver_calls_bind_to_tcemu(programs):
+    assert build.DRIVER in elf.read(programs["driver"]).needed
+    out = tcemu_exec("--", programs["driver"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "cuGetErrorString: 0 invalid argument\ncuMemsetD32Async: 0, 7 7 7 7\n" and out.stderr == ""
+    out = tcemu_exec("--", programs["driver"], "missing")   # a driver call tcemu does not implement
+    assert out.returncode == 2 and "unreachable" not in out.stdout
+    assert out.stderr == "tcemu exec: unsupported CUDA driver call cuDeviceGetCount (tcemu's libcuda.so.1; the driver " \
+                         "calls tcemu implements are cuTensorMapEncodeTiled, cuGetErrorString, cuGetErrorName, " \
+                         "cuMemsetD32Async and cuMemsetD8Async)\n"
 
 
 @pytest.mark.needs_nvcc
