@@ -116,14 +116,19 @@ def exec_options(sms):
 
 
 def run(path: str, args, sms, pattern: str, timeout: float):
+    """One run under tcemu exec; its output also goes to PATH.out / PATH.err beside the binary as it is written."""
     start = time.time()
-    try:
-        proc = subprocess.run([sys.executable, "-m", "tcemu.cli", "exec", *exec_options(sms), "--", path, *args],
-                              capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")})
-        rc, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, out, err = "timeout", (e.stdout or b"").decode(errors="replace"), (e.stderr or b"").decode(errors="replace")
+    cmd = [sys.executable, "-m", "tcemu.cli", "exec", *exec_options(sms), "--", path, *args]
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with open(path + ".out", "w") as out_fh, open(path + ".err", "w") as err_fh:
+        try:
+            rc = subprocess.run(cmd, stdout=out_fh, stderr=err_fh, timeout=timeout, env=env).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+    with open(path + ".out", errors="replace") as fh:
+        out = fh.read()
+    with open(path + ".err", errors="replace") as fh:
+        err = fh.read()
     wall = time.time() - start
     passes = len(re.findall(pattern, out, flags=re.M))
     fails = len(re.findall(r"Failed|FAILED", out))
@@ -170,7 +175,8 @@ def main(argv=None) -> int:
             print(r["stdout"], r["stderr"], sep="\n", file=sys.stderr)
         ok = r["rc"] == 0 and r["passes"] == count and not r["fails"]
         status |= not ok
-        launches = "-" if r["launches"] is None else f"{r['launches']} ({r['kernels']} kernels)"
+        launches = "-" if r["launches"] is None else \
+            f"{r['launches']} ({r['kernels']} kernel{'' if r['kernels'] == 1 else 's'})"
         rows.append((name, " ".join(args), str(sms or 132),
                      f"{'PASS' if ok else 'FAIL'}: {r['passes']} passed, {r['fails']} failed",
                      str(r["rc"]), f"{r['wall']:.0f} s", launches))

@@ -18,7 +18,8 @@ spec.loader.exec_module(run_examples)
 
 def _binary(name: str) -> str:
     """The newest cached build of example `name` (any CUTLASS tree and flags the script keyed it by)."""
-    found = [p for p in glob.glob(os.path.join(run_examples.cache_root(), f"{name}-*")) if ".tmp" not in p]
+    found = [p for p in glob.glob(os.path.join(run_examples.cache_root(), f"{name}-*"))
+             if ".tmp" not in p and not p.endswith((".out", ".err"))]
     if not found:
         pytest.skip(f"no prebuilt CUTLASS example {name} in {run_examples.cache_root()} "
                     f"(scripts/cutlass/run_examples.py --cutlass DIR --build-only --only {name})")
