@@ -66,6 +66,7 @@ def environment(args, path: str, info) -> dict:
         env["TCEMU_EXEC_SMS"] = str(args.sm_count)
     else:
         env.pop("TCEMU_EXEC_SMS", None)
+    env["TCEMU_EXEC_ZERO_INIT_SHARED"] = "1" if args.zero_init_shared else "0"
     env["TCEMU_EXEC_TIMEOUT"] = repr(args.launch_timeout)
     env["TCEMU_EXEC_SUMMARY"] = "1" if args.summary else "0"
     if args.record:
@@ -107,6 +108,9 @@ def add_parser(sub):
     p.add_argument("--record", metavar="OUT.json",
                    help="write every launch as a launch record (with its buffers' bytes before and after) to "
                         "OUT.json, and each module's PTX beside it; replay with `tcemu run OUT.json --launch I`")
+    p.add_argument("--zero-init-shared", action="store_true",
+                   help="shared memory starts as zeros; by default a thread reading a shared byte nothing wrote "
+                        "is a kernel fault (on a GPU: whatever an earlier CTA left there)")
     p.add_argument("--sm-count", type=_sms, metavar="N",
                    help="the device reports N streaming multiprocessors (1-132 on sm90, 1-148 on sm100) instead of "
                         "all of them, as a MIG slice does; programs that size their grids by the SM count (CUTLASS's "

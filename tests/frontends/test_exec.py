@@ -120,7 +120,7 @@ def test_help_describes_every_option(capsys):
     assert e.value.code == 0
     flat = " ".join(capsys.readouterr().out.split())
     for opt in ("--arch {sm90,sm100}", "--check-layouts, --no-check-layouts", "--continue-on-fault",
-                "--record OUT.json", "--sm-count N", "--launch-timeout SECONDS", "--summary", "PROGRAM", "ARGS"):
+                "--record OUT.json", "--zero-init-shared", "--sm-count N", "--launch-timeout SECONDS", "--summary", "PROGRAM", "ARGS"):
         assert opt in flat, opt
     assert "-cudart shared -gencode=arch=compute_90a,code=[sm_90a,compute_90a]" in flat
 
@@ -378,6 +378,18 @@ def test_driver_calls_bind_to_tcemu(programs):
     assert out.stderr == "tcemu exec: unsupported CUDA driver call cuDeviceGetCount (tcemu's libcuda.so.1; the driver " \
                          "calls tcemu implements are cuTensorMapEncodeTiled, cuGetErrorString, cuGetErrorName, " \
                          "cuMemsetD32Async and cuMemsetD8Async)\n"
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_unwritten_shared_read_is_a_fault_unless_zero_initialised(programs):
+    out = tcemu_exec("--", programs["faults"], "uninit")
+    assert out.returncode == 1 and "uninit:" not in out.stdout
+    assert "MemoryFault: ld.shared.u32 " in out.stderr and ": thread 32 reads shared address 0x" in out.stderr
+    assert "which nothing wrote (tcemu exec --zero-init-shared to read zeros)" in out.stderr
+    out = tcemu_exec("--zero-init-shared", "--", programs["faults"], "uninit")   # the control
+    assert out.returncode == 0, out.stderr
+    assert "uninit: cudaSuccess, out[31] = 32, out[32] = 0\n" in out.stdout and out.stderr == ""
 
 
 @pytest.mark.needs_nvcc

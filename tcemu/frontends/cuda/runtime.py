@@ -8,7 +8,7 @@
 
 Settings come from the environment that `tcemu exec` sets: TCEMU_EXEC_ARCH (sm90 | sm100),
 TCEMU_EXEC_CHECK_LAYOUTS (0 turns the operand-provenance check off), TCEMU_EXEC_RECORD (a .json path),
-TCEMU_EXEC_TIMEOUT (each launch's wall-clock budget in seconds; 0: none), TCEMU_EXEC_SUMMARY (1: at exit, the launches per kernel and the seconds the interpreter spent on them).
+TCEMU_EXEC_ZERO_INIT_SHARED (1: shared memory starts as zeros, not unwritten), TCEMU_EXEC_TIMEOUT (each launch's wall-clock budget in seconds; 0: none), TCEMU_EXEC_SUMMARY (1: at exit, the launches per kernel and the seconds the interpreter spent on them).
 """
 import ctypes
 import os
@@ -100,12 +100,14 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
     start = time.perf_counter()
     try:
         mod.launch(name, grid=grid, block=block, cluster=cluster, shared_bytes=smem, param_bytes=blob,
+                   zero_init_shared=os.environ.get("TCEMU_EXEC_ZERO_INIT_SHARED") == "1",
                    buffers=buffers, check_layouts=os.environ.get("TCEMU_EXEC_CHECK_LAYOUTS", "1") != "0",
                    printf="stdout", timeout=_timeout())
     except KernelFault as e:
         sys.stdout.flush()
+        text = str(e).replace("launch with zero_init_shared=True", "tcemu exec --zero-init-shared")
         _say(f"kernel fault in {name} (grid {tuple(grid)}, block {tuple(block)}, cluster {tuple(cluster)}):\n"
-             f"  {type(e).__name__}: {e}")
+             f"  {type(e).__name__}: {text}")
         return FAULT
     except PtxLimit as e:
         _say(f"kernel {name}: {type(e).__name__}: {e}")
