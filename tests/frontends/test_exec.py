@@ -375,9 +375,9 @@ def test_driver_calls_bind_to_tcemu(programs):
     assert out.stdout == "cuGetErrorString: 0 invalid argument\ncuMemsetD32Async: 0, 7 7 7 7\n" and out.stderr == ""
     out = tcemu_exec("--", programs["driver"], "missing")   # a driver call tcemu does not implement
     assert out.returncode == 2 and "unreachable" not in out.stdout
-    assert out.stderr == "tcemu exec: unsupported CUDA driver call cuDeviceGetCount (tcemu's libcuda.so.1; the driver " \
-                         "calls tcemu implements are cuTensorMapEncodeTiled, cuGetErrorString, cuGetErrorName, " \
-                         "cuMemsetD32Async and cuMemsetD8Async)\n"
+    assert out.stderr == "tcemu exec: unsupported CUDA driver call cuDeviceGetCount (tcemu's libcuda.so.1; the " \
+                         "driver calls tcemu implements are cuTensorMapEncodeTiled, cuGetErrorString, " \
+                         "cuGetErrorName, cuMemsetD32Async and cuMemsetD8Async)\n"
 
 
 @pytest.mark.needs_nvcc
