@@ -29,6 +29,22 @@ def _program(name: str) -> str:
     return path
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1e9:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds (0: no limit), got {text!r}")
+    return value
+
+
+def _sms(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 148:
+        raise argparse.ArgumentTypeError(f"must be a number of SMs from 1 to 148, got {text!r}")
+    return int(text)
+
+
 def environment(args, path: str, info) -> dict:
     """The program's environment: tcemu's libcudart first on the search path (and preloaded when the program
     needs a libcudart itself, so an RPATH to the real one cannot win), and the settings it reads."""
@@ -37,12 +53,22 @@ def environment(args, path: str, info) -> dict:
     env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (libdir, env.get("LD_LIBRARY_PATH")) if p)
     if info is not None and info.cudart:
         soname = info.cudart if info.cudart in build.SONAMES else build.SONAMES[0]
-        env["LD_PRELOAD"] = " ".join(p for p in (os.path.join(libdir, soname), env.get("LD_PRELOAD")) if p)
+        preload = [os.path.join(libdir, soname)]
+        if build.DRIVER in info.needed:   # linked with -lcuda: tcemu's empty libcuda.so.1, never the real driver
+            preload.append(os.path.join(libdir, build.DRIVER))
+        env["LD_PRELOAD"] = " ".join(p for p in (*preload, env.get("LD_PRELOAD")) if p)
     env["TCEMU_EXEC_ARCH"] = args.arch
     env["TCEMU_EXEC_CHECK_LAYOUTS"] = "1" if args.check_layouts else "0"
     env["TCEMU_EXEC_CONTINUE_ON_FAULT"] = "1" if args.continue_on_fault else "0"
     env["TCEMU_EXEC_PYTHON"] = sys.executable
     env["TCEMU_EXEC_SYSPATH"] = os.pathsep.join(os.path.abspath(p) if p else os.getcwd() for p in sys.path)
+    if args.sm_count:
+        env["TCEMU_EXEC_SMS"] = str(args.sm_count)
+    else:
+        env.pop("TCEMU_EXEC_SMS", None)
+    env["TCEMU_EXEC_ZERO_INIT_SHARED"] = "1" if args.zero_init_shared else "0"
+    env["TCEMU_EXEC_TIMEOUT"] = repr(args.launch_timeout)
+    env["TCEMU_EXEC_SUMMARY"] = "1" if args.summary else "0"
     if args.record:
         env["TCEMU_EXEC_RECORD"] = os.path.abspath(args.record)
     else:
@@ -51,6 +77,9 @@ def environment(args, path: str, info) -> dict:
 
 
 def exec_command(args) -> int:
+    full = 148 if args.arch == "sm100" else 132
+    if args.sm_count and args.sm_count > full:
+        raise CudaExecError("--sm-count", f"{args.sm_count} is more SMs than the {args.arch} GPU has ({full})")
     argv = list(args.args)
     if argv and argv[0] == "--":
         argv = argv[1:]
@@ -79,6 +108,19 @@ def add_parser(sub):
     p.add_argument("--record", metavar="OUT.json",
                    help="write every launch as a launch record (with its buffers' bytes before and after) to "
                         "OUT.json, and each module's PTX beside it; replay with `tcemu run OUT.json --launch I`")
+    p.add_argument("--zero-init-shared", action="store_true",
+                   help="shared memory starts as zeros; by default a thread reading a shared byte nothing wrote "
+                        "is a kernel fault (on a GPU: whatever an earlier CTA left there)")
+    p.add_argument("--sm-count", type=_sms, metavar="N",
+                   help="the device reports N streaming multiprocessors (1-132 on sm90, 1-148 on sm100) instead of "
+                        "all of them, as a MIG slice does; programs that size their grids by the SM count (CUTLASS's "
+                        "device-side random fills, persistent kernels) then launch fewer CTAs")
+    p.add_argument("--launch-timeout", type=_seconds, default=600.0, metavar="SECONDS",
+                   help="each launch's wall-clock budget: past it the launch ends in BudgetExceeded naming what every "
+                        "unfinished warp was doing (a kernel fault); 0: no limit; default 600")
+    p.add_argument("--summary", action="store_true",
+                   help="at exit, print how many kernels the program launched, how often each, and the seconds "
+                        "the interpreter spent on them (stderr)")
     p.add_argument("program", metavar="PROGRAM", help="the program (a path, or a name found on PATH)")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the program's own arguments")
     p.set_defaults(run=exec_command)

@@ -120,9 +120,49 @@ def test_help_describes_every_option(capsys):
     assert e.value.code == 0
     flat = " ".join(capsys.readouterr().out.split())
     for opt in ("--arch {sm90,sm100}", "--check-layouts, --no-check-layouts", "--continue-on-fault",
-                "--record OUT.json", "PROGRAM", "ARGS"):
+                "--record OUT.json", "--zero-init-shared", "--sm-count N", "--launch-timeout SECONDS", "--summary", "PROGRAM", "ARGS"):
         assert opt in flat, opt
     assert "-cudart shared -gencode=arch=compute_90a,code=[sm_90a,compute_90a]" in flat
+
+
+def test_launch_timeout_must_be_seconds(capsys):
+    from tcemu.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["exec", "--launch-timeout", "-1", "--", "/nonexistent/prog"])
+    assert e.value.code == 2
+    assert "argument --launch-timeout: must be a number of seconds (0: no limit), got '-1'" in capsys.readouterr().err
+
+
+def test_sm_count_is_bounded_by_the_gpu(capsys):
+    from tcemu.cli import main
+    with pytest.raises(SystemExit):
+        main(["exec", "--sm-count", "0", "--", "/nonexistent/prog"])
+    assert "argument --sm-count: must be a number of SMs from 1 to 148, got '0'" in capsys.readouterr().err
+    assert main(["exec", "--sm-count", "140", "--", "/nonexistent/prog"]) == 2       # an H100 has 132
+    assert capsys.readouterr().err == "tcemu: error: CudaExecError: --sm-count: 140 is more SMs than the sm90 GPU " \
+                                      "has (132)\n"
+    assert main(["exec", "--arch", "sm100", "--sm-count", "140", "--", "/nonexistent/prog"]) == 2   # a B200: 148
+    assert "PROGRAM: /nonexistent/prog: no such program" in capsys.readouterr().err
+
+
+def test_launch_timeout_reaches_the_interpreter(monkeypatch):
+    from tcemu.frontends.cuda import runtime
+    monkeypatch.setenv("TCEMU_EXEC_TIMEOUT", "0.0")
+    assert runtime._timeout() is None                     # 0: no limit
+    monkeypatch.setenv("TCEMU_EXEC_TIMEOUT", "7200.0")
+    assert runtime._timeout() == 7200.0
+    monkeypatch.delenv("TCEMU_EXEC_TIMEOUT")
+    assert runtime._timeout() == 600.0                    # tcemu.ptx's own default
+
+
+def test_summary_counts_launches_per_kernel(monkeypatch):
+    from tcemu.frontends.cuda import runtime
+    monkeypatch.setattr(runtime, "_launches", {"fill": [3, 12.25], "gemm": [1, 0.5]})
+    assert runtime.summary() == ("4 kernel launches (2 distinct kernels), 12.8 s in the interpreter\n"
+                                 "      3 x     12.2 s  fill\n"
+                                 "      1 x      0.5 s  gemm")
+    monkeypatch.setattr(runtime, "_launches", {"k": [1, 0.04]})
+    assert runtime.summary().splitlines()[0] == "1 kernel launch (1 distinct kernel), 0.0 s in the interpreter"
 
 
 def test_missing_program_is_bad_input(capsys):
@@ -171,7 +211,10 @@ def programs():
             "faults_lz4": ["-cudart", "shared", GENCODE, "-compress-mode=speed", faults],
             "faults_sm100": ["-cudart", "shared", "-gencode=arch=compute_100a,code=[sm_100a,compute_100a]", faults],
             "sass_only": ["-cudart", "shared", "-gencode=arch=compute_80,code=sm_80", faults],
-            "static": [GENCODE, faults]}
+            "static": [GENCODE, faults],
+            # linked with tcemu's libcuda.so.1 (this machine's toolkit may have no driver stub to link with)
+            "driver": ["-cudart", "shared", GENCODE, "-L" + build.library_dir(), "-l:" + build.DRIVER,
+                       os.path.join(SOURCES, "driver.cu")]}
     compiler = _compiler(nvcc)
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         done = {name: pool.submit(buildcache.cached, "cuda", name,
@@ -194,6 +237,26 @@ def test_plain_cuda_program_passes(programs):
                           "cluster of 2 CTAs, rank 0\n"
                           "PASS (sum 1000, timed events)\n")
     assert out.stderr == ""   # everything freed: no leak report
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_summary_names_every_kernel_launched(programs):
+    out = tcemu_exec("--summary", "--launch-timeout", "0", "--", programs["basics"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.endswith("PASS (sum 1000, timed events)\n")
+    lines = out.stderr.splitlines()
+    assert lines[0].startswith("tcemu exec: 3 kernel launches (3 distinct kernels), ") and len(lines) == 4
+    assert [line.split()[::4] for line in lines[1:]] == [["1", "_Z4vaddPKfS0_Pfi"], ["1", "_Z6reducePKiPii"],
+                                                         ["1", "_Z12cluster_swapPi"]]
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_sm_count_is_what_the_program_sees(programs):
+    out = tcemu_exec("--sm-count", "16", "--", programs["basics"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("device NVIDIA H100 80GB HBM3 (tcemu), sm_90, 16 SMs\n")
 
 
 @pytest.mark.needs_nvcc
@@ -288,6 +351,45 @@ def test_dynamic_shared_memory_above_48k_needs_the_attribute(programs):
     out = tcemu_exec("--", programs["faults"], "smem_attr")   # the control
     assert out.returncode == 0, out.stderr
     assert "64 KiB launch: cudaSuccess, out[0] = 31\n" in out.stdout and out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_empty_grid_is_invalid_configuration_named(programs):
+    out = tcemu_exec("--", programs["faults"], "grid0")
+    assert out.returncode == 0, out.stderr
+    assert "empty grid: cudaErrorInvalidConfiguration\n" in out.stdout and "grid0: h[63] = 63\n" in out.stdout
+    assert out.stderr.startswith("tcemu exec: <<<>>>: _Z4fillPiii with grid (0, 1, 1) and block (128, 1, 1): every "
+                                 "dimension must be at least 1 and a block at most 1024 threads "
+                                 "(cudaErrorInvalidConfiguration); called from main in ")
+    out = tcemu_exec("--", programs["faults"], "ok")   # the control: the same launch with one CTA
+    assert out.returncode == 0 and out.stderr == "" and "ok: h[63] = 63\n" in out.stdout
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_driver_calls_bind_to_tcemu(programs):
+    assert build.DRIVER in elf.read(programs["driver"]).needed
+    out = tcemu_exec("--", programs["driver"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "cuGetErrorString: 0 invalid argument\ncuMemsetD32Async: 0, 7 7 7 7\n" and out.stderr == ""
+    out = tcemu_exec("--", programs["driver"], "missing")   # a driver call tcemu does not implement
+    assert out.returncode == 2 and "unreachable" not in out.stdout
+    assert out.stderr == "tcemu exec: unsupported CUDA driver call cuDeviceGetCount (tcemu's libcuda.so.1; the " \
+                         "driver calls tcemu implements are cuTensorMapEncodeTiled, cuGetErrorString, " \
+                         "cuGetErrorName, cuMemsetD32Async and cuMemsetD8Async)\n"
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_unwritten_shared_read_is_a_fault_unless_zero_initialised(programs):
+    out = tcemu_exec("--", programs["faults"], "uninit")
+    assert out.returncode == 1 and "uninit:" not in out.stdout
+    assert "MemoryFault: ld.shared.u32 " in out.stderr and ": thread 32 reads shared address 0x" in out.stderr
+    assert "which nothing wrote (tcemu exec --zero-init-shared to read zeros)" in out.stderr
+    out = tcemu_exec("--zero-init-shared", "--", programs["faults"], "uninit")   # the control
+    assert out.returncode == 0, out.stderr
+    assert "uninit: cudaSuccess, out[31] = 32, out[32] = 0\n" in out.stdout and out.stderr == ""
 
 
 @pytest.mark.needs_nvcc

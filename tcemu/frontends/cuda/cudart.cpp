@@ -377,8 +377,12 @@ cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim
   }
   const Kernel& k = it->second;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0 ||
-      block.x * block.y * block.z > 1024)
+      block.x * block.y * block.z > 1024) {
+    warn("%s: %s with grid (%u, %u, %u) and block (%u, %u, %u): every dimension must be at least 1 and a block at "
+         "most 1024 threads (cudaErrorInvalidConfiguration); called from %s", api, k.name.c_str(), grid.x, grid.y,
+         grid.z, block.x, block.y, block.z, where(here(), k.name.c_str()).c_str());
     return ret(cudaErrorInvalidConfiguration);
+  }
   if (smem > static_cast<std::size_t>(k.max_dynamic_smem)) {
     warn("%s: %s asks for %zu bytes of dynamic shared memory; above 48 KiB a kernel needs "
          "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) (set: %d); called from %s",
@@ -423,7 +427,7 @@ void at_exit() {
   if (m.double_frees)
     std::fprintf(stderr, "tcemu exec: ERROR SUMMARY: %zu double free%s\n", m.double_frees,
                  m.double_frees == 1 ? "" : "s");
-  if (R().module || std::getenv("TCEMU_EXEC_RECORD")) call_python("at_exit", "()");
+  if (R().module || std::getenv("TCEMU_EXEC_RECORD") || env_flag("TCEMU_EXEC_SUMMARY")) call_python("at_exit", "()");
   std::fflush(nullptr);
 }
 
@@ -439,7 +443,16 @@ const Device kH100 = {"NVIDIA H100 80GB HBM3 (tcemu)", 9, 0, 132, 52428800, 2324
                       85520809984ull};
 const Device kB200 = {"NVIDIA B200 (tcemu)", 10, 0, 148, 132644864, 232448, 233472, 1965000, 3996000, 8192,
                       191503892480ull};
-const Device& dev() { return blackwell() ? kB200 : kH100; }
+// --sm-count N (TCEMU_EXEC_SMS): the device reports N SMs, as a MIG slice does; the program sizes its grids by it
+Device with_sms(Device d) {
+  const char* v = std::getenv("TCEMU_EXEC_SMS");
+  if (v && *v) d.sms = std::atoi(v);
+  return d;
+}
+const Device& dev() {
+  static const Device h100 = with_sms(kH100), b200 = with_sms(kB200);
+  return blackwell() ? b200 : h100;
+}
 
 // ---------------------------------------------------------------------------------------- tensor maps
 // cuTensorMapEncodeTiled writes tcemu's 128-byte format (tcemu/ptx/tensormap.py), checked there.

@@ -4,20 +4,25 @@
                          pointers, every live allocation mapped in place at its own address; 0 ok, 1 kernel fault
                          (reported here), 2 a launch tcemu cannot run (reported here), 3 a bad configuration
     encode_tiled(...)    cuTensorMapEncodeTiled: tcemu's 128-byte map (tcemu.ptx.tensormap) written in place
-    at_exit()            writes the --record file
+    at_exit()            writes the --record file, and prints the --summary lines
 
 Settings come from the environment that `tcemu exec` sets: TCEMU_EXEC_ARCH (sm90 | sm100),
-TCEMU_EXEC_CHECK_LAYOUTS (0 turns the operand-provenance check off), TCEMU_EXEC_RECORD (a .json path).
+TCEMU_EXEC_CHECK_LAYOUTS (0 turns the operand-provenance check off), TCEMU_EXEC_RECORD (a .json path),
+TCEMU_EXEC_ZERO_INIT_SHARED (1: shared memory starts as zeros, not unwritten), TCEMU_EXEC_TIMEOUT (each launch's
+wall-clock budget in seconds; 0: none), TCEMU_EXEC_SUMMARY (1: at exit, the launches per kernel and the seconds
+the interpreter spent on them).
 """
 import ctypes
 import os
 import sys
+import time
 
 import numpy as np
 
 from ... import ptx as tptx
 from ...core.errors import TcemuError
 from ...ptx.errors import KernelFault, PtxError, PtxLimit, PtxUnsupported
+from ...ptx.module import DEFAULT_TIMEOUT
 from ...ptx.tensormap import ATOMICITIES, DRIVER_TYPES, SIZE, TensorMap, validate
 from ...traces.records import DRIVER_DTYPES
 from . import fatbin
@@ -28,6 +33,7 @@ OK, FAULT, REFUSED, BAD_CONFIG = 0, 1, 2, 3
 ARCH = os.environ.get("TCEMU_EXEC_ARCH", "sm90")
 _modules = {}      # fatbinary index -> (Module, PTX text)
 _recorder = Recorder(os.environ.get("TCEMU_EXEC_RECORD") or None)
+_launches = {}     # kernel name -> [launches, seconds in the interpreter], in first-launch order
 
 
 def _say(text: str) -> None:
@@ -66,6 +72,14 @@ def _buffers(allocations):
     return out
 
 
+def _timeout():
+    """--launch-timeout: seconds, or None for no limit (0); tcemu.ptx's own default when unset."""
+    text = os.environ.get("TCEMU_EXEC_TIMEOUT", "")
+    if not text:
+        return DEFAULT_TIMEOUT
+    return float(text) or None
+
+
 def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address, allocations) -> int:
     try:
         mod, text = _module(fatbin_address, index, name)
@@ -83,14 +97,19 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
         return REFUSED
     buffers = _buffers(allocations)
     before = _recorder.before(buffers)
+    stats = _launches.setdefault(name, [0, 0.0])
+    stats[0] += 1
+    start = time.perf_counter()
     try:
         mod.launch(name, grid=grid, block=block, cluster=cluster, shared_bytes=smem, param_bytes=blob,
+                   zero_init_shared=os.environ.get("TCEMU_EXEC_ZERO_INIT_SHARED") == "1",
                    buffers=buffers, check_layouts=os.environ.get("TCEMU_EXEC_CHECK_LAYOUTS", "1") != "0",
-                   printf="stdout")
+                   printf="stdout", timeout=_timeout())
     except KernelFault as e:
         sys.stdout.flush()
+        text = str(e).replace("launch with zero_init_shared=True", "tcemu exec --zero-init-shared")
         _say(f"kernel fault in {name} (grid {tuple(grid)}, block {tuple(block)}, cluster {tuple(cluster)}):\n"
-             f"  {type(e).__name__}: {e}")
+             f"  {type(e).__name__}: {text}")
         return FAULT
     except PtxLimit as e:
         _say(f"kernel {name}: {type(e).__name__}: {e}")
@@ -102,6 +121,7 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
         _say(f"launch of {name} refused: {type(e).__name__}: {e}")
         return BAD_CONFIG
     finally:
+        stats[1] += time.perf_counter() - start
         sys.stdout.flush()
     _recorder.add(index, text, name, prog, grid, block, cluster, smem, blob, buffers, before)
     return OK
@@ -132,7 +152,18 @@ def encode_tiled(map_address, dtype, rank, address, dims, strides, box, estrides
     return 0
 
 
+def summary() -> str:
+    """--summary: one line for the whole run, then one per kernel (launches, interpreter seconds, name)."""
+    n = sum(c for c, _ in _launches.values())
+    lines = [f"{n} kernel launch{'' if n == 1 else 'es'} ({len(_launches)} distinct kernel"
+             f"{'' if len(_launches) == 1 else 's'}), {sum(t for _, t in _launches.values()):.1f} s in the interpreter"]
+    lines += [f"  {c:5d} x {t:8.1f} s  {name}" for name, (c, t) in _launches.items()]
+    return "\n".join(lines)
+
+
 def at_exit() -> int:
+    if os.environ.get("TCEMU_EXEC_SUMMARY") == "1":
+        _say(summary())
     try:
         _recorder.write()
     except (OSError, TcemuError) as e:
