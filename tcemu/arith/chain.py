@@ -325,8 +325,8 @@ def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag,
     own loop over the lanes: the largest alignment (passes of up to EB elements), the sums (passes of KB elements,
     partial sums in xbuf, 2^(F - E) in sbuf), then the rounding. Lanes are independent within a pass, so the loads
     and the truncations of consecutive lanes overlap; one loop with the rounding in it vectorised only in part.
-    fbuf (3, TN): xbuf, sbuf and cbuf, a copy of C (the rounding keeps C from it: a plain select and store; a select
-    against acc itself compiles to masked stores)."""
+    fbuf (3, TN): xbuf, sbuf and cbuf, a copy of C (the rounding keeps C from it: a select against acc itself
+    compiles to masked stores)."""
     xbuf, sbuf, cbuf = fbuf[0], fbuf[1], fbuf[2]
     k0 = s * ks
     whole = ks - ks % KB
