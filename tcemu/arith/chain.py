@@ -266,8 +266,8 @@ def _settled(c, cl, x, xb, other, emin, emax, sh, rne):
     """(acc, cal, flag) of a lane whose exact sum is x (float64 pattern xb): the sum rounded and its binade, or C
     kept and the lane flagged for _lane (`other`, a zero sum, a result outside the accumulator's normal range, a
     special C). Values only: stores inside an inlined helper cost the loops their vectorisation."""
-    ex = ((xb >> 52) & 0x7FF) - 1023
-    bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | other
+    ex = ((xb >> 52) & 0x7FF) - 1023  # a zero sum: -1023, below emin
+    bad = (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | other
     rb = round_bits_f64(xb, sh, rne)
     return (c if bad else _i2f(rb)), (cl if bad else ((rb >> 52) & 0x7FF) - 1023), bad
 
@@ -275,6 +275,13 @@ def _settled(c, cl, x, xb, other, emin, emax, sh, rne):
 @njit(cache=True, inline="always")
 def _fast_epilogue(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
     """Round the exact sums xbuf of a fast-path row; flag lanes whose C the true E would truncate."""
+    if rne:
+        return _fast_round(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, True, thr_p)
+    return _fast_round(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, False, thr_p)
+
+
+@njit(cache=True, inline="always")
+def _fast_round(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
     sh = 52 - keep
     bad_n = 0
     for n in range(nlen):
@@ -292,7 +299,15 @@ def _fast_epilogue(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, e
 
 @njit(cache=True, inline="always")
 def _general_epilogue(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
-    """Round the truncated sums xbuf (in units of 2^(E - F), E in ebuf) of a general-path row."""
+    """Round the truncated sums xbuf (in units of 2^(E - F), E in ebuf) of a general-path row (rne a constant in
+    each call: one loop per rounding)."""
+    if rne:
+        return _general_round(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, True)
+    return _general_round(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, False)
+
+
+@njit(cache=True, inline="always")
+def _general_round(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
     sh = 52 - keep
     bad_n = 0
     for n in range(nlen):
@@ -301,8 +316,8 @@ def _general_epilogue(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen,
         cl = cal[t, m, n]
         x = xbuf[n]
         xb = _f2i(x * _i2f((1023 - F + e) << 52))  # written out: through _settled this loop vectorises less
-        ex = ((xb >> 52) & 0x7FF) - 1023
-        bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
+        ex = ((xb >> 52) & 0x7FF) - 1023  # a zero sum: -1023, below emin
+        bad = (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
         rb = round_bits_f64(xb, sh, rne)
         acc[t, m, n] = c if bad else _i2f(rb)
         cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
