@@ -32,6 +32,8 @@ from .rounding import IEEE, OVF_INF, RN, RZ, bitlen, round_bits_f64, round_pack,
 
 
 NO_TERM = -(1 << 20)   # alignment of a zero or special element: never the maximum, sums stay in int32
+NO_AL = -(1 << 14)     # the same in the int16 alignment arrays of the operands (two sum to -2^15, still int16)
+E_FLOOR = -(1 << 15)   # int16 floor of C's alignment and the zero floors in the largest-alignment pass
 SPECIAL_CAL = 1024     # alignment recorded for an inf/NaN accumulator (float64 exponent field 2047)
 BIG = 1 << 20          # "no nonzero term" for minima
 
@@ -64,7 +66,7 @@ def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, sc
                 k = s * ks + j
                 if k >= Kc:
                     val[r, k] = 0.0
-                    al[r, k] = NO_TERM
+                    al[r, k] = NO_AL
                     zero[r, s] = True
                     continue
                 i = np.int64(bits[r, k]) >> shift
@@ -81,14 +83,14 @@ def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, sc
                         align += scale_exp[r, b]
                 val[r, k] = v
                 if cls == 0:
-                    al[r, k] = NO_TERM
+                    al[r, k] = NO_AL
                     zero[r, s] = True
                 elif cls == 1:
                     al[r, k] = align
                     lo[r, s] = min(lo[r, s], align)
                     hi[r, s] = max(hi[r, s], align)
                 else:
-                    al[r, k] = NO_TERM
+                    al[r, k] = NO_AL
                     spec[r, s] = True
 
 
@@ -107,7 +109,7 @@ def tile_columns(val, al, zero, spec, lo, hi, N, steps, ks, tn, zero_exp, bval, 
             if n >= N:  # padding lanes: never read back
                 for k in range(Kp):
                     bval[t, k, j] = 1.0
-                    bal[t, k, j] = NO_TERM
+                    bal[t, k, j] = NO_AL
                 for s in range(steps):
                     bzf[t, s, j] = NO_TERM
                     bspec[t, s, j] = False
@@ -369,16 +371,16 @@ def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag,
         else:
             zr = zrow[i]
             for n in range(nlen):
-                ebuf[n] = max(cal[t, m, n], bzf[t, s, n], zr)
-            for kb in range(0, ewhole, eb):  # int32 throughout (numba widens int32 + int32 to int64: half the lanes)
+                ebuf[n] = np.int16(max(cal[t, m, n], bzf[t, s, n], zr, E_FLOOR))
+            for kb in range(0, ewhole, eb):  # int16 throughout (numba widens int16 + int16 to int64: 1/4 the lanes)
                 for n in range(nlen):
                     e = ebuf[n]
                     for k in range(eb):
-                        e = max(e, np.int32(aal[m, k0 + kb + k] + bal[t, k0 + kb + k, n]))
+                        e = max(e, np.int16(aal[m, k0 + kb + k] + bal[t, k0 + kb + k, n]))
                     ebuf[n] = e
             for k in range(ewhole, ks):
                 for n in range(nlen):
-                    ebuf[n] = max(ebuf[n], np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
+                    ebuf[n] = max(ebuf[n], np.int16(aal[m, k0 + k] + bal[t, k0 + k, n]))
             for n in range(nlen):
                 sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
                 sbuf[n] = sc
@@ -487,7 +489,7 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
         r1 = min(m1, r0 + tm)
         rows = r1 - r0
         nlen = min(TN, N - t * TN)
-        ebuf = np.empty(TN, np.int32)
+        ebuf = np.empty(TN, np.int16)
         fbuf = np.empty((3, TN), np.float64)  # per lane: partial sums, 2^(F - E), C
         flag = np.empty((tm, TN), np.bool_)
         zrow = np.empty(tm, np.int32)
