@@ -250,7 +250,7 @@ def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, 
 
 # ---- one chain step of a tile: rows [r0, r1) of tile t
 
-KB = 4   # K elements per pass of the sums (partial sums in xbuf: consecutive lanes overlap)
+KB = 4   # K elements per pass of the sums (partial sums in xbuf: consecutive lanes overlap); steps of 8: one pass
 EB = 16  # K elements per pass of the largest-alignment search (more row streams defeat the vectoriser)
 
 # A tile step: acc[t, m, :nlen] = fused dot of (row m of A, lane n of B tile t) over chain step s, with C =
@@ -340,13 +340,14 @@ def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag,
                fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
     """Rows [r0, r1) of tile t, chain step s (ks a compile-time constant in the _stepN wrappers). Each phase is its
     own loop over the lanes: the largest alignment (passes of up to EB elements), the sums (passes of KB elements,
-    partial sums in xbuf, 2^(F - E) in sbuf), then the rounding. Lanes are independent within a pass, so the loads
+    one pass for steps of 8; partial sums in xbuf, 2^(F - E) in sbuf), then the rounding. Lanes are independent within a pass, so the loads
     and the truncations of consecutive lanes overlap; one loop with the rounding in it vectorised only in part.
     fbuf (3, TN): xbuf, sbuf and cbuf, a copy of C (the rounding keeps C from it: a select against acc itself
     compiles to masked stores)."""
     xbuf, sbuf, cbuf = fbuf[0], fbuf[1], fbuf[2]
     k0 = s * ks
-    whole = ks - ks % KB
+    kp = 8 if ks == 8 else KB  # a constant in the _stepN wrappers
+    whole = ks - ks % kp
     eb = min(ks, EB)
     ewhole = ks - ks % eb
     for i in range(r1 - r0):
@@ -357,10 +358,10 @@ def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag,
             for n in range(nlen):
                 cbuf[n] = acc[t, m, n]
                 xbuf[n] = cbuf[n]
-            for kb in range(0, whole, KB):
+            for kb in range(0, whole, kp):
                 for n in range(nlen):
                     x = xbuf[n]
-                    for k in range(KB):
+                    for k in range(kp):
                         x += aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n]
                     xbuf[n] = x
             for k in range(whole, ks):
@@ -387,11 +388,11 @@ def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag,
                 cv = acc[t, m, n]
                 cbuf[n] = cv
                 xbuf[n] = np.trunc(cv * sc)
-            for kb in range(0, whole, KB):  # integers below 2^53: exact in any order
+            for kb in range(0, whole, kp):  # integers below 2^53: exact in any order
                 for n in range(nlen):
                     sc = sbuf[n]
                     x = xbuf[n]
-                    for k in range(KB):
+                    for k in range(kp):
                         x += np.trunc(aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n] * sc)
                     xbuf[n] = x
             for k in range(whole, ks):
