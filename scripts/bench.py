@@ -285,6 +285,15 @@ def cores():
         return os.cpu_count() or 1
 
 
+def simd():
+    """The host CPU as LLVM (numba's code generator) names it, and its widest vector unit: the GEMM kernels'
+    lanes per instruction (AVX-512: 8 float64, AVX2: 4), so ratios to BLAS differ by about 2x between the two."""
+    from llvmlite import binding  # numba's dependency; only for this line
+    feats = binding.get_host_cpu_features()
+    width = "AVX-512" if feats.get("avx512f") else "AVX2" if feats.get("avx2") else "no AVX2"
+    return f"{binding.get_host_cpu_name()} ({width})"
+
+
 def blas_rate(n, threads=None):
     """float64 BLAS multiply-adds per second on an n^3 GEMM with `threads` threads, default every core (a
     subprocess: the thread count of an OpenBLAS already loaded cannot change); the best of 3 calls."""
@@ -472,7 +481,7 @@ def main():
     for name, macs_s, blas, st in rows:
         paths = f"{st.get('fast', 0):,} / {st.get('general', 0):,}, {st.get('redone', 0):,}" if st else ""
         print(f"{name:<46} {macs_s:>14,.0f} {blas:>15,.0f} {macs_s / blas:>6.3f}  {paths}")
-    print("target: at least a quarter of float64 BLAS throughput, bit-exact")
+    print(f"target: half of float64 BLAS throughput (issue 24), bit-exact; host {simd()}")
     if plan is not None:
         tile_macs, (sec, blas) = 1024 * 1024 * 8192, plan
         print(f"8192^3 bf16 plan: one 1024 x 1024 x 8192 output tile (a dask task) took {sec:.2f} s on one core "

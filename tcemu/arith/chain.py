@@ -32,6 +32,8 @@ from .rounding import IEEE, OVF_INF, RN, RZ, bitlen, round_bits_f64, round_pack,
 
 
 NO_TERM = -(1 << 20)   # alignment of a zero or special element: never the maximum, sums stay in int32
+NO_AL = -(1 << 14)     # the same in the int16 alignment arrays of the operands (two sum to -2^15, still int16)
+E_FLOOR = -(1 << 15)   # int16 floor of C's alignment and the zero floors in the largest-alignment pass
 SPECIAL_CAL = 1024     # alignment recorded for an inf/NaN accumulator (float64 exponent field 2047)
 BIG = 1 << 20          # "no nonzero term" for minima
 
@@ -64,7 +66,7 @@ def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, sc
                 k = s * ks + j
                 if k >= Kc:
                     val[r, k] = 0.0
-                    al[r, k] = NO_TERM
+                    al[r, k] = NO_AL
                     zero[r, s] = True
                     continue
                 i = np.int64(bits[r, k]) >> shift
@@ -81,14 +83,14 @@ def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, sc
                         align += scale_exp[r, b]
                 val[r, k] = v
                 if cls == 0:
-                    al[r, k] = NO_TERM
+                    al[r, k] = NO_AL
                     zero[r, s] = True
                 elif cls == 1:
                     al[r, k] = align
                     lo[r, s] = min(lo[r, s], align)
                     hi[r, s] = max(hi[r, s], align)
                 else:
-                    al[r, k] = NO_TERM
+                    al[r, k] = NO_AL
                     spec[r, s] = True
 
 
@@ -107,7 +109,7 @@ def tile_columns(val, al, zero, spec, lo, hi, N, steps, ks, tn, zero_exp, bval, 
             if n >= N:  # padding lanes: never read back
                 for k in range(Kp):
                     bval[t, k, j] = 1.0
-                    bal[t, k, j] = NO_TERM
+                    bal[t, k, j] = NO_AL
                 for s in range(steps):
                     bzf[t, s, j] = NO_TERM
                     bspec[t, s, j] = False
@@ -248,7 +250,8 @@ def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, 
 
 # ---- one chain step of a tile: rows [r0, r1) of tile t
 
-KB = 8  # K elements per loop pass when a step has more than 16 (more row streams defeat the vectoriser)
+KB = 4   # K elements per pass of the sums (partial sums in xbuf: consecutive lanes overlap); steps of 8: one pass
+EB = 16  # K elements per pass of the largest-alignment search (more row streams defeat the vectoriser)
 
 # A tile step: acc[t, m, :nlen] = fused dot of (row m of A, lane n of B tile t) over chain step s, with C =
 # acc[t, m, n], for the lanes it can settle; the others are flagged (flag[m - r0, n]; acc/cal keep C) for _lane:
@@ -256,8 +259,7 @@ KB = 8  # K elements per loop pass when a step has more than 16 (more row stream
 # accumulator's normal range (subnormal, overflow), or, on the fast path, a C with bits below 2^(E - F).
 # zrow/skip/fast/top_p/lo_p (per row of the tile): its zero floor, whether all its lanes go to _general (NaN/inf
 # in the row of A), whether it takes the fast path, the bounds of its products; nbad receives the flagged lanes
-# per row. Steps of up to 16 run each lane in one pass; longer ones in passes of KB elements with the lane's
-# partial sums in ebuf/xbuf. Whole arrays and indices, no views: a view per row costs more than a row of work.
+# per row. Whole arrays and indices, no views: a view per row costs more than a row of work.
 # (Two rows per pass, to read B's step once, defeats the vectoriser: it cannot prove two rows of `acc` apart.)
 
 
@@ -266,19 +268,26 @@ def _settled(c, cl, x, xb, other, emin, emax, sh, rne):
     """(acc, cal, flag) of a lane whose exact sum is x (float64 pattern xb): the sum rounded and its binade, or C
     kept and the lane flagged for _lane (`other`, a zero sum, a result outside the accumulator's normal range, a
     special C). Values only: stores inside an inlined helper cost the loops their vectorisation."""
-    ex = ((xb >> 52) & 0x7FF) - 1023
-    bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | other
+    ex = ((xb >> 52) & 0x7FF) - 1023  # a zero sum: -1023, below emin
+    bad = (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | other
     rb = round_bits_f64(xb, sh, rne)
     return (c if bad else _i2f(rb)), (cl if bad else ((rb >> 52) & 0x7FF) - 1023), bad
 
 
 @njit(cache=True, inline="always")
-def _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
+def _fast_epilogue(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
     """Round the exact sums xbuf of a fast-path row; flag lanes whose C the true E would truncate."""
+    if rne:
+        return _fast_round(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, True, thr_p)
+    return _fast_round(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, False, thr_p)
+
+
+@njit(cache=True, inline="always")
+def _fast_round(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
     sh = 52 - keep
     bad_n = 0
     for n in range(nlen):
-        c = acc[t, m, n]
+        c = cbuf[n]
         cl = cal[t, m, n]
         x = xbuf[n]
         top = np.int64(max(tp, cl))  # >= the lane's E; C is exact iff it is a multiple of 2^(top - F)
@@ -291,18 +300,26 @@ def _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, e
 
 
 @njit(cache=True, inline="always")
-def _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
-    """Round the truncated sums xbuf (in units of 2^(E - F), E in ebuf) of a general-path row."""
+def _general_epilogue(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
+    """Round the truncated sums xbuf (in units of 2^(E - F), E in ebuf) of a general-path row (rne a constant in
+    each call: one loop per rounding)."""
+    if rne:
+        return _general_round(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, True)
+    return _general_round(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, False)
+
+
+@njit(cache=True, inline="always")
+def _general_round(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
     sh = 52 - keep
     bad_n = 0
     for n in range(nlen):
         e = np.int64(ebuf[n])
-        c = acc[t, m, n]
+        c = cbuf[n]
         cl = cal[t, m, n]
         x = xbuf[n]
         xb = _f2i(x * _i2f((1023 - F + e) << 52))  # written out: through _settled this loop vectorises less
-        ex = ((xb >> 52) & 0x7FF) - 1023
-        bad = (x == 0.0) | (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
+        ex = ((xb >> 52) & 0x7FF) - 1023  # a zero sum: -1023, below emin
+        bad = (ex < emin) | (ex >= emax) | (cl >= SPECIAL_CAL) | bspec[t, s, n]
         rb = round_bits_f64(xb, sh, rne)
         acc[t, m, n] = c if bad else _i2f(rb)
         cal[t, m, n] = cl if bad else ((rb >> 52) & 0x7FF) - 1023
@@ -319,126 +336,98 @@ def _skip_row(flag, i, nlen):
 
 
 @njit(cache=True, inline="always")
-def _tile_step(KS, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
                fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    """One pass per lane (KS <= 16, a compile-time constant)."""
-    k0 = s * KS
-    for i in range(r1 - r0):
-        m = r0 + i
-        if skip[i]:
-            nbad[i] = _skip_row(flag, i, nlen)
-        elif fast[i]:  # no product is truncated (row bounds): exact multiply-adds
-            for n in range(nlen):
-                x = acc[t, m, n]
-                for k in range(KS):
-                    x += aval[m, k0 + k] * bval[t, k0 + k, n]
-                xbuf[n] = x
-            nbad[i] = _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, top_p[i], lo_p[i], F, keep, emin, emax,
-                                     rne, thr_p)
-        else:
-            zr = zrow[i]
-            for n in range(nlen):  # int32 throughout (numba widens int32 + int32 to int64: half the lanes)
-                e = max(cal[t, m, n], bzf[t, s, n], zr)
-                for k in range(KS):
-                    e = max(e, np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
-                ebuf[n] = e
-            sh = 52 - keep  # the epilogue in the same pass (one load and store of each lane fewer)
-            bad_n = 0
-            for n in range(nlen):
-                e = np.int64(ebuf[n])
-                sc = _i2f((1023 + F - e) << 52)
-                c = acc[t, m, n]
-                cl = cal[t, m, n]
-                x = np.trunc(c * sc)
-                for k in range(KS):
-                    x += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sc)
-                acc[t, m, n], cal[t, m, n], bad = _settled(c, cl, x, _f2i(x * _i2f((1023 - F + e) << 52)),
-                                                           bspec[t, s, n], emin, emax, sh, rne)
-                flag[i, n] = bad
-                bad_n += bad
-            nbad[i] = bad_n
-
-
-@njit(cache=True, inline="always")
-def _tile_step_blocked(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
-                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    """Passes of KB elements per lane (any ks), partial sums in ebuf/xbuf."""
+    """Rows [r0, r1) of tile t, chain step s (ks a compile-time constant in the _stepN wrappers). Each phase is its
+    own loop over the lanes: the largest alignment (passes of up to EB elements), the sums (passes of KB elements,
+    one pass for steps of 8; partial sums in xbuf, 2^(F - E) in sbuf), then the rounding. Lanes are independent within a pass, so the loads
+    and the truncations of consecutive lanes overlap; one loop with the rounding in it vectorised only in part.
+    fbuf (3, TN): xbuf, sbuf and cbuf, a copy of C (the rounding keeps C from it: a select against acc itself
+    compiles to masked stores)."""
+    xbuf, sbuf, cbuf = fbuf[0], fbuf[1], fbuf[2]
     k0 = s * ks
-    whole = ks - ks % KB
+    kp = 8 if ks == 8 else KB  # a constant in the _stepN wrappers
+    whole = ks - ks % kp
+    eb = min(ks, EB)
+    ewhole = ks - ks % eb
     for i in range(r1 - r0):
         m = r0 + i
         if skip[i]:
             nbad[i] = _skip_row(flag, i, nlen)
-        elif fast[i]:
+        elif fast[i]:  # no product is truncated (row bounds): exact multiply-adds (any order: no partial sum rounds)
             for n in range(nlen):
-                xbuf[n] = acc[t, m, n]
-            for kb in range(0, whole, KB):
+                cbuf[n] = acc[t, m, n]
+                xbuf[n] = cbuf[n]
+            for kb in range(0, whole, kp):
                 for n in range(nlen):
                     x = xbuf[n]
-                    for k in range(KB):
+                    for k in range(kp):
                         x += aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n]
                     xbuf[n] = x
             for k in range(whole, ks):
                 for n in range(nlen):
                     xbuf[n] += aval[m, k0 + k] * bval[t, k0 + k, n]
-            nbad[i] = _fast_epilogue(acc, cal, xbuf, flag, t, m, i, nlen, top_p[i], lo_p[i], F, keep, emin, emax,
+            nbad[i] = _fast_epilogue(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, top_p[i], lo_p[i], F, keep, emin, emax,
                                      rne, thr_p)
         else:
             zr = zrow[i]
             for n in range(nlen):
-                ebuf[n] = max(cal[t, m, n], bzf[t, s, n], zr)
-            for kb in range(0, whole, KB):
+                ebuf[n] = np.int16(max(cal[t, m, n], bzf[t, s, n], zr, E_FLOOR))
+            for kb in range(0, ewhole, eb):  # int16 throughout (numba widens int16 + int16 to int64: 1/4 the lanes)
                 for n in range(nlen):
                     e = ebuf[n]
-                    for k in range(KB):
-                        e = max(e, np.int32(aal[m, k0 + kb + k] + bal[t, k0 + kb + k, n]))
+                    for k in range(eb):
+                        e = max(e, np.int16(aal[m, k0 + kb + k] + bal[t, k0 + kb + k, n]))
                     ebuf[n] = e
-            for k in range(whole, ks):
+            for k in range(ewhole, ks):
                 for n in range(nlen):
-                    ebuf[n] = max(ebuf[n], np.int32(aal[m, k0 + k] + bal[t, k0 + k, n]))
+                    ebuf[n] = max(ebuf[n], np.int16(aal[m, k0 + k] + bal[t, k0 + k, n]))
             for n in range(nlen):
-                xbuf[n] = np.trunc(acc[t, m, n] * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
-            for kb in range(0, whole, KB):
+                sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
+                sbuf[n] = sc
+                cv = acc[t, m, n]
+                cbuf[n] = cv
+                xbuf[n] = np.trunc(cv * sc)
+            for kb in range(0, whole, kp):  # integers below 2^53: exact in any order
                 for n in range(nlen):
-                    sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
+                    sc = sbuf[n]
                     x = xbuf[n]
-                    for k in range(KB):
+                    for k in range(kp):
                         x += np.trunc(aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n] * sc)
                     xbuf[n] = x
             for k in range(whole, ks):
                 for n in range(nlen):
-                    xbuf[n] += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n]
-                                        * _i2f((1023 + F - np.int64(ebuf[n])) << 52))
-            nbad[i] = _general_epilogue(acc, cal, ebuf, xbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax,
+                    xbuf[n] += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sbuf[n])
+            nbad[i] = _general_epilogue(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax,
                                         rne)
 
 
 @njit(cache=True, nogil=True)
-def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
-           lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(8, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+           top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(8, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True, nogil=True)
-def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
-            lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(16, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-               top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+            top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(16, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True, nogil=True)
-def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast, top_p,
-            lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step_blocked(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
-                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
+            top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True, nogil=True)
-def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-                  top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step_blocked(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
-                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+              fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
+               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 # ---- promotion into the f32 main accumulator
@@ -501,8 +490,8 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
         r1 = min(m1, r0 + tm)
         rows = r1 - r0
         nlen = min(TN, N - t * TN)
-        ebuf = np.empty(TN, np.int32)
-        xbuf = np.empty(TN, np.float64)
+        ebuf = np.empty(TN, np.int16)
+        fbuf = np.empty((3, TN), np.float64)  # per lane: partial sums, 2^(F - E), C
         flag = np.empty((tm, TN), np.bool_)
         zrow = np.empty(tm, np.int32)
         skip = np.zeros(tm, np.bool_)
@@ -531,17 +520,17 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
                         fast[i] = lo_p[i] >= tp - thr_p
             if ks == 16:  # the unrolled kernels of the instruction K steps, separate functions (an inlined copy
                 # in this loop optimises worse)
-                _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
-                        fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+                _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow,
+                        skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             elif ks == 32:
-                _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
-                        fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+                _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow,
+                        skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             elif ks == 8:
-                _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow, skip,
-                       fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+                _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow,
+                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             else:
-                _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, xbuf, flag, t, r0, r1, s, nlen, zrow,
-                              skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+                _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen,
+                          zrow, skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             for i in range(rows):
                 m = r0 + i
                 stats[job, 0 if fast[i] else 1] += 1

@@ -233,7 +233,7 @@ class _Prepared:
 
     def __init__(self, R, steps, ks):
         self.val = np.empty((R, steps * ks))
-        self.al = np.empty((R, steps * ks), np.int32)
+        self.al = np.empty((R, steps * ks), np.int16)  # chain.NO_AL for zero and special elements
         self.lo = np.empty((R, steps), np.int32)
         self.hi = np.empty((R, steps), np.int32)
         self.zero = np.empty((R, steps), np.bool_)
@@ -279,7 +279,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     cst = min(chunk, steps * ks) // ks  # steps per chunk
     bufs_a, bufs_b = _Prepared(M, cst, ks), _Prepared(N, cst, ks)
     bval = np.empty((T, cst * ks, tn))
-    bal = np.empty((T, cst * ks, tn), np.int32)
+    bal = np.empty((T, cst * ks, tn), np.int16)
     bzf = np.empty((T, cst, tn), np.int32)
     bspec = np.empty((T, cst, tn), np.bool_)
     blo = np.empty((T, cst), np.int32)
