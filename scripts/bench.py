@@ -374,6 +374,12 @@ def matmul_bench(quick=False):
 
 
 def print_dask_bench():
+    try:
+        import distributed  # noqa: F401  (optional: pip install 'tcemu[dask]')
+    except ImportError:
+        print(f"{'Triton bf16 matmul 1024^3 over dask, 4 worker processes':<58} {'-':>10}  unavailable: dask.distributed "
+              "is not installed (pip install 'tcemu[dask]')")
+        return
     local, dist, same = dask_bench()
     print(f"{'Triton bf16 matmul 1024^3 over dask, 4 worker processes':<58} {dist['seconds']:>10.2f} s  "
           f"one process {local['seconds']:.2f} s: x{local['seconds'] / dist['seconds']:.2f} on {cores()} cores; "
