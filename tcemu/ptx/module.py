@@ -613,8 +613,9 @@ def _hazard_checked(op, ins: P.Instruction, prog: Program):
                 if s in W.wgmma_pending:
                     if getattr(W, "warps", None) is not None:   # a lock-step batch: each warp on its own
                         raise HazardError(wh, "serialized per warp")
-                    text = (f"{wh}: {names[s]} belongs to a wgmma.mma_async still in flight; ptxas makes this "
-                            f"{'write' if s in writes else 'read'} wait for it ({'C7515: the wgmmas are serialized' if s in writes else 'C7517: a wgmma.wait_group is injected'}), "
+                    how = "write wait for it (C7515: the wgmmas are serialized)" if s in writes else \
+                        "read wait for it (C7517: a wgmma.wait_group is injected)"
+                    text = (f"{wh}: {names[s]} belongs to a wgmma.mma_async still in flight; ptxas makes this {how}, "
                             "so the result is the finished wgmma's; add the wgmma.wait_group to keep the pipeline")
                     warnings.warn(WgmmaSerializedWarning(text), stacklevel=2)
                     serialize(W)

@@ -29,6 +29,7 @@ SM90 = sorted(CK.FIXTURES)
 # tests/sfu/test_triton_sfu_kernels.py checks them
 SFU = sorted({ln["fixture"] for c in CS.CASES for ln in c["launches"]})
 SM100 = ["matmul_bf16_sm100", "matmul_e4m3_sm100", "matmul_tma_bf16_ws_sm100"]
+MMA_SYNC = ["dot_mma_sync_f16"]   # tests/ptx/test_mma_sync.py runs it (a tl.dot Triton lowers to mma.sync)
 M64 = (1 << 64) - 1
 
 
@@ -39,10 +40,10 @@ def _meta(name):
 # ------------------------------------------------------------------ fixtures on disk
 
 def test_fixture_set_is_exactly_the_listed_kernels():
-    """Every Triton fixture on disk is one the captures or the sm100 list name, with its PTX (other fixture
-    families, nvcc's and CUTLASS's, share the folder and carry no "triton" key)."""
+    """Every Triton fixture on disk is one the captures, the sm100 or the mma.sync list name, with its PTX (other
+    fixture families, nvcc's and CUTLASS's, share the folder and carry no "triton" key)."""
     triton = sorted(p.stem for p in FIX.glob("*.json") if "triton" in json.loads(p.read_text()))
-    assert triton == sorted(SM90 + SM100 + SFU)
+    assert triton == sorted(SM90 + SM100 + SFU + MMA_SYNC)
     assert all((FIX / f"{name}.ptx").exists() for name in triton)
 
 
