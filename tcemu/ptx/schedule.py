@@ -1,10 +1,10 @@
 """Which CTAs of a launch may be resident at once, and the order they start in.
 
-Warps running in lock-step (lockstep.py), a wave of clusters starts at once (`wave`: the limit, within
-WAVE_BYTES of tcemu's state); otherwise tcemu runs one cluster at a time, to completion, as long as it makes
-progress (results and traces do not depend on how many CTAs a GPU holds). CTAs that wait on each other (a grid
-barrier, a stream-K fix-up, a producer and a consumer in different CTAs) need the others to be running: when
-the resident warps are proven stuck (machine.run_ctas, hang.py), the next clusters start, in grid order (x, then y, then z), up to `limit` resident
+Warps running in lock-step (lockstep.py), a wave of clusters starts at once (`wave`: the limit, within WAVE_BYTES of
+tcemu's state); otherwise tcemu runs one cluster at a time, to completion, as long as it makes progress (results and
+traces do not depend on how many CTAs a GPU holds). CTAs that wait on each other (a grid barrier, a stream-K fix-up,
+a producer and a consumer in different CTAs) need the others to be running: when the resident warps are proven stuck
+(machine.run_ctas, hang.py), the next clusters start, in grid order (x, then y, then z), up to `limit` resident
 clusters; finished clusters leave and free their slots. The limit is an H100's occupancy for the kernel
 (launch(resident="occupancy")), the whole grid (resident="grid") or a number of CTAs (resident=int).
 """
