@@ -18,7 +18,6 @@ value unchanged is invisible: a race of one chunk changing a byte and another wr
 seen (the merged result is then the changing chunk's).
 """
 import hashlib
-import pickle
 import sys
 import threading
 import time
@@ -95,8 +94,8 @@ class _Ref:
 class _Job:
     """What every chunk shares (scattered to the workers once)."""
 
-    def __init__(self, module_cls, state, key, name, options, args, param_bytes, buffers, arrays, readonly):
-        self.module_cls, self.state, self.key, self.name = module_cls, state, key, name
+    def __init__(self, module_cls, source, key, name, options, args, param_bytes, buffers, arrays, readonly):
+        self.module_cls, self.source, self.key, self.name = module_cls, source, key, name
         self.options, self.args, self.param_bytes, self.buffers = options, args, param_bytes, buffers
         self.arrays, self.readonly = arrays, readonly
 
@@ -202,13 +201,11 @@ def launch(mod, name, scheduler, options):
                                         f"{show(text, 80)} is {why}"
                                         + (f" ({len(talk) - 1} more such instructions)" if len(talk) > 1 else "")
                                         + f"; {len(chunks)} chunks (run it locally, or on a one-thread cluster)")
-        state = {k: v for k, v in mod.__dict__.items() if k != "_programs"}
-        blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         param_bytes = options.pop("param_bytes", None)
         if isinstance(param_bytes, (np.ndarray, bytearray)):
             param_bytes = param_bytes.tobytes() if isinstance(param_bytes, np.ndarray) else bytes(param_bytes)
-        job = _Job(type(mod), blob, hashlib.sha1(blob).hexdigest(), name, options, args, param_bytes, buffers,
-                   arrays, [not a.flags.writeable for a in arrays])
+        job = _Job(type(mod), (mod.text, mod.name), hashlib.sha1(mod.text.encode()).hexdigest(), name, options,
+                   args, param_bytes, buffers, arrays, [not a.flags.writeable for a in arrays])
         shared = client.scatter(job, broadcast=True, hash=False)
         futures = [client.submit(_run_chunk, shared, chunk, pure=False) for chunk in chunks]
         results = _gather(futures, chunks, progress)
@@ -320,9 +317,7 @@ def _module(job):
     key = (job.key, threading.get_ident())   # a worker's threads never share a Module's compiled state
     mod = _MODULES.get(key)
     if mod is None:
-        mod = job.module_cls.__new__(job.module_cls)
-        mod.__dict__.update(pickle.loads(job.state))
-        mod._programs = {}
+        mod = job.module_cls(*job.source)   # parsed again from its text: no code object travels
         while len(_MODULES) >= 4:
             _MODULES.pop(next(iter(_MODULES)))
         _MODULES[key] = mod

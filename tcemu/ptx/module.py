@@ -135,6 +135,7 @@ def _cta_index(value):
 class Module:
     def __init__(self, text: str, name: str = "<ptx>"):
         self.name = name
+        self.text = text     # the source: dask workers (distribute.py) load the module from it
         self.tree = P.parse(text)
         if not self.tree.version:  # PTX ISA 11.1.1: each module begins with a .version directive
             raise PtxSyntaxError(1, 1, "a PTX module begins with a .version directive (is this PTX text?)")

@@ -19,20 +19,8 @@ from tcemu.frontends import triton_driver  # noqa: E402
 from tcemu.ptx import KernelFault  # noqa: E402
 
 from paths import ROOT
-os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
-
-
-def _torch():
-    return pytest.importorskip("torch", reason="torch is not installed: the ordinary-launch tests need CPU torch "
-                                               "tensors (pip install torch)")
-
-
-@pytest.fixture(scope="module")
-def sm90():
-    """tcemu's driver active for the tests of this module, switched off again after them."""
-    drv = T.activate("sm90")
-    yield drv
-    T.deactivate()
+from tritonkit import sm90  # noqa: E402,F401  (the fixture)
+from tritonkit import torch_or_skip as _torch  # noqa: E402
 
 
 @triton.jit

@@ -1,6 +1,5 @@
 """Forms that Triton's own unit tests (test_core.py, scripts/checks/triton_test_core.py) found missing in tcemu, each
 launched as a user launches it: `kernel[grid](...)` on CPU torch tensors with tcemu's driver active."""
-import os
 
 import numpy as np
 import pytest
@@ -11,19 +10,8 @@ import triton.language as tl  # noqa: E402
 import tcemu.triton as T  # noqa: E402
 
 pytestmark = pytest.mark.needs_triton
-os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
-
-
-def _torch():
-    return pytest.importorskip("torch", reason="torch is not installed: the ordinary-launch tests need CPU torch "
-                                               "tensors (pip install torch)")
-
-
-@pytest.fixture(scope="module")
-def sm90():
-    drv = T.activate("sm90")
-    yield drv
-    T.deactivate()
+from tritonkit import sm90  # noqa: E402,F401  (the fixture)
+from tritonkit import torch_or_skip as _torch  # noqa: E402
 
 
 @triton.jit
