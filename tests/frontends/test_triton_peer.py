@@ -7,7 +7,6 @@ import pytest
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install 'tcemu[triton]')")
 import triton.language as tl  # noqa: E402
 
-import tcemu.triton as T  # noqa: E402
 
 pytestmark = pytest.mark.needs_triton
 from tritonkit import sm90  # noqa: E402,F401  (the fixture)
