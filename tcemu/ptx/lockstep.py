@@ -6,6 +6,11 @@ warp by warp, in gang order, and those that block are tried again once the other
 at a bar.sync releases the rest). A gang whose warps go to different PCs splits into gangs by PC; a warp that
 blocks for good, diverges or exits leaves, and the scheduler (machine.run_ctas) runs it on its own.
 
+An op with a gang version (op.gang([(warp, mask), ...])) runs once for all the gang's warps instead: it has the
+effects the warps' runs one after another would have, in gang order, and falls through for each; where it cannot
+promise that (a check fails, a case it does not cover) it raises signals.Fallback before changing anything and
+the warps run the instruction one at a time, which also gives any report its warp.
+
 Private instructions touch no state another warp can see, so running them early for other warps changes
 nothing anyone observes; the other instructions run in an order the GPU may also take (warps interleave at
 instruction granularity). Off with TCEMU_LOCKSTEP=0; TCEMU_LOCKSTEP=force also runs single warps' stretches
@@ -19,7 +24,7 @@ from . import parser as P
 from ..core.errors import TcemuError
 from .errors import KernelFault, PtxError
 from .program import CLASS_ATTR, regs_of
-from .signals import BLOCK
+from .signals import BLOCK, Fallback
 
 # opcodes whose semantics read and write only registers (ops/integer.py, floating.py, data.py, convert.py)
 PRIVATE = frozenset({
@@ -170,7 +175,23 @@ def run(gang, budget: int, log=None) -> int:
                 continue
             moved = set()
             pending = g
-            for _ in range(MAX_PASSES):
+            gang_op = getattr(code[pc], "gang", None)
+            if gang_op is not None:
+                if log is not None:
+                    log.running = g[0]
+                try:
+                    gang_op([(w, None) for w in g])
+                except Fallback:
+                    pass
+                else:
+                    for w in g:
+                        w.pc = pc + 1
+                        w.wait = None
+                        w.executed += 1
+                    n += len(g)
+                    moved = set(g)
+                    pending = ()
+            for _ in range(MAX_PASSES if pending else 0):
                 blocked = []
                 for w in pending:
                     if log is not None:

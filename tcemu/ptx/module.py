@@ -584,6 +584,20 @@ def _guarded(op, ins: P.Instruction, prog: Program):
         return op(W, mm)
     guarded.wgmma = getattr(op, "wgmma", False)
     guarded.refused = getattr(op, "refused", False)
+    gang = getattr(op, "gang", None)
+    if gang is not None:
+        def gang_guarded(pairs):
+            run = []
+            for W, m in pairs:
+                p = W.rp[i]
+                if neg:
+                    p = ~p
+                mm = p if m is None else (p & m)
+                if mm.any():
+                    run.append((W, None if m is None and mm.all() else mm))
+            if run:
+                gang(run)
+        guarded.gang = gang_guarded
     return guarded
 
 
