@@ -169,6 +169,40 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
         sd.r_info[spots] = (np.int64(g.site(wh) << 16 | W.index << 6) | (np.asarray(tids, np.int64) % 32))[:, None]
 
 
+
+
+def reads_race(W, a, off, nbytes) -> bool:
+    """Whether plain loads by W's CTA of `nbytes` at offsets `off` of allocation `a` race with another CTA's write
+    (on_access reports it); checks only."""
+    g = state(W)
+    sd = None if g is None else g.shadows.get(id(a))
+    if sd is None or off.size == 0:
+        return False
+    me = g.cta(W.cta)
+    w = sd.writers
+    if not (len(w) > 1 or (w and me.id not in w)):
+        return False
+    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
+    bad = _unordered(g, me, sd.w_key[spots])
+    return bad is not None and bool((bad & ((sd.w_info[spots] >> 5 & 1) == 0)).any())
+
+
+def record_reads(W, a, off, nbytes, tids, wh):
+    """on_access's record of plain loads by several warps of W's CTA at once, where reads_race found none (tids:
+    the CTA's thread indices, warp = tid // 32)."""
+    g = state(W)
+    if g is None or off.size == 0:
+        return
+    me = g.cta(W.cta)
+    sd = g.shadows.get(id(a))
+    if sd is None:
+        sd = g.shadows[id(a)] = GShadow(a.data.size)
+    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
+    sd.readers.add(me.id)
+    tids = np.asarray(tids, np.int64)
+    sd.r_key[spots] = np.int64(me.id << 32 | me.epoch)
+    sd.r_info[spots] = (np.int64(g.site(wh) << 16) | (tids // 32) << 6 | tids % 32)[:, None]
+
 def _unordered(g, me, key):
     """Bytes whose recorded access (key) is by another CTA this one does not know past its epoch; None: none."""
     cta = key >> 32

@@ -38,6 +38,7 @@ MAX_PASSES = 4                         # tries of a blocking instruction within 
 MODE = os.environ.get("TCEMU_LOCKSTEP", "1")
 ENABLED = MODE != "0"
 FORCE = MODE == "force"
+GANG_OPS = True                        # ops' gang versions (tests turn them off to compare)
 
 
 def _private(ins, op) -> bool:
@@ -175,7 +176,7 @@ def run(gang, budget: int, log=None) -> int:
                 continue
             moved = set()
             pending = g
-            gang_op = getattr(code[pc], "gang", None)
+            gang_op = getattr(code[pc], "gang", None) if GANG_OPS else None
             if gang_op is not None:
                 if log is not None:
                     log.running = g[0]

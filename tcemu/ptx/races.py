@@ -268,6 +268,50 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
     sd.w_region[spots] = region
 
 
+
+
+def gang_plan(sh, chunks):
+    """on_write's checks for the plain writes of several warps of one CTA at once: chunks [(W, spots (n, k),
+    tids)], every shared byte in at most one chunk, each chunk one on_write call of the warps' one-at-a-time runs.
+    The per-chunk record (gang_record) where none of them would report, or None (a warp diverged, or a write
+    conflicts with an earlier access: on_write reports it). Checks only; the bytes are disjoint, so one chunk's
+    record cannot change the verdict on another."""
+    rows = []
+    for W, spots, tids in chunks:
+        st = clock(W)
+        if st is None:
+            return []
+        if W.lane_pc is not None:
+            return None
+        sd = shadow(sh, st)
+        if sd.unordered_writers(st):
+            ep = sd.w_ep[spots]
+            if ((ep & M32) > st.vcx[ep >> 32]).any():
+                return None
+        if len(sd.agents):
+            late = np.flatnonzero(sd.rmax > st.vc[sd.agents])
+            if late.size and ((sd.R[late[:, None, None], spots[None]] >> 32) >
+                              st.vc[sd.agents[late]][:, None, None]).any():
+                return None
+        rows.append((st, st.now(W), _mask(tids)))
+    return rows
+
+
+def gang_record(sh, chunks, rows, wh):
+    """Record the writes gang_plan checked, as the warps' on_write calls would."""
+    if not rows:
+        return
+    sd = sh.race
+    spots = np.concatenate([c[1].reshape(-1) for c in chunks])
+    per = [c[1].size for c in chunks]   # bytes per chunk
+    lanes = np.concatenate([np.repeat(np.asarray(c[2], np.int64) % 32, c[1].shape[1]) for c in chunks])
+    sd.w_ep[spots] = np.repeat(np.array([np.int64((st.id + 1) << 32) | st.vc[st.id] for st, *_ in rows]), per)
+    for st, *_ in rows:
+        sd.wmax[st.id] = st.vc[st.id]
+    sd.w_info[spots] = np.int64(rows[0][0].cl.site(wh) << 6) | lanes
+    sd.w_mask[spots] = np.repeat(np.array([r[2] for r in rows], np.int64), per)
+    sd.w_region[spots] = np.repeat(np.array([r[1] for r in rows], np.int64), per)
+
 def _diverged(sd, st, ep, spots, tids, region):
     """Same-warp writes of this divergence region by lanes on another path: neither lane executed the other's
     instruction (a lane that executed it, or whose lanes now execute with the writer's, is ordered after it)."""

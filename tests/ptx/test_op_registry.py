@@ -21,7 +21,7 @@ def test_every_family_registers():
 
 def test_lookup_takes_the_longest_prefix():
     assert lookup(_ins("cp.async.mbarrier.arrive.b64")).__module__.endswith(".mbarrier")
-    assert lookup(_ins("cp.async.ca.shared.global")).__module__.endswith(".memory_ops")
+    assert lookup(_ins("cp.async.ca.shared.global")).__module__.endswith(".cp_async")
     assert lookup(_ins("tcgen05.mma.cta_group::1.kind::f16")).__module__.endswith(".tcgen05.mma")
     with pytest.raises(PtxUnsupported, match="not supported by tcemu's interpreter"):
         lookup(_ins("nosuchop.b32"))

@@ -15,7 +15,7 @@ from ..machine import BLOCK, DIVERGED
 from ..types import TYPES
 from .calls import c_return
 from .common import Mods, dest_setter, mask_array, operands, require_ptx, require_target, where
-from .memory_ops import drain_cp_async
+from .cp_async import drain_cp_async
 from .registry import register
 
 U32 = TYPES["u32"]

@@ -16,7 +16,8 @@ from ..machine import BLOCK
 from ..types import TYPES
 from .common import Mods, mask_array, where
 from .registry import register
-from .memory_ops import address, cluster_space, drain_cp_async, shared_target
+from .cp_async import drain_cp_async
+from .memory_ops import address, cluster_space, shared_target
 
 U32 = TYPES["u32"]
 U64 = TYPES["u64"]

@@ -1,4 +1,4 @@
-"""Loads, stores and copies between state spaces: ld, st, cp.async (+ commit/wait), ldmatrix, stmatrix,
+"""Loads, stores and copies between state spaces: ld, st, ldmatrix, stmatrix,
 prefetch, atom, red (PTX ISA 9.7.9.8-9.7.9.10, 9.7.9.25, 9.7.9.15-16, 9.7.13).
 
 Every access is checked: inside an allocation of its state space, naturally aligned, and (shared memory)
@@ -8,8 +8,8 @@ import numpy as np
 
 from .. import fparith
 from .. import parser as P
-from .. import graces, races
-from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
+from .. import graces
+from ..errors import HazardError, MemoryFault, PtxSyntaxError
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
 from .common import Mods, mask_array, operands, require_ptx, require_target, where
@@ -257,140 +257,6 @@ def c_prefetch(ins, prog, pc):
             sd(W, np.zeros(32, np.uint64), m)
         return policy
     return lambda W, m: None
-
-
-# ----------------------------------------------------------------------------------------------- cp.async
-
-@register("cp.async")
-def c_cp_async(ins, prog, pc):
-    mods = Mods(ins, skip=2)
-    if "bulk" in mods:
-        raise PtxUnsupported(ins.opcode, f"bulk copies are not modelled yet ({ins.where()})")
-    if mods.parts and mods.parts[0] in ("commit_group", "wait_group", "wait_all"):
-        return _cp_async_sync(ins, prog, mods.parts[0])
-    if mods.parts and mods.parts[0] == "mbarrier":
-        raise PtxUnsupported(ins.opcode, "cp.async.mbarrier.arrive is not modelled yet")
-    ops = ins.operands
-    dst, src, size = ops[0], ops[1], ops[2]
-    if not isinstance(size, P.Imm) or size.value not in (4, 8, 16):
-        raise PtxSyntaxError(ins.line, ins.col, "cp.async cp-size must be 4, 8 or 16")
-    if "cg" in mods and size.value != 16:
-        raise PtxSyntaxError(ins.line, ins.col, "cp.async.cg copies 16 bytes")
-    nbytes = size.value
-    g_dst = address(prog, dst, ins, "shared")
-    g_src = address(prog, src, ins, "global")
-    g_srcsize = g_ignore = None
-    rest = ops[3:]
-    if "L2::cache_hint" in ins.opcode:
-        rest = rest[:-1]
-    if rest:
-        if isinstance(rest[0], (P.Reg, P.Imm)) and not (isinstance(rest[0], P.Reg) and
-                                                        prog.slot(rest[0], ins).cls == 1):
-            g_srcsize = prog.read(rest[0], TYPES["u32"], ins)
-        else:
-            g_ignore = prog.read(rest[0], TYPES["pred"], ins)
-    wh = where(ins)
-    span = np.arange(nbytes)
-
-    def op(W, m):
-        if m is None and W.full:
-            dsts, srcs, tids = g_dst(W).astype(np.int64), g_src(W), W.tid
-            act = None
-        else:
-            act = mask_array(m) & W.live
-            dsts = g_dst(W)[act].astype(np.int64)
-            srcs, tids = g_src(W)[act], W.tid[act]
-        n = None if g_srcsize is None and g_ignore is None else np.full(dsts.size, nbytes, np.int64)
-        if g_srcsize is not None:
-            n = np.minimum((g_srcsize(W) if act is None else g_srcsize(W)[act]).astype(np.int64), nbytes)
-        if g_ignore is not None:
-            n = np.where(g_ignore(W) if act is None else g_ignore(W)[act], 0, n)
-        if dsts.size and (dsts % nbytes).any():
-            j = int(np.flatnonzero(dsts % nbytes)[0])
-            raise MemoryFault(wh, f"thread {int(tids[j])}: shared destination {int(dsts[j]):#x} is not aligned to "
-                                  f"{nbytes} bytes")
-        src_bytes = srcs.astype(np.int64)[:, None] + span
-        if n is None or (n == nbytes).all():
-            data = access(W, "global", srcs, tids, nbytes, wh)
-        else:
-            keep = span[None, :] < n[:, None]
-            src_bytes = np.where(keep, src_bytes, -1)
-            data = np.zeros((dsts.size, nbytes), np.uint8)
-            reads = n > 0
-            if reads.any():  # lanes with src-size 0 read nothing (their address may be anything)
-                data[reads] = access(W, "global", srcs[reads], tids[reads], nbytes, wh)
-                data = np.where(keep, data, 0).astype(np.uint8)
-        sh = W.cta.shared
-        sh.check(dsts, nbytes, tids, wh, "writes")
-        spots = dsts[:, None] + span
-        order = np.argsort(dsts, kind="stable")
-        same = np.flatnonzero(dsts[order][1:] == dsts[order][:-1])
-        if same.size:
-            a, b = order[same[0]], order[same[0] + 1]
-            raise HazardError(wh, f"threads {int(tids[a])} and {int(tids[b])} of this cp.async both copy to shared "
-                                  f"bytes [{int(dsts[a]):#x}, {int(dsts[a]) + nbytes:#x}): two asynchronous copies in "
-                                  "flight write the same shared bytes")
-        # the copy may land any time from its issue (PTX 9.7.9.25): bytes an in-flight wgmma / bulk store /
-        # tcgen05 op still reads may not be its destination even though tcemu writes them at the wait
-        sh.check_overwrite(spots, wh, "this cp.async writes")
-        sh.check_in_flight(W, spots, wh, "this cp.async writes")
-        sh.async_pending[spots] = pc + 1
-        W.cp_async_open.append((spots, data, src_bytes, tids))
-    return op
-
-
-def _apply_copies(W, copies, wh="cp.async completing"):
-    sh = W.cta.shared
-    if len(copies) > 1:   # one group's copies land together (none overlap: check_in_flight refused that at issue)
-        widths = {}
-        for c in copies:
-            widths.setdefault(c[0].shape[1], []).append(c)
-        copies = [tuple(np.concatenate(part) for part in zip(*cs)) if len(cs) > 1 else cs[0]
-                  for cs in widths.values()]
-    for spots, data, src, tids in copies:
-        sh.check_overwrite(spots, wh, "a cp.async completing here writes")
-        # racecheck: the copy's write lands here, in the issuing warp's order (a reader needs the wait's edge)
-        races.on_write(sh, W, spots, tids, wh, data)
-        sh.copy_pc[spots] = sh.async_pending[spots]
-        sh.guard_bar[spots] = -1
-        sh.smem.data[spots] = data
-        sh.smem.written[spots] = True
-        sh.source[spots] = src
-        sh.mark_generic(spots)   # cp.async writes through the generic proxy
-        sh.async_pending[spots] = 0
-
-
-def drain_cp_async(W):
-    """Complete every copy of a warp (at exit: the hardware finishes them even if nobody waits)."""
-    for g in W.cp_async_groups:
-        _apply_copies(W, g)
-    _apply_copies(W, W.cp_async_open)
-    W.cp_async_groups, W.cp_async_open = [], []
-
-
-def _cp_async_sync(ins, prog, which):
-    if which == "commit_group":
-        def commit(W, m):
-            W.cp_async_groups.append(W.cp_async_open)
-            W.cp_async_open = []
-        return commit
-    if which == "wait_all":
-        def wait_all(W, m):
-            W.cp_async_groups.append(W.cp_async_open)
-            W.cp_async_open = []
-            drain_cp_async(W)
-        return wait_all
-    n_op = operands(ins, 1)[0]
-    if not isinstance(n_op, P.Imm):
-        raise PtxSyntaxError(ins.line, ins.col, "cp.async.wait_group takes an immediate")
-    keep = n_op.value
-
-    wh = where(ins)
-
-    def wait(W, m):
-        while len(W.cp_async_groups) > keep:
-            _apply_copies(W, W.cp_async_groups.pop(0), wh)
-    return wait
 
 
 # ----------------------------------------------------------------------------------------------- ldmatrix

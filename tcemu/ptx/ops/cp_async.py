@@ -1,0 +1,262 @@
+"""cp.async (+ commit_group / wait_group / wait_all): copies from global to shared memory that land at the wait
+(PTX ISA 9.7.9.25), with the checks at issue and at completion. Each op also has a gang version (lockstep.py):
+the warps of one CTA at one cp.async issue, or complete, as one batch; where a check would fail, or two warps'
+copies touch one byte, the warps run it one at a time instead (signals.Fallback), which makes the report.
+"""
+import numpy as np
+
+from .. import parser as P
+from .. import graces, races
+from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
+from ...core.errors import TcemuError
+from ..signals import Fallback
+from ..types import TYPES
+from .common import Mods, mask_array, operands, where
+from .memory_ops import access, address
+from .registry import register
+
+
+@register("cp.async")
+def c_cp_async(ins, prog, pc):
+    mods = Mods(ins, skip=2)
+    if "bulk" in mods:
+        raise PtxUnsupported(ins.opcode, f"bulk copies are not modelled yet ({ins.where()})")
+    if mods.parts and mods.parts[0] in ("commit_group", "wait_group", "wait_all"):
+        return _cp_async_sync(ins, prog, mods.parts[0])
+    if mods.parts and mods.parts[0] == "mbarrier":
+        raise PtxUnsupported(ins.opcode, "cp.async.mbarrier.arrive is not modelled yet")
+    ops = ins.operands
+    dst, src, size = ops[0], ops[1], ops[2]
+    if not isinstance(size, P.Imm) or size.value not in (4, 8, 16):
+        raise PtxSyntaxError(ins.line, ins.col, "cp.async cp-size must be 4, 8 or 16")
+    if "cg" in mods and size.value != 16:
+        raise PtxSyntaxError(ins.line, ins.col, "cp.async.cg copies 16 bytes")
+    nbytes = size.value
+    g_dst = address(prog, dst, ins, "shared")
+    g_src = address(prog, src, ins, "global")
+    g_srcsize = g_ignore = None
+    rest = ops[3:]
+    if "L2::cache_hint" in ins.opcode:
+        rest = rest[:-1]
+    if rest:
+        if isinstance(rest[0], (P.Reg, P.Imm)) and not (isinstance(rest[0], P.Reg) and
+                                                        prog.slot(rest[0], ins).cls == 1):
+            g_srcsize = prog.read(rest[0], TYPES["u32"], ins)
+        else:
+            g_ignore = prog.read(rest[0], TYPES["pred"], ins)
+    wh = where(ins)
+    span = np.arange(nbytes)
+
+    def lanes(W, m):
+        """(shared destinations, global sources, thread ids, bytes read per lane or None: all) of the lanes."""
+        if m is None and W.full:
+            dsts, srcs, tids = g_dst(W).astype(np.int64), g_src(W), W.tid
+            act = None
+        else:
+            act = mask_array(m) & W.live
+            dsts = g_dst(W)[act].astype(np.int64)
+            srcs, tids = g_src(W)[act], W.tid[act]
+        n = None if g_srcsize is None and g_ignore is None else np.full(dsts.size, nbytes, np.int64)
+        if g_srcsize is not None:
+            n = np.minimum((g_srcsize(W) if act is None else g_srcsize(W)[act]).astype(np.int64), nbytes)
+        if g_ignore is not None:
+            n = np.where(g_ignore(W) if act is None else g_ignore(W)[act], 0, n)
+        if n is not None and (n == nbytes).all():
+            n = None
+        return dsts, srcs, tids, n
+
+    def op(W, m):
+        dsts, srcs, tids, n = lanes(W, m)
+        if dsts.size and (dsts % nbytes).any():
+            j = int(np.flatnonzero(dsts % nbytes)[0])
+            raise MemoryFault(wh, f"thread {int(tids[j])}: shared destination {int(dsts[j]):#x} is not aligned to "
+                                  f"{nbytes} bytes")
+        src_bytes = srcs.astype(np.int64)[:, None] + span
+        if n is None:
+            data = access(W, "global", srcs, tids, nbytes, wh)
+        else:
+            keep = span[None, :] < n[:, None]
+            src_bytes = np.where(keep, src_bytes, -1)
+            data = np.zeros((dsts.size, nbytes), np.uint8)
+            reads = n > 0
+            if reads.any():  # lanes with src-size 0 read nothing (their address may be anything)
+                data[reads] = access(W, "global", srcs[reads], tids[reads], nbytes, wh)
+                data = np.where(keep, data, 0).astype(np.uint8)
+        sh = W.cta.shared
+        sh.check(dsts, nbytes, tids, wh, "writes")
+        spots = dsts[:, None] + span
+        order = np.argsort(dsts, kind="stable")
+        same = np.flatnonzero(dsts[order][1:] == dsts[order][:-1])
+        if same.size:
+            a, b = order[same[0]], order[same[0] + 1]
+            raise HazardError(wh, f"threads {int(tids[a])} and {int(tids[b])} of this cp.async both copy to shared "
+                                  f"bytes [{int(dsts[a]):#x}, {int(dsts[a]) + nbytes:#x}): two asynchronous copies in "
+                                  "flight write the same shared bytes")
+        # the copy may land any time from its issue (PTX 9.7.9.25): bytes an in-flight wgmma / bulk store /
+        # tcgen05 op still reads may not be its destination even though tcemu writes them at the wait
+        sh.check_overwrite(spots, wh, "this cp.async writes")
+        sh.check_in_flight(W, spots, wh, "this cp.async writes")
+        sh.async_pending[spots] = pc + 1
+        W.cp_async_open.append((spots, data, src_bytes, tids))
+
+    def gang(pairs):
+        plans = [_issue_plan(cta, [(W, lanes(W, m)) for W, m in members]) for cta, members in _by_cta(pairs)]
+        for cta, members, spots, data, src_bytes, tids, read in plans:
+            if read is not None:
+                graces.record_reads(members[0][0], read[0], read[1], nbytes, tids[read[2]], wh)
+            cta.shared.async_pending[spots] = pc + 1
+            at = 0
+            for W, k in members:
+                W.cp_async_open.append((spots[at:at + k], data[at:at + k], src_bytes[at:at + k], tids[at:at + k]))
+                at += k
+
+    def _issue_plan(cta, members):
+        """The members' issues checked (Fallback where a check would fail) and their copies made, changing
+        nothing: (cta, [(warp, lanes)], spots, data, source bytes, tids, (allocation, offsets, lanes read))."""
+        dsts = np.concatenate([x[0] for _, x in members])
+        srcs = np.concatenate([x[1] for _, x in members])
+        tids = np.concatenate([x[2] for _, x in members])
+        n = None
+        if any(x[3] is not None for _, x in members):
+            n = np.concatenate([np.full(x[0].size, nbytes, np.int64) if x[3] is None else x[3] for _, x in members])
+        sh = cta.shared
+        if dsts.size and ((dsts % nbytes).any() or int(dsts.min()) < sh.lo or int(dsts.max()) + nbytes > sh.hi):
+            raise Fallback
+        reads = slice(None) if n is None else np.flatnonzero(n > 0)
+        rsrc = srcs[reads]
+        data = np.zeros((dsts.size, nbytes), np.uint8)
+        read = None
+        if rsrc.size:
+            if (rsrc % np.uint64(nbytes)).any():
+                raise Fallback
+            try:
+                a, off = cta.launch.gmem._locate(rsrc, nbytes, tids, wh)
+            except TcemuError:
+                raise Fallback from None
+            if a is None or a == "multi" or graces.reads_race(members[0][0], a, off, nbytes):
+                raise Fallback
+            data[reads] = a.data[off[:, None] + span]
+            read = (a, off, reads)
+        src_bytes = srcs.astype(np.int64)[:, None] + span
+        if n is not None:
+            keep = span[None, :] < n[:, None]
+            src_bytes = np.where(keep, src_bytes, -1)
+            data = np.where(keep, data, 0).astype(np.uint8)
+        if _repeats(dsts):   # two lanes (of one warp or two) copy to the same bytes (starts aligned: equal)
+            raise Fallback
+        spots = dsts[:, None] + span
+        try:
+            sh.check_overwrite(spots, wh)
+        except TcemuError:
+            raise Fallback from None
+        if sh.async_pending[spots].any() or ("guard_bar" in sh.__dict__ and (sh.guard_bar[spots] >= 0).any()):
+            raise Fallback
+        return cta, [(W, x[0].size) for W, x in members], spots, data, src_bytes, tids, read
+
+    op.gang = gang
+    return op
+
+
+def _by_cta(pairs):
+    """pairs grouped by CTA, in gang order: [(cta, [(W, m), ...]), ...]."""
+    out = {}
+    for W, m in pairs:
+        out.setdefault(W.cta, []).append((W, m))
+    return list(out.items())
+
+
+def _repeats(x) -> bool:
+    s = np.sort(x)
+    return bool((s[1:] == s[:-1]).any())
+
+
+def _merged(copies):
+    """One group's copies, those of one width concatenated (they land together; none overlap: check_in_flight
+    refused that at issue)."""
+    if len(copies) <= 1:
+        return list(copies)
+    widths = {}
+    for c in copies:
+        widths.setdefault(c[0].shape[1], []).append(c)
+    return [tuple(np.concatenate(part) for part in zip(*cs)) if len(cs) > 1 else cs[0] for cs in widths.values()]
+
+
+def _apply_copies(W, copies, wh="cp.async completing"):
+    sh = W.cta.shared
+    for spots, data, src, tids in _merged(copies):
+        sh.check_overwrite(spots, wh, "a cp.async completing here writes")
+        # racecheck: the copy's write lands here, in the issuing warp's order (a reader needs the wait's edge)
+        races.on_write(sh, W, spots, tids, wh, data)
+        _land(sh, spots, data, src)
+
+
+def _land(sh, spots, data, src):
+    sh.copy_pc[spots] = sh.async_pending[spots]
+    sh.guard_bar[spots] = -1
+    sh.smem.data[spots] = data
+    sh.smem.written[spots] = True
+    sh.source[spots] = src
+    sh.mark_generic(spots)   # cp.async writes through the generic proxy
+    sh.async_pending[spots] = 0
+
+
+def drain_cp_async(W):
+    """Complete every copy of a warp (at exit: the hardware finishes them even if nobody waits)."""
+    for g in W.cp_async_groups:
+        _apply_copies(W, g)
+    _apply_copies(W, W.cp_async_open)
+    W.cp_async_groups, W.cp_async_open = [], []
+
+
+def _cp_async_sync(ins, prog, which):
+    if which == "commit_group":
+        def commit(W, m):
+            W.cp_async_groups.append(W.cp_async_open)
+            W.cp_async_open = []
+        return commit
+    if which == "wait_all":
+        def wait_all(W, m):
+            W.cp_async_groups.append(W.cp_async_open)
+            W.cp_async_open = []
+            drain_cp_async(W)
+        return wait_all
+    n_op = operands(ins, 1)[0]
+    if not isinstance(n_op, P.Imm):
+        raise PtxSyntaxError(ins.line, ins.col, "cp.async.wait_group takes an immediate")
+    keep = n_op.value
+
+    wh = where(ins)
+
+    def wait(W, m):
+        while len(W.cp_async_groups) > keep:
+            _apply_copies(W, W.cp_async_groups.pop(0), wh)
+
+    def gang(pairs):
+        plans = []
+        for cta, members in _by_cta(pairs):
+            chunks = [(W, c) for W, _ in members for g in W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]
+                      for c in _merged(g)]
+            if not chunks:
+                continue
+            sh = cta.shared
+            widths = {c[0].shape[1] for _, c in chunks}
+            starts = np.concatenate([c[0][:, 0] for _, c in chunks])
+            spots = np.concatenate([c[0].reshape(-1) for _, c in chunks])
+            if _repeats(starts) if len(widths) == 1 else np.bincount(spots).max() > 1:   # aligned rows of one width
+                raise Fallback                                                        # overlap only if equal
+            try:
+                sh.check_overwrite(spots, wh)
+            except TcemuError:
+                raise Fallback from None
+            writes = [(W, c[0], c[3]) for W, c in chunks]
+            rows = races.gang_plan(sh, writes)
+            if rows is None:
+                raise Fallback
+            plans.append((sh, members, chunks, writes, rows))
+        for sh, members, chunks, writes, rows in plans:
+            for W, _ in members:
+                del W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]
+            races.gang_record(sh, writes, rows, wh)
+            _land(sh, *(np.concatenate([c[i].reshape(-1) for _, c in chunks]) for i in range(3)))
+    wait.gang = gang
+    return wait

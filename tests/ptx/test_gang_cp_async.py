@@ -1,0 +1,132 @@
+"""cp.async's gang version (tcemu/ptx/ops/cp_async.py): the warps of a CTA issue and complete their copies as one
+batch, with the bytes, the racecheck records and the reports of the warps one at a time. Expectations are the
+source bytes, moved as the PTX text says (PTX ISA 9.7.9.25: cp-size, src-size zero-fill)."""
+import numpy as np
+import pytest
+
+import tcemu.ptx as ptx
+from tcemu.ptx import HazardError, graces, lockstep, races
+
+from ptxkit import REGS, entry
+
+# thread t of CTA c (128 threads): copy 1, 16 bytes src[(128 c + t) 16 ..] -> buf[16 t]; copy 2, 4 bytes
+# src[4 t ..] -> buf[2048 + 4 t] (every CTA reads the same bytes); then, in a group of its own, odd threads copy
+# 16 bytes with src-size n -> buf[4096 + 16 t]. After {sync}, thread t reads the bytes of thread u = (t + 32) mod 128
+# (another warp's): 16 of copy 1, 16 of copy 3 from thread u | 1, 4 of copy 2, to dst[48 (128 c + t) ..].
+BODY = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [dst];
+  ld.param.u32 %r9, [n];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mad.lo.u32 %r3, %r2, 128, %r1;
+  mul.wide.u32 %rd3, %r3, 16;
+  add.s64 %rd4, %rd1, %rd3;
+  mov.u32 %r4, buf;
+  shl.b32 %r5, %r1, 4;
+  add.u32 %r6, %r4, %r5;
+  cp.async.cg.shared.global [%r6], [%rd4], 16;
+  mul.wide.u32 %rd5, %r1, 4;
+  add.s64 %rd6, %rd1, %rd5;
+  shl.b32 %r7, %r1, 2;
+  add.u32 %r8, %r4, %r7;
+  add.u32 %r8, %r8, 2048;
+  cp.async.ca.shared.global [%r8], [%rd6], 4;
+  cp.async.commit_group;
+  and.b32 %r10, %r1, 1;
+  setp.eq.u32 %p1, %r10, 1;
+  add.u32 %r11, %r6, 4096;
+  @%p1 cp.async.cg.shared.global [%r11], [%rd4], 16, %r9;
+  cp.async.commit_group;
+  cp.async.wait_group 1;
+  cp.async.wait_group 0;
+{sync}
+  add.u32 %r12, %r1, 32;
+  and.b32 %r12, %r12, 127;
+  shl.b32 %r13, %r12, 4;
+  add.u32 %r14, %r4, %r13;
+  ld.shared.v4.u32 {{%r20, %r21, %r22, %r23}}, [%r14];
+  or.b32 %r15, %r12, 1;
+  shl.b32 %r16, %r15, 4;
+  add.u32 %r16, %r16, %r4;
+  ld.shared.v4.u32 {{%r24, %r25, %r26, %r27}}, [%r16+4096];
+  shl.b32 %r17, %r12, 2;
+  add.u32 %r17, %r17, %r4;
+  ld.shared.u32 %r28, [%r17+2048];
+  mul.wide.u32 %rd7, %r3, 48;
+  add.s64 %rd8, %rd2, %rd7;
+  st.global.v4.u32 [%rd8], {{%r20, %r21, %r22, %r23}};
+  st.global.v4.u32 [%rd8+16], {{%r24, %r25, %r26, %r27}};
+  st.global.u32 [%rd8+32], %r28;
+  ret;
+"""
+PARAMS = ".param .u64 src, .param .u64 dst, .param .u32 n"
+BUF = ".shared .align 16 .b8 buf[8192];\n"
+
+
+def launch(sync="  bar.sync 0;", grid=3, n=8, **kw):
+    src = np.random.default_rng(5).integers(0, 256, 128 * grid * 16, dtype=np.uint8)
+    dst = np.zeros(48 * 128 * grid, np.uint8)
+    mod = ptx.load(entry(BODY.format(sync=sync), params=PARAMS, regs=REGS + BUF, prologue=""))
+    mod.launch("k", grid=grid, block=128, args=[src, dst, n], **kw)
+    return src, dst
+
+
+def expected(src, grid, n):
+    out = np.zeros((grid, 128, 48), np.uint8)
+    for c in range(grid):
+        for t in range(128):
+            u = (t + 32) % 128
+            out[c, t, :16] = src[(128 * c + u) * 16:][:16]
+            out[c, t, 16:16 + n] = src[(128 * c + (u | 1)) * 16:][:n]
+            out[c, t, 32:36] = src[4 * u:4 * u + 4]
+    return out.reshape(-1)
+
+
+@pytest.fixture
+def spies(monkeypatch):
+    """Count the gang records: the gang path must have run (else these tests would prove nothing)."""
+    seen = {"issue": 0, "land": 0}
+    reads, record = graces.record_reads, races.gang_record
+
+    def spy_reads(*a, **k):
+        seen["issue"] += 1
+        return reads(*a, **k)
+
+    def spy_record(*a, **k):
+        seen["land"] += 1
+        return record(*a, **k)
+    monkeypatch.setattr(graces, "record_reads", spy_reads)
+    monkeypatch.setattr(races, "gang_record", spy_record)
+    return seen
+
+
+@pytest.mark.parametrize("n", [16, 8, 0])
+def test_gang_copies_land_the_bytes_the_ptx_text_moves(spies, n):
+    src, dst = launch(n=n)
+    assert np.array_equal(dst, expected(src, 3, n))
+    assert spies["issue"] >= 3 * 2 and spies["land"] >= 3 * 2   # both issues and both waits of each CTA, ganged
+    _, alone = launch(n=n, lockstep=False)
+    assert np.array_equal(alone, dst)
+
+
+def test_gang_and_warps_one_at_a_time_leave_the_same_race_report(spies, monkeypatch):
+    # no bar.sync: thread t reads what warp (t + 32) / 32 copied, unordered (a RAW race)
+    with pytest.raises(HazardError) as ganged:
+        launch(sync="")
+    assert spies["land"] > 0
+    monkeypatch.setattr(lockstep, "GANG_OPS", False)
+    with pytest.raises(HazardError) as alone:
+        launch(sync="")
+    assert "RAW race on shared address" in str(ganged.value)
+    assert str(ganged.value) == str(alone.value)
+
+
+def test_two_warps_copying_to_one_stage_fall_back_and_are_reported(spies):
+    # every warp copies to buf[16 (t mod 32)]: warp 1's copy meets warp 0's still in flight
+    body = BODY.replace("  shl.b32 %r5, %r1, 4;", "  and.b32 %r5, %r1, 31;\n  shl.b32 %r5, %r5, 4;")
+    mod = ptx.load(entry(body.format(sync="  bar.sync 0;"), params=PARAMS, regs=REGS + BUF, prologue=""))
+    src = np.zeros(128 * 16, np.uint8)
+    with pytest.raises(HazardError, match=r"this cp.async writes shared bytes \[0x[0-9a-f]+, 0x[0-9a-f]+\) while the "
+                                          r"copy at cp.async.cg.shared.global .* is still in flight"):
+        mod.launch("k", grid=1, block=128, args=[src, np.zeros(48 * 128, np.uint8), 16])
