@@ -4,11 +4,13 @@ tcemu.matmul on the same inputs in the same run; every output is checked bit for
 
     python scripts/bench/interp_scaling.py [--n 256 512 1024 2048] [--alone-max 1024]
 
-Prints a markdown table (seconds; the ratio to tcemu.matmul; warp instructions per second)."""
+Prints a markdown table (seconds; the ratio to tcemu.matmul; warp instructions per second; the process's peak
+resident memory during the lock-step launch, sampled every 10 ms from /proc/self/statm, Linux only)."""
 import argparse
 import json
 import os
 import sys
+import threading
 import time
 
 import ml_dtypes
@@ -22,6 +24,30 @@ from tcemu.frontends.triton import run_compiled  # noqa: E402
 from tcemu.traces.inputs import input_bits  # noqa: E402
 
 
+class PeakRss:
+    """The largest resident set size seen while the block runs (MB; None where /proc is absent)."""
+
+    def __enter__(self):
+        self.peak, self.stop = None, False
+        self.page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        if os.path.exists("/proc/self/statm"):
+            self.thread = threading.Thread(target=self._watch, daemon=True)
+            self.thread.start()
+        return self
+
+    def _watch(self):
+        while not self.stop:
+            with open("/proc/self/statm") as f:
+                rss = int(f.read().split()[1]) * self.page / 2**20
+            self.peak = rss if self.peak is None else max(self.peak, rss)
+            time.sleep(0.01)
+
+    def __exit__(self, *exc):
+        self.stop = True
+        if self.peak is not None:
+            self.thread.join()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[256, 512, 1024, 2048])
@@ -31,8 +57,8 @@ def main():
     meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
     mod = tp.load(open(os.path.join(fx, "matmul_bf16.ptx")).read())
     print("| N | lock-step s | warps one at a time s | tcemu.matmul s | lock-step / matmul | warp instructions/s "
-          "| bits |")
-    print("|---:|---:|---:|---:|---:|---:|---|")
+          "| peak RSS MB | bits |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
     for n in args.n:
         a, b = input_bits("bf16", (n, n), 1, 0), input_bits("bf16", (n, n), 1, 1)
         vals = {"a_ptr": a, "b_ptr": b, "M": n, "N": n, "K": n, "stride_am": n, "stride_bk": n, "stride_cm": n}
@@ -44,7 +70,8 @@ def main():
             tcemu.matmul(a0.view(ml_dtypes.bfloat16), b0.view(ml_dtypes.bfloat16), dtype_a="bf16", dtype_b="bf16",
                          out_dtype="f16", workers=1)
         c = np.zeros((n, n), np.uint16)
-        st = run_compiled(mod, meta, dict(vals, c_ptr=c))
+        with PeakRss() as rss:
+            st = run_compiled(mod, meta, dict(vals, c_ptr=c))
         alone = "-"
         if n <= args.alone_max:
             alone = f"{run_compiled(mod, meta, dict(vals, c_ptr=np.zeros((n, n), np.uint16)), lockstep=False)['seconds']:.2f}"
@@ -54,7 +81,8 @@ def main():
         mm = time.perf_counter() - t
         same = np.array_equal(ref.view(np.uint16), c)
         print(f"| {n} | {st['seconds']:.2f} | {alone} | {mm:.3f} | {st['seconds'] / mm:.0f}x | "
-              f"{st['warp_instructions'] / st['seconds']:,.0f} | {'equal' if same else 'DIFFER'} |", flush=True)
+              f"{st['warp_instructions'] / st['seconds']:,.0f} | {'-' if rss.peak is None else f'{rss.peak:,.0f}'} | "
+              f"{'equal' if same else 'DIFFER'} |", flush=True)
 
 
 if __name__ == "__main__":
