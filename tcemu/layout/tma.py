@@ -14,6 +14,8 @@ descriptor's 128B_base32B); 128B_ATOM_64B swaps the two 64-byte halves of odd li
 (CuTe's Swizzle<2,6,S> cannot fit a 128-byte span); 128B_ATOM_32B_FLIP_8B is ATOM_32B that also swaps
 the 8-byte halves of every 16 bytes on odd lines (address bit 3 ^= bit 7, our reading of the PTX text).
 """
+from functools import lru_cache
+
 import numpy as np
 
 from ..core.arch import SMEM_WINDOW, check_arch
@@ -181,7 +183,7 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
     if window is not None and smem_addr + box_bytes > window:
         raise TmaError("box", f"{box_bytes:,} bytes of box from {smem_addr:#x} run past the {arch} shared "
                               f"window ({window:#x})")
-    idx = np.indices(counts[::-1]).reshape(rank, -1)[::-1]  # (rank, n): dimension 0 first, varying fastest
+    idx, addr = _box_geometry(smem_addr, tuple(counts), es, pitch, sw.base, sw.shift, sw.bits, bool(flip))
     gcoord = np.array(coords)[:, None] + idx * np.array([1] + est[1:])[:, None]
     dims = np.array(tensor.shape[::-1])[:, None]
     inside = np.all((gcoord >= 0) & (gcoord < dims), axis=0)
@@ -189,13 +191,25 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
     values[inside] = tensor[tuple(gcoord[::-1][:, inside])]
     flat = np.full(idx.shape[1], -1, np.int64)
     flat[inside] = np.ravel_multi_index(tuple(gcoord[::-1][:, inside]), tensor.shape)
-    row = np.ravel_multi_index(tuple(idx[1:][::-1]), counts[1:][::-1]) if rank > 1 else np.zeros(idx.shape[1], int)
-    addr = smem_addr + row * pitch + idx[0] * es
-    addr = addr ^ ((((addr >> (sw.base + sw.shift)) & ((1 << sw.bits) - 1)) << sw.base) if sw.bits else 0)
-    if flip:
-        addr = addr ^ (((addr >> 7) & 1) << 3)
     keep = write(idx[0]) if write is not None else np.ones(idx.shape[1], bool)
     return addr, values, flat, counts, keep
+
+
+@lru_cache(maxsize=256)
+def _box_geometry(smem_addr, counts, es, pitch, base, shift, bits, flip):
+    """(box element indices (rank, n), dimension 0 first and fastest; their swizzled shared addresses), read-only:
+    a kernel's TMA loads repeat a few of these (one per stage buffer)."""
+    rank = len(counts)
+    idx = np.indices(counts[::-1]).reshape(rank, -1)[::-1]
+    row = np.ravel_multi_index(tuple(idx[1:][::-1]), counts[1:][::-1]) if rank > 1 else np.zeros(idx.shape[1], int)
+    addr = smem_addr + row * pitch + idx[0] * es
+    addr = addr ^ ((((addr >> (base + shift)) & ((1 << bits) - 1)) << base) if bits else 0)
+    if flip:
+        addr = addr ^ (((addr >> 7) & 1) << 3)
+    idx = np.ascontiguousarray(idx)
+    idx.setflags(write=False)
+    addr.setflags(write=False)
+    return idx, addr
 
 
 # Byte patterns of the capture (scripts/capture_tma.cu gbyte/sbyte), to replay it.
