@@ -122,15 +122,11 @@ def test_hand_written_forms_run_as_one_gang_step(form, gangs):
     assert gangs == [("ran", 4)] * len(form.b_descs)
 
 
-def test_register_a_runs_warp_by_warp_where_its_warpgroup_is_not_one_gang(gangs):
-    # this kernel's warp 0 reaches the mma ahead of warps 1-3 (it waits there): the gang of three falls back
-    regs, prep = launch(AREG)
-    assert np.array_equal(regs, prep["regs"]) and gangs and all(how == "fallback" for how, _ in gangs)
-
-
-def test_integer_forms_run_warp_by_warp(gangs):
-    regs, prep = launch(S8)    # s32 accumulators: no gang version (the warps run one at a time)
-    assert np.array_equal(regs, prep["regs"]) and gangs == []
+def test_register_a_and_integer_forms_run_warp_by_warp(gangs):
+    # A in registers and s32 accumulators have no gang version: the warps run one at a time
+    for form in (AREG, S8):
+        regs, prep = launch(form)
+        assert np.array_equal(regs, prep["regs"]) and gangs == []
 
 
 def sub(old, new, count=1):
@@ -142,7 +138,7 @@ PLANTED_WGMMA = {   # (run, a phrase of the report)
     "descriptor differs": (lambda: launch(BF16, hooks={"desc": "  setp.eq.u32 %p5, %r0, 69;\n"
                                                                       "  @%p5 add.s64 %rd11, %rd11, 1;\n"}),
                            "B's descriptor differs between the threads"),
-    "register written after the fence": (lambda: launch(AREG, hooks={"after_fence": "  mov.b32 %a1, 0;\n"}),
+    "register written after the fence": (lambda: launch(BF16, hooks={"after_fence": "  mov.b32 %d5, 0;\n"}),
                                          "since its last wgmma.fence"),
     "triton wrong swizzle": (lambda: launch_matmul("matmul_bf16", 128, 256, 64, sub("4611686293305294848",
                                                                                     "9223372311732682752", 8)),

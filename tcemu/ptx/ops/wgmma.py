@@ -199,7 +199,9 @@ def c_mma(ins, prog, pc):
     def op(W, m):
         return warpgroup_collective(W, m, key, ins, execute)
     op.wgmma = True
-    if not sparse and dtype_d != "s32":   # lock-step gangs run their complete warpgroups as one batch (wgmma_gang)
+    # lock-step gangs run their complete warpgroups as one batch (wgmma_gang); A in registers, sparse and integer
+    # forms run warp by warp (no kernel here gangs A-in-registers whole yet to test it against)
+    if not sparse and dtype_d != "s32" and not a_regs:
         op.gang = GangMma(prog, key, wh, (n, K, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b),
                           ga, gb, gscale, slots, d_idx, a_idx)
     return op

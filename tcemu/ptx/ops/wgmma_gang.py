@@ -1,8 +1,8 @@
 """wgmma.mma_async's gang version (lockstep.py): the complete warpgroups of a lock-step gang run as one batch.
 
 Every check ops/wgmma.py's execute makes runs first, for every warpgroup, reading state only; any that would report
-(or a case not covered here: a lane mask, a warp that already waited at the collective, an incomplete warpgroup,
-sparse or integer forms) raises Fallback before anything changes, and the warps run the instruction one at a time,
+(or a case not covered here: a lane mask, a warp that already waited at the collective, an incomplete warpgroup;
+ops/wgmma.py gives A-in-registers, sparse and integer forms no gang version) raises Fallback before anything changes, and the warps run the instruction one at a time,
 which gives the report its warp. Then one batched fused dot (hopper.wgmma_batch) computes every warpgroup's D, and
 the effects land warpgroup by warpgroup in gang order, as the fourth warp's arrival in warpgroup_collective would
 make them (PTX 9.7.15.5: the warpgroup's four warps execute mma_async together)."""
@@ -15,7 +15,7 @@ from ...core.errors import TcemuError
 from ...hopper.wgmma import wgmma_batch
 from ...layout.addressing import resolved_addresses
 from ...layout.descriptors import GmmaDescriptor
-from ...layout.fragments import from_a_registers, from_d_registers_batch, to_d_registers_batch
+from ...layout.fragments import from_d_registers_batch, to_d_registers_batch
 from ...layout.smem import SUBBYTE
 from ..provenance import check_tile
 from ..signals import Fallback
@@ -71,7 +71,7 @@ def operand(value, rows, k, dtype, major) -> Operand:
 
 
 class GangMma:
-    """op.gang of one wgmma.mma_async (dense, float accumulator): called with [(warp, mask), ...] in gang order."""
+    """op.gang of one wgmma.mma_async (dense, A and B in shared memory, float accumulator): called with [(warp, mask), ...] in gang order."""
 
     def __init__(self, prog, key, wh, form, ga, gb, gscale, slots, d_idx, a_idx):
         self.prog, self.key, self.wh = prog, key, wh
@@ -144,7 +144,7 @@ class GangMma:
             if slots & w.wgmma_dirty:
                 raise Fallback
         desc_b = self._agree(self.gb, allw, G)
-        desc_a = None if self.ga is None else self._agree(self.ga, allw, G)
+        desc_a = self._agree(self.ga, allw, G)
         scale_d = self._agree(self.gscale, allw, G).astype(bool)
         seen, a_bits, b_bits, a_of, b_of, spots = {}, [], [], [], [], []
         a_index, b_index = {}, {}
@@ -153,8 +153,6 @@ class GangMma:
             for which, desc, rows, k, dtype, major, bits, of, index in (
                     ("A", desc_a, 64, self.K, self.dtype_a, self.trans_a, a_bits, a_of, a_index),
                     ("B", desc_b, self.n, self.K, self.dtype_b, self.trans_b, b_bits, b_of, b_index)):
-                if desc is None:
-                    continue
                 op, raw = self._checked(cta, warps, which, int(desc[g]), rows, k, dtype, "MN" if major else "K",
                                         seen)
                 i = index.get(id(raw))
@@ -164,14 +162,6 @@ class GangMma:
                 of.append(i)
                 read.append(op.spots)
             spots.append(np.concatenate(read) if len(read) > 1 else read[0])
-        if desc_a is None:   # A in registers: each warpgroup's (128, 4) fragment
-            try:
-                for g, (_, _, warps) in enumerate(groups):
-                    a_bits.append(from_a_registers(np.concatenate([w.r32[self.a_idx].T for w in warps]),
-                                                   self.dtype_a))
-                    a_of.append(g)
-            except TcemuError:
-                raise Fallback from None
         nr = len(self.d_idx)
         regs = np.stack([w.r32[self.d_idx] for w in allw])               # (4G, nregs, 32)
         c_bits = None
