@@ -33,8 +33,8 @@ from .rounding import IEEE, OVF_INF, RNE, RZ, bitlen, round_pack, round_pack_inl
 from ..core.validate import MAX_ELEMENTS, as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
-__all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "grouped_dot",
-           "integer_dot", "round_to_float"]
+__all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "fused_dot_batch",
+           "grouped_dot", "integer_dot", "round_to_float"]
 
 OUT_NUMPY = {n: NUMPY_TYPES[n] for n in ("f32", "f16", "s32")}  # D's element types as numpy sees them
 _RAW = {n: CONTAINER[TYPE_TABLE[n].bits] for n in OUT_NUMPY}
@@ -240,6 +240,52 @@ def fused_dot(A, B, C, unit: FdpUnit) -> np.ndarray:
     out = np.empty((A.shape[0], B.shape[0]), np.int64)
     _fdp_kernel(A, B, *_accumulator_args(C, unit, out.shape), *_unit_args(unit), out)
     return out.astype(np.uint32 if get_format(unit.out_format).bits == 32 else np.uint16)
+
+
+@njit(cache=True)
+def _fdp_batch_kernel(A, B, C, a_of, b_of, c_present, F, zero_exp, keep, out_man, emin, bias, emax_field, rounding,
+                      sign_shift, nan_bits, signed_zero, out):
+    for g in range(out.shape[0]):   # product g: the kernel of one fused_dot, on A[a_of[g]], B[b_of[g]], C[g]
+        _fdp_kernel(A[a_of[g]], B[b_of[g]], C[g if C.shape[0] > 1 else 0], c_present, F, zero_exp, keep, out_man,
+                    emin, bias, emax_field, rounding, sign_shift, nan_bits, signed_zero, out[g])
+
+
+def fused_dot_batch(A, B, C, unit: FdpUnit, a_of=None, b_of=None) -> np.ndarray:
+    """G fused_dot products in one call: D[g] = fused_dot(A[a_of[g]], B[b_of[g]], C[g], unit), bit for bit.
+
+    A (GA, M, K, 5) and B (GB, N, K, 5) decoded operands, shared between products through the index arrays a_of,
+    b_of (G,) (None: the identity); C (G, M, N, 5) decoded accumulators or None (the unit's rule for every product:
+    a unit with zero_c_when_absent takes an all-zero decoded row, a +0 accumulator, where a product has none).
+    Returns (G, M, N) raw output bits."""
+    if not isinstance(A, np.ndarray) or A.ndim != 4 or not isinstance(B, np.ndarray) or B.ndim != 4:
+        raise LayoutError("A, B", f"must be stacks of decoded operands (G, rows, K, 5), got {show(A)}, {show(B)}")
+    G = len(a_of) if a_of is not None else (C.shape[0] if C is not None else A.shape[0])
+    a_of = _batch_index(a_of, G, A.shape[0], "a_of")
+    b_of = _batch_index(b_of, G, B.shape[0], "b_of")
+    if min(A.shape[0], B.shape[0]) == 0:
+        raise LayoutError("A, B", "must hold at least one operand each")
+    _decoded_operands(A[0], B[0], None, unit)   # type, K and size rules of one product (every product alike)
+    if C is not None:
+        C = _decoded(C, "C", (G, A.shape[1], B.shape[1], 5))
+        c_present = True
+    else:
+        C, c_present = _accumulator_args(None, unit, (A.shape[1], B.shape[1]))
+        C = C[None]
+    out = np.empty((G, A.shape[1], B.shape[1]), np.int64)
+    _fdp_batch_kernel(np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(C), a_of, b_of,
+                      c_present, *_unit_args(unit), out)
+    return out.astype(np.uint32 if get_format(unit.out_format).bits == 32 else np.uint16)
+
+
+def _batch_index(idx, G, size, field):
+    if idx is None:
+        if size != G:
+            raise LayoutError(field, f"{size} operands for {G} products: give the index array")
+        return np.arange(G, dtype=np.int64)
+    idx = as_int_array(idx, field, 0, size - 1, LayoutError, ndim=1).astype(np.int64)
+    if idx.size != G:
+        raise LayoutError(field, f"must have {G} entries, got {idx.size}")
+    return np.ascontiguousarray(idx)
 
 
 def _decoded(X, field, shape):

@@ -4,7 +4,8 @@ descriptors (A optionally from registers), with the hardware's arithmetic (fdp.p
 import numpy as np
 
 from ..core.errors import LayoutError
-from ..arith.fdp import OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, integer_dot
+from ..arith.fdp import (OUT_NUMPY, RNE, RZ, FdpUnit, accumulator_bits, decode_operand, fused_dot, fused_dot_batch,
+                         integer_dot)
 from ..arith.formats import decode_int
 from ..layout.fragments import from_a_registers
 from ..layout.smem import as_shared_memory
@@ -71,3 +72,25 @@ def wgmma(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype
     B = decode_operand(b_bits, dtype_b, negate=scale_b == -1)
     C = decode_operand(c, dtype_d) if c is not None else None
     return fused_dot(A, B, C, fdp_unit(dtype_a, dtype_d)).view(OUT_NUMPY[dtype_d])
+
+
+def wgmma_batch(a_bits, b_bits, c_bits, *, dtype_a: str, dtype_b: str, dtype_d: str, scale_a: int = 1,
+                scale_b: int = 1, a_of=None, b_of=None, c_used=None) -> np.ndarray:
+    """G dense float wgmmas of one form from operand bits already read (the interpreter's lock-step gangs):
+    a_bits (GA, 64, K), b_bits (GB, N, K) raw operand bits, product g reading A a_of[g] and B b_of[g] (None: g);
+    c_bits (G, 64, N) raw accumulator bits or None; c_used (G,) bool (None: all), the products whose scale-d adds
+    their C, the others adding the unit's +0 accumulator (scale-d = 0). Returns (G, 64, N) raw D bits (uint32,
+    uint16 for f16), product g bit for bit what wgmma() gives for it."""
+    if dtype_d not in ("f32", "f16"):
+        raise LayoutError("dtype_d", f"wgmma_batch computes float accumulators (f32, f16), not {dtype_d}")
+    unit = fdp_unit(dtype_a, dtype_d)
+    A = decode_operand(a_bits, dtype_a, negate=scale_a == -1)
+    B = decode_operand(b_bits, dtype_b, negate=scale_b == -1)
+    C = None
+    if c_bits is not None:
+        C = decode_operand(c_bits, dtype_d)
+        if c_used is not None:   # scale-d = 0: the unit's +0 accumulator (fdp_unit), all-zero decoded fields
+            C[~np.asarray(c_used, bool)] = 0
+    elif c_used is not None and np.any(c_used):
+        raise LayoutError("c_used", "products that add C need c_bits")
+    return fused_dot_batch(A, B, C, unit, a_of, b_of)

@@ -116,3 +116,39 @@ def from_d_registers(regs: np.ndarray, n: int, dtype_d: str) -> np.ndarray:
         vals, out = regs, np.empty((64, n), np.uint32)
     out[row, col] = vals
     return out
+
+
+def to_d_registers_batch(d_bits: np.ndarray, dtype_d: str) -> np.ndarray:
+    """to_d_registers of G results at once: (G, 64, N) raw bits -> (G, 128, N/2) uint32 (N/4 for f16)."""
+    as_choice(dtype_d, "dtype_d", D_TYPES, LayoutError)
+    raw = np.uint16 if dtype_d == "f16" else np.uint32
+    if not (isinstance(d_bits, np.ndarray) and d_bits.dtype == raw and d_bits.ndim == 3):  # typed bits: no scan
+        d_bits = as_uint_bits(d_bits, 16 if dtype_d == "f16" else 32, "d_bits", LayoutError, ndim=3)
+    if d_bits.shape[1] != 64:
+        raise LayoutError("d_bits", f"must be a stack of (64, N) matrices, got shape {d_bits.shape}")
+    row, col = d_coords(_d_n(d_bits.shape[2], dtype_d), dtype_d)
+    vals = d_bits[:, row, col].astype(np.uint32)
+    if dtype_d == "f16":
+        return (vals[:, :, 0::2] & 0xFFFF) | (vals[:, :, 1::2] << 16)
+    return vals
+
+
+def from_d_registers_batch(regs: np.ndarray, n: int, dtype_d: str) -> np.ndarray:
+    """from_d_registers of G warpgroups at once: (G, 128, N/2) registers (N/4 for f16) -> (G, 64, N) raw bits."""
+    n = _d_n(n, dtype_d)
+    if not (isinstance(regs, np.ndarray) and regs.dtype == np.uint32 and regs.ndim == 3):  # typed: no scan
+        regs = as_uint_bits(regs, 32, "regs", LayoutError, ndim=3)
+    if regs.shape[1:] != (128, n // 4 if dtype_d == "f16" else n // 2):
+        raise LayoutError("regs", f"must have shape (G, 128, {n // 4 if dtype_d == 'f16' else n // 2}), got "
+                                  f"{regs.shape}")
+    regs = regs.astype(np.uint32, copy=False)
+    row, col = d_coords(n, dtype_d)
+    G = regs.shape[0]
+    if dtype_d == "f16":
+        vals = np.empty((G, 128, n // 2), np.uint32)
+        vals[:, :, 0::2], vals[:, :, 1::2] = regs & 0xFFFF, regs >> 16
+        out = np.empty((G, 64, n), np.uint16)
+    else:
+        vals, out = regs, np.empty((G, 64, n), np.uint32)
+    out[:, row, col] = vals
+    return out

@@ -6,8 +6,6 @@ Here: small launches of each sm_90a fixture against a chain of tcemu's wgmma fus
 interpreter, and planted kernel bugs, each of which must be reported at the instruction that makes it, never
 silently computed.
 """
-import json
-import os
 
 import numpy as np
 import pytest
@@ -15,22 +13,13 @@ import pytest
 import tcemu.ptx as tp
 from tcemu.arith.fdp import decode_operand, fused_dot
 from tcemu.hopper.wgmma import fdp_unit
-from tcemu.traces.inputs import input_bits
 from tcemu.frontends.triton import TritonError, run_compiled
 
-from ptxkit import matmul_args
+from ptxkit import launch_matmul as launch, matmul_fixture as fixture
 from paths import PTX_FIXTURES
 
 FX = PTX_FIXTURES
-STORE = {"bf16": "bf16", "fp16": "f16", "fp32": "f32", "fp8e4nv": "e4m3"}
 K_STEP = {"bf16": 16, "f16": 16, "tf32": 8, "e4m3": 32}
-
-
-def fixture(name):
-    with open(os.path.join(FX, name + ".json")) as f:
-        meta = json.load(f)
-    with open(os.path.join(FX, name + ".ptx")) as f:
-        return meta, f.read()
 
 
 def chain(a_bits, b_kn_bits, dtype, out):
@@ -52,25 +41,6 @@ def chain(a_bits, b_kn_bits, dtype, out):
                         decode_operand(acc, "f32"), unit)
     f = acc.view(np.float32)
     return f.astype(np.float16).view(np.uint16) if out == "fp16" else f.view(np.uint32)
-
-
-def launch(name, M, N, K, edit=None, **kw):
-    """Run fixture `name` on seeded inputs; returns (a, b as stored, c, meta)."""
-    meta, ptx = fixture(name)
-    if edit is not None:
-        edited = edit(ptx)
-        assert edited != ptx, "the planted bug did not apply"
-        ptx = edited
-    sig = meta["signature"]
-    ta = STORE[(sig.get("a_ptr") or sig["a_desc"]).split("<")[-1].lstrip("*").split("[")[0]]
-    tc = (sig.get("c_ptr") or sig["c_desc"]).split("<")[-1].lstrip("*").split("[")[0]
-    kn = "stride_bk" in sig and sig.get("stride_bn") == "constexpr"
-    a = input_bits(ta, (M, K), 7, 0)
-    b = input_bits(ta, (K, N) if kn else (N, K), 7, 1)
-    c = np.zeros((M, N), np.uint16 if tc == "fp16" else np.uint32)
-    vals = matmul_args(meta, a, b, c, M, N, K, kn)
-    run_compiled(ptx, meta, vals, **kw)
-    return a, (b if kn else b.T.copy()), c, tc, ta
 
 
 @pytest.mark.parametrize("name,M,N,K", [("matmul_bf16", 128, 256, 128), ("matmul_f16", 128, 256, 96),

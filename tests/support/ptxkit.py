@@ -3,9 +3,13 @@
 Kernels written here are hand-written PTX; the tests compute every expectation independently (plain-Python
 statements of the PTX ISA's semantics, or tcemu's hardware-verified instruction models).
 """
+import json
+import os
+
 import numpy as np
 
 import tcemu.ptx as ptx
+from paths import PTX_FIXTURES as FX
 
 HEADER = ".version 8.5\n.target sm_90a\n.address_size 64\n"
 
@@ -140,3 +144,36 @@ def matmul_args(meta, a, b, c, M, N, K, kn):
     vals.update({k: v for k, v in (("stride_am", K), ("stride_bk", N if kn else 1), ("stride_bn", 1 if kn else K),
                                    ("stride_cm", N)) if sig.get(k) not in (None, "constexpr")})
     return vals
+
+
+MATMUL_STORE = {"bf16": "bf16", "fp16": "f16", "fp32": "f32", "fp8e4nv": "e4m3"}   # Triton type -> tcemu
+
+
+def matmul_fixture(name):
+    """(metadata, PTX text) of a fixture in tests/fixtures/ptx."""
+    with open(os.path.join(FX, name + ".json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(FX, name + ".ptx")) as f:
+        return meta, f.read()
+
+
+def launch_matmul(name, M, N, K, edit=None, **kw):
+    """Run fixture `name` on seeded inputs (tests/ptx/test_triton_kernels.py, test_gang_wgmma.py); returns (a, b as
+    stored, c, C's Triton type, A's tcemu type)."""
+    from tcemu.frontends.triton import run_compiled   # as matmul_args: the Triton front end only where used
+    from tcemu.traces.inputs import input_bits
+    meta, ptx = matmul_fixture(name)
+    if edit is not None:
+        edited = edit(ptx)
+        assert edited != ptx, "the planted bug did not apply"
+        ptx = edited
+    sig = meta["signature"]
+    ta = MATMUL_STORE[(sig.get("a_ptr") or sig["a_desc"]).split("<")[-1].lstrip("*").split("[")[0]]
+    tc = (sig.get("c_ptr") or sig["c_desc"]).split("<")[-1].lstrip("*").split("[")[0]
+    kn = "stride_bk" in sig and sig.get("stride_bn") == "constexpr"
+    a = input_bits(ta, (M, K), 7, 0)
+    b = input_bits(ta, (K, N) if kn else (N, K), 7, 1)
+    c = np.zeros((M, N), np.uint16 if tc == "fp16" else np.uint32)
+    vals = matmul_args(meta, a, b, c, M, N, K, kn)
+    run_compiled(ptx, meta, vals, **kw)
+    return a, (b if kn else b.T.copy()), c, tc, ta

@@ -1,13 +1,17 @@
 """The wgmma kernel of tests/ptx/test_wgmma.py and test_wgmma_sp.py: one warpgroup copies an operand image into
 shared memory with st.shared, fences the async proxy, builds matrix descriptors in registers, runs a chain of
-wgmma.mma_async and stores its accumulator registers (Form: the instruction, its operands and descriptors)."""
+wgmma.mma_async and stores its accumulator registers (Form: the instruction, its operands and descriptors);
+prepare / launch: its operands, expected registers and a launch (test_wgmma.py, test_gang_wgmma.py)."""
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 import ml_dtypes
 import numpy as np
 
+import tcemu
+import tcemu.ptx as ptx
 from tcemu import GmmaDescriptor
+from tcemu.layout.smem import SharedMemory
 
 from ptxkit import HEADER
 
@@ -162,3 +166,97 @@ $L_copied:
 
 def D(start, lbo, sbo, swizzle, base_offset=0):
     return GmmaDescriptor(start, lbo, sbo, base_offset, swizzle)
+
+
+def prepare(form: Form):
+    """The operands, the shared-memory image, the register inputs and the expected registers and D."""
+    rng = np.random.default_rng(form.seed)
+    steps = len(form.b_descs)
+    smem = SharedMemory("sm90")
+    As, Bs, a_regs = [], [], []
+    for s in range(steps):
+        A = rng.integers(form.lo, form.hi + 1, (64, form.k))
+        B = rng.integers(form.lo, form.hi + 1, (form.n, form.k))
+        As.append(A)
+        Bs.append(B)
+        if form.a_descs[s] is None:
+            a_regs.append(tcemu.to_a_registers(_bits(A, form.dtype_a), form.dtype_a))
+        else:
+            smem.write_operand(form.a_descs[s], _bits(A, form.dtype_a), dtype=form.dtype_a, major=_major(form.trans_a))
+        smem.write_operand(form.b_descs[s], _bits(B, form.dtype_b), dtype=form.dtype_b, major=_major(form.trans_b))
+    hi = int(np.flatnonzero(smem.written).max()) + 1
+    size = (hi - BASE + 15) // 16 * 16
+    image = smem.data[BASE:BASE + size].copy()
+    c0 = None
+    if form.init_c:
+        c0 = form.extra.get("c0")
+        if c0 is None:
+            c0 = rng.integers(-100, 100, (64, form.n))
+    # expected: the hardware-verified model, step by step, on the same bytes and descriptors
+    out_np = {"f32": np.float32, "f16": np.float16, "s32": np.int32}[form.dtype_d]
+    d = None if c0 is None else np.asarray(c0).astype(out_np)
+    for s in range(steps):
+        d = tcemu.wgmma(smem, None if form.a_descs[s] is None else form.a_descs[s].encode(), form.b_descs[s].encode(),
+                        shape=form.shape, dtype_a=form.dtype_a, dtype_b=form.dtype_b, dtype_d=form.dtype_d,
+                        trans_a=bool(form.trans_a), trans_b=bool(form.trans_b), c=d, scale_d=d is not None,
+                        scale_a=form.scale_a, scale_b=form.scale_b, satfinite=form.satfinite,
+                        a_regs=a_regs[s] if form.a_descs[s] is None else None)
+    view = np.uint16 if form.dtype_d == "f16" else np.uint32
+    regs = tcemu.to_d_registers(np.ascontiguousarray(d).view(view), form.dtype_d)     # (128, nregs)
+    # and an exact integer product: every value is a small integer, every partial sum exact
+    # (.satfinite clamps each instruction's s32 result, so the chain clamps step by step)
+    exact = np.zeros((64, form.n), np.int64) if c0 is None else np.asarray(c0, np.int64)
+    for s in range(steps):
+        exact = exact + form.scale_a * form.scale_b * As[s].astype(np.int64) @ Bs[s].astype(np.int64).T
+        if form.satfinite:
+            exact = np.clip(exact, -2**31, 2**31 - 1)
+    cregs = None
+    if c0 is not None:
+        cbits = np.asarray(c0).astype(out_np).view(view)
+        cregs = tcemu.to_d_registers(cbits, form.dtype_d)
+    return dict(image=image, a_regs=a_regs, d=d, regs=regs, exact=exact, cregs=cregs)
+
+
+def launch(form: Form, prep=None, hooks=None, block=128, **kw):
+    prep = prep or prepare(form)
+    image = prep["image"]
+    words = image.size // 4
+    a_regs = np.concatenate([r.reshape(-1) for r in prep["a_regs"]]).astype(np.uint32) if prep["a_regs"] else \
+        np.zeros(4, np.uint32)
+    cinit = prep["cregs"].reshape(-1).astype(np.uint32) if prep["cregs"] is not None else np.zeros(4, np.uint32)
+    out = np.zeros(block * form.nregs, np.uint32)
+    mod = ptx.load(kernel(form, words, hooks))
+    mod.launch("k", grid=1, block=block, args=[out, image.view(np.uint32), a_regs, cinit],
+               shared_bytes=image.size + kw.pop("extra_shared", 0), **kw)
+    return out.reshape(block, form.nregs), prep
+
+
+# bf16, K-major, 128B swizzle: A 64 x 64 and B 32 x 64 in one swizzle-atom column each; four k16 steps advance the
+# start address by 32 bytes inside the atom (as compiled kernels do)
+BF16 = Form("m64n32k16", "f32", "bf16", "bf16",
+            [D(BASE + 32 * s, 16, 1024, "128B") for s in range(4)],
+            [D(BASE + 0x2000 + 32 * s, 16, 1024, "128B") for s in range(4)], seed=1)
+# f16 with f16 accumulators: A K-major 64B swizzle (two k16 steps inside the atom), B MN-major 64B swizzle
+# (imm-trans-b = 1), 32 columns = one atom row; the second step's B starts two SBOs (16 K rows) further
+F16 = Form("m64n32k16", "f16", "f16", "f16",
+           [D(BASE + 32 * s, 16, 512, "64B") for s in range(2)],
+           [D(BASE + 0x1000 + 1024 * s, 2048, 512, "64B") for s in range(2)], trans_b=1, seed=2, lo=-3, hi=3)
+# tf32: 32B swizzle (one k8 step per 32-byte row); each step's tiles sit in their own area
+TF32 = Form("m64n16k8", "f32", "tf32", "tf32",
+            [D(BASE + 0x800 * s, 16, 256, "32B") for s in range(3)],
+            [D(BASE + 0x2000 + 0x200 * s, 16, 256, "32B") for s in range(3)], seed=3, scale_b=-1)
+# e4m3 without swizzle (interleaved core matrices): LBO between the two 16-byte K chunks, SBO between 8-row groups
+E4M3 = Form("m64n16k32", "f32", "e4m3", "e4m3",
+            [D(BASE + 0x800 * s, 128, 256, "none") for s in range(2)],
+            [D(BASE + 0x1000 + 0x200 * s, 128, 256, "none") for s in range(2)], seed=4)
+# s8 with .satfinite, 128B swizzle, accumulators loaded near the s32 limits before the fence
+S8 = Form("m64n16k32", "s32", "s8", "s8",
+          [D(BASE + 32 * s, 16, 1024, "128B") for s in range(2)],
+          [D(BASE + 0x2000 + 32 * s, 16, 1024, "128B") for s in range(2)], satfinite=True, init_c=True, seed=5,
+          lo=-128, hi=127, extra={"c0": np.where(np.arange(64 * 16).reshape(64, 16) % 3 == 0, 2**31 - 20000,
+                                                 np.where(np.arange(64 * 16).reshape(64, 16) % 3 == 1,
+                                                          -2**31 + 20000, 12345))})
+# bf16 with A from registers (loaded before the fence), B MN-major without swizzle (imm-trans-b = 1: 8 N x 8 K
+# core matrices, LBO between the two K halves, SBO between 8-column groups), accumulators initialised
+AREG = Form("m64n24k16", "f32", "bf16", "bf16", [None, None],
+            [D(BASE + 0x400 * s, 128, 256, "none") for s in range(2)], trans_b=1, init_c=True, seed=6)

@@ -29,23 +29,11 @@ from ..provenance import check_tile
 from ..types import TYPES
 from .common import Mods, where
 from .registry import register
+from .wgmma_gang import GangMma, InFlight
 
 B32 = TYPES["b32"]
 U64 = TYPES["u64"]
 PRED = TYPES["pred"]
-
-
-class InFlight:
-    """The shared bytes one wgmma reads, until the first of its warps retires it with wgmma.wait_group."""
-
-    def __init__(self, sh, spots):
-        self.sh, self.spots, self.retired = sh, spots, False
-        sh.wgmma_reading[spots] += 1
-
-    def retire(self):
-        if not self.retired:
-            self.retired = True
-            self.sh.wgmma_reading[self.spots] -= 1
 
 
 @register("wgmma.fence")
@@ -211,6 +199,11 @@ def c_mma(ins, prog, pc):
     def op(W, m):
         return warpgroup_collective(W, m, key, ins, execute)
     op.wgmma = True
+    # lock-step gangs run their complete warpgroups as one batch (wgmma_gang); A in registers, sparse and integer
+    # forms run warp by warp (no kernel here gangs A-in-registers whole yet to test it against)
+    if not sparse and dtype_d != "s32" and not a_regs:
+        op.gang = GangMma(prog, key, wh, (n, K, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b),
+                          ga, gb, gscale, slots, d_idx, a_idx)
     return op
 
 

@@ -1,0 +1,196 @@
+"""wgmma.mma_async's gang version (lockstep.py): the complete warpgroups of a lock-step gang run as one batch.
+
+Every check ops/wgmma.py's execute makes runs first, for every warpgroup, reading state only; any that would report
+(or a case not covered here: a lane mask, a warp that already waited at the collective, an incomplete warpgroup;
+ops/wgmma.py gives A-in-registers, sparse and integer forms no gang version) raises Fallback before anything changes, and the warps run the instruction one at a time,
+which gives the report its warp. Then one batched fused dot (hopper.wgmma_batch) computes every warpgroup's D, and
+the effects land warpgroup by warpgroup in gang order, as the fourth warp's arrival in warpgroup_collective would
+make them (PTX 9.7.15.5: the warpgroup's four warps execute mma_async together)."""
+import time
+
+import numpy as np
+
+from ...arith.dtypes import element_type
+from ...core.errors import TcemuError
+from ...hopper.wgmma import wgmma_batch
+from ...layout.addressing import resolved_addresses
+from ...layout.descriptors import GmmaDescriptor
+from ...layout.fragments import from_d_registers_batch, to_d_registers_batch
+from ...layout.smem import SUBBYTE
+from ..provenance import check_tile
+from ..signals import Fallback
+
+_LE = {8: np.dtype("u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}   # shared memory is little-endian
+_OPERANDS = {}        # (descriptor value, rows, k, dtype, major) -> Operand
+_OPERANDS_MAX = 4096
+
+
+class InFlight:
+    """The shared bytes one wgmma reads, until the first of its warps retires it with wgmma.wait_group."""
+
+    def __init__(self, sh, spots):
+        self.sh, self.spots, self.retired = sh, spots, False
+        sh.wgmma_reading[spots] += 1
+
+    def retire(self):
+        if not self.retired:
+            self.retired = True
+            self.sh.wgmma_reading[self.spots] -= 1
+
+
+class Operand:
+    """What one descriptor value reads as one operand shape, resolved once: each CTA then only gathers."""
+
+    def __init__(self, value, rows, k, dtype, major):
+        self.desc = GmmaDescriptor.decode(value)
+        self.addrs = resolved_addresses(self.desc, rows=rows, k=k, dtype="u8" if dtype == "b1" else dtype, major=major)
+        self.ebytes = 1 if dtype in ("e4m3", "e5m2", "s8", "u8", "b1") else (4 if dtype == "tf32" else 2)
+        self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + self.ebytes
+        self.spots = (self.addrs.reshape(-1, 1) + np.arange(self.ebytes)).reshape(-1)
+        self.index = None   # element indices of an aligned whole-byte read (SharedMemory.read_operand's gather)
+        if dtype not in SUBBYTE:
+            bits = element_type(dtype).bits
+            read = resolved_addresses(value, rows=rows, k=k, dtype=dtype, major=major)
+            if bits in _LE and not (read % (bits // 8)).any():
+                self.index, self.le = read // (bits // 8), _LE[bits]
+                self.full = int.from_bytes(b"\x01" * (bits // 8), "little")   # every byte of the element written
+
+
+def operand(value, rows, k, dtype, major) -> Operand:
+    key = (value, rows, k, dtype, major)
+    hit = _OPERANDS.get(key)
+    if hit is None:
+        try:
+            hit = Operand(value, rows, k, dtype, major)
+        except TcemuError:   # execute's report (KernelFault naming the operand)
+            raise Fallback from None
+        if len(_OPERANDS) >= _OPERANDS_MAX:
+            _OPERANDS.clear()
+        _OPERANDS[key] = hit
+    return hit
+
+
+class GangMma:
+    """op.gang of one wgmma.mma_async (dense, A and B in shared memory, float accumulator): called with [(warp, mask), ...] in gang order."""
+
+    def __init__(self, prog, key, wh, form, ga, gb, gscale, slots, d_idx, a_idx):
+        self.prog, self.key, self.wh = prog, key, wh
+        (self.n, self.K, self.dtype_a, self.dtype_b, self.dtype_d, self.trans_a, self.trans_b, self.scale_a,
+         self.scale_b) = form
+        self.ga, self.gb, self.gscale = ga, gb, gscale
+        self.slots, self.d_idx, self.a_idx = slots, d_idx, a_idx
+        self.calls = 0     # gang steps run here (tests read it: the gang path ran)
+
+    def _groups(self, pairs):
+        """[(cta, warpgroup, its four warps)] in gang order, or Fallback."""
+        key, groups = self.key, []
+        if len(pairs) % 4:
+            raise Fallback
+        for j in range(0, len(pairs), 4):
+            quad = pairs[j:j + 4]
+            W = quad[0][0]
+            cta, wg = W.cta, W.index // 4
+            warps = cta.warps[4 * wg:4 * wg + 4]
+            if len(warps) < 4 or any(q[0] is not w or q[1] is not None for q, w in zip(quad, warps)):
+                raise Fallback   # a lane mask, or not the warpgroup's four warps in order
+            state = cta.collectives.get((wg, key))
+            if (state is not None and state[0]) or any(key in w.sync for w in warps):
+                raise Fallback   # a warp already waits at this collective
+            groups.append((cta, wg, warps))
+        return groups
+
+    def _agree(self, getter, warps, G):
+        """(G,) values of a per-thread operand the 128 threads of each warpgroup must agree on (execute's _one)."""
+        v = np.stack([getter(w) for w in warps]).reshape(G, 128)
+        if not (v == v[:, :1]).all():
+            raise Fallback
+        return v[:, 0]
+
+    def _checked(self, cta, warps, which, value, rows, k, dtype, major, seen):
+        """The operand's bits, after every check of _check_operand and of the read (SharedMemory.read_operand);
+        the same operand of one CTA is checked and read once per gang step (the checks read state the step does
+        not change), the TMA guard per warpgroup (it depends on the warps)."""
+        op = operand(value, rows, k, dtype, major)
+        sh = cta.shared
+        at = seen.get((id(cta), value, rows, dtype, major))
+        if at is None:
+            if op.lo < sh.lo or op.hi > sh.hi or sh.async_pending[op.spots].any() or sh.unfenced_bytes(op.spots).size:
+                raise Fallback
+            try:
+                if dtype != "b1" and cta.launch.check_layouts:
+                    check_tile(cta.launch.gmem, sh.source[op.addrs], op.ebytes, which, op.desc, self.wh)
+                smem = sh.smem
+                if smem.arch != "sm90":
+                    raise Fallback
+                if op.index is None:
+                    bits = smem.read_operand(value, rows=rows, k=k, dtype=dtype, major=major)
+                else:
+                    if (smem.written.view(np.uint8).view(op.le)[op.index] != op.full).any():
+                        raise Fallback   # an element never written: the read's report
+                    bits = smem.data.view(op.le)[op.index]
+            except TcemuError:
+                raise Fallback from None
+            at = seen[(id(cta), value, rows, dtype, major)] = bits
+        if sh.guarded and sh.unobserved(warps, op.spots) is not None:
+            raise Fallback
+        return op, at
+
+    def __call__(self, pairs):
+        groups = self._groups(pairs)
+        G = len(groups)
+        allw = [w for _, _, ws in groups for w in ws]
+        slots = self.slots
+        for w in allw:
+            if slots & w.wgmma_dirty:
+                raise Fallback
+        desc_b = self._agree(self.gb, allw, G)
+        desc_a = self._agree(self.ga, allw, G)
+        scale_d = self._agree(self.gscale, allw, G).astype(bool)
+        seen, a_bits, b_bits, a_of, b_of, spots = {}, [], [], [], [], []
+        a_index, b_index = {}, {}
+        for g, (cta, wg, warps) in enumerate(groups):
+            read = []
+            for which, desc, rows, k, dtype, major, bits, of, index in (
+                    ("A", desc_a, 64, self.K, self.dtype_a, self.trans_a, a_bits, a_of, a_index),
+                    ("B", desc_b, self.n, self.K, self.dtype_b, self.trans_b, b_bits, b_of, b_index)):
+                op, raw = self._checked(cta, warps, which, int(desc[g]), rows, k, dtype, "MN" if major else "K",
+                                        seen)
+                i = index.get(id(raw))
+                if i is None:
+                    i = index[id(raw)] = len(bits)
+                    bits.append(raw)
+                of.append(i)
+                read.append(op.spots)
+            spots.append(np.concatenate(read) if len(read) > 1 else read[0])
+        nr = len(self.d_idx)
+        regs = np.stack([w.r32[self.d_idx] for w in allw])               # (4G, nregs, 32)
+        c_bits = None
+        if scale_d.any():
+            c_bits = from_d_registers_batch(regs.reshape(G, 4, nr, 32).transpose(0, 1, 3, 2).reshape(G, 128, nr),
+                                            self.n, self.dtype_d)
+        t0 = time.perf_counter()
+        try:
+            d = wgmma_batch(np.stack(a_bits), np.stack(b_bits), c_bits, dtype_a=self.dtype_a, dtype_b=self.dtype_b,
+                            dtype_d=self.dtype_d, scale_a=self.scale_a, scale_b=self.scale_b, a_of=a_of, b_of=b_of,
+                            c_used=scale_d if c_bits is not None else None)
+        except TcemuError:
+            raise Fallback from None
+        dt = (time.perf_counter() - t0) / G
+        out = to_d_registers_batch(d, self.dtype_d)                      # (G, 128, nregs)
+        # the effects, warpgroup by warpgroup in gang order (warpgroup_collective's fourth arrival, then execute's)
+        self.calls += 1
+        d_idx, key = self.d_idx, self.key
+        for g, (cta, wg, warps) in enumerate(groups):
+            state = cta.collectives.get((wg, key))
+            if state is None:
+                state = cta.collectives[(wg, key)] = [set(), 0]
+            state[1] += 1
+            cta.progress = True
+            cta.launch.tensor_core_seconds += dt
+            flight = InFlight(cta.shared, spots[g])
+            for i, w in enumerate(warps):
+                w.r32[d_idx] = out[g, 32 * i:32 * (i + 1)].T
+                pend = w.wgmma_pending
+                for s in slots:
+                    pend[s] = pend.get(s, 0) + 1
+                w.wgmma_open.append((slots, flight))
