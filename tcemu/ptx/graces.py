@@ -24,6 +24,7 @@ import numpy as np
 
 from .errors import HazardError
 from .races import Sites
+from .rows import scatter
 
 NONE = np.int64(-1)
 SPANS = {n: np.arange(n) for n in (1, 2, 4, 8, 16, 32)}
@@ -200,8 +201,8 @@ def record_reads(W, a, off, nbytes, tids, wh):
     spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
     sd.readers.add(me.id)
     tids = np.asarray(tids, np.int64)
-    sd.r_key[spots] = np.int64(me.id << 32 | me.epoch)
-    sd.r_info[spots] = (np.int64(g.site(wh) << 16) | (tids // 32) << 6 | tids % 32)[:, None]
+    scatter(sd.r_key, spots, np.int64(me.id << 32 | me.epoch))
+    scatter(sd.r_info, spots, (np.int64(g.site(wh) << 16) | (tids // 32) << 6 | tids % 32)[:, None])
 
 def _unordered(g, me, key):
     """Bytes whose recorded access (key) is by another CTA this one does not know past its epoch; None: none."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import races
 from .errors import HazardError, MemoryFault
+from .rows import gather
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -260,15 +261,15 @@ class SharedWindow:
     def check_overwrite(self, spots, where: str, what: str = "writes"):
         """Bytes an in-flight wgmma or bulk store still reads may not be overwritten."""
         made = self.__dict__   # a shadow never made (lazy, __getattr__) is all zeros: nothing to check
-        if "wgmma_reading" in made and self.wgmma_reading[spots].any():
+        if "wgmma_reading" in made and gather(self.wgmma_reading, spots).any():
             b = int(spots[self.wgmma_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
                                      "(wait for it with wgmma.wait_group before reusing the stage)")
-        if "bulk_reading" in made and self.bulk_reading[spots].any():
+        if "bulk_reading" in made and gather(self.bulk_reading, spots).any():
             b = int(spots[self.bulk_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a bulk copy to global memory still reads "
                                      "(cp.async.bulk.wait_group.read first)")
-        if "tcgen05_reading" in made and self.tcgen05_reading[spots].any():
+        if "tcgen05_reading" in made and gather(self.tcgen05_reading, spots).any():
             b = int(spots[self.tcgen05_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a tcgen05.mma / tcgen05.cp still reads: no "
                                      "tcgen05.commit has completed it yet (wait on the commit's mbarrier before "

@@ -27,6 +27,7 @@ from typing import Optional
 import numpy as np
 
 from .errors import HazardError, MemoryFault
+from .rows import scatter
 
 M32 = np.int64(0xFFFFFFFF)
 NEVER = np.int64(1 << 62)  # the clock entry of "no writer": every access is ordered after it
@@ -298,19 +299,18 @@ def gang_plan(sh, chunks):
 
 
 def gang_record(sh, chunks, rows, wh):
-    """Record the writes gang_plan checked, as the warps' on_write calls would."""
+    """Record the writes gang_plan checked, as the warps' on_write calls would (a row per lane: ptx/rows.py)."""
     if not rows:
         return
     sd = sh.race
-    spots = np.concatenate([c[1].reshape(-1) for c in chunks])
-    per = [c[1].size for c in chunks]   # bytes per chunk
-    lanes = np.concatenate([np.repeat(np.asarray(c[2], np.int64) % 32, c[1].shape[1]) for c in chunks])
-    sd.w_ep[spots] = np.repeat(np.array([np.int64((st.id + 1) << 32) | st.vc[st.id] for st, *_ in rows]), per)
-    for st, *_ in rows:
+    site = np.int64(rows[0][0].cl.site(wh) << 6)
+    for (W, spots, tids), (st, region, mask) in zip(chunks, rows):
+        scatter(sd.w_ep, spots, np.int64((st.id + 1) << 32) | st.vc[st.id])
         sd.wmax[st.id] = st.vc[st.id]
-    sd.w_info[spots] = np.int64(rows[0][0].cl.site(wh) << 6) | lanes
-    sd.w_mask[spots] = np.repeat(np.array([r[2] for r in rows], np.int64), per)
-    sd.w_region[spots] = np.repeat(np.array([r[1] for r in rows], np.int64), per)
+        scatter(sd.w_info, spots, (site | np.asarray(tids, np.int64) % 32)[:, None])
+        scatter(sd.w_mask, spots, mask)
+        scatter(sd.w_region, spots, region)
+
 
 def _diverged(sd, st, ep, spots, tids, region):
     """Same-warp writes of this divergence region by lanes on another path: neither lane executed the other's

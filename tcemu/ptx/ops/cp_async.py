@@ -7,8 +7,12 @@ import numpy as np
 
 from .. import parser as P
 from .. import graces, races
+from ..machine import LANES
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ...core.errors import TcemuError
+from ..lockstep import Batch
+from ..program import regs_of
+from ..rows import gather, scatter
 from ..signals import Fallback
 from ..types import TYPES
 from .common import Mods, mask_array, operands, where
@@ -99,59 +103,92 @@ def c_cp_async(ins, prog, pc):
         sh.async_pending[spots] = pc + 1
         W.cp_async_open.append((spots, data, src_bytes, tids))
 
-    def gang(pairs):
-        plans = [_issue_plan(cta, [(W, lanes(W, m)) for W, m in members]) for cta, members in _by_cta(pairs)]
-        for cta, members, spots, data, src_bytes, tids, read in plans:
-            if read is not None:
-                graces.record_reads(members[0][0], read[0], read[1], nbytes, tids[read[2]], wh)
-            cta.shared.async_pending[spots] = pc + 1
-            at = 0
-            for W, k in members:
-                W.cp_async_open.append((spots[at:at + k], data[at:at + k], src_bytes[at:at + k], tids[at:at + k]))
-                at += k
+    touched = {}   # the registers the operands read (the gang's are gathered once: lockstep.Batch)
+    for o in ops:
+        for r in regs_of(o):
+            sl = prog.slots.get(r.name)
+            if sl is not None:
+                touched.setdefault(sl.cls, set()).add(sl.index)
+    touched = {c: np.array(sorted(x)) for c, x in touched.items()}
 
-    def _issue_plan(cta, members):
-        """The members' issues checked (Fallback where a check would fail) and their copies made, changing
-        nothing: (cta, [(warp, lanes)], spots, data, source bytes, tids, (allocation, offsets, lanes read))."""
-        dsts = np.concatenate([x[0] for _, x in members])
-        srcs = np.concatenate([x[1] for _, x in members])
-        tids = np.concatenate([x[2] for _, x in members])
+    def gang(pairs):
+        """All the gang's issues at once: lanes and the global side together, the shared side CTA by CTA."""
+        warps = [W for W, _ in pairs]
+        nw = len(warps)
+        B = Batch(warps, touched)
+        sel = np.stack([np.ones(32, bool) if m is None else np.asarray(m, bool) for _, m in pairs])
+        dsts = np.broadcast_to(g_dst(B), (nw, 32)).astype(np.int64)[sel]
+        srcs = np.broadcast_to(g_src(B), (nw, 32))[sel]
+        tids = (np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES)[sel]
         n = None
-        if any(x[3] is not None for _, x in members):
-            n = np.concatenate([np.full(x[0].size, nbytes, np.int64) if x[3] is None else x[3] for _, x in members])
-        sh = cta.shared
-        if dsts.size and ((dsts % nbytes).any() or int(dsts.min()) < sh.lo or int(dsts.max()) + nbytes > sh.hi):
+        if g_srcsize is not None:
+            n = np.minimum(np.broadcast_to(g_srcsize(B), (nw, 32)).astype(np.int64)[sel], nbytes)
+        if g_ignore is not None:
+            n = np.where(np.broadcast_to(g_ignore(B), (nw, 32))[sel], 0, nbytes if n is None else n)
+        if n is not None and (n == nbytes).all():
+            n = None
+        per_warp = sel.sum(axis=1)
+        ctas, first = [], []   # the gang's CTAs in order, each warp's position; a CTA's warps must be contiguous
+        for k, W in enumerate(warps):
+            if not ctas or ctas[-1] is not W.cta:
+                if any(c is W.cta for c in ctas):
+                    raise Fallback
+                ctas.append(W.cta)
+                first.append(k)
+        ends = np.cumsum(per_warp)
+        cut = [0] + [int(ends[k - 1]) for k in first[1:]] + [int(ends[-1])]   # lane ranges per CTA
+        if dsts.size and (dsts % nbytes).any():
             raise Fallback
         reads = slice(None) if n is None else np.flatnonzero(n > 0)
         rsrc = srcs[reads]
         data = np.zeros((dsts.size, nbytes), np.uint8)
-        read = None
+        alloc = off = None
         if rsrc.size:
             if (rsrc % np.uint64(nbytes)).any():
                 raise Fallback
             try:
-                a, off = cta.launch.gmem._locate(rsrc, nbytes, tids, wh)
+                alloc, off = warps[0].cta.launch.gmem._locate(rsrc, nbytes, tids, wh)
             except TcemuError:
                 raise Fallback from None
-            if a is None or a == "multi" or graces.reads_race(members[0][0], a, off, nbytes):
+            if alloc is None or alloc == "multi":
                 raise Fallback
-            data[reads] = a.data[off[:, None] + span]
-            read = (a, off, reads)
+            data[reads] = alloc.data[off[:, None] + span]
         src_bytes = srcs.astype(np.int64)[:, None] + span
         if n is not None:
             keep = span[None, :] < n[:, None]
             src_bytes = np.where(keep, src_bytes, -1)
             data = np.where(keep, data, 0).astype(np.uint8)
-        if _repeats(dsts):   # two lanes (of one warp or two) copy to the same bytes (starts aligned: equal)
-            raise Fallback
         spots = dsts[:, None] + span
-        try:
-            sh.check_overwrite(spots, wh)
-        except TcemuError:
-            raise Fallback from None
-        if sh.async_pending[spots].any() or ("guard_bar" in sh.__dict__ and (sh.guard_bar[spots] >= 0).any()):
-            raise Fallback
-        return cta, [(W, x[0].size) for W, x in members], spots, data, src_bytes, tids, read
+        lane_read = np.zeros(dsts.size, bool)
+        lane_read[reads] = True
+        r_at = np.cumsum(lane_read) - lane_read   # index into off of each lane that reads
+        for k, (c, (lo, hi)) in enumerate(zip(ctas, zip(cut[:-1], cut[1:]))):
+            sh = c.shared
+            d = dsts[lo:hi]
+            if not d.size:
+                continue
+            if int(d.min()) < sh.lo or int(d.max()) + nbytes > sh.hi or _repeats(d):
+                raise Fallback   # outside the window; two lanes (of one warp or two) copying to the same bytes
+            sp = spots[lo:hi]
+            try:
+                sh.check_overwrite(sp, wh)
+            except TcemuError:
+                raise Fallback from None
+            if gather(sh.async_pending, sp).any() or ("guard_bar" in sh.__dict__ and
+                                                       (gather(sh.guard_bar, sp) >= 0).any()):
+                raise Fallback
+            if alloc is not None and lane_read[lo:hi].any():
+                if graces.reads_race(warps[first[k]], alloc, off[r_at[lo:hi][lane_read[lo:hi]]], nbytes):
+                    raise Fallback   # another CTA's unordered write: the warps' own loads report it
+        for k, (c, (lo, hi)) in enumerate(zip(ctas, zip(cut[:-1], cut[1:]))):
+            if alloc is not None and lane_read[lo:hi].any():
+                mine = lane_read[lo:hi]
+                graces.record_reads(warps[first[k]], alloc, off[r_at[lo:hi][mine]], nbytes, tids[lo:hi][mine], wh)
+            scatter(c.shared.async_pending, spots[lo:hi], pc + 1)
+        at = 0
+        for W, k in zip(warps, per_warp.tolist()):
+            W.cp_async_open.append((spots[at:at + k], data[at:at + k], src_bytes[at:at + k], tids[at:at + k]))
+            at += k
 
     op.gang = gang
     return op
@@ -191,13 +228,14 @@ def _apply_copies(W, copies, wh="cp.async completing"):
 
 
 def _land(sh, spots, data, src):
-    sh.copy_pc[spots] = sh.async_pending[spots]
-    sh.guard_bar[spots] = -1
-    sh.smem.data[spots] = data
-    sh.smem.written[spots] = True
-    sh.source[spots] = src
-    sh.mark_generic(spots)   # cp.async writes through the generic proxy
-    sh.async_pending[spots] = 0
+    scatter(sh.copy_pc, spots, gather(sh.async_pending, spots))
+    scatter(sh.guard_bar, spots, -1)
+    scatter(sh.smem.data, spots, data)
+    scatter(sh.smem.written, spots, True)
+    scatter(sh.source, spots, src)
+    sh.write_epoch += 1   # cp.async writes through the generic proxy (SharedWindow.mark_generic)
+    scatter(sh.unfenced, spots, sh.write_epoch)
+    scatter(sh.async_pending, spots, 0)
 
 
 def drain_cp_async(W):
@@ -257,6 +295,7 @@ def _cp_async_sync(ins, prog, which):
             for W, _ in members:
                 del W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]
             races.gang_record(sh, writes, rows, wh)
-            _land(sh, *(np.concatenate([c[i].reshape(-1) for _, c in chunks]) for i in range(3)))
+            for c in _merged([c for _, c in chunks]):   # the copies of one width land as one batch of rows
+                _land(sh, *c[:3])
     wait.gang = gang
     return wait

@@ -1,0 +1,30 @@
+"""Per-byte shadow arrays touched row by row: an access of `w` bytes at a start aligned to `w` (ld, st, cp.async,
+ldmatrix: PTX 9.7.9.x requires the natural alignment) covers one whole row of the array viewed as (n, w), so
+numpy moves a row per index instead of a byte. `spots` are (n, w) byte offsets, each row start + 0..w-1."""
+
+
+def _rows(arr, w):
+    n = arr.shape[0] // w     # an aligned row inside the array lies inside the trimmed view
+    return arr[:n * w].reshape(n, w)
+
+
+def _aligned(spots) -> bool:
+    w = spots.shape[1] if spots.ndim == 2 else 0
+    return w > 1 and w & (w - 1) == 0 and spots.shape[0] > 0 and not (spots[:, 0] & (w - 1)).any()
+
+
+def gather(arr, spots):
+    """arr[spots]."""
+    if _aligned(spots):
+        w = spots.shape[1]
+        return _rows(arr, w)[spots[:, 0] // w]
+    return arr[spots]
+
+
+def scatter(arr, spots, values):
+    """arr[spots] = values (values broadcast against (n, w); rows touching one byte twice: the later wins)."""
+    if _aligned(spots):
+        w = spots.shape[1]
+        _rows(arr, w)[spots[:, 0] // w] = values
+    else:
+        arr[spots] = values
