@@ -178,6 +178,14 @@ const ErrorText kErrors[] = {
      "no kernel image is available for execution on the device"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
     {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
+    {cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched",
+     "capture was not ended in the same stream as it began"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -354,7 +362,8 @@ PyObject* allocation_list() {
   PyObject* list = PyList_New(0);
   for (const auto& [a, b] : M().live) {
     char label[96];
-    std::snprintf(label, sizeof label, "%s#%#lx", b.kind, (unsigned long)a);
+    if (b.symbol) std::snprintf(label, sizeof label, "%s", b.symbol);
+    else std::snprintf(label, sizeof label, "%s#%#lx", b.kind, (unsigned long)a);
     PyObject* t = Py_BuildValue("(Kns)", (unsigned long long)a, (Py_ssize_t)b.size, label);
     PyList_Append(list, t);
     Py_DECREF(t);
@@ -365,15 +374,15 @@ PyObject* allocation_list() {
 // runtime.launch's answers
 constexpr int kLaunchOk = 0, kLaunchFault = 1, kLaunchBadConfig = 3;  // 2: refused (reported by Python)
 
-cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
-                   void** args, void* caller) {
-  Guard lock(g_lock);
-  if (g_sticky != cudaSuccess) return ret(g_sticky);
+// A launch's configuration checked against its kernel: the registered kernel, or null (the error is returned).
+static const Kernel* checked(const char* api, const void* func, dim3 grid, dim3 block, std::size_t smem,
+                             cudaError_t* err) {
   auto it = R().kernels.find(func);
   if (it == R().kernels.end()) {
     warn("%s: %p is not a registered kernel (a host function pointer nvcc registered); called from %s", api, func,
          where(here()).c_str());
-    return ret(cudaErrorInvalidDeviceFunction);
+    *err = ret(cudaErrorInvalidDeviceFunction);
+    return nullptr;
   }
   const Kernel& k = it->second;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0 ||
@@ -381,20 +390,81 @@ cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim
     warn("%s: %s with grid (%u, %u, %u) and block (%u, %u, %u): every dimension must be at least 1 and a block at "
          "most 1024 threads (cudaErrorInvalidConfiguration); called from %s", api, k.name.c_str(), grid.x, grid.y,
          grid.z, block.x, block.y, block.z, where(here(), k.name.c_str()).c_str());
-    return ret(cudaErrorInvalidConfiguration);
+    *err = ret(cudaErrorInvalidConfiguration);
+    return nullptr;
   }
   if (smem > static_cast<std::size_t>(k.max_dynamic_smem)) {
     warn("%s: %s asks for %zu bytes of dynamic shared memory; above 48 KiB a kernel needs "
          "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) (set: %d); called from %s",
          api, k.name.c_str(), smem, k.max_dynamic_smem, where(here(), k.name.c_str()).c_str());
-    return ret(cudaErrorInvalidValue);
+    *err = ret(cudaErrorInvalidValue);
+    return nullptr;
   }
+  return &k;
+}
+
+cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
+                   void** args, void* caller, cudaStream_t stream) {
+  Guard lock(g_lock);
+  Graph* g = capturing(stream);
+  if (g_sticky != cudaSuccess && !g) return ret(g_sticky);
+  cudaError_t err = cudaSuccess;
+  if (!checked(api, func, grid, block, smem, &err)) return err;
+  if (!g) return run_kernel(api, func, grid, block, cluster, smem, args, nullptr);
+  Node* n = add_node(g, Node::kKernel, api);
+  n->func = func;
+  n->grid = grid;
+  n->block = block;
+  n->cluster = cluster;
+  n->smem = smem;
+  n->params = kernel_params(func, args);
+  return cudaSuccess;
+}
+
+// the parameter bytes of a launch of `func` from the program's argument pointers (runtime.param_blob)
+std::string kernel_params(const void* func, void** args) {
+  const Kernel& k = R().kernels.at(func);
+  std::string blob(32768, '\0');   // CUDA 12.1+: at most 32764 bytes of parameters
+  long long n = call_python("param_blob", "(KisKKn)", (unsigned long long)(uintptr_t)R().fatbins[k.fatbin], k.fatbin,
+                            k.name.c_str(), (unsigned long long)(uintptr_t)args,
+                            (unsigned long long)(uintptr_t)blob.data(), (Py_ssize_t)blob.size());
+  if (n < 0) stop(kExitRefused, "the program ends here: tcemu cannot capture this launch of %s (above)", k.name.c_str());
+  blob.resize(static_cast<std::size_t>(n));
+  return blob;
+}
+
+// The module's initialisers of a fatbinary's __device__ / __constant__ variables, written into their device
+// memory before the first use of any of them (as CUDA loads a module lazily): nvcc leaves the host shadow zero.
+void init_vars(int fatbin) {
+  bool pending = false;
+  for (auto& [host, v] : vars()) pending |= v.fatbin == fatbin && !v.initialised;
+  if (!pending) return;
+  for (auto& [host, v] : vars())
+    if (v.fatbin == fatbin) v.initialised = true;
   runtime_module();
   PyGILState_STATE g = PyGILState_Ensure();
-  PyObject* pargs = Py_BuildValue("(Kis(III)(III)(III)nKN)", (unsigned long long)(uintptr_t)R().fatbins[k.fatbin],
+  PyObject* args = Py_BuildValue("(KiN)", (unsigned long long)(uintptr_t)R().fatbins[fatbin], fatbin,
+                                 symbol_list(fatbin));
+  long long r = call_tuple("initialise", args);
+  PyGILState_Release(g);
+  if (r != kLaunchOk) stop(kExitRefused, "the program ends here: tcemu cannot load the variables of this program "
+                           "(above)");
+}
+
+// Run a checked launch: its parameters from the program's argument pointers, or (params) as a graph captured them.
+cudaError_t run_kernel(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
+                       void** args, const std::string* params) {
+  (void)api;
+  const Kernel& k = R().kernels.at(func);
+  init_vars(k.fatbin);
+  runtime_module();
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* blob = params ? PyBytes_FromStringAndSize(params->data(), (Py_ssize_t)params->size())
+                          : (Py_INCREF(Py_None), Py_None);
+  PyObject* pargs = Py_BuildValue("(Kis(III)(III)(III)nKNNN)", (unsigned long long)(uintptr_t)R().fatbins[k.fatbin],
                                  k.fatbin, k.name.c_str(), grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                  cluster.x, cluster.y, cluster.z, (Py_ssize_t)smem,
-                                 (unsigned long long)(uintptr_t)args, allocation_list());
+                                 (unsigned long long)(uintptr_t)args, allocation_list(), symbol_list(k.fatbin), blob);
   long long r = call_tuple("launch", pargs);
   PyGILState_Release(g);
   std::fflush(stdout);
@@ -414,15 +484,18 @@ void at_exit() {
   Guard lock(g_lock);
   Memory& m = M();
   if (!m.live.empty()) {
-    std::size_t total = 0;
+    std::size_t total = 0, count = 0;
     std::fflush(stdout);
     for (const auto& [a, b] : m.live) {
+      if (b.symbol) continue;   // a __device__ variable's memory lives as long as the program
       std::fprintf(stderr, "tcemu exec: leaked %zu bytes at %#lx (%s, called from %s)\n", b.size, (unsigned long)a,
                    b.kind, where(b.site).c_str());
       total += b.size;
+      ++count;
     }
-    std::fprintf(stderr, "tcemu exec: LEAK SUMMARY: %zu bytes leaked in %zu allocation%s\n", total, m.live.size(),
-                 m.live.size() == 1 ? "" : "s");
+    if (count)
+      std::fprintf(stderr, "tcemu exec: LEAK SUMMARY: %zu bytes leaked in %zu allocation%s\n", total, count,
+                   count == 1 ? "" : "s");
   }
   if (m.double_frees)
     std::fprintf(stderr, "tcemu exec: ERROR SUMMARY: %zu double free%s\n", m.double_frees,
@@ -506,8 +579,6 @@ void CUDARTAPI __cudaRegisterFunction(void** handle, const char* host_fun, char*
   R().kernels[host_fun] = {index, device_fun};
 }
 
-// __device__ variables: registered (nothing to do until the host names them: cudaMemcpyToSymbol is unsupported)
-void CUDARTAPI __cudaRegisterVar(void**, char*, char*, const char*, int, size_t, int, int) {}
 void CUDARTAPI __cudaRegisterManagedVar(void**, void**, char*, const char*, int, size_t, int, int) {}
 char CUDARTAPI __cudaInitModule(void**) { return 1; }
 
@@ -535,23 +606,25 @@ cudaError_t CUDARTAPI __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t
 }
 
 cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t smem,
-                                         cudaStream_t) {
+                                         cudaStream_t stream) {
   return launch("<<<>>>", reinterpret_cast<const void*>(kernel), grid, block, dim3(1, 1, 1), smem, args,
-                __builtin_return_address(0));
+                __builtin_return_address(0), stream);
 }
 cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t smem,
-                                              cudaStream_t) {
+                                              cudaStream_t stream) {
   return launch("<<<>>>", reinterpret_cast<const void*>(kernel), grid, block, dim3(1, 1, 1), smem, args,
-                __builtin_return_address(0));
+                __builtin_return_address(0), stream);
 }
 
 cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t smem,
-                                       cudaStream_t) {
-  return launch("cudaLaunchKernel", func, grid, block, dim3(1, 1, 1), smem, args, __builtin_return_address(0));
+                                       cudaStream_t stream) {
+  return launch("cudaLaunchKernel", func, grid, block, dim3(1, 1, 1), smem, args, __builtin_return_address(0),
+                stream);
 }
 cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block, void** args, size_t smem,
-                                            cudaStream_t) {
-  return launch("cudaLaunchKernel", func, grid, block, dim3(1, 1, 1), smem, args, __builtin_return_address(0));
+                                            cudaStream_t stream) {
+  return launch("cudaLaunchKernel", func, grid, block, dim3(1, 1, 1), smem, args, __builtin_return_address(0),
+                stream);
 }
 
 static cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args, void* caller) {
@@ -575,7 +648,7 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func,
     }
   }
   return launch("cudaLaunchKernelExC", func, config->gridDim, config->blockDim, cluster, config->dynamicSmemBytes,
-                args, caller);
+                args, caller, config->stream);
 }
 
 cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
