@@ -519,6 +519,38 @@ def test_captured_graph_runs_in_order_each_launch(programs):
     assert out.stderr == ""
 
 
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_capture_rules_are_cuda_errors_named(programs):
+    out = tcemu_exec("--", programs["graph"], "sync")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "sync: cudaErrorStreamCaptureUnsupported, end: cudaErrorStreamCaptureInvalidated, graph null\n"
+    assert out.stderr.startswith("tcemu exec: cudaStreamSynchronize on a capturing stream: "
+                                 "cudaErrorStreamCaptureUnsupported, and the capture is invalidated; called from main "
+                                 "in ") and out.stderr.count("\n") == 1
+    out = tcemu_exec("--", programs["graph"], "legacy")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "legacy: cudaErrorStreamCaptureUnsupported\n"
+    assert out.stderr.startswith("tcemu exec: cudaStreamBeginCapture: the legacy default stream cannot capture")
+    out = tcemu_exec("--", programs["graph"], "join")   # multi-stream capture: refused by name, never run eagerly
+    assert out.returncode == 2 and "unreachable" not in out.stdout
+    assert out.stderr.startswith("tcemu exec: unsupported: cudaStreamWaitEvent joins a stream into another stream's "
+                                 "capture (tcemu captures one stream at a time; called from main in ")
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_fault_in_a_graph_comes_at_its_launch(programs):
+    out = tcemu_exec("--", programs["graph"], "oob")
+    assert out.returncode == 1
+    assert out.stdout == "capture: status 1, end cudaSuccess, 5 nodes, nothing ran: 0 0\n"   # capture runs nothing
+    assert "tcemu exec: kernel fault in _Z5scalePiii (grid (2, 1, 1), block (64, 1, 1), cluster (1, 1, 1)):\n" \
+           "  MemoryFault: ld.global.u32 " in out.stderr
+    assert "thread 36 accesses 4 bytes at global address " in out.stderr and \
+        "outside every allocation: 0 bytes past the end of 'cudaMalloc#0x" in out.stderr
+    assert out.stderr.endswith("tcemu exec: the program ends at this kernel fault\n")
+
+
 @pytest.fixture(scope="session")
 def cute_program():
     """The CuTe wgmma + TMA program (about 2 minutes of nvcc), with the nvidia-cutlass wheel's headers."""
