@@ -80,6 +80,14 @@ struct Device {
 };
 const Device& dev();
 
+// the embedded Python (cudart.cpp): tcemu.frontends.cuda.runtime, and FN(*args) on it (args consumed; GIL held)
+PyObject* runtime_module();
+long long call_tuple(const char* fn, PyObject* args);
+constexpr int kLaunchOk = 0;          // runtime.py's OK
+const void* fatbin_data(int index);   // the fatbinary of registration `index`
+long long call_python(const char* fn, const char* fmt, ...);   // FN(*Py_BuildValue(fmt, ...)), GIL taken here
+const std::string& kernel_name(const void* func, int* fatbin);  // a registered kernel's PTX name and fatbinary
+
 // the host shadow of a __device__ / __constant__ variable (what the program names it by) -> its device memory
 struct Var { int fatbin; std::string name; std::size_t size; bool constant; char* device; bool initialised = false; };
 std::map<const void*, Var>& vars();

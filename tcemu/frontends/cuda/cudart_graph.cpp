@@ -72,6 +72,19 @@ cudaError_t capture_fill(Graph* g, const char* api, void* dst, unsigned value, s
   return cudaSuccess;
 }
 
+// the parameter bytes of a launch of `func` from the program's argument pointers (runtime.param_blob)
+std::string kernel_params(const void* func, void** args) {
+  int fatbin = 0;
+  const std::string& name = kernel_name(func, &fatbin);
+  std::string blob(32768, '\0');   // CUDA 12.1+: at most 32764 bytes of parameters
+  long long n = call_python("param_blob", "(KisKKn)", (unsigned long long)(uintptr_t)fatbin_data(fatbin), fatbin,
+                            name.c_str(), (unsigned long long)(uintptr_t)args,
+                            (unsigned long long)(uintptr_t)blob.data(), (Py_ssize_t)blob.size());
+  if (n < 0) stop(kExitRefused, "the program ends here: tcemu cannot capture this launch of %s (above)", name.c_str());
+  blob.resize(static_cast<std::size_t>(n));
+  return blob;
+}
+
 // one node, as its call would have run outside the capture
 static cudaError_t run_node(const Node& n) {
   switch (n.kind) {

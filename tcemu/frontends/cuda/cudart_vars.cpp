@@ -27,6 +27,24 @@ PyObject* symbol_list(int fatbin) {
   return list;
 }
 
+// The module's initialisers of a fatbinary's __device__ / __constant__ variables, written into their device
+// memory before the first use of any of them (as CUDA loads a module lazily): nvcc leaves the host shadow zero.
+void init_vars(int fatbin) {
+  bool pending = false;
+  for (auto& [host, v] : vars()) pending |= v.fatbin == fatbin && !v.initialised;
+  if (!pending) return;
+  for (auto& [host, v] : vars())
+    if (v.fatbin == fatbin) v.initialised = true;
+  runtime_module();
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* args = Py_BuildValue("(KiN)", (unsigned long long)(uintptr_t)fatbin_data(fatbin), fatbin,
+                                 symbol_list(fatbin));
+  long long r = call_tuple("initialise", args);
+  PyGILState_Release(g);
+  if (r != kLaunchOk) stop(kExitRefused, "the program ends here: tcemu cannot load the variables of this program "
+                           "(above)");
+}
+
 }  // namespace tcemu_rt
 
 static const char* kind_of(const Var& v) { return v.constant ? "__constant__" : "__device__"; }
