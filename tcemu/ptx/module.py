@@ -84,6 +84,7 @@ class Launch:
         self.trace = None               # callable(warp, pc, mask, control) after each warp instruction (machine.py)
         self.printed = []               # device-side printf output, in execution order
         self.echo = True
+        self.symbols = {}               # variable name -> device address (launch(symbols=...))
         self._t0 = time.perf_counter_ns()  # %clock / %globaltimer count from the launch
 
     def printf(self, text: str):
@@ -212,7 +213,7 @@ class Module:
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
                param_bytes=None, buffers=(), printf: str = "stdout", trace=None,
                timeout: Optional[float] = DEFAULT_TIMEOUT, resident="occupancy", cooperative: bool = False,
-               check_races: bool = True, lockstep: bool = True, scheduler=None):
+               check_races: bool = True, lockstep: bool = True, scheduler=None, symbols=None):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
@@ -223,6 +224,10 @@ class Module:
         param_bytes: the whole parameter space as bytes (a captured launch's blob), instead of `args`; then
         `buffers` lists (device address, numpy array) pairs, or (address, array, name) triples, to map at exactly
         those addresses.
+        symbols: {name: address} or {name: (address, bytes)}: the module's .global / .const variables that live
+        at those device addresses, inside a mapped buffer (a program's __device__ / __constant__ variables), instead
+        of tcemu's own placement: a .global one is read and written there in place, a .const one reads the
+        buffer's bytes as they stand at the launch (kernels cannot write .const, PTX ISA 5.1.3).
         printf: "stdout" (device printf output is written as it happens) or "collect" (only kept in the
         statistics' "printf" list).
         trace: called as trace(warp, pc, mask, control) after every instruction any warp executes (machine.py);
@@ -296,6 +301,7 @@ class Module:
         if trace is not None and not callable(trace):
             raise PtxError("trace", f"must be a callable (warp, pc, mask, control), got {type(trace).__name__}")
         L.trace = trace
+        L.symbols = self._symbol_addresses(symbols)
         if param_bytes is not None:
             writeback = self._bind_blob(prog, L, param_bytes, buffers)
         else:
@@ -449,19 +455,60 @@ class Module:
         self._place_globals(prog, L)
         return writeback
 
+    def _symbol_addresses(self, symbols) -> Dict[str, int]:
+        """launch(symbols=...) checked against the module's .global / .const variables: {name: address}."""
+        if symbols is None:
+            return {}
+        if not isinstance(symbols, dict):
+            raise PtxError("symbols", f"must be a dict {{name: address}}, got {type(symbols).__name__}")
+        declared = {v.name: v for v in self.tree.variables if v.space in ("global", "const")}
+        out = {}
+        for name, at in symbols.items():
+            v = declared.get(name)
+            if v is None:
+                raise PtxError("symbols", f"{show(name)} is not a .global or .const variable of this module "
+                                          f"(it declares: {', '.join(declared) or 'none'})")
+            size = None
+            if isinstance(at, tuple) and len(at) == 2:
+                at, size = at
+            if isinstance(at, bool) or not isinstance(at, (int, np.integer)) or not 0 <= int(at) < 1 << 63:
+                raise PtxError("symbols", f"{name}: the address must be an int in [0, 2^63), got {show(at)}")
+            if size is not None and int(size) != v.size:
+                raise PtxError("symbols", f"{name}: {size} bytes given, but the module declares .{v.space} "
+                                          f"{name} with {v.size} bytes")
+            out[name] = int(at)
+        return out
+
+    def initial_bytes(self, name: str) -> np.ndarray:
+        """The bytes .global / .const variable `name` starts with (its initialiser; zeros without one): what a
+        program's own copy of the variable holds when the module loads (launch(symbols=...))."""
+        for v in self.tree.variables:
+            if v.name == name and v.space in ("global", "const"):
+                return _initial(v)[:v.size]
+        raise PtxError("variable", f"{show(name)} is not a .global or .const variable of this module")
+
+    def _bound_symbol(self, v, addr: int, L: Launch) -> np.ndarray:
+        """The bytes of the mapped buffer holding variable v at addr (launch(symbols=...))."""
+        for a in L.gmem.allocs:
+            if a.base <= addr and addr + v.size <= a.end:
+                return a.data[addr - a.base:addr - a.base + v.size]
+        raise PtxError("symbols", f"{v.name} at {addr:#x}: its {v.size} bytes do not lie inside one mapped buffer "
+                                  f"({L.gmem.describe(addr)})")
+
     def _place_globals(self, prog: Program, L: Launch):
         const = []
+        bound = L.symbols
         for v in self.tree.variables:
             if v.space not in ("global", "const"):
                 continue
-            data = np.zeros(max(v.size, 1), np.uint8)
-            if v.init:
-                esz = max(1, ptx_type(v.type).bits // 8)
-                for i, x in enumerate(v.init):
-                    if isinstance(x, str):
-                        raise PtxUnsupported(v.name, "initialisers holding addresses are not modelled")
-                    data[i * esz:(i + 1) * esz] = np.frombuffer(int(x & ((1 << (8 * esz)) - 1)).to_bytes(esz, "little"),
-                                                                np.uint8)
+            if v.name in bound:   # the program's own variable: no initialiser here, the buffer holds its bytes
+                data = self._bound_symbol(v, bound[v.name], L)
+                if v.space == "global":
+                    prog.symbols[v.name] = Symbol("global", bound[v.name], v.size)
+                else:
+                    const.append((v, data.copy()))
+                continue
+            data = _initial(v)
             if v.space == "global":
                 addr = L.gmem.allocate(data, v.name)
                 prog.symbols[v.name] = Symbol("global", addr, v.size)
@@ -478,6 +525,19 @@ class Module:
                 blob.append(data)
                 off += data.size
             L.const = ByteSpace(np.concatenate(blob), "const")
+
+
+def _initial(v) -> np.ndarray:
+    """A .global / .const variable's bytes as its initialiser gives them (zeros without one; PTX ISA 5.4.4)."""
+    data = np.zeros(max(v.size, 1), np.uint8)
+    if v.init:
+        esz = max(1, ptx_type(v.type).bits // 8)
+        for i, x in enumerate(v.init):
+            if isinstance(x, str):
+                raise PtxUnsupported(v.name, "initialisers holding addresses are not modelled")
+            data[i * esz:(i + 1) * esz] = np.frombuffer(int(x & ((1 << (8 * esz)) - 1)).to_bytes(esz, "little"),
+                                                        np.uint8)
+    return data
 
 
 def _size(n: int) -> str:

@@ -212,6 +212,8 @@ def programs():
             "faults_sm100": ["-cudart", "shared", "-gencode=arch=compute_100a,code=[sm_100a,compute_100a]", faults],
             "sass_only": ["-cudart", "shared", "-gencode=arch=compute_80,code=sm_80", faults],
             "static": [GENCODE, faults],
+            "symbols": ["-cudart", "shared", GENCODE, os.path.join(SOURCES, "symbols.cu")],
+            "graph": ["-cudart", "shared", GENCODE, os.path.join(SOURCES, "graph.cu")],
             # linked with tcemu's libcuda.so.1 (this machine's toolkit may have no driver stub to link with)
             "driver": ["-cudart", "shared", GENCODE, "-L" + build.library_dir(), "-l:" + build.DRIVER,
                        os.path.join(SOURCES, "driver.cu")]}
@@ -452,6 +454,101 @@ def test_record_replays_to_the_same_bytes(programs, tmp_path):
     a, b, c = (np.frombuffer(bytes.fromhex(x["data" if x["role"] == "input" else "expected"]), np.float32)
                for x in records[0]["buffers"][2:5])
     assert np.array_equal(c, a + b)
+
+
+def _poly_line(coef, n=40):
+    """symbols.cu's line for one launch of poly (x = i / 2: every value and the sum are exact in float32)."""
+    y = [((coef[3] * v + coef[2]) * v + coef[1]) * v + coef[0] for v in (i / 2 for i in range(n))]
+    return f"poly: y[3] = {y[3]:.5f}, y[39] = {y[39]:.5f}, sum = {sum(y):.5f}\n"
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_device_and_constant_variables_are_shared_with_the_host(programs):
+    out = tcemu_exec("--", programs["symbols"], "ok")
+    assert out.returncode == 0, out.stderr
+    table = [3, 1, 4, 1, 5]
+    assert out.stdout == (_poly_line([1, 2, 0.5, 0.25]) + _poly_line([1, 2, 3, 0.25])   # coef[2] set by offset
+                          + "counter: 80\n"                                            # 40 threads, two launches
+                          + "gather: " + " ".join(str(table[i % 5] * 10 + i) for i in range(8)) + "\n"
+                          + "table (20 bytes): " + " ".join(str(2 * t) for t in table) + ", by address: "
+                          + " ".join(str(2 * t) for t in table) + "\nerrors: cudaSuccess\n")
+    assert out.stderr == ""   # the variables' memory is no leak
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_copy_past_a_variable_is_invalid_value_named(programs):
+    out = tcemu_exec("--", programs["symbols"], "past")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "past: cudaErrorInvalidValue, shifted: cudaErrorInvalidValue, exact: cudaSuccess\n"
+    lines = out.stderr.splitlines()
+    assert len(lines) == 2   # the exact copy (the control) says nothing
+    assert lines[0].startswith("tcemu exec: cudaMemcpyToSymbol: 20 bytes at offset 0 run past the end of "
+                               "__constant__ coef (16 bytes) (cudaErrorInvalidValue); called from main in ")
+    assert lines[1].startswith("tcemu exec: cudaMemcpyToSymbol: 16 bytes at offset 4 run past the end of "
+                               "__constant__ coef (16 bytes) (cudaErrorInvalidValue); called from main in ")
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_unknown_symbol_is_invalid_symbol_named(programs):
+    out = tcemu_exec("--", programs["symbols"], "unknown")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "unknown: cudaErrorInvalidSymbol (invalid device symbol), address: cudaErrorInvalidSymbol\n"
+    lines = out.stderr.splitlines()
+    assert len(lines) == 2
+    for api, line in zip(("cudaMemcpyToSymbol", "cudaGetSymbolAddress"), lines):
+        assert line.startswith(f"tcemu exec: {api}: 0x") and " is not a registered __device__ or __constant__ " \
+            "variable (cudaErrorInvalidSymbol); called from main in " + programs["symbols"] in line
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_captured_graph_runs_in_order_each_launch(programs):
+    out = tcemu_exec("--", programs["graph"])
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    # memset, scale, add, host function, copy back: recorded, not run
+    assert lines[0] == "capture: status 1, end cudaSuccess, 5 nodes, nothing ran: 0 0"
+    for r in range(3):   # a = 0x01010101 * k + i + b, k = 3 as captured; add bumps b once per launch
+        a = [0x01010101 * 3 + i + i * i + r for i in range(100)]
+        assert lines[1 + r] == f"launch {r}: cudaSuccess, a[0] = {a[0]}, a[5] = {a[5]}, a[99] = {a[99]}, " \
+                               f"sum = {sum(a)}, callbacks = {r + 1}"
+    assert lines[4:] == ["after: status 0, cudaSuccess"]
+    assert out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_capture_rules_are_cuda_errors_named(programs):
+    out = tcemu_exec("--", programs["graph"], "sync")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "sync: cudaErrorStreamCaptureUnsupported, end: cudaErrorStreamCaptureInvalidated, graph null\n"
+    assert out.stderr.startswith("tcemu exec: cudaStreamSynchronize on a capturing stream: "
+                                 "cudaErrorStreamCaptureUnsupported, and the capture is invalidated; called from main "
+                                 "in ") and out.stderr.count("\n") == 1
+    out = tcemu_exec("--", programs["graph"], "legacy")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "legacy: cudaErrorStreamCaptureUnsupported\n"
+    assert out.stderr.startswith("tcemu exec: cudaStreamBeginCapture: the legacy default stream cannot capture")
+    out = tcemu_exec("--", programs["graph"], "join")   # multi-stream capture: refused by name, never run eagerly
+    assert out.returncode == 2 and "unreachable" not in out.stdout
+    assert out.stderr.startswith("tcemu exec: unsupported: cudaStreamWaitEvent joins a stream into another stream's "
+                                 "capture (tcemu captures one stream at a time; called from main in ")
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_fault_in_a_graph_comes_at_its_launch(programs):
+    out = tcemu_exec("--", programs["graph"], "oob")
+    assert out.returncode == 1
+    assert out.stdout == "capture: status 1, end cudaSuccess, 5 nodes, nothing ran: 0 0\n"   # capture runs nothing
+    assert "tcemu exec: kernel fault in _Z5scalePiii (grid (2, 1, 1), block (64, 1, 1), cluster (1, 1, 1)):\n" \
+           "  MemoryFault: ld.global.u32 " in out.stderr
+    assert "thread 36 accesses 4 bytes at global address " in out.stderr and \
+        "outside every allocation: 0 bytes past the end of 'cudaMalloc#0x" in out.stderr
+    assert out.stderr.endswith("tcemu exec: the program ends at this kernel fault\n")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Build tcemu's libcudart.so (cudart.cpp, cudart_api.cpp + a weak stub for every other runtime export) with the system g++, once
+"""Build tcemu's libcudart.so (cudart*.cpp + a weak stub for every other runtime export) with the system g++, once
 per source, Python and CUDA-header combination, into ~/.cache/tcemu/cudart/KEY/ (TCEMU_CACHE moves the root).
 
 The library embeds the Python that runs this (it links that interpreter's libpython) and needs the CUDA
@@ -15,7 +15,7 @@ import tempfile
 from ...core.errors import TcemuError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = [os.path.join(HERE, n) for n in ("cudart.cpp", "cudart_api.cpp")]
+SOURCES = [os.path.join(HERE, n) for n in ("cudart.cpp", "cudart_api.cpp", "cudart_vars.cpp", "cudart_graph.cpp")]
 HEADER = os.path.join(HERE, "cudart.h")
 SYMBOLS = os.path.join(HERE, "cudart_symbols.txt")
 SONAMES = ("libcudart.so.13", "libcudart.so.12")

@@ -1,5 +1,7 @@
-// Shared by cudart.cpp (reporting, device memory, Python, registration and launches, driver entry points) and
-// cudart_api.cpp (the device, error, memory, stream and event calls of the runtime API): tcemu's libcudart.so.
+// Shared by cudart.cpp (reporting, device memory, Python, registration and launches, driver entry points),
+// cudart_api.cpp (the device, error, memory, stream and event calls of the runtime API), cudart_vars.cpp
+// (__device__ / __constant__ variables and the symbol calls) and cudart_graph.cpp (stream capture and graphs):
+// tcemu's libcudart.so.
 #pragma once
 #include <Python.h>
 
@@ -50,6 +52,7 @@ struct Alloc {
   const char* kind;  // "cudaMalloc", "cudaMallocHost", ...
   Site site;
   bool device;       // device memory (else pinned host memory, still device-accessible)
+  const char* symbol = nullptr;  // a __device__ / __constant__ variable's memory: "__device__ NAME" (never freed)
 };
 
 struct Freed { std::size_t size; const char* kind; Site site; };
@@ -77,8 +80,67 @@ struct Device {
 };
 const Device& dev();
 
+// the embedded Python (cudart.cpp): tcemu.frontends.cuda.runtime, and FN(*args) on it (args consumed; GIL held)
+PyObject* runtime_module();
+long long call_tuple(const char* fn, PyObject* args);
+constexpr int kLaunchOk = 0;          // runtime.py's OK
+const void* fatbin_data(int index);   // the fatbinary of registration `index`
+long long call_python(const char* fn, const char* fmt, ...);   // FN(*Py_BuildValue(fmt, ...)), GIL taken here
+const std::string& kernel_name(const void* func, int* fatbin);  // a registered kernel's PTX name and fatbinary
+
+// the host shadow of a __device__ / __constant__ variable (what the program names it by) -> its device memory
+struct Var { int fatbin; std::string name; std::size_t size; bool constant; char* device; bool initialised = false; };
+std::map<const void*, Var>& vars();
+void init_vars(int fatbin);         // the PTX initialisers, written before a fatbinary's variables are first used
+PyObject* symbol_list(int fatbin);  // [(PTX name, device address, bytes)] of a fatbinary's variables, for a launch
+
+// copy / fill / launch check their arguments, then run (run: false checks only: a captured call)
+cudaError_t copy(const char* api, void* dst, const void* src, std::size_t n, cudaMemcpyKind kind, void* caller,
+                 bool run = true);
+cudaError_t fill(const char* api, void* dst, int value, std::size_t n, void* caller, bool run = true);
+cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
+                   void** args, void* caller, cudaStream_t stream);
+
+// Stream capture (cudart_graph.cpp): the work a capturing stream receives becomes a graph's nodes, in order;
+// cudaGraphLaunch runs them one after another on the calling thread, as every stream here runs.
+struct Node {
+  enum Kind { kKernel, kMemcpy, kMemset, kHost } kind;
+  const char* api;                      // the captured call
+  // kernel: the registered host function, its configuration and the parameter bytes as captured
+  const void* func = nullptr;
+  dim3 grid, block, cluster;
+  std::size_t smem = 0;
+  std::string params;
+  // memcpy / memset (elem: 1 or 4 bytes, count elements)
+  void* dst = nullptr;
+  const void* src = nullptr;
+  std::size_t n = 0, elem = 1;
+  cudaMemcpyKind copy_kind = cudaMemcpyDefault;
+  unsigned value = 0;
+  // host function
+  cudaHostFn_t fn = nullptr;
+  void* data = nullptr;
+};
+struct Graph { std::vector<Node*> nodes; ~Graph(); };
+struct GraphExec { std::vector<Node> nodes; };
+
 using Clock = std::chrono::steady_clock;
-struct Event { Clock::time_point t; bool recorded = false; };
-struct Stream { int id; };
+struct Event { Clock::time_point t; bool recorded = false; unsigned long long capture = 0; };  // recorded in capture N
+struct Stream {
+  int id;
+  Graph* capture = nullptr;     // the graph being captured, or null
+  bool invalidated = false;     // a call broke the capture: cudaStreamEndCapture returns no graph
+  unsigned long long capture_id = 0;
+};
+Graph* capturing(cudaStream_t s);          // the graph stream s is capturing into, or null
+unsigned long long capture_id(cudaStream_t s);   // its capture's id, or 0
+bool capture_active(unsigned long long id);
+Node* add_node(Graph* g, Node::Kind kind, const char* api);
+// a copy (cudaMemcpyAsync ...) or fill of elem-byte values on a capturing stream: checked now, run with the graph
+cudaError_t capture_copy(Graph* g, const char* api, void* dst, const void* src, std::size_t n, cudaMemcpyKind kind);
+cudaError_t capture_fill(Graph* g, const char* api, void* dst, unsigned value, std::size_t count, std::size_t elem);
+std::string kernel_params(const void* func, void** args);   // the parameter bytes of a launch, for a kernel node
+cudaError_t run_kernel(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
+                       void** args, const std::string* params);
 
 }  // namespace tcemu_rt

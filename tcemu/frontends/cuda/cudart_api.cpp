@@ -122,7 +122,8 @@ cudaError_t CUDARTAPI cudaDeviceSynchronize(void) { return g_sticky != cudaSucce
 cudaError_t CUDARTAPI cudaDeviceReset(void) {
   Guard lock(g_lock);
   std::vector<uintptr_t> all;
-  for (const auto& [a, b] : M().live) all.push_back(a);
+  for (const auto& [a, b] : M().live)
+    if (!b.symbol) all.push_back(a);   // __device__ variables stay (a real reset would re-initialise them)
   for (uintptr_t a : all) release(reinterpret_cast<void*>(a), "cudaDeviceReset", nullptr);
   g_sticky = cudaSuccess;
   t_last = cudaSuccess;
@@ -182,6 +183,11 @@ static cudaError_t free_(void* p, const char* api, bool device, void* caller) {
   Guard lock(g_lock);
   if (p) {
     auto* a = find_alloc(p);
+    if (a && a->second.symbol) {
+      warn("%s(%p): this is the memory of %s, not an allocation; called from %s", api, p, a->second.symbol,
+           where(here()).c_str());
+      return ret(cudaErrorInvalidValue);
+    }
     if (a && a->first == reinterpret_cast<uintptr_t>(p) && a->second.device != device) {
       warn("%s(%p): this block came from %s; called from %s", api, p, a->second.kind, where(here()).c_str());
       return ret(cudaErrorInvalidValue);
@@ -225,8 +231,11 @@ cudaError_t CUDARTAPI cudaHostGetDevicePointer(void** d, void* h, unsigned) {
   return cudaSuccess;
 }
 
+}  // extern "C"
+
+namespace tcemu_rt {
 // A copy's direction names which side must be device memory (cudaMemcpyDefault: the pointers decide).
-static cudaError_t copy(const char* api, void* dst, const void* src, size_t n, cudaMemcpyKind kind, void* caller) {
+cudaError_t copy(const char* api, void* dst, const void* src, size_t n, cudaMemcpyKind kind, void* caller, bool run) {
   Guard lock(g_lock);
   if (g_sticky != cudaSuccess) return ret(g_sticky);
   if (n == 0) return cudaSuccess;
@@ -243,27 +252,33 @@ static cudaError_t copy(const char* api, void* dst, const void* src, size_t n, c
   cudaError_t e = cudaSuccess;
   if (dst_dev && (e = check_range(api, "destination", dst, n, caller)) != cudaSuccess) return ret(e);
   if (src_dev && (e = check_range(api, "source", src, n, caller)) != cudaSuccess) return ret(e);
-  std::memmove(dst, src, n);
+  if (run) std::memmove(dst, src, n);
   return cudaSuccess;
 }
+}  // namespace tcemu_rt
+
+extern "C" {
 
 cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind) {
   return copy("cudaMemcpy", dst, src, n, kind, __builtin_return_address(0));
 }
-cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
+  if (Graph* g = capturing(s)) return capture_copy(g, "cudaMemcpyAsync", dst, src, n, kind);
   return copy("cudaMemcpyAsync", dst, src, n, kind, __builtin_return_address(0));
 }
 cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind,
-                                           cudaStream_t) {
+                                           cudaStream_t s) {
+  if (Graph* g = capturing(s)) return capture_copy(g, "cudaMemcpyAsync", dst, src, n, kind);
   return copy("cudaMemcpyAsync", dst, src, n, kind, __builtin_return_address(0));
 }
 
 static cudaError_t copy2d(const char* api, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                          size_t height, cudaMemcpyKind kind, void* caller) {
+                          size_t height, cudaMemcpyKind kind, void* caller, Graph* g = nullptr) {
   if (width > dpitch || width > spitch) return ret(cudaErrorInvalidValue);
   for (size_t r = 0; r < height; ++r) {
-    cudaError_t e = copy(api, static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width,
-                         kind, caller);
+    void* d = static_cast<char*>(dst) + r * dpitch;
+    const void* s = static_cast<const char*>(src) + r * spitch;
+    cudaError_t e = g ? capture_copy(g, api, d, s, width, kind) : copy(api, d, s, width, kind, caller);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
@@ -273,22 +288,31 @@ cudaError_t CUDARTAPI cudaMemcpy2D(void* dst, size_t dpitch, const void* src, si
   return copy2d("cudaMemcpy2D", dst, dpitch, src, spitch, width, height, kind, __builtin_return_address(0));
 }
 cudaError_t CUDARTAPI cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                                        size_t height, enum cudaMemcpyKind kind, cudaStream_t) {
-  return copy2d("cudaMemcpy2DAsync", dst, dpitch, src, spitch, width, height, kind, __builtin_return_address(0));
+                                        size_t height, enum cudaMemcpyKind kind, cudaStream_t s) {
+  return copy2d("cudaMemcpy2DAsync", dst, dpitch, src, spitch, width, height, kind, __builtin_return_address(0),
+                capturing(s));
 }
 
-static cudaError_t fill(const char* api, void* dst, int value, size_t n, void* caller) {
+}  // extern "C"
+
+namespace tcemu_rt {
+cudaError_t fill(const char* api, void* dst, int value, size_t n, void* caller, bool run) {
   Guard lock(g_lock);
   if (g_sticky != cudaSuccess) return ret(g_sticky);
   cudaError_t e = check_range(api, "destination", dst, n, caller);
   if (e != cudaSuccess) return ret(e);
-  if (n) std::memset(dst, value, n);
+  if (n && run) std::memset(dst, value, n);
   return cudaSuccess;
 }
+}  // namespace tcemu_rt
+
+extern "C" {
+
 cudaError_t CUDARTAPI cudaMemset(void* dst, int value, size_t n) {
   return fill("cudaMemset", dst, value, n, __builtin_return_address(0));
 }
-cudaError_t CUDARTAPI cudaMemsetAsync(void* dst, int value, size_t n, cudaStream_t) {
+cudaError_t CUDARTAPI cudaMemsetAsync(void* dst, int value, size_t n, cudaStream_t s) {
+  if (Graph* g = capturing(s)) return capture_fill(g, "cudaMemsetAsync", dst, value & 0xFF, n, 1);
   return fill("cudaMemsetAsync", dst, value, n, __builtin_return_address(0));
 }
 cudaError_t CUDARTAPI cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
@@ -299,7 +323,15 @@ cudaError_t CUDARTAPI cudaMemset2D(void* dst, size_t pitch, int value, size_t wi
   }
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height, cudaStream_t) {
+cudaError_t CUDARTAPI cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height, cudaStream_t s) {
+  if (Graph* g = capturing(s)) {
+    if (width > pitch) return ret(cudaErrorInvalidValue);
+    for (size_t r = 0; r < height; ++r) {
+      cudaError_t e = capture_fill(g, "cudaMemset2DAsync", static_cast<char*>(dst) + r * pitch, value & 0xFF, width, 1);
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }
   return cudaMemset2D(dst, pitch, value, width, height);
 }
 
@@ -316,18 +348,47 @@ cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s) {
   if (s && s != cudaStreamLegacy && s != cudaStreamPerThread) delete reinterpret_cast<Stream*>(s);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t) { return cudaDeviceSynchronize(); }
-cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t) { return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess; }
-cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+// synchronising with a capturing stream is illegal, and ends the capture's hope of a graph (CUDA's rule)
+static cudaError_t refuse_in_capture(cudaStream_t s, const char* api) {
+  Graph* g = capturing(s);
+  if (!g) return cudaSuccess;
+  reinterpret_cast<Stream*>(s)->invalidated = true;
+  warn("%s on a capturing stream: cudaErrorStreamCaptureUnsupported, and the capture is invalidated; called from %s",
+       api, where(here()).c_str());
+  return ret(cudaErrorStreamCaptureUnsupported);
+}
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t s) {
+  if (cudaError_t e = refuse_in_capture(s, "cudaStreamSynchronize")) return e;
+  return cudaDeviceSynchronize();
+}
+cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t s) {
+  if (cudaError_t e = refuse_in_capture(s, "cudaStreamQuery")) return e;
+  return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+  Guard lock(g_lock);
+  auto* ev = reinterpret_cast<Event*>(e);
+  if (ev && ev->capture && capture_active(ev->capture) && ev->capture != capture_id(s))
+    stop(kExitRefused, "unsupported: cudaStreamWaitEvent joins a stream into another stream's capture (tcemu "
+         "captures one stream at a time; called from %s)", where(here()).c_str());
+  return cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaStreamGetPriority(cudaStream_t, int* p) { if (p) *p = 0; return cudaSuccess; }
 cudaError_t CUDARTAPI cudaStreamGetFlags(cudaStream_t, unsigned* f) { if (f) *f = 0; return cudaSuccess; }
 cudaError_t CUDARTAPI cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t fn, void* data, unsigned) {
   if (!fn) return ret(cudaErrorInvalidValue);
+  if (capturing(s)) return ret(cudaErrorStreamCaptureUnsupported);  // CUDA: use cudaLaunchHostFunc in a capture
   fn(s, g_sticky, data);  // the stream's work is done already: launches run synchronously
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* data) {
+cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
   if (!fn) return ret(cudaErrorInvalidValue);
+  if (Graph* g = capturing(s)) {
+    Node* n = add_node(g, Node::kHost, "cudaLaunchHostFunc");
+    n->fn = fn;
+    n->data = data;
+    return cudaSuccess;
+  }
   fn(data);
   return cudaSuccess;
 }
@@ -342,9 +403,11 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<Event*>(e);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   if (!e) return ret(cudaErrorInvalidResourceHandle);
   auto* ev = reinterpret_cast<Event*>(e);
+  ev->capture = capture_id(s);   // in a capture: an ordering point of the graph (its nodes run in order anyway)
+  if (ev->capture) return cudaSuccess;
   ev->t = Clock::now();
   ev->recorded = true;
   return cudaSuccess;
@@ -363,16 +426,21 @@ cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t
   return cudaSuccess;
 }
 
-CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream) {
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream s) {
   Guard lock(g_lock);
   void* p = reinterpret_cast<void*>(dst);
+  if (Graph* g = capturing(reinterpret_cast<cudaStream_t>(s)))
+    return capture_fill(g, "cuMemsetD32Async", p, value, n, 4) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   if (check_range("cuMemsetD32Async", "destination", p, n * 4, __builtin_return_address(0)) != cudaSuccess)
     return CUDA_ERROR_INVALID_VALUE;
   auto* q = static_cast<uint32_t*>(p);
   for (size_t i = 0; i < n; ++i) q[i] = value;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream) {
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
+  if (Graph* g = capturing(reinterpret_cast<cudaStream_t>(s)))
+    return capture_fill(g, "cuMemsetD8Async", reinterpret_cast<void*>(dst), value, n, 1) == cudaSuccess
+               ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   return fill("cuMemsetD8Async", reinterpret_cast<void*>(dst), value, n, __builtin_return_address(0)) == cudaSuccess
              ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

@@ -2,7 +2,10 @@
 
     launch(...)          one kernel launch: PTX from the fatbinary, the parameter blob from the program's argument
                          pointers, every live allocation mapped in place at its own address; 0 ok, 1 kernel fault
-                         (reported here), 2 a launch tcemu cannot run (reported here), 3 a bad configuration
+                         (reported here), 2 a launch tcemu cannot run (reported here), 3 a bad configuration;
+                         the fatbinary's __device__ / __constant__ variables map at their own device addresses
+    initialise(...)      the PTX initialisers of a fatbinary's variables, written at their device addresses
+    param_blob(...)      a captured launch's parameter bytes (a graph's kernel node), written into the library
     encode_tiled(...)    cuTensorMapEncodeTiled: tcemu's 128-byte map (tcemu.ptx.tensormap) written in place
     at_exit()            writes the --record file, and prints the --summary lines
 
@@ -80,7 +83,45 @@ def _timeout():
     return float(text) or None
 
 
-def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address, allocations) -> int:
+def _symbols(mod, variables):
+    """launch(symbols=...) for the registered variables (PTX name, device address, bytes) this module declares
+    (nvcc may leave an unused one out of the PTX)."""
+    declared = {v.name for v in mod.tree.variables if v.space in ("global", "const")}
+    return {name: (address, size) for name, address, size in variables if name in declared}
+
+
+def initialise(fatbin_address, index, variables) -> int:
+    """The module's initialisers of a fatbinary's variables (PTX name, device address, bytes), written in place
+    before their first use; 0, or 2 (reported)."""
+    try:
+        mod, _ = _module(fatbin_address, index, f"(the module of variable {variables[0][0]})" if variables else "")
+        for name, (address, size) in _symbols(mod, variables).items():
+            data = mod.initial_bytes(name)
+            ctypes.memmove(address, data.tobytes(), min(size, data.size))
+    except TcemuError as e:
+        _say(f"{type(e).__name__}: {e}")
+        return REFUSED
+    return OK
+
+
+def param_blob(fatbin_address, index, name, args_address, out_address, capacity) -> int:
+    """A launch's parameter bytes, as a graph captures them, written at out_address: their count, or -1 (reported)."""
+    try:
+        prog = _module(fatbin_address, index, name)[0].program(name)
+        blob = _blob(prog, args_address)
+    except TcemuError as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return -1
+    if len(blob) > capacity:
+        _say(f"kernel {name}: {len(blob)} bytes of parameters; a launch holds at most {capacity}")
+        return -1
+    ctypes.memmove(out_address, blob, len(blob))
+    return len(blob)
+
+
+def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address, allocations, variables=(),
+           captured=None) -> int:
+    """captured: the parameter bytes a graph captured (args_address is then unused)."""
     try:
         mod, text = _module(fatbin_address, index, name)
     except TcemuError as e:
@@ -88,7 +129,7 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
         return REFUSED
     try:
         prog = mod.program(name)
-        blob = _blob(prog, args_address)
+        blob = captured if captured is not None else _blob(prog, args_address)
     except PtxUnsupported as e:
         _say(f"kernel {name}: {type(e).__name__}: {e}")
         return REFUSED
@@ -104,7 +145,7 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
         mod.launch(name, grid=grid, block=block, cluster=cluster, shared_bytes=smem, param_bytes=blob,
                    zero_init_shared=os.environ.get("TCEMU_EXEC_ZERO_INIT_SHARED") == "1",
                    buffers=buffers, check_layouts=os.environ.get("TCEMU_EXEC_CHECK_LAYOUTS", "1") != "0",
-                   printf="stdout", timeout=_timeout())
+                   printf="stdout", timeout=_timeout(), symbols=_symbols(mod, variables))
     except KernelFault as e:
         sys.stdout.flush()
         text = str(e).replace("launch with zero_init_shared=True", "tcemu exec --zero-init-shared")
@@ -174,4 +215,4 @@ def at_exit() -> int:
     return 0
 
 
-__all__ = ["launch", "encode_tiled", "at_exit"]
+__all__ = ["launch", "initialise", "param_blob", "encode_tiled", "at_exit"]
