@@ -23,6 +23,7 @@ from collections import deque
 import numpy as np
 
 from .memory import GlobalMemory, SharedWindow
+from .chains import settle
 from .program import CLASS_ATTR, describe
 
 PROBE_STEPS = 4096   # instructions one probe single-steps at most
@@ -228,6 +229,9 @@ def _probe(warps, windows, steps, turn, bars_ok):
     ok = _allowed(cta.prog, bars_ok)
     at_bar = _allowed(cta.prog, True)
     L = cta.launch
+    for w in warps:   # the registers a probe saves and restores hold every wgmma result (chains.py)
+        if w.deferred:
+            settle(w)
     starts = [_save(w) for w in warps]
     bars = {bid: [B[0], B[1], B[2], dict(B[3]), list(B[4]), *B[5:]] for bid, B in cta.barriers.items()}
     progress = cta.progress

@@ -23,6 +23,7 @@ import numpy as np
 from . import parser as P
 from ..core.errors import TcemuError
 from .errors import KernelFault, PtxError
+from .chains import settle
 from .program import CLASS_ATTR, regs_of
 from .signals import BLOCK, Fallback
 
@@ -88,6 +89,14 @@ def analyse(prog, code) -> None:
                            {c: np.array(sorted(s)) for c, s in written[pc].items()}) for pc in range(n + 1)]
 
 
+def wgmma_r32(prog) -> frozenset:
+    """The 32-bit register indices some wgmma writes or reads (its D and A registers)."""
+    got = getattr(prog, "_wgmma_r32", None)
+    if got is None or got[0] != len(prog.wgmma_slots):
+        got = prog._wgmma_r32 = (len(prog.wgmma_slots), frozenset(s.index for s in prog.wgmma_slots if s.cls == 32))
+    return got[1]
+
+
 class Batch:
     """A gang's registers as (registers, warps, 32) arrays: the `W` a private instruction's semantics run on."""
     full = True
@@ -95,6 +104,12 @@ class Batch:
 
     def __init__(self, warps, touched):
         self.warps = warps
+        if 32 in touched and any(w.deferred for w in warps):   # wgmma results these registers wait for
+            idx = set(touched[32].tolist())
+            if not idx.isdisjoint(wgmma_r32(warps[0].prog)):
+                for w in warps:
+                    if w.deferred:
+                        settle(w, idx)
         nb = len(warps)
         for cls, idx in touched.items():
             attr = CLASS_ATTR[cls]

@@ -60,10 +60,11 @@ class Warp:
         # asynchronous units' per-warp state (ops/*.py own their meaning)
         self.cp_async_open: list = []       # copies not yet committed
         self.cp_async_groups: list = []     # committed groups, oldest first
-        self.wgmma_pending: dict = {}       # Slot -> group number (registers an in-flight wgmma writes)
+        self.wgmma_pending: dict = {}       # frozenset of Slots -> in-flight wgmmas writing them (registers)
         self.wgmma_open: list = []          # wgmma issued since the last commit_group
         self.wgmma_groups: list = []        # committed groups: (number, slots, smem ranges)
         self.wgmma_dirty: set = set()       # wgmma registers written by other instructions since wgmma.fence
+        self.deferred: dict = {}            # D slot set -> chains.Chain: wgmma results not yet computed
         self.sync = {}                      # blocking instructions' per-warp records
         self.cc = np.zeros(32, bool)        # the carry flag CC.CF of each thread (add.cc / addc ...)
         self.frames: list = []              # calls in progress: (return pc, calling lanes, callee, return copies)

@@ -25,6 +25,7 @@ from . import strict
 from .errors import (HazardError, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported,
                      PtxUnsupportedWarning, WgmmaSerializedWarning)
 from .hang import WriteLog
+from .chains import settle
 from . import distribute, lockstep
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
@@ -681,11 +682,14 @@ def _hazard_checked(op, ins: P.Instruction, prog: Program):
         frozenset({prog.slots[r.name] for r in regs_of(ins.operands[0]) if r.name in prog.slots} & touched)
     wh = where(ins)
     names = {s: n.split("@")[0] for n, s in prog.slots.items()}
+    touched32 = frozenset(s.index for s in touched if s.cls == 32)
 
     def checked(W, m):
-        if W.wgmma_pending:
+        if getattr(W, "deferred", None):   # wgmma results the registers wait for (chains.py)
+            settle(W, touched32)
+        if W.wgmma_pending and any(touched & fs for fs in W.wgmma_pending):
             for s in touched:
-                if s in W.wgmma_pending:
+                if any(s in fs for fs in W.wgmma_pending):
                     if getattr(W, "warps", None) is not None:   # a lock-step batch: each warp on its own
                         raise HazardError(wh, "serialized per warp")
                     how = "write wait for it (C7515: the wgmmas are serialized)" if s in writes else \

@@ -299,17 +299,26 @@ def gang_plan(sh, chunks):
 
 
 def gang_record(sh, chunks, rows, wh):
-    """Record the writes gang_plan checked, as the warps' on_write calls would (a row per lane: ptx/rows.py)."""
+    """Record the writes gang_plan checked, as the warps' on_write calls would (a row per lane: ptx/rows.py; the
+    chunks of one width in one batch)."""
     if not rows:
         return
     sd = sh.race
     site = np.int64(rows[0][0].cl.site(wh) << 6)
-    for (W, spots, tids), (st, region, mask) in zip(chunks, rows):
-        scatter(sd.w_ep, spots, np.int64((st.id + 1) << 32) | st.vc[st.id])
+    for st, *_ in rows:
         sd.wmax[st.id] = st.vc[st.id]
-        scatter(sd.w_info, spots, (site | np.asarray(tids, np.int64) % 32)[:, None])
-        scatter(sd.w_mask, spots, mask)
-        scatter(sd.w_region, spots, region)
+    by_width = {}
+    for (W, spots, tids), (st, region, mask) in zip(chunks, rows):
+        by_width.setdefault(spots.shape[1], []).append((spots, tids, np.int64((st.id + 1) << 32) | st.vc[st.id],
+                                                        region, mask))
+    for part in by_width.values():
+        spots = np.concatenate([p[0] for p in part]) if len(part) > 1 else part[0][0]
+        n = [p[0].shape[0] for p in part]
+        for arr, vals in ((sd.w_ep, [p[2] for p in part]), (sd.w_region, [p[3] for p in part]),
+                          (sd.w_mask, [p[4] for p in part])):
+            scatter(arr, spots, np.repeat(np.array(vals, np.int64), n)[:, None])
+        lanes = np.concatenate([np.asarray(p[1], np.int64) % 32 for p in part])
+        scatter(sd.w_info, spots, (site | lanes)[:, None])
 
 
 def _diverged(sd, st, ep, spots, tids, region):

@@ -25,6 +25,7 @@ from ...hopper.sparse import wgmma_sp
 from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK
+from ..chains import settle
 from ..provenance import check_tile
 from ..types import TYPES
 from .common import Mods, where
@@ -69,12 +70,11 @@ def retire(W, keep: int):
         for slots, flight in W.wgmma_groups.pop(0):
             if flight is not None:
                 flight.retire()
-            for s in slots:
-                left = W.wgmma_pending.get(s, 0) - 1
-                if left > 0:
-                    W.wgmma_pending[s] = left
-                else:
-                    W.wgmma_pending.pop(s, None)
+            left = W.wgmma_pending.get(slots, 0) - 1
+            if left > 0:
+                W.wgmma_pending[slots] = left
+            else:
+                W.wgmma_pending.pop(slots, None)
 
 
 def serialize(W):
@@ -150,6 +150,9 @@ def c_mma(ins, prog, pc):
     key = ("wgmma", pc)
 
     def execute(cta, warps):
+        for w in warps:   # C and A registers hold every earlier wgmma's result (chains.py)
+            if w.deferred:
+                settle(w)
         descs_b = np.concatenate([gb(w) for w in warps])
         desc_b = _one(descs_b, "B's descriptor", wh)
         desc_a = None if a_regs else _one(np.concatenate([ga(w) for w in warps]), "A's descriptor", wh)
@@ -192,8 +195,7 @@ def c_mma(ins, prog, pc):
         flight = InFlight(sh, np.concatenate(read) if read else np.zeros(0, np.int64))
         for i, w in enumerate(warps):
             w.r32[d_idx] = regs[32 * i:32 * (i + 1)].T
-            for s in slots:
-                w.wgmma_pending[s] = w.wgmma_pending.get(s, 0) + 1
+            w.wgmma_pending[slots] = w.wgmma_pending.get(slots, 0) + 1
             w.wgmma_open.append((slots, flight))
 
     def op(W, m):

@@ -18,8 +18,10 @@ from ...layout.descriptors import GmmaDescriptor
 from ...layout.fragments import from_d_registers_batch, to_d_registers_batch
 from ...layout.smem import SUBBYTE
 from ..provenance import check_tile
+from ..chains import MAX_STEPS, Chain, registers, settle
 from ..signals import Fallback
 
+DEFER = True          # float-accumulator steps wait in chains until their registers are read (chains.py)
 _LE = {8: np.dtype("u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}   # shared memory is little-endian
 _OPERANDS = {}        # (descriptor value, rows, k, dtype, major) -> Operand
 _OPERANDS_MAX = 4096
@@ -80,6 +82,7 @@ class GangMma:
         self.ga, self.gb, self.gscale = ga, gb, gscale
         self.slots, self.d_idx, self.a_idx = slots, d_idx, a_idx
         self.calls = 0     # gang steps run here (tests read it: the gang path ran)
+        self.d_key = frozenset(int(i) for i in d_idx)     # a chain's key in Warp.deferred (chains.py)
 
     def _groups(self, pairs):
         """[(cta, warpgroup, its four warps)] in gang order, or Fallback."""
@@ -162,6 +165,13 @@ class GangMma:
                 of.append(i)
                 read.append(op.spots)
             spots.append(np.concatenate(read) if len(read) > 1 else read[0])
+        if DEFER and self.dtype_d in ("f32", "f16") and self.scale_a == 1 and self.scale_b == 1:
+            self._defer(groups, scale_d, a_bits, a_of, b_bits, b_of)
+            self._effects(groups, spots, 0.0, None)
+            return
+        for w in allw:   # C comes from the registers: any result they wait for first (chains.py)
+            if w.deferred:
+                settle(w)
         nr = len(self.d_idx)
         regs = np.stack([w.r32[self.d_idx] for w in allw])               # (4G, nregs, 32)
         c_bits = None
@@ -176,10 +186,37 @@ class GangMma:
         except TcemuError:
             raise Fallback from None
         dt = (time.perf_counter() - t0) / G
-        out = to_d_registers_batch(d, self.dtype_d)                      # (G, 128, nregs)
-        # the effects, warpgroup by warpgroup in gang order (warpgroup_collective's fourth arrival, then execute's)
+        self._effects(groups, spots, dt, to_d_registers_batch(d, self.dtype_d))   # (G, 128, nregs)
+
+    def _defer(self, groups, scale_d, a_bits, a_of, b_bits, b_of):
+        """Each warpgroup's step joins the chain into its D registers (chains.py): a step without C starts one."""
+        d_key, d_idx = self.d_key, self.d_idx
+        form = (self.n, self.dtype_a, self.dtype_b, self.dtype_d)
+        for g, (cta, wg, warps) in enumerate(groups):
+            chain = warps[0].deferred.get(d_key)
+            if chain is not None and (len(chain.a) >= MAX_STEPS or chain.form() != form or
+                                      any(x is not w or w.deferred.get(d_key) is not chain
+                                          for x, w in zip(chain.warps, warps))):
+                chain.settle()   # grown long, or not this warpgroup's: computed now
+                chain = None
+            for w in warps:      # other chains into registers these D registers meet
+                for other in list(w.deferred.values()):
+                    if other is not chain and not other.idx.isdisjoint(d_key):
+                        other.settle()
+            if chain is not None and not scale_d[g]:
+                chain.drop()     # D = A B: what the chain would give is never read
+                chain = None
+            if chain is None:
+                chain = Chain(warps, d_key, d_idx, self.n, self.dtype_a, self.dtype_b, self.dtype_d,
+                              registers(warps, d_idx) if scale_d[g] else None)
+            chain.a.append(a_bits[a_of[g]])
+            chain.b.append(b_bits[b_of[g]])
+
+    def _effects(self, groups, spots, dt, out):
+        """The effects, warpgroup by warpgroup in gang order (warpgroup_collective's fourth arrival, then
+        execute's); out (G, 128, nregs) D registers, or None where they wait in chains."""
         self.calls += 1
-        d_idx, key = self.d_idx, self.key
+        d_idx, key, slots = self.d_idx, self.key, self.slots
         for g, (cta, wg, warps) in enumerate(groups):
             state = cta.collectives.get((wg, key))
             if state is None:
@@ -189,8 +226,8 @@ class GangMma:
             cta.launch.tensor_core_seconds += dt
             flight = InFlight(cta.shared, spots[g])
             for i, w in enumerate(warps):
-                w.r32[d_idx] = out[g, 32 * i:32 * (i + 1)].T
+                if out is not None:
+                    w.r32[d_idx] = out[g, 32 * i:32 * (i + 1)].T
                 pend = w.wgmma_pending
-                for s in slots:
-                    pend[s] = pend.get(s, 0) + 1
+                pend[slots] = pend.get(slots, 0) + 1
                 w.wgmma_open.append((slots, flight))

@@ -1,0 +1,71 @@
+"""Deferred wgmma accumulator chains: consecutive wgmma.mma_async of a warpgroup into the same D registers, each
+taking C from those registers (scale-d), are recorded (their A and B bits, read and checked at issue) and computed
+as one K loop by the GEMM engine when another instruction first touches a D register, or after MAX_STEPS.
+
+The bits are the instructions' own: a chain of fused dots, each over the instruction's K and C, rounded once, is
+what tcemu.matmul computes (gemm/engine.py; its reference engine chains fdp.fused_dot step by step, and
+tests/test_matmul.py holds the two equal), with init "zero" (+0 registers) equal to a first step without C on sm90
+(traces/wgmma_zero_sign_sm90.npz). Only the register values wait: issue, in-flight tracking, wgmma.wait_group and
+every check stay at the instruction (ops/wgmma_gang.py). Everything that reads registers settles first: the
+hazard wrapper of instructions that touch wgmma registers (module._hazard_checked), a lock-step batch
+(lockstep.Batch), a warp-by-warp wgmma (ops/wgmma.py) and the hang probes (hang.py)."""
+import time
+
+import numpy as np
+
+from ..arith.fdp import OUT_NUMPY
+from ..gemm.engine import matmul
+from ..layout.fragments import from_d_registers, to_d_registers
+
+MAX_STEPS = 32   # steps kept before a chain is computed (bounds the bits it holds: 32 K steps of A and B)
+
+
+class Chain:
+    """One warpgroup's pending steps into D registers d_idx (32-bit slots) of its four warps."""
+    __slots__ = ("warps", "key", "d_idx", "idx", "n", "dtype_a", "dtype_b", "dtype_d", "c", "a", "b")
+
+    def __init__(self, warps, key, d_idx, n, dtype_a, dtype_b, dtype_d, c):
+        self.warps, self.key, self.d_idx, self.idx = warps, key, d_idx, frozenset(d_idx.tolist())
+        self.n, self.dtype_a, self.dtype_b, self.dtype_d = n, dtype_a, dtype_b, dtype_d
+        self.c = c            # (128, nregs) D register bits the chain starts from, or None: +0
+        self.a, self.b = [], []
+        for w in warps:
+            w.deferred[key] = self
+
+    def form(self):
+        return self.n, self.dtype_a, self.dtype_b, self.dtype_d
+
+    def drop(self):
+        for w in self.warps:
+            if w.deferred.get(self.key) is self:
+                del w.deferred[self.key]
+
+    def settle(self):
+        """Compute the steps and write D into the warps' registers."""
+        self.drop()
+        if not self.a:
+            return
+        t0 = time.perf_counter()
+        A = np.concatenate(self.a, axis=1) if len(self.a) > 1 else self.a[0]     # (64, S K)
+        B = np.concatenate(self.b, axis=1) if len(self.b) > 1 else self.b[0]     # (N, S K)
+        c = None if self.c is None else from_d_registers(self.c, self.n, self.dtype_d).view(OUT_NUMPY[self.dtype_d])
+        d = matmul(A, B.T, c=c, arch="sm90", dtype_a=self.dtype_a, dtype_b=self.dtype_b, dtype_d=self.dtype_d,
+                   out_dtype=self.dtype_d, workers=1)
+        regs = to_d_registers(np.ascontiguousarray(d).view(np.uint16 if self.dtype_d == "f16" else np.uint32),
+                              self.dtype_d)
+        for i, w in enumerate(self.warps):
+            w.r32[self.d_idx] = regs[32 * i:32 * (i + 1)].T
+        self.a = self.b = None
+        self.warps[0].cta.launch.tensor_core_seconds += time.perf_counter() - t0
+
+
+def settle(W, idx=None):
+    """Compute W's chains whose D registers meet the 32-bit register indices `idx` (None: all of them)."""
+    for ch in list(W.deferred.values()):
+        if idx is None or not ch.idx.isdisjoint(idx):
+            ch.settle()
+
+
+def registers(warps, d_idx) -> np.ndarray:
+    """(128, nregs) copy of a warpgroup's D registers (a chain's C)."""
+    return np.concatenate([w.r32[d_idx].T for w in warps])

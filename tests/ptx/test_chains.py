@@ -1,0 +1,75 @@
+"""Deferred wgmma accumulator chains (tcemu/ptx/chains.py): a warpgroup's wgmma steps into the same D registers wait
+and are computed as one K loop by the GEMM engine when an instruction first touches the registers. The registers
+then hold what the instructions one by one give: the hardware-verified model step by step (wgmma_kernel.prepare)
+and the run with chains off (ops/wgmma_gang.DEFER = False)."""
+import numpy as np
+import pytest
+
+from tcemu.ptx import chains
+from tcemu.ptx.ops import wgmma_gang
+
+from ptxkit import launch_matmul
+from wgmma_kernel import BF16, E4M3, F16, TF32, Form, launch
+
+WAIT = "  wgmma.commit_group.sync.aligned;\n  wgmma.wait_group.sync.aligned 0;\n"
+
+
+@pytest.fixture
+def settled(monkeypatch):
+    """The steps of each chain computed: [number of steps, ...]."""
+    seen = []
+    real = chains.Chain.settle
+
+    def spy(self):
+        if self.a:
+            seen.append(len(self.a))
+        return real(self)
+    monkeypatch.setattr(chains.Chain, "settle", spy)
+    return seen
+
+
+@pytest.mark.parametrize("form,steps", [(BF16, [4]), (F16, [2]), (E4M3, [2]), (TF32, [])],
+                         ids=["bf16", "f16-acc", "e4m3", "tf32-scale-b-minus-1"])
+def test_a_chain_gives_the_registers_of_the_steps_one_by_one(form, steps, settled):
+    # the registers wait until the st.global that stores them reads them; imm-scale-b = -1 is computed at once
+    regs, prep = launch(form)
+    assert np.array_equal(regs, prep["regs"])
+    assert settled == steps
+
+
+@pytest.mark.parametrize("form", [BF16, F16], ids=["bf16", "f16-acc"])
+def test_reading_the_registers_mid_chain_computes_it_there_and_the_next_steps_start_from_them(form, settled):
+    # after step 0 the kernel waits and reads D (an add of D[0] into a scratch register): the chain of one step is
+    # computed there; the later steps (scale-d = 1) start a chain from the registers it left
+    hooks = {"after_step0": WAIT + "  add.u32 %r30, %d0, 1;\n"}
+    regs, prep = launch(form, hooks=hooks)
+    assert np.array_equal(regs, prep["regs"])
+    assert settled == [1, len(form.b_descs) - 1]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast")   # prepare's int64 cross-check of 3e38
+def test_a_chain_from_loaded_accumulators_keeps_their_specials():
+    # C from memory (scale-d = 1 from the first step): -0, a subnormal, huge values whose sums overflow, tiny ones
+    c0 = np.array([-0.0, 1e-40, 3e38, -3e38, 1.5e-7, 7.0, -2.5, 1e30], np.float32)
+    form = Form(BF16.shape, "f32", "bf16", "bf16", BF16.a_descs, BF16.b_descs, init_c=True, seed=11,
+                extra={"c0": np.resize(c0, (64, 32))})
+    regs, prep = launch(form)
+    assert np.array_equal(regs, prep["regs"])
+
+
+def test_chains_off_gives_the_same_registers(monkeypatch):
+    hooks = {"after_step1": WAIT + "  add.u32 %r30, %d3, 1;\n"}
+    regs, prep = launch(BF16, hooks=hooks)
+    monkeypatch.setattr(wgmma_gang, "DEFER", False)
+    off, _ = launch(BF16, hooks=hooks)
+    assert np.array_equal(regs, off) and np.array_equal(regs, prep["regs"])
+
+
+@pytest.mark.parametrize("name,M,N,K", [("matmul_bf16", 256, 256, 256), ("matmul_e4m3", 256, 256, 256)])
+def test_triton_matmuls_chain_their_k_loop(name, M, N, K, settled):
+    _, _, c, _, _ = launch_matmul(name, M, N, K)
+    # 2 CTAs x 2 warpgroups, each computing its whole K loop (K / 64 iterations of 4 k16 or 2 k32 wgmmas) at once
+    per_step = 16 if name == "matmul_bf16" else 32
+    assert settled == [K // per_step] * 4
+    _, _, alone, _, _ = launch_matmul(name, M, N, K, lockstep=False)
+    assert c.any() and np.array_equal(c, alone)
