@@ -14,13 +14,14 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 
 CHILD = r'''
 import json, os, sys, time
-sys.path.insert(0, sys.argv[3])
+sys.path.insert(0, os.path.abspath(sys.argv[3]))
 import numpy as np
 if sys.argv[1] == "tcemu":
     import tcemu.triton
@@ -89,8 +90,12 @@ def child(mode, n):
     env.pop("TRITON_INTERPRET", None)
     if mode == "interpret":
         env["TRITON_INTERPRET"] = "1"
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(n), ROOT], env=env, capture_output=True, text=True,
-                         timeout=3600)
+    with tempfile.TemporaryDirectory() as tmp:   # @triton.jit reads its function's source from a file
+        path = os.path.join(tmp, "triton_matmul_child.py")
+        with open(path, "w") as f:
+            f.write(CHILD)
+        out = subprocess.run([sys.executable, path, mode, str(n), ROOT], env=env, capture_output=True, text=True,
+                             timeout=3600)
     if out.returncode:
         raise SystemExit(f"{mode} at N={n} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])

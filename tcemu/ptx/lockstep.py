@@ -97,6 +97,21 @@ def wgmma_r32(prog) -> frozenset:
     return got[1]
 
 
+def _runs(warps):
+    """[(register files, first warp, end, position in the batch)]: the batch as runs of consecutive warps of one
+    CTA (one slice of its register files each), or None where a warp has registers of its own."""
+    runs = []
+    for k, w in enumerate(warps):
+        files = getattr(w.cta, "files", None)
+        if files is None:
+            return None
+        if runs and runs[-1][0] is files and runs[-1][2] == w.index:
+            runs[-1][2] += 1
+        else:
+            runs.append([files, w.index, w.index + 1, k])
+    return runs
+
+
 class Batch:
     """A gang's registers as (registers, warps, 32) arrays: the `W` a private instruction's semantics run on."""
     full = True
@@ -111,11 +126,16 @@ class Batch:
                     if w.deferred:
                         settle(w, idx)
         nb = len(warps)
+        self.runs = _runs(warps)
         for cls, idx in touched.items():
             attr = CLASS_ATTR[cls]
             first = getattr(warps[0], attr)
             arr = np.empty((first.shape[0], nb, 32), first.dtype)
-            arr[idx] = np.stack([getattr(w, attr)[idx] for w in warps], axis=1)
+            if self.runs is None:
+                arr[idx] = np.stack([getattr(w, attr)[idx] for w in warps], axis=1)
+            else:
+                for files, k0, k1, s0 in self.runs:
+                    arr[idx, s0:s0 + k1 - k0] = files[attr][idx, k0:k1]
             setattr(self, attr, arr)
         self.live = np.ones((nb, 32), bool)
         pend = {}
@@ -132,9 +152,14 @@ class Batch:
 
     def store(self, written):
         for cls, idx in written.items():
-            arr = getattr(self, CLASS_ATTR[cls])
-            for k, w in enumerate(self.warps):
-                getattr(w, CLASS_ATTR[cls])[idx] = arr[idx, k]
+            attr = CLASS_ATTR[cls]
+            arr = getattr(self, attr)
+            if self.runs is None:
+                for k, w in enumerate(self.warps):
+                    getattr(w, attr)[idx] = arr[idx, k]
+            else:
+                for files, k0, k1, s0 in self.runs:
+                    files[attr][idx, k0:k1] = arr[idx, s0:s0 + k1 - k0]
         if self.wgmma_dirty:
             for w in self.warps:
                 w.wgmma_dirty |= self.wgmma_dirty

@@ -38,12 +38,13 @@ _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64
 
 
 class Warp:
-    def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program):
+    def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program, files=None):
         self.cta = cta
         self.index = index
         self.prog = prog
-        for cls, attr in CLASS_ATTR.items():
-            setattr(self, attr, np.zeros((max(prog.nregs[cls], 1), 32), _DTYPES[cls]))
+        for cls, attr in CLASS_ATTR.items():   # views into the CTA's register files (lockstep.Batch slices them)
+            setattr(self, attr, files[attr][:, index] if files is not None else
+                    np.zeros((max(prog.nregs[cls], 1), 32), _DTYPES[cls]))
         self.live = np.zeros(32, bool)
         self.live[:nthreads] = True
         self.full = nthreads == 32
@@ -192,8 +193,11 @@ class Cta:
         self.shared = shared
         nthreads = int(np.prod(launch.block))
         self.nthreads = nthreads
-        self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog)
-                                  for w in range((nthreads + 31) // 32)]
+        nw = (nthreads + 31) // 32
+        # one register file per class: (registers, warps, 32), warp w's registers are [:, w]
+        self.files = {attr: np.zeros((max(prog.nregs[cls], 1), nw, 32), _DTYPES[cls])
+                      for cls, attr in CLASS_ATTR.items()}
+        self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.files) for w in range(nw)]
         self.barriers = {}      # named barrier id -> [arrived threads, generation, count, reductions, warps]
         self.mbarriers = {}     # shared offset -> MBarrier (ops/mbarrier.py)
         self.cluster = [self]   # the CTAs of this CTA's cluster, by rank

@@ -228,8 +228,9 @@ def _apply_copies(W, copies, wh="cp.async completing"):
 
 
 def _land(sh, spots, data, src):
-    scatter(sh.copy_pc, spots, gather(sh.async_pending, spots))
-    scatter(sh.guard_bar, spots, -1)
+    # copy_pc names the TMA behind a guarded byte (check_in_flight); a cp.async's bytes are guarded by nothing
+    if "guard_bar" in sh.__dict__:   # a shadow never made holds -1 everywhere (SharedWindow, lazy)
+        scatter(sh.guard_bar, spots, -1)
     scatter(sh.smem.data, spots, data)
     scatter(sh.smem.written, spots, True)
     scatter(sh.source, spots, src)
