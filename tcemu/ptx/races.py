@@ -312,6 +312,45 @@ def gang_record(sh, chunks, rows, wh):
     sd.w_mask[spots] = np.repeat(np.array([r[2] for r in rows], np.int64), per)
     sd.w_region[spots] = np.repeat(np.array([r[1] for r in rows], np.int64), per)
 
+
+def gang_read_plan(sh, chunks):
+    """on_read's checks for the plain reads of several warps of one CTA at once: chunks [(W, spots (n, k), tids)],
+    each one on_read call of the warps' one-at-a-time runs. A read's check looks only at writers, so the reads of
+    one step do not change each other's verdicts. The per-chunk (clock, row) for gang_read_record where none of
+    them would report, or None (a warp diverged, or a read conflicts with an unordered write). Checks only."""
+    rows = []
+    for W, spots, tids in chunks:
+        st = clock(W)
+        if st is None:
+            return []
+        if W.lane_pc is not None:
+            return None
+        sd = shadow(sh, st)
+        st.now(W)
+        if sd.unordered_writers(st):
+            ep = sd.w_ep[spots]
+            if ((ep & M32) > st.vcx[ep >> 32]).any():
+                return None
+        rows.append(st)
+    return rows
+
+
+def gang_read_record(sh, chunks, rows, wh):
+    """Record the reads gang_read_plan checked, as the warps' on_read calls would (in gang order: where two lanes
+    of one warp read one byte, the later lane's record stays, as numpy's assignment leaves it)."""
+    if not rows:
+        return
+    sd = sh.race
+    site = np.int64(rows[0].cl.site(wh) << 6)
+    idx = [sd.row(st.id) for st in rows]   # before indexing R: a new reader grows it
+    r = np.concatenate([np.full(c[1].size, i, np.int64) for c, i in zip(chunks, idx)])
+    vals = np.concatenate([np.repeat((st.vc[st.id] << 32) | site | _lanes(c[2]), c[1].shape[1])
+                           for c, st in zip(chunks, rows)])
+    sd.R[r, np.concatenate([c[1].reshape(-1) for c in chunks])] = vals
+    for st, i in zip(rows, idx):
+        sd.rmax[i] = st.vc[st.id]
+
+
 def _diverged(sd, st, ep, spots, tids, region):
     """Same-warp writes of this divergence region by lanes on another path: neither lane executed the other's
     instruction (a lane that executed it, or whose lanes now execute with the writer's, is ordered after it)."""

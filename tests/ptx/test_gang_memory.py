@@ -1,0 +1,288 @@
+"""Gang versions of ld / st (.shared, .global, generic), ldmatrix and stmatrix (tcemu/ptx/ops/memory_gang.py): the
+warps of a lock-step gang access memory as one batch, with the bytes, registers, racecheck records and reports of
+the warps one at a time. Expectations are the bytes the PTX text moves (PTX ISA 9.7.9.8-9: ld / st; 9.7.14.5.15-16:
+ldmatrix / stmatrix fragments, lane l holding elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1))."""
+import numpy as np
+import pytest
+
+import tcemu.ptx as ptx
+from tcemu.ptx import HazardError, MemoryFault, graces, lockstep, races
+
+from ptxkit import REGS, entry, launch_matmul
+
+PARAMS = ".param .u64 src, .param .u64 out"
+SMEM = ".shared .align 16 .b8 buf[16384];\n"
+OUT_WORDS = 32   # per thread
+
+# Thread t of CTA c (128 threads), g = 128 c + t, x = src[16 g ..] (4 words), u = (t + 32) mod 128 (another warp):
+#   shared stores: buf[16 t] <- x (v4); odd t: buf[2048 + t] <- byte x0, even t: buf[2304 + 2 t] <- half x1 (partial
+#   masks); generic v2: buf[4096 + 8 t] <- (x2, x3); stmatrix.x4 of (x0..x3) at buf[8192 + 512 w]; stmatrix.x1
+#   .trans of x0 at buf[12288 + 128 w]
+#   after {sync}: loads of u's bytes and ldmatrix.x4 / .x1.trans of warp (w + 1) mod 4, all written to out[32 g ..]
+BODY = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mad.lo.u32 %r3, %r2, 128, %r1;
+  mul.wide.u32 %rd3, %r3, 16;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v4.u32 {%r20, %r21, %r22, %r23}, [%rd4];
+  mov.u32 %r4, buf;
+  shl.b32 %r5, %r1, 4;
+  add.u32 %r6, %r4, %r5;
+  st.shared.v4.u32 [%r6], {%r20, %r21, %r22, %r23};
+  and.b32 %r10, %r1, 1;
+  setp.eq.u32 %p1, %r10, 1;
+  add.u32 %r11, %r4, %r1;
+  @%p1 st.shared.u8 [%r11+2048], %r20;
+  shl.b32 %r12, %r1, 1;
+  add.u32 %r12, %r12, %r4;
+  @!%p1 st.shared.u16 [%r12+2304], %r21;
+  mov.u64 %rd5, buf;
+  cvta.shared.u64 %rd5, %rd5;
+  mul.wide.u32 %rd6, %r1, 8;
+  add.s64 %rd7, %rd5, %rd6;
+  st.v2.u32 [%rd7+4096], {%r22, %r23};
+  shr.u32 %r13, %r1, 5;
+  and.b32 %r14, %r1, 31;
+  shl.b32 %r15, %r14, 4;
+  shl.b32 %r16, %r13, 9;
+  add.u32 %r17, %r4, %r16;
+  add.u32 %r17, %r17, %r15;
+  stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r17+8192], {%r20, %r21, %r22, %r23};
+  shl.b32 %r16, %r13, 7;
+  add.u32 %r18, %r4, %r16;
+  add.u32 %r18, %r18, %r15;
+  stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%r18+12288], {%r20};
+{sync}
+  add.u32 %r30, %r1, 32;
+  and.b32 %r30, %r30, 127;
+  shl.b32 %r31, %r30, 4;
+  add.u32 %r31, %r31, %r4;
+  ld.shared.v4.u32 {%r40, %r41, %r42, %r43}, [%r31];
+  or.b32 %r32, %r30, 1;
+  add.u32 %r32, %r32, %r4;
+  ld.shared.u8 %r44, [%r32+2048];
+  and.b32 %r33, %r30, 126;
+  shl.b32 %r33, %r33, 1;
+  add.u32 %r33, %r33, %r4;
+  ld.shared.u16 %r45, [%r33+2304];
+  mul.wide.u32 %rd8, %r30, 8;
+  add.s64 %rd9, %rd5, %rd8;
+  ld.v2.u32 {%r46, %r47}, [%rd9+4096];
+  add.u32 %r34, %r13, 1;
+  and.b32 %r34, %r34, 3;
+  shl.b32 %r35, %r34, 9;
+  add.u32 %r35, %r35, %r4;
+  add.u32 %r35, %r35, %r15;
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r50, %r51, %r52, %r53}, [%r35+8192];
+  shl.b32 %r36, %r34, 7;
+  add.u32 %r36, %r36, %r4;
+  add.u32 %r36, %r36, %r15;
+  ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%r54}, [%r36+12288];
+  ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r55}, [%r36+12288];
+  mul.wide.u32 %rd10, %r3, 128;
+  add.s64 %rd11, %rd2, %rd10;
+  st.global.v4.u32 [%rd11], {%r40, %r41, %r42, %r43};
+  st.global.u32 [%rd11+16], %r44;
+  st.global.u32 [%rd11+20], %r45;
+  st.v2.u32 [%rd11+24], {%r46, %r47};
+  st.global.v4.u32 [%rd11+32], {%r50, %r51, %r52, %r53};
+  st.global.u32 [%rd11+48], %r54;
+  st.global.u32 [%rd11+52], %r55;
+  @%p1 st.global.u8 [%rd11+56], %r20;
+  @!%p1 st.global.u16 [%rd11+58], %r21;
+  ret;
+"""
+
+
+def launch(body=BODY, sync="  bar.sync 0;", grid=3, **kw):
+    src = np.random.default_rng(3).integers(0, 1 << 32, 4 * 128 * grid, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(OUT_WORDS * 128 * grid, np.uint32)
+    mod = ptx.load(entry(body.replace("{sync}", sync), params=PARAMS, regs=REGS + SMEM,
+                         prologue=""))
+    mod.launch("k", grid=grid, block=128, args=[src, out], **kw)
+    return src, out
+
+
+def to_matrix(frag):
+    """One 8x8 b16 matrix from its fragment (32 b32 registers, one per lane)."""
+    m = np.zeros((8, 8), np.uint16)
+    for lane in range(32):
+        m[lane // 4, 2 * (lane % 4)] = frag[lane] & 0xFFFF
+        m[lane // 4, 2 * (lane % 4) + 1] = frag[lane] >> 16
+    return m
+
+
+def to_fragment(m):
+    return np.array([int(m[lane // 4, 2 * (lane % 4)]) | int(m[lane // 4, 2 * (lane % 4) + 1]) << 16
+                     for lane in range(32)], np.uint32)
+
+
+def expected(src, grid):
+    x = src.reshape(grid, 128, 4)
+    out = np.zeros((grid, 128, OUT_WORDS), np.uint32)
+    for c in range(grid):
+        for t in range(128):
+            u, w, lane = (t + 32) % 128, t // 32, t % 32
+            nxt = ((w + 1) % 4) * 32
+            out[c, t, 0:4] = x[c, u]
+            out[c, t, 4] = x[c, u | 1, 0] & 0xFF
+            out[c, t, 5] = x[c, u & 126, 1] & 0xFFFF
+            out[c, t, 6:8] = x[c, u, 2:4]
+            out[c, t, 8:12] = x[c, nxt + lane]                      # stmatrix then ldmatrix: the same fragments
+            # warp nxt's x0 stored transposed, read back plain (.x1 uses rows of lanes 0-7) and transposed
+            m = to_matrix(x[c, nxt:nxt + 32, 0])
+            out[c, t, 12] = x[c, nxt + lane, 0]
+            out[c, t, 13] = to_fragment(m.T)[lane]
+            out[c, t, 14] = x[c, t, 0] & 0xFF if t % 2 else (x[c, t, 1] & 0xFFFF) << 16
+    return out.reshape(-1)
+
+
+@pytest.fixture
+def spies(monkeypatch):
+    """Count the gang records: the gang path must have run (else these tests would prove nothing)."""
+    seen = {}
+    for mod, name in ((races, "gang_record"), (races, "gang_read_record"), (graces, "record_writes"),
+                      (graces, "record_reads")):
+        real = getattr(mod, name)
+
+        def spy(*a, real=real, name=name, **k):
+            seen[name] = seen.get(name, 0) + 1
+            return real(*a, **k)
+        monkeypatch.setattr(mod, name, spy)
+    return seen
+
+
+def test_gang_accesses_move_the_bytes_the_ptx_text_moves(spies):
+    src, out = launch()
+    want = expected(src, 3)
+    # out words 14: an odd thread's st.global.u8 fills byte 56, an even one's .u16 bytes 58-59
+    assert np.array_equal(out, want)
+    # per CTA: st.shared x4 + stmatrix x2; ld.shared x4 + ldmatrix x3; ld.global x1 + st.global x9
+    assert spies == {"gang_record": 3 * 6, "gang_read_record": 3 * 7, "record_writes": 3 * 9,
+                     "record_reads": 3}
+    _, alone = launch(lockstep=False)
+    assert np.array_equal(alone, out)
+
+
+def test_gang_without_racecheck_gives_the_same_bytes(spies):
+    src, out = launch(check_races=False)
+    # the gangs ran (the shared records see no clock and record nothing; the global ones are not called)
+    assert np.array_equal(out, expected(src, 3)) and spies == {"gang_record": 3 * 6, "gang_read_record": 3 * 7}
+
+
+def test_triton_matmul_epilogue_gangs_give_the_bits_of_warps_one_at_a_time(spies):
+    # the bf16 fixture's epilogue: st.shared.v4.b32, ldmatrix.x4 and st.global of 2 CTAs x 8 warps, ganged
+    _, _, c, _, _ = launch_matmul("matmul_bf16", 256, 256, 64)
+    assert spies.get("gang_read_record", 0) >= 2 * 16 and spies.get("record_writes", 0) >= 2
+    _, _, alone, _, _ = launch_matmul("matmul_bf16", 256, 256, 64, lockstep=False)
+    assert c.any() and np.array_equal(c, alone)
+
+
+def same_report(run, monkeypatch, kind=HazardError):
+    """The report of a planted bug with the gang versions, then with the warps one at a time: the same text."""
+    with pytest.raises(kind) as ganged:
+        run()
+    monkeypatch.setattr(lockstep, "GANG_OPS", False)
+    with pytest.raises(kind) as alone:
+        run()
+    assert type(alone.value) is type(ganged.value) and str(ganged.value) == str(alone.value)
+    monkeypatch.setattr(lockstep, "GANG_OPS", True)
+    return str(ganged.value)
+
+
+def test_missing_bar_sync_reads_as_the_race_it_is(spies, monkeypatch):
+    # thread t reads what warp (t + 32) / 32 stored, unordered (a RAW race), first at the ld.shared.v4
+    text = same_report(lambda: launch(sync=""), monkeypatch)
+    assert "RAW race on shared address" in text and "ld.shared.v4.u32" in text
+    assert spies["gang_record"] >= 6   # the stores before it ran as gangs
+
+
+def test_missing_bar_sync_before_ldmatrix_reads_as_the_race_it_is(spies, monkeypatch):
+    # the plain loads read the thread's own bytes (ordered); ldmatrix reads the next warp's stmatrix: RAW
+    body = BODY.replace("  add.u32 %r30, %r1, 32;\n  and.b32 %r30, %r30, 127;", "  mov.u32 %r30, %r1;") \
+        .replace("  or.b32 %r32, %r30, 1;", "  mov.u32 %r32, %r30;") \
+        .replace("  and.b32 %r33, %r30, 126;", "  mov.u32 %r33, %r30;")
+    body = body.replace("@%p1 st.shared.u8 [%r11+2048]", "st.shared.u8 [%r11+2048]") \
+        .replace("@!%p1 st.shared.u16 [%r12+2304]", "st.shared.u16 [%r12+2304]")
+    text = same_report(lambda: launch(body, sync=""), monkeypatch)
+    assert "RAW race on shared address" in text and "ldmatrix.sync.aligned.m8n8.x4" in text
+    assert spies["gang_read_record"] >= 3   # the loads of own bytes before it ran as gangs
+
+
+def test_two_lanes_storing_one_byte_fall_back_to_the_per_warp_report(monkeypatch):
+    # lanes 0 and 1 of each warp store different bytes to one address (one instruction: WAW within the warp)
+    body = BODY.replace("  add.u32 %r11, %r4, %r1;", "  shr.u32 %r11, %r1, 1;\n  add.u32 %r11, %r11, %r4;") \
+        .replace("@%p1 st.shared.u8 [%r11+2048], %r20;", "st.shared.u8 [%r11+2048], %r20;")
+    text = same_report(lambda: launch(body), monkeypatch)
+    assert "both lanes write it in this one instruction" in text
+
+
+def test_faults_fall_back_to_the_per_warp_report(monkeypatch):
+    misaligned = BODY.replace("st.shared.v4.u32 [%r6]", "st.shared.v4.u32 [%r6+4]")
+    assert "not aligned to 16 bytes" in same_report(lambda: launch(misaligned), monkeypatch, MemoryFault)
+    outside = BODY.replace("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r50, %r51, %r52, %r53}, [%r35+8192]",
+                           "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r50, %r51, %r52, %r53}, [%r35+16384]")
+    assert "outside the kernel's shared memory" in same_report(lambda: launch(outside), monkeypatch, MemoryFault)
+    # a byte nothing wrote: odd threads read bytes only even threads' .u8 would have stored
+    unwritten = BODY.replace("  or.b32 %r32, %r30, 1;", "  and.b32 %r32, %r30, 126;")
+    assert "which nothing wrote" in same_report(lambda: launch(unwritten), monkeypatch, MemoryFault)
+
+
+# ------------------------------------------------------------------------------------------------ global races
+
+GLOBAL = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  mul.wide.u32 %rd4, %r2, 512;
+  xor.b32 %r3, %r2, 1;
+  mul.wide.u32 %rd5, %r3, 512;
+  add.s64 %rd6, %rd2, %rd3;
+  add.s64 %rd7, %rd6, %rd4;
+  add.s64 %rd8, %rd6, %rd5;
+  add.u32 %r4, %r2, 7;
+{body}
+  ret;
+"""
+# %rd7: &out[128 c + t] (the CTA's own words), %rd8: &out[128 (c ^ 1) + t] (the other CTA's), %r4 = c + 7
+
+
+def launch_global(body, grid=2, **kw):
+    out = np.zeros(128 * grid, np.uint32)
+    mod = ptx.load(entry(GLOBAL.format(body=body), params=PARAMS, regs=REGS, prologue=""))
+    mod.launch("k", grid=grid, block=128, args=[np.zeros(4, np.uint32), out], **kw)
+    return out
+
+
+PLANTED_GLOBAL = {   # (body, report phrase)
+    "two CTAs store one word": ("  st.global.u32 [%rd6], %r4;", "WAW race on global address"),
+    "a CTA overwrites the other's words": ("  st.global.u32 [%rd7], %r4;\n  st.global.u32 [%rd8], %r4;",
+                                           "WAW race on global address"),
+    "a CTA reads the other's words": ("  st.global.u32 [%rd7], %r4;\n  ld.global.u32 %r5, [%rd8];",
+                                      "RAW race on global address"),
+    "a CTA stores over the other's reads": ("  ld.global.u32 %r5, [%rd8];\n  st.global.u32 [%rd7], %r4;",
+                                            "WAR race on global address"),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED_GLOBAL))
+def test_planted_global_races_read_as_without_the_gang(bug, monkeypatch):
+    body, phrase = PLANTED_GLOBAL[bug]
+    assert phrase in same_report(lambda: launch_global(body), monkeypatch)
+
+
+def test_global_controls_pass_and_run_as_gangs(spies):
+    # the CTA's own words, a store of the value a word holds, and a word every thread of both CTAs reads
+    out = launch_global("  st.global.u32 [%rd7], %r4;\n  ld.global.u32 %r5, [%rd7];\n  st.global.u32 [%rd7], %r5;\n"
+                        "  ld.global.u32 %r6, [%rd1];")
+    assert np.array_equal(out, np.repeat(np.arange(7, 9, dtype=np.uint32), 128))
+    assert spies == {"record_writes": 2 * 2, "record_reads": 2 * 2}
+    spies.clear()
+    # both CTAs store 0 to every word (a value the word holds): benign, run warp by warp (one byte, two lanes)
+    assert not launch_global("  mov.u32 %r5, 0;\n  st.global.u32 [%rd6], %r5;").any()
+    assert spies == {}
