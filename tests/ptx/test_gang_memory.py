@@ -286,3 +286,46 @@ def test_global_controls_pass_and_run_as_gangs(spies):
     # both CTAs store 0 to every word (a value the word holds): benign, run warp by warp (one byte, two lanes)
     assert not launch_global("  mov.u32 %r5, 0;\n  st.global.u32 [%rd6], %r5;").any()
     assert spies == {}
+
+
+# ------------------------------------------------------------------------------------------------ hang reports
+
+# warps 1 and 2 store 1 to flag[32 (w - 1) + lane] (a gang of two), then all meet at bar.sync and warp 0 spins until
+# flag[0] is 2: a deadlock whose report names the last writer of what warp 0 reads (hang.WriteLog)
+SPIN = """\
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r4, 1;
+  setp.lt.u32 %p1, %r1, 32;
+  @%p1 bra $SYNC;
+  sub.u32 %r2, %r1, 32;
+  mul.wide.u32 %rd2, %r2, 4;
+  {store}
+$SYNC:
+  bar.sync 0;
+  @!%p1 ret;
+$SPIN:
+  {load}
+  setp.ne.u32 %p2, %r3, 2;
+  @%p2 bra $SPIN;
+  ret;
+"""
+SPINS = {
+    "shared": ("mov.u32 %r5, flag;\n  cvt.u32.u64 %r6, %rd2;\n  add.u32 %r5, %r5, %r6;\n  st.shared.u32 [%r5], %r4;",
+               "ld.volatile.shared.u32 %r3, [flag];", "reads shared address 0x400 (4 bytes) of CTA rank 0,"),
+    "global": ("add.s64 %rd3, %rd1, %rd2;\n  st.global.u32 [%rd3], %r4;", "ld.volatile.global.u32 %r3, [%rd1];",
+               "(4 bytes, 0 bytes into 'out' (256 bytes))"),
+}
+
+
+@pytest.mark.parametrize("space", sorted(SPINS))
+def test_a_hang_report_names_the_warp_of_a_gang_store(space, spies, monkeypatch):
+    store, load, phrase = SPINS[space]
+    text = entry(SPIN.replace("{store}", store).replace("{load}", load), params=".param .u64 out",
+                 regs=REGS + ".shared .align 4 .u32 flag[64];\n", prologue="")
+
+    def run():
+        ptx.load(text).launch("k", grid=1, block=96, args=[np.zeros(64, np.uint32)])
+    got = same_report(run, monkeypatch, ptx.Deadlock)
+    assert phrase in got and f"holding 0x1; last written by CTA (0, 0, 0) warp 1: st.{space}.u32" in got
+    assert spies.get("gang_record" if space == "shared" else "record_writes") == 1

@@ -80,6 +80,13 @@ def _split(x, counts):
     return out
 
 
+def _log(members, space, addrs, counts, nbytes, wh):
+    """The launch's write log (hang.WriteLog: who last wrote what, for hang reports), one entry per warp."""
+    log = getattr(members[0][0].cta.launch, "writes", None)
+    if log is not None:
+        log.gang(space, zip((W for W, _ in members), _split(addrs, counts)), nbytes, wh)
+
+
 # ------------------------------------------------------------------------------------------------- shared
 
 def _shared_bounds(sh, offs, spots, nbytes):
@@ -130,6 +137,7 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
 
     def land():
         races.gang_record(sh, chunks, rows, wh)
+        _log(members, sh, offs, counts, nbytes, wh)
         sh.guard_bar[spots] = -1
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
@@ -167,7 +175,8 @@ def _global_load_plan(W, addrs, tids, nbytes, wh):
     return raw, land
 
 
-def _global_store_plan(W, addrs, tids, data, wh):
+def _global_store_plan(members, addrs, tids, counts, data, wh):
+    W = members[0][0]
     a, off = _global_plan(W, addrs, tids, data.shape[1], wh)
     if not a.writable:
         raise Fallback
@@ -180,6 +189,7 @@ def _global_store_plan(W, addrs, tids, data, wh):
         if checked:
             graces.record_writes(W, a, off, data, tids, wh)
         a.data[spots] = data
+        _log(members, W.cta.launch.gmem, addrs, counts, data.shape[1], wh)
     return land
 
 
@@ -232,7 +242,7 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh):
                 plans.append(_shared_store_plan(cta.shared, members, at, tids, counts, data, wh))
             else:
                 stores.append(at)
-                plans.append(_global_store_plan(members[0][0], at, tids, data, wh))
+                plans.append(_global_store_plan(members, at, tids, counts, data, wh))
         if stores and _repeats(np.concatenate(stores)):
             raise Fallback
         for land in plans:
