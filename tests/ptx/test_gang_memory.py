@@ -212,6 +212,17 @@ def test_missing_bar_sync_before_ldmatrix_reads_as_the_race_it_is(spies, monkeyp
     assert spies["gang_read_record"] >= 3   # the loads of own bytes before it ran as gangs
 
 
+def test_a_store_over_another_warps_ganged_reads_reads_as_the_race_it_is(spies, monkeypatch):
+    # thread t overwrites slot (t + 64) mod 128, which thread t + 32 (another warp) has just read: WAR, found only
+    # through the racecheck records of the ganged ld.shared
+    body = BODY.replace("  mul.wide.u32 %rd10, %r3, 128;", "  add.u32 %r37, %r1, 64;\n  and.b32 %r37, %r37, 127;\n"
+                        "  shl.b32 %r37, %r37, 4;\n  add.u32 %r37, %r37, %r4;\n  st.shared.u32 [%r37], %r1;\n"
+                        "  mul.wide.u32 %rd10, %r3, 128;")
+    text = same_report(lambda: launch(body), monkeypatch)
+    assert "WAR race on shared address" in text and "ld.shared.v4.u32" in text
+    assert spies["gang_read_record"] >= 3 * 7
+
+
 def test_two_lanes_storing_one_byte_fall_back_to_the_per_warp_report(monkeypatch):
     # lanes 0 and 1 of each warp store different bytes to one address (one instruction: WAW within the warp)
     body = BODY.replace("  add.u32 %r11, %r4, %r1;", "  shr.u32 %r11, %r1, 1;\n  add.u32 %r11, %r11, %r4;") \
