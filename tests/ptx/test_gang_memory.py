@@ -2,6 +2,8 @@
 warps of a lock-step gang access memory as one batch, with the bytes, registers, racecheck records and reports of
 the warps one at a time. Expectations are the bytes the PTX text moves (PTX ISA 9.7.9.8-9: ld / st; 9.7.14.5.15-16:
 ldmatrix / stmatrix fragments, lane l holding elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1))."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -340,3 +342,20 @@ def test_a_hang_report_names_the_warp_of_a_gang_store(space, spies, monkeypatch)
     got = same_report(run, monkeypatch, ptx.Deadlock)
     assert phrase in got and f"holding 0x1; last written by CTA (0, 0, 0) warp 1: st.{space}.u32" in got
     assert spies.get("gang_record" if space == "shared" else "record_writes") == 1
+
+
+def test_a_store_of_an_in_flight_wgmma_register_serialises_warp_by_warp(spies):
+    # st.global of a wgmma accumulator before wgmma.wait_group: each warp waits for its wgmma and warns (module.py's
+    # hazard check), so the gang stands back; the bytes are the finished wgmma's. The 16 stores of the accumulators
+    # after the wait (wrapped by the same hazard check) run as gangs of the 4 warps.
+    from wgmma_kernel import BF16, launch as launch_wgmma   # the wgmma harness only here
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        regs, prep = launch_wgmma(BF16)
+    assert np.array_equal(regs, prep["regs"]) and spies["record_writes"] == 16
+    spies.clear()
+    hook = {"after_commit": "  mul.wide.u32 %rd23, %r0, 64;\n  add.s64 %rd23, %rd0, %rd23;\n"
+                            "  st.global.u32 [%rd23+20], %d5;\n"}
+    with pytest.warns(ptx.WgmmaSerializedWarning):
+        regs, _ = launch_wgmma(BF16, prep=prep, hooks=hook)
+    assert np.array_equal(regs, prep["regs"]) and spies["record_writes"] == 16   # the early store: warp by warp
