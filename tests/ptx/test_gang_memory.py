@@ -359,3 +359,45 @@ def test_a_store_of_an_in_flight_wgmma_register_serialises_warp_by_warp(spies):
     with pytest.warns(ptx.WgmmaSerializedWarning):
         regs, _ = launch_wgmma(BF16, prep=prep, hooks=hook)
     assert np.array_equal(regs, prep["regs"]) and spies["record_writes"] == 16   # the early store: warp by warp
+
+
+# ------------------------------------------------------------------------------------------------ clusters
+
+# thread t of cluster rank r (2 warps): st.u32 through a generic address of the other CTA's window (mapa) of
+# t + 100 r, then barrier.cluster, then a generic ld of its own word: out[64 r + t] = t + 100 (1 - r)
+DSMEM = """\
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r10, %cluster_ctarank;
+  xor.b32 %r11, %r10, 1;
+  mov.u64 %rd5, buf;
+  cvta.shared.u64 %rd5, %rd5;
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd7, %rd5, %rd6;
+  mapa.u64 %rd8, %rd7, %r11;
+  mad.lo.u32 %r12, %r10, 100, %r1;
+  st.u32 [%rd8], %r12;
+  barrier.cluster.arrive.aligned;
+  barrier.cluster.wait.aligned;
+  ld.u32 %r5, [%rd7];
+  mad.lo.u32 %r13, %r10, 64, %r1;
+  mul.wide.u32 %rd9, %r13, 4;
+  add.s64 %rd9, %rd1, %rd9;
+  st.global.u32 [%rd9], %r5;
+  ret;
+"""
+
+
+def test_stores_to_another_ctas_window_run_warp_by_warp(spies):
+    def run(**kw):
+        out = np.zeros(128, np.uint32)
+        mod = ptx.load(entry(DSMEM, params=".param .u64 out", regs=REGS + SMEM, prologue="",
+                             directives=".explicitcluster"))
+        mod.launch("k", grid=2, block=64, cluster=(2, 1, 1), args=[out], **kw)
+        return out
+    out = run()
+    t = np.arange(64, dtype=np.uint32)
+    assert np.array_equal(out, np.concatenate([t + 100, t]))
+    # the stores to the other window fall back; the loads of the own window and the global stores run as gangs
+    assert "gang_record" not in spies and spies["gang_read_record"] == 2 and spies["record_writes"] == 2
+    assert np.array_equal(run(lockstep=False), out)
