@@ -146,7 +146,7 @@ def expected(src, grid):
 def spies(monkeypatch):
     """Count the gang records: the gang path must have run (else these tests would prove nothing)."""
     seen = {}
-    for mod, name in ((races, "gang_record"), (races, "gang_read_record"), (graces, "record_writes"),
+    for mod, name in ((races, "gang_write_record"), (races, "gang_read_record"), (graces, "record_writes"),
                       (graces, "record_reads")):
         real = getattr(mod, name)
 
@@ -163,7 +163,7 @@ def test_gang_accesses_move_the_bytes_the_ptx_text_moves(spies):
     # out words 14: an odd thread's st.global.u8 fills byte 56, an even one's .u16 bytes 58-59
     assert np.array_equal(out, want)
     # per CTA: st.shared x4 + stmatrix x2; ld.shared x4 + ldmatrix x3; ld.global x1 + st.global x9
-    assert spies == {"gang_record": 3 * 6, "gang_read_record": 3 * 7, "record_writes": 3 * 9,
+    assert spies == {"gang_write_record": 3 * 6, "gang_read_record": 3 * 7, "record_writes": 3 * 9,
                      "record_reads": 3}
     _, alone = launch(lockstep=False)
     assert np.array_equal(alone, out)
@@ -172,7 +172,7 @@ def test_gang_accesses_move_the_bytes_the_ptx_text_moves(spies):
 def test_gang_without_racecheck_gives_the_same_bytes(spies):
     src, out = launch(check_races=False)
     # the gangs ran (the shared records see no clock and record nothing; the global ones are not called)
-    assert np.array_equal(out, expected(src, 3)) and spies == {"gang_record": 3 * 6, "gang_read_record": 3 * 7}
+    assert np.array_equal(out, expected(src, 3)) and spies == {"gang_write_record": 3 * 6, "gang_read_record": 3 * 7}
 
 
 def test_triton_matmul_epilogue_gangs_give_the_bits_of_warps_one_at_a_time(spies):
@@ -199,7 +199,7 @@ def test_missing_bar_sync_reads_as_the_race_it_is(spies, monkeypatch):
     # thread t reads what warp (t + 32) / 32 stored, unordered (a RAW race), first at the ld.shared.v4
     text = same_report(lambda: launch(sync=""), monkeypatch)
     assert "RAW race on shared address" in text and "ld.shared.v4.u32" in text
-    assert spies["gang_record"] >= 6   # the stores before it ran as gangs
+    assert spies["gang_write_record"] >= 6   # the stores before it ran as gangs
 
 
 def test_missing_bar_sync_before_ldmatrix_reads_as_the_race_it_is(spies, monkeypatch):
@@ -341,7 +341,7 @@ def test_a_hang_report_names_the_warp_of_a_gang_store(space, spies, monkeypatch)
         ptx.load(text).launch("k", grid=1, block=96, args=[np.zeros(64, np.uint32)])
     got = same_report(run, monkeypatch, ptx.Deadlock)
     assert phrase in got and f"holding 0x1; last written by CTA (0, 0, 0) warp 1: st.{space}.u32" in got
-    assert spies.get("gang_record" if space == "shared" else "record_writes") == 1
+    assert spies.get("gang_write_record" if space == "shared" else "record_writes") == 1
 
 
 def test_a_store_of_an_in_flight_wgmma_register_serialises_warp_by_warp(spies):
@@ -399,5 +399,5 @@ def test_stores_to_another_ctas_window_run_warp_by_warp(spies):
     t = np.arange(64, dtype=np.uint32)
     assert np.array_equal(out, np.concatenate([t + 100, t]))
     # the stores to the other window fall back; the loads of the own window and the global stores run as gangs
-    assert "gang_record" not in spies and spies["gang_read_record"] == 2 and spies["record_writes"] == 2
+    assert "gang_write_record" not in spies and spies["gang_read_record"] == 2 and spies["record_writes"] == 2
     assert np.array_equal(run(lockstep=False), out)

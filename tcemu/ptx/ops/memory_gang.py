@@ -38,18 +38,15 @@ def _repeats(x) -> bool:
 
 
 def _lanes(members, get_addr):
-    """(active-lane selectors (None: all 32), addresses, thread ids, lanes per warp) of a CTA's warps."""
-    acts, addrs, tids, counts = [], [], [], []
-    for W, m in members:
-        act = m if m is not None else (None if W.full else W.live)
-        a, t = get_addr(W), W.tid
-        if act is not None:
-            a, t = a[act], t[act]
-        acts.append(act)
-        addrs.append(a)
-        tids.append(t)
-        counts.append(a.size)
-    return acts, np.concatenate(addrs), np.concatenate(tids), counts
+    """(active-lane selectors (None: all 32), the (warps * 32,) selector of all (None: every lane), addresses,
+    thread ids, lanes per warp) of a CTA's warps."""
+    acts = [m if m is not None else (None if W.full else W.live) for W, m in members]
+    addrs = np.concatenate([get_addr(W) for W, _ in members])
+    tids = np.concatenate([W.tid for W, _ in members])
+    if all(a is None for a in acts):
+        return acts, None, addrs, tids, [32] * len(members)
+    sel = np.concatenate([np.ones(32, bool) if a is None else a for a in acts])
+    return acts, sel, addrs[sel], tids[sel], [32 if a is None else int(a.sum()) for a in acts]
 
 
 def _space(space, addrs):
@@ -102,20 +99,20 @@ def _shared_load_plan(sh, members, offs, tids, counts, nbytes, wh):
     spots = offs[:, None] + (ROW16 if nbytes == 16 else np.arange(nbytes))
     _shared_bounds(sh, offs, spots, nbytes)
     made = sh.__dict__
-    if sh.guarded and sh.unobserved([W for W, _ in members], spots) is not None:   # a TMA's bytes: check_guard
+    warps = [W for W, _ in members]
+    if sh.guarded and sh.unobserved(warps, spots) is not None:   # a TMA's bytes: check_guard
         raise Fallback
     if "async_pending" in made and sh.async_pending[spots].any():
         raise Fallback
     if not sh.smem.written[spots].all():   # an unwritten read: its report may wait for a racing write
         raise Fallback
-    chunks = [(W, s, t) for (W, _), s, t in zip(members, _split(spots, counts), _split(tids, counts))]
-    rows = races.gang_read_plan(sh, chunks)
+    rows = races.gang_read_plan(sh, warps, spots, counts)
     if rows is None:
         raise Fallback
     raw = sh.smem.data[spots]
 
     def land():
-        races.gang_read_record(sh, chunks, rows, wh)
+        races.gang_read_record(sh, spots, tids, counts, rows, wh)
     return raw, land
 
 
@@ -130,18 +127,20 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
         sh.check_overwrite(spots, wh)
     except TcemuError:
         raise Fallback from None
-    chunks = [(W, s, t) for (W, _), s, t in zip(members, _split(spots, counts), _split(tids, counts))]
-    rows = races.gang_plan(sh, chunks)
+    rows = races.gang_write_plan(sh, [W for W, _ in members], spots, tids, counts)
     if rows is None:
         raise Fallback
 
     def land():
-        races.gang_record(sh, chunks, rows, wh)
+        races.gang_write_record(sh, spots, tids, counts, rows, wh)
         _log(members, sh, offs, counts, nbytes, wh)
-        sh.guard_bar[spots] = -1
+        made = sh.__dict__   # a shadow never made holds its initial -1 everywhere already
+        if "guard_bar" in made:
+            sh.guard_bar[spots] = -1
+        if "source" in made:
+            sh.source[spots] = -1
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
-        sh.source[spots] = -1
         e = sh.write_epoch   # mark_generic once per warp, in gang order
         sh.unfenced[spots] = np.repeat(np.arange(e + 1, e + 1 + len(counts), dtype=np.int64), counts)[:, None]
         sh.write_epoch = e + len(counts)
@@ -200,7 +199,7 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh):
     def gang(pairs):
         plans = []
         for cta, members in _by_cta(pairs):
-            acts, addrs, tids, counts = _lanes(members, get_addr)
+            acts, _, addrs, tids, counts = _lanes(members, get_addr)
             if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
                 raise Fallback
             kind, at = _space(space, addrs)
@@ -229,14 +228,12 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh):
         plans = []
         stores = []   # global addresses of every CTA: no byte stored twice in the gang
         for cta, members in _by_cta(pairs):
-            acts, addrs, tids, counts = _lanes(members, get_addr)
+            _, sel, addrs, tids, counts = _lanes(members, get_addr)
             if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
                 raise Fallback
-            vals = []
-            for (W, _), act in zip(members, acts):
-                v = np.stack([g(W) for g in gets], axis=1)
-                vals.append(v if act is None else v[act])
-            data = pack(np.concatenate(vals))
+            vals = np.stack([g(W) for W, _ in members for g in gets])   # (warps * vec, 32)
+            vals = vals.reshape(len(members), len(gets), 32).transpose(0, 2, 1).reshape(-1, len(gets))
+            data = pack(vals if sel is None else vals[sel])
             kind, at = _space(space, addrs)
             if kind == "shared":
                 plans.append(_shared_store_plan(cta.shared, members, at, tids, counts, data, wh))
