@@ -169,6 +169,64 @@ def test_gang_accesses_move_the_bytes_the_ptx_text_moves(spies):
     assert np.array_equal(alone, out)
 
 
+@pytest.fixture
+def states(monkeypatch):
+    """Every CTA's shared window and every global racecheck shadow a launch makes, in order of creation."""
+    from tcemu.ptx import memory, module
+    made = []
+
+    def window(*a, **k):
+        made.append(memory.SharedWindow(*a, **k))
+        return made[-1]
+
+    class Shadow(graces.GShadow):
+        def __init__(self, *a):
+            super().__init__(*a)
+            made.append(self)
+    monkeypatch.setattr(module, "SharedWindow", window)
+    monkeypatch.setattr(graces, "GShadow", Shadow)
+    return made
+
+
+def state_of(obj):
+    """The state a window or shadow holds: bytes, written flags, shadows (the lazily made ones as they read), the
+    racecheck records and the generic-proxy epochs."""
+    if isinstance(obj, graces.GShadow):
+        return {k: getattr(obj, k) for k in ("w_key", "w_info", "r_key", "r_info", "writers", "readers")}
+    out = {k: getattr(obj, k) for k in ("guard_bar", "source", "unfenced", "async_pending", "write_epoch")}
+    out.update(data=obj.smem.data, written=obj.smem.written)
+    if obj.race is not None:
+        out.update({f"race.{k}": getattr(obj.race, k) for k in ("w_ep", "w_info", "w_mask", "w_region", "R", "rmax",
+                                                                "wmax", "agents")})
+    return out
+
+
+def no_memory_gangs(monkeypatch):
+    from tcemu.ptx.ops import memory_ops
+    for name in ("ld_gang", "st_gang", "ldmatrix_gang", "stmatrix_gang"):
+        monkeypatch.setattr(memory_ops, name, lambda *a: None)
+
+
+@pytest.mark.parametrize("run", ["hand", "triton"])
+def test_gang_leaves_every_shadow_as_the_warps_one_at_a_time_do(run, states, spies, monkeypatch):
+    # the racecheck records, epochs and shadows after the launch, not only the output bits
+    go = (lambda: launch()) if run == "hand" else (lambda: launch_matmul("matmul_bf16", 128, 256, 64))
+    go()
+    ganged = [state_of(x) for x in states]
+    assert spies["gang_write_record"] and spies["gang_read_record"] and spies["record_writes"]
+    states.clear()
+    spies.clear()
+    no_memory_gangs(monkeypatch)   # cp.async's and wgmma's gangs stay (cp.async's land marks one write epoch)
+    go()
+    assert set(spies) <= {"record_reads"}   # cp.async's issue records its global reads
+    alone = [state_of(x) for x in states]
+    assert len(ganged) == len(alone) > 2
+    for g, a in zip(ganged, alone):
+        assert g.keys() == a.keys()
+        for k in g:
+            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+
+
 def test_gang_without_racecheck_gives_the_same_bytes(spies):
     src, out = launch(check_races=False)
     # the gangs ran (the shared records see no clock and record nothing; the global ones are not called)
