@@ -297,6 +297,10 @@ def test_faults_fall_back_to_the_per_warp_report(monkeypatch):
     outside = BODY.replace("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r50, %r51, %r52, %r53}, [%r35+8192]",
                            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r50, %r51, %r52, %r53}, [%r35+16384]")
     assert "outside the kernel's shared memory" in same_report(lambda: launch(outside), monkeypatch, MemoryFault)
+    # ldmatrix is .sync.aligned: a predicate that leaves out lanes is the warp's HazardError
+    partial = BODY.replace("  ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r55}",
+                           "  @%p1 ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r55}")
+    assert "is warp-synchronous" in same_report(lambda: launch(partial), monkeypatch)
     # a byte nothing wrote: odd threads read bytes only even threads' .u8 would have stored
     unwritten = BODY.replace("  or.b32 %r32, %r30, 1;", "  and.b32 %r32, %r30, 126;")
     assert "which nothing wrote" in same_report(lambda: launch(unwritten), monkeypatch, MemoryFault)
