@@ -204,6 +204,49 @@ def record_reads(W, a, off, nbytes, tids, wh):
     scatter(sd.r_key, spots, np.int64(me.id << 32 | me.epoch))
     scatter(sd.r_info, spots, (np.int64(g.site(wh) << 16) | (tids // 32) << 6 | tids % 32)[:, None])
 
+def writes_race(W, a, off, data) -> bool:
+    """Whether plain stores by W's CTA of `data` ((n, nbytes) bytes at offsets `off` of allocation `a`, no byte
+    written twice) race with another CTA's write or plain read (on_access reports it); a byte that keeps its value
+    is benign. Checks only."""
+    g = state(W)
+    sd = None if g is None else g.shadows.get(id(a))
+    if sd is None or off.size == 0:
+        return False
+    me = g.cta(W.cta)
+    nbytes = data.shape[1]
+    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
+    for who, keys in ((sd.writers, sd.w_key), (sd.readers, sd.r_key)):
+        if len(who) > 1 or (who and me.id not in who):
+            bad = _unordered(g, me, keys[spots])
+            if bad is not None and (bad & (a.data[spots] != data)).any():
+                return True
+    return False
+
+
+def record_writes(W, a, off, data, tids, wh):
+    """on_access's record of plain stores by several warps of W's CTA at once, where writes_race found none (tids:
+    the CTA's thread indices, warp = tid // 32); call before the bytes are stored."""
+    g = state(W)
+    if g is None or off.size == 0:
+        return
+    me = g.cta(W.cta)
+    sd = g.shadows.get(id(a))
+    if sd is None:
+        sd = g.shadows[id(a)] = GShadow(a.data.size)
+    nbytes = data.shape[1]
+    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
+    sd.writers.add(me.id)
+    keep = a.data[spots] != data   # bytes left as they were keep their earlier writer (on_access)
+    tids = np.asarray(tids, np.int64)
+    info = np.int64(g.site(wh) << 16) | (tids // 32) << 6 | tids % 32
+    if keep.all():
+        sd.w_key[spots] = np.int64(me.id << 32 | me.epoch)
+        sd.w_info[spots] = info[:, None]
+    elif keep.any():
+        sd.w_key[spots[keep]] = np.int64(me.id << 32 | me.epoch)
+        sd.w_info[spots[keep]] = np.broadcast_to(info[:, None], spots.shape)[keep]
+
+
 def _unordered(g, me, key):
     """Bytes whose recorded access (key) is by another CTA this one does not know past its epoch; None: none."""
     cta = key >> 32

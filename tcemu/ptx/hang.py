@@ -332,9 +332,14 @@ class WriteLog:
             self._add(sh, offs, data.shape[1], a[1] if len(a) > 1 else k.get("where", ""))
         sh.store = logged
 
-    def _add(self, space, addrs, nbytes, where):
+    def _add(self, space, addrs, nbytes, where, warp=None):
         self.count += 1
-        self.log.append((space, addrs, nbytes, self.running, where))   # cheap: the search is at report time
+        self.log.append((space, addrs, nbytes, self.running if warp is None else warp, where))   # searched at report
+
+    def gang(self, space, parts, nbytes, where):
+        """A gang's store (ops/memory_gang.py): [(warp, addresses), ...] logged as the warps' own stores would be."""
+        for warp, addrs in parts:
+            self._add(space, addrs, nbytes, where, warp)
 
     def last(self, space, lo: int, hi: int):
         """(warp, where) of the last logged store to a byte of [lo, hi) of `space`, or None."""

@@ -34,6 +34,7 @@ from .ops.common import where
 from .ops.wgmma import serialize
 from .program import Program, Symbol, regs_of
 from .schedule import Residency
+from .signals import Fallback
 from .tensormap import TensorMap
 from .types import ptx_type
 
@@ -703,6 +704,19 @@ def _hazard_checked(op, ins: P.Instruction, prog: Program):
         if writes:
             W.wgmma_dirty |= writes
         return r
+    gang = getattr(op, "gang", None)
+    if gang is not None:
+        def checked_gang(pairs):
+            if any(W.wgmma_pending and any(touched & fs for fs in W.wgmma_pending) for W, _ in pairs):
+                raise Fallback   # each warp serialises (and warns) on its own
+            for W, _ in pairs:
+                if W.deferred:   # wgmma results the registers wait for (chains.py)
+                    settle(W, touched32)
+            gang(pairs)
+            if writes:
+                for W, _ in pairs:
+                    W.wgmma_dirty |= writes
+        checked.gang = checked_gang
     return checked
 
 

@@ -321,6 +321,105 @@ def gang_record(sh, chunks, rows, wh):
         scatter(sd.w_info, spots, (site | lanes)[:, None])
 
 
+
+def _gang_clocks(warps):
+    """The warps' clocks ([] where the launch runs without racecheck), or None where one diverged."""
+    sts = []
+    for W in warps:
+        st = clock(W)
+        if st is None:
+            return []
+        if W.lane_pc is not None:
+            return None
+        sts.append(st)
+    return sts
+
+
+def _writers_race(sd, sts, vcx, lanes, spots) -> bool:
+    """Whether a byte of `spots` ((n, k), lane j of warp lanes[j]) has a writer its warp's clock (vcx: the warps'
+    clocks with entry 0) does not cover. Checked for all warps where one has an unordered writer anywhere
+    (unordered_writers): a warp that has none passes anyway (every byte's writer clock is at most its wmax)."""
+    sd.unordered_writers(sts[0])   # makes wmax
+    if not (sd.wmax > vcx[:, 1:]).any():
+        return False
+    ep = sd.w_ep[spots]
+    return bool(((ep & M32) > vcx[lanes[:, None], ep >> 32]).any())
+
+
+def gang_write_plan(sh, warps, spots, tids, counts):
+    """on_write's checks for plain writes of several warps of one CTA at once, one width: spots (n, k) of every
+    lane, counts[i] lanes of warps[i] (in order), no byte in two rows. The per-warp (clock, region, lane mask) for
+    gang_write_record where none would report, or None (a warp diverged, or a write conflicts with an earlier
+    access: on_write reports it). Checks only; the bytes are disjoint, so one warp's record cannot change the verdict
+    on another's. A reader row whose latest read its warp covers passes (its reads are at most rmax), so the rows
+    checked for one warp are checked for all."""
+    sts = _gang_clocks(warps)
+    if not sts:
+        return sts
+    sd = shadow(sh, sts[0])
+    lanes = np.repeat(np.arange(len(sts)), counts)
+    vcx = np.array([st.vcx for st in sts])
+    if _writers_race(sd, sts, vcx, lanes, spots):
+        return None
+    if len(sd.agents):
+        vc = vcx[:, sd.agents + 1]   # (warps, reader rows)
+        late = np.flatnonzero((sd.rmax > vc).any(axis=0))
+        if late.size and ((sd.R[late[:, None, None], spots[None]] >> 32) >
+                          vc[:, late].T[:, lanes, None]).any():
+            return None
+    out, at = [], 0
+    for W, st, k in zip(warps, sts, counts):
+        out.append((st, st.now(W), _mask(tids[at:at + k])))
+        at += k
+    return out
+
+
+def gang_write_record(sh, spots, tids, counts, rows, wh):
+    """Record the writes gang_write_plan checked, as the warps' on_write calls would."""
+    if not rows:
+        return
+    sd = sh.race
+    sts = [r[0] for r in rows]
+
+    def each(x):   # per warp -> per lane
+        return np.repeat(np.array(x, np.int64), counts)[:, None]
+    sd.w_ep[spots] = each([np.int64((st.id + 1) << 32) | st.vc[st.id] for st in sts])
+    for st in sts:
+        sd.wmax[st.id] = st.vc[st.id]
+    sd.w_info[spots] = (np.int64(sts[0].cl.site(wh) << 6) | np.asarray(tids, np.int64) % 32)[:, None]
+    sd.w_mask[spots] = each([r[2] for r in rows])
+    sd.w_region[spots] = each([r[1] for r in rows])
+
+
+def gang_read_plan(sh, warps, spots, counts):
+    """on_read's checks for the plain reads of several warps of one CTA at once (spots, counts as
+    gang_write_plan's). A read's check looks only at writers, so the reads of one step do not change each other's
+    verdicts. The warps' clocks for gang_read_record where none would report, or None (a warp diverged, or a read
+    conflicts with an unordered write). Checks only."""
+    sts = _gang_clocks(warps)
+    if not sts:
+        return sts
+    sd = shadow(sh, sts[0])
+    for W, st in zip(warps, sts):
+        st.now(W)
+    if _writers_race(sd, sts, np.array([st.vcx for st in sts]), np.repeat(np.arange(len(sts)), counts), spots):
+        return None
+    return sts
+
+
+def gang_read_record(sh, spots, tids, counts, rows, wh):
+    """Record the reads gang_read_plan checked, as the warps' on_read calls would (where two lanes of one warp
+    read one byte, the later lane's record stays, as numpy's assignment leaves it in both)."""
+    if not rows:
+        return
+    sd = sh.race
+    idx = np.array([sd.row(st.id) for st in rows], np.int64)   # before indexing R: a new reader grows it
+    vc = np.array([st.vc[st.id] for st in rows], np.int64)
+    info = np.int64(rows[0].cl.site(wh) << 6) | np.asarray(tids, np.int64) % 32
+    sd.R[np.repeat(idx, counts)[:, None], spots] = ((np.repeat(vc, counts) << 32) | info)[:, None]
+    sd.rmax[idx] = vc
+
+
 def _diverged(sd, st, ep, spots, tids, region):
     """Same-warp writes of this divergence region by lanes on another path: neither lane executed the other's
     instruction (a lane that executed it, or whose lanes now execute with the writer's, is ordered after it)."""

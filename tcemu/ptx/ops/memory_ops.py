@@ -13,9 +13,11 @@ from ..errors import HazardError, MemoryFault, PtxSyntaxError
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
 from .common import Mods, mask_array, operands, require_ptx, require_target, where
+from .memory_gang import FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, ld_gang, ldmatrix_gang, st_gang, stmatrix_gang
 from .registry import register
 
 SPACES = ("global", "shared", "local", "param", "const")
+GANG_SPACES = ("global", "shared", "generic")   # ld / st with a gang version (memory_gang.py) on weak forms
 CLUSTER_SHIFT = 24  # a shared::cluster address: ((rank + 1) << 24) | offset; offsets below 2^24 are the own CTA's
 
 
@@ -224,6 +226,8 @@ def c_ld(ins, prog, pc):
                 full = np.zeros(32, cont)
                 full[act] = vals[:, i]
                 s(W, full, act)
+    if not strong and space in GANG_SPACES:
+        op.gang = ld_gang(space, get_addr, ebytes * vec, cont, sets, wh)
     return op
 
 
@@ -242,9 +246,13 @@ def c_st(ins, prog, pc):
         tids = W.tid
         if act is not None:
             vals, addrs, tids = vals[act], addrs[act], tids[act]
-        raw = as_bytes(vals, ebytes * vec) if ebytes == vals.dtype.itemsize else \
+        access(W, space, addrs, tids, ebytes * vec, wh, data=pack(vals), strong=strong, sem=sem)
+
+    def pack(vals):   # (lanes, vec) values -> (lanes, ebytes vec) little-endian bytes
+        return as_bytes(vals, ebytes * vec) if ebytes == vals.dtype.itemsize else \
             np.ascontiguousarray(vals).view(np.uint8).reshape(vals.shape[0], -1)
-        access(W, space, addrs, tids, ebytes * vec, wh, data=raw, strong=strong, sem=sem)
+    if not strong and space in GANG_SPACES:
+        op.gang = st_gang(space, gets, get_addr, ebytes * vec, pack, wh)
     return op
 
 
@@ -298,11 +306,6 @@ def _warp_wide(W, m, ins):
                                       f"{np.flatnonzero(m).tolist()} did")
 
 
-# lane l holds elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of each 8x8 matrix (PTX 9.7.14.5.15)
-_FRAG_ROW = np.arange(32) // 4
-_FRAG_COL = 2 * (np.arange(32) % 4)
-
-
 def _matrix_operands(ins, prog, name, verb, regs_at, addr_at):
     """ldmatrix (verb "writes") / stmatrix ("reads"): (num, trans, b32 register setters / getters, rows(W, m),
     where); the register vector is operand regs_at and must hold one register per matrix, the address is
@@ -322,6 +325,7 @@ def _matrix_operands(ins, prog, name, verb, regs_at, addr_at):
     def rows(W, m):
         _warp_wide(W, m, ins)
         return _row_addresses(W, get_addr, num, space == "generic", wh)
+    rows.get_addr, rows.generic = get_addr, space == "generic"
     return num, trans, fns, rows, wh
 
 
@@ -338,6 +342,7 @@ def c_ldmatrix(ins, prog, pc):
             lo = mt[_FRAG_ROW, _FRAG_COL].astype(np.uint32)
             hi = mt[_FRAG_ROW, _FRAG_COL + 1].astype(np.uint32)
             s(W, lo | (hi << np.uint32(16)), None)
+    op.gang = ldmatrix_gang(num, trans, sets, rows_of.get_addr, rows_of.generic, wh)
     return op
 
 
@@ -356,6 +361,7 @@ def c_stmatrix(ins, prog, pc):
             mats[i] = mt.T if trans else mt
         raw = np.ascontiguousarray(mats.reshape(num * 8, 8)).view(np.uint8)
         W.cta.shared.store(rows.reshape(-1), raw, W.tid[:8 * num], wh, W=W)
+    op.gang = stmatrix_gang(num, trans, gets, rows_of.get_addr, rows_of.generic, wh)
     return op
 
 

@@ -1,0 +1,314 @@
+"""Gang versions (lockstep.py) of ld / st on .shared, .global or generic addresses that all land in one of them, of
+ldmatrix and of stmatrix (PTX ISA 9.7.9.8-9, 9.7.14.5.15-16): the accesses of the gang's warps, CTA by CTA, as one
+batch. Every check the warps' own runs make (alignment, bounds, mbarrier objects, bytes in-flight async operations
+read or write, TMA guards, unwritten bytes, racecheck) is made first, reading state only; where one would report,
+or the batch is a case not covered (two lanes of the gang store to one byte, lanes in several state spaces or
+allocations, another CTA's shared memory), the gang raises signals.Fallback before anything changes and the warps
+run the instruction one at a time, which gives the report. Then the effects land as the warps' runs would leave
+them, in gang order. memory_ops.py attaches these to the weak (plain) forms; strong ones run warp by warp.
+"""
+import numpy as np
+
+from .. import graces, races
+from ...core.errors import TcemuError
+from ..memory import WINDOW_SIZE, WINDOWS, from_bytes
+from ..signals import Fallback
+
+OWN_CTA = 1 << 24   # generic shared offsets from 2^24 up name another CTA of the cluster (memory_ops.CLUSTER_SHIFT)
+SHARED_BASE = np.uint64(WINDOWS["shared"])
+SHARED_END = np.uint64(WINDOWS["shared"] + WINDOW_SIZE)
+
+# lane l holds elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of each 8x8 matrix (PTX 9.7.14.5.15)
+FRAG_ROW = np.arange(32) // 4
+FRAG_COL = 2 * (np.arange(32) % 4)
+ROW16 = np.arange(16)
+
+
+def _by_cta(pairs):
+    """pairs grouped by CTA, in gang order: [(cta, [(W, m), ...]), ...]."""
+    out = {}
+    for W, m in pairs:
+        out.setdefault(W.cta, []).append((W, m))
+    return list(out.items())
+
+
+def _repeats(x) -> bool:
+    s = np.sort(x)
+    return bool((s[1:] == s[:-1]).any())
+
+
+def _lanes(members, get_addr):
+    """(active-lane selectors (None: all 32), the (warps * 32,) selector of all (None: every lane), addresses,
+    thread ids, lanes per warp) of a CTA's warps."""
+    acts = [m if m is not None else (None if W.full else W.live) for W, m in members]
+    addrs = np.concatenate([get_addr(W) for W, _ in members])
+    tids = np.concatenate([W.tid for W, _ in members])
+    if all(a is None for a in acts):
+        return acts, None, addrs, tids, [32] * len(members)
+    sel = np.concatenate([np.ones(32, bool) if a is None else a for a in acts])
+    return acts, sel, addrs[sel], tids[sel], [32 if a is None else int(a.sum()) for a in acts]
+
+
+def _space(space, addrs):
+    """("shared", int64 offsets) or ("global", uint64 addresses) where every address lies in that state space
+    (PTX 5.1.6: a generic address in the shared window names shared memory, one outside every window global)."""
+    if space == "shared":
+        return "shared", addrs.astype(np.int64)
+    if space == "global":
+        return "global", addrs
+    inside = (addrs >= SHARED_BASE) & (addrs < SHARED_END)
+    if inside.all():
+        offs = (addrs - SHARED_BASE).astype(np.int64)
+        if int(offs.max()) >= OWN_CTA:   # shared::cluster: another CTA's window
+            raise Fallback
+        return "shared", offs
+    if inside.any() or any(((addrs >= np.uint64(b)) & (addrs < np.uint64(b + WINDOW_SIZE))).any()
+                           for b in WINDOWS.values()):
+        raise Fallback
+    return "global", addrs
+
+
+def _split(x, counts):
+    """x's rows, warp by warp."""
+    out, at = [], 0
+    for k in counts:
+        out.append(x[at:at + k])
+        at += k
+    return out
+
+
+def _log(members, space, addrs, counts, nbytes, wh):
+    """The launch's write log (hang.WriteLog: who last wrote what, for hang reports), one entry per warp."""
+    log = getattr(members[0][0].cta.launch, "writes", None)
+    if log is not None:
+        log.gang(space, zip((W for W, _ in members), _split(addrs, counts)), nbytes, wh)
+
+
+# ------------------------------------------------------------------------------------------------- shared
+
+def _shared_bounds(sh, offs, spots, nbytes):
+    """SharedWindow.check and the mbarrier-object check of load and store (memory.py)."""
+    if int(offs.min()) < sh.lo or int(offs.max()) + nbytes > sh.hi:
+        raise Fallback
+    if "mbar_live" in sh.__dict__ and sh.mbar_live[spots].any():   # a shadow never made is all zeros
+        raise Fallback
+
+
+def _shared_load_plan(sh, members, offs, tids, counts, nbytes, wh):
+    """SharedWindow.load's checks for a CTA's warps, reading state only: the bytes read and the racecheck rows."""
+    spots = offs[:, None] + (ROW16 if nbytes == 16 else np.arange(nbytes))
+    _shared_bounds(sh, offs, spots, nbytes)
+    made = sh.__dict__
+    warps = [W for W, _ in members]
+    if sh.guarded and sh.unobserved(warps, spots) is not None:   # a TMA's bytes: check_guard
+        raise Fallback
+    if "async_pending" in made and sh.async_pending[spots].any():
+        raise Fallback
+    if not sh.smem.written[spots].all():   # an unwritten read: its report may wait for a racing write
+        raise Fallback
+    rows = races.gang_read_plan(sh, warps, spots, counts)
+    if rows is None:
+        raise Fallback
+    raw = sh.smem.data[spots]
+
+    def land():
+        races.gang_read_record(sh, spots, tids, counts, rows, wh)
+    return raw, land
+
+
+def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
+    """SharedWindow.store's checks for a CTA's warps (no byte stored twice), reading state only; the effects."""
+    nbytes = data.shape[1]
+    if _repeats(offs):   # starts aligned to nbytes: overlapping stores start at one address
+        raise Fallback
+    spots = offs[:, None] + (ROW16 if nbytes == 16 else np.arange(nbytes))
+    _shared_bounds(sh, offs, spots, nbytes)
+    try:
+        sh.check_overwrite(spots, wh)
+    except TcemuError:
+        raise Fallback from None
+    rows = races.gang_write_plan(sh, [W for W, _ in members], spots, tids, counts)
+    if rows is None:
+        raise Fallback
+
+    def land():
+        races.gang_write_record(sh, spots, tids, counts, rows, wh)
+        _log(members, sh, offs, counts, nbytes, wh)
+        made = sh.__dict__   # a shadow never made holds its initial -1 everywhere already
+        if "guard_bar" in made:
+            sh.guard_bar[spots] = -1
+        if "source" in made:
+            sh.source[spots] = -1
+        sh.smem.data[spots] = data
+        sh.smem.written[spots] = True
+        e = sh.write_epoch   # mark_generic once per warp, in gang order
+        sh.unfenced[spots] = np.repeat(np.arange(e + 1, e + 1 + len(counts), dtype=np.int64), counts)[:, None]
+        sh.write_epoch = e + len(counts)
+    return land
+
+
+# ------------------------------------------------------------------------------------------------- global
+
+def _global_plan(W, offs_or_addrs, tids, nbytes, wh):
+    """The allocation holding every lane's bytes (GlobalMemory._locate) and the offsets into it, or Fallback."""
+    gmem = W.cta.launch.gmem
+    try:
+        a, off = gmem._locate(offs_or_addrs, nbytes, tids, wh)
+    except TcemuError:
+        raise Fallback from None
+    if a is None or isinstance(a, str):   # "multi": lanes in several allocations
+        raise Fallback
+    return a, off
+
+
+def _global_load_plan(W, addrs, tids, nbytes, wh):
+    a, off = _global_plan(W, addrs, tids, nbytes, wh)
+    checked = W.cta.launch.check_races
+    if checked and graces.reads_race(W, a, off, nbytes):
+        raise Fallback
+    raw = a.data[off[:, None] + np.arange(nbytes)]
+
+    def land():
+        if checked:
+            graces.record_reads(W, a, off, nbytes, tids, wh)
+    return raw, land
+
+
+def _global_store_plan(members, addrs, tids, counts, data, wh):
+    W = members[0][0]
+    a, off = _global_plan(W, addrs, tids, data.shape[1], wh)
+    if not a.writable:
+        raise Fallback
+    checked = W.cta.launch.check_races
+    if checked and graces.writes_race(W, a, off, data):
+        raise Fallback
+    spots = off[:, None] + np.arange(data.shape[1])
+
+    def land():
+        if checked:
+            graces.record_writes(W, a, off, data, tids, wh)
+        a.data[spots] = data
+        _log(members, W.cta.launch.gmem, addrs, counts, data.shape[1], wh)
+    return land
+
+
+# ------------------------------------------------------------------------------------------------- ld / st
+
+def ld_gang(space, get_addr, nbytes, cont, sets, wh):
+    """op.gang of a weak ld (memory_ops.c_ld): sets, the destination setters; cont, the element container."""
+    def gang(pairs):
+        plans = []
+        for cta, members in _by_cta(pairs):
+            acts, _, addrs, tids, counts = _lanes(members, get_addr)
+            if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
+                raise Fallback
+            kind, at = _space(space, addrs)
+            if kind == "shared":
+                raw, land = _shared_load_plan(cta.shared, members, at, tids, counts, nbytes, wh)
+            else:
+                raw, land = _global_load_plan(members[0][0], at, tids, nbytes, wh)
+            plans.append((members, acts, counts, raw, land))
+        for members, acts, counts, raw, land in plans:
+            land()
+            vals = from_bytes(raw, cont)   # (lanes, vec)
+            for (W, _), act, v in zip(members, acts, _split(vals, counts)):
+                for i, s in enumerate(sets):
+                    if act is None:
+                        s(W, v[:, i], None)
+                    else:
+                        full = np.zeros(32, cont)
+                        full[act] = v[:, i]
+                        s(W, full, act)
+    return gang
+
+
+def st_gang(space, gets, get_addr, nbytes, pack, wh):
+    """op.gang of a weak st (memory_ops.c_st): gets, the source getters; pack, (lanes, vec) values to bytes."""
+    def gang(pairs):
+        plans = []
+        stores = []   # global addresses of every CTA: no byte stored twice in the gang
+        for cta, members in _by_cta(pairs):
+            _, sel, addrs, tids, counts = _lanes(members, get_addr)
+            if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
+                raise Fallback
+            vals = np.stack([g(W) for W, _ in members for g in gets])   # (warps * vec, 32)
+            vals = vals.reshape(len(members), len(gets), 32).transpose(0, 2, 1).reshape(-1, len(gets))
+            data = pack(vals if sel is None else vals[sel])
+            kind, at = _space(space, addrs)
+            if kind == "shared":
+                plans.append(_shared_store_plan(cta.shared, members, at, tids, counts, data, wh))
+            else:
+                stores.append(at)
+                plans.append(_global_store_plan(members, at, tids, counts, data, wh))
+        if stores and _repeats(np.concatenate(stores)):
+            raise Fallback
+        for land in plans:
+            land()
+    return gang
+
+
+# ------------------------------------------------------------------------------------------------- matrices
+
+def _matrix_rows(members, get_addr, num, generic):
+    """ldmatrix / stmatrix row addresses (memory_ops._row_addresses) of a CTA's warps: (warps * 8 num,) offsets."""
+    out = []
+    for W, m in members:
+        if m is not None and not m.all():   # .sync.aligned: the whole warp (memory_ops._warp_wide)
+            raise Fallback
+        out.append(get_addr(W)[:8 * num])
+    a = np.concatenate(out)
+    if generic:
+        if ((a < SHARED_BASE) | (a >= SHARED_END)).any():
+            raise Fallback
+        a = a - SHARED_BASE
+    a = a.astype(np.int64)
+    if (a % 16).any():
+        raise Fallback
+    return a
+
+
+def ldmatrix_gang(num, trans, sets, get_addr, generic, wh):
+    """op.gang of ldmatrix .m8n8 .b16 (memory_ops.c_ldmatrix)."""
+    rows = 8 * num
+
+    def gang(pairs):
+        plans = []
+        for cta, members in _by_cta(pairs):
+            offs = _matrix_rows(members, get_addr, num, generic)
+            tids = np.concatenate([W.tid[:rows] for W, _ in members])
+            raw, land = _shared_load_plan(cta.shared, members, offs, tids, [rows] * len(members), 16, wh)
+            plans.append((members, raw, land))
+        for members, raw, land in plans:
+            land()
+            mats = from_bytes(raw, np.uint16).reshape(len(members), num, 8, 8)
+            if trans:
+                mats = mats.swapaxes(2, 3)
+            lo = mats[:, :, FRAG_ROW, FRAG_COL].astype(np.uint32)
+            hi = mats[:, :, FRAG_ROW, FRAG_COL + 1].astype(np.uint32)
+            v = lo | (hi << np.uint32(16))   # (warps, num, 32)
+            for k, (W, _) in enumerate(members):
+                for i, s in enumerate(sets):
+                    s(W, v[k, i], None)
+    return gang
+
+
+def stmatrix_gang(num, trans, gets, get_addr, generic, wh):
+    """op.gang of stmatrix .m8n8 .b16 (memory_ops.c_stmatrix)."""
+    rows = 8 * num
+
+    def gang(pairs):
+        plans = []
+        for cta, members in _by_cta(pairs):
+            offs = _matrix_rows(members, get_addr, num, generic)
+            v = np.array([[g(W) for g in gets] for W, _ in members], np.uint32)   # (warps, num, 32)
+            mt = np.zeros((len(members), num, 8, 8), np.uint16)
+            mt[:, :, FRAG_ROW, FRAG_COL] = (v & np.uint32(0xFFFF)).astype(np.uint16)
+            mt[:, :, FRAG_ROW, FRAG_COL + 1] = (v >> np.uint32(16)).astype(np.uint16)
+            if trans:
+                mt = mt.swapaxes(2, 3)
+            data = np.ascontiguousarray(mt).reshape(-1, 8).view(np.uint8)   # (warps * 8 num, 16) bytes
+            tids = np.concatenate([W.tid[:rows] for W, _ in members])
+            plans.append(_shared_store_plan(cta.shared, members, offs, tids, [rows] * len(members), data, wh))
+        for land in plans:
+            land()
+    return gang

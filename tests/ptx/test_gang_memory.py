@@ -1,0 +1,465 @@
+"""Gang versions of ld / st (.shared, .global, generic), ldmatrix and stmatrix (tcemu/ptx/ops/memory_gang.py): the
+warps of a lock-step gang access memory as one batch, with the bytes, registers, racecheck records and reports of
+the warps one at a time. Expectations are the bytes the PTX text moves (PTX ISA 9.7.9.8-9: ld / st; 9.7.14.5.15-16:
+ldmatrix / stmatrix fragments, lane l holding elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1))."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tcemu.ptx as ptx
+from tcemu.ptx import HazardError, MemoryFault, graces, lockstep, races
+
+from ptxkit import REGS, entry, launch_matmul
+
+PARAMS = ".param .u64 src, .param .u64 out"
+SMEM = ".shared .align 16 .b8 buf[16384];\n"
+OUT_WORDS = 32   # per thread
+
+# Thread t of CTA c (128 threads), g = 128 c + t, x = src[16 g ..] (4 words), u = (t + 32) mod 128 (another warp):
+#   shared stores: buf[16 t] <- x (v4); odd t: buf[2048 + t] <- byte x0, even t: buf[2304 + 2 t] <- half x1 (partial
+#   masks); generic v2: buf[4096 + 8 t] <- (x2, x3); stmatrix.x4 of (x0..x3) at buf[8192 + 512 w]; stmatrix.x1
+#   .trans of x0 at buf[12288 + 128 w]
+#   after {sync}: loads of u's bytes and ldmatrix.x4 / .x1.trans of warp (w + 1) mod 4, all written to out[32 g ..]
+BODY = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mad.lo.u32 %r3, %r2, 128, %r1;
+  mul.wide.u32 %rd3, %r3, 16;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v4.u32 {%r20, %r21, %r22, %r23}, [%rd4];
+  mov.u32 %r4, buf;
+  shl.b32 %r5, %r1, 4;
+  add.u32 %r6, %r4, %r5;
+  st.shared.v4.u32 [%r6], {%r20, %r21, %r22, %r23};
+  and.b32 %r10, %r1, 1;
+  setp.eq.u32 %p1, %r10, 1;
+  add.u32 %r11, %r4, %r1;
+  @%p1 st.shared.u8 [%r11+2048], %r20;
+  shl.b32 %r12, %r1, 1;
+  add.u32 %r12, %r12, %r4;
+  @!%p1 st.shared.u16 [%r12+2304], %r21;
+  mov.u64 %rd5, buf;
+  cvta.shared.u64 %rd5, %rd5;
+  mul.wide.u32 %rd6, %r1, 8;
+  add.s64 %rd7, %rd5, %rd6;
+  st.v2.u32 [%rd7+4096], {%r22, %r23};
+  shr.u32 %r13, %r1, 5;
+  and.b32 %r14, %r1, 31;
+  shl.b32 %r15, %r14, 4;
+  shl.b32 %r16, %r13, 9;
+  add.u32 %r17, %r4, %r16;
+  add.u32 %r17, %r17, %r15;
+  stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r17+8192], {%r20, %r21, %r22, %r23};
+  shl.b32 %r16, %r13, 7;
+  add.u32 %r18, %r4, %r16;
+  add.u32 %r18, %r18, %r15;
+  stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%r18+12288], {%r20};
+{sync}
+  add.u32 %r30, %r1, 32;
+  and.b32 %r30, %r30, 127;
+  shl.b32 %r31, %r30, 4;
+  add.u32 %r31, %r31, %r4;
+  ld.shared.v4.u32 {%r40, %r41, %r42, %r43}, [%r31];
+  or.b32 %r32, %r30, 1;
+  add.u32 %r32, %r32, %r4;
+  ld.shared.u8 %r44, [%r32+2048];
+  and.b32 %r33, %r30, 126;
+  shl.b32 %r33, %r33, 1;
+  add.u32 %r33, %r33, %r4;
+  ld.shared.u16 %r45, [%r33+2304];
+  mul.wide.u32 %rd8, %r30, 8;
+  add.s64 %rd9, %rd5, %rd8;
+  ld.v2.u32 {%r46, %r47}, [%rd9+4096];
+  add.u32 %r34, %r13, 1;
+  and.b32 %r34, %r34, 3;
+  shl.b32 %r35, %r34, 9;
+  add.u32 %r35, %r35, %r4;
+  add.u32 %r35, %r35, %r15;
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r50, %r51, %r52, %r53}, [%r35+8192];
+  shl.b32 %r36, %r34, 7;
+  add.u32 %r36, %r36, %r4;
+  add.u32 %r36, %r36, %r15;
+  ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%r54}, [%r36+12288];
+  ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r55}, [%r36+12288];
+  mul.wide.u32 %rd10, %r3, 128;
+  add.s64 %rd11, %rd2, %rd10;
+  st.global.v4.u32 [%rd11], {%r40, %r41, %r42, %r43};
+  st.global.u32 [%rd11+16], %r44;
+  st.global.u32 [%rd11+20], %r45;
+  st.v2.u32 [%rd11+24], {%r46, %r47};
+  st.global.v4.u32 [%rd11+32], {%r50, %r51, %r52, %r53};
+  st.global.u32 [%rd11+48], %r54;
+  st.global.u32 [%rd11+52], %r55;
+  @%p1 st.global.u8 [%rd11+56], %r20;
+  @!%p1 st.global.u16 [%rd11+58], %r21;
+  ret;
+"""
+
+
+def launch(body=BODY, sync="  bar.sync 0;", grid=3, **kw):
+    src = np.random.default_rng(3).integers(0, 1 << 32, 4 * 128 * grid, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(OUT_WORDS * 128 * grid, np.uint32)
+    mod = ptx.load(entry(body.replace("{sync}", sync), params=PARAMS, regs=REGS + SMEM,
+                         prologue=""))
+    mod.launch("k", grid=grid, block=128, args=[src, out], **kw)
+    return src, out
+
+
+def to_matrix(frag):
+    """One 8x8 b16 matrix from its fragment (32 b32 registers, one per lane)."""
+    m = np.zeros((8, 8), np.uint16)
+    for lane in range(32):
+        m[lane // 4, 2 * (lane % 4)] = frag[lane] & 0xFFFF
+        m[lane // 4, 2 * (lane % 4) + 1] = frag[lane] >> 16
+    return m
+
+
+def to_fragment(m):
+    return np.array([int(m[lane // 4, 2 * (lane % 4)]) | int(m[lane // 4, 2 * (lane % 4) + 1]) << 16
+                     for lane in range(32)], np.uint32)
+
+
+def expected(src, grid):
+    x = src.reshape(grid, 128, 4)
+    out = np.zeros((grid, 128, OUT_WORDS), np.uint32)
+    for c in range(grid):
+        for t in range(128):
+            u, w, lane = (t + 32) % 128, t // 32, t % 32
+            nxt = ((w + 1) % 4) * 32
+            out[c, t, 0:4] = x[c, u]
+            out[c, t, 4] = x[c, u | 1, 0] & 0xFF
+            out[c, t, 5] = x[c, u & 126, 1] & 0xFFFF
+            out[c, t, 6:8] = x[c, u, 2:4]
+            out[c, t, 8:12] = x[c, nxt + lane]                      # stmatrix then ldmatrix: the same fragments
+            # warp nxt's x0 stored transposed, read back plain (.x1 uses rows of lanes 0-7) and transposed
+            m = to_matrix(x[c, nxt:nxt + 32, 0])
+            out[c, t, 12] = x[c, nxt + lane, 0]
+            out[c, t, 13] = to_fragment(m.T)[lane]
+            out[c, t, 14] = x[c, t, 0] & 0xFF if t % 2 else (x[c, t, 1] & 0xFFFF) << 16
+    return out.reshape(-1)
+
+
+@pytest.fixture
+def spies(monkeypatch):
+    """Count the gang records: the gang path must have run (else these tests would prove nothing)."""
+    seen = {}
+    for mod, name in ((races, "gang_write_record"), (races, "gang_read_record"), (graces, "record_writes"),
+                      (graces, "record_reads")):
+        real = getattr(mod, name)
+
+        def spy(*a, real=real, name=name, **k):
+            seen[name] = seen.get(name, 0) + 1
+            return real(*a, **k)
+        monkeypatch.setattr(mod, name, spy)
+    return seen
+
+
+def test_gang_accesses_move_the_bytes_the_ptx_text_moves(spies):
+    src, out = launch()
+    want = expected(src, 3)
+    # out words 14: an odd thread's st.global.u8 fills byte 56, an even one's .u16 bytes 58-59
+    assert np.array_equal(out, want)
+    # per CTA: st.shared x4 + stmatrix x2; ld.shared x4 + ldmatrix x3; ld.global x1 + st.global x9
+    assert spies == {"gang_write_record": 3 * 6, "gang_read_record": 3 * 7, "record_writes": 3 * 9,
+                     "record_reads": 3}
+    _, alone = launch(lockstep=False)
+    assert np.array_equal(alone, out)
+
+
+@pytest.fixture
+def states(monkeypatch):
+    """Every CTA's shared window and every global racecheck shadow a launch makes, in order of creation."""
+    from tcemu.ptx import memory, module
+    made = []
+
+    def window(*a, **k):
+        made.append(memory.SharedWindow(*a, **k))
+        return made[-1]
+
+    class Shadow(graces.GShadow):
+        def __init__(self, *a):
+            super().__init__(*a)
+            made.append(self)
+    monkeypatch.setattr(module, "SharedWindow", window)
+    monkeypatch.setattr(graces, "GShadow", Shadow)
+    return made
+
+
+def state_of(obj):
+    """The state a window or shadow holds: bytes, written flags, shadows (the lazily made ones as they read), the
+    racecheck records and the generic-proxy epochs."""
+    if isinstance(obj, graces.GShadow):
+        return {k: getattr(obj, k) for k in ("w_key", "w_info", "r_key", "r_info", "writers", "readers")}
+    out = {k: getattr(obj, k) for k in ("guard_bar", "source", "unfenced", "async_pending", "write_epoch")}
+    out.update(data=obj.smem.data, written=obj.smem.written)
+    if obj.race is not None:
+        out.update({f"race.{k}": getattr(obj.race, k) for k in ("w_ep", "w_info", "w_mask", "w_region", "R", "rmax",
+                                                                "wmax", "agents")})
+    return out
+
+
+def no_memory_gangs(monkeypatch):
+    from tcemu.ptx.ops import memory_ops
+    for name in ("ld_gang", "st_gang", "ldmatrix_gang", "stmatrix_gang"):
+        monkeypatch.setattr(memory_ops, name, lambda *a: None)
+
+
+@pytest.mark.parametrize("run", ["hand", "triton"])
+def test_gang_leaves_every_shadow_as_the_warps_one_at_a_time_do(run, states, spies, monkeypatch):
+    # the racecheck records, epochs and shadows after the launch, not only the output bits
+    go = (lambda: launch()) if run == "hand" else (lambda: launch_matmul("matmul_bf16", 128, 256, 64))
+    go()
+    ganged = [state_of(x) for x in states]
+    assert spies["gang_write_record"] and spies["gang_read_record"] and spies["record_writes"]
+    states.clear()
+    spies.clear()
+    no_memory_gangs(monkeypatch)   # cp.async's and wgmma's gangs stay (cp.async's land marks one write epoch)
+    go()
+    assert set(spies) <= {"record_reads"}   # cp.async's issue records its global reads
+    alone = [state_of(x) for x in states]
+    assert len(ganged) == len(alone) > 2
+    for g, a in zip(ganged, alone):
+        assert g.keys() == a.keys()
+        for k in g:
+            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+
+
+def test_gang_without_racecheck_gives_the_same_bytes(spies):
+    src, out = launch(check_races=False)
+    # the gangs ran (the shared records see no clock and record nothing; the global ones are not called)
+    assert np.array_equal(out, expected(src, 3)) and spies == {"gang_write_record": 3 * 6, "gang_read_record": 3 * 7}
+
+
+def test_triton_matmul_epilogue_gangs_give_the_bits_of_warps_one_at_a_time(spies):
+    # the bf16 fixture's epilogue: st.shared.v4.b32, ldmatrix.x4 and st.global of 2 CTAs x 8 warps, ganged
+    _, _, c, _, _ = launch_matmul("matmul_bf16", 256, 256, 64)
+    assert spies.get("gang_read_record", 0) >= 2 * 16 and spies.get("record_writes", 0) >= 2
+    _, _, alone, _, _ = launch_matmul("matmul_bf16", 256, 256, 64, lockstep=False)
+    assert c.any() and np.array_equal(c, alone)
+
+
+def same_report(run, monkeypatch, kind=HazardError):
+    """The report of a planted bug with the gang versions, then with the warps one at a time: the same text."""
+    with pytest.raises(kind) as ganged:
+        run()
+    monkeypatch.setattr(lockstep, "GANG_OPS", False)
+    with pytest.raises(kind) as alone:
+        run()
+    assert type(alone.value) is type(ganged.value) and str(ganged.value) == str(alone.value)
+    monkeypatch.setattr(lockstep, "GANG_OPS", True)
+    return str(ganged.value)
+
+
+def test_missing_bar_sync_reads_as_the_race_it_is(spies, monkeypatch):
+    # thread t reads what warp (t + 32) / 32 stored, unordered (a RAW race), first at the ld.shared.v4
+    text = same_report(lambda: launch(sync=""), monkeypatch)
+    assert "RAW race on shared address" in text and "ld.shared.v4.u32" in text
+    assert spies["gang_write_record"] >= 6   # the stores before it ran as gangs
+
+
+def test_missing_bar_sync_before_ldmatrix_reads_as_the_race_it_is(spies, monkeypatch):
+    # the plain loads read the thread's own bytes (ordered); ldmatrix reads the next warp's stmatrix: RAW
+    body = BODY.replace("  add.u32 %r30, %r1, 32;\n  and.b32 %r30, %r30, 127;", "  mov.u32 %r30, %r1;") \
+        .replace("  or.b32 %r32, %r30, 1;", "  mov.u32 %r32, %r30;") \
+        .replace("  and.b32 %r33, %r30, 126;", "  mov.u32 %r33, %r30;")
+    body = body.replace("@%p1 st.shared.u8 [%r11+2048]", "st.shared.u8 [%r11+2048]") \
+        .replace("@!%p1 st.shared.u16 [%r12+2304]", "st.shared.u16 [%r12+2304]")
+    text = same_report(lambda: launch(body, sync=""), monkeypatch)
+    assert "RAW race on shared address" in text and "ldmatrix.sync.aligned.m8n8.x4" in text
+    assert spies["gang_read_record"] >= 3   # the loads of own bytes before it ran as gangs
+
+
+def test_a_store_over_another_warps_ganged_reads_reads_as_the_race_it_is(spies, monkeypatch):
+    # thread t overwrites slot (t + 64) mod 128, which thread t + 32 (another warp) has just read: WAR, found only
+    # through the racecheck records of the ganged ld.shared
+    body = BODY.replace("  mul.wide.u32 %rd10, %r3, 128;", "  add.u32 %r37, %r1, 64;\n  and.b32 %r37, %r37, 127;\n"
+                        "  shl.b32 %r37, %r37, 4;\n  add.u32 %r37, %r37, %r4;\n  st.shared.u32 [%r37], %r1;\n"
+                        "  mul.wide.u32 %rd10, %r3, 128;")
+    text = same_report(lambda: launch(body), monkeypatch)
+    assert "WAR race on shared address" in text and "ld.shared.v4.u32" in text
+    assert spies["gang_read_record"] >= 3 * 7
+
+
+def test_two_lanes_storing_one_byte_fall_back_to_the_per_warp_report(monkeypatch):
+    # lanes 0 and 1 of each warp store different bytes to one address (one instruction: WAW within the warp)
+    body = BODY.replace("  add.u32 %r11, %r4, %r1;", "  shr.u32 %r11, %r1, 1;\n  add.u32 %r11, %r11, %r4;") \
+        .replace("@%p1 st.shared.u8 [%r11+2048], %r20;", "st.shared.u8 [%r11+2048], %r20;")
+    text = same_report(lambda: launch(body), monkeypatch)
+    assert "both lanes write it in this one instruction" in text
+
+
+def test_faults_fall_back_to_the_per_warp_report(monkeypatch):
+    misaligned = BODY.replace("st.shared.v4.u32 [%r6]", "st.shared.v4.u32 [%r6+4]")
+    assert "not aligned to 16 bytes" in same_report(lambda: launch(misaligned), monkeypatch, MemoryFault)
+    outside = BODY.replace("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r50, %r51, %r52, %r53}, [%r35+8192]",
+                           "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r50, %r51, %r52, %r53}, [%r35+16384]")
+    assert "outside the kernel's shared memory" in same_report(lambda: launch(outside), monkeypatch, MemoryFault)
+    # ldmatrix is .sync.aligned: a predicate that leaves out lanes is the warp's HazardError
+    partial = BODY.replace("  ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r55}",
+                           "  @%p1 ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r55}")
+    assert "is warp-synchronous" in same_report(lambda: launch(partial), monkeypatch)
+    # a byte nothing wrote: odd threads read bytes only even threads' .u8 would have stored
+    unwritten = BODY.replace("  or.b32 %r32, %r30, 1;", "  and.b32 %r32, %r30, 126;")
+    assert "which nothing wrote" in same_report(lambda: launch(unwritten), monkeypatch, MemoryFault)
+
+
+# ------------------------------------------------------------------------------------------------ global races
+
+GLOBAL = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  mul.wide.u32 %rd4, %r2, 512;
+  xor.b32 %r3, %r2, 1;
+  mul.wide.u32 %rd5, %r3, 512;
+  add.s64 %rd6, %rd2, %rd3;
+  add.s64 %rd7, %rd6, %rd4;
+  add.s64 %rd8, %rd6, %rd5;
+  add.u32 %r4, %r2, 7;
+{body}
+  ret;
+"""
+# %rd7: &out[128 c + t] (the CTA's own words), %rd8: &out[128 (c ^ 1) + t] (the other CTA's), %r4 = c + 7
+
+
+def launch_global(body, grid=2, **kw):
+    out = np.zeros(128 * grid, np.uint32)
+    mod = ptx.load(entry(GLOBAL.format(body=body), params=PARAMS, regs=REGS, prologue=""))
+    mod.launch("k", grid=grid, block=128, args=[np.zeros(4, np.uint32), out], **kw)
+    return out
+
+
+PLANTED_GLOBAL = {   # (body, report phrase)
+    "two CTAs store one word": ("  st.global.u32 [%rd6], %r4;", "WAW race on global address"),
+    "a CTA overwrites the other's words": ("  st.global.u32 [%rd7], %r4;\n  st.global.u32 [%rd8], %r4;",
+                                           "WAW race on global address"),
+    "a CTA reads the other's words": ("  st.global.u32 [%rd7], %r4;\n  ld.global.u32 %r5, [%rd8];",
+                                      "RAW race on global address"),
+    "a CTA stores over the other's reads": ("  ld.global.u32 %r5, [%rd8];\n  st.global.u32 [%rd7], %r4;",
+                                            "WAR race on global address"),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED_GLOBAL))
+def test_planted_global_races_read_as_without_the_gang(bug, monkeypatch):
+    body, phrase = PLANTED_GLOBAL[bug]
+    assert phrase in same_report(lambda: launch_global(body), monkeypatch)
+
+
+def test_global_controls_pass_and_run_as_gangs(spies):
+    # the CTA's own words, a store of the value a word holds, and a word every thread of both CTAs reads
+    out = launch_global("  st.global.u32 [%rd7], %r4;\n  ld.global.u32 %r5, [%rd7];\n  st.global.u32 [%rd7], %r5;\n"
+                        "  ld.global.u32 %r6, [%rd1];")
+    assert np.array_equal(out, np.repeat(np.arange(7, 9, dtype=np.uint32), 128))
+    assert spies == {"record_writes": 2 * 2, "record_reads": 2 * 2}
+    spies.clear()
+    # both CTAs store 0 to every word (a value the word holds): benign, run warp by warp (one byte, two lanes)
+    assert not launch_global("  mov.u32 %r5, 0;\n  st.global.u32 [%rd6], %r5;").any()
+    assert spies == {}
+
+
+# ------------------------------------------------------------------------------------------------ hang reports
+
+# warps 1 and 2 store 1 to flag[32 (w - 1) + lane] (a gang of two), then all meet at bar.sync and warp 0 spins until
+# flag[0] is 2: a deadlock whose report names the last writer of what warp 0 reads (hang.WriteLog)
+SPIN = """\
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r4, 1;
+  setp.lt.u32 %p1, %r1, 32;
+  @%p1 bra $SYNC;
+  sub.u32 %r2, %r1, 32;
+  mul.wide.u32 %rd2, %r2, 4;
+  {store}
+$SYNC:
+  bar.sync 0;
+  @!%p1 ret;
+$SPIN:
+  {load}
+  setp.ne.u32 %p2, %r3, 2;
+  @%p2 bra $SPIN;
+  ret;
+"""
+SPINS = {
+    "shared": ("mov.u32 %r5, flag;\n  cvt.u32.u64 %r6, %rd2;\n  add.u32 %r5, %r5, %r6;\n  st.shared.u32 [%r5], %r4;",
+               "ld.volatile.shared.u32 %r3, [flag];", "reads shared address 0x400 (4 bytes) of CTA rank 0,"),
+    "global": ("add.s64 %rd3, %rd1, %rd2;\n  st.global.u32 [%rd3], %r4;", "ld.volatile.global.u32 %r3, [%rd1];",
+               "(4 bytes, 0 bytes into 'out' (256 bytes))"),
+}
+
+
+@pytest.mark.parametrize("space", sorted(SPINS))
+def test_a_hang_report_names_the_warp_of_a_gang_store(space, spies, monkeypatch):
+    store, load, phrase = SPINS[space]
+    text = entry(SPIN.replace("{store}", store).replace("{load}", load), params=".param .u64 out",
+                 regs=REGS + ".shared .align 4 .u32 flag[64];\n", prologue="")
+
+    def run():
+        ptx.load(text).launch("k", grid=1, block=96, args=[np.zeros(64, np.uint32)])
+    got = same_report(run, monkeypatch, ptx.Deadlock)
+    assert phrase in got and f"holding 0x1; last written by CTA (0, 0, 0) warp 1: st.{space}.u32" in got
+    assert spies.get("gang_write_record" if space == "shared" else "record_writes") == 1
+
+
+def test_a_store_of_an_in_flight_wgmma_register_serialises_warp_by_warp(spies):
+    # st.global of a wgmma accumulator before wgmma.wait_group: each warp waits for its wgmma and warns (module.py's
+    # hazard check), so the gang stands back; the bytes are the finished wgmma's. The 16 stores of the accumulators
+    # after the wait (wrapped by the same hazard check) run as gangs of the 4 warps.
+    from wgmma_kernel import BF16, launch as launch_wgmma   # the wgmma harness only here
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        regs, prep = launch_wgmma(BF16)
+    assert np.array_equal(regs, prep["regs"]) and spies["record_writes"] == 16
+    spies.clear()
+    hook = {"after_commit": "  mul.wide.u32 %rd23, %r0, 64;\n  add.s64 %rd23, %rd0, %rd23;\n"
+                            "  st.global.u32 [%rd23+20], %d5;\n"}
+    with pytest.warns(ptx.WgmmaSerializedWarning):
+        regs, _ = launch_wgmma(BF16, prep=prep, hooks=hook)
+    assert np.array_equal(regs, prep["regs"]) and spies["record_writes"] == 16   # the early store: warp by warp
+
+
+# ------------------------------------------------------------------------------------------------ clusters
+
+# thread t of cluster rank r (2 warps): st.u32 through a generic address of the other CTA's window (mapa) of
+# t + 100 r, then barrier.cluster, then a generic ld of its own word: out[64 r + t] = t + 100 (1 - r)
+DSMEM = """\
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r10, %cluster_ctarank;
+  xor.b32 %r11, %r10, 1;
+  mov.u64 %rd5, buf;
+  cvta.shared.u64 %rd5, %rd5;
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd7, %rd5, %rd6;
+  mapa.u64 %rd8, %rd7, %r11;
+  mad.lo.u32 %r12, %r10, 100, %r1;
+  st.u32 [%rd8], %r12;
+  barrier.cluster.arrive.aligned;
+  barrier.cluster.wait.aligned;
+  ld.u32 %r5, [%rd7];
+  mad.lo.u32 %r13, %r10, 64, %r1;
+  mul.wide.u32 %rd9, %r13, 4;
+  add.s64 %rd9, %rd1, %rd9;
+  st.global.u32 [%rd9], %r5;
+  ret;
+"""
+
+
+def test_stores_to_another_ctas_window_run_warp_by_warp(spies):
+    def run(**kw):
+        out = np.zeros(128, np.uint32)
+        mod = ptx.load(entry(DSMEM, params=".param .u64 out", regs=REGS + SMEM, prologue="",
+                             directives=".explicitcluster"))
+        mod.launch("k", grid=2, block=64, cluster=(2, 1, 1), args=[out], **kw)
+        return out
+    out = run()
+    t = np.arange(64, dtype=np.uint32)
+    assert np.array_equal(out, np.concatenate([t + 100, t]))
+    # the stores to the other window fall back; the loads of the own window and the global stores run as gangs
+    assert "gang_write_record" not in spies and spies["gang_read_record"] == 2 and spies["record_writes"] == 2
+    assert np.array_equal(run(lockstep=False), out)
