@@ -7,7 +7,7 @@ what tcemu.matmul computes (gemm/engine.py; its reference engine chains fdp.fuse
 tests/test_matmul.py holds the two equal), with init "zero" (+0 registers) equal to a first step without C on sm90
 (traces/wgmma_zero_sign_sm90.npz). Only the register values wait: issue, in-flight tracking, wgmma.wait_group and
 every check stay at the instruction (ops/wgmma_gang.py). Everything that reads registers settles first: the
-hazard wrapper of instructions that touch wgmma registers (module._hazard_checked), a lock-step batch
+hazard wrapper of instructions that touch wgmma registers (wrappers.hazard_checked), a lock-step batch
 (lockstep.Batch), a warp-by-warp wgmma (ops/wgmma.py) and the hang probes (hang.py)."""
 import time
 

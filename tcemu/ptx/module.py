@@ -22,21 +22,17 @@ from ..layout.smem import SMEM_WINDOW, SharedMemory
 from ..core.validate import as_int, show
 from . import parser as P
 from . import strict
-from .errors import (HazardError, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported,
-                     PtxUnsupportedWarning, WgmmaSerializedWarning)
+from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .hang import WriteLog
-from .chains import settle
 from . import distribute, lockstep
 from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
-from .ops.common import where
-from .ops.wgmma import serialize
-from .program import Program, Symbol, regs_of
+from .program import Program, Symbol
 from .schedule import Residency
-from .signals import Fallback
 from .tensormap import TensorMap
 from .types import ptx_type
+from .wrappers import guarded, hazard_checked
 
 SMEM_LIMIT = 227 * 1024  # sm90: the most shared memory one CTA may allocate (static + dynamic)
 MAX_INSTRUCTIONS = 2_000_000_000  # warp instructions per cluster (the time limit usually ends a livelock first)
@@ -184,8 +180,8 @@ class Module:
                                                f"not modelled ({ins.where()})")
                 prog.unsupported.append((ins.line, ins.opcode, e.rule))
                 op = _refused(ins, e)
-            code.append(_guarded(op, ins, prog) if ins.guard and not getattr(op, "guarded", False) else op)
-        prog.code = [_hazard_checked(op, ins, prog) for op, ins in zip(code, prog.instrs)]
+            code.append(guarded(op, ins, prog) if ins.guard and not getattr(op, "guarded", False) else op)
+        prog.code = [hazard_checked(op, ins, prog) for op, ins in zip(code, prog.instrs)]
         prog.code.append(_fell_off(fn))
         lockstep.analyse(prog, code)
         self._programs[name] = prog
@@ -628,96 +624,6 @@ def _scalar_bytes(info: Param, value) -> bytes:
     if not lo <= v <= hi:
         raise PtxError(info.name, f"{show(v)} does not fit .{info.type} [{lo}, {hi}]")
     return (v & ((1 << t.bits) - 1)).to_bytes(t.bits // 8, "little")
-
-
-def _guarded(op, ins: P.Instruction, prog: Program):
-    slot = prog.slot(P.Reg(ins.guard[0]), ins)
-    i, neg = slot.index, ins.guard[1]
-
-    def guarded(W, m):
-        p = W.rp[i]
-        if neg:
-            p = ~p
-        mm = p if m is None else (p & m)
-        if not mm.any():
-            return None
-        if m is None and mm.all():
-            mm = None
-        return op(W, mm)
-    guarded.wgmma = getattr(op, "wgmma", False)
-    guarded.refused = getattr(op, "refused", False)
-    gang = getattr(op, "gang", None)
-    if gang is not None:
-        def gang_guarded(pairs):
-            run = []
-            for W, m in pairs:
-                p = W.rp[i]
-                if neg:
-                    p = ~p
-                mm = p if m is None else (p & m)
-                if mm.any():
-                    run.append((W, None if m is None and mm.all() else mm))
-            if run:
-                gang(run)
-        guarded.gang = gang_guarded
-    return guarded
-
-
-_NO_DEST = ("st", "stmatrix", "red", "bar", "barrier", "cp", "mbarrier", "wgmma", "tcgen05", "prefetch", "fence",
-            "membar", "bra", "brx", "ret", "exit", "call", "trap", "tensormap", "griddepcontrol", "setmaxnreg",
-            "nanosleep")
-
-
-def _hazard_checked(op, ins: P.Instruction, prog: Program):
-    """Wrap an instruction that touches a wgmma register: it may not while the wgmma is in flight, and its
-    writes make the register dirty until the next wgmma.fence."""
-    if getattr(op, "wgmma", False) or not prog.wgmma_slots:
-        return op
-    refs = {prog.slots[r.name] for o in ins.operands for r in regs_of(o) if r.name in prog.slots}
-    if ins.guard:
-        refs.add(prog.slots[ins.guard[0]])
-    touched = frozenset(refs & prog.wgmma_slots)
-    if not touched:
-        return op
-    writes = frozenset() if ins.opcode.split(".")[0] in _NO_DEST or not ins.operands else \
-        frozenset({prog.slots[r.name] for r in regs_of(ins.operands[0]) if r.name in prog.slots} & touched)
-    wh = where(ins)
-    names = {s: n.split("@")[0] for n, s in prog.slots.items()}
-    touched32 = frozenset(s.index for s in touched if s.cls == 32)
-
-    def checked(W, m):
-        if getattr(W, "deferred", None):   # wgmma results the registers wait for (chains.py)
-            settle(W, touched32)
-        if W.wgmma_pending and any(touched & fs for fs in W.wgmma_pending):
-            for s in touched:
-                if any(s in fs for fs in W.wgmma_pending):
-                    if getattr(W, "warps", None) is not None:   # a lock-step batch: each warp on its own
-                        raise HazardError(wh, "serialized per warp")
-                    how = "write wait for it (C7515: the wgmmas are serialized)" if s in writes else \
-                        "read wait for it (C7517: a wgmma.wait_group is injected)"
-                    text = (f"{wh}: {names[s]} belongs to a wgmma.mma_async still in flight; ptxas makes this {how}, "
-                            "so the result is the finished wgmma's; add the wgmma.wait_group to keep the pipeline")
-                    warnings.warn(WgmmaSerializedWarning(text), stacklevel=2)
-                    serialize(W)
-                    break
-        r = op(W, m)
-        if writes:
-            W.wgmma_dirty |= writes
-        return r
-    gang = getattr(op, "gang", None)
-    if gang is not None:
-        def checked_gang(pairs):
-            if any(W.wgmma_pending and any(touched & fs for fs in W.wgmma_pending) for W, _ in pairs):
-                raise Fallback   # each warp serialises (and warns) on its own
-            for W, _ in pairs:
-                if W.deferred:   # wgmma results the registers wait for (chains.py)
-                    settle(W, touched32)
-            gang(pairs)
-            if writes:
-                for W, _ in pairs:
-                    W.wgmma_dirty |= writes
-        checked.gang = checked_gang
-    return checked
 
 
 def _fell_off(fn):

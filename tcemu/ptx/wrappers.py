@@ -1,0 +1,103 @@
+"""What every compiled instruction is wrapped in (Module._compile): its guard predicate (`@p` / `@!p`: the lanes
+it runs on) and, for an instruction that names a wgmma register, the hazard rules of registers a wgmma.mma_async
+still writes (ptxas serialises: C7515 / C7517) and of registers its deferred chain still owes (chains.py). Both
+pass an op's gang version (lockstep.py) through."""
+import warnings
+
+from . import parser as P
+from .chains import settle
+from .errors import HazardError, WgmmaSerializedWarning
+from .ops.common import where
+from .ops.wgmma import serialize
+from .program import Program, regs_of
+from .signals import Fallback
+
+
+def guarded(op, ins: P.Instruction, prog: Program):
+    slot = prog.slot(P.Reg(ins.guard[0]), ins)
+    i, neg = slot.index, ins.guard[1]
+
+    def guarded(W, m):
+        p = W.rp[i]
+        if neg:
+            p = ~p
+        mm = p if m is None else (p & m)
+        if not mm.any():
+            return None
+        if m is None and mm.all():
+            mm = None
+        return op(W, mm)
+    guarded.wgmma = getattr(op, "wgmma", False)
+    guarded.refused = getattr(op, "refused", False)
+    gang = getattr(op, "gang", None)
+    if gang is not None:
+        def gang_guarded(pairs):
+            run = []
+            for W, m in pairs:
+                p = W.rp[i]
+                if neg:
+                    p = ~p
+                mm = p if m is None else (p & m)
+                if mm.any():
+                    run.append((W, None if m is None and mm.all() else mm))
+            if run:
+                gang(run)
+        guarded.gang = gang_guarded
+    return guarded
+
+
+_NO_DEST = ("st", "stmatrix", "red", "bar", "barrier", "cp", "mbarrier", "wgmma", "tcgen05", "prefetch", "fence",
+            "membar", "bra", "brx", "ret", "exit", "call", "trap", "tensormap", "griddepcontrol", "setmaxnreg",
+            "nanosleep")
+
+
+def hazard_checked(op, ins: P.Instruction, prog: Program):
+    """Wrap an instruction that touches a wgmma register: it may not while the wgmma is in flight, and its
+    writes make the register dirty until the next wgmma.fence."""
+    if getattr(op, "wgmma", False) or not prog.wgmma_slots:
+        return op
+    refs = {prog.slots[r.name] for o in ins.operands for r in regs_of(o) if r.name in prog.slots}
+    if ins.guard:
+        refs.add(prog.slots[ins.guard[0]])
+    touched = frozenset(refs & prog.wgmma_slots)
+    if not touched:
+        return op
+    writes = frozenset() if ins.opcode.split(".")[0] in _NO_DEST or not ins.operands else \
+        frozenset({prog.slots[r.name] for r in regs_of(ins.operands[0]) if r.name in prog.slots} & touched)
+    wh = where(ins)
+    names = {s: n.split("@")[0] for n, s in prog.slots.items()}
+    touched32 = frozenset(s.index for s in touched if s.cls == 32)
+
+    def checked(W, m):
+        if getattr(W, "deferred", None):   # wgmma results the registers wait for (chains.py)
+            settle(W, touched32)
+        if W.wgmma_pending and any(touched & fs for fs in W.wgmma_pending):
+            for s in touched:
+                if any(s in fs for fs in W.wgmma_pending):
+                    if getattr(W, "warps", None) is not None:   # a lock-step batch: each warp on its own
+                        raise HazardError(wh, "serialized per warp")
+                    how = "write wait for it (C7515: the wgmmas are serialized)" if s in writes else \
+                        "read wait for it (C7517: a wgmma.wait_group is injected)"
+                    text = (f"{wh}: {names[s]} belongs to a wgmma.mma_async still in flight; ptxas makes this {how}, "
+                            "so the result is the finished wgmma's; add the wgmma.wait_group to keep the pipeline")
+                    warnings.warn(WgmmaSerializedWarning(text), stacklevel=2)
+                    serialize(W)
+                    break
+        r = op(W, m)
+        if writes:
+            W.wgmma_dirty |= writes
+        return r
+    gang = getattr(op, "gang", None)
+    if gang is not None:
+        def checked_gang(pairs):
+            if any(W.wgmma_pending and any(touched & fs for fs in W.wgmma_pending) for W, _ in pairs):
+                raise Fallback   # each warp serialises (and warns) on its own
+            for W, _ in pairs:
+                if W.deferred:   # wgmma results the registers wait for (chains.py)
+                    settle(W, touched32)
+            gang(pairs)
+            if writes:
+                for W, _ in pairs:
+                    W.wgmma_dirty |= writes
+        checked.gang = checked_gang
+    return checked
