@@ -67,6 +67,7 @@ def main():
             w = {**vals, "a_ptr": a0, "b_ptr": b0, "M": 256, "N": 256, "K": 256, "stride_am": 256, "stride_bk": 256,
                  "stride_cm": 256}
             run_compiled(mod, meta, dict(w, c_ptr=np.zeros((256, 256), np.uint16)))
+            run_compiled(mod, meta, dict(w, c_ptr=np.zeros((256, 256), np.uint16)), lockstep=False)
             tcemu.matmul(a0.view(ml_dtypes.bfloat16), b0.view(ml_dtypes.bfloat16), dtype_a="bf16", dtype_b="bf16",
                          out_dtype="f16", workers=1)
         c = np.zeros((n, n), np.uint16)

@@ -56,13 +56,22 @@ def _join(into: dict, c: dict):
 class GShadow:
     """One allocation's shadow: last writer and last plain reader per byte."""
 
+    # per byte, made on first use (an input nobody writes needs no writer arrays): w_key / r_key cta << 32 | epoch
+    # (-1: no access in this launch), w_info / r_info site << 16 | warp << 6 | strong << 5 | lane
+    _FILL = {"w_key": NONE, "w_info": 0, "r_key": NONE, "r_info": 0}
+
     def __init__(self, size):
-        self.w_key = np.full(size, NONE, np.int64)   # cta << 32 | epoch; -1: written by nothing in this launch
-        self.w_info = np.zeros(size, np.int64)       # site << 16 | warp << 6 | strong << 5 | lane
-        self.r_key = np.full(size, NONE, np.int64)
-        self.r_info = np.zeros(size, np.int64)
+        self.size = size
         self.writers = set()
         self.readers = set()
+
+    def __getattr__(self, name):
+        fill = GShadow._FILL.get(name)
+        if fill is None:
+            raise AttributeError(name)
+        arr = np.full(self.size, fill, np.int64) if fill else np.zeros(self.size, np.int64)
+        setattr(self, name, arr)
+        return arr
 
 
 class GlobalRaces(Sites):
@@ -215,9 +224,9 @@ def writes_race(W, a, off, data) -> bool:
     me = g.cta(W.cta)
     nbytes = data.shape[1]
     spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
-    for who, keys in ((sd.writers, sd.w_key), (sd.readers, sd.r_key)):
+    for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key")):
         if len(who) > 1 or (who and me.id not in who):
-            bad = _unordered(g, me, keys[spots])
+            bad = _unordered(g, me, getattr(sd, keys)[spots])
             if bad is not None and (bad & (a.data[spots] != data)).any():
                 return True
     return False

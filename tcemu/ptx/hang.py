@@ -18,6 +18,7 @@ A cycle that reads no global or shared memory is an unbounded loop, not a wait: 
 Last writers: every st / red / atom on global or shared memory is recorded (warp, instruction, addresses) in a
 ring of WRITE_LOG entries, so a report can say who last wrote a byte a spinning warp reads.
 """
+import weakref
 from collections import deque
 
 import numpy as np
@@ -333,8 +334,12 @@ class WriteLog:
         sh.store = logged
 
     def _add(self, space, addrs, nbytes, where, warp=None):
+        # searched at report time; a CTA's shared window and warps are not kept alive by the log once it finishes
+        # (its shadows would be): the window by a weak reference, the warp as (CTA index, warp index)
         self.count += 1
-        self.log.append((space, addrs, nbytes, self.running if warp is None else warp, where))   # searched at report
+        w = self.running if warp is None else warp
+        self.log.append((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes,
+                         None if w is None else (w.cta.ctaid, w.index), where))
 
     def gang(self, space, parts, nbytes, where):
         """A gang's store (ops/memory_gang.py): [(warp, addresses), ...] logged as the warps' own stores would be."""
@@ -342,9 +347,9 @@ class WriteLog:
             self._add(space, addrs, nbytes, where, warp)
 
     def last(self, space, lo: int, hi: int):
-        """(warp, where) of the last logged store to a byte of [lo, hi) of `space`, or None."""
+        """((CTA index, warp index), where) of the last logged store to a byte of [lo, hi) of `space`, or None."""
         for s, a, nbytes, w, where in reversed(self.log):
-            if s is space and len(a):
+            if (s() if isinstance(s, weakref.ref) else s) is space and len(a):
                 a = np.asarray(a).astype(np.int64)
                 if ((a < hi) & (a + nbytes > lo)).any():
                     return w, where
@@ -391,7 +396,7 @@ def describe_spin(spin: Spin, log: WriteLog, untracked: bool, limit: int = 8) ->
             by = never
         else:
             w, where = who
-            by = f"last written by CTA {w.cta.ctaid} warp {w.index}: {where}" if w is not None else \
+            by = f"last written by CTA {w[0]} warp {w[1]}: {where}" if w is not None else \
                 f"last written by {where}"
         lines.append(f"    reads {text}; {by}")
     if len(parts) > limit:

@@ -204,6 +204,12 @@ class SharedWindow:
         setattr(self, name, arr)
         return arr
 
+    def release(self):
+        """Drop the shadows of a finished CTA's window (made again, empty, if anything asks)."""
+        for name in _SHADOWS:
+            self.__dict__.pop(name, None)
+        self.race = None
+
     def check(self, offs: np.ndarray, nbytes: int, lanes, where: str, what: str = "accesses"):
         if offs.size == 0:
             return

@@ -45,6 +45,10 @@ LOCAL_LIMIT = 512 * 1024    # bytes of one thread's local frame
 # registers and local frames, each CTA's shared-memory window (an estimate, checked before allocating).
 # Arrays passed as arguments are the caller's own and are not counted.
 MEMORY_LIMIT = 4 << 30
+# bytes of tcemu's state per byte of a CTA's shared window that a GEMM's stage buffers touch: the bytes and their
+# written flags, async_pending, unfenced, source, wgmma_reading (memory._SHADOWS) and racecheck's writer arrays
+# (races.Shadow); measured at ~60 on Triton's bf16 matmul (peak RSS, scripts/bench/interp_scaling.py)
+SHADOW_BYTES = 64
 
 
 @dataclass(frozen=True)
@@ -347,6 +351,8 @@ class Module:
 
         def finished(ctas):
             stats["ctas"] += len(ctas)
+            for c in ctas:
+                c.release()
             if bar:
                 bar.step()
         grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),
@@ -377,7 +383,8 @@ class Module:
         """The estimate of _check_memory for one cluster's own state (registers, local frames, shared memory)."""
         warps = -(-nthreads // 32) * int(np.prod(cluster))
         regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
-        return warps * regs + warps * 32 * prog.local_size + int(np.prod(cluster)) * SMEM_WINDOW[self.arch] * 23
+        return (warps * regs + warps * 32 * prog.local_size +
+                int(np.prod(cluster)) * SMEM_WINDOW[self.arch] * SHADOW_BYTES)
 
     def _check_memory(self, prog: Program, nthreads: int, cluster):
         """Refuse, before allocating anything, a launch beyond CUDA's size limits or whose own state would need
@@ -397,7 +404,7 @@ class Module:
                  "parameters": prog.param_size,
                  "registers": warps * regs,
                  "local frames": warps * 32 * prog.local_size,
-                 "shared memory": int(np.prod(cluster)) * SMEM_WINDOW[self.arch] * 23}  # data + bookkeeping
+                 "shared memory": int(np.prod(cluster)) * SMEM_WINDOW[self.arch] * SHADOW_BYTES}
         total = sum(parts.values())
         if total > MEMORY_LIMIT:
             raise PtxLimit("launch", f"would need about {_size(total)} of memory ("
