@@ -49,6 +49,10 @@ MEMORY_LIMIT = 4 << 30
 # written flags, async_pending, unfenced, source, wgmma_reading (memory._SHADOWS) and racecheck's writer arrays
 # (races.Shadow); measured at ~60 on Triton's bf16 matmul (peak RSS, scripts/bench/interp_scaling.py)
 SHADOW_BYTES = 64
+# lower bounds of the CPU time a CTA and a warp cost before any instruction (a one-warp CTA that only returns:
+# ~150 us on the device machine's Xeon, ~240 us on the 2-core VM, 2026-11-26); a grid over timeout is refused
+CTA_FLOOR_S = 40e-6
+WARP_FLOOR_S = 20e-6
 
 
 @dataclass(frozen=True)
@@ -312,6 +316,7 @@ class Module:
             if int(np.prod(grid)) > MAX_CTAS:
                 raise PtxLimit("grid", f"{int(np.prod(grid)):,} CTAs; the CPU runs at most {MAX_CTAS:,} in one launch "
                                        "(choose some with ctas=)")
+            _check_time(int(np.prod(grid)), nthreads, timeout)
             chosen = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         else:
             if not isinstance(ctas, (list, tuple)) or not 1 <= len(ctas) <= MAX_CTAS:
@@ -530,6 +535,21 @@ class Module:
                 blob.append(data)
                 off += data.size
             L.const = ByteSpace(np.concatenate(blob), "const")
+
+
+def _check_time(n_ctas: int, nthreads: int, timeout) -> None:
+    """Refuse up front a grid whose bookkeeping alone (making and retiring each CTA and warp, before any
+    instruction) outlasts the launch's timeout, rather than running into it."""
+    if timeout is None:
+        return
+    warps = -(-nthreads // 32)
+    floor = n_ctas * (CTA_FLOOR_S + warps * WARP_FLOOR_S)
+    if floor > timeout:
+        raise PtxLimit("grid", f"{n_ctas:,} CTAs of {warps} warp{'s' if warps != 1 else ''}: at least {floor:,.0f} s on the CPU before any "
+                               f"instruction ({CTA_FLOOR_S * 1e6:.0f} us a CTA and {WARP_FLOOR_S * 1e6:.0f} us a "
+                               f"warp, a lower bound), over timeout={timeout:g} s; choose some CTAs with ctas=, "
+                               "raise timeout, or spread the grid over dask workers (scheduler=). Memory is bounded "
+                               "either way: CTAs start in waves of at most 256 MB of state")
 
 
 def _initial(v) -> np.ndarray:

@@ -173,6 +173,19 @@ def test_cli_arguments_over_the_limit(tmp_path, capsys):
 
 # ---- 4. budgets
 
+def test_a_grid_whose_bookkeeping_outlasts_the_timeout_is_refused_up_front():
+    # 2^20 one-warp CTAs: at least 2^20 x 60 us = 63 s before any instruction, over timeout=10: refused at once,
+    # with the estimate; a small grid under the same timeout runs
+    mod = ptx.load(kernel())
+    t = time.monotonic()
+    with pytest.raises(PtxLimit) as e:
+        mod.launch("k", grid=(1 << 20,), block=32, timeout=10)
+    assert time.monotonic() - t < 2 and e.value.field == "grid"
+    assert "1,048,576 CTAs of 1 warp: at least 63 s on the CPU before any instruction" in str(e.value)
+    assert "over timeout=10 s" in str(e.value) and "ctas=" in str(e.value)
+    mod.launch("k", grid=(64,), block=32, timeout=10)
+
+
 def test_timeout_stops_an_infinite_loop():
     mod = ptx.load(kernel(".reg .b32 %r<2>;\n$L_spin:\nadd.u32 %r1, %r1, 1;\nbra $L_spin;"))
     t = time.monotonic()
