@@ -197,16 +197,24 @@ def reads_race(W, a, off, nbytes) -> bool:
     return bad is not None and bool((bad & ((sd.w_info[spots] >> 5 & 1) == 0)).any())
 
 
-def record_reads(W, a, off, nbytes, tids, wh):
-    """on_access's record of plain loads by several warps of W's CTA at once, where reads_race found none (tids:
-    the CTA's thread indices, warp = tid // 32)."""
+def _gang_shadow(W, a, off):
+    """(detector, W's CTA, allocation a's shadow, made if new) for a gang's record, or None: nothing to record."""
     g = state(W)
     if g is None or off.size == 0:
-        return
-    me = g.cta(W.cta)
+        return None
     sd = g.shadows.get(id(a))
     if sd is None:
         sd = g.shadows[id(a)] = GShadow(a.data.size)
+    return g, g.cta(W.cta), sd
+
+
+def record_reads(W, a, off, nbytes, tids, wh):
+    """on_access's record of plain loads by several warps of W's CTA at once, where reads_race found none (tids:
+    the CTA's thread indices, warp = tid // 32)."""
+    got = _gang_shadow(W, a, off)
+    if got is None:
+        return
+    g, me, sd = got
     spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
     sd.readers.add(me.id)
     tids = np.asarray(tids, np.int64)
@@ -235,13 +243,10 @@ def writes_race(W, a, off, data) -> bool:
 def record_writes(W, a, off, data, tids, wh):
     """on_access's record of plain stores by several warps of W's CTA at once, where writes_race found none (tids:
     the CTA's thread indices, warp = tid // 32); call before the bytes are stored."""
-    g = state(W)
-    if g is None or off.size == 0:
+    got = _gang_shadow(W, a, off)
+    if got is None:
         return
-    me = g.cta(W.cta)
-    sd = g.shadows.get(id(a))
-    if sd is None:
-        sd = g.shadows[id(a)] = GShadow(a.data.size)
+    g, me, sd = got
     nbytes = data.shape[1]
     spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
     sd.writers.add(me.id)

@@ -101,3 +101,17 @@ FULL = np.ones(32, bool)
 def mask_array(m) -> np.ndarray:
     return FULL if m is None else m
 
+
+
+def by_cta(pairs):
+    """A gang's (warp, mask) pairs grouped by CTA, in gang order: [(cta, [(W, m), ...]), ...] (lockstep.py)."""
+    out = {}
+    for W, m in pairs:
+        out.setdefault(W.cta, []).append((W, m))
+    return list(out.items())
+
+
+def repeats(x) -> bool:
+    """Whether a value occurs twice in x."""
+    s = np.sort(x)
+    return bool((s[1:] == s[:-1]).any())

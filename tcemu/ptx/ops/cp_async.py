@@ -15,7 +15,7 @@ from ..program import regs_of
 from ..rows import gather, scatter
 from ..signals import Fallback
 from ..types import TYPES
-from .common import Mods, mask_array, operands, where
+from .common import Mods, by_cta, mask_array, operands, repeats, where
 from .memory_ops import access, address
 from .registry import register
 
@@ -167,7 +167,7 @@ def c_cp_async(ins, prog, pc):
             d = dsts[lo:hi]
             if not d.size:
                 continue
-            if int(d.min()) < sh.lo or int(d.max()) + nbytes > sh.hi or _repeats(d):
+            if int(d.min()) < sh.lo or int(d.max()) + nbytes > sh.hi or repeats(d):
                 raise Fallback   # outside the window; two lanes (of one warp or two) copying to the same bytes
             sp = spots[lo:hi]
             try:
@@ -192,19 +192,6 @@ def c_cp_async(ins, prog, pc):
 
     op.gang = gang
     return op
-
-
-def _by_cta(pairs):
-    """pairs grouped by CTA, in gang order: [(cta, [(W, m), ...]), ...]."""
-    out = {}
-    for W, m in pairs:
-        out.setdefault(W.cta, []).append((W, m))
-    return list(out.items())
-
-
-def _repeats(x) -> bool:
-    s = np.sort(x)
-    return bool((s[1:] == s[:-1]).any())
 
 
 def _merged(copies):
@@ -272,7 +259,7 @@ def _cp_async_sync(ins, prog, which):
 
     def gang(pairs):
         plans = []
-        for cta, members in _by_cta(pairs):
+        for cta, members in by_cta(pairs):
             chunks = [(W, c) for W, _ in members for g in W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]
                       for c in _merged(g)]
             if not chunks:
@@ -281,7 +268,7 @@ def _cp_async_sync(ins, prog, which):
             widths = {c[0].shape[1] for _, c in chunks}
             starts = np.concatenate([c[0][:, 0] for _, c in chunks])
             spots = np.concatenate([c[0].reshape(-1) for _, c in chunks])
-            if _repeats(starts) if len(widths) == 1 else np.bincount(spots).max() > 1:   # aligned rows of one width
+            if repeats(starts) if len(widths) == 1 else np.bincount(spots).max() > 1:   # aligned rows of one width
                 raise Fallback                                                        # overlap only if equal
             try:
                 sh.check_overwrite(spots, wh)

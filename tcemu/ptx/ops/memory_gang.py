@@ -13,6 +13,7 @@ from .. import graces, races
 from ...core.errors import TcemuError
 from ..memory import WINDOW_SIZE, WINDOWS, from_bytes
 from ..signals import Fallback
+from .common import by_cta, repeats
 
 OWN_CTA = 1 << 24   # generic shared offsets from 2^24 up name another CTA of the cluster (memory_ops.CLUSTER_SHIFT)
 SHARED_BASE = np.uint64(WINDOWS["shared"])
@@ -22,19 +23,6 @@ SHARED_END = np.uint64(WINDOWS["shared"] + WINDOW_SIZE)
 FRAG_ROW = np.arange(32) // 4
 FRAG_COL = 2 * (np.arange(32) % 4)
 ROW16 = np.arange(16)
-
-
-def _by_cta(pairs):
-    """pairs grouped by CTA, in gang order: [(cta, [(W, m), ...]), ...]."""
-    out = {}
-    for W, m in pairs:
-        out.setdefault(W.cta, []).append((W, m))
-    return list(out.items())
-
-
-def _repeats(x) -> bool:
-    s = np.sort(x)
-    return bool((s[1:] == s[:-1]).any())
 
 
 def _lanes(members, get_addr):
@@ -119,7 +107,7 @@ def _shared_load_plan(sh, members, offs, tids, counts, nbytes, wh):
 def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
     """SharedWindow.store's checks for a CTA's warps (no byte stored twice), reading state only; the effects."""
     nbytes = data.shape[1]
-    if _repeats(offs):   # starts aligned to nbytes: overlapping stores start at one address
+    if repeats(offs):   # starts aligned to nbytes: overlapping stores start at one address
         raise Fallback
     spots = offs[:, None] + (ROW16 if nbytes == 16 else np.arange(nbytes))
     _shared_bounds(sh, offs, spots, nbytes)
@@ -198,7 +186,7 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh):
     """op.gang of a weak ld (memory_ops.c_ld): sets, the destination setters; cont, the element container."""
     def gang(pairs):
         plans = []
-        for cta, members in _by_cta(pairs):
+        for cta, members in by_cta(pairs):
             acts, _, addrs, tids, counts = _lanes(members, get_addr)
             if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
                 raise Fallback
@@ -227,7 +215,7 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh):
     def gang(pairs):
         plans = []
         stores = []   # global addresses of every CTA: no byte stored twice in the gang
-        for cta, members in _by_cta(pairs):
+        for cta, members in by_cta(pairs):
             _, sel, addrs, tids, counts = _lanes(members, get_addr)
             if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
                 raise Fallback
@@ -240,7 +228,7 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh):
             else:
                 stores.append(at)
                 plans.append(_global_store_plan(members, at, tids, counts, data, wh))
-        if stores and _repeats(np.concatenate(stores)):
+        if stores and repeats(np.concatenate(stores)):
             raise Fallback
         for land in plans:
             land()
@@ -273,7 +261,7 @@ def ldmatrix_gang(num, trans, sets, get_addr, generic, wh):
 
     def gang(pairs):
         plans = []
-        for cta, members in _by_cta(pairs):
+        for cta, members in by_cta(pairs):
             offs = _matrix_rows(members, get_addr, num, generic)
             tids = np.concatenate([W.tid[:rows] for W, _ in members])
             raw, land = _shared_load_plan(cta.shared, members, offs, tids, [rows] * len(members), 16, wh)
@@ -298,7 +286,7 @@ def stmatrix_gang(num, trans, gets, get_addr, generic, wh):
 
     def gang(pairs):
         plans = []
-        for cta, members in _by_cta(pairs):
+        for cta, members in by_cta(pairs):
             offs = _matrix_rows(members, get_addr, num, generic)
             v = np.array([[g(W) for g in gets] for W, _ in members], np.uint32)   # (warps, num, 32)
             mt = np.zeros((len(members), num, 8, 8), np.uint16)
