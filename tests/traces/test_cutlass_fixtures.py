@@ -301,6 +301,27 @@ def test_replay_equals_wgmma_chain(name, case):
 
 
 @pytest.mark.slow
+def test_pingpong_wgmmas_run_as_batches_when_their_warps_arrive_apart(monkeypatch):
+    # the ping-pong consumers' warps reach a wgmma a step or two apart: the batch path (ops/wgmma_gang.py) runs it
+    # for a gang that completes a warpgroup whose other warps already wait there, and for the last warp arriving
+    # alone; the bits stay the wgmma chain's
+    from tcemu.ptx.ops.wgmma_gang import GangMma
+    seen = {"runs": 0, "joined": 0}
+    real = GangMma.run
+
+    def spy(self, groups):
+        seen["runs"] += 1
+        seen["joined"] += sum(bool((cta.collectives.get((wg, self.key)) or [()])[0]) for cta, wg, _ in groups)
+        return real(self, groups)
+    monkeypatch.setattr(GangMma, "run", spy)
+    name, case = "cutlass_pingpong_bf16", [200, 136, 200]
+    rec = _launch(name, case)
+    out = L.replay(rec, (FIX / f"{name}.ptx").read_text(), seed=7)
+    assert np.array_equal(out.outputs["D"], _gemm_reference(name, rec, 7))
+    assert seen["runs"] > 0 and seen["joined"] > 0
+
+
+@pytest.mark.slow
 def test_fp8_promotion_changes_the_bits():
     """Issue 15: CUTLASS's default fp8 kernel and its fast-accumulation twin give different bits for the same
     inputs, each exactly its own accumulation model."""

@@ -26,6 +26,7 @@ from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK
 from ..chains import settle
+from ..signals import Fallback
 from ..provenance import check_tile
 from ..types import TYPES
 from .common import Mods, where
@@ -150,6 +151,13 @@ def c_mma(ins, prog, pc):
     key = ("wgmma", pc)
 
     def execute(cta, warps):
+        gang = getattr(op, "gang", None)
+        if gang is not None:   # the batch path for one warpgroup: checks first, deferred chains (wgmma_gang.py)
+            try:
+                gang.run([(cta, warps[0].index // 4, warps)])
+                return
+            except Fallback:
+                pass
         for w in warps:   # C and A registers hold every earlier wgmma's result (chains.py)
             if w.deferred:
                 settle(w)

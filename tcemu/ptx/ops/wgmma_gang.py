@@ -85,20 +85,30 @@ class GangMma:
         self.d_key = frozenset(int(i) for i in d_idx)     # a chain's key in Warp.deferred (chains.py)
 
     def _groups(self, pairs):
-        """[(cta, warpgroup, its four warps)] in gang order, or Fallback."""
-        key, groups = self.key, []
-        if len(pairs) % 4:
-            raise Fallback
-        for j in range(0, len(pairs), 4):
-            quad = pairs[j:j + 4]
-            W = quad[0][0]
-            cta, wg = W.cta, W.index // 4
+        """[(cta, warpgroup, its four warps)] in gang order, or Fallback. A warpgroup's warps in the gang and those
+        already waiting at this instruction (warpgroup_collective's arrivals) must be its four warps: the gang's
+        are the last to arrive, so the instruction runs now (a warp-specialised kernel's warps of one warpgroup
+        often reach it one or two steps apart)."""
+        key, order, members = self.key, [], {}
+        for W, m in pairs:
+            if m is not None:
+                raise Fallback   # a lane mask: the warp reports it
+            g = (W.cta, W.index // 4)
+            if g not in members:
+                members[g] = []
+                order.append(g)
+            members[g].append(W)
+        groups = []
+        for cta, wg in order:
             warps = cta.warps[4 * wg:4 * wg + 4]
-            if len(warps) < 4 or any(q[0] is not w or q[1] is not None for q, w in zip(quad, warps)):
-                raise Fallback   # a lane mask, or not the warpgroup's four warps in order
+            mine = members[(cta, wg)]
+            if len(warps) < 4 or any(key in w.sync for w in mine):
+                raise Fallback
             state = cta.collectives.get((wg, key))
-            if (state is not None and state[0]) or any(key in w.sync for w in warps):
-                raise Fallback   # a warp already waits at this collective
+            arrived = state[0] if state is not None else set()
+            idx = {w.index for w in mine}
+            if len(idx) != len(mine) or idx & arrived or idx | arrived != {w.index for w in warps}:
+                raise Fallback   # not the whole warpgroup
             groups.append((cta, wg, warps))
         return groups
 
@@ -140,6 +150,18 @@ class GangMma:
 
     def __call__(self, pairs):
         groups = self._groups(pairs)
+        self.run(groups)
+        for cta, wg, warps in groups:   # the collective completes (warpgroup_collective's fourth arrival)
+            state = cta.collectives.get((wg, self.key))
+            if state is None:
+                state = cta.collectives[(wg, self.key)] = [set(), 0]
+            state[0] = set()   # the warps that waited here pass at their next try
+            state[1] += 1
+            cta.progress = True
+
+    def run(self, groups):
+        """execute() for these warpgroups [(cta, warpgroup, its four warps)] at once (Fallback before any change);
+        warpgroup_collective calls it for one warpgroup whose last warp arrives alone (ops/wgmma.py)."""
         G = len(groups)
         allw = [w for _, _, ws in groups for w in ws]
         slots = self.slots
@@ -165,7 +187,8 @@ class GangMma:
                 of.append(i)
                 read.append(op.spots)
             spots.append(np.concatenate(read) if len(read) > 1 else read[0])
-        if DEFER and self.dtype_d in ("f32", "f16") and self.scale_a == 1 and self.scale_b == 1:
+        if DEFER and self.dtype_d in ("f32", "f16") and self.scale_a == 1 and self.scale_b == 1 and \
+                getattr(groups[0][0].launch, "trace", None) is None:   # a trace shows registers as they stand
             self._defer(groups, scale_d, a_bits, a_of, b_bits, b_of)
             self._effects(groups, spots, 0.0, None)
             return
@@ -213,16 +236,11 @@ class GangMma:
             chain.b.append(b_bits[b_of[g]])
 
     def _effects(self, groups, spots, dt, out):
-        """The effects, warpgroup by warpgroup in gang order (warpgroup_collective's fourth arrival, then
-        execute's); out (G, 128, nregs) D registers, or None where they wait in chains."""
+        """execute's effects, warpgroup by warpgroup in gang order; out (G, 128, nregs) D registers, or None where
+        they wait in chains."""
         self.calls += 1
-        d_idx, key, slots = self.d_idx, self.key, self.slots
+        d_idx, slots = self.d_idx, self.slots
         for g, (cta, wg, warps) in enumerate(groups):
-            state = cta.collectives.get((wg, key))
-            if state is None:
-                state = cta.collectives[(wg, key)] = [set(), 0]
-            state[1] += 1
-            cta.progress = True
             cta.launch.tensor_core_seconds += dt
             flight = InFlight(cta.shared, spots[g])
             for i, w in enumerate(warps):
