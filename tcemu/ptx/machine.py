@@ -210,7 +210,6 @@ class Cta:
         self.races = None       # the cluster's racecheck state (races.py), made on first use
         self.grace = None       # global racecheck's per-CTA state (graces.py), made on first use
 
-
     def release(self):
         """A finished CTA's shadows, registers and deferred chains go at once: its objects form reference cycles
         (warp <-> CTA) that would keep them until the garbage collector's next full pass (peak memory)."""

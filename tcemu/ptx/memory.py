@@ -15,7 +15,7 @@ import numpy as np
 
 from . import races
 from .errors import HazardError, MemoryFault
-from .rows import gather
+from .rows import gather, scatter
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -343,7 +343,7 @@ class SharedWindow:
 
     def mark_generic(self, spots):
         self.write_epoch += 1
-        self.unfenced[spots] = self.write_epoch
+        scatter(self.unfenced, spots, self.write_epoch)
 
     def fence_proxy_async(self):
         self.fence_epoch = self.write_epoch

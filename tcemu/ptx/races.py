@@ -269,59 +269,6 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
     sd.w_region[spots] = region
 
 
-
-
-def gang_plan(sh, chunks):
-    """on_write's checks for the plain writes of several warps of one CTA at once: chunks [(W, spots (n, k),
-    tids)], every shared byte in at most one chunk, each chunk one on_write call of the warps' one-at-a-time runs.
-    The per-chunk record (gang_record) where none of them would report, or None (a warp diverged, or a write
-    conflicts with an earlier access: on_write reports it). Checks only; the bytes are disjoint, so one chunk's
-    record cannot change the verdict on another."""
-    rows = []
-    for W, spots, tids in chunks:
-        st = clock(W)
-        if st is None:
-            return []
-        if W.lane_pc is not None:
-            return None
-        sd = shadow(sh, st)
-        if sd.unordered_writers(st):
-            ep = sd.w_ep[spots]
-            if ((ep & M32) > st.vcx[ep >> 32]).any():
-                return None
-        if len(sd.agents):
-            late = np.flatnonzero(sd.rmax > st.vc[sd.agents])
-            if late.size and ((sd.R[late[:, None, None], spots[None]] >> 32) >
-                              st.vc[sd.agents[late]][:, None, None]).any():
-                return None
-        rows.append((st, st.now(W), _mask(tids)))
-    return rows
-
-
-def gang_record(sh, chunks, rows, wh):
-    """Record the writes gang_plan checked, as the warps' on_write calls would (a row per lane: ptx/rows.py; the
-    chunks of one width in one batch)."""
-    if not rows:
-        return
-    sd = sh.race
-    site = np.int64(rows[0][0].cl.site(wh) << 6)
-    for st, *_ in rows:
-        sd.wmax[st.id] = st.vc[st.id]
-    by_width = {}
-    for (W, spots, tids), (st, region, mask) in zip(chunks, rows):
-        by_width.setdefault(spots.shape[1], []).append((spots, tids, np.int64((st.id + 1) << 32) | st.vc[st.id],
-                                                        region, mask))
-    for part in by_width.values():
-        spots = np.concatenate([p[0] for p in part]) if len(part) > 1 else part[0][0]
-        n = [p[0].shape[0] for p in part]
-        for arr, vals in ((sd.w_ep, [p[2] for p in part]), (sd.w_region, [p[3] for p in part]),
-                          (sd.w_mask, [p[4] for p in part])):
-            scatter(arr, spots, np.repeat(np.array(vals, np.int64), n)[:, None])
-        lanes = np.concatenate([np.asarray(p[1], np.int64) % 32 for p in part])
-        scatter(sd.w_info, spots, (site | lanes)[:, None])
-
-
-
 def _gang_clocks(warps):
     """The warps' clocks ([] where the launch runs without racecheck), or None where one diverged."""
     sts = []
@@ -383,12 +330,12 @@ def gang_write_record(sh, spots, tids, counts, rows, wh):
 
     def each(x):   # per warp -> per lane
         return np.repeat(np.array(x, np.int64), counts)[:, None]
-    sd.w_ep[spots] = each([np.int64((st.id + 1) << 32) | st.vc[st.id] for st in sts])
+    scatter(sd.w_ep, spots, each([np.int64((st.id + 1) << 32) | st.vc[st.id] for st in sts]))
     for st in sts:
         sd.wmax[st.id] = st.vc[st.id]
-    sd.w_info[spots] = (np.int64(sts[0].cl.site(wh) << 6) | np.asarray(tids, np.int64) % 32)[:, None]
-    sd.w_mask[spots] = each([r[2] for r in rows])
-    sd.w_region[spots] = each([r[1] for r in rows])
+    scatter(sd.w_info, spots, (np.int64(sts[0].cl.site(wh) << 6) | np.asarray(tids, np.int64) % 32)[:, None])
+    scatter(sd.w_mask, spots, each([r[2] for r in rows]))
+    scatter(sd.w_region, spots, each([r[1] for r in rows]))
 
 
 def gang_read_plan(sh, warps, spots, counts):

@@ -87,7 +87,7 @@ def expected(src, grid, n):
 def spies(monkeypatch):
     """Count the gang records: the gang path must have run (else these tests would prove nothing)."""
     seen = {"issue": 0, "land": 0}
-    reads, record = graces.record_reads, races.gang_record
+    reads, record = graces.record_reads, races.gang_write_record
 
     def spy_reads(*a, **k):
         seen["issue"] += 1
@@ -97,7 +97,7 @@ def spies(monkeypatch):
         seen["land"] += 1
         return record(*a, **k)
     monkeypatch.setattr(graces, "record_reads", spy_reads)
-    monkeypatch.setattr(races, "gang_record", spy_record)
+    monkeypatch.setattr(races, "gang_write_record", spy_record)
     return seen
 
 

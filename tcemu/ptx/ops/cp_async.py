@@ -51,23 +51,25 @@ def c_cp_async(ins, prog, pc):
     wh = where(ins)
     span = np.arange(nbytes)
 
+    def read_sizes(pick, count):
+        """Bytes each lane reads: src-size capped at cp-size, none where ignore-src is set (PTX 9.7.9.25); None
+        where every lane reads cp-size. pick(getter): the lanes' values of an operand."""
+        if g_srcsize is None and g_ignore is None:
+            return None
+        n = np.full(count, nbytes, np.int64) if g_srcsize is None else \
+            np.minimum(pick(g_srcsize).astype(np.int64), nbytes)
+        if g_ignore is not None:
+            n = np.where(pick(g_ignore), 0, n)
+        return None if (n == nbytes).all() else n
+
     def lanes(W, m):
         """(shared destinations, global sources, thread ids, bytes read per lane or None: all) of the lanes."""
         if m is None and W.full:
             dsts, srcs, tids = g_dst(W).astype(np.int64), g_src(W), W.tid
-            act = None
-        else:
-            act = mask_array(m) & W.live
-            dsts = g_dst(W)[act].astype(np.int64)
-            srcs, tids = g_src(W)[act], W.tid[act]
-        n = None if g_srcsize is None and g_ignore is None else np.full(dsts.size, nbytes, np.int64)
-        if g_srcsize is not None:
-            n = np.minimum((g_srcsize(W) if act is None else g_srcsize(W)[act]).astype(np.int64), nbytes)
-        if g_ignore is not None:
-            n = np.where(g_ignore(W) if act is None else g_ignore(W)[act], 0, n)
-        if n is not None and (n == nbytes).all():
-            n = None
-        return dsts, srcs, tids, n
+            return dsts, srcs, tids, read_sizes(lambda g: g(W), dsts.size)
+        act = mask_array(m) & W.live
+        dsts = g_dst(W)[act].astype(np.int64)
+        return dsts, g_src(W)[act], W.tid[act], read_sizes(lambda g: g(W)[act], dsts.size)
 
     def op(W, m):
         dsts, srcs, tids, n = lanes(W, m)
@@ -120,13 +122,7 @@ def c_cp_async(ins, prog, pc):
         dsts = np.broadcast_to(g_dst(B), (nw, 32)).astype(np.int64)[sel]
         srcs = np.broadcast_to(g_src(B), (nw, 32))[sel]
         tids = (np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES)[sel]
-        n = None
-        if g_srcsize is not None:
-            n = np.minimum(np.broadcast_to(g_srcsize(B), (nw, 32)).astype(np.int64)[sel], nbytes)
-        if g_ignore is not None:
-            n = np.where(np.broadcast_to(g_ignore(B), (nw, 32))[sel], 0, nbytes if n is None else n)
-        if n is not None and (n == nbytes).all():
-            n = None
+        n = read_sizes(lambda g: np.broadcast_to(g(B), (nw, 32))[sel], dsts.size)
         per_warp = sel.sum(axis=1)
         ctas, first = [], []   # the gang's CTAs in order, each warp's position; a CTA's warps must be contiguous
         for k, W in enumerate(warps):
@@ -221,8 +217,7 @@ def _land(sh, spots, data, src):
     scatter(sh.smem.data, spots, data)
     scatter(sh.smem.written, spots, True)
     scatter(sh.source, spots, src)
-    sh.write_epoch += 1   # cp.async writes through the generic proxy (SharedWindow.mark_generic)
-    scatter(sh.unfenced, spots, sh.write_epoch)
+    sh.mark_generic(spots)   # cp.async writes through the generic proxy
     scatter(sh.async_pending, spots, 0)
 
 
@@ -260,30 +255,34 @@ def _cp_async_sync(ins, prog, which):
     def gang(pairs):
         plans = []
         for cta, members in by_cta(pairs):
-            chunks = [(W, c) for W, _ in members for g in W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]
-                      for c in _merged(g)]
-            if not chunks:
-                continue
             sh = cta.shared
-            widths = {c[0].shape[1] for _, c in chunks}
-            starts = np.concatenate([c[0][:, 0] for _, c in chunks])
-            spots = np.concatenate([c[0].reshape(-1) for _, c in chunks])
-            if repeats(starts) if len(widths) == 1 else np.bincount(spots).max() > 1:   # aligned rows of one width
-                raise Fallback                                                        # overlap only if equal
-            try:
-                sh.check_overwrite(spots, wh)
-            except TcemuError:
-                raise Fallback from None
-            writes = [(W, c[0], c[3]) for W, c in chunks]
-            rows = races.gang_plan(sh, writes)
-            if rows is None:
+            widths = {}   # the copies that land, one batch per width; an owner per on_write call of _apply_copies
+            for W, _ in members:
+                for g in W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]:
+                    for c in _merged(g):
+                        widths.setdefault(c[0].shape[1], []).append((W, c))
+            batches = []
+            for part in widths.values():
+                spots, data, src, tids = (np.concatenate([c[i] for _, c in part]) for i in range(4))
+                if repeats(spots[:, 0]):   # rows aligned to their width overlap only where they start together
+                    raise Fallback
+                batches.append(([W for W, _ in part], spots, data, src, tids, [c[0].shape[0] for _, c in part]))
+            if len(batches) > 1 and repeats(np.concatenate([b[1].reshape(-1) for b in batches])):
                 raise Fallback
-            plans.append((sh, members, chunks, writes, rows))
-        for sh, members, chunks, writes, rows in plans:
+            for _, spots, *_ in batches:
+                try:
+                    sh.check_overwrite(spots, wh)
+                except TcemuError:
+                    raise Fallback from None
+            rows = [races.gang_write_plan(sh, b[0], b[1], b[4], b[5]) for b in batches]
+            if any(r is None for r in rows):
+                raise Fallback
+            plans.append((sh, members, batches, rows))
+        for sh, members, batches, rows in plans:
             for W, _ in members:
                 del W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]
-            races.gang_record(sh, writes, rows, wh)
-            for c in _merged([c for _, c in chunks]):   # the copies of one width land as one batch of rows
-                _land(sh, *c[:3])
+            for (owners, spots, data, src, tids, counts), r in zip(batches, rows):
+                races.gang_write_record(sh, spots, tids, counts, r, wh)
+                _land(sh, spots, data, src)
     wait.gang = gang
     return wait
