@@ -16,7 +16,6 @@ import numpy as np
 
 from ...hopper import wgmma as hopper
 from ...hopper.forms import D_TYPES, K_OF, SP_K_OF, check_form, immediates, sparse_selector
-from ...layout.addressing import resolved_addresses
 from ...layout.descriptors import GmmaDescriptor
 from ...core.errors import TcemuError
 from ...arith.fdp import OUT_NUMPY
@@ -31,7 +30,7 @@ from ..provenance import check_tile
 from ..types import TYPES
 from .common import Mods, where
 from .registry import register
-from .wgmma_gang import GangMma, InFlight
+from .wgmma_gang import GangMma, InFlight, operand
 
 B32 = TYPES["b32"]
 U64 = TYPES["u64"]
@@ -269,19 +268,16 @@ def _check_operand(cta, desc, rows, k, dtype, major, which, wh):
     written are reported by the read itself."""
     sh = cta.shared
     try:
-        addrs = resolved_addresses(desc, rows=rows, k=k, dtype="u8" if dtype == "b1" else dtype, major=major)
+        op = operand(desc.encode(), rows, k, dtype, major)   # resolved once per descriptor value (wgmma_gang.py)
     except TcemuError as e:
         raise KernelFault(wh, f"operand {which}: {e}") from None
-    ebytes = 1 if dtype in ("e4m3", "e5m2", "s8", "u8", "b1") else (4 if dtype == "tf32" else 2)
-    lo, hi = int(addrs.min()), int(addrs.max()) + ebytes
-    if lo < sh.lo or hi > sh.hi:
-        raise MemoryFault(wh, f"operand {which} reads shared bytes [{lo:#x}, {hi:#x}) through descriptor "
+    if op.lo < sh.lo or op.hi > sh.hi:
+        raise MemoryFault(wh, f"operand {which} reads shared bytes [{op.lo:#x}, {op.hi:#x}) through descriptor "
                               f"{desc.encode():#018x}, outside the kernel's shared memory [{sh.lo:#x}, {sh.hi:#x})")
-    spots = (addrs.reshape(-1, 1) + np.arange(ebytes)).reshape(-1)
-    check_async_proxy_read(sh, spots, wh, f"operand {which}", " before wgmma", "st.shared / cp.async / stmatrix")
+    check_async_proxy_read(sh, op.spots, wh, f"operand {which}", " before wgmma", "st.shared / cp.async / stmatrix")
     if dtype != "b1" and cta.launch.check_layouts:
-        check_tile(cta.launch.gmem, sh.source[addrs], ebytes, which, desc, wh)
-    return spots
+        check_tile(cta.launch.gmem, sh.source[op.addrs], op.ebytes, which, desc, wh)
+    return op.spots
 
 
 def check_async_proxy_read(sh, spots, wh, reader, wait_hint, writers, cite=None):

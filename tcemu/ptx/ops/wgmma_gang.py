@@ -59,13 +59,11 @@ class Operand:
 
 
 def operand(value, rows, k, dtype, major) -> Operand:
+    """The Operand of a descriptor value, made once (TcemuError: the descriptor cannot be resolved)."""
     key = (value, rows, k, dtype, major)
     hit = _OPERANDS.get(key)
     if hit is None:
-        try:
-            hit = Operand(value, rows, k, dtype, major)
-        except TcemuError:   # execute's report (KernelFault naming the operand)
-            raise Fallback from None
+        hit = Operand(value, rows, k, dtype, major)
         if len(_OPERANDS) >= _OPERANDS_MAX:
             _OPERANDS.clear()
         _OPERANDS[key] = hit
@@ -123,7 +121,10 @@ class GangMma:
         """The operand's bits, after every check of _check_operand and of the read (SharedMemory.read_operand);
         the same operand of one CTA is checked and read once per gang step (the checks read state the step does
         not change), the TMA guard per warpgroup (it depends on the warps)."""
-        op = operand(value, rows, k, dtype, major)
+        try:
+            op = operand(value, rows, k, dtype, major)
+        except TcemuError:   # execute's report (KernelFault naming the operand)
+            raise Fallback from None
         sh = cta.shared
         at = seen.get((id(cta), value, rows, dtype, major))
         if at is None:
