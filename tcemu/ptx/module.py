@@ -29,7 +29,7 @@ from .machine import ClusterBarrier, Cta, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
 from .program import Program, Symbol
-from .schedule import Residency
+from .schedule import WAVE_BYTES, Residency
 from .tensormap import TensorMap
 from .types import ptx_type
 from .wrappers import guarded, hazard_checked
@@ -545,11 +545,12 @@ def _check_time(n_ctas: int, nthreads: int, timeout) -> None:
     warps = -(-nthreads // 32)
     floor = n_ctas * (CTA_FLOOR_S + warps * WARP_FLOOR_S)
     if floor > timeout:
-        raise PtxLimit("grid", f"{n_ctas:,} CTAs of {warps} warp{'s' if warps != 1 else ''}: at least {floor:,.0f} s on the CPU before any "
-                               f"instruction ({CTA_FLOOR_S * 1e6:.0f} us a CTA and {WARP_FLOOR_S * 1e6:.0f} us a "
-                               f"warp, a lower bound), over timeout={timeout:g} s; choose some CTAs with ctas=, "
-                               "raise timeout, or spread the grid over dask workers (scheduler=). Memory is bounded "
-                               "either way: CTAs start in waves of at most 256 MB of state")
+        raise PtxLimit("grid", f"{n_ctas:,} CTAs of {warps} warp{'s' if warps != 1 else ''}: at least "
+                               f"{floor:,.0f} s on the CPU before any instruction ({CTA_FLOOR_S * 1e6:.0f} us a CTA "
+                               f"and {WARP_FLOOR_S * 1e6:.0f} us a warp, a lower bound), over timeout={timeout:g} s; "
+                               "choose some CTAs with ctas=, raise timeout, or spread the grid over dask workers "
+                               "(scheduler=). Memory is bounded either way: CTAs start in waves of at most "
+                               f"{WAVE_BYTES >> 20} MB of state")
 
 
 def _initial(v) -> np.ndarray:

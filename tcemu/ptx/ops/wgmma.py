@@ -24,7 +24,7 @@ from ...hopper.sparse import wgmma_sp
 from .. import parser as P
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK
-from ..chains import settle
+from ..chains import registers, settle
 from ..signals import Fallback
 from ..provenance import check_tile
 from ..types import TYPES
@@ -181,7 +181,7 @@ def c_mma(ins, prog, pc):
             read.append(spots)
         c = None
         if scale_d:
-            regs = np.concatenate([w.r32[d_idx].T for w in warps])  # (128, nregs)
+            regs = registers(warps, d_idx)  # (128, nregs)
             c = from_d_registers(regs, n, dtype_d).view(OUT_NUMPY[dtype_d])
         a_bits = np.concatenate([w.r32[a_idx].T for w in warps]) if a_regs else None
         t0 = time.perf_counter()

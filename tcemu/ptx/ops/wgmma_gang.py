@@ -1,11 +1,13 @@
-"""wgmma.mma_async's gang version (lockstep.py): the complete warpgroups of a lock-step gang run as one batch.
+"""wgmma.mma_async's batch path: the warpgroups of a lock-step gang (op.gang, lockstep.py) run as one batch, and so
+does one warpgroup whose last warp arrives on its own (GangMma.run, from ops/wgmma.py's execute).
 
-Every check ops/wgmma.py's execute makes runs first, for every warpgroup, reading state only; any that would report
-(or a case not covered here: a lane mask, a warp that already waited at the collective, an incomplete warpgroup;
-ops/wgmma.py gives A-in-registers, sparse and integer forms no gang version) raises Fallback before anything changes, and the warps run the instruction one at a time,
-which gives the report its warp. Then one batched fused dot (hopper.wgmma_batch) computes every warpgroup's D, and
-the effects land warpgroup by warpgroup in gang order, as the fourth warp's arrival in warpgroup_collective would
-make them (PTX 9.7.15.5: the warpgroup's four warps execute mma_async together)."""
+A warpgroup runs when the gang's warps and those already waiting at the instruction make up its four warps (PTX
+9.7.15.5: the warpgroup's four warps execute mma_async together). Every check ops/wgmma.py's execute makes runs
+first, for every warpgroup, reading state only; any that would report (or a case not covered: a lane mask, a
+warpgroup not whole; ops/wgmma.py gives A-in-registers, sparse and integer forms no batch path) raises Fallback
+before anything changes, and the warps run the instruction one at a time, which gives the report its warp. Then
+the steps join deferred accumulator chains (chains.py), or one batched fused dot (hopper.wgmma_batch) computes
+every warpgroup's D, and the effects land warpgroup by warpgroup in gang order."""
 import time
 
 import numpy as np
@@ -71,7 +73,8 @@ def operand(value, rows, k, dtype, major) -> Operand:
 
 
 class GangMma:
-    """op.gang of one wgmma.mma_async (dense, A and B in shared memory, float accumulator): called with [(warp, mask), ...] in gang order."""
+    """op.gang of one wgmma.mma_async (dense, A and B in shared memory, float accumulator): called with
+    [(warp, mask), ...] in gang order."""
 
     def __init__(self, prog, key, wh, form, ga, gb, gscale, slots, d_idx, a_idx):
         self.prog, self.key, self.wh = prog, key, wh
