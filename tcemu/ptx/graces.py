@@ -129,7 +129,7 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
     if release and data is not None:
         me.epoch += 1
         me.fenced = True
-    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
+    spots = _spots(off, nbytes)
     write = data is not None
     released = write and strong and me.fenced   # this store is the release: readers that observe it are
     if strong:                                  # ordered after it and everything before it (published epoch + 1)
@@ -156,27 +156,46 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
                 bad &= a.data[spots] != data   # a store leaving the bytes as they were: benign
             if bad is not None and bad.any():
                 _report(g, a, me, W, "WAR", bad, spots, tids, wh, key, sd.r_info, strong)
-        if me.id not in w:
-            w.add(me.id)
-        # bytes the store leaves as they were (a same-value store, an atomic add of 0 while spinning) keep their
-        # earlier writer: the one readers must be ordered after
-        keep = a.data[spots] != data
-        info = np.int64(g.site(wh) << 16 | W.index << 6 | int(strong) << 5) | (np.asarray(tids, np.int64) % 32)
-        mykey = np.int64(me.id << 32 | me.epoch)
-        if keep.all():
-            sd.w_key[spots] = mykey
-            sd.w_info[spots] = info[:, None]
-        elif keep.any():
-            sd.w_key[spots] = np.where(keep, mykey, sd.w_key[spots])
-            sd.w_info[spots] = np.where(keep, info[:, None], sd.w_info[spots])
+        _note_writes(g, me, sd, a, spots, data, tids, wh, strong)
         if released:
             me.epoch += 1
             me.fenced = False
     elif not strong:
-        if me.id not in sd.readers:
-            sd.readers.add(me.id)
-        sd.r_key[spots] = np.int64(me.id << 32 | me.epoch)
-        sd.r_info[spots] = (np.int64(g.site(wh) << 16 | W.index << 6) | (np.asarray(tids, np.int64) % 32))[:, None]
+        _note_reads(g, me, sd, spots, tids, wh)
+
+
+def _spots(off, nbytes):
+    """The (lanes, nbytes) byte offsets of accesses of nbytes at offsets off."""
+    return off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
+
+
+def _info(g, wh, tids, strong=False):
+    """Per lane: site << 16 | warp << 6 | strong << 5 | lane (tids: the CTA's thread indices, warp = tid // 32)."""
+    tids = np.asarray(tids, np.int64)
+    return np.int64(g.site(wh) << 16 | int(strong) << 5) | (tids // 32) << 6 | tids % 32
+
+
+def _note_reads(g, me, sd, spots, tids, wh):
+    """Record plain reads by CTA me as the bytes' last reads."""
+    sd.readers.add(me.id)
+    scatter(sd.r_key, spots, np.int64(me.id << 32 | me.epoch))
+    scatter(sd.r_info, spots, _info(g, wh, tids)[:, None])
+
+
+def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False):
+    """Record stores of `data` by CTA me (before the bytes are stored): bytes the store leaves as they were (a
+    same-value store, an atomic add of 0 while spinning) keep their earlier writer, the one readers must be
+    ordered after."""
+    sd.writers.add(me.id)
+    keep = a.data[spots] != data
+    info = _info(g, wh, tids, strong)
+    mykey = np.int64(me.id << 32 | me.epoch)
+    if keep.all():
+        sd.w_key[spots] = mykey
+        sd.w_info[spots] = info[:, None]
+    elif keep.any():
+        sd.w_key[spots] = np.where(keep, mykey, sd.w_key[spots])
+        sd.w_info[spots] = np.where(keep, info[:, None], sd.w_info[spots])
 
 
 
@@ -192,7 +211,7 @@ def reads_race(W, a, off, nbytes) -> bool:
     w = sd.writers
     if not (len(w) > 1 or (w and me.id not in w)):
         return False
-    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
+    spots = _spots(off, nbytes)
     bad = _unordered(g, me, sd.w_key[spots])
     return bad is not None and bool((bad & ((sd.w_info[spots] >> 5 & 1) == 0)).any())
 
@@ -215,11 +234,8 @@ def record_reads(W, a, off, nbytes, tids, wh):
     if got is None:
         return
     g, me, sd = got
-    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
-    sd.readers.add(me.id)
-    tids = np.asarray(tids, np.int64)
-    scatter(sd.r_key, spots, np.int64(me.id << 32 | me.epoch))
-    scatter(sd.r_info, spots, (np.int64(g.site(wh) << 16) | (tids // 32) << 6 | tids % 32)[:, None])
+    _note_reads(g, me, sd, _spots(off, nbytes), tids, wh)
+
 
 def writes_race(W, a, off, data) -> bool:
     """Whether plain stores by W's CTA of `data` ((n, nbytes) bytes at offsets `off` of allocation `a`, no byte
@@ -231,7 +247,7 @@ def writes_race(W, a, off, data) -> bool:
         return False
     me = g.cta(W.cta)
     nbytes = data.shape[1]
-    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
+    spots = _spots(off, nbytes)
     for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key")):
         if len(who) > 1 or (who and me.id not in who):
             bad = _unordered(g, me, getattr(sd, keys)[spots])
@@ -247,18 +263,7 @@ def record_writes(W, a, off, data, tids, wh):
     if got is None:
         return
     g, me, sd = got
-    nbytes = data.shape[1]
-    spots = off[:, None] + SPANS[nbytes] if nbytes in SPANS else off[:, None] + np.arange(nbytes)
-    sd.writers.add(me.id)
-    keep = a.data[spots] != data   # bytes left as they were keep their earlier writer (on_access)
-    tids = np.asarray(tids, np.int64)
-    info = np.int64(g.site(wh) << 16) | (tids // 32) << 6 | tids % 32
-    if keep.all():
-        sd.w_key[spots] = np.int64(me.id << 32 | me.epoch)
-        sd.w_info[spots] = info[:, None]
-    elif keep.any():
-        sd.w_key[spots[keep]] = np.int64(me.id << 32 | me.epoch)
-        sd.w_info[spots[keep]] = np.broadcast_to(info[:, None], spots.shape)[keep]
+    _note_writes(g, me, sd, a, _spots(off, data.shape[1]), data, tids, wh)
 
 
 def _unordered(g, me, key):
