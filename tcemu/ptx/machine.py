@@ -533,6 +533,9 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                 probes.pop(c, None)
             if grid is not None:
                 grid.finished(r.ctas)
+        if gang_up and grid is not None and not clusters:   # lock-step: the next wave starts together
+            while len(clusters) < grid.wave and grid.pending():
+                clusters.append(_Resident(grid.admit()))
         while grid is not None and len(clusters) < want and grid.pending():
             clusters.append(_Resident(grid.admit()))
         if not clusters:

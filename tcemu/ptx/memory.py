@@ -86,6 +86,13 @@ class GlobalMemory:
         self._bases = np.array([a.base for a in self.allocs], np.uint64)
         self._next = max(self._next, (self.allocs[-1].end + GLOBAL_GUARD + 255) // 256 * 256)
 
+    def holding(self, lo: int, hi: int):
+        """The allocation holding bytes lo..hi (inclusive), or None."""
+        i = int(np.searchsorted(self._bases, lo, side="right")) - 1
+        if i < 0 or hi >= self.allocs[i].end:
+            return None
+        return self.allocs[i]
+
     def element_index(self, addrs: np.ndarray):
         """(allocation index, (n, ndim) element indices) of global byte addresses, or None if they are not all
         element starts inside one allocation."""

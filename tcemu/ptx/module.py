@@ -83,6 +83,7 @@ class Launch:
         self.params: Optional[ByteSpace] = None
         self.const = ByteSpace(np.zeros(0, np.uint8), "const")
         self.check_layouts = True
+        self.tiles = {}                 # layout verdicts already given (provenance.check_tile's memo)
         self.check_races = True         # racecheck / synccheck of shared memory (races.py)
         self.lockstep = True            # converged warps at one PC run together (lockstep.py)
         self.progress = None            # the progress line (module._Progress), ticked by machine.run_ctas

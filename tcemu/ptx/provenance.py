@@ -39,13 +39,49 @@ import numpy as np
 
 from .errors import HazardError
 
+MEMO_SIZE = 512   # verdicts a launch keeps (one per descriptor value and operand shape; B of n256 holds 128 KB)
 TAIL = ("; the swizzle, LBO or SBO the descriptor gives disagree with the layout the copies wrote "
         "(check_layouts=False turns this off)")
 
 
-def check_tile(gmem, src, ebytes, which, desc, wh, rule="tile"):
+def check_tile(gmem, src, ebytes, which, desc, wh, rule="tile", memo=None):
     """Raise HazardError unless the (R, K) global byte addresses `src` (-1: unknown) of an operand of `ebytes`-byte
-    elements follow `rule`: "tile" (wgmma / tcgen05.mma A and B) or "rows" (tcgen05.cp source rows)."""
+    elements follow `rule`: "tile" (wgmma / tcgen05.mma A and B) or "rows" (tcgen05.cp source rows).
+
+    memo (a dict kept by the launch): verdicts already given. Every rule above compares sources within rows and
+    rows with each other, so an operand whose sources are a passing one's moved by a whole number of elements
+    inside the same allocation passes too (every row's column moves alike): the next K block of a stage, or the
+    same stage of another CTA, costs one comparison."""
+    key = hit = None
+    if memo is not None and src.size and src.flat[0] >= 0:
+        key = (which, desc.encode(), src.shape, ebytes, rule)
+        hit = _translated(gmem, src, ebytes, memo.get(key))
+        if hit is True:
+            return
+    _check(gmem, src, ebytes, which, desc, wh, rule)
+    if hit is not None and (key in memo or len(memo) < MEMO_SIZE):   # all known, inside one allocation
+        memo[key] = hit
+
+
+def _translated(gmem, src, ebytes, seen):
+    """True if `src` is `seen` (a passing operand's (first source, relative sources, allocation)) moved by whole
+    elements inside its allocation; else what to remember of `src` if it passes, or None (unknown elements, or
+    not inside one allocation)."""
+    lo, hi = int(src.min()), int(src.max())
+    if lo < 0:
+        return None
+    first = int(src.flat[0])
+    rel = src - first
+    if seen is not None:
+        s_first, s_rel, s_alloc = seen
+        if s_alloc.base <= lo and hi < s_alloc.end and (first - s_first) % ebytes == 0 and \
+                np.array_equal(rel, s_rel):
+            return True
+    alloc = gmem.holding(lo, hi)
+    return None if alloc is None else (first, rel, alloc)
+
+
+def _check(gmem, src, ebytes, which, desc, wh, rule):
     known = src >= 0
     counts = known.sum(axis=1)
     if counts.max(initial=0) < 2:   # no row shows two elements: nothing to compare

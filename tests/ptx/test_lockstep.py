@@ -132,3 +132,12 @@ def test_the_stretch_table_marks_only_register_only_instructions():
     assert shared == ["ld.param.u64", "st.global.u32", "ret"]
     assert "cvta.to.global.u64" in private and "mad.lo.u32" in private and "xor.b32" in private
     assert OUT_PROLOGUE.count("\n") + GLOBAL_INDEX.count("\n") + ALU.count("\n") == len(prog.instrs)
+
+
+def test_each_later_wave_starts_together_and_runs_as_one_gang(monkeypatch):
+    """resident=3: CTAs 0-2 start at once; when they have finished, CTAs 3-5 start together, then 6-7 (before, the
+    CTAs after the first wave started one at a time as slots freed, and ran in gangs of one CTA)."""
+    seen = counting(monkeypatch)
+    out = run(GLOBAL_INDEX + ALU, grid=8, block=64, resident=3)
+    assert np.array_equal(out, alu_model(8, 64))
+    assert seen and set(seen) == {6, 4} and seen.count(4) == seen.count(6) // 2

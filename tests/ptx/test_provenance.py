@@ -262,3 +262,33 @@ def test_a_whole_row_permutation_is_not_reported():
     assert np.array_equal((got[:8, 0] - 0x1000) // 160, [0, 2, 4, 6, 9, 11, 13, 15])
     assert (np.diff(got[(got >= 0).all(axis=1)], axis=1) == 2).all()     # (rows past the tile read nothing written)
     check_tile(_flat(), got, 2, "A", wrong, "here")
+
+
+def test_memo_passes_a_translated_tile_once_checked_and_still_checks_the_rest(monkeypatch):
+    """check_tile(memo=) (the launch keeps one): an operand whose sources are a passing one's moved by whole
+    elements inside the same allocation passes with one comparison; any other set of sources under the same
+    descriptor (a different pattern, a half-element shift, a move out of the allocation, unknown elements) gets
+    the full check, so a wrong layout is still reported."""
+    from tcemu.ptx import provenance
+    real, calls = provenance._check, []
+    monkeypatch.setattr(provenance, "_check", lambda *a: (calls.append(1), real(*a))[1])
+    right = GmmaDescriptor(0x400, 16, 1024, 0, "128B")
+    src = _sources(right, 64, 64, "K", 64 * 2 + 256)(right)
+    gm, memo = _flat(1 << 17), {}
+    check_tile(gm, src, 2, "A", right, "here", memo=memo)
+    check_tile(gm, src + 128, 2, "A", right, "here", memo=memo)        # the next K block: remembered
+    check_tile(gm, src + 2 * 384, 2, "A", right, "here", memo=memo)    # two rows down
+    assert len(calls) == 1 and len(memo) == 1
+    wrong = src + 128
+    wrong[3, 16:24], wrong[3, 24:32] = src[3, 24:32] + 128, src[3, 16:24] + 128   # two 16-byte chunks swapped
+    for w in (wrong, wrong + 256):                                      # a failure is never remembered
+        with pytest.raises(HazardError, match="is not a tile"):
+            check_tile(gm, w, 2, "A", right, "here", memo=memo)
+    assert len(calls) == 3
+    check_tile(gm, src + 1, 2, "A", right, "here", memo=memo)          # half an element: checked again
+    assert len(calls) == 4
+    check_tile(gm, src + (1 << 17), 2, "A", right, "here", memo=memo)   # past the end of 'flat'
+    part = src + 128
+    part[0, 5] = -1                                                     # an element no copy wrote
+    check_tile(gm, part, 2, "A", right, "here", memo=memo)
+    assert len(calls) == 6 and len(memo) == 1

@@ -135,7 +135,8 @@ class GangMma:
                 raise Fallback
             try:
                 if dtype != "b1" and cta.launch.check_layouts:
-                    check_tile(cta.launch.gmem, sh.source[op.addrs], op.ebytes, which, op.desc, self.wh)
+                    check_tile(cta.launch.gmem, sh.source[op.addrs], op.ebytes, which, op.desc, self.wh,
+                               memo=cta.launch.tiles)
                 smem = sh.smem
                 if smem.arch != "sm90":
                     raise Fallback
