@@ -237,6 +237,25 @@ def record_reads(W, a, off, nbytes, tids, wh):
     _note_reads(g, me, sd, _spots(off, nbytes), tids, wh)
 
 
+def record_reads_ctas(parts, a, nbytes, wh):
+    """record_reads for the warps of several CTAs at once: parts [(a warp of the CTA, offsets, the CTA's thread
+    indices)], in gang order. Where two CTAs read one byte the later one's record stays, as one record_reads
+    after the other leaves it."""
+    parts = [p for p in parts if p[1].size]
+    got = _gang_shadow(parts[0][0], a, parts[0][1]) if parts else None
+    if got is None:
+        return
+    g, _, sd = got
+    keys = []
+    for W, off, _ in parts:
+        me = g.cta(W.cta)
+        sd.readers.add(me.id)
+        keys.append(np.full(off.size, me.id << 32 | me.epoch, np.int64))
+    spots = _spots(np.concatenate([p[1] for p in parts]), nbytes)
+    scatter(sd.r_key, spots, np.concatenate(keys)[:, None])
+    scatter(sd.r_info, spots, _info(g, wh, np.concatenate([p[2] for p in parts]))[:, None])
+
+
 def writes_race(W, a, off, data) -> bool:
     """Whether plain stores by W's CTA of `data` ((n, nbytes) bytes at offsets `off` of allocation `a`, no byte
     written twice) race with another CTA's write or plain read (on_access reports it); a byte that keeps its value

@@ -87,16 +87,16 @@ def expected(src, grid, n):
 def spies(monkeypatch):
     """Count the gang records: the gang path must have run (else these tests would prove nothing)."""
     seen = {"issue": 0, "land": 0}
-    reads, record = graces.record_reads, races.gang_write_record
+    reads, record = graces.record_reads_ctas, races.gang_write_record
 
-    def spy_reads(*a, **k):
-        seen["issue"] += 1
-        return reads(*a, **k)
+    def spy_reads(parts, *a, **k):
+        seen["issue"] += len(parts)   # one record per CTA of the gang
+        return reads(parts, *a, **k)
 
     def spy_record(*a, **k):
         seen["land"] += 1
         return record(*a, **k)
-    monkeypatch.setattr(graces, "record_reads", spy_reads)
+    monkeypatch.setattr(graces, "record_reads_ctas", spy_reads)
     monkeypatch.setattr(races, "gang_write_record", spy_record)
     return seen
 

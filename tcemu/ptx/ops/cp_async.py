@@ -118,7 +118,8 @@ def c_cp_async(ins, prog, pc):
         warps = [W for W, _ in pairs]
         nw = len(warps)
         B = Batch(warps, touched)
-        sel = np.stack([np.ones(32, bool) if m is None else np.asarray(m, bool) for _, m in pairs])
+        sel = np.ones((nw, 32), bool) if all(m is None for _, m in pairs) else \
+            np.stack([np.ones(32, bool) if m is None else np.asarray(m, bool) for _, m in pairs])
         dsts = np.broadcast_to(g_dst(B), (nw, 32)).astype(np.int64)[sel]
         srcs = np.broadcast_to(g_src(B), (nw, 32))[sel]
         tids = (np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES)[sel]
@@ -176,10 +177,11 @@ def c_cp_async(ins, prog, pc):
             if alloc is not None and lane_read[lo:hi].any():
                 if graces.reads_race(warps[first[k]], alloc, off[r_at[lo:hi][lane_read[lo:hi]]], nbytes):
                     raise Fallback   # another CTA's unordered write: the warps' own loads report it
-        for k, (c, (lo, hi)) in enumerate(zip(ctas, zip(cut[:-1], cut[1:]))):
-            if alloc is not None and lane_read[lo:hi].any():
-                mine = lane_read[lo:hi]
-                graces.record_reads(warps[first[k]], alloc, off[r_at[lo:hi][mine]], nbytes, tids[lo:hi][mine], wh)
+        if alloc is not None:
+            graces.record_reads_ctas([(warps[first[k]], off[r_at[lo:hi][lane_read[lo:hi]]],
+                                       tids[lo:hi][lane_read[lo:hi]]) for k, (lo, hi) in enumerate(zip(cut, cut[1:]))],
+                                     alloc, nbytes, wh)
+        for c, lo, hi in zip(ctas, cut, cut[1:]):
             scatter(c.shared.async_pending, spots[lo:hi], pc + 1)
         at = 0
         for W, k in zip(warps, per_warp.tolist()):
@@ -259,14 +261,21 @@ def _cp_async_sync(ins, prog, which):
             widths = {}   # the copies that land, one batch per width; an owner per on_write call of _apply_copies
             for W, _ in members:
                 for g in W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]:
-                    for c in _merged(g):
-                        widths.setdefault(c[0].shape[1], []).append((W, c))
+                    for c in g:   # one owner per warp's group and width, as _apply_copies's _merged gives
+                        widths.setdefault(c[0].shape[1], []).append((W, id(g), c))
             batches = []
             for part in widths.values():
-                spots, data, src, tids = (np.concatenate([c[i] for _, c in part]) for i in range(4))
+                spots, data, src, tids = (np.concatenate([c[i] for *_, c in part]) for i in range(4))
                 if repeats(spots[:, 0]):   # rows aligned to their width overlap only where they start together
                     raise Fallback
-                batches.append(([W for W, _ in part], spots, data, src, tids, [c[0].shape[0] for _, c in part]))
+                owners, counts = [], []
+                for W, gid, c in part:
+                    if owners and owners[-1][1] == gid:
+                        counts[-1] += c[0].shape[0]
+                    else:
+                        owners.append((W, gid))
+                        counts.append(c[0].shape[0])
+                batches.append(([W for W, _ in owners], spots, data, src, tids, counts))
             if len(batches) > 1 and repeats(np.concatenate([b[1].reshape(-1) for b in batches])):
                 raise Fallback
             for _, spots, *_ in batches:
