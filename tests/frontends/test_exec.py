@@ -665,6 +665,27 @@ def test_unjoined_capture_is_stream_capture_unjoined(programs):
 
 @pytest.mark.needs_nvcc
 @pytest.mark.slow
+def test_capture_boundary_rules_are_cuda_errors_named(programs):
+    out = tcemu_exec("--", programs["streams"], "rules")
+    assert out.returncode == 0, out.stderr
+    # the external wait is a wait node (cudaGraphNodeTypeWaitEvent, 6), the control; the rest are CUDA's errors
+    assert out.stdout == "rules: external wait cudaSuccess (node type 6), query cudaErrorCapturedEvent, merge " \
+                         "cudaErrorStreamCaptureMerge, isolation cudaErrorStreamCaptureIsolation, ends " \
+                         "cudaErrorStreamCaptureInvalidated cudaErrorStreamCaptureInvalidated, graphs null null\n"
+    lines = out.stderr.splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("tcemu exec: cudaEventQuery: the event was last recorded in a capturing stream "
+                               "(cudaErrorCapturedEvent); called from main in ")
+    assert lines[1].startswith("tcemu exec: cudaStreamWaitEvent: the stream takes part in another capture than the "
+                               "event's: two captures cannot merge (cudaErrorStreamCaptureMerge); called from main in ")
+    assert lines[2].startswith("tcemu exec: cudaStreamWaitEvent: a capturing stream waits on an event recorded "
+                               "outside its capture: the dependency would cross the capture's boundary "
+                               "(cudaErrorStreamCaptureIsolation; cudaEventWaitExternal makes it an external event "
+                               "wait node); called from main in ")
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_record_of_device_variables_replays_byte_for_byte(programs, tmp_path):
     from tcemu import launches
     path = tmp_path / "vars.json"

@@ -171,8 +171,11 @@ struct Stream {
 Stream* capturing(cudaStream_t s);         // s, when it takes part in a capture; else null
 unsigned long long capture_id(cudaStream_t s);   // its capture's id, or 0
 bool capture_active(unsigned long long id);
-bool capture_record(cudaStream_t s, Event* ev);       // cudaEventRecord in a capture (true), else false
-cudaError_t capture_wait(cudaStream_t s, Event* ev);  // cudaStreamWaitEvent: joins s into the event's capture
+// cudaEventRecord[WithFlags] in a capture (true), else false
+bool capture_record(cudaStream_t s, Event* ev, unsigned flags);
+// cudaStreamWaitEvent: joins s into the event's capture
+cudaError_t capture_wait(cudaStream_t s, Event* ev, unsigned flags);
+void leave_capture(Stream* s, const char* api);   // a stream destroyed during a capture: the capture is invalidated
 Node* add_node(Stream* s, Node::Kind kind, const char* api);   // depends on s's tail, and becomes it
 Node* new_node(Graph* g, Node::Kind kind, const char* api, const std::vector<Node*>& deps);
 // a copy (cudaMemcpyAsync ...) or fill of elem-byte values on a capturing stream: checked now, run with the graph

@@ -345,6 +345,8 @@ cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* s) {
 cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
 cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t* s, unsigned, int) { return cudaStreamCreate(s); }
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s) {
+  Guard lock(g_lock);
+  if (Stream* st = capturing(s)) leave_capture(st, "cudaStreamDestroy");
   if (s && s != cudaStreamLegacy && s != cudaStreamPerThread) delete reinterpret_cast<Stream*>(s);
   return cudaSuccess;
 }
@@ -365,10 +367,10 @@ cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t s) {
   if (cudaError_t e = refuse_in_capture(s, "cudaStreamQuery")) return e;
   return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
   Guard lock(g_lock);
   if (!e) return ret(cudaErrorInvalidResourceHandle);
-  return capture_wait(s, reinterpret_cast<Event*>(e));   // outside a capture: the event's work is done already
+  return capture_wait(s, reinterpret_cast<Event*>(e), flags);   // outside a capture: the event's work is done
 }
 cudaError_t CUDARTAPI cudaStreamGetPriority(cudaStream_t, int* p) { if (p) *p = 0; return cudaSuccess; }
 cudaError_t CUDARTAPI cudaStreamGetFlags(cudaStream_t, unsigned* f) { if (f) *f = 0; return cudaSuccess; }
@@ -400,23 +402,40 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<Event*>(e);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+static cudaError_t event_record(cudaEvent_t e, cudaStream_t s, unsigned flags) {
+  Guard lock(g_lock);
   if (!e) return ret(cudaErrorInvalidResourceHandle);
   auto* ev = reinterpret_cast<Event*>(e);
-  if (capture_record(s, ev)) return cudaSuccess;   // in a capture: the stream's dependency set, for a wait to join
+  if (capture_record(s, ev, flags)) return cudaSuccess;   // in a capture: the stream's dependencies, for a wait
   ev->t = Clock::now();
   ev->recorded = true;
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned) { return cudaEventRecord(e, s); }
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return event_record(e, s, 0); }
+cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned flags) {
+  return event_record(e, s, flags);
+}
+// an event last recorded in a capture stands for graph nodes, not for work done (CUDA's cudaErrorCapturedEvent)
+static cudaError_t captured(const char* api, const Event* ev) {
+  if (!ev->capture) return cudaSuccess;
+  warn("%s: the event was last recorded in a capturing stream (cudaErrorCapturedEvent); called from %s", api,
+       where(here()).c_str());
+  return ret(cudaErrorCapturedEvent);
+}
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t e) {
   if (!e) return ret(cudaErrorInvalidResourceHandle);
+  if (cudaError_t c = captured("cudaEventSynchronize", reinterpret_cast<Event*>(e))) return c;
   return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t e) {
+  if (!e) return ret(cudaErrorInvalidResourceHandle);
+  if (cudaError_t c = captured("cudaEventQuery", reinterpret_cast<Event*>(e))) return c;
+  return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
   if (!ms || !a || !b) return ret(cudaErrorInvalidValue);
   auto *ea = reinterpret_cast<Event*>(a), *eb = reinterpret_cast<Event*>(b);
+  if (cudaError_t c = captured("cudaEventElapsedTime", ea->capture ? ea : eb)) return c;
   if (!ea->recorded || !eb->recorded) return ret(cudaErrorInvalidResourceHandle);
   *ms = std::chrono::duration<float, std::milli>(eb->t - ea->t).count();
   return cudaSuccess;

@@ -39,6 +39,8 @@ const ErrorText kErrors[] = {
      "dependency created on uncaptured work in another stream"},
     {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit",
      "operation would make the legacy stream depend on a capturing blocking stream"},
+    {cudaErrorCapturedEvent, "cudaErrorCapturedEvent",
+     "operation not permitted on an event last recorded in a capturing stream"},
     {cudaErrorGraphExecUpdateFailure, "cudaErrorGraphExecUpdateFailure",
      "the graph update was not performed because it included changes which violated constraints specific to "
      "instantiated graph update"},

@@ -247,19 +247,53 @@ Graph* clone_graph(const Graph* g, std::map<const Node*, Node*>* map) {
   return c;
 }
 
-// cudaEventRecord on a capturing stream: the event stands for the stream's dependency set now
-bool capture_record(cudaStream_t s, Event* ev) {
+// cudaEventRecord on a capturing stream: the event stands for the stream's dependency set now (with
+// cudaEventRecordExternal, after an event record node: the event is also recorded when the graph runs)
+bool capture_record(cudaStream_t s, Event* ev, unsigned flags) {
   Stream* st = capturing(s);
+  if (st && (flags & cudaEventRecordExternal)) add_node(st, Node::kEventRecord, "cudaEventRecordWithFlags")->event =
+      reinterpret_cast<cudaEvent_t>(ev);
   ev->capture = st ? st->capture->id : 0;
   ev->nodes = st ? st->tail : std::vector<Node*>();
   return st != nullptr;
 }
 
+// the stream leaves its capture, which can no longer give a graph (the origin gone: the capture ends here)
+void leave_capture(Stream* st, const char* api) {
+  Capture* c = st->capture;
+  warn("%s: stream %d takes part in a capture, which is invalidated; called from %s", api, st->id,
+       where(here()).c_str());
+  c->invalidated = true;
+  c->streams.erase(std::find(c->streams.begin(), c->streams.end(), st));
+  st->capture = nullptr;
+  st->tail.clear();
+  if (c->origin != st) return;
+  for (Stream* member : c->streams) {
+    member->capture = nullptr;
+    member->tail.clear();
+  }
+  active().erase(c->id);
+  delete c->graph;
+  delete c;
+}
+
 // cudaStreamWaitEvent: an event of an active capture joins s into it (s's later work depends on the event's
-// nodes, and on s's own when s takes part already); two captures never merge (cudaErrorStreamCaptureMerge)
-cudaError_t capture_wait(cudaStream_t s, Event* ev) {
+// nodes, and on s's own when s takes part already); two captures never merge (cudaErrorStreamCaptureMerge); a
+// capturing stream waits on an event recorded outside its capture only as an external event wait node
+cudaError_t capture_wait(cudaStream_t s, Event* ev, unsigned flags) {
   Stream* st = stream_object(s);
   bool live = ev->capture && capture_active(ev->capture);
+  if (st && st->capture && (!live || (flags & cudaEventWaitExternal))) {
+    if (flags & cudaEventWaitExternal) {
+      add_node(st, Node::kEventWait, "cudaStreamWaitEvent")->event = reinterpret_cast<cudaEvent_t>(ev);
+      return cudaSuccess;
+    }
+    st->capture->invalidated = true;
+    warn("cudaStreamWaitEvent: a capturing stream waits on an event recorded outside its capture: the dependency "
+         "would cross the capture's boundary (cudaErrorStreamCaptureIsolation; cudaEventWaitExternal makes it an "
+         "external event wait node); called from %s", where(here()).c_str());
+    return ret(cudaErrorStreamCaptureIsolation);
+  }
   if (!live) return cudaSuccess;   // an event recorded outside a capture: its work is done already
   if (!st) {
     warn("cudaStreamWaitEvent: the legacy default stream cannot join a capture (cudaErrorStreamCaptureImplicit); "
