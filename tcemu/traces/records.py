@@ -16,15 +16,22 @@ record per case in tests/fixtures/ptx/cutlass_*.json (`launches`). Fields used h
                                                  output's bytes after it), as `tcemu exec --record` writes
     pointers   [{offset, buffer, delta}]         8-byte words of the blob that hold buffer address + delta
     tensormaps [{offset, encode}]                128-byte CUtensorMaps in the blob, made by encodes[encode]
+    symbols    [{name, address, bytes}]          optional (absent: none): the module's .global / .const
+                                                 variables (a program's __device__ / __constant__ ones, as
+                                                 `tcemu exec --record` writes them) at that device address,
+                                                 inside one of the buffers; older records lack the field, and
+                                                 the replay then places the module's variables itself
     encodes    [{dtype, rank, buffer, delta, dims, strides_bytes, box, element_strides, interleave, swizzle,
                  l2_promotion, oob_fill}]        cuTensorMapEncodeTiled's arguments (CUtensorMapDataType and
                                                  the other enums as integers; address = buffer + delta)
 
 `replay` maps every buffer at its recorded address (so the blob's pointers stand as recorded), replaces each
 real-format map by tcemu's encoding of the same encode arguments (tcemu.ptx.tensormap: the CUtensorMap format
-is opaque, so a replay cannot reuse the bytes a driver wrote), fills the inputs from their seed exactly as the
-GPU capture does (tcemu.kernel_inputs, stream = the buffer's index in `buffers`), poisons outputs with 0xFF,
-and launches. The GPU capture (scripts/capture_cutlass.py) does the same with real pointers and real maps.
+is opaque, so a replay cannot reuse the bytes a driver wrote), maps each of `symbols` at its recorded address
+(Module.launch(symbols=...): the kernel reads and writes the buffer holding it), fills the inputs from their
+seed exactly as the GPU capture does (tcemu.kernel_inputs, stream = the buffer's index in `buffers`), poisons
+outputs with 0xFF, and launches. The GPU capture (scripts/capture_cutlass.py) does the same with real pointers
+and real maps.
 tcemu.launches re-exports these names beside the launch_outputs trace side (trace_fixture, replay_trace_case).
 """
 from dataclasses import dataclass
@@ -46,7 +53,7 @@ POISON = 0xFF   # every output byte before the launch (scripts/capture_cutlass.p
 MAX_BUFFER_BYTES = 1 << 28  # one buffer of a record (the bundled records' largest holds 262,144 bytes)
 MAX_PARAM_BYTES = 32764     # a kernel's parameter space (CUDA 12.1+)
 # Module.launch arguments a replay sets from the record itself
-_FROM_RECORD = ("grid", "block", "cluster", "shared_bytes", "param_bytes", "buffers", "args", "name")
+_FROM_RECORD = ("grid", "block", "cluster", "shared_bytes", "param_bytes", "buffers", "args", "name", "symbols")
 
 # CUtensorMapDataType (cuda.h), by value
 DRIVER_DTYPES = ("UINT8", "UINT16", "UINT32", "INT32", "UINT64", "INT64", "FLOAT16", "FLOAT32", "FLOAT64",
@@ -128,6 +135,24 @@ def _buffers(record):
             raise LaunchRecordError(f"buffers[{show(name)}].data", f"must be the hex of its {nbytes:,} bytes")
         out[name] = {"index": i, "role": role, "dtype": b["dtype"], "np": dt, "storage": tuple(storage),
                      "bytes": nbytes, "address": addr, "data": data}
+    return out
+
+
+def _symbols(record, bufs) -> Dict[str, tuple]:
+    """The record's `symbols` (absent: none) as Module.launch(symbols=...): {name: (address, bytes)}, each one
+    inside a recorded buffer."""
+    if "symbols" not in record:
+        return {}
+    out = {}
+    for i, v in enumerate(_need(record, "symbols", list)):
+        name = _need(v, "name", str)
+        address, nbytes = _int(v, "address", 0, ADDRESS_LIMIT - 1), _int(v, "bytes", 1, MAX_BUFFER_BYTES)
+        if name in out:
+            raise LaunchRecordError(f"symbols[{i}].name", f"{show(name)} appears twice")
+        if not any(b["address"] <= address and address + nbytes <= b["address"] + b["bytes"] for b in bufs.values()):
+            raise LaunchRecordError(f"symbols[{i}]", f"{name} at {address:#x} ({nbytes} bytes) does not lie inside "
+                                                     "one recorded buffer")
+        out[name] = (address, nbytes)
     return out
 
 
@@ -264,11 +289,13 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
     entry = _check_layout(mod, record)
     blob = blob_for(record)
     bufs = _buffers(record)
+    symbols = _symbols(record, bufs)
     arrays = input_arrays(record, seed, inputs)
     grid = _ints(record, "grid", 1, (1 << 31) - 1, 3)
     recorded = _ints(record, "cluster", 1, 16, 3)  # checked even when cluster= overrides it
     cl = recorded if cluster is None else cluster
     stats = mod.launch(entry, grid=grid, block=_ints(record, "block", 1, 1024, 3), cluster=cl,
                        shared_bytes=_need(record, "shared_bytes", int), param_bytes=blob,
-                       buffers=[(bufs[n]["address"], a) for n, a in arrays.items()], **launch)
+                       buffers=[(bufs[n]["address"], a) for n, a in arrays.items()], symbols=symbols or None,
+                       **launch)
     return Replay({n: a for n, a in arrays.items() if bufs[n]["role"] == "output"}, stats)

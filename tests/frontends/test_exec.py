@@ -113,6 +113,42 @@ def test_recorded_buffer_bytes_start_the_replay():
         launches.input_arrays({"buffers": [{**buf, "data": "zz020304"}]}, 0)
 
 
+PTX_VAR = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .global .align 4 .u32 count;
+.visible .entry bump()
+{
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<3>;
+  mov.u64 %rd1, count;
+  ld.global.u32 %r1, [%rd1];
+  add.u32 %r2, %r1, 1;
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+"""
+
+
+def test_recorded_symbols_map_the_module_variables_in_place():
+    from tcemu import launches
+    buf = {"name": "__device__ count", "role": "output", "dtype": "bytes", "storage": [4], "bytes": 4,
+           "address": 4096, "data": "07000000"}
+    rec = {"entry": "bump", "grid": [1, 1, 1], "block": [1, 1, 1], "cluster": [1, 1, 1], "shared_bytes": 0,
+           "params": [], "param_blob": "", "pointers": [], "tensormaps": [], "encodes": [], "buffers": [buf],
+           "symbols": [{"name": "count", "address": 4096, "bytes": 4}]}
+    assert launches.replay(rec, PTX_VAR, printf="collect").outputs["__device__ count"].tolist() == [8, 0, 0, 0]
+    old = {k: v for k, v in rec.items() if k != "symbols"}   # a record from before the field: still replays,
+    assert launches.replay(old, PTX_VAR, printf="collect").outputs["__device__ count"].tolist() == [7, 0, 0, 0]
+    with pytest.raises(launches.LaunchRecordError, match=r"symbols\[0\]: count at 0x2000 \(4 bytes\) does not lie "
+                                                         r"inside one recorded buffer"):
+        launches.replay({**rec, "symbols": [{"name": "count", "address": 8192, "bytes": 4}]}, PTX_VAR)
+    with pytest.raises(launches.LaunchRecordError, match=r"symbols\[1\].name: 'count' appears twice"):
+        launches.replay({**rec, "symbols": rec["symbols"] * 2}, PTX_VAR)
+    with pytest.raises(launches.LaunchRecordError, match="symbols: comes from the launch record"):
+        launches.replay(rec, PTX_VAR, symbols={"count": 4096})
+
+
 def test_help_describes_every_option(capsys):
     from tcemu.cli import main
     with pytest.raises(SystemExit) as e:
@@ -214,6 +250,8 @@ def programs():
             "static": [GENCODE, faults],
             "symbols": ["-cudart", "shared", GENCODE, os.path.join(SOURCES, "symbols.cu")],
             "graph": ["-cudart", "shared", GENCODE, os.path.join(SOURCES, "graph.cu")],
+            "graph_api": ["-cudart", "shared", GENCODE, os.path.join(SOURCES, "graph_api.cu")],
+            "streams": ["-cudart", "shared", GENCODE, os.path.join(SOURCES, "streams.cu")],
             # linked with tcemu's libcuda.so.1 (this machine's toolkit may have no driver stub to link with)
             "driver": ["-cudart", "shared", GENCODE, "-L" + build.library_dir(), "-l:" + build.DRIVER,
                        os.path.join(SOURCES, "driver.cu")]}
@@ -400,8 +438,8 @@ def test_unsupported_call_stops_the_program_naming_it(programs):
     out = tcemu_exec("--", programs["faults"], "graph")
     assert out.returncode == 2
     assert "unreachable" not in out.stdout
-    assert out.stderr.startswith("tcemu exec: unsupported CUDA runtime call cudaGraphCreate (called from main in "
-                                 + programs["faults"])
+    assert out.stderr.startswith("tcemu exec: unsupported CUDA runtime call cudaGraphAddMemAllocNode (called from "
+                                 "main in " + programs["faults"])
 
 
 @pytest.mark.needs_nvcc
@@ -532,10 +570,6 @@ def test_capture_rules_are_cuda_errors_named(programs):
     assert out.returncode == 0, out.stderr
     assert out.stdout == "legacy: cudaErrorStreamCaptureUnsupported\n"
     assert out.stderr.startswith("tcemu exec: cudaStreamBeginCapture: the legacy default stream cannot capture")
-    out = tcemu_exec("--", programs["graph"], "join")   # multi-stream capture: refused by name, never run eagerly
-    assert out.returncode == 2 and "unreachable" not in out.stdout
-    assert out.stderr.startswith("tcemu exec: unsupported: cudaStreamWaitEvent joins a stream into another stream's "
-                                 "capture (tcemu captures one stream at a time; called from main in ")
 
 
 @pytest.mark.needs_nvcc
@@ -549,6 +583,138 @@ def test_fault_in_a_graph_comes_at_its_launch(programs):
     assert "thread 36 accesses 4 bytes at global address " in out.stderr and \
         "outside every allocation: 0 bytes past the end of 'cudaMalloc#0x" in out.stderr
     assert out.stderr.endswith("tcemu exec: the program ends at this kernel fault\n")
+
+
+def _graph_api_out(k, c_hi=-1):
+    """graph_api.cu's numbers for one launch: a = 5 (memset), a[i] = 5 k + i below 32, 5 * 3 + c_hi * i above,
+    out[i] = a[i] + 2 a[i + 32]; the 2-D copy lands 4 rows of 8 in rows of 12 (the rest stays -1)."""
+    a = [5 * k + i for i in range(32)] + [15 + c_hi * i for i in range(32, 64)]
+    out = [a[i] + 2 * a[i + 32] for i in range(32)]
+    return out, sum(out)
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_explicit_graph_runs_in_dependency_order_with_updated_parameters(programs):
+    out = tcemu_exec("--", programs["graph_api"])
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    # memset, lo, hi, combine, copy, child, host; 8 edges; the host node's edges added last
+    assert lines[0] == "built: deps cudaSuccess, again cudaErrorInvalidValue, 7 nodes, 8 edges, 1 root (the memset: " \
+                       "1), child type 4"
+    assert lines[1] == "lo node: k = 1, c = 1, block 32"   # the arguments as added (k changed afterwards)
+    assert lines[2] == "instantiate: cudaSuccess, nothing ran: 0 -1"
+    for r in range(3):   # k set in the executable before each launch; the child's counter once per launch
+        o, total = _graph_api_out(2 + r)
+        assert lines[3 + r] == f"launch {r} (k {2 + r}): set cudaSuccess, launch cudaSuccess, out[0] = {o[0]}, " \
+                               f"out[31] = {o[31]}, sum {total}, pad 1, tick {r + 1}, host calls {r + 1}"
+    o, total = _graph_api_out(1, c_hi=-2)   # the update takes the graph's nodes: lo's k = 1, hi's c = -2
+    assert lines[6] == f"update: cudaSuccess (result 0), out[0] = {o[0]}, out[31] = {o[31]}, sum {total}, tick 4"
+    # the child graph's copy node, found through cudaGraphChildGraphNodeGetGraph, lands elsewhere in the executable
+    assert lines[7] == "memcpy 1D: cudaSuccess, new place 5, old place 4, kernel parameters on a copy node: " \
+                       "cudaErrorInvalidValue"
+    assert lines[8] == "other topology: cudaErrorGraphExecUpdateFailure (result 2)"   # TopologyChanged
+    assert len(lines) == 9
+    assert out.stderr.startswith("tcemu exec: cudaGraphExecUpdate: the graph's topology differs from the one "
+                                 "instantiated (cudaErrorGraphExecUpdateFailure); called from main in ")
+    assert out.stderr.count("\n") == 1
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_graph_cycle_is_refused_at_instantiate(programs):
+    out = tcemu_exec("--", programs["graph_api"], "cycle")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ("cycle: add cudaSuccess, instantiate cudaErrorInvalidValue, exec null\n"
+                          "removed: cudaSuccess, instantiate cudaSuccess, exec made\n")   # the control
+    assert out.stderr.startswith("tcemu exec: cudaGraphInstantiate: the graph's dependencies form a cycle: nodes "
+                                 "0 (kernel), 1 (kernel) (numbered in the order added, from 0) lie on it or after it "
+                                 "(cudaErrorInvalidValue); called from cycle_case() in ")
+    assert out.stderr.count("\n") == 1
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_multi_stream_capture_forks_and_joins(programs):
+    out = tcemu_exec("--", programs["streams"])
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    # nodes: 0 memset (s1), 1 upper half (s2), 2 lower half (s1), 3 combine (s1, after the join), 4 copy back
+    assert lines[0] == "capture: s2 joined 1, deps at the join 2, end cudaSuccess, 5 nodes, 5 edges, 1 root"
+    assert lines[1] == "edges: 0->1 0->2 2->3 1->3 3->4"
+    o = [i - 3 * (i + 32) for i in range(32)]   # a[i] = i below, 3 i above; out = low - high
+    for r in range(2):
+        assert lines[2 + r] == f"launch {r}: cudaSuccess, out[1] = {o[1]}, out[31] = {o[31]}, sum {sum(o)}"
+    # the executable launched into a capturing stream: a child graph node (type 4) before the memset (type 2)
+    assert lines[4] == f"nested: cudaSuccess, 2 nodes (types 4 2), child of 5 nodes, out[31] = {o[31]}, device " \
+                       "out[31] = 0"
+    assert len(lines) == 5 and out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_unjoined_capture_is_stream_capture_unjoined(programs):
+    out = tcemu_exec("--", programs["streams"], "unjoined")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "unjoined: s2 joined 1, end cudaErrorStreamCaptureUnjoined, graph null, capturing after: 0 0\n"
+    assert out.stderr.startswith("tcemu exec: cudaStreamEndCapture: stream 2 forked from the capture "
+                                 "(cudaStreamWaitEvent) and its work was never joined back into stream 1, where the "
+                                 "capture began: record an event after its last work and wait on it in stream 1 "
+                                 "(cudaErrorStreamCaptureUnjoined); called from main in ")
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_capture_boundary_rules_are_cuda_errors_named(programs):
+    out = tcemu_exec("--", programs["streams"], "rules")
+    assert out.returncode == 0, out.stderr
+    # the external wait is a wait node (cudaGraphNodeTypeWaitEvent, 6), the control; the rest are CUDA's errors
+    assert out.stdout == "rules: external wait cudaSuccess (node type 6), query cudaErrorCapturedEvent, merge " \
+                         "cudaErrorStreamCaptureMerge, isolation cudaErrorStreamCaptureIsolation, ends " \
+                         "cudaErrorStreamCaptureInvalidated cudaErrorStreamCaptureInvalidated, graphs null null\n"
+    lines = out.stderr.splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("tcemu exec: cudaEventQuery: the event was last recorded in a capturing stream "
+                               "(cudaErrorCapturedEvent); called from main in ")
+    assert lines[1].startswith("tcemu exec: cudaStreamWaitEvent: the stream takes part in another capture than the "
+                               "event's: two captures cannot merge (cudaErrorStreamCaptureMerge); called from main in ")
+    assert lines[2].startswith("tcemu exec: cudaStreamWaitEvent: a capturing stream waits on an event recorded "
+                               "outside its capture: the dependency would cross the capture's boundary "
+                               "(cudaErrorStreamCaptureIsolation; cudaEventWaitExternal makes it an external event "
+                               "wait node); called from main in ")
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_record_of_device_variables_replays_byte_for_byte(programs, tmp_path):
+    from tcemu import launches
+    path = tmp_path / "vars.json"
+    out = tcemu_exec("--record", str(path), "--", programs["symbols"], "ok")
+    assert out.returncode == 0, out.stderr
+    records = json.loads(path.read_text())["launches"]
+    assert [r["entry"] for r in records] == ["_Z4polyPKfPfi", "_Z4polyPKfPfi", "_Z6gatherPii", "_Z5twicev"]
+    checked = 0
+    for r in records:
+        syms = {s["name"]: s for s in r["symbols"]}
+        assert {n: s["bytes"] for n, s in syms.items()} == {"coef": 16, "counter": 4, "table": 20}
+        by_label = {b["name"]: b for b in r["buffers"]}
+        for name, kind in (("coef", "__constant__"), ("counter", "__device__"), ("table", "__device__")):
+            assert by_label[f"{kind} {name}"]["address"] == syms[name]["address"]   # the variable's own block
+        rep = launches.replay(r, str(tmp_path / (r["fixture"] + ".ptx")), printf="collect")
+        for b in r["buffers"]:
+            if b["role"] == "output":
+                assert rep.outputs[b["name"]].tobytes() == bytes.fromhex(b["expected"]), (r["entry"], b["name"])
+                checked += 1
+    assert checked == 6   # poly: y and counter, twice; gather: out; twice: table
+    # the variables written are the program's: counter 40 after the first poly, table doubled by twice
+    counter = [b for b in records[0]["buffers"] if b["name"] == "__device__ counter"][0]
+    assert int.from_bytes(bytes.fromhex(counter["expected"]), "little") == 40
+    table = [b for b in records[3]["buffers"] if b["name"] == "__device__ table"][0]
+    assert np.frombuffer(bytes.fromhex(table["expected"]), np.int32).tolist() == [6, 2, 8, 2, 10]
+    # without the mapping (a record from before the field) the replay's own counter takes the atomics
+    old = {k: v for k, v in records[0].items() if k != "symbols"}
+    rep = launches.replay(old, str(tmp_path / (old["fixture"] + ".ptx")), printf="collect")
+    assert rep.outputs["__device__ counter"].tobytes() != bytes.fromhex(counter["expected"])
 
 
 @pytest.fixture(scope="session")

@@ -160,42 +160,6 @@ cudaError_t ret(cudaError_t e) {
   return e;
 }
 
-const ErrorText kErrors[] = {
-    {cudaSuccess, "cudaSuccess", "no error"},
-    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
-    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
-    {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
-    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
-    {cudaErrorInvalidDevicePointer, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
-    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
-    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
-    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
-    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
-    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
-    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
-    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
-    {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
-    {cudaErrorNoKernelImageForDevice, "cudaErrorNoKernelImageForDevice",
-     "no kernel image is available for execution on the device"},
-    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
-    {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
-    {cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
-    {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
-    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
-     "operation not permitted when stream is capturing"},
-    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
-     "operation failed due to a previous error during capture"},
-    {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched",
-     "capture was not ended in the same stream as it began"},
-    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
-};
-
-const ErrorText* error_text(int code) {
-  for (const auto& e : kErrors)
-    if (e.code == code) return &e;
-  return nullptr;
-}
-
 // ------------------------------------------------------------------------------------------ allocations
 // One reserved range (PROT_NONE until allocated); a block is 4 KiB-aligned with a 64 KiB gap before the next,
 // and freed blocks go back to PROT_NONE and are never reused, so a stale pointer stays an error.
@@ -413,7 +377,7 @@ static const Kernel* checked(const char* api, const void* func, dim3 grid, dim3 
 cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
                    void** args, void* caller, cudaStream_t stream) {
   Guard lock(g_lock);
-  Graph* g = capturing(stream);
+  Stream* g = capturing(stream);
   if (g_sticky != cudaSuccess && !g) return ret(g_sticky);
   cudaError_t err = cudaSuccess;
   if (!checked(api, func, grid, block, smem, &err)) return err;

@@ -1,7 +1,7 @@
 // Shared by cudart.cpp (reporting, device memory, Python, registration and launches, driver entry points),
 // cudart_api.cpp (the device, error, memory, stream and event calls of the runtime API), cudart_vars.cpp
-// (__device__ / __constant__ variables and the symbol calls) and cudart_graph.cpp (stream capture and graphs):
-// tcemu's libcudart.so.
+// (__device__ / __constant__ variables and the symbol calls), cudart_graph.cpp (stream capture and graphs),
+// cudart_graph_api.cpp (the explicit graph-building calls) and cudart_errors.cpp (error names): tcemu's libcudart.so.
 #pragma once
 #include <Python.h>
 
@@ -101,44 +101,86 @@ cudaError_t fill(const char* api, void* dst, int value, std::size_t n, void* cal
 cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
                    void** args, void* caller, cudaStream_t stream);
 
-// Stream capture (cudart_graph.cpp): the work a capturing stream receives becomes a graph's nodes, in order;
-// cudaGraphLaunch runs them one after another on the calling thread, as every stream here runs.
+// CUDA graphs (cudart_graph.cpp: stream capture, instantiation and launch; cudart_graph_api.cpp: the explicit
+// graph-building calls). Captured and built graphs share one node representation: a node holds its work and the
+// nodes it depends on; cudaGraphLaunch runs the nodes one after another on the calling thread in a deterministic
+// topological order (among ready nodes, the one added first), a legal order of the graph.
+struct Graph;
 struct Node {
-  enum Kind { kKernel, kMemcpy, kMemset, kHost } kind;
-  const char* api;                      // the captured call
-  // kernel: the registered host function, its configuration and the parameter bytes as captured
+  enum Kind { kKernel, kMemcpy, kMemset, kHost, kEmpty, kChild, kEventRecord, kEventWait } kind;
+  const char* api;                      // the call that made it
+  Graph* owner = nullptr;               // the graph holding it
+  std::vector<Node*> deps;              // the nodes it depends on (its incoming edges, in the order added)
+  // kernel: the registered host function, its configuration and the parameter bytes, copied when set
   const void* func = nullptr;
   dim3 grid, block, cluster;
   std::size_t smem = 0;
   std::string params;
-  // memcpy / memset (elem: 1 or 4 bytes, count elements)
+  // memcpy / memset: `height` rows of n bytes (memset: n elements of elem = 1, 2 or 4 bytes), rows dpitch /
+  // spitch bytes apart
   void* dst = nullptr;
   const void* src = nullptr;
-  std::size_t n = 0, elem = 1;
+  std::size_t n = 0, elem = 1, height = 1, dpitch = 0, spitch = 0;
   cudaMemcpyKind copy_kind = cudaMemcpyDefault;
   unsigned value = 0;
   // host function
   cudaHostFn_t fn = nullptr;
   void* data = nullptr;
+  Graph* child = nullptr;               // child graph node: its own copy of the graph (owned by this node)
+  cudaEvent_t event = nullptr;          // event record / wait node
+  // a kernel node's argument pointers into `params` (cudaGraphKernelNodeGetParams), made on first request
+  std::vector<void*> arg_ptrs;
 };
-struct Graph { std::vector<Node*> nodes; ~Graph(); };
-struct GraphExec { std::vector<Node> nodes; };
+struct Graph { std::vector<Node*> nodes; ~Graph(); };   // nodes in the order added
+Graph* clone_graph(const Graph* g, std::map<const Node*, Node*>* map = nullptr);
+// g's nodes in launch order (among ready nodes the one added first), or false: a cycle (the nodes on it in *cycle)
+bool launch_order(const Graph* g, std::vector<Node*>* order, std::vector<Node*>* cycle);
+struct GraphExec {
+  std::vector<Node> nodes;                   // launch order, child graphs expanded in place (copies)
+  std::vector<std::vector<const Node*>> origin;   // the graph nodes each stands for (cudaGraphExec*SetParams)
+  std::vector<std::string> shape;            // the topology instantiated (cudaGraphExecUpdate compares it)
+};
+std::vector<std::string> node_shapes(const Graph* g);   // per node: its kind and edges, its child graph's too
+cudaError_t build_exec(const char* api, const Graph* g, GraphExec* x);   // cudaErrorInvalidValue on a cycle
+// a kernel node's launch from cudaKernelNodeParams, checked as a launch is (into n's kernel fields)
+cudaError_t kernel_node(const char* api, Node* n, const cudaKernelNodeParams* p);
+cudaError_t run_node(const Node& n);
 
 using Clock = std::chrono::steady_clock;
-struct Event { Clock::time_point t; bool recorded = false; unsigned long long capture = 0; };  // recorded in capture N
+struct Stream;
+// one stream capture: its graph, the stream it began in and every stream joined into it through an event
+struct Capture {
+  Graph* graph = nullptr;
+  unsigned long long id = 0;
+  bool invalidated = false;     // a call broke the capture: cudaStreamEndCapture returns no graph
+  Stream* origin = nullptr;
+  std::vector<Stream*> streams; // the origin first, then the joined streams, in the order they joined
+};
+// an event recorded in a capture holds the capturing stream's dependency set then (a wait joins it)
+struct Event {
+  Clock::time_point t;
+  bool recorded = false;
+  unsigned long long capture = 0;   // recorded in capture N (0: outside a capture)
+  std::vector<Node*> nodes;
+};
 struct Stream {
   int id;
-  Graph* capture = nullptr;     // the graph being captured, or null
-  bool invalidated = false;     // a call broke the capture: cudaStreamEndCapture returns no graph
-  unsigned long long capture_id = 0;
+  Capture* capture = nullptr;   // the capture this stream takes part in, or null
+  std::vector<Node*> tail;      // the nodes the stream's next captured work depends on
 };
-Graph* capturing(cudaStream_t s);          // the graph stream s is capturing into, or null
+Stream* capturing(cudaStream_t s);         // s, when it takes part in a capture; else null
 unsigned long long capture_id(cudaStream_t s);   // its capture's id, or 0
 bool capture_active(unsigned long long id);
-Node* add_node(Graph* g, Node::Kind kind, const char* api);
+// cudaEventRecord[WithFlags] in a capture (true), else false
+bool capture_record(cudaStream_t s, Event* ev, unsigned flags);
+// cudaStreamWaitEvent: joins s into the event's capture
+cudaError_t capture_wait(cudaStream_t s, Event* ev, unsigned flags);
+void leave_capture(Stream* s, const char* api);   // a stream destroyed during a capture: the capture is invalidated
+Node* add_node(Stream* s, Node::Kind kind, const char* api);   // depends on s's tail, and becomes it
+Node* new_node(Graph* g, Node::Kind kind, const char* api, const std::vector<Node*>& deps);
 // a copy (cudaMemcpyAsync ...) or fill of elem-byte values on a capturing stream: checked now, run with the graph
-cudaError_t capture_copy(Graph* g, const char* api, void* dst, const void* src, std::size_t n, cudaMemcpyKind kind);
-cudaError_t capture_fill(Graph* g, const char* api, void* dst, unsigned value, std::size_t count, std::size_t elem);
+cudaError_t capture_copy(Stream* s, const char* api, void* dst, const void* src, std::size_t n, cudaMemcpyKind kind);
+cudaError_t capture_fill(Stream* s, const char* api, void* dst, unsigned value, std::size_t count, std::size_t elem);
 std::string kernel_params(const void* func, void** args);   // the parameter bytes of a launch, for a kernel node
 cudaError_t run_kernel(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
                        void** args, const std::string* params);

@@ -263,17 +263,17 @@ cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t n, enum cuda
   return copy("cudaMemcpy", dst, src, n, kind, __builtin_return_address(0));
 }
 cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
-  if (Graph* g = capturing(s)) return capture_copy(g, "cudaMemcpyAsync", dst, src, n, kind);
+  if (Stream* g = capturing(s)) return capture_copy(g, "cudaMemcpyAsync", dst, src, n, kind);
   return copy("cudaMemcpyAsync", dst, src, n, kind, __builtin_return_address(0));
 }
 cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind,
                                            cudaStream_t s) {
-  if (Graph* g = capturing(s)) return capture_copy(g, "cudaMemcpyAsync", dst, src, n, kind);
+  if (Stream* g = capturing(s)) return capture_copy(g, "cudaMemcpyAsync", dst, src, n, kind);
   return copy("cudaMemcpyAsync", dst, src, n, kind, __builtin_return_address(0));
 }
 
 static cudaError_t copy2d(const char* api, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                          size_t height, cudaMemcpyKind kind, void* caller, Graph* g = nullptr) {
+                          size_t height, cudaMemcpyKind kind, void* caller, Stream* g = nullptr) {
   if (width > dpitch || width > spitch) return ret(cudaErrorInvalidValue);
   for (size_t r = 0; r < height; ++r) {
     void* d = static_cast<char*>(dst) + r * dpitch;
@@ -312,7 +312,7 @@ cudaError_t CUDARTAPI cudaMemset(void* dst, int value, size_t n) {
   return fill("cudaMemset", dst, value, n, __builtin_return_address(0));
 }
 cudaError_t CUDARTAPI cudaMemsetAsync(void* dst, int value, size_t n, cudaStream_t s) {
-  if (Graph* g = capturing(s)) return capture_fill(g, "cudaMemsetAsync", dst, value & 0xFF, n, 1);
+  if (Stream* g = capturing(s)) return capture_fill(g, "cudaMemsetAsync", dst, value & 0xFF, n, 1);
   return fill("cudaMemsetAsync", dst, value, n, __builtin_return_address(0));
 }
 cudaError_t CUDARTAPI cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
@@ -324,7 +324,7 @@ cudaError_t CUDARTAPI cudaMemset2D(void* dst, size_t pitch, int value, size_t wi
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height, cudaStream_t s) {
-  if (Graph* g = capturing(s)) {
+  if (Stream* g = capturing(s)) {
     if (width > pitch) return ret(cudaErrorInvalidValue);
     for (size_t r = 0; r < height; ++r) {
       cudaError_t e = capture_fill(g, "cudaMemset2DAsync", static_cast<char*>(dst) + r * pitch, value & 0xFF, width, 1);
@@ -345,14 +345,16 @@ cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* s) {
 cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
 cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t* s, unsigned, int) { return cudaStreamCreate(s); }
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s) {
+  Guard lock(g_lock);
+  if (Stream* st = capturing(s)) leave_capture(st, "cudaStreamDestroy");
   if (s && s != cudaStreamLegacy && s != cudaStreamPerThread) delete reinterpret_cast<Stream*>(s);
   return cudaSuccess;
 }
 // synchronising with a capturing stream is illegal, and ends the capture's hope of a graph (CUDA's rule)
 static cudaError_t refuse_in_capture(cudaStream_t s, const char* api) {
-  Graph* g = capturing(s);
+  Stream* g = capturing(s);
   if (!g) return cudaSuccess;
-  reinterpret_cast<Stream*>(s)->invalidated = true;
+  g->capture->invalidated = true;
   warn("%s on a capturing stream: cudaErrorStreamCaptureUnsupported, and the capture is invalidated; called from %s",
        api, where(here()).c_str());
   return ret(cudaErrorStreamCaptureUnsupported);
@@ -365,13 +367,10 @@ cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t s) {
   if (cudaError_t e = refuse_in_capture(s, "cudaStreamQuery")) return e;
   return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
   Guard lock(g_lock);
-  auto* ev = reinterpret_cast<Event*>(e);
-  if (ev && ev->capture && capture_active(ev->capture) && ev->capture != capture_id(s))
-    stop(kExitRefused, "unsupported: cudaStreamWaitEvent joins a stream into another stream's capture (tcemu "
-         "captures one stream at a time; called from %s)", where(here()).c_str());
-  return cudaSuccess;
+  if (!e) return ret(cudaErrorInvalidResourceHandle);
+  return capture_wait(s, reinterpret_cast<Event*>(e), flags);   // outside a capture: the event's work is done
 }
 cudaError_t CUDARTAPI cudaStreamGetPriority(cudaStream_t, int* p) { if (p) *p = 0; return cudaSuccess; }
 cudaError_t CUDARTAPI cudaStreamGetFlags(cudaStream_t, unsigned* f) { if (f) *f = 0; return cudaSuccess; }
@@ -383,7 +382,7 @@ cudaError_t CUDARTAPI cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t
 }
 cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
   if (!fn) return ret(cudaErrorInvalidValue);
-  if (Graph* g = capturing(s)) {
+  if (Stream* g = capturing(s)) {
     Node* n = add_node(g, Node::kHost, "cudaLaunchHostFunc");
     n->fn = fn;
     n->data = data;
@@ -403,24 +402,40 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<Event*>(e);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+static cudaError_t event_record(cudaEvent_t e, cudaStream_t s, unsigned flags) {
+  Guard lock(g_lock);
   if (!e) return ret(cudaErrorInvalidResourceHandle);
   auto* ev = reinterpret_cast<Event*>(e);
-  ev->capture = capture_id(s);   // in a capture: an ordering point of the graph (its nodes run in order anyway)
-  if (ev->capture) return cudaSuccess;
+  if (capture_record(s, ev, flags)) return cudaSuccess;   // in a capture: the stream's dependencies, for a wait
   ev->t = Clock::now();
   ev->recorded = true;
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned) { return cudaEventRecord(e, s); }
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return event_record(e, s, 0); }
+cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned flags) {
+  return event_record(e, s, flags);
+}
+// an event last recorded in a capture stands for graph nodes, not for work done (CUDA's cudaErrorCapturedEvent)
+static cudaError_t captured(const char* api, const Event* ev) {
+  if (!ev->capture) return cudaSuccess;
+  warn("%s: the event was last recorded in a capturing stream (cudaErrorCapturedEvent); called from %s", api,
+       where(here()).c_str());
+  return ret(cudaErrorCapturedEvent);
+}
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t e) {
   if (!e) return ret(cudaErrorInvalidResourceHandle);
+  if (cudaError_t c = captured("cudaEventSynchronize", reinterpret_cast<Event*>(e))) return c;
   return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t e) {
+  if (!e) return ret(cudaErrorInvalidResourceHandle);
+  if (cudaError_t c = captured("cudaEventQuery", reinterpret_cast<Event*>(e))) return c;
+  return g_sticky != cudaSuccess ? ret(g_sticky) : cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
   if (!ms || !a || !b) return ret(cudaErrorInvalidValue);
   auto *ea = reinterpret_cast<Event*>(a), *eb = reinterpret_cast<Event*>(b);
+  if (cudaError_t c = captured("cudaEventElapsedTime", ea->capture ? ea : eb)) return c;
   if (!ea->recorded || !eb->recorded) return ret(cudaErrorInvalidResourceHandle);
   *ms = std::chrono::duration<float, std::milli>(eb->t - ea->t).count();
   return cudaSuccess;
@@ -429,7 +444,7 @@ cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream s) {
   Guard lock(g_lock);
   void* p = reinterpret_cast<void*>(dst);
-  if (Graph* g = capturing(reinterpret_cast<cudaStream_t>(s)))
+  if (Stream* g = capturing(reinterpret_cast<cudaStream_t>(s)))
     return capture_fill(g, "cuMemsetD32Async", p, value, n, 4) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   if (check_range("cuMemsetD32Async", "destination", p, n * 4, __builtin_return_address(0)) != cudaSuccess)
     return CUDA_ERROR_INVALID_VALUE;
@@ -438,7 +453,7 @@ CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n,
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
-  if (Graph* g = capturing(reinterpret_cast<cudaStream_t>(s)))
+  if (Stream* g = capturing(reinterpret_cast<cudaStream_t>(s)))
     return capture_fill(g, "cuMemsetD8Async", reinterpret_cast<void*>(dst), value, n, 1) == cudaSuccess
                ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   return fill("cuMemsetD8Async", reinterpret_cast<void*>(dst), value, n, __builtin_return_address(0)) == cudaSuccess

@@ -77,7 +77,7 @@ static cudaError_t to_symbol(const char* api, const void* symbol, const void* sr
   if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
     return ret(cudaErrorInvalidMemcpyDirection);
   if (cudaError_t e = span(api, *v, count, offset)) return e;
-  if (Graph* g = capturing(stream)) return capture_copy(g, api, v->device + offset, src, count, kind);
+  if (Stream* g = capturing(stream)) return capture_copy(g, api, v->device + offset, src, count, kind);
   return copy(api, v->device + offset, src, count, kind, nullptr);
 }
 
@@ -89,7 +89,7 @@ static cudaError_t from_symbol(const char* api, void* dst, const void* symbol, s
   if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
     return ret(cudaErrorInvalidMemcpyDirection);
   if (cudaError_t e = span(api, *v, count, offset)) return e;
-  if (Graph* g = capturing(stream)) return capture_copy(g, api, dst, v->device + offset, count, kind);
+  if (Stream* g = capturing(stream)) return capture_copy(g, api, dst, v->device + offset, count, kind);
   return copy(api, dst, v->device + offset, count, kind, nullptr);
 }
 

@@ -6,7 +6,9 @@ buffers), each buffer (one per live allocation, dtype "bytes") carries `data`, t
 launch, and a buffer the launch changed is an "output" with `expected`, the hex of its bytes after: a replay
 starts every buffer from `data` and must end each output at `expected`. Tensor maps are already in tcemu's
 format in the blob (tensormaps and encodes are empty). Each record's `fixture` names its PTX file, written
-beside OUT.json as OUT.mI.ptx (one per fatbinary that launched a kernel)."""
+beside OUT.json as OUT.mI.ptx (one per fatbinary that launched a kernel). `symbols` lists the module's
+__device__ / __constant__ variables the launch mapped ({name, address, bytes}: PTX name, device address, size),
+each inside one of the buffers, so a replay maps them where the program had them."""
 import json
 import os
 
@@ -27,7 +29,7 @@ class Recorder:
             return None
         return [np.array(v, copy=True) for _, v, _ in buffers]
 
-    def add(self, index, text, name, prog, grid, block, cluster, smem, blob, buffers, before):
+    def add(self, index, text, name, prog, grid, block, cluster, smem, blob, buffers, before, symbols=None):
         if not self.path:
             return
         self.ptx[index] = text
@@ -56,7 +58,8 @@ class Recorder:
             "entry": name, "launch_api": "tcemu exec", "fixture": f"{stem}.m{index}",
             "grid": list(grid), "block": list(block), "cluster": list(cluster), "shared_bytes": int(smem),
             "params": params, "param_bytes": len(blob), "param_blob": blob.hex(), "pointers": pointers,
-            "tensormaps": [], "encodes": [], "buffers": bufs})
+            "tensormaps": [], "encodes": [], "buffers": bufs,
+            "symbols": [{"name": n, "address": int(a), "bytes": int(b)} for n, (a, b) in (symbols or {}).items()]})
 
     def write(self):
         if not self.path:

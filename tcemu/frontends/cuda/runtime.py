@@ -6,6 +6,7 @@
                          the fatbinary's __device__ / __constant__ variables map at their own device addresses
     initialise(...)      the PTX initialisers of a fatbinary's variables, written at their device addresses
     param_blob(...)      a captured launch's parameter bytes (a graph's kernel node), written into the library
+    param_offsets(...)   each parameter's offset in a kernel's parameter space (cudaGraphKernelNodeGetParams)
     encode_tiled(...)    cuTensorMapEncodeTiled: tcemu's 128-byte map (tcemu.ptx.tensormap) written in place
     at_exit()            writes the --record file, and prints the --summary lines
 
@@ -57,6 +58,9 @@ def _blob(prog, args_address: int) -> bytes:
     blob = bytearray(prog.param_size)
     if not params:
         return bytes(blob)
+    if not args_address:
+        raise PtxError("kernelParams", f"is null, but the kernel takes {len(params)} parameter"
+                                       f"{'' if len(params) == 1 else 's'}")
     ptrs = (ctypes.c_void_p * len(params)).from_address(args_address)
     for i, p in enumerate(params):
         sym = prog.symbols[p.name]
@@ -119,6 +123,22 @@ def param_blob(fatbin_address, index, name, args_address, out_address, capacity)
     return len(blob)
 
 
+def param_offsets(fatbin_address, index, name, out_address, capacity) -> int:
+    """Each parameter's offset in the parameter space of kernel `name` (int64s written at out_address): their
+    count (cudaGraphKernelNodeGetParams points kernelParams into a node's bytes), or -1 (reported)."""
+    try:
+        prog = _module(fatbin_address, index, name)[0].program(name)
+    except TcemuError as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return -1
+    offsets = [prog.symbols[p.name].address for p in prog.fn.params]
+    if len(offsets) > capacity:
+        _say(f"kernel {name}: {len(offsets)} parameters; tcemu reads at most {capacity}")
+        return -1
+    (ctypes.c_int64 * max(len(offsets), 1)).from_address(out_address)[:len(offsets)] = offsets
+    return len(offsets)
+
+
 def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address, allocations, variables=(),
            captured=None) -> int:
     """captured: the parameter bytes a graph captured (args_address is then unused)."""
@@ -164,7 +184,8 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
     finally:
         stats[1] += time.perf_counter() - start
         sys.stdout.flush()
-    _recorder.add(index, text, name, prog, grid, block, cluster, smem, blob, buffers, before)
+    _recorder.add(index, text, name, prog, grid, block, cluster, smem, blob, buffers, before,
+                  _symbols(mod, variables))
     return OK
 
 
@@ -215,4 +236,4 @@ def at_exit() -> int:
     return 0
 
 
-__all__ = ["launch", "initialise", "param_blob", "encode_tiled", "at_exit"]
+__all__ = ["launch", "initialise", "param_blob", "param_offsets", "encode_tiled", "at_exit"]
