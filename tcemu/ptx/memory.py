@@ -356,6 +356,8 @@ class SharedWindow:
         self.fence_epoch = self.write_epoch
 
     def unfenced_bytes(self, spots) -> np.ndarray:
+        if self.write_epoch <= self.fence_epoch:   # no generic write since the last fence (unfenced <= write_epoch)
+            return spots[:0]
         return spots[self.unfenced[spots] > self.fence_epoch]
 
 
