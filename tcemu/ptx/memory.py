@@ -15,7 +15,7 @@ import numpy as np
 
 from . import races
 from .errors import HazardError, MemoryFault
-from .rows import gather, scatter
+from .rows import _aligned, gather, scatter
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -178,12 +178,22 @@ _SHADOWS = {
     # have observed that phase (a successful wait, or knowledge passed on through a barrier)
     "guard_bar": (np.int64, -1),
     "guard_phase": (np.int64, 0),
-    "wgmma_reading": (np.int32, 0),    # operand bytes of in-flight wgmmas
+    # in-flight wgmmas reading each 16-byte granule: a wgmma operand is whole granules (its start address, LBO
+    # and SBO count 16 bytes and a swizzle permutes 16-byte chunks: PTX 9.7.15.5.1), so this is exact
+    "wgmma_reading": (np.int32, 0),
     "tcgen05_reading": (np.int32, 0),  # bytes tcgen05.mma / .cp read, until committed
     "bulk_reading": (np.int32, 0),     # source bytes of in-flight bulk stores
     "mbar_live": (np.bool_, 0),        # bytes of initialised mbarrier objects
     "copy_pc": (np.int32, 0),          # pc + 1 of the async copy that wrote each byte
 }
+_GRANULES = {"wgmma_reading"}          # shadows kept per 16-byte granule, not per byte
+
+
+def granules(spots) -> np.ndarray:
+    """The 16-byte granules (offset >> 4) of byte offsets `spots`, a granule once per aligned row of 16 or more."""
+    if _aligned(spots) and spots.shape[1] >= 16:
+        return (spots[:, ::16] >> 4).reshape(-1)
+    return np.asarray(spots).reshape(-1) >> 4
 
 
 class SharedWindow:
@@ -206,7 +216,7 @@ class SharedWindow:
         made = _SHADOWS.get(name)
         if made is None:
             raise AttributeError(name)
-        n = self.smem.size
+        n = self.smem.size >> 4 if name in _GRANULES else self.smem.size
         arr = np.full(n, made[1], made[0]) if made[1] else np.zeros(n, made[0])
         setattr(self, name, arr)
         return arr
@@ -274,8 +284,9 @@ class SharedWindow:
     def check_overwrite(self, spots, where: str, what: str = "writes"):
         """Bytes an in-flight wgmma or bulk store still reads may not be overwritten."""
         made = self.__dict__   # a shadow never made (lazy, __getattr__) is all zeros: nothing to check
-        if "wgmma_reading" in made and gather(self.wgmma_reading, spots).any():
-            b = int(spots[self.wgmma_reading[spots] != 0][0])
+        if "wgmma_reading" in made and self.wgmma_reading[granules(spots)].any():
+            flat = np.asarray(spots).reshape(-1)
+            b = int(flat[self.wgmma_reading[flat >> 4] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
                                      "(wait for it with wgmma.wait_group before reusing the stage)")
         if "bulk_reading" in made and gather(self.bulk_reading, spots).any():

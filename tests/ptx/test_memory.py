@@ -788,3 +788,13 @@ LOOP:
 """
     with pytest.raises(ptx.Deadlock, match="2 of 2 arrivals pending"):
         run(spin, out_words=32)
+
+
+def test_granules_of_rows_and_of_loose_bytes():
+    """memory.granules: one granule per aligned row of 16 or more bytes, else one per byte (repeats kept)."""
+    from tcemu.ptx.memory import granules
+    rows = np.array([0x40, 0x100, 0x20])[:, None] + np.arange(32)
+    assert granules(rows).tolist() == [4, 5, 16, 17, 2, 3]
+    loose = np.array([0x0f, 0x10, 0x11, 0x3ff])
+    assert granules(loose).tolist() == [0, 1, 1, 0x3f]
+    assert granules(np.array([0x18])[:, None] + np.arange(16)).tolist() == [1] * 8 + [2] * 8   # not aligned

@@ -174,11 +174,11 @@ def c_mma(ins, prog, pc):
         for which, desc, rows, major in (("A", desc_a, 64, trans_a), ("B", desc_b, n, trans_b)):
             if desc is None:
                 continue
-            spots = _check_operand(cta, GmmaDescriptor.decode(desc), rows, k_a if which == "A" else K,
-                                   dtype_a if which == "A" else dtype_b, "MN" if major else "K", which, wh)
+            opnd = _check_operand(cta, GmmaDescriptor.decode(desc), rows, k_a if which == "A" else K,
+                                  dtype_a if which == "A" else dtype_b, "MN" if major else "K", which, wh)
             if sh.guarded:
-                sh.check_guard(warps, spots, wh, f"(wgmma operand {which}) reads")
-            read.append(spots)
+                sh.check_guard(warps, opnd.spots, wh, f"(wgmma operand {which}) reads")
+            read.append(opnd.grains)
         c = None
         if scale_d:
             regs = registers(warps, d_idx)  # (128, nregs)
@@ -198,7 +198,6 @@ def c_mma(ins, prog, pc):
             raise KernelFault(wh, f"{e}") from None
         cta.launch.tensor_core_seconds += time.perf_counter() - t0
         regs = to_d_registers(np.ascontiguousarray(d).view(np.uint16 if dtype_d == "f16" else np.uint32), dtype_d)
-        # the same index array increments and (at retirement) decrements: repeated bytes stay consistent
         flight = InFlight(sh, np.concatenate(read) if read else np.zeros(0, np.int64))
         for i, w in enumerate(warps):
             w.r32[d_idx] = regs[32 * i:32 * (i + 1)].T
@@ -277,7 +276,7 @@ def _check_operand(cta, desc, rows, k, dtype, major, which, wh):
     check_async_proxy_read(sh, op.spots, wh, f"operand {which}", " before wgmma", "st.shared / cp.async / stmatrix")
     if dtype != "b1" and cta.launch.check_layouts:
         check_tile(cta.launch.gmem, sh.source[op.addrs], op.ebytes, which, desc, wh, memo=cta.launch.tiles)
-    return op.spots
+    return op
 
 
 def check_async_proxy_read(sh, spots, wh, reader, wait_hint, writers, cite=None):

@@ -30,16 +30,18 @@ _OPERANDS_MAX = 4096
 
 
 class InFlight:
-    """The shared bytes one wgmma reads, until the first of its warps retires it with wgmma.wait_group."""
+    """The shared 16-byte granules one wgmma reads (memory.granules), until the first of its warps retires it with
+    wgmma.wait_group. The same index array increments and decrements: a granule both operands read stays
+    consistent."""
 
-    def __init__(self, sh, spots):
-        self.sh, self.spots, self.retired = sh, spots, False
-        sh.wgmma_reading[spots] += 1
+    def __init__(self, sh, grains):
+        self.sh, self.grains, self.retired = sh, grains, False
+        sh.wgmma_reading[grains] += 1
 
     def retire(self):
         if not self.retired:
             self.retired = True
-            self.sh.wgmma_reading[self.spots] -= 1
+            self.sh.wgmma_reading[self.grains] -= 1
 
 
 class Operand:
@@ -51,6 +53,7 @@ class Operand:
         self.ebytes = 1 if dtype in ("e4m3", "e5m2", "s8", "u8", "b1") else (4 if dtype == "tf32" else 2)
         self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + self.ebytes
         self.spots = (self.addrs.reshape(-1, 1) + np.arange(self.ebytes)).reshape(-1)
+        self.grains = np.unique(self.spots >> 4)   # the 16-byte granules it reads (InFlight)
         self.index = None   # element indices of an aligned whole-byte read (SharedMemory.read_operand's gather)
         if dtype not in SUBBYTE:
             bits = element_type(dtype).bits
@@ -190,7 +193,7 @@ class GangMma:
                     i = index[id(raw)] = len(bits)
                     bits.append(raw)
                 of.append(i)
-                read.append(op.spots)
+                read.append(op.grains)
             spots.append(np.concatenate(read) if len(read) > 1 else read[0])
         if DEFER and self.dtype_d in ("f32", "f16") and self.scale_a == 1 and self.scale_b == 1 and \
                 getattr(groups[0][0].launch, "trace", None) is None:   # a trace shows registers as they stand
