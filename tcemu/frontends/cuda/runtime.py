@@ -2,7 +2,8 @@
 
     launch(...)          one kernel launch: PTX from the fatbinary, the parameter blob from the program's argument
                          pointers, every live allocation mapped in place at its own address; 0 ok, 1 kernel fault
-                         (reported here), 2 a launch tcemu cannot run (reported here), 3 a bad configuration;
+                         (reported here), 2 a launch tcemu cannot run (reported here), 3 a bad configuration,
+                         4 a cooperative grid larger than the GPU holds at once, 5 a device assert (reported here);
                          the fatbinary's __device__ / __constant__ variables map at their own device addresses
     initialise(...)      the PTX initialisers of a fatbinary's variables, written at their device addresses
     param_blob(...)      a captured launch's parameter bytes (a graph's kernel node), written into the library
@@ -33,7 +34,7 @@ from . import fatbin
 from .build import CudaExecError
 from .record import Recorder
 
-OK, FAULT, REFUSED, BAD_CONFIG = 0, 1, 2, 3
+OK, FAULT, REFUSED, BAD_CONFIG, TOO_LARGE, ASSERT = 0, 1, 2, 3, 4, 5
 ARCH = os.environ.get("TCEMU_EXEC_ARCH", "sm90")
 _modules = {}      # fatbinary index -> (Module, PTX text)
 _recorder = Recorder(os.environ.get("TCEMU_EXEC_RECORD") or None)
@@ -139,9 +140,15 @@ def param_offsets(fatbin_address, index, name, out_address, capacity) -> int:
     return len(offsets)
 
 
+def _assert_failed(fault: KernelFault) -> bool:
+    """The fault is a device assert (`call __assertfail`, tcemu.ptx.ops.calls): CUDA's cudaErrorAssert."""
+    return str(fault).endswith("failed.") and ": Assertion `" in str(fault)
+
+
 def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address, allocations, variables=(),
-           captured=None) -> int:
-    """captured: the parameter bytes a graph captured (args_address is then unused)."""
+           captured=None, cooperative=False) -> int:
+    """captured: the parameter bytes a graph captured (args_address is then unused); cooperative: a cooperative
+    launch (cudaLaunchCooperativeKernel: the grid workspace grid.sync() reads, and the grid-size limit)."""
     try:
         mod, text = _module(fatbin_address, index, name)
     except TcemuError as e:
@@ -165,20 +172,23 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
         mod.launch(name, grid=grid, block=block, cluster=cluster, shared_bytes=smem, param_bytes=blob,
                    zero_init_shared=os.environ.get("TCEMU_EXEC_ZERO_INIT_SHARED") == "1",
                    buffers=buffers, check_layouts=os.environ.get("TCEMU_EXEC_CHECK_LAYOUTS", "1") != "0",
-                   printf="stdout", timeout=_timeout(), symbols=_symbols(mod, variables))
+                   printf="stdout", timeout=_timeout(), symbols=_symbols(mod, variables), cooperative=cooperative)
     except KernelFault as e:
         sys.stdout.flush()
         text = str(e).replace("launch with zero_init_shared=True", "tcemu exec --zero-init-shared")
         _say(f"kernel fault in {name} (grid {tuple(grid)}, block {tuple(block)}, cluster {tuple(cluster)}):\n"
              f"  {type(e).__name__}: {text}")
-        return FAULT
+        return ASSERT if _assert_failed(e) else FAULT
     except PtxLimit as e:
         _say(f"kernel {name}: {type(e).__name__}: {e}")
         return REFUSED
     except PtxUnsupported as e:
         _say(f"kernel {name}: {type(e).__name__}: {e}")
         return REFUSED
-    except PtxError as e:  # a launch the hardware refuses too (block, cluster, shared memory): a configuration error
+    except PtxError as e:  # a launch the hardware refuses too (block, cluster, shared memory, cooperative grid)
+        if cooperative and e.field == "cooperative":
+            _say(f"cudaLaunchCooperativeKernel of {name} returns cudaErrorCooperativeLaunchTooLarge: {e.rule}")
+            return TOO_LARGE
         _say(f"launch of {name} refused: {type(e).__name__}: {e}")
         return BAD_CONFIG
     finally:
