@@ -129,7 +129,9 @@ def _expected_misc():
         # cudaCpuDeviceId): the whole range is mixed (-2, cudaInvalidDeviceId); type 1: cudaMemLocationTypeDevice
         "managed: cudaSuccess cudaSuccess cudaSuccess cudaSuccess; read-mostly half 1 all 0; preferred 0; last "
         "prefetch all -2 second half -1 first half type 1; device memory cudaErrorInvalidValue; device 1 "
-        f"cudaErrorInvalidDevice; attach cudaSuccess, inside cudaErrorInvalidValue; m[4095] {4095 * 2 + 1}",
+        "cudaErrorInvalidDevice; attach cudaSuccess, inside cudaErrorInvalidValue, single to NULL "
+        "cudaErrorInvalidValue, global cudaSuccess; accessed by cudaSuccess cudaSuccess: all -1 -2 -2, second half "
+        f"0 -1 -2; m[4095] {4095 * 2 + 1}",
         f"3d: cudaSuccess pitch 512 xsize 40 ysize 3; cudaSuccess cudaSuccess cudaSuccess; back[1][1][7] "
         f"{back[1][1][7]} back[0][1][8] {back[0][1][8]} weighted sum {weighted:.1f}; too wide cudaErrorInvalidPitchValue",
         f"pools: cudaSuccess current is default 1; cudaSuccess threshold {2**64 - 1}; cudaSuccess cudaSuccess used "
@@ -153,7 +155,8 @@ def test_runtime_calls_return_what_cuda_returns(programs):
     assert out.stdout.splitlines() == _expected_misc()
     # each error comes with a line naming the rule and the caller
     for line in ("cudaMemcpyPeer: one GPU (device 0) only (cudaErrorInvalidDevice); called from peers() in ",
-                 "cudaHostRegister: the range overlaps memory registered or allocated before "
+                 "cudaHostRegister: the range overlaps pinned host memory (registered, or from cudaMallocHost / "
+                 "cudaHostAlloc) "
                  "(cudaErrorHostMemoryAlreadyRegistered); called from registered() in ",
                  "cudaMemPrefetchAsync: the range is not inside one cudaMallocManaged allocation "
                  "(cudaErrorInvalidValue); called from managed() in ",

@@ -32,7 +32,7 @@ cudaError_t bad(const char* api, const char* why, cudaError_t e) {
 // ------------------------------------------------------------------ managed-memory advice, in the order given
 // A hint covers [a, b); a range's attribute is the last hint covering each byte, and is reported only if every
 // byte of the range agrees (CUDA: else the range's "mixed" value).
-enum HintKind { kReadMostly, kPreferred, kAccessedBy, kPrefetched };
+enum HintKind { kReadMostly, kPreferred, kAccessedBy, kAccessedByHost, kPrefetched };
 struct Hint { uintptr_t a, b; HintKind kind; int value; };
 std::vector<Hint> g_hints;
 
@@ -230,11 +230,12 @@ cudaError_t CUDARTAPI cudaHostRegister(void* p, size_t size, unsigned flags) {
     return bad(api, "unknown flags", cudaErrorInvalidValue);
   if (flags & cudaHostRegisterIoMemory) return bad(api, "cudaHostRegisterIoMemory: no I/O memory here",
                                                    cudaErrorInvalidValue);
-  if (is_device(p)) return bad(api, "the range is device memory", cudaErrorInvalidValue);
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   auto it = M().live.lower_bound(a + size);
-  if (it != M().live.begin() && (--it)->first + it->second.size > a)
-    return bad(api, "the range overlaps memory registered or allocated before", cudaErrorHostMemoryAlreadyRegistered);
+  if (it != M().live.begin() && (--it)->first + it->second.size > a && !it->second.device)
+    return bad(api, "the range overlaps pinned host memory (registered, or from cudaMallocHost / cudaHostAlloc)",
+               cudaErrorHostMemoryAlreadyRegistered);
+  if (is_device(p)) return bad(api, "the range is device memory", cudaErrorInvalidValue);
   // every page must be mapped host memory (CUDA refuses a range it cannot pin)
   long page = sysconf(_SC_PAGESIZE);
   uintptr_t first = a / page * page;
@@ -288,10 +289,11 @@ cudaError_t CUDARTAPI cudaMemAdvise(const void* p, size_t n, enum cudaMemoryAdvi
     case cudaMemAdviseUnsetPreferredLocation:
       g_hints.push_back({a, a + n, kPreferred, cudaInvalidDeviceId});
       return cudaSuccess;
-    case cudaMemAdviseSetAccessedBy: case cudaMemAdviseUnsetAccessedBy:
+    case cudaMemAdviseSetAccessedBy: case cudaMemAdviseUnsetAccessedBy:   // a device, or the host (no NUMA node)
+      if (loc.type != cudaMemLocationTypeDevice && loc.type != cudaMemLocationTypeHost)
+        return bad(api, "accessed-by takes a device or cudaMemLocationTypeHost", cudaErrorInvalidValue);
       if (cudaError_t e = location(api, loc, &id)) return e;
-      if (id != 0) return bad(api, "accessed-by names a device", cudaErrorInvalidDevice);
-      g_hints.push_back({a, a + n, kAccessedBy, advice == cudaMemAdviseSetAccessedBy});
+      g_hints.push_back({a, a + n, id == 0 ? kAccessedBy : kAccessedByHost, advice == cudaMemAdviseSetAccessedBy});
       return cudaSuccess;
     default:
       return bad(api, "unknown advice", cudaErrorInvalidValue);
@@ -309,7 +311,9 @@ cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void* data, size_t size, enum cud
   if (attr == cudaMemRangeAttributeAccessedBy) {
     if (size == 0 || size % 4) return ret(cudaErrorInvalidValue);
     for (size_t i = 0; i < size / 4; ++i) out[i] = cudaInvalidDeviceId;
-    if (hint_over(a, b, kAccessedBy, 0, 0)) out[0] = 0;
+    size_t k = 0;   // the processors set over the whole range: device 0, then the host (cudaCpuDeviceId)
+    if (hint_over(a, b, kAccessedBy, 0, 0) && k < size / 4) out[k++] = 0;
+    if (hint_over(a, b, kAccessedByHost, 0, 0) && k < size / 4) out[k++] = cudaCpuDeviceId;
     return cudaSuccess;
   }
   if (size != 4) return bad(api, "this attribute is a 4-byte int", cudaErrorInvalidValue);
@@ -333,7 +337,7 @@ cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void* data, size_t size, enum cud
   else *out = v;
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaStreamAttachMemAsync(cudaStream_t, void* p, size_t n, unsigned flags) {
+cudaError_t CUDARTAPI cudaStreamAttachMemAsync(cudaStream_t s, void* p, size_t n, unsigned flags) {
   Guard lock(g_lock);
   const char* api = "cudaStreamAttachMemAsync";
   auto* a = find_alloc(p);
@@ -342,6 +346,9 @@ cudaError_t CUDARTAPI cudaStreamAttachMemAsync(cudaStream_t, void* p, size_t n, 
   if (n != 0 && n != a->second.size) return bad(api, "length must be 0 or the whole allocation", cudaErrorInvalidValue);
   if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle)
     return bad(api, "flags must be one of cudaMemAttachGlobal, Host, Single", cudaErrorInvalidValue);
+  if (flags == cudaMemAttachSingle && (!s || s == cudaStreamLegacy || s == cudaStreamPerThread))
+    return bad(api, "cudaMemAttachSingle to the NULL stream (a virtual global stream, not one stream)",
+               cudaErrorInvalidValue);
   return cudaSuccess;   // visibility only: every stream here sees all memory, work runs in order
 }
 cudaError_t CUDARTAPI cudaStreamAttachMemAsync_ptsz(cudaStream_t s, void* p, size_t n, unsigned flags) {
