@@ -133,13 +133,18 @@ def _expected_misc():
         "cudaErrorInvalidValue, global cudaSuccess; accessed by cudaSuccess cudaSuccess: all -1 -2 -2, second half "
         f"0 -1 -2; m[4095] {4095 * 2 + 1}",
         f"3d: cudaSuccess pitch 512 xsize 40 ysize 3; cudaSuccess cudaSuccess cudaSuccess; back[1][1][7] "
-        f"{back[1][1][7]} back[0][1][8] {back[0][1][8]} weighted sum {weighted:.1f}; too wide cudaErrorInvalidPitchValue",
+        f"{back[1][1][7]} back[0][1][8] {back[0][1][8]} weighted sum {weighted:.1f}; too wide cudaErrorInvalidPitchValue; "
+        f"peer cudaSuccess, device 1 cudaErrorInvalidDevice, [1][2][9] {dev[1][2][9]}",
         f"pools: cudaSuccess current is default 1; cudaSuccess threshold {2**64 - 1}; cudaSuccess cudaSuccess used "
         f"{(1 << 20) + 4096}, after free 4096, high {(1 << 20) + 4096}, reset 4096, reserved 4096; read-only "
-        "cudaErrorInvalidValue; trim cudaSuccess; device 1 cudaErrorInvalidDevice",
+        "cudaErrorInvalidValue; trim cudaSuccess; device 1 cudaErrorInvalidDevice; access cudaSuccess "
+        "cudaErrorInvalidDevice 3",
         # 20 CTAs of 128 threads cannot share an SM (2048 threads: 16): 0; two CTAs with one byte more: one fits
         f"occupancy: dynamic smem for 1, 2, 20 blocks {min(smem_sm - 1024, optin)} {two} 0; blocks at that 2, one byte "
         "more 1; cluster 8, non-portable 16; host function cudaErrorInvalidDeviceFunction",
+        # the fourth stream the program created; cudaFuncCachePreferNone, cudaSharedMemBankSizeFourByte
+        "more: stream id 4; copied attributes cudaSuccess 4096 bytes; cache config 0, banks 1; kernel cudaSuccess "
+        "cudaSuccess cudaErrorInvalidDevice, max dynamic smem 100000; flush RDMA cudaSuccess",
         "queries: cudaSuccess cudaSuccess cudaSuccess cudaSuccess; window cudaSuccess cudaSuccess 4096 bytes hit ratio "
         "0.625, props 2 1, hit ratio 1.5 cudaErrorInvalidValue; priority 0; max window 134213632; capture mode was 0, "
         "then 2; chosen 0 stream device 0; valid cudaSuccess cudaErrorInvalidDevice; bus 0000:18:00.0 -> 0; function "

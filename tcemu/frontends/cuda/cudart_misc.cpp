@@ -337,6 +337,13 @@ cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void* data, size_t size, enum cud
   else *out = v;
   return cudaSuccess;
 }
+cudaError_t CUDARTAPI cudaMemRangeGetAttributes(void** data, size_t* sizes, enum cudaMemRangeAttribute* attrs,
+                                                size_t count, const void* p, size_t n) {
+  if (!data || !sizes || !attrs || !count) return ret(cudaErrorInvalidValue);
+  for (size_t i = 0; i < count; ++i)
+    if (cudaError_t e = cudaMemRangeGetAttribute(data[i], sizes[i], attrs[i], p, n)) return e;
+  return cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaStreamAttachMemAsync(cudaStream_t s, void* p, size_t n, unsigned flags) {
   Guard lock(g_lock);
   const char* api = "cudaStreamAttachMemAsync";
@@ -380,6 +387,23 @@ cudaError_t CUDARTAPI cudaMemset3D(struct cudaPitchedPtr p, int value, struct cu
 }
 cudaError_t CUDARTAPI cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent e, cudaStream_t s) {
   return fill3d("cudaMemset3DAsync", p, value, e, s, __builtin_return_address(0));
+}
+
+static cudaError_t copy3d_peer(const char* api, const cudaMemcpy3DPeerParms* p, cudaStream_t s, void* caller) {
+  if (!p) return ret(cudaErrorInvalidValue);
+  if (p->srcDevice != 0 || p->dstDevice != 0) return bad(api, "one GPU (device 0) only", cudaErrorInvalidDevice);
+  cudaMemcpy3DParms q = {};
+  q.srcArray = p->srcArray; q.srcPos = p->srcPos; q.srcPtr = p->srcPtr;
+  q.dstArray = p->dstArray; q.dstPos = p->dstPos; q.dstPtr = p->dstPtr;
+  q.extent = p->extent;
+  q.kind = cudaMemcpyDeviceToDevice;
+  return copy3d(api, &q, s, caller);
+}
+cudaError_t CUDARTAPI cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms* p) {
+  return copy3d_peer("cudaMemcpy3DPeer", p, nullptr, __builtin_return_address(0));
+}
+cudaError_t CUDARTAPI cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms* p, cudaStream_t s) {
+  return copy3d_peer("cudaMemcpy3DPeerAsync", p, s, __builtin_return_address(0));
 }
 
 // --------------------------------------------------------------------------------------------- memory pools
@@ -484,6 +508,30 @@ cudaError_t CUDARTAPI cudaMemPoolGetAttribute(cudaMemPool_t handle, enum cudaMem
   }
 }
 
+// the pool's own device always reads and writes it (the only access there is to set); no other device exists
+cudaError_t CUDARTAPI cudaMemPoolSetAccess(cudaMemPool_t handle, const struct cudaMemAccessDesc* list, size_t n) {
+  Guard lock(g_lock);
+  const char* api = "cudaMemPoolSetAccess";
+  if (!pool_of(handle) || (n && !list)) return ret(cudaErrorInvalidValue);
+  for (size_t i = 0; i < n; ++i) {
+    if (list[i].location.type != cudaMemLocationTypeDevice)
+      return bad(api, "a device pool's access is set for devices only", cudaErrorInvalidValue);
+    if (list[i].location.id != 0) return bad(api, "one GPU (device 0) only", cudaErrorInvalidDevice);
+    if (list[i].flags != cudaMemAccessFlagsProtReadWrite)
+      return bad(api, "the pool's own device keeps read-write access", cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t handle,
+                                           struct cudaMemLocation* loc) {
+  Guard lock(g_lock);
+  if (!flags || !loc || !pool_of(handle)) return ret(cudaErrorInvalidValue);
+  if (loc->type != cudaMemLocationTypeDevice) return ret(cudaErrorInvalidValue);
+  if (loc->id != 0) return ret(cudaErrorInvalidDevice);
+  *flags = cudaMemAccessFlagsProtReadWrite;
+  return cudaSuccess;
+}
+
 // ------------------------------------------------------------------------------------------ stream attributes
 // hints (an L2 access-policy window, priority, synchronisation policy): kept and returned, no effect on results
 cudaError_t CUDARTAPI cudaStreamSetAttribute(cudaStream_t s, cudaLaunchAttributeID attr,
@@ -536,7 +584,50 @@ cudaError_t CUDARTAPI cudaStreamGetAttribute_ptsz(cudaStream_t s, cudaLaunchAttr
                                                   cudaLaunchAttributeValue* v) {
   return cudaStreamGetAttribute(s, attr, v);
 }
+cudaError_t CUDARTAPI cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  Guard lock(g_lock);
+  auto it = g_stream_attrs.find(stream_key(src));
+  if (it == g_stream_attrs.end()) g_stream_attrs.erase(stream_key(dst));
+  else g_stream_attrs[stream_key(dst)] = it->second;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
+  return cudaStreamCopyAttributes(dst, src);
+}
+// a created stream's id is its creation number (1, 2, ...); the NULL stream's 0, the per-thread stream's ~0
+cudaError_t CUDARTAPI cudaStreamGetId(cudaStream_t s, unsigned long long* id) {
+  if (!id) return ret(cudaErrorInvalidValue);
+  *id = (!s || s == cudaStreamLegacy) ? 0 : s == cudaStreamPerThread ? ~0ull : reinterpret_cast<Stream*>(s)->id;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamGetId_ptsz(cudaStream_t s, unsigned long long* id) { return cudaStreamGetId(s, id); }
 cudaError_t CUDARTAPI cudaCtxResetPersistingL2Cache(void) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaDeviceGetCacheConfig(enum cudaFuncCache* config) {
+  if (!config) return ret(cudaErrorInvalidValue);
+  *config = cudaFuncCachePreferNone;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig* config) {
+  if (!config) return ret(cudaErrorInvalidValue);
+  *config = cudaSharedMemBankSizeFourByte;   // Hopper's banks are 4 bytes wide
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config) {
+  if (config < cudaSharedMemBankSizeDefault || config > cudaSharedMemBankSizeEightByte) return ret(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaDeviceFlushGPUDirectRDMAWrites(enum cudaFlushGPUDirectRDMAWritesTarget target,
+                                                         enum cudaFlushGPUDirectRDMAWritesScope scope) {
+  if (target != cudaFlushGPUDirectRDMAWritesTargetCurrentDevice ||
+      (scope != cudaFlushGPUDirectRDMAWritesToOwner && scope != cudaFlushGPUDirectRDMAWritesToAllDevices))
+    return ret(cudaErrorInvalidValue);
+  return cudaSuccess;   // no remote writer exists
+}
+cudaError_t CUDARTAPI cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value,
+                                                      int device) {
+  if (device != 0) return ret(cudaErrorInvalidDevice);
+  return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), attr, value);   // __cudaGetKernel: the stub
+}
 
 // ------------------------------------------------------------------------------------------- small queries
 // a channel format is plain data (what takes one, cudaMallocArray and the texture calls, stays refused by name)
@@ -599,6 +690,15 @@ cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* fn, const void* func) 
   if (!fn) return ret(cudaErrorInvalidValue);
   if (!kernel_info(func, &name, &nonportable, &smem)) return ret(cudaErrorInvalidDeviceFunction);
   *fn = reinterpret_cast<cudaFunction_t>(const_cast<void*>(func));   // a driver call on it stops, naming itself
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGetKernel(cudaKernel_t* kernel, const void* func) {   // a kernel handle is its host stub
+  const std::string* name;
+  bool nonportable;
+  int smem;
+  if (!kernel) return ret(cudaErrorInvalidValue);
+  if (!kernel_info(func, &name, &nonportable, &smem)) return ret(cudaErrorInvalidDeviceFunction);
+  *kernel = reinterpret_cast<cudaKernel_t>(const_cast<void*>(func));
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaFuncGetName(const char** out, const void* func) {
