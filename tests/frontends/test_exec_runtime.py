@@ -73,6 +73,8 @@ def test_cooperative_launch_grid_sync(programs):
     assert out.stdout == (f"cooperative: {_neighbours(3)}\n"
                           f"attribute: {_neighbours(5)}\n"
                           f"graph: {_neighbours(7)}\n"
+                          "node attribute: cudaSuccess, cooperative 1\n"
+                          f"node: {_neighbours(13)}\n"
                           "too large: 1057 CTAs: cudaErrorCooperativeLaunchTooLarge, last error "
                           "cudaErrorCooperativeLaunchTooLarge, then cudaSuccess\n"
                           f"after: {_neighbours(11)}\n")

@@ -192,6 +192,51 @@ cudaError_t CUDARTAPI cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gr
                 __builtin_return_address(0), s, true);
 }
 
+// a graph kernel node's launch attributes: cooperative and the cluster shape change how it runs (launch_ex's
+// rules); any other attribute stops the program naming it
+cudaError_t CUDARTAPI cudaGraphKernelNodeSetAttribute(cudaGraphNode_t node, cudaLaunchAttributeID attr,
+                                                      const cudaLaunchAttributeValue* v) {
+  Guard lock(g_lock);
+  auto* n = reinterpret_cast<Node*>(node);
+  if (!n || !v || n->kind != Node::kKernel) return ret(cudaErrorInvalidValue);
+  switch (attr) {
+    case cudaLaunchAttributeCooperative: n->cooperative = v->cooperative != 0; return cudaSuccess;
+    case cudaLaunchAttributeClusterDimension:
+      if (!v->clusterDim.x || !v->clusterDim.y || !v->clusterDim.z) return ret(cudaErrorInvalidValue);
+      n->cluster = dim3(v->clusterDim.x, v->clusterDim.y, v->clusterDim.z);
+      return cudaSuccess;
+    default:
+      stop(kExitRefused, "unsupported kernel node attribute %d in cudaGraphKernelNodeSetAttribute (tcemu models "
+           "cudaLaunchAttributeCooperative and cudaLaunchAttributeClusterDimension; called from %s)",
+           static_cast<int>(attr), where(here()).c_str());
+  }
+}
+cudaError_t CUDARTAPI cudaGraphKernelNodeGetAttribute(cudaGraphNode_t node, cudaLaunchAttributeID attr,
+                                                      cudaLaunchAttributeValue* v) {
+  Guard lock(g_lock);
+  auto* n = reinterpret_cast<Node*>(node);
+  if (!n || !v || n->kind != Node::kKernel) return ret(cudaErrorInvalidValue);
+  std::memset(v, 0, sizeof *v);
+  switch (attr) {
+    case cudaLaunchAttributeCooperative: v->cooperative = n->cooperative; return cudaSuccess;
+    case cudaLaunchAttributeClusterDimension:
+      v->clusterDim.x = n->cluster.x, v->clusterDim.y = n->cluster.y, v->clusterDim.z = n->cluster.z;
+      return cudaSuccess;
+    default:
+      stop(kExitRefused, "unsupported kernel node attribute %d in cudaGraphKernelNodeGetAttribute (tcemu models "
+           "cudaLaunchAttributeCooperative and cudaLaunchAttributeClusterDimension; called from %s)",
+           static_cast<int>(attr), where(here()).c_str());
+  }
+}
+cudaError_t CUDARTAPI cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t dst, cudaGraphNode_t src) {
+  Guard lock(g_lock);
+  auto *d = reinterpret_cast<Node*>(dst), *s = reinterpret_cast<Node*>(src);
+  if (!d || !s || d->kind != Node::kKernel || s->kind != Node::kKernel) return ret(cudaErrorInvalidValue);
+  d->cooperative = s->cooperative;
+  d->cluster = s->cluster;
+  return cudaSuccess;
+}
+
 // --------------------------------------------------------------------------------------------- peers (one GPU)
 cudaError_t CUDARTAPI cudaMemcpyPeer(void* dst, int dst_dev, const void* src, int src_dev, size_t n) {
   return peer_copy("cudaMemcpyPeer", dst, dst_dev, src, src_dev, n, nullptr, __builtin_return_address(0));
