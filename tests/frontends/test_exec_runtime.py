@@ -77,6 +77,10 @@ def test_cooperative_launch_grid_sync(programs):
                           f"node: {_neighbours(13)}\n"
                           "too large: 1057 CTAs: cudaErrorCooperativeLaunchTooLarge, last error "
                           "cudaErrorCooperativeLaunchTooLarge, then cudaSuccess\n"
+                          # 228 KiB // (48 + 1) KiB = 4 CTAs; the dynamic memory that keeps 4: 228 KiB / 4 - 1 - 48 KiB
+                          "static shared memory 49152: 4 CTAs per SM, dynamic for 4: "
+                          f"{233472 // 4 - 1024 - 49152}, at that 4, "
+                          "one byte more 3; 529 CTAs: cudaErrorCooperativeLaunchTooLarge\n"
                           f"after: {_neighbours(11)}\n")
     assert ("tcemu exec: cudaLaunchCooperativeKernel of _Z10neighboursPiS_i returns cudaErrorCooperativeLaunchTooLarge:"
             " 1,057 CTAs; a cooperative launch may have at most as many as the GPU holds at once (1,056 on an H100 "
@@ -88,7 +92,8 @@ def test_cooperative_launch_grid_sync(programs):
 def test_grid_sync_without_a_cooperative_launch_traps(programs):
     out = tcemu_exec("--", programs["cooperative"], "plain")
     assert out.returncode == 1 and out.stdout == ""
-    assert "KernelFault: trap (line " in out.stderr and "trap executed by threads [0, 1, 2, 3, 4, 5, 6, 7]" in out.stderr
+    assert "KernelFault: trap (line " in out.stderr
+    assert "trap executed by threads [0, 1, 2, 3, 4, 5, 6, 7]" in out.stderr
 
 
 # ------------------------------------------------------------------------------------------------ device assert
@@ -135,7 +140,8 @@ def _expected_misc():
         "cudaErrorInvalidValue, global cudaSuccess; accessed by cudaSuccess cudaSuccess: all -1 -2 -2, second half "
         f"0 -1 -2; m[4095] {4095 * 2 + 1}",
         f"3d: cudaSuccess pitch 512 xsize 40 ysize 3; cudaSuccess cudaSuccess cudaSuccess; back[1][1][7] "
-        f"{back[1][1][7]} back[0][1][8] {back[0][1][8]} weighted sum {weighted:.1f}; too wide cudaErrorInvalidPitchValue; "
+        f"{back[1][1][7]} back[0][1][8] {back[0][1][8]} weighted sum {weighted:.1f}; too wide "
+        "cudaErrorInvalidPitchValue; "
         f"peer cudaSuccess, device 1 cudaErrorInvalidDevice, [1][2][9] {dev[1][2][9]}",
         f"pools: cudaSuccess current is default 1; cudaSuccess threshold {2**64 - 1}; cudaSuccess cudaSuccess used "
         f"{(1 << 20) + 4096}, after free 4096, high {(1 << 20) + 4096}, reset 4096, reserved 4096; read-only "

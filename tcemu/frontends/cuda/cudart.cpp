@@ -655,25 +655,18 @@ cudaError_t CUDARTAPI cudaFuncGetAttributes(struct cudaFuncAttributes* attr, con
   attr->ptxVersion = blackwell() ? 100 : 90;
   attr->binaryVersion = attr->ptxVersion;
   attr->maxDynamicSharedSizeBytes = it->second.max_dynamic_smem;
+  const Kernel& k = it->second;
+  long long shared = call_python("static_shared", "(Kis)", (unsigned long long)(uintptr_t)R().fatbins[k.fatbin],
+                                 k.fatbin, k.name.c_str());
+  if (shared < 0) return ret(cudaErrorNoKernelImageForDevice);   // no PTX to run (reported)
+  attr->sharedSizeBytes = static_cast<size_t>(shared);
   attr->preferredShmemCarveout = -1;
   return cudaSuccess;
 }
 
 cudaError_t CUDARTAPI cudaFuncSetCacheConfig(const void*, enum cudaFuncCache) { return cudaSuccess; }
 
-// occupancy: threads (2048 per SM), blocks (32 per SM) and shared memory bound the count
-cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* func, int block, size_t smem) {
-  if (!n || block <= 0) return ret(cudaErrorInvalidValue);
-  if (!R().kernels.count(func)) return ret(cudaErrorInvalidDeviceFunction);
-  int by_threads = 2048 / block, by_smem = smem ? static_cast<int>(dev().smem_sm / (smem + 1024)) : 32;
-  *n = std::max(0, std::min({by_threads, 32, by_smem}));
-  return cudaSuccess;
-}
-cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n, const void* func, int block,
-                                                                             size_t smem, unsigned) {
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, func, block, smem);
-}
-
+// occupancy per SM: cudart_misc.cpp (the interpreter's own count)
 cudaError_t CUDARTAPI cudaOccupancyMaxActiveClusters(int* clusters, const void* func, const cudaLaunchConfig_t* config) {
   if (!clusters || !config) return ret(cudaErrorInvalidValue);
   if (!R().kernels.count(func)) return ret(cudaErrorInvalidDeviceFunction);

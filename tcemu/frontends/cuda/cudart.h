@@ -1,9 +1,9 @@
 // Shared by cudart.cpp (reporting, device memory, Python, registration and launches, driver entry points),
 // cudart_api.cpp (the device, error, memory, stream and event calls of the runtime API), cudart_vars.cpp
 // (__device__ / __constant__ variables and the symbol calls), cudart_graph.cpp (stream capture and graphs),
-// cudart_graph_api.cpp (the explicit graph-building calls), cudart_misc.cpp (cooperative launches, peer, registered,
-// managed, 3-D and pool memory, stream attributes, small queries) and cudart_errors.cpp (error names): tcemu's
-// libcudart.so.
+// cudart_graph_api.cpp (the explicit graph-building calls), cudart_misc.cpp (cooperative launches, peers, 3-D
+// memory, stream attributes, occupancy, small queries), cudart_memory.cpp (registered, managed and pool memory) and
+// cudart_errors.cpp (error names): tcemu's libcudart.so.
 #pragma once
 #include <Python.h>
 
@@ -190,7 +190,7 @@ cudaError_t capture_fill(Stream* s, const char* api, void* dst, unsigned value, 
 std::string kernel_params(const void* func, void** args);   // the parameter bytes of a launch, for a kernel node
 cudaError_t run_kernel(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
                        void** args, const std::string* params, bool cooperative = false);
-// cudart_misc.cpp: an allocation of a stream-ordered memory pool (cudaMallocAsync: the device's current pool)
+// cudart_memory.cpp: an allocation of a stream-ordered memory pool (cudaMallocAsync: the device's current pool)
 cudaError_t pool_alloc(const char* api, void** p, std::size_t size, cudaMemPool_t pool);
 
 }  // namespace tcemu_rt

@@ -8,6 +8,9 @@
     initialise(...)      the PTX initialisers of a fatbinary's variables, written at their device addresses
     param_blob(...)      a captured launch's parameter bytes (a graph's kernel node), written into the library
     param_offsets(...)   each parameter's offset in a kernel's parameter space (cudaGraphKernelNodeGetParams)
+    static_shared(...)   a kernel's static shared memory (cudaFuncGetAttributes)
+    occupancy(...)       CTAs per SM of a kernel, the interpreter's own count (cudaOccupancy* queries)
+    available_shared(...) the dynamic shared memory that lets N CTAs share an SM
     encode_tiled(...)    cuTensorMapEncodeTiled: tcemu's 128-byte map (tcemu.ptx.tensormap) written in place
     at_exit()            writes the --record file, and prints the --summary lines
 
@@ -27,7 +30,10 @@ import numpy as np
 from ... import ptx as tptx
 from ...core.errors import TcemuError
 from ...ptx.errors import KernelFault, PtxError, PtxLimit, PtxUnsupported
-from ...ptx.module import DEFAULT_TIMEOUT
+from ...ptx.memory import SMEM_RESERVED
+from ...ptx.module import DEFAULT_TIMEOUT, SMEM_LIMIT
+from ...ptx.schedule import SMEM_PER_CTA_RESERVED, SMEM_PER_SM
+from ...ptx.schedule import occupancy as ctas_per_sm
 from ...ptx.tensormap import ATOMICITIES, DRIVER_TYPES, SIZE, TensorMap, validate
 from ...traces.records import DRIVER_DTYPES
 from . import fatbin
@@ -199,6 +205,47 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
     return OK
 
 
+def _static_shared(fatbin_address, index, name) -> int:
+    """Kernel `name`'s static shared memory, as a launch counts it (Module.launch: its window past the reserved KiB)."""
+    return _module(fatbin_address, index, name)[0].program(name).dynamic_base() - SMEM_RESERVED
+
+
+def static_shared(fatbin_address, index, name) -> int:
+    """cudaFuncGetAttributes' sharedSizeBytes: kernel `name`'s static shared memory; -1 (reported)."""
+    try:
+        return _static_shared(fatbin_address, index, name)
+    except TcemuError as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return -1
+
+
+def occupancy(fatbin_address, index, name, nthreads, dynamic) -> int:
+    """CTAs of kernel `name` one SM holds with `dynamic` bytes of dynamic shared memory: tcemu.ptx.schedule's count,
+    the one a cooperative launch is held to (threads, warps, 32 CTAs, static + dynamic shared memory with 1 KiB
+    reserved per CTA; registers are unknown before ptxas); -1 (reported)."""
+    try:
+        static = _static_shared(fatbin_address, index, name)
+    except TcemuError as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return -1
+    if static + dynamic > SMEM_LIMIT:
+        return 0
+    return ctas_per_sm(nthreads, static + dynamic)[0]
+
+
+def available_shared(fatbin_address, index, name, blocks, nthreads) -> int:
+    """The most dynamic shared memory with which `blocks` CTAs of kernel `name` share an SM (occupancy's rules;
+    at most what one CTA may have): 0 when they cannot, whatever the shared memory; -1 (reported)."""
+    try:
+        static = _static_shared(fatbin_address, index, name)
+    except TcemuError as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return -1
+    if ctas_per_sm(nthreads, static)[0] < blocks:
+        return 0
+    return max(0, min(SMEM_PER_SM // blocks - SMEM_PER_CTA_RESERVED, SMEM_LIMIT) - static)
+
+
 def encode_tiled(map_address, dtype, rank, address, dims, strides, box, estrides, interleave, swizzle, l2,
                  oob) -> int:
     """cuTensorMapEncodeTiled's arguments (pointers into the program) -> tcemu's map at map_address; 0 or 1."""
@@ -246,4 +293,5 @@ def at_exit() -> int:
     return 0
 
 
-__all__ = ["launch", "initialise", "param_blob", "param_offsets", "encode_tiled", "at_exit"]
+__all__ = ["launch", "initialise", "param_blob", "param_offsets", "static_shared", "occupancy", "available_shared",
+           "encode_tiled", "at_exit"]
