@@ -220,6 +220,10 @@ cudaError_t release(void* p, const char* api, void* caller) {
     return cudaErrorInvalidValue;
   }
   char* c = reinterpret_cast<char*>(a);
+  if (!it->second.mapped) {   // cudaHostRegister'd memory: the program's own, never unmapped
+    m.live.erase(it);
+    return cudaSuccess;
+  }
   mmap(c, it->second.mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   m.freed[a] = {it->second.size, it->second.kind, it->second.site};
   m.live.erase(it);
@@ -237,7 +241,7 @@ cudaError_t check_range(const char* api, const char* what, const void* p, std::s
 bool is_device(const void* p) { return in_reserve(p); }
 
 // --------------------------------------------------------------------------------------- kernels, Python
-struct Kernel { int fatbin; std::string name; int max_dynamic_smem = 48 << 10; };
+struct Kernel { int fatbin; std::string name; int max_dynamic_smem = 48 << 10; bool nonportable = false; };
 
 struct Runtime {
   std::vector<const void*> fatbins;   // the fatbinary data (its header) of each registration
@@ -338,8 +342,17 @@ PyObject* allocation_list() {
 
 // runtime.launch's answers
 constexpr int kLaunchFault = 1, kLaunchBadConfig = 3;  // 0: kLaunchOk; 2: refused (reported by Python)
+constexpr int kLaunchTooLarge = 4, kLaunchAssert = 5;   // a cooperative grid the GPU cannot hold; __assertfail
 
 const void* fatbin_data(int index) { return R().fatbins[index]; }
+bool kernel_info(const void* func, const std::string** name, bool* nonportable, int* max_dynamic_smem) {
+  auto it = R().kernels.find(func);
+  if (it == R().kernels.end()) return false;
+  *name = &it->second.name;
+  *nonportable = it->second.nonportable;
+  *max_dynamic_smem = it->second.max_dynamic_smem;
+  return true;
+}
 const std::string& kernel_name(const void* func, int* fatbin) {
   *fatbin = R().kernels.at(func).fatbin;
   return R().kernels.at(func).name;
@@ -375,26 +388,27 @@ static const Kernel* checked(const char* api, const void* func, dim3 grid, dim3 
 }
 
 cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
-                   void** args, void* caller, cudaStream_t stream) {
+                   void** args, void* caller, cudaStream_t stream, bool cooperative) {
   Guard lock(g_lock);
   Stream* g = capturing(stream);
   if (g_sticky != cudaSuccess && !g) return ret(g_sticky);
   cudaError_t err = cudaSuccess;
   if (!checked(api, func, grid, block, smem, &err)) return err;
-  if (!g) return run_kernel(api, func, grid, block, cluster, smem, args, nullptr);
+  if (!g) return run_kernel(api, func, grid, block, cluster, smem, args, nullptr, cooperative);
   Node* n = add_node(g, Node::kKernel, api);
   n->func = func;
   n->grid = grid;
   n->block = block;
   n->cluster = cluster;
   n->smem = smem;
+  n->cooperative = cooperative;
   n->params = kernel_params(func, args);
   return cudaSuccess;
 }
 
 // Run a checked launch: its parameters from the program's argument pointers, or (params) as a graph captured them.
 cudaError_t run_kernel(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
-                       void** args, const std::string* params) {
+                       void** args, const std::string* params, bool cooperative) {
   (void)api;
   const Kernel& k = R().kernels.at(func);
   init_vars(k.fatbin);
@@ -402,10 +416,11 @@ cudaError_t run_kernel(const char* api, const void* func, dim3 grid, dim3 block,
   PyGILState_STATE g = PyGILState_Ensure();
   PyObject* blob = params ? PyBytes_FromStringAndSize(params->data(), (Py_ssize_t)params->size())
                           : (Py_INCREF(Py_None), Py_None);
-  PyObject* pargs = Py_BuildValue("(Kis(III)(III)(III)nKNNN)", (unsigned long long)(uintptr_t)R().fatbins[k.fatbin],
+  PyObject* pargs = Py_BuildValue("(Kis(III)(III)(III)nKNNNN)", (unsigned long long)(uintptr_t)R().fatbins[k.fatbin],
                                  k.fatbin, k.name.c_str(), grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                  cluster.x, cluster.y, cluster.z, (Py_ssize_t)smem,
-                                 (unsigned long long)(uintptr_t)args, allocation_list(), symbol_list(k.fatbin), blob);
+                                 (unsigned long long)(uintptr_t)args, allocation_list(), symbol_list(k.fatbin), blob,
+                                 PyBool_FromLong(cooperative));
   long long r = call_tuple("launch", pargs);
   PyGILState_Release(g);
   std::fflush(stdout);
@@ -416,7 +431,12 @@ cudaError_t run_kernel(const char* api, const void* func, dim3 grid, dim3 block,
       if (!env_flag("TCEMU_EXEC_CONTINUE_ON_FAULT")) stop(kExitFault, "the program ends at this kernel fault");
       g_sticky = cudaErrorLaunchFailure;
       return ret(cudaErrorLaunchFailure);
+    case kLaunchAssert:   // a device assert: cudaErrorAssert, sticky as a launch failure is
+      if (!env_flag("TCEMU_EXEC_CONTINUE_ON_FAULT")) stop(kExitFault, "the program ends at this kernel fault");
+      g_sticky = cudaErrorAssert;
+      return ret(cudaErrorAssert);
     case kLaunchBadConfig: return ret(cudaErrorInvalidConfiguration);
+    case kLaunchTooLarge: return ret(cudaErrorCooperativeLaunchTooLarge);
     default: stop(kExitRefused, "the program ends here: tcemu cannot run this launch (above)");
   }
 }
@@ -428,7 +448,7 @@ void at_exit() {
     std::size_t total = 0, count = 0;
     std::fflush(stdout);
     for (const auto& [a, b] : m.live) {
-      if (b.symbol) continue;   // a __device__ variable's memory lives as long as the program
+      if (b.symbol || !b.mapped) continue;   // a __device__ variable's memory, registered host memory
       std::fprintf(stderr, "tcemu exec: leaked %zu bytes at %#lx (%s, called from %s)\n", b.size, (unsigned long)a,
                    b.kind, where(b.site).c_str());
       total += b.size;
@@ -571,17 +591,18 @@ cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 bl
 static cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args, void* caller) {
   if (!config) return ret(cudaErrorInvalidValue);
   dim3 cluster(1, 1, 1);
+  bool cooperative = false;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const cudaLaunchAttribute& a = config->attrs[i];
     switch (a.id) {
       case cudaLaunchAttributeClusterDimension:
         cluster = dim3(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z);
         break;
+      case cudaLaunchAttributeCooperative: cooperative = a.val.cooperative != 0; break;
       // scheduling hints with no effect on what a kernel computes when launches run one after another
       case cudaLaunchAttributeProgrammaticStreamSerialization:
       case cudaLaunchAttributeClusterSchedulingPolicyPreference:
       case cudaLaunchAttributePriority:
-      case cudaLaunchAttributeCooperative:
         break;
       default:
         stop(kExitRefused, "unsupported launch attribute %d in cudaLaunchKernelExC (called from %s)",
@@ -589,7 +610,7 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func,
     }
   }
   return launch("cudaLaunchKernelExC", func, config->gridDim, config->blockDim, cluster, config->dynamicSmemBytes,
-                args, caller, config->stream);
+                args, caller, config->stream, cooperative);
 }
 
 cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
@@ -608,8 +629,10 @@ cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, enum cudaFuncAttrib
       if (value < 0 || value > dev().smem_optin) return ret(cudaErrorInvalidValue);
       it->second.max_dynamic_smem = std::max(value, 48 << 10);
       return cudaSuccess;
-    case cudaFuncAttributePreferredSharedMemoryCarveout:
     case cudaFuncAttributeNonPortableClusterSizeAllowed:
+      it->second.nonportable = value != 0;
+      return cudaSuccess;
+    case cudaFuncAttributePreferredSharedMemoryCarveout:
     case cudaFuncAttributeRequiredClusterWidth:
     case cudaFuncAttributeRequiredClusterHeight:
     case cudaFuncAttributeRequiredClusterDepth:
@@ -632,25 +655,18 @@ cudaError_t CUDARTAPI cudaFuncGetAttributes(struct cudaFuncAttributes* attr, con
   attr->ptxVersion = blackwell() ? 100 : 90;
   attr->binaryVersion = attr->ptxVersion;
   attr->maxDynamicSharedSizeBytes = it->second.max_dynamic_smem;
+  const Kernel& k = it->second;
+  long long shared = call_python("static_shared", "(Kis)", (unsigned long long)(uintptr_t)R().fatbins[k.fatbin],
+                                 k.fatbin, k.name.c_str());
+  if (shared < 0) return ret(cudaErrorNoKernelImageForDevice);   // no PTX to run (reported)
+  attr->sharedSizeBytes = static_cast<size_t>(shared);
   attr->preferredShmemCarveout = -1;
   return cudaSuccess;
 }
 
 cudaError_t CUDARTAPI cudaFuncSetCacheConfig(const void*, enum cudaFuncCache) { return cudaSuccess; }
 
-// occupancy: threads (2048 per SM), blocks (32 per SM) and shared memory bound the count
-cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* func, int block, size_t smem) {
-  if (!n || block <= 0) return ret(cudaErrorInvalidValue);
-  if (!R().kernels.count(func)) return ret(cudaErrorInvalidDeviceFunction);
-  int by_threads = 2048 / block, by_smem = smem ? static_cast<int>(dev().smem_sm / (smem + 1024)) : 32;
-  *n = std::max(0, std::min({by_threads, 32, by_smem}));
-  return cudaSuccess;
-}
-cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n, const void* func, int block,
-                                                                             size_t smem, unsigned) {
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, func, block, smem);
-}
-
+// occupancy per SM: cudart_misc.cpp (the interpreter's own count)
 cudaError_t CUDARTAPI cudaOccupancyMaxActiveClusters(int* clusters, const void* func, const cudaLaunchConfig_t* config) {
   if (!clusters || !config) return ret(cudaErrorInvalidValue);
   if (!R().kernels.count(func)) return ret(cudaErrorInvalidDeviceFunction);

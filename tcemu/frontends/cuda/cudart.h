@@ -1,7 +1,9 @@
 // Shared by cudart.cpp (reporting, device memory, Python, registration and launches, driver entry points),
 // cudart_api.cpp (the device, error, memory, stream and event calls of the runtime API), cudart_vars.cpp
 // (__device__ / __constant__ variables and the symbol calls), cudart_graph.cpp (stream capture and graphs),
-// cudart_graph_api.cpp (the explicit graph-building calls) and cudart_errors.cpp (error names): tcemu's libcudart.so.
+// cudart_graph_api.cpp (the explicit graph-building calls), cudart_misc.cpp (cooperative launches, peers, 3-D
+// memory, stream attributes, occupancy, small queries), cudart_memory.cpp (registered, managed and pool memory) and
+// cudart_errors.cpp (error names): tcemu's libcudart.so.
 #pragma once
 #include <Python.h>
 
@@ -99,7 +101,10 @@ cudaError_t copy(const char* api, void* dst, const void* src, std::size_t n, cud
                  bool run = true);
 cudaError_t fill(const char* api, void* dst, int value, std::size_t n, void* caller, bool run = true);
 cudaError_t launch(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
-                   void** args, void* caller, cudaStream_t stream);
+                   void** args, void* caller, cudaStream_t stream, bool cooperative = false);
+// a registered kernel's PTX name, whether cudaFuncAttributeNonPortableClusterSizeAllowed is set, and its dynamic
+// shared memory limit; false: func is no registered kernel
+bool kernel_info(const void* func, const std::string** name, bool* nonportable, int* max_dynamic_smem);
 
 // CUDA graphs (cudart_graph.cpp: stream capture, instantiation and launch; cudart_graph_api.cpp: the explicit
 // graph-building calls). Captured and built graphs share one node representation: a node holds its work and the
@@ -115,6 +120,7 @@ struct Node {
   const void* func = nullptr;
   dim3 grid, block, cluster;
   std::size_t smem = 0;
+  bool cooperative = false;             // a captured cudaLaunchCooperativeKernel
   std::string params;
   // memcpy / memset: `height` rows of n bytes (memset: n elements of elem = 1, 2 or 4 bytes), rows dpitch /
   // spitch bytes apart
@@ -183,6 +189,8 @@ cudaError_t capture_copy(Stream* s, const char* api, void* dst, const void* src,
 cudaError_t capture_fill(Stream* s, const char* api, void* dst, unsigned value, std::size_t count, std::size_t elem);
 std::string kernel_params(const void* func, void** args);   // the parameter bytes of a launch, for a kernel node
 cudaError_t run_kernel(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
-                       void** args, const std::string* params);
+                       void** args, const std::string* params, bool cooperative = false);
+// cudart_memory.cpp: an allocation of a stream-ordered memory pool (cudaMallocAsync: the device's current pool)
+cudaError_t pool_alloc(const char* api, void** p, std::size_t size, cudaMemPool_t pool);
 
 }  // namespace tcemu_rt

@@ -24,7 +24,12 @@ cudaError_t CUDARTAPI cudaDeviceGetLimit(size_t* v, enum cudaLimit limit) {
   *v = limit == cudaLimitStackSize ? 1024 : limit == cudaLimitPrintfFifoSize ? (1 << 20) : 0;
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int* can, int, int) { if (can) *can = 0; return cudaSuccess; }
+cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int* can, int device, int peer) {   // one GPU: never its own peer
+  if (!can) return ret(cudaErrorInvalidValue);
+  if (device != 0 || peer != 0) return ret(cudaErrorInvalidDevice);
+  *can = 0;
+  return cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   if (least) *least = 0;
   if (greatest) *greatest = -5;
@@ -54,7 +59,7 @@ cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp* p, int devi
   p->maxGridSize[0] = 2147483647; p->maxGridSize[1] = 65535; p->maxGridSize[2] = 65535;
   p->totalConstMem = 65536;
   p->textureAlignment = 512; p->texturePitchAlignment = 32;
-  p->l2CacheSize = d.l2; p->persistingL2CacheMaxSize = d.l2 * 3 / 4;
+  p->l2CacheSize = d.l2; p->persistingL2CacheMaxSize = d.l2 * 3 / 4; p->accessPolicyMaxWindowSize = 134213632;
   p->memoryBusWidth = d.bus_width;
   p->concurrentKernels = 1; p->asyncEngineCount = 2; p->unifiedAddressing = 1;
   p->managedMemory = 1; p->concurrentManagedAccess = 1; p->pageableMemoryAccess = 0;
@@ -111,6 +116,8 @@ cudaError_t CUDARTAPI cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr att
     case cudaDevAttrPciDeviceId: *value = 0; break;
     case cudaDevAttrComputeMode: *value = cudaComputeModeDefault; break;
     case cudaDevAttrEccEnabled: *value = 1; break;
+    case cudaDevAttrMaxPersistingL2CacheSize: *value = d.l2 * 3 / 4; break;
+    case cudaDevAttrMaxAccessPolicyWindowSize: *value = 134213632; break;
     default:
       stop(kExitRefused, "unsupported cudaDeviceGetAttribute attribute %d (called from %s)", static_cast<int>(attr),
            where(here()).c_str());
@@ -162,7 +169,7 @@ cudaError_t CUDARTAPI cudaMalloc(void** p, size_t size) {
   return alloc(p, size, "cudaMalloc", true, __builtin_return_address(0));
 }
 cudaError_t CUDARTAPI cudaMallocAsync(void** p, size_t size, cudaStream_t) {
-  return alloc(p, size, "cudaMallocAsync", true, __builtin_return_address(0));
+  return pool_alloc("cudaMallocAsync", p, size, nullptr);
 }
 cudaError_t CUDARTAPI cudaMallocManaged(void** p, size_t size, unsigned) {
   return alloc(p, size, "cudaMallocManaged", true, __builtin_return_address(0));
@@ -186,6 +193,11 @@ static cudaError_t free_(void* p, const char* api, bool device, void* caller) {
     if (a && a->second.symbol) {
       warn("%s(%p): this is the memory of %s, not an allocation; called from %s", api, p, a->second.symbol,
            where(here()).c_str());
+      return ret(cudaErrorInvalidValue);
+    }
+    if (a && a->first == reinterpret_cast<uintptr_t>(p) && !a->second.mapped) {
+      warn("%s(%p): this is host memory registered with cudaHostRegister (cudaHostUnregister releases it); called "
+           "from %s", api, p, where(here()).c_str());
       return ret(cudaErrorInvalidValue);
     }
     if (a && a->first == reinterpret_cast<uintptr_t>(p) && a->second.device != device) {

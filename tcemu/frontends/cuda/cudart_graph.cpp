@@ -104,7 +104,7 @@ cudaError_t run_node(const Node& n) {
   switch (n.kind) {
     case Node::kKernel:
       if (g_sticky != cudaSuccess) return ret(g_sticky);
-      return run_kernel(n.api, n.func, n.grid, n.block, n.cluster, n.smem, nullptr, &n.params);
+      return run_kernel(n.api, n.func, n.grid, n.block, n.cluster, n.smem, nullptr, &n.params, n.cooperative);
     case Node::kMemcpy:
       for (std::size_t r = 0; r < n.height; ++r) {
         cudaError_t e = copy(n.api, static_cast<char*>(n.dst) + r * n.dpitch,

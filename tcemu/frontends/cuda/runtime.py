@@ -2,11 +2,15 @@
 
     launch(...)          one kernel launch: PTX from the fatbinary, the parameter blob from the program's argument
                          pointers, every live allocation mapped in place at its own address; 0 ok, 1 kernel fault
-                         (reported here), 2 a launch tcemu cannot run (reported here), 3 a bad configuration;
+                         (reported here), 2 a launch tcemu cannot run (reported here), 3 a bad configuration,
+                         4 a cooperative grid larger than the GPU holds at once, 5 a device assert (reported here);
                          the fatbinary's __device__ / __constant__ variables map at their own device addresses
     initialise(...)      the PTX initialisers of a fatbinary's variables, written at their device addresses
     param_blob(...)      a captured launch's parameter bytes (a graph's kernel node), written into the library
     param_offsets(...)   each parameter's offset in a kernel's parameter space (cudaGraphKernelNodeGetParams)
+    static_shared(...)   a kernel's static shared memory (cudaFuncGetAttributes)
+    occupancy(...)       CTAs per SM of a kernel, the interpreter's own count (cudaOccupancy* queries)
+    available_shared(...) the dynamic shared memory that lets N CTAs share an SM
     encode_tiled(...)    cuTensorMapEncodeTiled: tcemu's 128-byte map (tcemu.ptx.tensormap) written in place
     at_exit()            writes the --record file, and prints the --summary lines
 
@@ -26,14 +30,17 @@ import numpy as np
 from ... import ptx as tptx
 from ...core.errors import TcemuError
 from ...ptx.errors import KernelFault, PtxError, PtxLimit, PtxUnsupported
-from ...ptx.module import DEFAULT_TIMEOUT
+from ...ptx.memory import SMEM_RESERVED
+from ...ptx.module import DEFAULT_TIMEOUT, SMEM_LIMIT
+from ...ptx.schedule import SMEM_PER_CTA_RESERVED, SMEM_PER_SM
+from ...ptx.schedule import occupancy as ctas_per_sm
 from ...ptx.tensormap import ATOMICITIES, DRIVER_TYPES, SIZE, TensorMap, validate
 from ...traces.records import DRIVER_DTYPES
 from . import fatbin
 from .build import CudaExecError
 from .record import Recorder
 
-OK, FAULT, REFUSED, BAD_CONFIG = 0, 1, 2, 3
+OK, FAULT, REFUSED, BAD_CONFIG, TOO_LARGE, ASSERT = 0, 1, 2, 3, 4, 5
 ARCH = os.environ.get("TCEMU_EXEC_ARCH", "sm90")
 _modules = {}      # fatbinary index -> (Module, PTX text)
 _recorder = Recorder(os.environ.get("TCEMU_EXEC_RECORD") or None)
@@ -139,9 +146,15 @@ def param_offsets(fatbin_address, index, name, out_address, capacity) -> int:
     return len(offsets)
 
 
+def _assert_failed(fault: KernelFault) -> bool:
+    """The fault is a device assert (`call __assertfail`, tcemu.ptx.ops.calls): CUDA's cudaErrorAssert."""
+    return str(fault).endswith("failed.") and ": Assertion `" in str(fault)
+
+
 def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address, allocations, variables=(),
-           captured=None) -> int:
-    """captured: the parameter bytes a graph captured (args_address is then unused)."""
+           captured=None, cooperative=False) -> int:
+    """captured: the parameter bytes a graph captured (args_address is then unused); cooperative: a cooperative
+    launch (cudaLaunchCooperativeKernel: the grid workspace grid.sync() reads, and the grid-size limit)."""
     try:
         mod, text = _module(fatbin_address, index, name)
     except TcemuError as e:
@@ -165,20 +178,23 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
         mod.launch(name, grid=grid, block=block, cluster=cluster, shared_bytes=smem, param_bytes=blob,
                    zero_init_shared=os.environ.get("TCEMU_EXEC_ZERO_INIT_SHARED") == "1",
                    buffers=buffers, check_layouts=os.environ.get("TCEMU_EXEC_CHECK_LAYOUTS", "1") != "0",
-                   printf="stdout", timeout=_timeout(), symbols=_symbols(mod, variables))
+                   printf="stdout", timeout=_timeout(), symbols=_symbols(mod, variables), cooperative=cooperative)
     except KernelFault as e:
         sys.stdout.flush()
         text = str(e).replace("launch with zero_init_shared=True", "tcemu exec --zero-init-shared")
         _say(f"kernel fault in {name} (grid {tuple(grid)}, block {tuple(block)}, cluster {tuple(cluster)}):\n"
              f"  {type(e).__name__}: {text}")
-        return FAULT
+        return ASSERT if _assert_failed(e) else FAULT
     except PtxLimit as e:
         _say(f"kernel {name}: {type(e).__name__}: {e}")
         return REFUSED
     except PtxUnsupported as e:
         _say(f"kernel {name}: {type(e).__name__}: {e}")
         return REFUSED
-    except PtxError as e:  # a launch the hardware refuses too (block, cluster, shared memory): a configuration error
+    except PtxError as e:  # a launch the hardware refuses too (block, cluster, shared memory, cooperative grid)
+        if cooperative and e.field == "cooperative":
+            _say(f"cudaLaunchCooperativeKernel of {name} returns cudaErrorCooperativeLaunchTooLarge: {e.rule}")
+            return TOO_LARGE
         _say(f"launch of {name} refused: {type(e).__name__}: {e}")
         return BAD_CONFIG
     finally:
@@ -187,6 +203,47 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
     _recorder.add(index, text, name, prog, grid, block, cluster, smem, blob, buffers, before,
                   _symbols(mod, variables))
     return OK
+
+
+def _static_shared(fatbin_address, index, name) -> int:
+    """Kernel `name`'s static shared memory, as a launch counts it (Module.launch: its window past the reserved KiB)."""
+    return _module(fatbin_address, index, name)[0].program(name).dynamic_base() - SMEM_RESERVED
+
+
+def static_shared(fatbin_address, index, name) -> int:
+    """cudaFuncGetAttributes' sharedSizeBytes: kernel `name`'s static shared memory; -1 (reported)."""
+    try:
+        return _static_shared(fatbin_address, index, name)
+    except TcemuError as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return -1
+
+
+def occupancy(fatbin_address, index, name, nthreads, dynamic) -> int:
+    """CTAs of kernel `name` one SM holds with `dynamic` bytes of dynamic shared memory: tcemu.ptx.schedule's count,
+    the one a cooperative launch is held to (threads, warps, 32 CTAs, static + dynamic shared memory with 1 KiB
+    reserved per CTA; registers are unknown before ptxas); -1 (reported)."""
+    try:
+        static = _static_shared(fatbin_address, index, name)
+    except TcemuError as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return -1
+    if static + dynamic > SMEM_LIMIT:
+        return 0
+    return ctas_per_sm(nthreads, static + dynamic)[0]
+
+
+def available_shared(fatbin_address, index, name, blocks, nthreads) -> int:
+    """The most dynamic shared memory with which `blocks` CTAs of kernel `name` share an SM (occupancy's rules;
+    at most what one CTA may have): 0 when they cannot, whatever the shared memory; -1 (reported)."""
+    try:
+        static = _static_shared(fatbin_address, index, name)
+    except TcemuError as e:
+        _say(f"kernel {name}: {type(e).__name__}: {e}")
+        return -1
+    if ctas_per_sm(nthreads, static)[0] < blocks:
+        return 0
+    return max(0, min(SMEM_PER_SM // blocks - SMEM_PER_CTA_RESERVED, SMEM_LIMIT) - static)
 
 
 def encode_tiled(map_address, dtype, rank, address, dims, strides, box, estrides, interleave, swizzle, l2,
@@ -236,4 +293,5 @@ def at_exit() -> int:
     return 0
 
 
-__all__ = ["launch", "initialise", "param_blob", "param_offsets", "encode_tiled", "at_exit"]
+__all__ = ["launch", "initialise", "param_blob", "param_offsets", "static_shared", "occupancy", "available_shared",
+           "encode_tiled", "at_exit"]
