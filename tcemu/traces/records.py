@@ -21,6 +21,8 @@ record per case in tests/fixtures/ptx/cutlass_*.json (`launches`). Fields used h
                                                  `tcemu exec --record` writes them) at that device address,
                                                  inside one of the buffers; older records lack the field, and
                                                  the replay then places the module's variables itself
+    cooperative  optional bool (absent: false): a cooperative launch (cudaLaunchCooperativeKernel): the replay
+                                                 launches it so, as grid.sync() needs
     encodes    [{dtype, rank, buffer, delta, dims, strides_bytes, box, element_strides, interleave, swizzle,
                  l2_promotion, oob_fill}]        cuTensorMapEncodeTiled's arguments (CUtensorMapDataType and
                                                  the other enums as integers; address = buffer + delta)
@@ -53,7 +55,8 @@ POISON = 0xFF   # every output byte before the launch (scripts/capture_cutlass.p
 MAX_BUFFER_BYTES = 1 << 28  # one buffer of a record (the bundled records' largest holds 262,144 bytes)
 MAX_PARAM_BYTES = 32764     # a kernel's parameter space (CUDA 12.1+)
 # Module.launch arguments a replay sets from the record itself
-_FROM_RECORD = ("grid", "block", "cluster", "shared_bytes", "param_bytes", "buffers", "args", "name", "symbols")
+_FROM_RECORD = ("grid", "block", "cluster", "shared_bytes", "param_bytes", "buffers", "args", "name", "symbols",
+                "cooperative")
 
 # CUtensorMapDataType (cuda.h), by value
 DRIVER_DTYPES = ("UINT8", "UINT16", "UINT32", "INT32", "UINT64", "INT64", "FLOAT16", "FLOAT32", "FLOAT64",
@@ -294,6 +297,11 @@ def replay(record, ptx, *, seed: int = 0, inputs: Optional[dict] = None, cluster
     grid = _ints(record, "grid", 1, (1 << 31) - 1, 3)
     recorded = _ints(record, "cluster", 1, 16, 3)  # checked even when cluster= overrides it
     cl = recorded if cluster is None else cluster
+    coop = record.get("cooperative", False)
+    if not isinstance(coop, bool):
+        raise LaunchRecordError("cooperative", f"expected true or false, got {show(coop)}")
+    if coop:
+        launch["cooperative"] = True
     stats = mod.launch(entry, grid=grid, block=_ints(record, "block", 1, 1024, 3), cluster=cl,
                        shared_bytes=_need(record, "shared_bytes", int), param_bytes=blob,
                        buffers=[(bufs[n]["address"], a) for n, a in arrays.items()], symbols=symbols or None,

@@ -96,6 +96,28 @@ def test_grid_sync_without_a_cooperative_launch_traps(programs):
     assert "trap executed by threads [0, 1, 2, 3, 4, 5, 6, 7]" in out.stderr
 
 
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_record_of_a_cooperative_launch_replays_cooperatively(programs, tmp_path):
+    import json
+    from tcemu import launches
+    from tcemu.ptx.errors import KernelFault
+    path = tmp_path / "coop.json"
+    out = tcemu_exec("--record", str(path), "--", programs["cooperative"])
+    assert out.returncode == 0, out.stderr
+    records = json.loads(path.read_text())["launches"]
+    first = records[0]
+    assert first["cooperative"] is True
+    rep = launches.replay(first, str(tmp_path / (first["fixture"] + ".ptx")))
+    outs = [b for b in first["buffers"] if b["role"] == "output"]
+    assert outs and all(rep.outputs[b["name"]].tobytes() == bytes.fromhex(b["expected"]) for b in outs)
+    plain = {k: v for k, v in first.items() if k != "cooperative"}   # the flag is what grid.sync() needs
+    with pytest.raises(KernelFault, match="trap"):
+        launches.replay(plain, str(tmp_path / (first["fixture"] + ".ptx")))
+    with pytest.raises(launches.LaunchRecordError, match="cooperative"):
+        launches.replay(dict(first, cooperative="yes"), str(tmp_path / (first["fixture"] + ".ptx")))
+
 # ------------------------------------------------------------------------------------------------ device assert
 
 @pytest.mark.needs_nvcc

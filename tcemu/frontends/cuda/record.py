@@ -8,7 +8,8 @@ starts every buffer from `data` and must end each output at `expected`. Tensor m
 format in the blob (tensormaps and encodes are empty). Each record's `fixture` names its PTX file, written
 beside OUT.json as OUT.mI.ptx (one per fatbinary that launched a kernel). `symbols` lists the module's
 __device__ / __constant__ variables the launch mapped ({name, address, bytes}: PTX name, device address, size),
-each inside one of the buffers, so a replay maps them where the program had them."""
+each inside one of the buffers, so a replay maps them where the program had them; `cooperative` marks a
+cooperative launch."""
 import json
 import os
 
@@ -29,7 +30,8 @@ class Recorder:
             return None
         return [np.array(v, copy=True) for _, v, _ in buffers]
 
-    def add(self, index, text, name, prog, grid, block, cluster, smem, blob, buffers, before, symbols=None):
+    def add(self, index, text, name, prog, grid, block, cluster, smem, blob, buffers, before, symbols=None,
+            cooperative=False):
         if not self.path:
             return
         self.ptx[index] = text
@@ -60,6 +62,8 @@ class Recorder:
             "params": params, "param_bytes": len(blob), "param_blob": blob.hex(), "pointers": pointers,
             "tensormaps": [], "encodes": [], "buffers": bufs,
             "symbols": [{"name": n, "address": int(a), "bytes": int(b)} for n, (a, b) in (symbols or {}).items()]})
+        if cooperative:
+            self.records[-1]["cooperative"] = True
 
     def write(self):
         if not self.path:

@@ -201,7 +201,7 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
         stats[1] += time.perf_counter() - start
         sys.stdout.flush()
     _recorder.add(index, text, name, prog, grid, block, cluster, smem, blob, buffers, before,
-                  _symbols(mod, variables))
+                  _symbols(mod, variables), cooperative)
     return OK
 
 
