@@ -204,8 +204,8 @@ class SharedWindow:
         self.lo, self.hi = lo, hi
         if zero_init:
             smem.written[lo:hi] = True
-        # the per-byte shadow arrays (_SHADOWS) are made on first use: a CTA that never touches shared memory
-        # costs none of their 40 bytes per byte of the window
+        # the per-byte shadow arrays (_SHADOWS) are made on first use, as long as the kernel's window [0, hi): a CTA
+        # that never touches shared memory costs none of their 40 bytes per byte
         self.write_epoch = 0
         self.fence_epoch = 0
         self.guarded = False
@@ -216,7 +216,7 @@ class SharedWindow:
         made = _SHADOWS.get(name)
         if made is None:
             raise AttributeError(name)
-        n = self.smem.size >> 4 if name in _GRANULES else self.smem.size
+        n = (self.hi + 15) >> 4 if name in _GRANULES else self.hi   # every offset checked lies below hi
         arr = np.full(n, made[1], made[0]) if made[1] else np.zeros(n, made[0])
         setattr(self, name, arr)
         return arr

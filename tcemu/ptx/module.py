@@ -289,7 +289,7 @@ class Module:
         if total_smem > SMEM_LIMIT:
             raise PtxLimit("shared_bytes", f"{prog.shared_static} static + {shared_bytes} dynamic bytes exceed "
                                            f"the {SMEM_LIMIT} bytes a CTA may have")
-        self._check_memory(prog, nthreads, cluster)
+        self._check_memory(prog, nthreads, cluster, total_smem)
         for i in range(3):
             if grid[i] % cluster[i]:
                 raise PtxError("cluster", f"grid {grid} is not a multiple of the cluster shape {cluster}")
@@ -362,7 +362,7 @@ class Module:
             if bar:
                 bar.step()
         grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),
-                          self._cluster_bytes(prog, nthreads, cluster), MEMORY_LIMIT, finished)
+                          self._cluster_bytes(prog, nthreads, cluster, total_smem), MEMORY_LIMIT, finished)
         if cooperative:
             if len(chosen) > grid_.occupancy:
                 raise PtxError("cooperative", f"{len(chosen):,} CTAs; a cooperative launch may have at most as many "
@@ -385,14 +385,14 @@ class Module:
         stats["printf"] = list(L.printed)
         return stats
 
-    def _cluster_bytes(self, prog: Program, nthreads: int, cluster) -> int:
+    def _cluster_bytes(self, prog: Program, nthreads: int, cluster, total_smem: int) -> int:
         """The estimate of _check_memory for one cluster's own state (registers, local frames, shared memory)."""
         warps = -(-nthreads // 32) * int(np.prod(cluster))
         regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
         return (warps * regs + warps * 32 * prog.local_size +
-                int(np.prod(cluster)) * SMEM_WINDOW[self.arch] * SHADOW_BYTES)
+                int(np.prod(cluster)) * (SMEM_WINDOW[self.arch] * 2 + (SMEM_RESERVED + total_smem) * SHADOW_BYTES))
 
-    def _check_memory(self, prog: Program, nthreads: int, cluster):
+    def _check_memory(self, prog: Program, nthreads: int, cluster, total_smem: int):
         """Refuse, before allocating anything, a launch beyond CUDA's size limits or whose own state would need
         more than MEMORY_LIMIT bytes (the message gives the estimate, part by part)."""
         if prog.param_size > PARAM_LIMIT:
@@ -410,7 +410,8 @@ class Module:
                  "parameters": prog.param_size,
                  "registers": warps * regs,
                  "local frames": warps * 32 * prog.local_size,
-                 "shared memory": int(np.prod(cluster)) * SMEM_WINDOW[self.arch] * SHADOW_BYTES}
+                 "shared memory": int(np.prod(cluster)) * (SMEM_WINDOW[self.arch] * 2 +
+                                                           (SMEM_RESERVED + total_smem) * SHADOW_BYTES)}
         total = sum(parts.values())
         if total > MEMORY_LIMIT:
             raise PtxLimit("launch", f"would need about {_size(total)} of memory ("

@@ -17,7 +17,7 @@ THREADS_PER_SM = 2048
 WARPS_PER_SM = 64
 SMEM_PER_SM = 228 * 1024  # shared memory of one SM; each CTA also takes 1 KB the system reserves
 SMEM_PER_CTA_RESERVED = 1024
-WAVE_BYTES = 256 << 20
+WAVE_BYTES = 64 << 20
 
 
 def occupancy(nthreads: int, smem_bytes: int):

@@ -390,7 +390,8 @@ def test_the_default_limit_is_an_h100s_occupancy(monkeypatch):
 def test_the_cpu_memory_limit_is_named_when_it_binds(monkeypatch):
     from tcemu.ptx import module
     mod = ptx.load(grid_barrier())
-    one = mod._cluster_bytes(mod.program("gb"), 64, (1, 1, 1))
+    prog = mod.program("gb")
+    one = mod._cluster_bytes(prog, 64, (1, 1, 1), prog.dynamic_base() - module.SMEM_RESERVED)   # no dynamic bytes
     monkeypatch.setattr(module, "MEMORY_LIMIT", 2 * one + one // 2)
     with pytest.raises(Deadlock) as e:
         mod.launch("gb", grid=3, block=64, args=[np.zeros(1, np.uint32), np.zeros(3, np.uint32)])
