@@ -480,11 +480,15 @@ def warp_sync(W):
         st.region += 1
 
 
-def mbar_release(W, mb):
-    """An arrive (or a TMA's complete_tx) on mbarrier mb: the warp's clock joins the current phase's release."""
+def mbar_release(W, mb, times: int = 1):
+    """An arrive (or a TMA's complete_tx) on mbarrier mb: the warp's clock joins the current phase's release.
+    times: that many arrivals by the warp in a row (its clock released each time; the last release is the
+    largest)."""
     st = clock(W) if W is not None else None
     if st is None:
         return
+    if times > 1:
+        st.vc[st.id] += times - 1
     rel = st.release()
     if mb.race_acc is None:
         mb.race_acc = rel

@@ -798,3 +798,43 @@ def test_granules_of_rows_and_of_loose_bytes():
     loose = np.array([0x0f, 0x10, 0x11, 0x3ff])
     assert granules(loose).tolist() == [0, 1, 1, 0x3f]
     assert granules(np.array([0x18])[:, None] + np.arange(16)).tolist() == [1] * 8 + [2] * 8   # not aligned
+
+
+@pytest.mark.parametrize("count", [40, 32, 20])
+def test_mbarrier_arrive_of_many_lanes_counts_each_lane_in_order(count):
+    """Threads 0..39 (all of warp 0, then 8 lanes of warp 1) arrive once each on one mbarrier of `count`: each
+    lane's state holds the arrivals pending before its own, lane by lane, and a phase that completes part-way
+    (count 20, 32) starts the next one at `count` pending. The whole-warp arrival is one step when no phase
+    completes before its last lane (40, 32); with 20 the lanes run one at a time."""
+    body = f"""\
+  .shared .align 8 .b64 bar;
+  mov.u32 %r1, bar;
+  setp.ne.u32 %p0, %r0, 0;
+  @%p0 bra SKIP;
+  mbarrier.init.shared::cta.b64 [%r1], {count};
+SKIP:
+  bar.sync 0;
+  setp.ge.u32 %p1, %r0, 32;
+  @%p1 bra LATER;
+  mbarrier.arrive.shared::cta.b64 %rd2, [%r1];
+  mbarrier.pending_count.b64 %r2, %rd2;
+  st.global.u32 [%rd1], %r2;
+LATER:
+  bar.sync 0;                        // warp 1's lanes 0..7 arrive after warp 0
+  setp.lt.u32 %p2, %r0, 32;
+  setp.ge.u32 %p3, %r0, 40;
+  or.pred %p2, %p2, %p3;
+  @%p2 bra END;
+  mbarrier.arrive.shared::cta.b64 %rd3, [%r1];
+  mbarrier.pending_count.b64 %r3, %rd3;
+  st.global.u32 [%rd1], %r3;
+END:
+  ret;
+"""
+    want, pending = [], count
+    for _ in range(40):
+        want.append(pending)
+        pending = pending - 1 or count
+    for lockstep in (True, False):
+        out = run(body, block=64, lockstep=lockstep)
+        assert out.tolist() == want + [0] * 24

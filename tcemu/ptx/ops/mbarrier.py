@@ -59,6 +59,14 @@ class MBarrier:
         self.pending -= count
         self._maybe_complete()
 
+    def arrive_lanes(self, k, W):
+        """k single arrivals by the lanes of warp W that do not complete past the phase (k <= pending): the
+        loop of arrive(1) in one step (what the warp knew merged once, its clock released k times)."""
+        self.learn(W)
+        races.mbar_release(W, self, k)
+        self.pending -= k
+        self._maybe_complete()
+
     def expect_tx(self, n, wh):
         self.tx += n
         if abs(self.tx) > TX_LIMIT:
@@ -158,7 +166,18 @@ def c_mbarrier(ins, prog, pc):
             addrs = get_addr(W)
             vals = gval(W) if gval is not None else None
             out = np.zeros(32, np.uint64)
-            for lane in np.flatnonzero(act):  # each executing thread arrives once
+            lanes = np.flatnonzero(act)
+            if lanes.size > 1 and not (expect or drop or no_complete) and vals is None and \
+                    (addrs[lanes] == addrs[lanes[0]]).all():   # one mbarrier, one arrival a lane
+                cta, off = shared_target(W, addrs[lanes[0]], space, wh)
+                mb = lookup(W, cta, off, wh)
+                if lanes.size <= mb.pending:   # no phase completes before the last lane
+                    out[lanes] = np.uint64(mb.phase) | (np.uint64(mb.pending) - np.arange(lanes.size,
+                                                                                         dtype=np.uint64)) << 32
+                    mb.arrive_lanes(lanes.size, W)
+                    W.cta.progress = True
+                    lanes = lanes[:0]
+            for lane in lanes:  # each executing thread arrives once
                 cta, off = shared_target(W, addrs[lane], space, wh)
                 mb = lookup(W, cta, off, wh)
                 out[lane] = mb.phase | mb.pending << 32  # the opaque state: phase and pending count before it
