@@ -184,15 +184,34 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
         raise TmaError("box", f"{box_bytes:,} bytes of box from {smem_addr:#x} run past the {arch} shared "
                               f"window ({window:#x})")
     idx, addr = _box_geometry(smem_addr, tuple(counts), es, pitch, sw.base, sw.shift, sw.bits, bool(flip))
-    gcoord = np.array(coords)[:, None] + idx * np.array([1] + est[1:])[:, None]
-    dims = np.array(tensor.shape[::-1])[:, None]
-    inside = np.all((gcoord >= 0) & (gcoord < dims), axis=0)
-    values = np.zeros(idx.shape[1], tensor.dtype)
-    values[inside] = tensor[tuple(gcoord[::-1][:, inside])]
-    flat = np.full(idx.shape[1], -1, np.int64)
-    flat[inside] = np.ravel_multi_index(tuple(gcoord[::-1][:, inside]), tensor.shape)
+    step = [1] + est[1:]
+    last = [c + (n - 1) * e for c, n, e in zip(coords, counts, step)]
+    if min(coords) >= 0 and all(x < d for x, d in zip(last, tensor.shape[::-1])):
+        # the whole box inside the tensor (the common case): a strided slice, in the box's order (dimension 0
+        # fastest is the array's last axis fastest), and flat indices = the first element's + the box's own
+        values = tensor[tuple(slice(c, x + 1, e) for c, x, e in zip(coords[::-1], last[::-1], step[::-1]))].reshape(-1)
+        mult = np.cumprod((1,) + tensor.shape[::-1][:-1])   # elements per step of each dimension, dimension 0 first
+        flat = int(np.dot(coords, mult)) + _box_offsets(tuple(counts), tuple(step), tuple(int(m) for m in mult))
+    else:
+        gcoord = np.array(coords)[:, None] + idx * np.array(step)[:, None]
+        dims = np.array(tensor.shape[::-1])[:, None]
+        inside = np.all((gcoord >= 0) & (gcoord < dims), axis=0)
+        values = np.zeros(idx.shape[1], tensor.dtype)
+        values[inside] = tensor[tuple(gcoord[::-1][:, inside])]
+        flat = np.full(idx.shape[1], -1, np.int64)
+        flat[inside] = np.ravel_multi_index(tuple(gcoord[::-1][:, inside]), tensor.shape)
     keep = write(idx[0]) if write is not None else np.ones(idx.shape[1], bool)
     return addr, values, flat, counts, keep
+
+
+@lru_cache(maxsize=256)
+def _box_offsets(counts, step, mult):
+    """Flat element offsets of a box's elements from its first (box order: dimension 0 fastest), read-only."""
+    off = np.zeros(1, np.int64)
+    for n, e, m in zip(counts[::-1], step[::-1], mult[::-1]):   # the outermost dimension first
+        off = (off[:, None] + np.arange(n, dtype=np.int64) * e * m).reshape(-1)
+    off.setflags(write=False)
+    return off
 
 
 @lru_cache(maxsize=256)
