@@ -247,6 +247,11 @@ def _gather(futures, chunks, progress):
                 raise TcemuError("scheduler", f"{_describe(k, n, chunks[k])}: its worker died ({e}); the caller's "
                                               "arrays are unchanged") from None
             except (FutureCancelledError, OSError) as e:
+                dead = _killed(futures, KilledWorker)   # a chunk cancelled because another's worker died
+                if dead is not None:
+                    j, why = where[dead.key], dead.exception()
+                    raise TcemuError("scheduler", f"{_describe(j, n, chunks[j])}: its worker died ({why}); the "
+                                                  "caller's arrays are unchanged") from None
                 raise TcemuError("scheduler", f"{_describe(k, n, chunks[k])} did not run ({type(e).__name__}: "
                                               f"{e}); the caller's arrays are unchanged") from None
             except Exception as e:  # noqa: BLE001 (anything a worker raised, named with its chunk)
@@ -264,6 +269,20 @@ def _gather(futures, chunks, progress):
             if not f.done():
                 f.cancel()
     return results
+
+
+def _killed(futures, killed_worker, settle: float = 5.0):
+    """The first future whose worker died (KilledWorker), given `settle` seconds to say so, or None: the scheduler
+    may cancel the other chunks before that chunk's own failure arrives."""
+    from distributed import wait  # optional dependency: dask.distributed
+    try:
+        wait(futures, timeout=settle)
+    except Exception:  # noqa: BLE001 (a timeout or a cancelled future: look at what has settled)
+        pass
+    for f in futures:
+        if f.status == "error" and isinstance(f.exception(), killed_worker):
+            return f
+    return None
 
 
 def _rebuilt(err, k, n, chunk):
