@@ -106,7 +106,9 @@ def _exec(path: str, args, sms, timeout: float, env_extra=None):
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env_extra or {})}
     start = time.time()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, env=env)
+        # in the binary's folder: a failing testbed writes error_Gemm_device_*.txt into the working directory
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, env=env,
+                              cwd=os.path.dirname(os.path.abspath(path)))
         rc, out, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as e:
         rc = "timeout"
