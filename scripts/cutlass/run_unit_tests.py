@@ -23,6 +23,7 @@ import argparse
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -35,9 +36,14 @@ UNIT_FLAGS = [*FLAGS, "-DCUTLASS_TEST_LEVEL=0", "-DCUTLASS_TEST_ENABLE_CACHED_RE
 DEVICE = os.path.join("test", "unit", "gemm", "device")
 GTEST = os.path.join(os.path.expanduser("~"), ".cache", "tcemu", "gtest")
 # (test file, googletest filter) that tests/frontends/test_cutlass_unit_tests.py reruns (TCEMU_CUTLASS_EXAMPLES=1):
-# the runs of docs/guide.md's table that passed
+# the runs of docs/guide.md's table that passed in minutes (a ping-pong TestAll is 20 minutes on a free core)
 UNIT_RUNS = [
-    ("sm90_gemm_bf16_bf16_bf16_tensor_op_f32", "SM90_Device_Gemm_bf16t_bf16t_bf16n_tensor_op_gmma_f32.64x128x64"),
+    ("sm90_gemm_f32_f32_f32_tensor_op_f32",
+     "SM90_Device_Gemm_f32t_f32t_f32n_tensor_op_gmma_f32.128x128x32_1x1x1_cooperative"),
+    ("sm90_gemm_f32_f32_f32_tensor_op_f32",
+     "SM90_Device_Gemm_f32t_f32t_f32n_tensor_op_gmma_f32.128x128x32_1x1x1_cooperative_narrow_wgmma"),
+    ("sm90_gemm_f16_f16_f32_tensor_op_f32_rs_cluster_warpspecialized_cooperative",
+     "SM90_Device_Gemm_f16t_f16n_f32n_tensor_op_gmma_f32_cooperative.128x192x64_1x1x1"),
 ]
 
 
@@ -101,19 +107,26 @@ def build(cutlass: str, gtest: str, stem: str, path: str) -> str:
     return ""
 
 
+def run_group(cmd, env, cwd: str, timeout: float):
+    """(exit status or "timeout", stdout, stderr) of CMD in a session of its own: on timeout the whole process
+    group is killed (tcemu exec runs the program as its child, which a plain subprocess timeout leaves running)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                            env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return "timeout", out, err
+
+
 def _exec(path: str, args, sms, timeout: float, env_extra=None):
     cmd = [sys.executable, "-m", "tcemu.cli", "exec", *exec_options(sms), "--", path, *args]
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env_extra or {})}
     start = time.time()
-    try:
-        # in the binary's folder: a failing testbed writes error_Gemm_device_*.txt into the working directory
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, env=env,
-                              cwd=os.path.dirname(os.path.abspath(path)))
-        rc, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as e:
-        rc = "timeout"
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+    # in the binary's folder: a failing testbed writes error_Gemm_device_*.txt into the working directory
+    rc, out, err = run_group(cmd, env, os.path.dirname(os.path.abspath(path)), timeout)
     return rc, out, err, time.time() - start
 
 

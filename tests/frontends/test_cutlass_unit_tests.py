@@ -8,6 +8,7 @@ import importlib.util
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -86,3 +87,15 @@ def test_table_lists_each_test_with_its_verdict_and_seconds():
         "| sm90_gemm_x | A.x | OK | 312 | 290 |\n| sm90_gemm_x | A.y | TIMEOUT | 1800 | 97 |")
     assert run_unit_tests.table(rows, markdown=False).splitlines()[0] == \
         "file         test  result   wall s  launches"
+
+
+def test_timeout_ends_the_program_that_tcemu_exec_started(tmp_path):
+    """A test past --timeout: its whole process group goes, the grandchild (the program under tcemu exec) too."""
+    flag = tmp_path / "still-running"
+    script = f"(sleep 0.6; touch {flag}) & echo started; wait"
+    rc, out, _ = run_unit_tests.run_group(["sh", "-c", script], dict(os.environ), str(tmp_path), timeout=0.3)
+    assert rc == "timeout" and out == "started\n"
+    time.sleep(0.8)
+    assert not flag.exists()
+    assert run_unit_tests.run_group(["sh", "-c", "echo ok; exit 3"], dict(os.environ), str(tmp_path), 10) == \
+        (3, "ok\n", "")
