@@ -413,6 +413,18 @@ def test_unwritten_shared_read_is_a_fault_unless_zero_initialised(programs):
 
 @pytest.mark.needs_nvcc
 @pytest.mark.slow
+def test_shared_race_is_a_fault_unless_racecheck_is_off(programs):
+    out = tcemu_exec("--", programs["faults"], "race")
+    assert out.returncode == 1 and "race:" not in out.stdout
+    assert "HazardError: " in out.stderr and "race on shared address" in out.stderr
+    assert "no synchronisation orders the two warps' accesses" in out.stderr
+    out = tcemu_exec("--", programs["faults"], "race", env={"TCEMU_EXEC_RACECHECK": "0"})   # the control
+    assert out.returncode == 0, out.stderr
+    assert "race: cudaSuccess\n" in out.stdout and out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
 def test_unsupported_call_stops_the_program_naming_it(programs):
     out = tcemu_exec("--", programs["faults"], "graph")
     assert out.returncode == 2

@@ -14,7 +14,8 @@ TCEMU_EXEC_CHECK_LAYOUTS (0 turns the operand-provenance check off), TCEMU_EXEC_
 TCEMU_EXEC_ZERO_INIT_SHARED (1: shared memory starts as zeros, not unwritten), TCEMU_EXEC_TIMEOUT (each launch's
 wall-clock budget in seconds; 0: none), TCEMU_EXEC_SUMMARY (1: at exit, the launches per kernel and the seconds
 the interpreter spent on them), TCEMU_EXEC_LAUNCH_LOG (a path: one line appended as each launch ends, its
-kernel, grid, block, cluster, interpreter seconds and outcome).
+kernel, grid, block, cluster, interpreter seconds and outcome), TCEMU_EXEC_RACECHECK (0 turns the shared-memory
+racecheck off: to see whether a program that stops at a HazardError computes the right values regardless).
 """
 import ctypes
 import os
@@ -146,6 +147,7 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
         mod.launch(name, grid=grid, block=block, cluster=cluster, shared_bytes=smem, param_bytes=blob,
                    zero_init_shared=os.environ.get("TCEMU_EXEC_ZERO_INIT_SHARED") == "1",
                    buffers=buffers, check_layouts=os.environ.get("TCEMU_EXEC_CHECK_LAYOUTS", "1") != "0",
+                   check_races=os.environ.get("TCEMU_EXEC_RACECHECK", "1") != "0",
                    printf="stdout", timeout=_timeout(), symbols=_symbols(mod, variables))
     except KernelFault as e:
         sys.stdout.flush()
