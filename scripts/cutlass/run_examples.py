@@ -57,14 +57,17 @@ EXAMPLES = [
 ]
 
 
-def cache_root() -> str:
+def cache_root(kind: str = "cutlass-examples") -> str:
+    """~/.cache/tcemu/KIND (TCEMU_CACHE moves the root): cutlass-examples here, cutlass-unit for run_unit_tests.py."""
     return os.path.join(os.environ.get("TCEMU_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tcemu"),
-                        "cutlass-examples")
+                        kind)
 
 
-def headers_digest(cutlass: str) -> str:
+def headers_digest(cutlass: str, subs=("include", os.path.join("tools", "util", "include"),
+                                       os.path.join("examples", "common"))) -> str:
+    """One hash of every file under the CUTLASS tree's folders SUBS (their paths and bytes)."""
     h = hashlib.sha256()
-    for sub in ("include", os.path.join("tools", "util", "include"), os.path.join("examples", "common")):
+    for sub in subs:
         top = os.path.join(cutlass, sub)
         for d, dirs, files in os.walk(top):
             dirs.sort()

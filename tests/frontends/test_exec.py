@@ -201,6 +201,19 @@ def test_summary_counts_launches_per_kernel(monkeypatch):
     assert runtime.summary().splitlines()[0] == "1 kernel launch (1 distinct kernel), 0.0 s in the interpreter"
 
 
+def test_launch_log_appends_one_line_per_launch(monkeypatch, tmp_path):
+    from tcemu.frontends.cuda import runtime
+    log = tmp_path / "launches"
+    monkeypatch.delenv("TCEMU_EXEC_LAUNCH_LOG", raising=False)
+    runtime._log_launch("k", (1, 1, 1), (32, 1, 1), (1, 1, 1), 0.5, "ok")     # unset: nothing written
+    assert not log.exists()
+    monkeypatch.setenv("TCEMU_EXEC_LAUNCH_LOG", str(log))
+    runtime._log_launch("gemm", (6, 1, 1), (384, 1, 1), (1, 2, 1), 1.25, "ok")
+    runtime._log_launch("fill", [2, 1, 1], [128, 1, 1], [1, 1, 1], 0.0004, "failed")
+    assert log.read_text() == ("1.250 s grid (6, 1, 1) block (384, 1, 1) cluster (1, 2, 1) ok gemm\n"
+                               "0.000 s grid (2, 1, 1) block (128, 1, 1) cluster (1, 1, 1) failed fill\n")
+
+
 def test_missing_program_is_bad_input(capsys):
     from tcemu.cli import main
     assert main(["exec", "--", "/nonexistent/prog"]) == 2
@@ -281,9 +294,13 @@ def test_plain_cuda_program_passes(programs):
 
 @pytest.mark.needs_nvcc
 @pytest.mark.slow
-def test_summary_names_every_kernel_launched(programs):
-    out = tcemu_exec("--summary", "--launch-timeout", "0", "--", programs["basics"])
+def test_summary_names_every_kernel_launched(programs, tmp_path):
+    log = tmp_path / "launches"
+    out = tcemu_exec("--summary", "--launch-timeout", "0", "--", programs["basics"],
+                     env={"TCEMU_EXEC_LAUNCH_LOG": str(log)})
     assert out.returncode == 0, out.stderr
+    assert [line.split()[-2:] for line in log.read_text().splitlines()] == [
+        ["ok", "_Z4vaddPKfS0_Pfi"], ["ok", "_Z6reducePKiPii"], ["ok", "_Z12cluster_swapPi"]]
     assert out.stdout.endswith("PASS (sum 1000, timed events)\n")
     lines = out.stderr.splitlines()
     assert lines[0].startswith("tcemu exec: 3 kernel launches (3 distinct kernels), ") and len(lines) == 4
@@ -430,6 +447,18 @@ def test_unwritten_shared_read_is_a_fault_unless_zero_initialised(programs):
     out = tcemu_exec("--zero-init-shared", "--", programs["faults"], "uninit")   # the control
     assert out.returncode == 0, out.stderr
     assert "uninit: cudaSuccess, out[31] = 32, out[32] = 0\n" in out.stdout and out.stderr == ""
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_shared_race_is_a_fault_unless_racecheck_is_off(programs):
+    out = tcemu_exec("--", programs["faults"], "race")
+    assert out.returncode == 1 and "race:" not in out.stdout
+    assert "HazardError: " in out.stderr and "race on shared address" in out.stderr
+    assert "no synchronisation orders the two warps' accesses" in out.stderr
+    out = tcemu_exec("--", programs["faults"], "race", env={"TCEMU_EXEC_RACECHECK": "0"})   # the control
+    assert out.returncode == 0, out.stderr
+    assert "race: cudaSuccess\n" in out.stdout and out.stderr == ""
 
 
 @pytest.mark.needs_nvcc

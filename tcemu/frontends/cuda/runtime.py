@@ -18,7 +18,9 @@ Settings come from the environment that `tcemu exec` sets: TCEMU_EXEC_ARCH (sm90
 TCEMU_EXEC_CHECK_LAYOUTS (0 turns the operand-provenance check off), TCEMU_EXEC_RECORD (a .json path),
 TCEMU_EXEC_ZERO_INIT_SHARED (1: shared memory starts as zeros, not unwritten), TCEMU_EXEC_TIMEOUT (each launch's
 wall-clock budget in seconds; 0: none), TCEMU_EXEC_SUMMARY (1: at exit, the launches per kernel and the seconds
-the interpreter spent on them).
+the interpreter spent on them), TCEMU_EXEC_LAUNCH_LOG (a path: one line appended as each launch ends, its
+kernel, grid, block, cluster, interpreter seconds and outcome), TCEMU_EXEC_RACECHECK (0 turns the shared-memory
+racecheck off: to see whether a program that stops at a HazardError computes the right values regardless).
 """
 import ctypes
 import os
@@ -173,11 +175,12 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
     before = _recorder.before(buffers)
     stats = _launches.setdefault(name, [0, 0.0])
     stats[0] += 1
-    start = time.perf_counter()
+    start, outcome = time.perf_counter(), "failed"
     try:
         mod.launch(name, grid=grid, block=block, cluster=cluster, shared_bytes=smem, param_bytes=blob,
                    zero_init_shared=os.environ.get("TCEMU_EXEC_ZERO_INIT_SHARED") == "1",
                    buffers=buffers, check_layouts=os.environ.get("TCEMU_EXEC_CHECK_LAYOUTS", "1") != "0",
+                   check_races=os.environ.get("TCEMU_EXEC_RACECHECK", "1") != "0",
                    printf="stdout", timeout=_timeout(), symbols=_symbols(mod, variables), cooperative=cooperative)
     except KernelFault as e:
         sys.stdout.flush()
@@ -197,12 +200,24 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
             return TOO_LARGE
         _say(f"launch of {name} refused: {type(e).__name__}: {e}")
         return BAD_CONFIG
+    else:
+        outcome = "ok"
     finally:
         stats[1] += time.perf_counter() - start
+        _log_launch(name, grid, block, cluster, time.perf_counter() - start, outcome)
         sys.stdout.flush()
     _recorder.add(index, text, name, prog, grid, block, cluster, smem, blob, buffers, before,
                   _symbols(mod, variables), cooperative)
     return OK
+
+
+def _log_launch(name, grid, block, cluster, seconds, outcome) -> None:
+    """TCEMU_EXEC_LAUNCH_LOG: one line a launch, written as it ends (a run killed mid-way still shows its progress)."""
+    path = os.environ.get("TCEMU_EXEC_LAUNCH_LOG")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(f"{seconds:.3f} s grid {tuple(grid)} block {tuple(block)} cluster {tuple(cluster)} "
+                     f"{outcome} {name}\n")
 
 
 def _static_shared(fatbin_address, index, name) -> int:
