@@ -64,7 +64,8 @@ EXAMPLES = [
     # The CuTe tutorials as shipped (examples/cute/tutorial): the Hopper two print their timing line and check
     # nothing; the Blackwell five compare with a host GEMM and print "Execution is successful." (exact equality)
     # wgmma_sm90: K = 128, not 64: its prologue copies K_PIPE_MAX - 1 = 2 k-tiles whatever the number of k-tiles, so
-    # at K = 64 its second cp.async reads 16 bytes past the end of A (tcemu's MemoryFault: K_TILE_FINDING)
+    # at K = 64 its second cp.async reads 16 bytes past the end of A (tcemu's MemoryFault: K_TILE_FINDING); at 128
+    # its first wgmma stops at the missing proxy fence (FINDINGS)
     ("cute-wgmma", "cute/tutorial/hopper/wgmma_sm90.cu", ["128", "128", "128"], r"^CUTE_GEMM:", 1, None),
     ("cute-wgmma-tma", "cute/tutorial/hopper/wgmma_tma_sm90.cu", ["256", "128", "64"], r"^CUTE_GEMM:", 1, None),
     ("cute-01", "cute/tutorial/blackwell/01_mma_sm100.cu", ["128", "256", "64"], r"^Execution is successful", 1,
@@ -89,9 +90,14 @@ GENCODE_SM100 = "-gencode=arch=compute_100a,code=[sm_100a,compute_100a]"
 
 # Runs whose expected end is tcemu's report of a fault in the example, not its pass word: the fragment of the report.
 # cute-01 stores A and B with st.shared and hands them to tcgen05.mma (the async proxy) after __syncthreads() alone,
-# with no fence.proxy.async between (PTX 9.7.16.6.5); tutorials 02-05 load through TMA and need none
+# with no fence.proxy.async between (PTX 9.7.16.6.5); tutorials 02-05 load through TMA and need none. cute-wgmma
+# (wgmma_sm90) does the same with cp.async and wgmma: its mainloop waits (cp.async.wait_group 0) and arrives
+# (wgmma.fence) with no fence.proxy.async, which wgmma's operands written by the generic proxy need (PTX 9.7.15:
+# wgmma.mma_async reads shared memory through the async proxy)
 FINDINGS = {"cute-01": "tcgen05.mma operand A reads shared address 0x400, written by the generic proxy (st.shared / "
-                       "cp.async) with no fence.proxy.async since (PTX 9.7.16.6.5)"}
+                       "cp.async) with no fence.proxy.async since (PTX 9.7.16.6.5)",
+            "cute-wgmma": "CTA (0, 0, 0), warp 3: operand A reads shared address 0x400, written by the generic proxy "
+                          "(st.shared / cp.async / stmatrix) with no fence.proxy.async since (2048 such bytes)"}
 
 
 # The same binary at K = 64 (cute-wgmma's note above): (arguments, fragment of tcemu's report)
