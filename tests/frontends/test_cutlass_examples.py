@@ -85,3 +85,39 @@ def test_the_blackwell_examples_build_for_sm100a_and_88_keeps_its_cmake_flags():
     assert run_examples.GENCODE not in cmd and cmd.count(run_examples.GENCODE_SM100) == 1
     assert [run_examples.arch_for(n) for n in ("88", "77", "cute-wgmma-tma", "cute-05")] == \
         [None, "sm100", None, "sm100"]
+
+
+
+def _fmha_record(tmp_path, o, o_ref, lse, lse_ref):
+    """A two-launch record as `tcemu exec --record` writes it: the FMHA kernel (outputs O, then LSE, in allocation
+    order) and the example's reference kernel (O_ref, LSE_ref)."""
+    import json
+
+    def buf(addr, after):
+        return {"address": addr, "bytes": after.nbytes, "role": "output", "data": (0 * after).tobytes().hex(),
+                "expected": after.tobytes().hex()}
+    launches = [{"entry": "_ZN7cutlass13device_kernelINS_4fmha6kernel13FmhaKernelTma",
+                 "buffers": [buf(0x1000, o), buf(0x2000, lse)]},
+                {"entry": "_Z21fmha_reference_kernelIN4cute5tuple",
+                 "buffers": [buf(0x3000, o_ref), buf(0x4000, lse_ref)]}]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"launches": launches}))
+    return str(path)
+
+
+def test_fmha_record_check_applies_the_examples_thresholds(tmp_path):
+    import numpy as np
+    o = np.linspace(-1, 1, 64).astype(np.float16)
+    lse = np.linspace(0, 4, 8).astype(np.float32)
+    near = o.copy()
+    near[5] += np.float16(0.0009765625)   # one fp16 step of 1 at 0.5..1: within 1e-2 / 1e-3
+    lines = run_examples.fmha_record_check(_fmha_record(tmp_path, o, near, lse, lse))
+    assert lines == ["launch 0 _ZN7cutlass13device_kernelINS_4fmha6kernel13FmhaKernelTma...: O max 9.77e-04 mean "
+                     "1.53e-05, LSE max 0.00e+00 mean 0.00e+00 -> within the example's thresholds"]
+    far = o.copy()
+    far[5] += np.float16(0.03125)         # planted: one element off by 0.03
+    lines = run_examples.fmha_record_check(_fmha_record(tmp_path, o, far, lse, lse))
+    assert lines[0].endswith("O max 3.12e-02 mean 4.88e-04, LSE max 0.00e+00 mean 0.00e+00 -> OUTSIDE the thresholds")
+    off = lse.copy()
+    off[:] += np.float32(0.002)           # planted: every LSE off by 2e-3, the mean over 1e-3
+    assert run_examples.fmha_record_check(_fmha_record(tmp_path, o, o, lse, off))[0].endswith("OUTSIDE the thresholds")
