@@ -55,11 +55,12 @@ EXAMPLES = [
            "67_hopper_fp8_warp_specialized_gemm_with_blockwise_scaling.cu",
      ["--m=128", "--n=256", "--k=128", "--iterations=0", "--warmup=0"], r"Disposition: Passed", 1, None),
     # 88 and 77 (FMHA): " [OK]  <kernel>" for each kernel of the head dimension (88 at d = 32: a TMA kernel and a
-    # warp-specialized cooperative one), its output O and log-sum-exp checked by the example's own reference kernels
+    # warp-specialized cooperative one), its output O and log-sum-exp checked by the example's own reference kernels.
+    # 77 runs its kernel only in its warm-up and timing loops: one warm-up, no timing
     ("88", "88_hopper_fmha/88_hopper_fmha.cu",
      ["--b=1", "--h=1", "--q=128", "--k=128", "--d=32", "--iterations=0", "--verify"], r"^ \[OK\] ", 2, 1),
     ("77", "77_blackwell_fmha/77_blackwell_fmha.cu",
-     ["--b=1", "--h=1", "--q=128", "--k=128", "--d=64", "--iterations=0", "--warmup_iterations=0", "--verify"],
+     ["--b=1", "--h=1", "--q=128", "--k=128", "--d=64", "--iterations=0", "--warmup_iterations=1", "--verify"],
      r"^ \[OK\] ", 1, 1),
     # The CuTe tutorials as shipped (examples/cute/tutorial): the Hopper two print their timing line and check
     # nothing; the Blackwell five compare with a host GEMM and print "Execution is successful." (exact equality)
@@ -97,7 +98,11 @@ GENCODE_SM100 = "-gencode=arch=compute_100a,code=[sm_100a,compute_100a]"
 FINDINGS = {"cute-01": "tcgen05.mma operand A reads shared address 0x400, written by the generic proxy (st.shared / "
                        "cp.async) with no fence.proxy.async since (PTX 9.7.16.6.5)",
             "cute-wgmma": "CTA (0, 0, 0), warp 3: operand A reads shared address 0x400, written by the generic proxy "
-                          "(st.shared / cp.async / stmatrix) with no fence.proxy.async since (2048 such bytes)"}
+                          "(st.shared / cp.async / stmatrix) with no fence.proxy.async since (2048 such bytes)",
+            # 77's softmax stores its row maxima with tcgen05.st onto cells its tcgen05.ld of S read, having used the
+            # loaded registers but with no tcgen05.wait::ld (docs/guide.md: whether PTX allows it is open)
+            "77": "tcgen05.st writes tensor memory lane 0, column 0 while tcgen05.ld (line 412072) of warp 0 on it has "
+                  "not completed (tcgen05.wait::ld first)"}
 
 
 # The same binary at K = 64 (cute-wgmma's note above): (arguments, fragment of tcemu's report)
