@@ -185,7 +185,7 @@ def _complete(B):
 def _expected(W, count):
     if count is not None:
         return count
-    return 32 * sum(1 for w in W.cta.warps if not w.done)
+    return 32 * [w.done for w in W.cta.warps].count(False)  # a list's count: faster than a generator's sum
 
 
 @register("bar", "barrier")
@@ -242,23 +242,26 @@ def c_bar(ins, prog, pc):
                 B[3][gen] = part if acc is None else (acc + part if red_op == "popc" else
                                                       (acc and part) if red_op == "and" else (acc or part))
             cta.progress = True
-            if B[0] >= _expected(W, count):
+            expected = _expected(W, count)
+            if B[0] >= expected:
                 _complete(B)
                 return _finish(W, m, B, gen, bid)
             if kind == "arrive":
                 return None
             W.sync[key] = (bid, gen)
-            W.wait = f"barrier {bid} ({B[0]} of {_expected(W, count)} threads arrived)"
+            W.wait = f"barrier {bid} ({B[0]} of {expected} threads arrived)"
             return BLOCK
         bid, gen = rec
         B = cta.barriers[bid]
-        if B[1] == gen and B[0] >= _expected(W, B[2]):  # warps exited since: the rest complete it
-            _complete(B)
-        if B[1] > gen:
-            del W.sync[key]
-            return _finish(W, m, B, gen, bid)
-        W.wait = f"barrier {bid} ({B[0]} of {_expected(W, B[2])} threads arrived)"
-        return BLOCK
+        if B[1] == gen:
+            expected = _expected(W, B[2])
+            if B[0] >= expected:  # warps exited since: the rest complete it
+                _complete(B)
+            else:
+                W.wait = f"barrier {bid} ({B[0]} of {expected} threads arrived)"
+                return BLOCK
+        del W.sync[key]
+        return _finish(W, m, B, gen, bid)
 
     def _finish(W, m, B, gen, bid):
         if kind != "arrive":  # bar.arrive releases only; the waiting forms acquire what every arrival released
