@@ -514,6 +514,30 @@ def mbar_acquire(W, mb):
     flush(W, st)
 
 
+def collective_release(warps) -> Optional[np.ndarray]:
+    """A warpgroup's wgmma.mma_async: it runs once all four warps have issued it (PTX 9.7.15.5: .aligned, executed
+    by every warp of the warpgroup), so its completion follows each warp's issue. The join of the warps' clocks
+    at issue, for collective_acquire at each warp's wgmma.wait_group (None without racecheck)."""
+    acc = None
+    for W in warps:
+        st = clock(W)
+        if st is None:
+            return None
+        rel = st.release()
+        acc = rel if acc is None else np.maximum(acc, rel, out=acc)
+    return acc
+
+
+def collective_acquire(W, vc) -> None:
+    """wgmma.wait_group saw the wgmma complete: whatever every warp of its warpgroup did before issuing it is
+    ordered before what W does next (CUTLASS's register-A mainloops read A with ldmatrix in every warp, and one
+    warp releases the stage after the wait)."""
+    st = clock(W) if vc is not None else None
+    if st is not None:
+        st.acquire(vc)
+        flush(W, st)
+
+
 # ------------------------------------------------------------------------------------------------ unwritten reads
 
 def defer_unwritten(W, field: str, rule: str) -> bool:

@@ -427,3 +427,44 @@ def test_atomics_of_different_warps_do_not_race_but_a_plain_read_of_their_result
     assert (out == 64).all()
     with pytest.raises(HazardError, match=r"race on shared address 0x400 .*\(a strong access\)"):
         go(ATOMS.format(sync=""))
+
+
+# ------------------------------------------------------------------------------------------ warpgroup wgmma
+
+WGMMA = """\
+  ld.shared.u32 %r5, [%r4];               // every warp reads its 128 bytes of smem
+  wgmma.fence.sync.aligned;
+  mov.b64 %rd10, {a};
+  mov.b64 %rd11, {b};
+  setp.ne.u32 %p2, %r0, %r0;
+  wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {{%f0, %f1, %f2, %f3}}, %rd10, %rd11, %p2, 1, 1, 0, 0;
+  wgmma.commit_group.sync.aligned;
+{early}  wgmma.wait_group.sync.aligned 0;
+{late}  st.global.u32 [%rd1], %r5;
+  ret;
+"""
+# warp 1 overwrites the bytes warp 0 read (smem[0..31])
+OVERWRITE = """\
+  setp.ge.u32 %p3, %r0, 32;
+  setp.lt.u32 %p4, %r0, 64;
+  and.pred %p3, %p3, %p4;
+  @%p3 st.shared.u32 [%r4+-128], %r0;
+"""
+
+
+@pytest.mark.parametrize("after", [True, False])
+def test_a_warpgroups_wgmma_orders_each_warps_earlier_reads_before_every_warps_wait(after):
+    """wgmma.mma_async runs once all four warps of the warpgroup have issued it, so a warp whose wait_group saw it
+    complete is ordered after what every warp did before issuing it (CUTLASS's register-A mainloops: each warp reads
+    A with ldmatrix, one warp releases the stage after the wait). Warp 1 overwriting what warp 0 read is fine after
+    its wait_group; between the commit and the wait it is a race (warp 0 may not have issued the wgmma yet)."""
+    from tcemu.layout.descriptors import GmmaDescriptor
+    a = GmmaDescriptor(0x800, 128, 256, 0, "none").encode()    # zero-initialised operands at 0x800 / 0x1000
+    b = GmmaDescriptor(0x1000, 128, 256, 0, "none").encode()
+    body = WGMMA.format(a=a, b=b, early="" if after else OVERWRITE, late=OVERWRITE if after else "")
+    if after:
+        out = go(body, block=128, zero_init_shared=True)
+        assert out.tolist() == [0] * 128
+    else:
+        with pytest.raises(HazardError, match="race on shared address 0x400 of CTA"):
+            go(body, block=128, zero_init_shared=True)

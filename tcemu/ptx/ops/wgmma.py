@@ -22,6 +22,7 @@ from ...arith.fdp import OUT_NUMPY
 from ...layout.fragments import from_d_registers, to_d_registers
 from ...hopper.sparse import wgmma_sp
 from .. import parser as P
+from .. import races
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK
 from ..chains import registers, settle
@@ -70,6 +71,7 @@ def retire(W, keep: int):
         for slots, flight in W.wgmma_groups.pop(0):
             if flight is not None:
                 flight.retire()
+                races.collective_acquire(W, flight.clock)
             left = W.wgmma_pending.get(slots, 0) - 1
             if left > 0:
                 W.wgmma_pending[slots] = left
@@ -198,7 +200,7 @@ def c_mma(ins, prog, pc):
             raise KernelFault(wh, f"{e}") from None
         cta.launch.tensor_core_seconds += time.perf_counter() - t0
         regs = to_d_registers(np.ascontiguousarray(d).view(np.uint16 if dtype_d == "f16" else np.uint32), dtype_d)
-        flight = InFlight(sh, np.concatenate(read) if read else np.zeros(0, np.int64))
+        flight = InFlight(sh, np.concatenate(read) if read else np.zeros(0, np.int64), warps)
         for i, w in enumerate(warps):
             w.r32[d_idx] = regs[32 * i:32 * (i + 1)].T
             w.wgmma_pending[slots] = w.wgmma_pending.get(slots, 0) + 1

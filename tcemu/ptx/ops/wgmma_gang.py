@@ -19,6 +19,7 @@ from ...layout.addressing import resolved_addresses
 from ...layout.descriptors import GmmaDescriptor
 from ...layout.fragments import from_d_registers_batch, to_d_registers_batch
 from ...layout.smem import SUBBYTE
+from .. import races
 from ..provenance import check_tile
 from ..chains import MAX_STEPS, Chain, registers, settle
 from ..signals import Fallback
@@ -34,9 +35,10 @@ class InFlight:
     wgmma.wait_group. The same index array increments and decrements: a granule both operands read stays
     consistent."""
 
-    def __init__(self, sh, grains):
+    def __init__(self, sh, grains, warps=()):
         self.sh, self.grains, self.retired = sh, grains, False
         sh.wgmma_reading[grains] += 1
+        self.clock = races.collective_release(warps) if warps else None   # racecheck: issue -> wait_group
 
     def retire(self):
         if not self.retired:
@@ -250,7 +252,7 @@ class GangMma:
         d_idx, slots = self.d_idx, self.slots
         for g, (cta, wg, warps) in enumerate(groups):
             cta.launch.tensor_core_seconds += dt
-            flight = InFlight(cta.shared, spots[g])
+            flight = InFlight(cta.shared, spots[g], warps)
             for i, w in enumerate(warps):
                 if out is not None:
                     w.r32[d_idx] = out[g, 32 * i:32 * (i + 1)].T
