@@ -6,7 +6,6 @@ The fatbinary, ELF and CLI tests at the top need nothing."""
 import concurrent.futures
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 
 import buildcache
+from cudakit import exec_nvcc
 import cute
 from tcemu.frontends.cuda import build, elf, fatbin
 from tcemu.frontends.cuda.build import CudaExecError
@@ -222,18 +222,6 @@ def test_missing_program_is_bad_input(capsys):
 
 # ---------------------------------------------------------------------------------------------- compiled programs
 
-def _nvcc():
-    """nvcc's path, once tcemu's libcudart is built (skips the test without nvcc, g++ or the CUDA headers)."""
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
-    if nvcc is None or shutil.which("g++") is None:
-        pytest.skip("nvcc and g++ are needed to build the test programs")
-    try:
-        build.library_dir()
-    except CudaExecError as e:
-        pytest.skip(f"tcemu's libcudart cannot be built here: {e}")
-    return nvcc
-
-
 def _compiler(nvcc):
     """nvcc's and the host compiler's versions: part of every cached program's key."""
     return "".join(subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
@@ -253,7 +241,7 @@ def _nvcc_build(nvcc, args, name):
 def programs():
     """Every test program, compiled (in parallel, or taken from the test cache: tests/support/buildcache.py):
     name -> path."""
-    nvcc = _nvcc()
+    nvcc = exec_nvcc()
     basics, faults = os.path.join(SOURCES, "basics.cu"), os.path.join(SOURCES, "faults.cu")
     jobs = {"basics": ["-cudart", "shared", GENCODE, basics],
             "faults": ["-cudart", "shared", GENCODE, faults],
@@ -756,7 +744,7 @@ def cute_program():
     src = os.path.join(os.path.dirname(cutlass_library.__file__), "source")
     if not os.path.isfile(os.path.join(src, "examples", "cute", "tutorial", "hopper", "wgmma_tma_sm90.cu")):
         pytest.skip("the cutlass wheel carries no CuTe Hopper tutorial")
-    nvcc = _nvcc()
+    nvcc = exec_nvcc()
     flags = ["-cudart", "shared", GENCODE, "-std=c++17", "--expt-relaxed-constexpr", "-I" + os.path.join(src, "include"),
              "-I" + os.path.join(src, "tools", "util", "include"), "-I" + os.path.join(src, "examples"),
              os.path.join(SOURCES, "cute_wgmma_tma.cu")]

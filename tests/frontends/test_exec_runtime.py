@@ -5,15 +5,13 @@ attributes, occupancy and small queries, and the CUDA-array calls that stay refu
 The programs are tests/fixtures/cuda/cooperative.cu and runtime_misc.cu, compiled once per session (needs_nvcc);
 every value they print is computed here, every error checked by its cudaGetErrorName."""
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 import buildcache
-from tcemu.frontends.cuda import build
-from tcemu.frontends.cuda.build import CudaExecError
+from cudakit import exec_nvcc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCES = os.path.join(ROOT, "tests", "fixtures", "cuda")
@@ -23,13 +21,7 @@ GENCODE = "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"
 @pytest.fixture(scope="module")
 def programs():
     """cooperative and runtime_misc, compiled (or taken from the test cache): name -> path."""
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
-    if nvcc is None or shutil.which("g++") is None:
-        pytest.skip("nvcc and g++ are needed to build the test programs")
-    try:
-        build.library_dir()
-    except CudaExecError as e:
-        pytest.skip(f"tcemu's libcudart cannot be built here: {e}")
+    nvcc = exec_nvcc()
     compiler = "".join(subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
                        for tool in (nvcc, "g++"))
     out = {}
