@@ -507,17 +507,25 @@ def mbar_complete(mb):
 
 
 def mbar_acquire(W, mb):
+    acquire(W, mb.race_done)
+
+
+def acquire(W, vc: Optional[np.ndarray]) -> None:
+    """W has observed a release whose clock is vc (None: nothing released): what came before it is ordered before
+    what W does next; a deferred unwritten read of W is reported now."""
     st = clock(W)
     if st is None:
         return
-    st.acquire(mb.race_done)
+    st.acquire(vc)
     flush(W, st)
 
 
 def collective_release(warps) -> Optional[np.ndarray]:
     """A warpgroup's wgmma.mma_async: it runs once all four warps have issued it (PTX 9.7.15.5: .aligned, executed
     by every warp of the warpgroup), so its completion follows each warp's issue. The join of the warps' clocks
-    at issue, for collective_acquire at each warp's wgmma.wait_group (None without racecheck)."""
+    at issue, acquired (acquire) at each warp's wgmma.wait_group that sees it complete (None without racecheck):
+    whatever every warp did before issuing it is ordered before what follows the wait (CUTLASS's register-A
+    mainloops read A with ldmatrix in every warp, and one warp releases the stage after the wait)."""
     acc = None
     for W in warps:
         st = clock(W)
@@ -526,16 +534,6 @@ def collective_release(warps) -> Optional[np.ndarray]:
         rel = st.release()
         acc = rel if acc is None else np.maximum(acc, rel, out=acc)
     return acc
-
-
-def collective_acquire(W, vc) -> None:
-    """wgmma.wait_group saw the wgmma complete: whatever every warp of its warpgroup did before issuing it is
-    ordered before what W does next (CUTLASS's register-A mainloops read A with ldmatrix in every warp, and one
-    warp releases the stage after the wait)."""
-    st = clock(W) if vc is not None else None
-    if st is not None:
-        st.acquire(vc)
-        flush(W, st)
 
 
 # ------------------------------------------------------------------------------------------------ unwritten reads

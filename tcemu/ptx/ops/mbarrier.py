@@ -49,22 +49,16 @@ class MBarrier:
             if self.knowledge.get(bar, -1) < ph:
                 self.knowledge[bar] = ph
 
-    def arrive(self, count, W, wh):
+    def arrive(self, count, W, wh, lanes: int = 1):
+        """An arrival of `count` by warp W; lanes: that many lanes' single arrivals in one step (count = lanes, no
+        phase completing before the last: what W knew merged once, its clock released once a lane)."""
         if count < 1 or count > self.pending:
             raise HazardError(wh, f"arrive with count {count} on an {self.describe()}: more arrivals than the "
                                   "phase expects")
         if W is not None:
             self.learn(W)
-            races.mbar_release(W, self)
+            races.mbar_release(W, self, lanes)
         self.pending -= count
-        self._maybe_complete()
-
-    def arrive_lanes(self, k, W):
-        """k single arrivals by the lanes of warp W that do not complete past the phase (k <= pending): the
-        loop of arrive(1) in one step (what the warp knew merged once, its clock released k times)."""
-        self.learn(W)
-        races.mbar_release(W, self, k)
-        self.pending -= k
         self._maybe_complete()
 
     def expect_tx(self, n, wh):
@@ -174,7 +168,7 @@ def c_mbarrier(ins, prog, pc):
                 if lanes.size <= mb.pending:   # no phase completes before the last lane
                     out[lanes] = np.uint64(mb.phase) | (np.uint64(mb.pending) - np.arange(lanes.size,
                                                                                          dtype=np.uint64)) << 32
-                    mb.arrive_lanes(lanes.size, W)
+                    mb.arrive(lanes.size, W, wh, lanes=lanes.size)
                     W.cta.progress = True
                     lanes = lanes[:0]
             for lane in lanes:  # each executing thread arrives once

@@ -71,7 +71,7 @@ def retire(W, keep: int):
         for slots, flight in W.wgmma_groups.pop(0):
             if flight is not None:
                 flight.retire()
-                races.collective_acquire(W, flight.clock)
+                races.acquire(W, flight.clock)
             left = W.wgmma_pending.get(slots, 0) - 1
             if left > 0:
                 W.wgmma_pending[slots] = left
