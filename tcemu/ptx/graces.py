@@ -161,7 +161,7 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
             me.epoch += 1
             me.fenced = False
     elif not strong:
-        _note_reads(g, me, sd, spots, tids, wh)
+        _note_reads(g, sd, (me.id,), np.int64(me.id << 32 | me.epoch), spots, tids, wh)
 
 
 def _spots(off, nbytes):
@@ -175,10 +175,11 @@ def _info(g, wh, tids, strong=False):
     return np.int64(g.site(wh) << 16 | int(strong) << 5) | (tids // 32) << 6 | tids % 32
 
 
-def _note_reads(g, me, sd, spots, tids, wh):
-    """Record plain reads by CTA me as the bytes' last reads."""
-    sd.readers.add(me.id)
-    scatter(sd.r_key, spots, np.int64(me.id << 32 | me.epoch))
+def _note_reads(g, sd, ids, key, spots, tids, wh):
+    """Record plain reads as the bytes' last reads: CTAs `ids` read, key (cta << 32 | epoch) one for all lanes or
+    (lanes, 1), tids the lanes' thread indices in their CTAs."""
+    sd.readers.update(ids)
+    scatter(sd.r_key, spots, key)
     scatter(sd.r_info, spots, _info(g, wh, tids)[:, None])
 
 
@@ -230,11 +231,7 @@ def _gang_shadow(W, a, off):
 def record_reads(W, a, off, nbytes, tids, wh):
     """on_access's record of plain loads by several warps of W's CTA at once, where reads_race found none (tids:
     the CTA's thread indices, warp = tid // 32)."""
-    got = _gang_shadow(W, a, off)
-    if got is None:
-        return
-    g, me, sd = got
-    _note_reads(g, me, sd, _spots(off, nbytes), tids, wh)
+    record_reads_ctas([(W, off, tids)], a, nbytes, wh)
 
 
 def record_reads_ctas(parts, a, nbytes, wh):
@@ -246,14 +243,10 @@ def record_reads_ctas(parts, a, nbytes, wh):
     if got is None:
         return
     g, _, sd = got
-    keys = []
-    for W, off, _ in parts:
-        me = g.cta(W.cta)
-        sd.readers.add(me.id)
-        keys.append(np.full(off.size, me.id << 32 | me.epoch, np.int64))
-    spots = _spots(np.concatenate([p[1] for p in parts]), nbytes)
-    scatter(sd.r_key, spots, np.concatenate(keys)[:, None])
-    scatter(sd.r_info, spots, _info(g, wh, np.concatenate([p[2] for p in parts]))[:, None])
+    mes = [g.cta(W.cta) for W, _, _ in parts]
+    keys = np.concatenate([np.full(p[1].size, me.id << 32 | me.epoch, np.int64) for me, p in zip(mes, parts)])
+    _note_reads(g, sd, [me.id for me in mes], keys[:, None], _spots(np.concatenate([p[1] for p in parts]), nbytes),
+                np.concatenate([p[2] for p in parts]), wh)
 
 
 def writes_race(W, a, off, data) -> bool:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import races
 from .errors import HazardError, MemoryFault
-from .rows import _aligned, gather, scatter
+from .rows import aligned, gather, scatter
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -191,7 +191,7 @@ _GRANULES = {"wgmma_reading"}          # shadows kept per 16-byte granule, not p
 
 def granules(spots) -> np.ndarray:
     """The 16-byte granules (offset >> 4) of byte offsets `spots`, a granule once per aligned row of 16 or more."""
-    if _aligned(spots) and spots.shape[1] >= 16:
+    if aligned(spots) and spots.shape[1] >= 16:
         return (spots[:, ::16] >> 4).reshape(-1)
     return np.asarray(spots).reshape(-1) >> 4
 

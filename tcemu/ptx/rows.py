@@ -8,14 +8,15 @@ def _rows(arr, w):
     return arr[:n * w].reshape(n, w)
 
 
-def _aligned(spots) -> bool:
+def aligned(spots) -> bool:
+    """Whether spots are rows of a power-of-two width > 1, each starting at a multiple of it."""
     w = spots.shape[1] if spots.ndim == 2 else 0
     return w > 1 and w & (w - 1) == 0 and spots.shape[0] > 0 and not (spots[:, 0] & (w - 1)).any()
 
 
 def gather(arr, spots):
     """arr[spots]."""
-    if _aligned(spots):
+    if aligned(spots):
         w = spots.shape[1]
         return _rows(arr, w)[spots[:, 0] // w]
     return arr[spots]
@@ -23,7 +24,7 @@ def gather(arr, spots):
 
 def scatter(arr, spots, values):
     """arr[spots] = values (values broadcast against (n, w); rows touching one byte twice: the later wins)."""
-    if _aligned(spots):
+    if aligned(spots):
         w = spots.shape[1]
         _rows(arr, w)[spots[:, 0] // w] = values
     else:
