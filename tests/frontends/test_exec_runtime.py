@@ -6,14 +6,12 @@ The programs are tests/fixtures/cuda/cooperative.cu and runtime_misc.cu, compile
 every value they print is computed here, every error checked by its cudaGetErrorName."""
 import os
 import subprocess
-import sys
 
 import pytest
 
 import buildcache
-from cudakit import exec_nvcc
+from cudakit import ROOT, exec_nvcc, outputs, replay_recorded, tcemu_exec, unmatched
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCES = os.path.join(ROOT, "tests", "fixtures", "cuda")
 GENCODE = "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"
 
@@ -37,11 +35,6 @@ def programs():
             key = buildcache.digest(compiler, *flags[:-1], fh.read())
         out[name] = buildcache.cached("cuda", name, key, make)
     return out
-
-
-def tcemu_exec(*argv, timeout=300):
-    return subprocess.run([sys.executable, "-m", "tcemu.cli", "exec", *argv], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": ROOT}, timeout=timeout)
 
 
 # ----------------------------------------------------------------------------------------------- cooperative
@@ -101,14 +94,12 @@ def test_record_of_a_cooperative_launch_replays_cooperatively(programs, tmp_path
     records = json.loads(path.read_text())["launches"]
     first = records[0]
     assert first["cooperative"] is True
-    rep = launches.replay(first, str(tmp_path / (first["fixture"] + ".ptx")))
-    outs = [b for b in first["buffers"] if b["role"] == "output"]
-    assert outs and all(rep.outputs[b["name"]].tobytes() == bytes.fromhex(b["expected"]) for b in outs)
+    assert outputs(first) and unmatched(replay_recorded(first, tmp_path), first) == []
     plain = {k: v for k, v in first.items() if k != "cooperative"}   # the flag is what grid.sync() needs
     with pytest.raises(KernelFault, match="trap"):
-        launches.replay(plain, str(tmp_path / (first["fixture"] + ".ptx")))
+        replay_recorded(plain, tmp_path)
     with pytest.raises(launches.LaunchRecordError, match="cooperative"):
-        launches.replay(dict(first, cooperative="yes"), str(tmp_path / (first["fixture"] + ".ptx")))
+        replay_recorded(dict(first, cooperative="yes"), tmp_path)
 
 # ------------------------------------------------------------------------------------------------ device assert
 
