@@ -35,10 +35,10 @@ class InFlight:
     wgmma.wait_group. The same index array increments and decrements: a granule both operands read stays
     consistent."""
 
-    def __init__(self, sh, grains, warps=()):
+    def __init__(self, sh, grains, warps):
         self.sh, self.grains, self.retired = sh, grains, False
         sh.wgmma_reading[grains] += 1
-        self.clock = races.collective_release(warps) if warps else None   # racecheck: issue -> wait_group
+        self.clock = races.collective_release(warps)   # racecheck: each warp's issue -> every warp's wait_group
 
     def retire(self):
         if not self.retired:
