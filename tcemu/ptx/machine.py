@@ -403,6 +403,7 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
         for c in resident:
             c.progress = False
         ran = set()
+        everyone = [w for r in clusters for w in r.warps]
         gangs = {}     # lock-step (lockstep.py): first warp of each group at one PC -> (pc, the group)
         if gang_up:
             owner = {}
@@ -440,10 +441,14 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                 if log is not None:
                     log.running = w
                 budget = max(1, min(QUANTUM, max_instructions + 1 - r.total))  # no quantum far past the budget
-                if gangs:
+                if gang_up:
                     g = gangs.pop(w, None)
                     if g is not None:
                         g = [x for x in g[1] if x.pc == g[0] and lockstep.eligible(x) and x not in spins]
+                    elif lockstep.eligible(w):
+                        pc = w.pc
+                        g = [x for x in everyone if x.pc == pc and lockstep.eligible(x) and x not in spins]
+                    if g is not None:
                         if len(g) > 1 and w in g:
                             before = [(x, x.executed) for x in g]
                             k = lockstep.run(g, budget * len(g), log)
