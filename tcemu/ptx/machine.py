@@ -403,21 +403,14 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
         for c in resident:
             c.progress = False
         ran = set()
-        everyone = [w for r in clusters for w in r.warps]
-        gangs = {}     # lock-step (lockstep.py): first warp of each group at one PC -> (pc, the group)
-        if gang_up:
-            owner = {}
-            at = {}
-            for r in clusters:
-                for w in r.warps:
-                    owner[w] = r
-                    if lockstep.eligible(w) and w not in spins:
-                        at.setdefault(w.pc, []).append(w)
-            for pc, g in at.items():
-                if len(g) > 1:
-                    gangs[g[0]] = (pc, g)
-        for r in clusters:
+        # lock-step (lockstep.py): a warp's turn runs every eligible warp at its PC with it, each warp taking one
+        # turn a round, alone or in a gang (`ganged`: those that had theirs in another warp's gang)
+        everyone = [w for r in clusters for w in r.warps] if gang_up else ()
+        owner = {w: r for r in clusters for w in r.warps} if gang_up else None
+        ganged = set()
+        for r in clusters:   # before any turn: a gang's warps of a later cluster count as its moves
             r.moved = False
+        for r in clusters:
             for w in r.warps:
                 if w.done:
                     continue
@@ -442,14 +435,13 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                     log.running = w
                 budget = max(1, min(QUANTUM, max_instructions + 1 - r.total))  # no quantum far past the budget
                 if gang_up:
-                    g = gangs.pop(w, None)
-                    if g is not None:
-                        g = [x for x in g[1] if x.pc == g[0] and lockstep.eligible(x) and x not in spins]
-                    elif lockstep.eligible(w):
+                    if w in ganged:
+                        continue
+                    if lockstep.eligible(w):
                         pc = w.pc
-                        g = [x for x in everyone if x.pc == pc and lockstep.eligible(x) and x not in spins]
-                    if g is not None:
-                        if len(g) > 1 and w in g:
+                        g = [x for x in everyone if x.pc == pc and lockstep.eligible(x) and x not in spins
+                             and x not in ganged]
+                        if len(g) > 1:
                             before = [(x, x.executed) for x in g]
                             k = lockstep.run(g, budget * len(g), log)
                             total += k
@@ -459,6 +451,9 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                                     o.total += x.executed - e
                                     o.moved = True
                                     ran.add(x.cta)
+                                    ganged.add(x)
+                                elif x.wait is not None:   # tried and blocked: not again this round
+                                    ganged.add(x)
                             if log is not None:
                                 log.running = w
                             if w.done or r.total > max_instructions:

@@ -141,3 +141,49 @@ def test_each_later_wave_starts_together_and_runs_as_one_gang(monkeypatch):
     out = run(GLOBAL_INDEX + ALU, grid=8, block=64, resident=3)
     assert np.array_equal(out, alu_model(8, 64))
     assert seen and set(seen) == {6, 4} and seen.count(4) == seen.count(6) // 2
+
+
+# each iteration one thread (tid == i) folds itself into a shared word, then the CTA meets at bar.sync: every
+# iteration splits one warp off the gang while the others wait at the barrier (CUTLASS's reference_abs_diff loop)
+SERIAL = """\
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, 0;
+  setp.ne.u32 %p1, %r0, 0;
+  @%p1 bra INIT;
+  st.shared.u32 [acc], 7;
+INIT:
+  bar.sync 0;
+LOOP:
+  setp.ne.u32 %p2, %r3, %r0;
+  @%p2 bra SKIP;
+  ld.shared.u32 %r4, [acc];
+  mad.lo.u32 %r4, %r4, 3, %r0;
+  st.shared.u32 [acc], %r4;
+SKIP:
+  bar.sync 0;
+  add.u32 %r3, %r3, 1;
+  setp.lt.u32 %p3, %r3, %r2;
+  @%p3 bra LOOP;
+  @%p1 bra DONE;
+  mov.u32 %r5, %ctaid.x;
+  mul.wide.u32 %rd2, %r5, 4;
+  add.s64 %rd2, %rd0, %rd2;
+  ld.shared.u32 %r4, [acc];
+  st.global.u32 [%rd2], %r4;
+DONE:
+  ret;
+"""
+
+
+@pytest.mark.parametrize("grid,resident", [(4, None), (5, 2)])
+def test_one_thread_at_a_time_between_barriers_in_every_cta(grid, resident, monkeypatch):
+    """The waiting warps of every CTA run as one gang each iteration; a warp of a later CTA moved by a gang an
+    earlier CTA's warp led counts as that CTA's progress (before, such a CTA was reported hung)."""
+    seen = counting(monkeypatch)
+    acc = 7
+    for t in range(96):
+        acc = (acc * 3 + t) & 0xFFFFFFFF
+    kw = {} if resident is None else {"resident": resident}
+    out = run(SERIAL, grid=grid, block=96, out_words=grid, before=".shared .align 4 .b32 acc;", **kw)
+    assert out.tolist() == [acc] * grid
+    assert max(seen) == 3 * min(grid, resident or grid)   # every resident CTA's three warps in one batch
