@@ -7,7 +7,8 @@ at a bar.sync releases the rest). A gang whose warps go to different PCs splits 
 blocks for good, diverges or exits leaves, and the scheduler (machine.run_ctas) runs it on its own.
 
 An op with a gang version (op.gang([(warp, mask), ...])) runs once for all the gang's warps instead: it has the
-effects the warps' runs one after another would have, in gang order, and falls through for each; where it cannot
+effects the warps' runs one after another would have, in gang order, and falls through for each (it returns None)
+or returns each warp's control value (None, a jump, BLOCK, DIVERGED: bra, bar.sync); where it cannot
 promise that (a check fails, a case it does not cover) it raises signals.Fallback before changing anything and
 the warps run the instruction one at a time, which also gives any report its warp.
 
@@ -221,16 +222,29 @@ def run(gang, budget: int, log=None) -> int:
                 if log is not None:
                     log.running = g[0]
                 try:
-                    gang_op([(w, None) for w in g])
+                    out = gang_op([(w, None) for w in g])
                 except Fallback:
                     pass
                 else:
-                    for w in g:
-                        w.pc = pc + 1
-                        w.wait = None
-                        w.executed += 1
-                    n += len(g)
-                    moved = set(g)
+                    if out is None:
+                        for w in g:
+                            w.pc = pc + 1
+                            w.wait = None
+                            w.executed += 1
+                        n += len(g)
+                        moved = set(g)
+                    else:   # one control value per warp, as the op's own run returns it
+                        for w, r in zip(g, out):
+                            if r is BLOCK:
+                                continue
+                            if r is None:
+                                w.pc = pc + 1
+                            elif r.__class__ is int:
+                                w.pc = r
+                            w.wait = None
+                            w.executed += 1
+                            n += 1
+                            moved.add(w)
                     pending = ()
             for _ in range(MAX_PASSES if pending else 0):
                 blocked = []

@@ -32,16 +32,22 @@ def guarded(op, ins: P.Instruction, prog: Program):
     gang = getattr(op, "gang", None)
     if gang is not None:
         def gang_guarded(pairs):
-            run = []
-            for W, m in pairs:
+            run, at = [], []
+            for k, (W, m) in enumerate(pairs):
                 p = W.rp[i]
                 if neg:
                     p = ~p
                 mm = p if m is None else (p & m)
                 if mm.any():
                     run.append((W, None if m is None and mm.all() else mm))
-            if run:
-                gang(run)
+                    at.append(k)
+            out = gang(run) if run else None
+            if out is None:
+                return None
+            full = [None] * len(pairs)   # warps whose guard is false everywhere fall through
+            for k, r in zip(at, out):
+                full[k] = r
+            return full
         guarded.gang = gang_guarded
     return guarded
 
@@ -95,9 +101,10 @@ def hazard_checked(op, ins: P.Instruction, prog: Program):
             for W, _ in pairs:
                 if W.deferred:   # wgmma results the registers wait for (chains.py)
                     settle(W, touched32)
-            gang(pairs)
+            out = gang(pairs)
             if writes:
                 for W, _ in pairs:
                     W.wgmma_dirty |= writes
+            return out
         checked.gang = checked_gang
     return checked

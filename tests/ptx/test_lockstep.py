@@ -187,3 +187,71 @@ def test_one_thread_at_a_time_between_barriers_in_every_cta(grid, resident, monk
     out = run(SERIAL, grid=grid, block=96, out_words=grid, before=".shared .align 4 .b32 acc;", **kw)
     assert out.tolist() == [acc] * grid
     assert max(seen) == 3 * min(grid, resident or grid)   # every resident CTA's three warps in one batch
+
+
+def spied(body, opcode, grid, block, out_words=None, **kw):
+    """Run a kernel built by entry(), recording what the gang version of `opcode` returns call by call: "fallback",
+    or a letter per warp (".": falls through, "j": jumps, "B": blocks, "d": diverges)."""
+    from tcemu.ptx.signals import BLOCK, Fallback
+    seen = []
+    mod = ptx.load(entry(body, **kw))
+    prog = mod.program("k")
+    for pc, ins in enumerate(prog.instrs):
+        g = getattr(prog.code[pc], "gang", None)
+        if ins.opcode.startswith(opcode) and g is not None:
+            def wrap(pairs, g=g):
+                try:
+                    out = g(pairs)
+                except Fallback:
+                    seen.append("fallback")
+                    raise
+                seen.append("." * len(pairs) if out is None else
+                            "".join("B" if r is BLOCK else "." if r is None else "j" if isinstance(r, int)
+                                    else "d" for r in out))
+                return out
+            prog.code[pc].gang = wrap
+    out = np.zeros(out_words or block * grid, np.uint32)
+    mod.launch("k", grid=grid, block=block, args=[out])
+    return out, seen
+
+
+def test_a_cta_that_arrives_together_passes_its_barrier_in_one_step():
+    out, seen = spied(GLOBAL_INDEX + "  bar.sync 0;\n" + ALU, "bar.sync", grid=3, block=128)
+    assert np.array_equal(out, alu_model(3, 128))
+    assert seen == ["." * 12]          # three CTAs of four warps: one call, every warp passes
+
+
+def test_waiting_warps_pass_together_once_the_last_one_arrives():
+    out, seen = spied(SERIAL, "bar.sync", grid=2, block=96, out_words=2, before=".shared .align 4 .b32 acc;")
+    acc = 7
+    for t in range(96):
+        acc = (acc * 3 + t) & 0xFFFFFFFF
+    assert out.tolist() == [acc, acc]
+    # each of the 97 generations: the two warps of each CTA without the updating lane wait in a gang step, and
+    # pass in one once the third arrived (warps waiting on different generations, arriving and waiting warps in
+    # one step: none falls back)
+    assert "fallback" not in seen and sum(x.count(".") for x in seen) >= 97 * 4
+
+
+def test_a_named_barrier_the_gang_would_complete_twice_runs_warp_by_warp():
+    # four warps at bar.sync 1, 64: warps 0-1 complete one generation, 2-3 the next (PTX 9.7.12.1)
+    out, seen = spied(GLOBAL_INDEX + "  bar.sync 1, 64;\n" + ALU, "bar.sync", grid=1, block=128)
+    assert np.array_equal(out, alu_model(1, 128))
+    assert seen == ["fallback"]
+
+
+def test_a_branch_of_the_whole_gang_is_one_step_and_a_split_warp_diverges_alone():
+    # lanes 0-39 (warp 0 and part of warp 1) skip the xor: warp 1 splits, warps 0 and 2-3 go one way each
+    body = GLOBAL_INDEX + """\
+  mov.u32 %r1, 7;
+  setp.lt.u32 %p1, %r0, 40;
+  @%p1 bra SKIP;
+  xor.b32 %r1, %r1, %r0;
+SKIP:
+  st.global.u32 [%rd5], %r1;
+  ret;
+"""
+    out, seen = spied(body, "bra", grid=1, block=128)
+    t = np.arange(128, dtype=np.uint32)
+    assert out.tolist() == np.where(t < 40, 7, 7 ^ t).tolist()
+    assert seen == ["jd.."]

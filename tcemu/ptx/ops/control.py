@@ -14,7 +14,8 @@ from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK, DIVERGED
 from ..types import TYPES
 from .calls import c_return
-from .common import Mods, dest_setter, mask_array, operands, require_ptx, require_target, where
+from .common import Mods, by_cta, dest_setter, mask_array, operands, require_ptx, require_target, where
+from ..signals import Fallback
 from .cp_async import drain_cp_async
 from .registry import register
 
@@ -60,7 +61,22 @@ def c_bra(ins, prog, pc):
         if uni:
             raise HazardError(where(ins), "bra.uni taken by some executing threads and not others")
         return W.diverge(m, taken, tpc, pc)
+
+    def gang(pairs):
+        """Every warp's branch at once (lockstep.py): the target where all its live lanes take it, the next
+        instruction where none does, its own run where it splits."""
+        warps = [W for W, _ in pairs]
+        p = np.stack([gp(W) for W in warps])
+        if neg:
+            p = ~p
+        act = np.stack([W.live if m is None else m for W, m in pairs])
+        taken = p & act
+        every = (taken == act).all(axis=1)
+        some = taken.any(axis=1)
+        return [tpc if e else (None if not s else op(W, m)) for (W, m), e, s in zip(pairs, every.tolist(),
+                                                                                    some.tolist())]
     op.guarded = True
+    op.gang = gang
     return op
 
 
@@ -209,6 +225,10 @@ def c_bar(ins, prog, pc):
     gsrc = prog.read(red_src, PRED, ins) if red_src is not None else None
     wh = where(ins)
     key = ("bar", pc)
+    bid_imm = (ops[0].value if ops and isinstance(ops[0], P.Imm) else None) if ops else 0
+    count_imm = ops[1].value if len(ops) > 1 and isinstance(ops[1], P.Imm) else None
+    if bid_imm is not None and not 0 <= bid_imm < 16 or count_imm is not None and (count_imm % 32 or count_imm <= 0):
+        bid_imm = None   # the warps' own runs report it
 
     def op(W, m):
         cta = W.cta
@@ -263,6 +283,74 @@ def c_bar(ins, prog, pc):
         del W.sync[key]
         return _finish(W, m, B, gen, bid)
 
+    def gang(pairs):
+        """bar.sync / bar.arrive of whole warps, CTA by CTA (lockstep.py), with the state their runs one after
+        another leave: warps that waited here pass if their generation completed; the others arrive together and
+        either complete the current generation (exactly: a count the gang would overshoot falls back), when every
+        one of them passes, or wait. Reductions, a register id or count and partial warps fall back."""
+        if red_op is not None or bid_imm is None or (gcount is not None and count_imm is None):
+            raise Fallback
+        plans = []
+        for cta, members in by_cta(pairs):
+            warps = [W for W, m in members]
+            if any(m is not None for _, m in members) or any(not W.full for W in warps):
+                raise Fallback
+            recs = [W.sync.get(key) for W in warps]
+            waiting = [W for W, r in zip(warps, recs) if r is not None]
+            fresh = [W for W, r in zip(warps, recs) if r is None]
+            B = cta.barriers.get(bid_imm)
+            gens = {W: r[1] for W, r in zip(warps, recs) if r is not None}
+            if any(r[0] != bid_imm for r in recs if r is not None):
+                raise Fallback
+            if any(g == B[1] for g in gens.values()) and B[0] >= _expected(warps[0], B[2]):
+                raise Fallback   # warps exited since: the single run completes it
+            if fresh:
+                have = B[0] if B is not None else 0
+                if have + 32 * len(fresh) > _expected(fresh[0], count_imm):
+                    raise Fallback
+                if cta.launch.check_races and B is not None and B[5] is not None and \
+                        B[5][0] != (count_imm if count_imm is not None else 32 * len(cta.warps)):
+                    raise Fallback   # synccheck's count mismatch: the warps' own runs report it
+            plans.append((cta, warps, waiting, fresh, gens))
+        out = {}
+        for cta, warps, waiting, fresh, gens in plans:
+            B = barrier_state(cta, bid_imm)
+            for W in waiting:
+                if gens[W] != B[1]:   # its generation completed: it passes
+                    del W.sync[key]
+                    _finish(W, None, B, gens[W], bid_imm)
+                    out[W] = None
+            waiting = [W for W in waiting if W not in out]
+            if fresh:
+                if cta.launch.check_races:
+                    _same_count(fresh[0], B, bid_imm, count_imm, ins, wh)
+                g = B[1]
+                B[0] += 32 * len(fresh)
+                B[4].extend(fresh)
+                B[2] = count_imm
+                for W in fresh:
+                    races.bar_arrive(W, bid_imm, g)
+                cta.progress = True
+                expected = _expected(fresh[0], count_imm)
+                if B[0] >= expected:
+                    _complete(B)
+                    for W in waiting:
+                        del W.sync[key]
+                    for W in waiting + fresh:
+                        _finish(W, None, B, g, bid_imm)
+                        out[W] = None
+                    continue
+                if kind == "arrive":
+                    for W in fresh:
+                        out[W] = None
+                    fresh = []
+                for W in fresh:
+                    W.sync[key] = (bid_imm, g)
+            for W in waiting + fresh:
+                W.wait = f"barrier {bid_imm} ({B[0]} of {_expected(W, B[2])} threads arrived)"
+                out[W] = BLOCK
+        return [out[W] for W, _ in pairs]
+
     def _finish(W, m, B, gen, bid):
         if kind != "arrive":  # bar.arrive releases only; the waiting forms acquire what every arrival released
             races.bar_acquire(W, bid, gen)
@@ -270,6 +358,7 @@ def c_bar(ins, prog, pc):
             val = B[3].get(gen, 0)
             sd(W, np.full(32, val, np.uint32 if red_op == "popc" else bool), m)
         return None
+    op.gang = gang
     return op
 
 
