@@ -316,8 +316,11 @@ class SharedWindow:
         hit = g >= 0
         if not hit.any():
             return None
-        # one int64 key per (barrier, phase): a 1-D unique, far cheaper than a row-wise one
-        keys = np.unique((g[hit].astype(np.int64) << 32) | self.guard_phase[spots][hit].astype(np.int64))
+        ph = self.guard_phase[spots]
+        if hit.all() and (g == g[0]).all() and (ph == ph[0]).all():   # one TMA box's bytes: one (barrier, phase)
+            keys = np.array([int(g[0]) << 32 | int(ph[0])], np.int64)
+        else:   # one int64 key per (barrier, phase): a 1-D unique, far cheaper than a row-wise one
+            keys = np.unique((g[hit].astype(np.int64) << 32) | ph[hit].astype(np.int64))
         for bar, phase in zip((keys >> 32).tolist(), (keys & 0xFFFFFFFF).tolist()):
             # a barrier in another CTA of the cluster (cta_group::2 TMA) is stored as (rank + 1) << 24 | offset
             key = (self.rank, bar) if bar < 1 << 24 else ((bar >> 24) - 1, bar & 0xFFFFFF)
