@@ -99,17 +99,20 @@ def wgmma_r32(prog) -> frozenset:
 
 
 def _runs(warps):
-    """[(register files, first warp, end, position in the batch)]: the batch as runs of consecutive warps of one
-    CTA (one slice of its register files each), or None where a warp has registers of its own."""
+    """[(register files, first column, end, position in the batch)]: the batch as runs of warps in neighbouring
+    columns of one register slab (machine.RegisterSlabs: consecutive warps of one CTA, or of CTAs admitted one after
+    another), one slice each, or None where a warp has registers of its own."""
     runs = []
     for k, w in enumerate(warps):
-        files = getattr(w.cta, "files", None)
+        c = w.cta
+        files = getattr(c, "regbase", None)
         if files is None:
             return None
-        if runs and runs[-1][0] is files and runs[-1][2] == w.index:
+        col = c.regslot + w.index
+        if runs and runs[-1][0] is files and runs[-1][2] == col:
             runs[-1][2] += 1
         else:
-            runs.append([files, w.index, w.index + 1, k])
+            runs.append([files, col, col + 1, k])
     return runs
 
 
@@ -128,8 +131,13 @@ class Batch:
                         settle(w, idx)
         nb = len(warps)
         self.runs = _runs(warps)
+        self.view = self.runs is not None and len(self.runs) == 1   # one slice: the registers themselves
         for cls, idx in touched.items():
             attr = CLASS_ATTR[cls]
+            if self.view:
+                files, k0, k1, _ = self.runs[0]
+                setattr(self, attr, files[attr][:, k0:k1])
+                continue
             first = getattr(warps[0], attr)
             arr = np.empty((first.shape[0], nb, 32), first.dtype)
             if self.runs is None:
@@ -153,6 +161,8 @@ class Batch:
 
     def store(self, written):
         for cls, idx in written.items():
+            if self.view:
+                continue
             attr = CLASS_ATTR[cls]
             arr = getattr(self, attr)
             if self.runs is None:

@@ -194,9 +194,15 @@ class Cta:
         nthreads = int(np.prod(launch.block))
         self.nthreads = nthreads
         nw = (nthreads + 31) // 32
-        # one register file per class: (registers, warps, 32), warp w's registers are [:, w]
-        self.files = {attr: np.zeros((max(prog.nregs[cls], 1), nw, 32), _DTYPES[cls])
-                      for cls, attr in CLASS_ATTR.items()}
+        # one register file per class: (registers, warps, 32), warp w's registers are [:, w]; the files are
+        # columns regslot.. of regbase's, which the CTAs admitted after it share (RegisterSlabs)
+        slabs = getattr(launch, "slabs", None)
+        if slabs is not None:
+            self.regbase, self.regslot = slabs.take(prog, nw)
+        else:
+            self.regbase, self.regslot = {attr: np.zeros((max(prog.nregs[cls], 1), nw, 32), _DTYPES[cls])
+                                          for cls, attr in CLASS_ATTR.items()}, 0
+        self.files = {attr: a[:, self.regslot:self.regslot + nw] for attr, a in self.regbase.items()}
         self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.files) for w in range(nw)]
         self.barriers = {}      # named barrier id -> [arrived threads, generation, count, reductions, warps]
         self.mbarriers = {}     # shared offset -> MBarrier (ops/mbarrier.py)
@@ -218,7 +224,7 @@ class Cta:
             w.deferred = {}
             for attr in CLASS_ATTR.values():
                 setattr(w, attr, None)
-        self.files = None
+        self.files = self.regbase = None
 
     def special(self, name: str, w: Warp) -> np.ndarray:
         L = self.launch
@@ -305,6 +311,24 @@ class Cta:
 
     def deadlock(self):
         raise Deadlock(f"CTA {self.ctaid}", "no warp can make progress (hang):\n" + self.report())
+
+
+class RegisterSlabs:
+    """Register files for `ctas` CTAs at a time in one array per class: CTAs admitted one after another hold
+    neighbouring columns, so a gang of whole CTAs (a wave in lock-step) reads its registers as one slice, without
+    a copy (lockstep.Batch). A slab goes once every CTA in it has finished (Cta.release)."""
+
+    def __init__(self, ctas: int):
+        self.ctas = max(1, ctas)
+        self.base, self.used = None, 0
+
+    def take(self, prog, nw: int):
+        if self.base is None or self.used + nw > self.ctas * nw:
+            self.base = {attr: np.zeros((max(prog.nregs[cls], 1), self.ctas * nw, 32), _DTYPES[cls])
+                         for cls, attr in CLASS_ATTR.items()}
+            self.used = 0
+        at, self.used = self.used, self.used + nw
+        return self.base, at
 
 
 class ClusterBarrier:

@@ -25,7 +25,7 @@ from . import strict
 from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .hang import WriteLog
 from . import distribute, lockstep
-from .machine import ClusterBarrier, Cta, run_ctas
+from .machine import ClusterBarrier, Cta, RegisterSlabs, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
 from .program import Program, Symbol
@@ -371,6 +371,8 @@ class Module:
                                               "(cudaErrorCooperativeLaunchTooLarge)")
             work = L.gmem.allocate(np.zeros(64, np.uint8), "grid workspace")
             L.envreg = {"1": work >> 32, "2": work & 0xFFFFFFFF}   # high, low half (as grid.sync() joins them)
+        if L.lockstep and grid_.wave > 1:   # a wave's register files side by side
+            L.slabs = RegisterSlabs(grid_.wave * int(np.prod(cluster)))
         bar = _Progress(len(groups)) if progress else None
         L.progress = bar
         try:

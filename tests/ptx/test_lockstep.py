@@ -255,3 +255,36 @@ SKIP:
     t = np.arange(128, dtype=np.uint32)
     assert out.tolist() == np.where(t < 40, 7, 7 ^ t).tolist()
     assert seen == ["jd.."]
+
+
+def test_a_wave_reads_its_registers_in_place_and_a_partial_gang_copies_them(monkeypatch):
+    """A wave's register files are neighbouring columns of one array (machine.RegisterSlabs): a gang of whole
+    CTAs admitted together batches its registers as a view, others gather and scatter them; bits equal."""
+    views = []
+    real = lockstep.Batch.__init__
+
+    def spy(self, warps, touched):
+        real(self, warps, touched)
+        views.append((len(warps), self.view))
+    monkeypatch.setattr(lockstep.Batch, "__init__", spy)
+    out = run(GLOBAL_INDEX + ALU, grid=8, block=64, resident=3)
+    assert np.array_equal(out, alu_model(8, 64))
+    assert set(views) == {(6, True), (4, True)}   # waves of 3, 3 and 2 CTAs, each its own slab
+    views.clear()
+    # warps 0 and 2 of each CTA take one path, 1 and 3 the other: a gang of every other column copies
+    body = GLOBAL_INDEX + """\
+  and.b32 %r1, %r0, 32;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra EVEN;
+  add.u32 %r4, %r0, 5;
+  bra.uni OUT;
+EVEN:
+  mul.lo.u32 %r4, %r0, 3;
+OUT:
+  st.global.u32 [%rd5], %r4;
+  ret;
+"""
+    out = run(body, grid=2, block=128)
+    t = np.tile(np.arange(128, dtype=np.uint64), 2)
+    assert out.tolist() == np.where((t & 32) == 0, t * 3, t + 5).astype(np.uint32).tolist()
+    assert (8, True) in views and (4, False) in views
