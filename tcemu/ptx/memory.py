@@ -65,6 +65,7 @@ class GlobalMemory:
         self.allocs: List[Allocation] = []
         self._bases = np.zeros(0, np.uint64)
         self._next = GLOBAL_BASE
+        self.gone: List[tuple] = []   # (allocation, why) unmapped during the launch (heap.py: device free)
 
     def allocate(self, data: np.ndarray, name: str, writable: bool = True, shape=(), itemsize: int = 1) -> int:
         """Map a uint8 buffer; returns its device address (256-byte aligned, as cudaMalloc's)."""
@@ -85,6 +86,12 @@ class GlobalMemory:
         self.allocs.sort(key=lambda a: a.base)
         self._bases = np.array([a.base for a in self.allocs], np.uint64)
         self._next = max(self._next, (self.allocs[-1].end + GLOBAL_GUARD + 255) // 256 * 256)
+
+    def unmap(self, a: Allocation, why: str) -> None:
+        """Remove an allocation: a later access faults, and describe() says `why` of its bytes."""
+        self.allocs.remove(a)
+        self._bases = np.array([x.base for x in self.allocs], np.uint64)
+        self.gone.append((a, why))
 
     def holding(self, lo: int, hi: int):
         """The allocation holding bytes lo..hi (inclusive), or None."""
@@ -109,6 +116,9 @@ class GlobalMemory:
 
     def describe(self, addr: int) -> str:
         """Where an address lies relative to the allocations, in words."""
+        for a, why in reversed(self.gone):
+            if a.base <= addr < a.end:
+                return f"{addr - a.base} bytes into '{a.name}' ({a.data.size} bytes), {why}"
         best = None
         for a in self.allocs:
             if a.base <= addr < a.end:

@@ -25,6 +25,7 @@ from . import strict
 from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .hang import WriteLog
 from . import distribute, lockstep
+from .heap import HEAP_BYTES
 from .machine import ClusterBarrier, Cta, RegisterSlabs, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
@@ -220,7 +221,8 @@ class Module:
                max_instructions: int = MAX_INSTRUCTIONS, progress: bool = False, check_layouts: bool = True,
                param_bytes=None, buffers=(), printf: str = "stdout", trace=None,
                timeout: Optional[float] = DEFAULT_TIMEOUT, resident="occupancy", cooperative: bool = False,
-               check_races: bool = True, lockstep: bool = True, scheduler=None, symbols=None):
+               check_races: bool = True, lockstep: bool = True, scheduler=None, symbols=None,
+               heap_bytes: int = HEAP_BYTES):
         """Run kernel `name` over the grid (or only the CTAs listed in `ctas`); returns launch statistics.
 
         zero_init_shared: shared memory starts as zeros (else reading a byte nothing wrote is a fault).
@@ -228,6 +230,7 @@ class Module:
         its source array (catches swizzle/LBO/SBO disagreements between writer and descriptor).
         check_races: racecheck of shared memory: RAW/WAR/WAW between threads that no synchronisation orders
         (happens-before from barriers and mbarriers, never from tcemu's execution order; docs/guide.md).
+        heap_bytes: the device heap that kernel-side malloc allocates from (cudaLimitMallocHeapSize; heap.py).
         param_bytes: the whole parameter space as bytes (a captured launch's blob), instead of `args`; then
         `buffers` lists (device address, numpy array) pairs, or (address, array, name) triples, to map at exactly
         those addresses.
@@ -302,6 +305,7 @@ class Module:
         L.check_layouts = bool(check_layouts)
         L.check_races = bool(check_races)
         L.lockstep = bool(lockstep)
+        L.heap_bytes = as_int(heap_bytes, "heap_bytes", 0, 1 << 40, PtxError)   # device malloc (heap.py)
         if printf not in ("stdout", "collect"):
             raise PtxError("printf", f"{show(printf)}: 'stdout' or 'collect'")
         L.echo = printf == "stdout"

@@ -18,10 +18,18 @@ cudaError_t CUDARTAPI cudaInitDevice(int d, unsigned, unsigned) { return cudaSet
 cudaError_t CUDARTAPI cudaSetDeviceFlags(unsigned) { return cudaSuccess; }
 cudaError_t CUDARTAPI cudaGetDeviceFlags(unsigned* f) { if (f) *f = 0; return cudaSuccess; }
 cudaError_t CUDARTAPI cudaDeviceSetCacheConfig(enum cudaFuncCache) { return cudaSuccess; }
-cudaError_t CUDARTAPI cudaDeviceSetLimit(enum cudaLimit, size_t) { return cudaSuccess; }
+// the device heap's size goes to the interpreter (runtime.set_heap: tcemu/ptx/heap.py); the others are kept as given
+static size_t g_limits[16] = {1024, 1 << 20, 8 << 20};   // stack, printf FIFO, malloc heap (CUDA's defaults)
+cudaError_t CUDARTAPI cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
+  if ((unsigned)limit >= 16) return ret(cudaErrorUnsupportedLimit);
+  g_limits[limit] = value;
+  if (limit == cudaLimitMallocHeapSize) call_python("set_heap", "(K)", (unsigned long long)value);
+  return cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaDeviceGetLimit(size_t* v, enum cudaLimit limit) {
   if (!v) return ret(cudaErrorInvalidValue);
-  *v = limit == cudaLimitStackSize ? 1024 : limit == cudaLimitPrintfFifoSize ? (1 << 20) : 0;
+  if ((unsigned)limit >= 16) return ret(cudaErrorUnsupportedLimit);
+  *v = g_limits[limit];
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int* can, int device, int peer) {   // one GPU: never its own peer

@@ -32,6 +32,7 @@ import numpy as np
 from ... import ptx as tptx
 from ...core.errors import TcemuError
 from ...ptx.errors import KernelFault, PtxError, PtxLimit, PtxUnsupported
+from ...ptx.heap import HEAP_BYTES
 from ...ptx.memory import SMEM_RESERVED
 from ...ptx.module import DEFAULT_TIMEOUT, SMEM_LIMIT
 from ...ptx.schedule import SMEM_PER_CTA_RESERVED, SMEM_PER_SM
@@ -86,6 +87,14 @@ def _buffers(allocations):
         view = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(address))
         out.append((address, view, label))
     return out
+
+
+_heap = [HEAP_BYTES]   # cudaDeviceSetLimit(cudaLimitMallocHeapSize, ...): the launches' device heap
+
+
+def set_heap(nbytes) -> int:
+    _heap[0] = int(nbytes)
+    return 0
 
 
 def _timeout():
@@ -181,7 +190,8 @@ def launch(fatbin_address, index, name, grid, block, cluster, smem, args_address
                    zero_init_shared=os.environ.get("TCEMU_EXEC_ZERO_INIT_SHARED") == "1",
                    buffers=buffers, check_layouts=os.environ.get("TCEMU_EXEC_CHECK_LAYOUTS", "1") != "0",
                    check_races=os.environ.get("TCEMU_EXEC_RACECHECK", "1") != "0",
-                   printf="stdout", timeout=_timeout(), symbols=_symbols(mod, variables), cooperative=cooperative)
+                   printf="stdout", timeout=_timeout(), symbols=_symbols(mod, variables), cooperative=cooperative,
+                   heap_bytes=_heap[0])
     except KernelFault as e:
         sys.stdout.flush()
         text = str(e).replace("launch with zero_init_shared=True", "tcemu exec --zero-init-shared")

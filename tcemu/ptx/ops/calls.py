@@ -1,5 +1,5 @@
 """call and ret of device functions (PTX ISA 9.7.12.8-9.7.12.10), and the CUDA runtime's device-side builtins a
-compiled kernel calls: vprintf (printf) and __assertfail (assert).
+compiled kernel calls: vprintf (printf), __assertfail (assert), malloc and free (heap.py).
 
 A called .func's body is merged once into the kernel's code (program.py: its registers and variables renamed
 "name::..."); its parameters and return values live in each thread's frame. `call` copies the argument
@@ -16,6 +16,7 @@ from .. import parser as P
 from ..errors import KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK, DIVERGED
 from ..memory import LOCAL_WINDOW, WINDOW_SIZE
+from ..heap import heap
 from ..program import call_target
 from .common import mask_array, where
 from .memory_ops import access
@@ -54,7 +55,7 @@ def c_call(ins, prog, pc):
     callee = prog.functions.get(target)
     if builtin is None and callee is None:
         raise PtxUnsupported(ins.opcode, f"call to {target}, an external function tcemu does not provide "
-                                         f"({ins.where()}; it models vprintf and __assertfail)")
+                                         f"({ins.where()}; it models vprintf, __assertfail, malloc and free)")
     if any(isinstance(o, (P.Reg, P.Imm)) for o in rets + args):
         raise PtxUnsupported(ins.opcode, f"register or constant call arguments (non-ABI calls) are not modelled "
                                          f"({ins.where()})")
@@ -215,4 +216,30 @@ def _assertfail(ins, prog, wh, rets, args):
     return op
 
 
-BUILTINS = {"vprintf": _vprintf, "__assertfail": _assertfail}
+def _malloc(ins, prog, wh, rets, args):
+    if len(args) != 1 or len(rets) != 1:
+        raise PtxSyntaxError(ins.line, ins.col, "malloc takes a size and returns a pointer")
+    off = rets[0][0]
+
+    def op(W, m):
+        act = mask_array(m) & W.live
+        h = heap(W.cta.launch)
+        for lane in np.flatnonzero(act):   # every calling thread gets a block of its own
+            ptr = h.malloc(_arg(W, lane, args[0]), f"thread {int(W.tid[lane])} of CTA {W.cta.ctaid}")
+            W.local.data[lane, off:off + 8] = np.frombuffer(struct.pack("<Q", ptr), np.uint8)
+    return op
+
+
+def _free(ins, prog, wh, rets, args):
+    if len(args) != 1 or rets:
+        raise PtxSyntaxError(ins.line, ins.col, "free takes a pointer")
+
+    def op(W, m):
+        act = mask_array(m) & W.live
+        h = heap(W.cta.launch)
+        for lane in np.flatnonzero(act):
+            h.free(_arg(W, lane, args[0]), f"free() by thread {int(W.tid[lane])} of CTA {W.cta.ctaid}", wh)
+    return op
+
+
+BUILTINS = {"vprintf": _vprintf, "__assertfail": _assertfail, "malloc": _malloc, "free": _free}
