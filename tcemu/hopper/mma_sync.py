@@ -142,6 +142,13 @@ def _hmma(A, B, C, dtype_a, dtype_d):
     return fused_dot(Ad, Bd, decode_operand(C, dtype_d), fdp_unit(dtype_a, dtype_d))
 
 
+def hmma(A, B, C, dtype_a: str, dtype_d: str) -> np.ndarray:
+    """D (m, n) bits of HMMA over the whole K at once: A (m, k), B (k, n) bit matrices of dtype_a (f16, bf16, tf32),
+    C (m, n) bits of dtype_d. wmma's m16n16k16, m32n8k16 and m8n32k16 are such a K = 16 product per element
+    (traces/wmma_sm90.npz, 98,304 of 98,304 elements)."""
+    return _hmma(A, B, C, dtype_a, dtype_d)
+
+
 def _add_rn(x, y, dtype):
     """FADD / HADD2: x + y rounded to nearest even; NaN results canonical (0x7fffffff, 0x7fff)."""
     t, u = (np.float32, np.uint32) if dtype == "f32" else (np.float16, np.uint16)

@@ -171,3 +171,22 @@ def test_the_correct_controls_run_as_gangs(gangs):
         gangs.clear()
         launch_matmul(name, 128, 256, 64)
         assert gangs and all(g == ("ran", 8) for g in gangs), name
+
+
+def test_warps_of_a_warpgroup_that_reach_a_wgmma_apart_complete_it_together(monkeypatch):
+    """Warp 0 takes a detour after the fence, so the warpgroup's warps reach the wgmmas apart: a gang of part of a
+    warpgroup stands back and its warps wait at the collective, and a later step completes a warpgroup one of whose
+    warps already waits there (wgmma_gang.GangMma.run with that warp in the collective's arrived set; CUTLASS's
+    ping-pong consumers did this before warps ganged up at every turn); the bits stay the chain's."""
+    runs = []
+    real = wgmma_gang.GangMma.run
+
+    def spy(self, groups):
+        runs.extend(sorted((cta.collectives.get((wg, self.key)) or [set()])[0]) for cta, wg, _ in groups)
+        return real(self, groups)
+    monkeypatch.setattr(wgmma_gang.GangMma, "run", spy)
+    detour = ("  mov.u32 %r5, %tid.x;\n  setp.ge.u32 %p5, %r5, 32;\n  @%p5 bra AHEAD;\n"
+              "  add.u32 %r5, %r5, 1;\n  add.u32 %r5, %r5, 1;\nAHEAD:\n")
+    regs, prep = launch(BF16, hooks={"after_fence": detour})
+    assert np.array_equal(regs, prep["regs"])
+    assert [0] in runs and all(r in ([], [0]) for r in runs)   # warps 1-3 completing what warp 0 waits in

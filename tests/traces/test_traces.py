@@ -48,9 +48,9 @@ def test_trace_provenance(path):
     meta = load_trace(path).meta
     # whole-kernel and library captures (kernel_outputs, launch_outputs, gemm_outputs) place no probe in shared
     # memory: they compute their own addresses, so they need no smem_base (nor do the instruction-level
-    # program_outputs and sfu_proof captures)
+    # program_outputs and sfu_proof captures, and the register-level mma_sync and wmma ones)
     probe = meta["kind"] not in ("kernel_outputs", "launch_outputs", "gemm_outputs", "program_outputs", "sfu_proof",
-                                 "mma_sync_numerics")
+                                 "mma_sync_numerics", "wmma")
     for key in ("gpu", "driver", "cuda", "date", "command", "sources", "seed") + (("smem_base",) if probe else ()):
         assert meta.get(key), key
     for src, digest in meta["sources"].items():
