@@ -4,6 +4,7 @@ warp-synchronous rules and the forms not modelled. Values are small integers, so
 computed here with integer numpy."""
 import os
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -13,7 +14,7 @@ from tcemu.ptx.errors import PtxUnsupportedWarning
 from tcemu.traces import replay
 
 from ptxkit import HEADER
-from paths import TRACES
+from paths import PTX_FIXTURES, TRACES
 
 
 def _kernel(shape, la, lb, lc, ld, space="global", strides=(None, None, None, None), before="", guard=""):
@@ -158,3 +159,30 @@ def test_the_trace_replay_fails_on_a_wrong_layout_or_arithmetic(monkeypatch):
     result = replay(os.path.join(TRACES, "wmma_sm90.npz"))
     bad = {name for name, g in result.groups.items() if g.cases_matched < g.cases}
     assert bad == {name for name in result.groups if name.startswith("mma ")} and len(bad) == 6
+
+
+def test_the_captures_own_kernels_give_the_h100s_outputs():
+    """nvcc's PTX of scripts/capture/capture_wmma.cu (nvcuda::wmma as mma.h writes it) on the capture's inputs:
+    every fragment element of `layouts` and every D element of `numerics` equal what the H100 wrote."""
+    from tcemu.traces import load_trace
+    trace = load_trace(os.path.join(TRACES, "wmma_sm90.npz"))
+    cols, meta = trace.columns, trace.meta
+    mod = ptx.load(os.path.join(PTX_FIXTURES, "capture_wmma.ptx"))
+    idx = np.arange(512)
+    out = np.full(1 << 18, -1, np.int32)
+    mod.launch("_Z7layoutsPKvS0_S0_Pi", grid=1, block=32, args=[
+        idx.astype(np.float16), idx.astype(ml_dtypes.bfloat16), idx.astype(np.float32), out])
+    assert out[(1 << 18) - 1] == cols["layout"].size and np.array_equal(out[:cols["layout"].size], cols["layout"])
+    cases, ia, ib, ic = meta["cases"], 0, 0, 0
+    for cfg, (m, n, k, ta, tc) in enumerate(meta["configs"]):
+        a = np.zeros((cases, 512), np.uint16)
+        b = np.zeros((cases, 512), np.uint16)
+        cw = np.uint32 if tc == "f32" else np.uint16
+        c = np.zeros((cases, 2048 // np.dtype(cw).itemsize), cw)
+        a[:, :m * k] = cols["a"][ia:ia + cases * m * k].reshape(cases, -1)
+        b[:, :k * n] = cols["b"][ib:ib + cases * k * n].reshape(cases, -1)
+        c[:, :m * n] = cols["c"][ic:ic + cases * m * n].reshape(cases, -1)
+        d = np.zeros_like(c)
+        mod.launch("_Z8numericsiPKcS0_S0_Pc", grid=cases, block=32, args=[np.int32(cfg), a, b, c, d])
+        assert np.array_equal(d[:, :m * n].ravel(), cols["d"][ic:ic + cases * m * n].astype(cw)), (m, n, k, ta, tc)
+        ia, ib, ic = ia + cases * m * k, ib + cases * k * n, ic + cases * m * n
