@@ -18,14 +18,14 @@ GENCODE = "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"
 
 @pytest.fixture(scope="module")
 def programs():
-    """cooperative and runtime_misc, compiled (or taken from the test cache): name -> path."""
+    """cooperative, runtime_misc and cdp, compiled (or taken from the test cache): name -> path."""
     nvcc = exec_nvcc()
     compiler = "".join(subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
                        for tool in (nvcc, "g++"))
     out = {}
-    for name in ("cooperative", "runtime_misc"):
+    for name in ("cooperative", "runtime_misc", "cdp"):
         source = os.path.join(SOURCES, name + ".cu")
-        flags = ["-cudart", "shared", GENCODE, source]
+        flags = ["-cudart", "shared", GENCODE] + (["-rdc=true", "-lcudadevrt"] if name == "cdp" else []) + [source]
 
         def make(path, flags=flags):
             p = subprocess.run([nvcc, *flags, "-o", path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -214,3 +214,11 @@ def test_device_malloc_free_and_the_heap_limit(programs):
         f"{sum(12 * t + 66 for t in range(20))}",
         "heap twice: cudaErrorLaunchFailure"]
     assert "free() by thread 3 of CTA (0, 0, 0) frees 0x" in out.stderr and "(double free)" in out.stderr
+
+
+@pytest.mark.needs_nvcc
+@pytest.mark.slow
+def test_dynamic_parallelism_is_refused_by_name(programs):
+    out = tcemu_exec("--", programs["cdp"])
+    assert out.returncode == 2 and "unreachable" not in out.stdout
+    assert "CudaExecError: dynamic parallelism: the program links the CUDA device runtime (libcudadevrt" in out.stderr

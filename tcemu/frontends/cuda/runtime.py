@@ -112,10 +112,18 @@ def _symbols(mod, variables):
     return {name: (address, size) for name, address, size in variables if name in declared}
 
 
+DEVRT_PREFIXES = ("cudartErrorCnp", "__cudaCDP")   # the variables libcudadevrt's own module registers
+
+
 def initialise(fatbin_address, index, variables) -> int:
     """The module's initialisers of a fatbinary's variables (PTX name, device address, bytes), written in place
     before their first use; 0, or 2 (reported)."""
     try:
+        if any(name.startswith(DEVRT_PREFIXES) for name, _, _ in variables):
+            raise CudaExecError("dynamic parallelism", f"the program links the CUDA device runtime (libcudadevrt: "
+                                                       f"its variable {variables[0][0]}), which kernels that launch "
+                                                       "kernels (-rdc=true) need; tcemu does not model device-side "
+                                                       "launches")
         mod, _ = _module(fatbin_address, index, f"(the module of variable {variables[0][0]})" if variables else "")
         for name, (address, size) in _symbols(mod, variables).items():
             data = mod.initial_bytes(name)
