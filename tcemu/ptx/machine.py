@@ -419,6 +419,23 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
             spins[w] = s
         return True
 
+    def probe_warp(w, windows) -> bool:
+        """After a chunk a warp ran without blocking: probe it (within its allowance); True if it is now parked
+        (proven to spin, alone or with its CTA)."""
+        p = probes.get(w)
+        if p is None:
+            p = probes[w] = [PROBE_FIRST, 0]   # [steps of the next probe, steps spent probing]
+        if p[1] > w.executed // PROBE_SHARE + PROBE_FIRST:
+            return False
+        s, used, at_bar = probe(w, windows, p[0])
+        p[1] += used + PROBE_SETUP
+        if s is not None:
+            spins[w] = s
+            return True
+        if used >= p[0]:
+            p[0] = min(2 * p[0], PROBE_STEPS)
+        return bool(at_bar and cta_probe(w.cta, windows))   # a loop through bar.sync: the CTA's warps as one
+
     while True:
         resident = [c for r in clusters for c in r.ctas]
         windows = [c.shared for c in resident]
@@ -467,8 +484,13 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                              and x not in ganged]
                         if len(g) > 1:
                             before = [(x, x.executed) for x in g]
-                            k = lockstep.run(g, budget * len(g), log)
+                            share = min(budget, CHUNK)   # a chunk each, then the probes the warps' own runs get
+                            k = lockstep.run(g, share * len(g), log)
                             total += k
+                            if k >= share * len(g):   # nobody blocked: spinning, perhaps
+                                for x in g:
+                                    if not x.done and x.wait is None and x not in spins:
+                                        probe_warp(x, windows)
                             for x, e in before:
                                 if x.executed > e:
                                     o = owner[x]
@@ -491,19 +513,7 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                     n += k
                     if k < step or n >= budget or w.done:
                         break
-                    p = probes.get(w)
-                    if p is None:
-                        p = probes[w] = [PROBE_FIRST, 0]   # [steps of the next probe, steps spent probing]
-                    if p[1] > w.executed // PROBE_SHARE + PROBE_FIRST:
-                        continue
-                    s, used, at_bar = probe(w, windows, p[0])
-                    p[1] += used + PROBE_SETUP
-                    if s is not None:
-                        spins[w] = s
-                        break
-                    if used >= p[0]:
-                        p[0] = min(2 * p[0], PROBE_STEPS)
-                    if at_bar and cta_probe(w.cta, windows):   # a loop through bar.sync: the CTA's warps as one
+                    if probe_warp(w, windows):
                         break
                 r.total += n
                 total += n
