@@ -1,6 +1,7 @@
 """The package's shape (issue 22), read from the source with ast: layers, no import cycles, no hidden imports,
 no module over 800 lines. A failure names the module, the line and the rule."""
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -58,8 +59,10 @@ def _targets(mod, node):
     return out
 
 
+@functools.cache
 def _imports():
-    """(module, line, target, inside_function, statement) for every import of a tcemu module."""
+    """(module, line, target, inside_function, statement) for every import of a tcemu module (parsed at the first
+    test that asks, not when the file is collected: every pytest-xdist worker collects every file)."""
     rows = []
     for mod, path in MODULES.items():
         tree = ast.parse(path.read_text())
@@ -73,9 +76,6 @@ def _imports():
     return rows
 
 
-IMPORTS = _imports()
-
-
 def test_every_folder_is_a_layer():
     for mod in MODULES:
         _layer(mod)
@@ -83,13 +83,13 @@ def test_every_folder_is_a_layer():
 
 def test_no_upward_imports():
     bad = [f"{m}:{line} imports {t} (layer {_layer(t)} above {_layer(m)})"
-           for m, line, t, _, _ in IMPORTS if _layer(t) > _layer(m)]
+           for m, line, t, _, _ in _imports() if _layer(t) > _layer(m)]
     assert not bad, "\n".join(bad)
 
 
 def test_no_import_cycles():
     graph = {m: set() for m in MODULES}
-    for m, _, t, _, _ in IMPORTS:
+    for m, _, t, _, _ in _imports():
         graph[m].add(t)
     seen, stack, on, cycles = {}, [], set(), []
 
@@ -118,7 +118,7 @@ def test_imports_inside_functions_are_explained():
     """Inside a function only for start-up cost (with a comment saying so); optional dependencies are not tcemu
     modules and are checked by test_optional_dependencies_are_lazy."""
     bad = sorted({f"{m}:{line} imports {t} inside a function without a comment saying why"
-                  for m, line, t, inner, _ in IMPORTS if inner and not _comment_near(MODULES[m], line)})
+                  for m, line, t, inner, _ in _imports() if inner and not _comment_near(MODULES[m], line)})
     assert not bad, "\n".join(bad)
 
 

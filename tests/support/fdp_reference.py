@@ -1,5 +1,6 @@
 """An exact-rational model of the fused dot-product engine (tcemu/arith/fdp.py), written independently of it: the
 reference of tests/arith/test_fdp.py and tests/hopper/test_sparse.py."""
+import functools
 import math
 from fractions import Fraction
 
@@ -9,8 +10,10 @@ from tcemu.arith import formats
 from tcemu.arith.fdp import RNE, FdpUnit
 
 
+@functools.cache
 def value_exp(bits, fmt):
-    """(exact Fraction value, alignment exponent) of one element: exponent of the implicit bit, emin if subnormal."""
+    """(exact Fraction value, alignment exponent) of one element: exponent of the implicit bit, emin if subnormal
+    (once per pattern: both are immutable)."""
     f = formats.FLOAT_FORMATS[fmt]
     v = Fraction(float(formats.decode(np.array([bits]), fmt)[0]))
     e = max(math.floor(math.log2(abs(v))), f.emin) if v else None

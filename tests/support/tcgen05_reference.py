@@ -1,5 +1,6 @@
 """tcgen05.mma's published arithmetic in exact rationals (no code shared with fdp.py's integer kernels): the
 reference of tests/blackwell/test_mma.py and test_mma_forms.py, with their descriptor and random-bits helpers."""
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -14,10 +15,10 @@ def desc(start, swizzle="128B", sbo=1024, lbo=16):
 
 
 def _lead(x: Fraction) -> int:
-    """floor(log2 |x|) for x != 0."""
-    x = abs(x)
-    e = x.numerator.bit_length() - x.denominator.bit_length()
-    return e if Fraction(2) ** e <= x else e - 1
+    """floor(log2 |x|) for x != 0 (integers only: 2^e <= |x| compared as n >= d 2^e)."""
+    n, d = abs(x.numerator), x.denominator
+    e = n.bit_length() - d.bit_length()
+    return e if (n >= d << e if e >= 0 else n << -e >= d) else e - 1
 
 
 
@@ -26,9 +27,14 @@ def _align(x: Fraction, fmt: str) -> int:
 
 
 
-def _trunc(x: Fraction, q: Fraction) -> Fraction:
-    n = abs(x) / q
-    return (-1 if x < 0 else 1) * Fraction(n.numerator // n.denominator) * q
+def _trunc_sum(terms, k: int) -> Fraction:
+    """The exact sum of `terms` (numerator, denominator > 0 pairs), each truncated toward zero to a multiple of
+    2^k, in integers: each term's floor(|n| / (d 2^k)) with its sign, times 2^k once."""
+    total = 0
+    for n, d in terms:
+        m = abs(n) // (d << k) if k >= 0 else (abs(n) << -k) // d
+        total += -m if n < 0 else m
+    return Fraction(total << k) if k >= 0 else Fraction(total, 1 << -k)
 
 
 
@@ -57,23 +63,31 @@ def _round_bits(x: Fraction, out: str) -> int:
 
 def ref_fused(a, b, c, fmt_a, fmt_b, out, rows, F=25, zero_exp=-133, sa=None, sb=None):
     """D bits of `rows` of one fused sum: every product and C aligned at the largest exponent, truncated
-    toward zero below 2^(E - F), summed exactly, rounded once (finite inputs only). sa/sb: ue8m0 scales."""
+    toward zero below 2^(E - F), summed exactly, rounded once (finite inputs only). sa/sb: ue8m0 scales.
+    Each element's exponent and scaled value are worked out once; a product is the pair (n1 n2, d1 d2)."""
     N = len(b)
     D = np.zeros((len(a), N), np.uint32)
+    bs = [[(v.numerator, v.denominator) for v in ([y * sb[n] for y in b[n]] if sb else b[n])] for n in range(N)]
+    eb = [[_align(y, fmt_b) + (_lead(sb[n]) if sb else 0) for y in b[n]] for n in range(N)]
     for m in rows:
+        am = [(v.numerator, v.denominator) for v in ([x * sa[m] for x in a[m]] if sa else a[m])]
+        ea = [_align(x, fmt_a) + (_lead(sa[m]) if sa else 0) for x in a[m]]
         for n in range(N):
-            terms = []
-            for x, y in zip(a[m], b[n]):
-                p = x * y * (sa[m] if sa else 1) * (sb[n] if sb else 1)
-                e = (_align(x, fmt_a) + _align(y, fmt_b) + (_lead(sa[m]) if sa else 0) + (_lead(sb[n]) if sb else 0)
-                     if p else zero_exp)
-                terms.append((p, e))
+            terms = [(xn * yn, xd * yd) for (xn, xd), (yn, yd) in zip(am, bs[n])]
+            exps = [ex + ey if pn else zero_exp for (pn, _), ex, ey in zip(terms, ea, eb[n])]
             if c is not None:
-                terms.append((c[m][n], _align(c[m][n], out) if c[m][n] else zero_exp))
-            E = max(e for _, e in terms)
-            S = sum(_trunc(t, Fraction(2) ** (E - F)) for t, _ in terms)
-            D[m, n] = _round_bits(S, out)
+                terms.append((c[m][n].numerator, c[m][n].denominator))
+                exps.append(_align(c[m][n], out) if c[m][n] else zero_exp)
+            D[m, n] = _round_bits(_trunc_sum(terms, max(exps) - F), out)
     return D
+
+
+
+def _dot(xs, ys) -> Fraction:
+    """sum(x y) exactly, over one common denominator (one Fraction, not one per product)."""
+    pairs = [(x.numerator * y.numerator, x.denominator * y.denominator) for x, y in zip(xs, ys)]
+    den = math.lcm(*(d for _, d in pairs))
+    return Fraction(sum(n * (den // d) for n, d in pairs), den)
 
 
 
@@ -82,21 +96,26 @@ def ref_grouped(a, b, c, sa, sb, scale_fmt, rows, F=35, zero_exp=-139):
     exponents only; one truncated sum with C; f32 toward zero."""
     N, K = len(b), len(a[0])
     D = np.zeros((len(a), N), np.uint32)
+    eb = [[_align(t, scale_fmt) if t else None for t in sb[n][:K // 16]] for n in range(N)]
     for m in rows:
+        ea = [_align(s, scale_fmt) if s else None for s in sa[m][:K // 16]]
         for n in range(N):
             terms = [(c[m][n], _align(c[m][n], "f32") if c[m][n] else zero_exp)] if c is not None else []
             for g in range(K // 16):
-                P = sum(x * y for x, y in zip(a[m][16 * g:16 * g + 16], b[n][16 * g:16 * g + 16]))
+                P = _dot(a[m][16 * g:16 * g + 16], b[n][16 * g:16 * g + 16])
                 s, t = sa[m][g], sb[n][g]
-                terms.append((P * s * t, _align(s, scale_fmt) + _align(t, scale_fmt) if s and t else zero_exp))
+                terms.append((P * s * t, ea[g] + eb[n][g] if s and t else zero_exp))
             E = max(e for _, e in terms)
-            D[m, n] = _round_bits(sum(_trunc(v, Fraction(2) ** (E - F)) for v, _ in terms), "f32")
+            D[m, n] = _round_bits(_trunc_sum([(v.numerator, v.denominator) for v, _ in terms], E - F), "f32")
     return D
 
 
 
 def fractions(bits, fmt):
-    return [[Fraction(float(v)) for v in row] for row in decode(np.asarray(bits), fmt).astype(np.float64)]
+    """The values of `bits` (a 2-D array of `fmt` patterns) as lists of Fractions, each distinct value made once."""
+    values, at = np.unique(decode(np.asarray(bits), fmt).astype(np.float64), return_inverse=True)
+    exact = [Fraction(float(v)) for v in values]
+    return [[exact[i] for i in row] for row in at.reshape(np.shape(bits)).tolist()]
 
 
 

@@ -1,6 +1,7 @@
 """The registry of trace kinds (tcemu/traces/registry.py): every kind declared once, in its module under
 tcemu/traces/kinds, and the import graph of tcemu/traces one way (registry -> kinds -> archive), without cycles."""
 import ast
+import functools
 import glob
 import importlib
 import json
@@ -115,7 +116,10 @@ def _targets(module, node):
     return out
 
 
+@functools.cache
 def _imports():
+    """(module -> the tcemu modules it imports, [(module, line) of each import below the top level]); parsed at
+    the first test that asks, not when the file is collected (every pytest-xdist worker collects every file)."""
     graph, inner = {}, []
     for module, path in MODULES.items():
         with open(path, encoding="utf-8") as f:
@@ -130,16 +134,13 @@ def _imports():
     return graph, inner
 
 
-GRAPH, INNER = _imports()
-
-
 def _reach(start, packages=False):
     """The modules `start`'s import statements load, directly or not (packages: and every module's packages,
     whose __init__ runs first)."""
-    seen, todo = set(), [start]
+    graph, seen, todo = _imports()[0], set(), [start]
     while todo:
         here = todo.pop()
-        for nxt in GRAPH.get(here, set()) | ({here.rpartition(".")[0]} if packages and "." in here else set()):
+        for nxt in graph.get(here, set()) | ({here.rpartition(".")[0]} if packages and "." in here else set()):
             if nxt not in seen:
                 seen.add(nxt)
                 todo.append(nxt)
@@ -147,24 +148,24 @@ def _reach(start, packages=False):
 
 
 def test_the_traces_package_has_no_import_cycle():
-    traces = [m for m in GRAPH if m.startswith("tcemu.traces.")]
+    traces = [m for m in _imports()[0] if m.startswith("tcemu.traces.")]
     assert "tcemu.traces.registry" in traces and "tcemu.traces.kinds.base" in traces
     cycles = sorted(m for m in traces if m in _reach(m))
     assert cycles == []
 
 
 def test_the_dependency_runs_registry_kinds_archive():
-    for module in GRAPH:
+    for module in _imports()[0]:
         if module.startswith("tcemu.traces.kinds."):
             assert "tcemu.traces.registry" not in _reach(module), module
-            assert not {"tcemu.traces.launches"} & GRAPH[module], module
+            assert not {"tcemu.traces.launches"} & _imports()[0][module], module
         if module.startswith("tcemu.traces."):
-            assert "tcemu.traces" not in GRAPH[module], f"{module} imports the package's __init__"
+            assert "tcemu.traces" not in _imports()[0][module], f"{module} imports the package's __init__"
     assert not {m for m in _reach("tcemu.traces.archive") if m.startswith("tcemu.traces")}  # it knows no kind
 
 
 def test_ptx_never_imports_traces():
-    for module in GRAPH:
+    for module in _imports()[0]:
         if module == "tcemu.ptx" or module.startswith("tcemu.ptx."):
             assert not {m for m in _reach(module, packages=True) if m.startswith("tcemu.traces")}, module
 
@@ -172,7 +173,7 @@ def test_ptx_never_imports_traces():
 def test_traces_imports_only_at_the_top():
     """Imports inside functions only for an optional dependency or start-up cost, each with its comment."""
     lines = {}
-    for module, lineno in INNER:
+    for module, lineno in _imports()[1]:
         if module.startswith("tcemu.traces"):
             if module not in lines:
                 with open(MODULES[module], encoding="utf-8") as f:
