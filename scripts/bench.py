@@ -204,55 +204,13 @@ def dask_bench(n=1024, workers=4):
     return local, dist, np.array_equal(want, got)
 
 
-# one thread at a time folds itself into a shared word, the CTA meeting at bar.sync after each (the loop of CUTLASS
-# example 88's reference_abs_diff kernel): every iteration splits one warp off the CTA's gang
-SERIAL_PTX = """.version 8.5
-.target sm_90a
-.address_size 64
-.shared .align 4 .b32 acc;
-.visible .entry serial(.param .u64 out)
-{
-  .reg .pred %p<4>;
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<4>;
-  ld.param.u64 %rd0, [out];
-  cvta.to.global.u64 %rd0, %rd0;
-  mov.u32 %r0, %tid.x;
-  mov.u32 %r2, %ntid.x;
-  mov.u32 %r3, 0;
-  setp.ne.u32 %p1, %r0, 0;
-  @%p1 bra INIT;
-  st.shared.u32 [acc], 7;
-INIT:
-  bar.sync 0;
-LOOP:
-  setp.ne.u32 %p2, %r3, %r0;
-  @%p2 bra SKIP;
-  ld.shared.u32 %r4, [acc];
-  mad.lo.u32 %r4, %r4, 3, %r0;
-  st.shared.u32 [acc], %r4;
-SKIP:
-  bar.sync 0;
-  add.u32 %r3, %r3, 1;
-  setp.lt.u32 %p3, %r3, %r2;
-  @%p3 bra LOOP;
-  @%p1 bra DONE;
-  mov.u32 %r5, %ctaid.x;
-  mul.wide.u32 %rd2, %r5, 4;
-  add.s64 %rd2, %rd0, %rd2;
-  ld.shared.u32 %r4, [acc];
-  st.global.u32 [%rd2], %r4;
-DONE:
-  ret;
-}
-"""
-
-
 def barrier_bench(ctas=8, threads=1024):
-    """SERIAL_PTX over `ctas` CTAs of `threads` threads on the PTX interpreter, one core: seconds in lock-step and
-    with warps one at a time (lockstep=False), and whether every CTA's word is the fold computed here."""
+    """tests/fixtures/ptx/serial_barrier.ptx (one thread at a time folds itself into a shared word between
+    bar.syncs: the loop of CUTLASS example 88's reference_abs_diff) over `ctas` CTAs of `threads` threads on the PTX
+    interpreter, one core: seconds in lock-step and with warps one at a time (lockstep=False), and whether every
+    CTA's word is the fold computed here."""
     import tcemu.ptx as tp
-    mod = tp.load(SERIAL_PTX)
+    mod = tp.load(os.path.join(HERE, "..", "tests", "fixtures", "ptx", "serial_barrier.ptx"))
     acc = 7
     for t in range(threads):
         acc = (acc * 3 + t) & 0xFFFFFFFF

@@ -208,6 +208,17 @@ def eligible(w) -> bool:
     return not w.done and w.lane_pc is None and w.full and not w.parked_test
 
 
+def _advance(w, r, pc: int) -> None:
+    """A warp ran the instruction at pc and it returned r (not BLOCK): next instruction, a jump, or the warp's own
+    per-lane PCs (DIVERGED / EXITED: the op set them)."""
+    if r is None:
+        w.pc = pc + 1
+    elif r.__class__ is int:
+        w.pc = r
+    w.wait = None
+    w.executed += 1
+
+
 def run(gang, budget: int, log=None) -> int:
     """Run the warps of `gang` (eligible, at one PC) in lock-step until none run together any more or `budget`
     warp instructions have run; the number run."""
@@ -236,23 +247,9 @@ def run(gang, budget: int, log=None) -> int:
                 except Fallback:
                     pass
                 else:
-                    if out is None:
-                        for w in g:
-                            w.pc = pc + 1
-                            w.wait = None
-                            w.executed += 1
-                        n += len(g)
-                        moved = set(g)
-                    else:   # one control value per warp, as the op's own run returns it
-                        for w, r in zip(g, out):
-                            if r is BLOCK:
-                                continue
-                            if r is None:
-                                w.pc = pc + 1
-                            elif r.__class__ is int:
-                                w.pc = r
-                            w.wait = None
-                            w.executed += 1
+                    for w, r in zip(g, out or [None] * len(g)):   # each warp's control value, as its own run's
+                        if r is not BLOCK:
+                            _advance(w, r, pc)
                             n += 1
                             moved.add(w)
                     pending = ()
@@ -268,12 +265,7 @@ def run(gang, budget: int, log=None) -> int:
                     if r is BLOCK:
                         blocked.append(w)
                         continue
-                    if r is None:
-                        w.pc = pc + 1
-                    elif r.__class__ is int:
-                        w.pc = r
-                    w.wait = None
-                    w.executed += 1
+                    _advance(w, r, pc)
                     n += 1
                     moved.add(w)
                 if not blocked or len(blocked) == len(pending):

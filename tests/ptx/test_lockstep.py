@@ -1,12 +1,15 @@
 """Lock-step gangs (tcemu/ptx/lockstep.py): converged warps of the resident CTAs at one PC run register-only stretches
 as one batch; the results are those of warps one at a time (lockstep=False), bit for bit, and every expectation is
 computed here in plain Python."""
+import os
+
 import numpy as np
 import pytest
 
 import tcemu.ptx as ptx
 from tcemu.ptx import lockstep
 
+from paths import PTX_FIXTURES
 from ptxkit import OUT_PROLOGUE, entry, run
 
 # thread t of CTA c: ((t * 2654435761 + c) mod 2^32 >> 3) xor t, through a chain of ALU instructions
@@ -145,34 +148,14 @@ def test_each_later_wave_starts_together_and_runs_as_one_gang(monkeypatch):
 
 # each iteration one thread (tid == i) folds itself into a shared word, then the CTA meets at bar.sync: every
 # iteration splits one warp off the gang while the others wait at the barrier (CUTLASS's reference_abs_diff loop)
-SERIAL = """\
-  mov.u32 %r2, %ntid.x;
-  mov.u32 %r3, 0;
-  setp.ne.u32 %p1, %r0, 0;
-  @%p1 bra INIT;
-  st.shared.u32 [acc], 7;
-INIT:
-  bar.sync 0;
-LOOP:
-  setp.ne.u32 %p2, %r3, %r0;
-  @%p2 bra SKIP;
-  ld.shared.u32 %r4, [acc];
-  mad.lo.u32 %r4, %r4, 3, %r0;
-  st.shared.u32 [acc], %r4;
-SKIP:
-  bar.sync 0;
-  add.u32 %r3, %r3, 1;
-  setp.lt.u32 %p3, %r3, %r2;
-  @%p3 bra LOOP;
-  @%p1 bra DONE;
-  mov.u32 %r5, %ctaid.x;
-  mul.wide.u32 %rd2, %r5, 4;
-  add.s64 %rd2, %rd0, %rd2;
-  ld.shared.u32 %r4, [acc];
-  st.global.u32 [%rd2], %r4;
-DONE:
-  ret;
-"""
+SERIAL = os.path.join(PTX_FIXTURES, "serial_barrier.ptx")
+
+
+def fold(threads):
+    acc = 7
+    for t in range(threads):
+        acc = (acc * 3 + t) & 0xFFFFFFFF
+    return acc
 
 
 @pytest.mark.parametrize("grid,resident", [(4, None), (5, 2)])
@@ -180,22 +163,21 @@ def test_one_thread_at_a_time_between_barriers_in_every_cta(grid, resident, monk
     """The waiting warps of every CTA run as one gang each iteration; a warp of a later CTA moved by a gang an
     earlier CTA's warp led counts as that CTA's progress (before, such a CTA was reported hung)."""
     seen = counting(monkeypatch)
-    acc = 7
-    for t in range(96):
-        acc = (acc * 3 + t) & 0xFFFFFFFF
     kw = {} if resident is None else {"resident": resident}
-    out = run(SERIAL, grid=grid, block=96, out_words=grid, before=".shared .align 4 .b32 acc;", **kw)
-    assert out.tolist() == [acc] * grid
+    out = np.zeros(grid, np.uint32)
+    ptx.load(SERIAL).launch("serial", grid=grid, block=96, args=[out], **kw)
+    assert out.tolist() == [fold(96)] * grid
     assert max(seen) == 3 * min(grid, resident or grid)   # every resident CTA's three warps in one batch
 
 
-def spied(body, opcode, grid, block, out_words=None, **kw):
-    """Run a kernel built by entry(), recording what the gang version of `opcode` returns call by call: "fallback",
+def spied(body, opcode, grid, block, out_words=None, module=None, **kw):
+    """Run a kernel built by entry() (or kernel `serial` of the PTX file `module`), recording what the gang version of `opcode` returns call by call: "fallback",
     or a letter per warp (".": falls through, "j": jumps, "B": blocks, "d": diverges)."""
     from tcemu.ptx.signals import BLOCK, Fallback
     seen = []
-    mod = ptx.load(entry(body, **kw))
-    prog = mod.program("k")
+    name = "k" if module is None else "serial"
+    mod = ptx.load(entry(body, **kw) if module is None else module)
+    prog = mod.program(name)
     for pc, ins in enumerate(prog.instrs):
         g = getattr(prog.code[pc], "gang", None)
         if ins.opcode.startswith(opcode) and g is not None:
@@ -211,7 +193,7 @@ def spied(body, opcode, grid, block, out_words=None, **kw):
                 return out
             prog.code[pc].gang = wrap
     out = np.zeros(out_words or block * grid, np.uint32)
-    mod.launch("k", grid=grid, block=block, args=[out])
+    mod.launch(name, grid=grid, block=block, args=[out])
     return out, seen
 
 
@@ -222,11 +204,8 @@ def test_a_cta_that_arrives_together_passes_its_barrier_in_one_step():
 
 
 def test_waiting_warps_pass_together_once_the_last_one_arrives():
-    out, seen = spied(SERIAL, "bar.sync", grid=2, block=96, out_words=2, before=".shared .align 4 .b32 acc;")
-    acc = 7
-    for t in range(96):
-        acc = (acc * 3 + t) & 0xFFFFFFFF
-    assert out.tolist() == [acc, acc]
+    out, seen = spied(None, "bar.sync", grid=2, block=96, out_words=2, module=SERIAL)
+    assert out.tolist() == [fold(96)] * 2
     # each of the 97 generations: the two warps of each CTA without the updating lane wait in a gang step, and
     # pass in one once the third arrived (warps waiting on different generations, arriving and waiting warps in
     # one step: none falls back)

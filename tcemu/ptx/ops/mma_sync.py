@@ -18,7 +18,7 @@ from ..types import TYPES
 from .common import Mods, require_target, where
 from .registry import register
 
-__all__ = ["execute", "dmma"]
+__all__ = ["execute", "dmma", "registers"]
 
 
 def dmma(A, B, C) -> np.ndarray:
@@ -53,7 +53,8 @@ def _form(ins):
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {e}") from None
 
 
-def _registers(ins, op, what, want):
+def registers(ins, op, what, want):
+    """The registers of a vector operand that must hold `want` of them (PtxSyntaxError naming `what` else)."""
     items = op.items if isinstance(op, P.Vec) else None
     if items is None or len(items) != want:
         have = len(items) if items is not None else "a single operand"
@@ -72,7 +73,7 @@ def c_mma_sync(ins, prog, pc):
                                                 "takes 4 (d, a, b, c)")
     wide = form.dtype_d == "f64"
     t = TYPES["b64"] if wide else TYPES["b32"]
-    regs = {w: _registers(ins, ops[i], w, form.registers(w)) for i, w in enumerate("DABC")}
+    regs = {w: registers(ins, ops[i], w, form.registers(w)) for i, w in enumerate("DABC")}
     gets = {w: [prog.read(r, t, ins) for r in regs[w]] for w in "ABC"}
     sets = [prog.write(r, t, ins) for r in regs["D"]]
     wh = where(ins)

@@ -16,6 +16,7 @@ from ..memory import from_bytes
 from ..types import TYPES
 from .common import Mods, where
 from .memory_ops import access, address, space_of
+from .mma_sync import registers
 from .registry import register
 
 BITS = {"f16": 16, "bf16": 16, "f32": 32}
@@ -71,14 +72,6 @@ def _default_stride(frag, layout, shape):
     return cols if layout == "row" else rows
 
 
-def _registers(ins, op, want, what):
-    items = op.items if isinstance(op, P.Vec) else None
-    if items is None or len(items) != want:
-        have = len(items) if items is not None else "a single operand"
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {what} is a vector of {want} registers, got {have}")
-    return items
-
-
 def _memory(ins, prog, addr_op, stride_op, frag, layout, shape, space, dtype):
     """Per warp: the byte addresses (32 * count,) its lanes' fragment elements live at."""
     get_addr = address(prog, addr_op, ins, space)
@@ -107,7 +100,7 @@ def c_wmma_memory(ins, prog, pc):
                                                 "stride")
     per = count(frag, shape, dtype)
     nregs = per * BITS[dtype] // 32
-    regs = _registers(ins, ops[regs_at], nregs, "the fragment")
+    regs = registers(ins, ops[regs_at], "the fragment", nregs)
     addresses = _memory(ins, prog, ops[addr_at], ops[2] if len(ops) == 3 else None, frag, layout, shape, space, dtype)
     wh = where(ins)
     cont = np.uint16 if BITS[dtype] == 16 else np.uint32
@@ -162,7 +155,7 @@ def c_wmma_mma(ins, prog, pc):
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes 4 operands (d, a, b, c)")
     want = {"d": count("c", shape, dt) * BITS[dt] // 32, "a": count("a", shape, at) * BITS[at] // 32,
             "b": count("b", shape, bt) * BITS[bt] // 32, "c": count("c", shape, ct) * BITS[ct] // 32}
-    regs = {w: _registers(ins, ops[i], want[w], w) for i, w in enumerate("dabc")}
+    regs = {w: registers(ins, ops[i], w, want[w]) for i, w in enumerate("dabc")}
     gets = {w: [prog.read(r, B32, ins) for r in regs[w]] for w in "abc"}
     sets = [prog.write(r, B32, ins) for r in regs["d"]]
     wh = where(ins)
