@@ -87,12 +87,19 @@ def test_every_thread_gets_a_block_of_its_own():
     assert out[32:].tolist() == (2 * 10 * t + 3).tolist()   # p[0] + p[3]: no two threads share a byte
 
 
-def test_malloc_returns_null_once_the_heap_is_full_and_for_size_zero():
+def test_malloc_returns_null_once_the_heap_is_full():
     # 16-byte blocks from a 100-byte heap: the first six calling threads get one (lanes in order), the rest NULL
     out = run(heap_bytes=100)
     assert out[:32].tolist() == [1] * 6 + [0] * 26
     assert out[32:38].tolist() == [20 * t + 3 for t in range(6)] and out[38:].tolist() == [0] * 26
-    assert run(n=0)[:32].tolist() == [0] * 32
+    assert run(heap_bytes=15)[:32].tolist() == [0] * 32
+
+
+def test_malloc_of_no_bytes_is_a_block_no_access_may_touch():
+    # an H200 returned non-NULL for malloc(0) (session 12); the kernel's stores into it fault
+    with pytest.raises(ptx.MemoryFault, match=r"thread 0 accesses 4 bytes at global address 0x[0-9a-f]+, outside every "
+                                               r"allocation: .*'malloc#1 \(0 bytes, thread 0 of CTA"):
+        run(n=0)
 
 
 def test_reading_a_freed_block_names_the_free():
