@@ -56,7 +56,7 @@ def coords(frag: str, shape: str, dtype: str):
         r, c = {"a": (g, pair + 8 * ((e // 2) % 2)),
                 "b": (pair + 8 * ((e // 4) % 2), g + 8 * ((e // 2) % 2) + 16 * (e // 8)),
                 "c": (pair, g + 8 * (e // 2))}[frag]
-    r, c = np.broadcast_to(r, e.shape[:0] + (32, e.shape[1])).copy(), np.broadcast_to(c, (32, e.shape[1])).copy()
+    r, c = np.broadcast_to(r, (32, e.shape[1])).copy(), np.broadcast_to(c, (32, e.shape[1])).copy()
     r.setflags(write=False)
     c.setflags(write=False)
     return r, c

@@ -114,7 +114,7 @@ def test_a_diverged_warp_and_a_per_thread_address_are_hazards():
     with pytest.raises(ptx.HazardError, match=r"wmma is warp-synchronous .* only lanes \[16, 17, .*31\] did"):
         ptx.load(text).launch("w", grid=1, block=32, args=_args())
     per_thread = "  mov.u32 %r9, %tid.x;\n  mul.wide.u32 %rd12, %r9, 2;\n  add.s64 %rd0, %rd0, %rd12;\n"
-    with pytest.raises(ptx.HazardError, match="the matrix address must be the same in every thread of the warp"):
+    with pytest.raises(ptx.HazardError, match="the matrix address must be the same in every executing thread, got"):
         ptx.load(_kernel("m16n16k16", "row", "col", "row", "row", before=per_thread)).launch(
             "w", grid=1, block=32, args=_args())
 

@@ -5,7 +5,7 @@ from typing import Callable, List, Optional
 import numpy as np
 
 from .. import parser as P
-from ..errors import PtxSyntaxError, PtxUnsupported
+from ..errors import HazardError, PtxSyntaxError, PtxUnsupported
 from ..parser import Instruction
 from ..types import TYPES, PtxType
 
@@ -101,6 +101,24 @@ FULL = np.ones(32, bool)
 def mask_array(m) -> np.ndarray:
     return FULL if m is None else m
 
+
+
+def uniform(values, m, what: str, wh: str) -> int:
+    """The one value the executing lanes (mask m; None: all) must agree on (0 where none executes)."""
+    v = values if m is None else values[m]
+    if v.size == 0:
+        return 0
+    if not (v == v[0]).all():
+        raise HazardError(wh, f"{what} must be the same in every executing thread, got "
+                              f"{sorted(set(int(x) for x in v))[:4]}")
+    return int(v[0])
+
+
+def whole_warp(m, wh: str, name: str) -> None:
+    """A .sync.aligned warp-level instruction (`name`) that all 32 lanes must execute together."""
+    if m is not None and not np.asarray(m).all():
+        raise HazardError(wh, f"{name} is warp-synchronous (.sync.aligned): all 32 threads must execute it together, "
+                              f"but only lanes {np.flatnonzero(m).tolist()} did")
 
 
 def by_cta(pairs):

@@ -14,7 +14,7 @@ from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK, DIVERGED
 from ..types import TYPES
 from .calls import c_return
-from .common import Mods, by_cta, dest_setter, mask_array, operands, require_ptx, require_target, where
+from .common import Mods, by_cta, dest_setter, mask_array, operands, require_ptx, require_target, uniform, where
 from ..signals import Fallback
 from .cp_async import drain_cp_async
 from .registry import register
@@ -23,16 +23,6 @@ U32 = TYPES["u32"]
 B32 = TYPES["b32"]
 PRED = TYPES["pred"]
 LANE = np.arange(32)
-
-
-def _uniform(W, values, m, what, ins) -> int:
-    v = values if m is None else values[m]
-    if v.size == 0:
-        return 0
-    if not (v == v[0]).all():
-        raise HazardError(where(ins), f"{what} must be the same in every executing thread, got "
-                                      f"{sorted(set(int(x) for x in v))[:4]}")
-    return int(v[0])
 
 
 @register("bra")
@@ -234,10 +224,10 @@ def c_bar(ins, prog, pc):
         cta = W.cta
         rec = W.sync.get(key)
         if rec is None:
-            bid = _uniform(W, gid(W), m, "the barrier id", ins)
+            bid = uniform(gid(W), m, "the barrier id", wh)
             if not 0 <= bid < 16:
                 raise KernelFault(wh, f"barrier id {bid} is outside 0-15")
-            count = _uniform(W, gcount(W), m, "the barrier's thread count", ins) if gcount is not None else None
+            count = uniform(gcount(W), m, "the barrier's thread count", wh) if gcount is not None else None
             if count is not None and (count % 32 or count <= 0):
                 raise KernelFault(wh, f"barrier thread count {count} is not a positive multiple of 32")
             act = mask_array(m) & W.live
@@ -439,7 +429,7 @@ def _cluster_complete(B):
 def _members(W, m, gmask, ins):
     """The member lanes of a .sync warp instruction, checked against the executing lanes."""
     act = mask_array(m) & W.live
-    mm = _uniform(W, gmask(W), m, "membermask", ins)
+    mm = uniform(gmask(W), m, "membermask", where(ins))
     member = ((mm >> LANE) & 1).astype(bool)
     if (act & ~member).any():
         raise HazardError(where(ins), f"lanes {np.flatnonzero(act & ~member).tolist()} execute it but are not in "

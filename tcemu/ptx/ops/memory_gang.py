@@ -241,7 +241,7 @@ def _matrix_rows(members, get_addr, num, generic):
     """ldmatrix / stmatrix row addresses (memory_ops._row_addresses) of a CTA's warps: (warps * 8 num,) offsets."""
     out = []
     for W, m in members:
-        if m is not None and not m.all():   # .sync.aligned: the whole warp (memory_ops._warp_wide)
+        if m is not None and not m.all():   # .sync.aligned: the whole warp (common.whole_warp)
             raise Fallback
         out.append(get_addr(W)[:8 * num])
     a = np.concatenate(out)

@@ -9,10 +9,10 @@ import numpy as np
 from .. import fparith
 from .. import parser as P
 from .. import graces
-from ..errors import HazardError, MemoryFault, PtxSyntaxError
+from ..errors import MemoryFault, PtxSyntaxError
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
-from .common import Mods, mask_array, operands, require_ptx, require_target, where
+from .common import Mods, mask_array, operands, require_ptx, require_target, where, whole_warp
 from .memory_gang import FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, ld_gang, ldmatrix_gang, st_gang, stmatrix_gang
 from .registry import register
 
@@ -299,13 +299,6 @@ def _row_addresses(W, get_addr, num, generic, wh):
     return a.reshape(num, 8)
 
 
-def _warp_wide(W, m, ins):
-    if m is not None and not np.array_equal(m, np.ones(32, bool)):
-        raise HazardError(where(ins), f"{ins.opcode.split('.')[0]} is warp-synchronous (.sync.aligned): all 32 "
-                                      f"threads must execute it together, but only lanes "
-                                      f"{np.flatnonzero(m).tolist()} did")
-
-
 def _matrix_operands(ins, prog, name, verb, regs_at, addr_at):
     """ldmatrix (verb "writes") / stmatrix ("reads"): (num, trans, b32 register setters / getters, rows(W, m),
     where); the register vector is operand regs_at and must hold one register per matrix, the address is
@@ -323,7 +316,7 @@ def _matrix_operands(ins, prog, name, verb, regs_at, addr_at):
     wh = where(ins)
 
     def rows(W, m):
-        _warp_wide(W, m, ins)
+        whole_warp(m, wh, ins.opcode.split(".")[0])
         return _row_addresses(W, get_addr, num, space == "generic", wh)
     rows.get_addr, rows.generic = get_addr, space == "generic"
     return num, trans, fns, rows, wh

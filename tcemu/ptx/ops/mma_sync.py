@@ -13,9 +13,9 @@ from ...hopper import mma_sync as hopper
 from ...layout.mma_fragments import scatter
 from .. import fparith
 from .. import parser as P
-from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
+from ..errors import KernelFault, PtxSyntaxError, PtxUnsupported
 from ..types import TYPES
-from .common import Mods, require_target, where
+from .common import require_target, where, whole_warp
 from .registry import register
 
 __all__ = ["execute", "dmma", "registers"]
@@ -83,9 +83,7 @@ def c_mma_sync(ins, prog, pc):
         return v.view(np.uint32) if wide else v         # little-endian: low word first
 
     def op(W, m):
-        if m is not None and not m.all():
-            raise HazardError(wh, f"mma.sync is warp-synchronous (.sync.aligned): all 32 threads must execute it "
-                                  f"together, but only lanes {np.flatnonzero(m).tolist()} did")
+        whole_warp(m, wh, "mma.sync")
         try:
             d = execute(form, words(W, "A"), words(W, "B"), words(W, "C"))
         except TcemuError as e:

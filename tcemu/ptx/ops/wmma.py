@@ -10,11 +10,10 @@ import numpy as np
 
 from ...hopper.mma_sync import hmma
 from ...layout.wmma_fragments import SHAPES, coords, count
-from .. import parser as P
-from ..errors import HazardError, PtxSyntaxError, PtxUnsupported
+from ..errors import PtxSyntaxError, PtxUnsupported
 from ..memory import from_bytes
 from ..types import TYPES
-from .common import Mods, where
+from .common import Mods, uniform, where, whole_warp
 from .memory_ops import access, address, space_of
 from .mma_sync import registers
 from .registry import register
@@ -22,20 +21,6 @@ from .registry import register
 BITS = {"f16": 16, "bf16": 16, "f32": 32}
 U32 = TYPES["u32"]
 B32 = TYPES["b32"]
-
-
-def _warp(W, m, wh):
-    if m is not None and not np.asarray(m).all():
-        raise HazardError(wh, f"wmma is warp-synchronous (.sync.aligned): all 32 threads must execute it together, "
-                              f"but only lanes {np.flatnonzero(m).tolist()} did")
-
-
-def _uniform(values, what, wh) -> int:
-    v = np.asarray(values)
-    if not (v == v[0]).all():
-        raise HazardError(wh, f"wmma: {what} must be the same in every thread of the warp, got "
-                              f"{sorted(set(int(x) for x in v))[:4]}")
-    return int(v[0])
 
 
 def _parts(ins, kind):
@@ -59,33 +44,24 @@ def _parts(ins, kind):
     return "c" if frag == "d" else frag, layout, shape, space_of(Mods(ins)), dtype
 
 
-def _offsets(frag, layout, shape, dtype):
-    """Each lane's fragment elements as (major, minor) index arrays (32, count): the element of a matrix with stride
-    s lies at major * s + minor (.row: rows, columns; .col: columns, rows)."""
-    r, c = coords(frag, shape, dtype)
-    return (r, c) if layout == "row" else (c, r)
-
-
-def _default_stride(frag, layout, shape):
-    m, n, k = SHAPES[shape]
-    rows, cols = {"a": (m, k), "b": (k, n), "c": (m, n)}[frag]
-    return cols if layout == "row" else rows
-
-
 def _memory(ins, prog, addr_op, stride_op, frag, layout, shape, space, dtype):
-    """Per warp: the byte addresses (32 * count,) its lanes' fragment elements live at."""
+    """Per warp: the byte addresses (32 * count,) its lanes' fragment elements live at. The element at (row, col)
+    of a matrix with stride s lies at row * s + col (.row) or col * s + row (.col); no stride: the matrix's width
+    (.row) or height (.col)."""
     get_addr = address(prog, addr_op, ins, space)
     get_stride = prog.read(stride_op, U32, ins) if stride_op is not None else None
-    fixed = _default_stride(frag, layout, shape)
-    major, minor = _offsets(frag, layout, shape, dtype)
+    m, n, k = SHAPES[shape]
+    rows, cols = {"a": (m, k), "b": (k, n), "c": (m, n)}[frag]
+    r, c = coords(frag, shape, dtype)
+    (major, minor), fixed = ((r, c), cols) if layout == "row" else ((c, r), rows)
     esize = BITS[dtype] // 8
     wh = where(ins)
 
     def addresses(W):
-        base = _uniform(get_addr(W), "the matrix address", wh)
-        stride = _uniform(get_stride(W), "the stride", wh) if get_stride is not None else fixed
+        base = uniform(get_addr(W), None, "the matrix address", wh)
+        stride = uniform(get_stride(W), None, "the stride", wh) if get_stride is not None else fixed
         offs = (major.astype(np.int64) * stride + minor) * esize
-        return (np.uint64(base) + offs.astype(np.uint64)).reshape(-1), esize
+        return (np.uint64(base) + offs.astype(np.uint64)).reshape(-1)
     return addresses
 
 
@@ -103,15 +79,15 @@ def c_wmma_memory(ins, prog, pc):
     regs = registers(ins, ops[regs_at], "the fragment", nregs)
     addresses = _memory(ins, prog, ops[addr_at], ops[2] if len(ops) == 3 else None, frag, layout, shape, space, dtype)
     wh = where(ins)
-    cont = np.uint16 if BITS[dtype] == 16 else np.uint32
+    esize = BITS[dtype] // 8
+    cont = np.uint16 if esize == 2 else np.uint32
 
     if kind == "load":
         sets = [prog.write(r, B32, ins) for r in regs]
 
         def load(W, m):
-            _warp(W, m, wh)
-            addrs, esize = addresses(W)
-            raw = access(W, space, addrs, np.repeat(W.tid, per), esize, wh)
+            whole_warp(m, wh, "wmma")
+            raw = access(W, space, addresses(W), np.repeat(W.tid, per), esize, wh)
             words = np.ascontiguousarray(from_bytes(raw, cont).reshape(32, per)).view(np.uint32)   # low half first
             for i, s in enumerate(sets):
                 s(W, np.ascontiguousarray(words[:, i]), None)
@@ -120,11 +96,11 @@ def c_wmma_memory(ins, prog, pc):
     gets = [prog.read(r, B32, ins) for r in regs]
 
     def store(W, m):
-        _warp(W, m, wh)
-        addrs, esize = addresses(W)
+        whole_warp(m, wh, "wmma")
         words = np.ascontiguousarray(np.stack([g(W) for g in gets], axis=1).astype(np.uint32))
         values = words.view(cont).reshape(-1)   # (32 * count,), element order
-        access(W, space, addrs, np.repeat(W.tid, per), esize, wh, data=values.view(np.uint8).reshape(-1, esize))
+        access(W, space, addresses(W), np.repeat(W.tid, per), esize, wh,
+               data=values.view(np.uint8).reshape(-1, esize))
     return store
 
 
@@ -163,13 +139,13 @@ def c_wmma_mma(ins, prog, pc):
     def matrix(W, w, t, rows, cols):
         words = np.ascontiguousarray(np.stack([g(W) for g in gets[w]], axis=1).astype(np.uint32))
         el = words.view(np.uint16 if BITS[t] == 16 else np.uint32)
-        r, c = coords("c" if w == "c" else w, shape, t)
+        r, c = coords(w, shape, t)
         out = np.zeros((rows, cols), el.dtype)
         out[r, c] = el   # repeated elements hold the same matrix element: the last write wins, as any would
         return out
 
     def op(W, m_):
-        _warp(W, m_, wh)
+        whole_warp(m_, wh, "wmma")
         A = matrix(W, "a", at, m, k)
         B = matrix(W, "b", bt, k, n)
         C = matrix(W, "c", ct, m, n)
