@@ -196,12 +196,8 @@ class Cta:
         nw = (nthreads + 31) // 32
         # one register file per class: (registers, warps, 32), warp w's registers are [:, w]; the files are
         # columns regslot.. of regbase's, which the CTAs admitted after it share (RegisterSlabs)
-        slabs = getattr(launch, "slabs", None)
-        if slabs is not None:
-            self.regbase, self.regslot = slabs.take(prog, nw)
-        else:
-            self.regbase, self.regslot = {attr: np.zeros((max(prog.nregs[cls], 1), nw, 32), _DTYPES[cls])
-                                          for cls, attr in CLASS_ATTR.items()}, 0
+        slabs = getattr(launch, "slabs", None) or RegisterSlabs(1)   # without a wave: a slab of its own
+        self.regbase, self.regslot = slabs.take(prog, nw)
         self.files = {attr: a[:, self.regslot:self.regslot + nw] for attr, a in self.regbase.items()}
         self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.files) for w in range(nw)]
         self.barriers = {}      # named barrier id -> [arrived threads, generation, count, reductions, warps]

@@ -188,6 +188,24 @@ def _complete(B):
     B[5] = None
 
 
+def _arrive(cta, B, warps, n, count, bid) -> int:
+    """`warps` arrive at barrier B (n threads each): the count, the arrivals' clocks released into the generation
+    (racecheck); the generation they arrived in."""
+    gen = B[1]
+    B[0] += n * len(warps)
+    B[4].extend(warps)
+    B[2] = count
+    for W in warps:
+        races.bar_arrive(W, bid, gen)
+    cta.progress = True
+    return gen
+
+
+def _blocked(W, B, bid, expected):
+    W.wait = f"barrier {bid} ({B[0]} of {expected} threads arrived)"
+    return BLOCK
+
+
 def _expected(W, count):
     if count is not None:
         return count
@@ -215,7 +233,7 @@ def c_bar(ins, prog, pc):
     gsrc = prog.read(red_src, PRED, ins) if red_src is not None else None
     wh = where(ins)
     key = ("bar", pc)
-    bid_imm = (ops[0].value if ops and isinstance(ops[0], P.Imm) else None) if ops else 0
+    bid_imm = (ops[0].value if isinstance(ops[0], P.Imm) else None) if ops else 0
     count_imm = ops[1].value if len(ops) > 1 and isinstance(ops[1], P.Imm) else None
     if bid_imm is not None and not 0 <= bid_imm < 16 or count_imm is not None and (count_imm % 32 or count_imm <= 0):
         bid_imm = None   # the warps' own runs report it
@@ -240,18 +258,13 @@ def c_bar(ins, prog, pc):
             B = barrier_state(cta, bid)
             if synccheck:
                 _same_count(W, B, bid, count, ins, wh)
-            B[0] += n
-            B[4].append(W)
-            B[2] = count
-            gen = B[1]
-            races.bar_arrive(W, bid, gen)
+            gen = _arrive(cta, B, [W], n, count, bid)
             if gsrc is not None:
                 vals = gsrc(W)[act]
                 part = int(vals.sum()) if red_op == "popc" else (bool(vals.all()) if red_op == "and" else bool(vals.any()))
                 acc = B[3].get(gen)
                 B[3][gen] = part if acc is None else (acc + part if red_op == "popc" else
                                                       (acc and part) if red_op == "and" else (acc or part))
-            cta.progress = True
             expected = _expected(W, count)
             if B[0] >= expected:
                 _complete(B)
@@ -259,8 +272,7 @@ def c_bar(ins, prog, pc):
             if kind == "arrive":
                 return None
             W.sync[key] = (bid, gen)
-            W.wait = f"barrier {bid} ({B[0]} of {expected} threads arrived)"
-            return BLOCK
+            return _blocked(W, B, bid, expected)
         bid, gen = rec
         B = cta.barriers[bid]
         if B[1] == gen:
@@ -268,8 +280,7 @@ def c_bar(ins, prog, pc):
             if B[0] >= expected:  # warps exited since: the rest complete it
                 _complete(B)
             else:
-                W.wait = f"barrier {bid} ({B[0]} of {expected} threads arrived)"
-                return BLOCK
+                return _blocked(W, B, bid, expected)
         del W.sync[key]
         return _finish(W, m, B, gen, bid)
 
@@ -285,12 +296,11 @@ def c_bar(ins, prog, pc):
             warps = [W for W, m in members]
             if any(m is not None for _, m in members) or any(not W.full for W in warps):
                 raise Fallback
-            recs = [W.sync.get(key) for W in warps]
-            waiting = [W for W, r in zip(warps, recs) if r is not None]
-            fresh = [W for W, r in zip(warps, recs) if r is None]
+            recs = {W: W.sync[key] for W in warps if key in W.sync}   # those waiting here: (barrier, generation)
+            waiting, fresh = list(recs), [W for W in warps if W not in recs]
             B = cta.barriers.get(bid_imm)
-            gens = {W: r[1] for W, r in zip(warps, recs) if r is not None}
-            if any(r[0] != bid_imm for r in recs if r is not None):
+            gens = {W: gen for W, (bid, gen) in recs.items()}
+            if any(bid != bid_imm for bid, _ in recs.values()):
                 raise Fallback
             if any(g == B[1] for g in gens.values()) and B[0] >= _expected(warps[0], B[2]):
                 raise Fallback   # warps exited since: the single run completes it
@@ -314,13 +324,7 @@ def c_bar(ins, prog, pc):
             if fresh:
                 if cta.launch.check_races:
                     _same_count(fresh[0], B, bid_imm, count_imm, ins, wh)
-                g = B[1]
-                B[0] += 32 * len(fresh)
-                B[4].extend(fresh)
-                B[2] = count_imm
-                for W in fresh:
-                    races.bar_arrive(W, bid_imm, g)
-                cta.progress = True
+                g = _arrive(cta, B, fresh, 32, count_imm, bid_imm)
                 expected = _expected(fresh[0], count_imm)
                 if B[0] >= expected:
                     _complete(B)
@@ -337,8 +341,7 @@ def c_bar(ins, prog, pc):
                 for W in fresh:
                     W.sync[key] = (bid_imm, g)
             for W in waiting + fresh:
-                W.wait = f"barrier {bid_imm} ({B[0]} of {_expected(W, B[2])} threads arrived)"
-                out[W] = BLOCK
+                out[W] = _blocked(W, B, bid_imm, _expected(W, B[2]))
         return [out[W] for W, _ in pairs]
 
     def _finish(W, m, B, gen, bid):
