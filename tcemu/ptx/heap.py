@@ -34,11 +34,10 @@ class Heap:
             return
         a = self.blocks.pop(ptr, None)
         if a is None:
-            gone = next((a for a, why in self.gmem.gone if a.base == ptr), None)
-            raise KernelFault(where, f"{who} frees {ptr:#x}, " + (f"'{gone.name}', which was freed already (double free)"
-                                                                   if gone is not None else
-                                                                   "which no device-side malloc returned (in "
-                                                                   f"{self.gmem.describe(ptr)})"))
+            gone = next((a for a, _ in self.gmem.gone if a.base == ptr), None)
+            what = (f"'{gone.name}', which was freed already (double free)" if gone is not None else
+                    f"which no device-side malloc returned (in {self.gmem.describe(ptr)})")
+            raise KernelFault(where, f"{who} frees {ptr:#x}, {what}")
         self.used -= a.data.size
         self.gmem.unmap(a, f"freed by {who}")
 

@@ -22,10 +22,9 @@ cudaError_t CUDARTAPI cudaDeviceSetCacheConfig(enum cudaFuncCache) { return cuda
 static size_t g_limits[16] = {1024, 1 << 20, 8 << 20};   // stack, printf FIFO, malloc heap (CUDA's defaults)
 cudaError_t CUDARTAPI cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
   if ((unsigned)limit >= 16) return ret(cudaErrorUnsupportedLimit);
-  // the heap has a floor: 1000 bytes asked left 4 MiB on an H200 (tcemu/ptx/heap.py HEAP_MIN)
-  if (limit == cudaLimitMallocHeapSize && value < (size_t(4) << 20)) value = size_t(4) << 20;
+  // the heap's size as the interpreter takes it (at least tcemu/ptx/heap.py HEAP_MIN, as on an H200)
+  if (limit == cudaLimitMallocHeapSize) value = (size_t)call_python("set_heap", "(K)", (unsigned long long)value);
   g_limits[limit] = value;
-  if (limit == cudaLimitMallocHeapSize) call_python("set_heap", "(K)", (unsigned long long)value);
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaDeviceGetLimit(size_t* v, enum cudaLimit limit) {

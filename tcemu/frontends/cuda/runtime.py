@@ -32,7 +32,7 @@ import numpy as np
 from ... import ptx as tptx
 from ...core.errors import TcemuError
 from ...ptx.errors import KernelFault, PtxError, PtxLimit, PtxUnsupported
-from ...ptx.heap import HEAP_BYTES
+from ...ptx.heap import HEAP_BYTES, HEAP_MIN
 from ...ptx.memory import SMEM_RESERVED
 from ...ptx.module import DEFAULT_TIMEOUT, SMEM_LIMIT
 from ...ptx.schedule import SMEM_PER_CTA_RESERVED, SMEM_PER_SM
@@ -93,8 +93,10 @@ _heap = [HEAP_BYTES]   # cudaDeviceSetLimit(cudaLimitMallocHeapSize, ...): the l
 
 
 def set_heap(nbytes) -> int:
-    _heap[0] = int(nbytes)
-    return 0
+    """The heap a cudaDeviceSetLimit(cudaLimitMallocHeapSize, nbytes) leaves (HEAP_MIN at least), kept for the
+    launches; cudaDeviceGetLimit reports it."""
+    _heap[0] = max(int(nbytes), HEAP_MIN)
+    return _heap[0]
 
 
 def _timeout():
