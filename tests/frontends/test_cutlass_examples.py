@@ -6,29 +6,19 @@ and running one up to an hour (88), so CI does neither: these tests run only wit
 binary that scripts/cutlass/run_examples.py built into ~/.cache/tcemu/cutlass-examples (TCEMU_CACHE moves the
 root), and skip without one. The arguments and SM counts are the script's (EXAMPLES); docs/guide.md has the table
 of runs."""
-import glob
-import importlib.util
 import os
-import re
 import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location("run_examples", os.path.join(ROOT, "scripts", "cutlass",
-                                                                          "run_examples.py"))
-run_examples = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(run_examples)
+from cudakit import cutlass_script, newest_build
+
+run_examples = cutlass_script("run_examples")
 
 
 def _binary(name: str) -> str:
-    """The newest cached build of example `name` (any CUTLASS tree and flags the script keyed it by)."""
-    found = [p for p in glob.glob(os.path.join(run_examples.cache_root(), f"{name}-*"))
-             if re.fullmatch(re.escape(name) + "-[0-9a-f]{16}", os.path.basename(p))]  # not cute-wgmma-tma's
-    if not found:
-        pytest.skip(f"no prebuilt CUTLASS example {name} in {run_examples.cache_root()} "
-                    f"(scripts/cutlass/run_examples.py --cutlass DIR --build-only --only {name})")
-    return max(found, key=os.path.getmtime)
+    return newest_build(run_examples.cache_root(), name,
+                        f"scripts/cutlass/run_examples.py --cutlass DIR --build-only --only {name}")
 
 
 @pytest.mark.slow

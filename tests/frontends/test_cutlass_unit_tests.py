@@ -3,31 +3,20 @@ checking CUTLASS's GEMM against its host reference over TestAll's sweep of probl
 to tens of minutes on the interpreter, so CI runs none: these run only with TCEMU_CUTLASS_EXAMPLES=1, on binaries
 that scripts/cutlass/run_unit_tests.py built into ~/.cache/tcemu/cutlass-unit (TCEMU_CACHE moves the root), and
 skip without one. The files and filters are the script's UNIT_RUNS; docs/guide.md has the table of runs."""
-import glob
-import importlib.util
 import os
-import re
 import subprocess
 import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location("run_unit_tests", os.path.join(ROOT, "scripts", "cutlass",
-                                                                            "run_unit_tests.py"))
-run_unit_tests = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(run_unit_tests)
+from cudakit import cutlass_script, newest_build
+
+run_unit_tests = cutlass_script("run_unit_tests")
 
 
 def _binary(stem: str) -> str:
-    """The newest cached build of test file `stem` (any CUTLASS tree and flags the script keyed it by)."""
-    root = run_unit_tests.cache_root("cutlass-unit")
-    found = [p for p in glob.glob(os.path.join(root, f"{stem}-*"))
-             if re.fullmatch(re.escape(stem) + r"-[0-9a-f]{16}", os.path.basename(p))]
-    if not found:
-        pytest.skip(f"no prebuilt CUTLASS unit test {stem} in {root} (scripts/cutlass/run_unit_tests.py "
-                    f"--cutlass DIR --googletest DIR --build-only --files {stem})")
-    return max(found, key=os.path.getmtime)
+    return newest_build(run_unit_tests.cache_root("cutlass-unit"), stem,
+                        f"scripts/cutlass/run_unit_tests.py --cutlass DIR --googletest DIR --build-only --files {stem}")
 
 
 @pytest.mark.slow

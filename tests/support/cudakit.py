@@ -1,5 +1,8 @@
 """What the `tcemu exec` tests need to build CUDA programs (tests/frontends/test_exec*.py)."""
+import glob
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,3 +48,21 @@ def outputs(record):
 def unmatched(rep, record):
     """Names of the record's outputs whose replayed bytes differ from its `expected` bytes."""
     return [b["name"] for b in outputs(record) if rep.outputs[b["name"]].tobytes() != bytes.fromhex(b["expected"])]
+
+
+def cutlass_script(name: str):
+    """scripts/cutlass/NAME.py as a module (run_examples, run_unit_tests: their tables and cache paths)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", "cutlass", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def newest_build(root: str, stem: str, how: str) -> str:
+    """The newest cached build STEM-KEY (KEY: 16 hex digits; any CUTLASS tree and flags the scripts keyed it by) in
+    `root`; the test skips without one, saying `how` to build it."""
+    found = [p for p in glob.glob(os.path.join(root, f"{stem}-*"))
+             if re.fullmatch(re.escape(stem) + r"-[0-9a-f]{16}", os.path.basename(p))]   # not cute-wgmma-tma's
+    if not found:
+        pytest.skip(f"no prebuilt {stem} in {root} ({how})")
+    return max(found, key=os.path.getmtime)
