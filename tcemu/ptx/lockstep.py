@@ -247,7 +247,17 @@ def run(gang, budget: int, log=None) -> int:
                 except Fallback:
                     pass
                 else:
-                    for w, r in zip(g, out or [None] * len(g)):   # each warp's control value, as its own run's
+                    same = out is None or (out.count(out[0]) == len(out) and
+                                           (out[0] is None or out[0].__class__ is int))
+                    if same:   # every warp falls through or jumps to one place: the gang stays whole
+                        nxt = pc + 1 if out is None or out[0] is None else out[0]
+                        for w in g:
+                            w.pc = nxt
+                            w.wait = None
+                            w.executed += 1
+                        n += len(g)
+                        continue
+                    for w, r in zip(g, out):   # each warp's control value, as its own run's
                         if r is not BLOCK:
                             _advance(w, r, pc)
                             n += 1

@@ -61,6 +61,11 @@ class ClusterRaces(Sites):
         self.bars = {}      # (rank, barrier id) -> {generation: joined clock}
         self.cbar = {}      # barrier.cluster generation -> joined clock
         self.pending = {}   # agent -> (field, rule) of an uninitialised read, reported at its next acquire
+        # every warp's clock, a row each (WarpClock.vcx): entry 0 "no writer", entry a + 1 warp a; a warp starts
+        # in its own epoch 1. One array, so a gang's barrier edges are one operation over its rows
+        self.VCX = np.zeros((self.n, self.n + 1), np.int64)
+        self.VCX[:, 0] = NEVER
+        self.VCX[np.arange(self.n), np.arange(1, self.n + 1)] = 1
 
     def thread(self, agent: int, lane: int) -> str:
         c = self.ctas[agent // self.nw]
@@ -74,10 +79,8 @@ class WarpClock:
     def __init__(self, cl: ClusterRaces, agent: int):
         self.cl = cl
         self.id = agent
-        self.vcx = np.zeros(cl.n + 1, np.int64)   # entry 0: "no writer"; entry a + 1: warp a
-        self.vcx[0] = NEVER
+        self.vcx = cl.VCX[agent]   # entry 0: "no writer"; entry a + 1: warp a
         self.vc = self.vcx[1:]
-        self.vc[agent] = 1
         self.region = 0     # divergence episodes of this warp so far
         self.ref = None     # the warp's lane_pc array of the current episode (a new array per divergence)
 
@@ -305,7 +308,7 @@ def gang_write_plan(sh, warps, spots, tids, counts):
         return sts
     sd = shadow(sh, sts[0])
     lanes = np.repeat(np.arange(len(sts)), counts)
-    vcx = np.array([st.vcx for st in sts])
+    vcx = sts[0].cl.VCX[[st.id for st in sts]]
     if _writers_race(sd, sts, vcx, lanes, spots):
         return None
     if len(sd.agents):
@@ -349,7 +352,7 @@ def gang_read_plan(sh, warps, spots, counts):
     sd = shadow(sh, sts[0])
     for W, st in zip(warps, sts):
         st.now(W)
-    if _writers_race(sd, sts, np.array([st.vcx for st in sts]), np.repeat(np.arange(len(sts)), counts), spots):
+    if _writers_race(sd, sts, sts[0].cl.VCX[[st.id for st in sts]], np.repeat(np.arange(len(sts)), counts), spots):
         return None
     return sts
 
@@ -441,6 +444,42 @@ def bar_arrive(W, bid: int, gen: int):
             del gens[g]
     else:
         np.maximum(acc, rel, out=acc)
+
+
+def bar_arrive_many(warps, bid: int, gen: int):
+    """bar_arrive of several warps of one CTA, in order, as one operation over their clocks' rows."""
+    sts = [clock(W) for W in warps]
+    if not sts or sts[0] is None:
+        return
+    cl = sts[0].cl
+    ids = np.array([st.id for st in sts])
+    rel = cl.VCX[ids, 1:].max(axis=0)   # the join of their releases (each its clock before its new epoch)
+    cl.VCX[ids, ids + 1] += 1
+    gens = cl.bars.setdefault((warps[0].cta.rank, bid), {})
+    acc = gens.get(gen)
+    if acc is None:
+        gens[gen] = rel
+        for g in [g for g in gens if g < gen - 4]:
+            del gens[g]
+    else:
+        np.maximum(acc, rel, out=acc)
+
+
+def bar_acquire_many(warps, bid: int, gen: int):
+    """bar_acquire of several warps of one CTA that waited for one generation, as one operation."""
+    sts = [clock(W) for W in warps]
+    if not sts or sts[0] is None:
+        return
+    cl = sts[0].cl
+    acc = cl.bars.get((warps[0].cta.rank, bid), {}).get(gen)
+    if acc is not None:
+        ids = np.array([st.id for st in sts])
+        cl.VCX[ids, 1:] = np.maximum(cl.VCX[ids, 1:], acc)
+    for st in sts:
+        st.region += 1
+    if cl.pending:
+        for W, st in zip(warps, sts):
+            flush(W, st)
 
 
 def bar_acquire(W, bid: int, gen: int):

@@ -195,8 +195,10 @@ def _arrive(cta, B, warps, n, count, bid) -> int:
     B[0] += n * len(warps)
     B[4].extend(warps)
     B[2] = count
-    for W in warps:
-        races.bar_arrive(W, bid, gen)
+    if len(warps) == 1:
+        races.bar_arrive(warps[0], bid, gen)
+    else:
+        races.bar_arrive_many(warps, bid, gen)
     cta.progress = True
     return gen
 
@@ -315,23 +317,25 @@ def c_bar(ins, prog, pc):
         out = {}
         for cta, warps, waiting, fresh, gens in plans:
             B = barrier_state(cta, bid_imm)
+            passed = {}   # generation -> the waiting warps it releases
             for W in waiting:
                 if gens[W] != B[1]:   # its generation completed: it passes
                     del W.sync[key]
-                    _finish(W, None, B, gens[W], bid_imm)
+                    passed.setdefault(gens[W], []).append(W)
                     out[W] = None
+            for g, ws in passed.items():
+                _finish_many(ws, g)
             waiting = [W for W in waiting if W not in out]
             if fresh:
                 if cta.launch.check_races:
                     _same_count(fresh[0], B, bid_imm, count_imm, ins, wh)
                 g = _arrive(cta, B, fresh, 32, count_imm, bid_imm)
-                expected = _expected(fresh[0], count_imm)
-                if B[0] >= expected:
+                if B[0] >= _expected(fresh[0], count_imm):
                     _complete(B)
                     for W in waiting:
                         del W.sync[key]
+                    _finish_many(waiting + fresh, g)
                     for W in waiting + fresh:
-                        _finish(W, None, B, g, bid_imm)
                         out[W] = None
                     continue
                 if kind == "arrive":
@@ -340,9 +344,18 @@ def c_bar(ins, prog, pc):
                     fresh = []
                 for W in fresh:
                     W.sync[key] = (bid_imm, g)
-            for W in waiting + fresh:
-                out[W] = _blocked(W, B, bid_imm, _expected(W, B[2]))
+            stay = waiting + fresh
+            if stay:   # one report for the CTA's waiting warps (_blocked's)
+                text = f"barrier {bid_imm} ({B[0]} of {_expected(stay[0], B[2])} threads arrived)"
+                for W in stay:
+                    W.wait = text
+                    out[W] = BLOCK
         return [out[W] for W, _ in pairs]
+
+    def _finish_many(warps, gen):
+        """_finish of whole warps that waited for one generation (the gang: no reduction)."""
+        if kind != "arrive" and warps:
+            races.bar_acquire_many(warps, bid_imm, gen)
 
     def _finish(W, m, B, gen, bid):
         if kind != "arrive":  # bar.arrive releases only; the waiting forms acquire what every arrival released
