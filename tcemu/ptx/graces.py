@@ -12,6 +12,12 @@ synchronisation counts for its whole CTA; scopes are not checked):
   fence. It reads the clock the observed strong write left on the location (the writer CTA's epoch at that write
   and what the writer had learnt; an atomic joins the location's clock: release sequences), and the reading CTA
   then knows that writer up to that epoch;
+- dependency order, for a write after another CTA's plain read (WAR) only: a strong store orders the storing
+  CTA's earlier reads before whatever a CTA that observes it with a strong load writes afterwards. The load's
+  value has returned before the flag that depends on it is stored, and a GPU does not perform a store before the
+  load it follows in program order has returned (no load buffering): CUB's decoupled look-back publishes tile
+  prefixes with st.relaxed and polls with ld.relaxed, no fences, and in-place algorithms (thrust::unique,
+  remove_if) rely on it. Writes before the flag stay unordered (RAW, WAW: a store may still be in flight);
 - the launch boundary: the shadow is per launch, so nothing before the kernel races with it.
 
 A plain access made by CTA X at epoch e is ordered before CTA Y's access iff Y knows X at an epoch > e (X
@@ -32,7 +38,7 @@ SPANS = {n: np.arange(n) for n in (1, 2, 4, 8, 16, 32)}
 
 class GCta:
     """A CTA's sync epoch, what it knows of other CTAs ({linear id: epoch}) and observations awaiting a fence."""
-    __slots__ = ("id", "epoch", "known", "pending", "fenced")
+    __slots__ = ("id", "epoch", "known", "pending", "fenced", "rknown")
 
     def __init__(self, cid):
         self.id = cid
@@ -40,6 +46,7 @@ class GCta:
         self.known = {}
         self.pending = {}
         self.fenced = False   # a fence since the CTA's last strong store: the next one completes a release pattern
+        self.rknown = {}      # what it knows of other CTAs' reads through dependency order (orders WAR only)
 
     def clock(self) -> dict:
         c = dict(self.known)
@@ -83,6 +90,7 @@ class GlobalRaces(Sites):
         self.ctas = {}
         self.shadows = {}    # id(allocation) -> GShadow
         self.sync = {}       # global byte address of a strong write -> the clock it left
+        self.rsync = {}      # the same, for the writer's reads: its dependency-order clock
 
     def cta(self, cta) -> GCta:
         g = cta.grace
@@ -151,14 +159,15 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
         r = sd.readers
         if len(r) > 1 or (r and me.id not in r):
             key = sd.r_key[spots]
-            bad = _unordered(g, me, key)
+            bad = _unordered(g, me, key, reads=True)
             if bad is not None:
                 bad &= a.data[spots] != data   # a store leaving the bytes as they were: benign
             if bad is not None and bad.any():
                 _report(g, a, me, W, "WAR", bad, spots, tids, wh, key, sd.r_info, strong)
         _note_writes(g, me, sd, a, spots, data, tids, wh, strong)
-        if released:
+        if strong:   # a new epoch after every strong store: its dependency-order clock covers the reads before it
             me.epoch += 1
+        if released:
             me.fenced = False
     elif not strong:
         _note_reads(g, sd, (me.id,), np.int64(me.id << 32 | me.epoch), spots, tids, wh)
@@ -262,7 +271,7 @@ def writes_race(W, a, off, data) -> bool:
     spots = _spots(off, nbytes)
     for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key")):
         if len(who) > 1 or (who and me.id not in who):
-            bad = _unordered(g, me, getattr(sd, keys)[spots])
+            bad = _unordered(g, me, getattr(sd, keys)[spots], reads=keys == "r_key")
             if bad is not None and (bad & (a.data[spots] != data)).any():
                 return True
     return False
@@ -278,15 +287,19 @@ def record_writes(W, a, off, data, tids, wh):
     _note_writes(g, me, sd, a, _spots(off, data.shape[1]), data, tids, wh)
 
 
-def _unordered(g, me, key):
-    """Bytes whose recorded access (key) is by another CTA this one does not know past its epoch; None: none."""
+def _unordered(g, me, key, reads=False):
+    """Bytes whose recorded access (key) is by another CTA this one does not know past its epoch; None: none.
+    reads: the accesses are plain reads and this CTA writes (dependency order counts too)."""
     cta = key >> 32
     foreign = (key >= 0) & (cta != me.id)
     if not foreign.any():
         return None
     bad = np.zeros(key.shape, bool)
     for c in np.unique(cta[foreign]).tolist():
-        bad |= foreign & (cta == c) & ((key & 0xFFFFFFFF) >= me.known.get(c, -1))
+        k = me.known.get(c, -1)
+        if reads:
+            k = max(k, me.rknown.get(c, -1))
+        bad |= foreign & (cta == c) & ((key & 0xFFFFFFFF) >= k)
     return bad
 
 
@@ -298,12 +311,21 @@ def _sync(g, me, addrs, acquire, write, rmw, released):
             if seen:
                 _join(me.known if acquire else me.pending, seen)
                 me.known.pop(me.id, None)
+            seen = g.rsync.get(ad)
+            if seen:   # dependency order: at once, fence or not
+                _join(me.rknown, seen)
+                me.rknown.pop(me.id, None)
         if write:
             c = me.clock()
+            r = dict(me.rknown)
+            _join(r, c)
+            r[me.id] = me.epoch + 1   # the reads so far (this store starts a new epoch after it)
             c[me.id] += released
             if rmw and ad in g.sync:
                 _join(c, g.sync[ad])
+                _join(r, g.rsync.get(ad, {}))
             g.sync[ad] = c
+            g.rsync[ad] = r
 
 
 def on_fence(W, release=True, acquire=True):

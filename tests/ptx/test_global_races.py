@@ -150,6 +150,52 @@ def test_war_between_ctas():
         launch(body)
 
 
+LOOKBACK = """\
+ @!%p1 bra $WRITE;
+ ld.global.nc.u32 %r5, [%rd1];
+ bar.sync 0;
+ setp.ne.u32 %p2, %r1, 0;
+ @%p2 bra $END;
+ st.relaxed.gpu.global.v2.u32 [%rd2], {{%r5, %r5}};
+ bra $END;
+$WRITE:
+{wait}
+ st.global.u32 [%rd1], %r3;
+$END:"""
+
+
+def lookback(wait):
+    """CTA 0 reads data[t] (ld.global.nc), then thread 0 publishes a word with st.relaxed, no fence; CTA 1 (after
+    `wait`) overwrites data[t] in place: CUB's decoupled look-back under thrust::unique."""
+    data, flag = np.zeros(32, np.uint32), np.zeros(2, np.uint32)
+    data[:] = np.arange(32) + 7
+    ptx.load(kernel(LOOKBACK.format(wait=wait))).launch("k", grid=2, block=32, args=[data, flag])
+    return data, flag
+
+
+def test_war_after_observing_a_relaxed_flag_is_silent():
+    # dependency order: CTA 0's reads come before its strong store; CTA 1 writes after its strong load saw it
+    data, flag = lookback(SPIN.format(load="ld.relaxed.gpu.global.u32", fence=""))
+    assert data.tolist() == [t + 101 for t in range(32)] and flag.tolist() == [7, 7]
+
+
+def test_war_without_observing_the_flag_is_reported():
+    with pytest.raises(HazardError, match=r"WAR race on global address 0x7f0000000000 \(0 bytes into 'data'\): "
+                                          r"thread 0 \(warp 0, CTA \(1, 0, 0\)\) writes it here; thread 0 "
+                                          r"\(warp 0, CTA \(0, 0, 0\)\) at ld.global.nc.u32"):
+        lookback("")
+
+
+def test_raw_after_observing_a_relaxed_flag_stays_a_race():
+    # dependency order covers reads before the flag, not writes: CTA 0's store may still be in flight
+    body = LOOKBACK.replace("ld.global.nc.u32 %r5, [%rd1];", "st.global.u32 [%rd1], %r3;\n mov.u32 %r5, 1;") \
+        .replace(" st.global.u32 [%rd1], %r3;\n$END", " ld.global.u32 %r6, [%rd1];\n$END")
+    data, flag = np.zeros(32, np.uint32), np.zeros(2, np.uint32)
+    with pytest.raises(HazardError, match=r"RAW race on global address 0x7f0000000000"):
+        ptx.load(kernel(body.format(wait=SPIN.format(load="ld.relaxed.gpu.global.u32", fence="")))).launch(
+            "k", grid=2, block=32, args=[data, flag])
+
+
 # ------------------------------------------------------------------------------------- split-K style fix-up
 
 def fixup(fence):
