@@ -838,3 +838,34 @@ END:
     for lockstep in (True, False):
         out = run(body, block=64, lockstep=lockstep)
         assert out.tolist() == want + [0] * 24
+
+
+def test_generic_atom_with_lanes_in_two_windows():
+    # even lanes add to a global word, odd lanes to a shared one, through one generic atom: each word sees its
+    # lanes in lane order (the atom runs as rounds of distinct addresses, per state space)
+    body = """
+  ld.param.u64 %rd5, [cell];
+  mov.u64 %rd7, smem;
+  cvta.shared.u64 %rd8, %rd7;
+  and.b32 %r2, %r0, 1;
+  setp.eq.u32 %p1, %r2, 0;
+  selp.b64 %rd9, %rd5, %rd8, %p1;
+  setp.eq.u32 %p2, %r0, 1;
+  @%p2 st.shared.u32 [smem], 500;
+  bar.sync 0;
+  mad.lo.u32 %r3, %r0, 7, 2;
+  atom.add.u32 %r4, [%rd9], %r3;
+  bar.sync 0;
+  ld.shared.u32 %r5, [smem];
+  st.global.u32 [%rd1], %r4;
+  st.global.u32 [%rd1+128], %r5;
+  ret;
+"""
+    out, cell = np.zeros(64, np.uint32), np.array([95], np.uint32)
+    ptx.load(entry(body, params=".param .u64 out, .param .u64 cell", before=SMEM)).launch("k", grid=1, block=32,
+                                                                                        args=[out, cell])
+    for parity, start in ((0, 95), (1, 500)):
+        lanes = [t for t in T if t % 2 == parity]
+        olds, final = _serial(lambda o, v, c: o + v, start, [7 * t + 2 for t in lanes])
+        assert [int(out[t]) for t in lanes] == olds
+        assert (int(cell[0]) if parity == 0 else int(out[32])) == final

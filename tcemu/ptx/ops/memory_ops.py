@@ -484,22 +484,52 @@ def c_atom(ins, prog, pc):
         bv = np.stack([g(W) for g in gbs], axis=1)  # (32, vec)
         cv = gc(W)[:, None] if gc is not None else bv
         out = np.zeros((32, vec), cont)
-        for lane in np.flatnonzero(act):  # one lane after another, in lane order
-            ad = addrs[lane:lane + 1]
-            tid = W.tid[lane:lane + 1]
-            lands = space if space != "generic" else generic_space(int(ad[0]))
-            if vec > 1 and lands != "global":
-                raise MemoryFault(wh, f"thread {int(tid[0])}: a vector atom/red needs a global address; generic "
-                                      f"address {int(ad[0]):#x} is in the {lands} window")
-            old = from_bytes(access(W, space, ad, tid, nbytes, wh, strong=True, sem=(acq, False, True)), cont)[0]
-            new = fn(old, bv[lane], cv[lane], flushes and lands == "global")
-            access(W, space, ad, tid, nbytes, wh, data=as_bytes(new.reshape(1, vec).astype(cont), nbytes), strong=True,
-                   sem=(False, rel, True))
-            out[lane] = old
+        lanes = np.flatnonzero(act)
+        for sel in _atom_rounds(addrs[lanes], lanes):
+            lands = space if space != "generic" else _one_space(addrs[sel])
+            if lands is None:   # lanes in several windows: one lane after another
+                for lane in sel:
+                    _atom_lanes(W, np.array([lane]), addrs, bv, cv, out, generic_space(int(addrs[lane])))
+                continue
+            _atom_lanes(W, sel, addrs, bv, cv, out, lands)
         if sds is not None:
             for i, sd in enumerate(sds):
                 sd(W, out[:, i], act)
+
+    def _atom_lanes(W, sel, addrs, bv, cv, out, lands):
+        """The atomic of lanes `sel` (distinct addresses, all in one state space `lands`)."""
+        ad, tid = addrs[sel], W.tid[sel]
+        if vec > 1 and lands != "global":
+            raise MemoryFault(wh, f"thread {int(tid[0])}: a vector atom/red needs a global address; generic "
+                                  f"address {int(ad[0]):#x} is in the {lands} window")
+        old = from_bytes(access(W, space, ad, tid, nbytes, wh, strong=True, sem=(acq, False, True)), cont)
+        new = fn(old, bv[sel], cv[sel], flushes and lands == "global")
+        access(W, space, ad, tid, nbytes, wh, data=as_bytes(np.asarray(new).reshape(len(sel), vec).astype(cont),
+                                                             nbytes), strong=True, sem=(False, rel, True))
+        out[sel] = old
     return op
+
+
+def _atom_rounds(addrs, lanes):
+    """The executing lanes in rounds of distinct addresses: round r holds each address's r-th lane in lane order
+    (lanes that share an address run one after another, in lane order; an atomic's lanes at distinct addresses
+    are independent), so a warp's atomic is one access per round instead of one per lane."""
+    if lanes.size == 0:
+        return []
+    order = np.argsort(addrs, kind="stable")
+    sa = addrs[order]
+    start = np.ones(sa.size, bool)
+    start[1:] = sa[1:] != sa[:-1]
+    first = np.flatnonzero(start)
+    rank = np.empty(sa.size, np.int64)
+    rank[order] = np.arange(sa.size) - first[np.cumsum(start) - 1]
+    return [lanes[rank == r] for r in range(int(rank.max()) + 1)]
+
+
+def _one_space(addrs):
+    """The state space every generic address of `addrs` lies in, or None where they lie in several."""
+    spaces = {generic_space(int(a)) for a in np.unique(addrs)}
+    return spaces.pop() if len(spaces) == 1 else None
 
 
 _ = resize
