@@ -49,11 +49,11 @@ def plan(out_dir):
     cases, data, xs, ys = [], [], [], []
     off = [0, 0]
 
-    def add(fmt, read_mode, filt, addr, norm, width, height, xw, yw, op=TEX, resource=0, dims=None):
+    def add(fmt, read_mode, filt, addr, norm, width, height, xw, yw, op=TEX, resource=0, dims=None, raw=None):
         bits, kind = fmt
         nch = sum(1 for b in bits if b)
         esize = sum(bits) // 8
-        raw = texels(rng, bits, kind, width * max(height, 1))
+        raw = texels(rng, bits, kind, width * max(height, 1)) if raw is None else raw
         result = 0 if kind == 2 or read_mode == 1 else (1 if kind == 0 else 2)
         if op >= SURF_CLAMP:
             result = 2
@@ -122,6 +122,27 @@ def plan(out_dir):
         bx, by = np.meshgrid(np.arange(-8, 8 * 4 + 8, 4), np.arange(-2, 6))
         add(((8, 8, 8, 8), 1), 0, 0, 0, 0, 8, 4, bx.ravel().astype(np.int64).astype(np.uint32),
             by.ravel().astype(np.int64).astype(np.uint32), op=op)
+    # nearest-point sampling near texel edges: every 1/4096 step, the floats next to each integer, random points;
+    # normalized coordinates on widths 16 and 13 (x * 13 rounds)
+    edges = np.arange(1, 5, dtype=np.float32)
+    near = np.concatenate([np.nextafter(edges, np.float32(-9)), edges, np.nextafter(edges, np.float32(9))])
+    for fmt, rm in [(FORMATS[0], 0), (FORMATS[5], 1)]:
+        xp = np.concatenate([f32(np.arange(0, 4, 1 / 4096)), f32(near), f32(rng.uniform(-1, 17, 1024))])
+        add(fmt, rm, 0, 1, 0, 16, 0, xp, zeros(xp))
+        for wn in (16, 13):
+            xn = np.concatenate([f32(np.arange(0, 4, 1 / 4096) / wn), f32(near / wn),
+                                 np.nextafter(f32(near / wn).view(np.float32), np.float32(9)).view(np.uint32),
+                                 f32(rng.uniform(-0.1, 1.1, 1024))])
+            add(fmt, rm, 0, 1, 1, wn, 0, xn, zeros(xn))
+    # linear filtering with one texel of each pair 0 ((1 - a) t0, a t1 alone) and with equal pairs, every weight
+    xl = f32(np.arange(0.5, 16.5, 1 / 256))
+    for fmt in (FORMATS[0], FORMATS[2]):
+        v = np.frombuffer(texels(rng, fmt[0], 2, 16), np.float32 if fmt[0][0] == 32 else np.float16).copy()
+        zero = v.copy()
+        zero[1::2] = 0
+        pairs = np.repeat(v[::2], 2)
+        for texel in (zero, pairs):
+            add(fmt, 0, 1, 1, 0, 16, 0, xl, zeros(xl), raw=texel.tobytes())
     with open(f"{out_dir}/plan.bin", "wb") as fh:
         for c in cases:
             vals = [c["dims"], c["resource"], *c["bits"], c["kind"], c["read_mode"], c["filter"], c["addr"],

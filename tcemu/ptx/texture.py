@@ -23,8 +23,11 @@ The sampling rules below were measured on an H100 (traces/texture_sm90.npz, kind
 "Textures and surfaces"): missing channels read 0 (w too); with unnormalized coordinates wrap and mirror act as
 clamp; a NaN coordinate reads texel 0; wrap and mirror act on the texel index (mirror: i mod 2N, reflected);
 the border colour of an integer element read is the float's bits cut to the channel width, of a
-normalized-float read the colour rounded to the format (v * 255, clamped) and read back; linear filtering
-weights are frac(x - 0.5) rounded half up to 1/256.
+normalized-float read the colour rounded to the format (v * 255 to the nearest, ties toward zero, clamped)
+and read back; tld4's footprint starts at floor(x - 0.5), x - 0.5 rounded half up to 1/256 (the linear
+filter's weight grid). Linear filtering itself is refused: its weights match frac(x - 0.5) rounded half up
+to 1/256 and one weighted texel alone rounds to nearest with ties away from zero, but the sum of two weighted
+texels is not matched bit for bit (about 6% of the float32 sweeps differ by one unit in the last place).
 """
 import struct
 from dataclasses import dataclass, field
@@ -32,7 +35,7 @@ from typing import List, Sequence
 
 import numpy as np
 
-from .errors import KernelFault, PtxError
+from .errors import KernelFault, PtxError, PtxUnsupported
 
 SIZE = 128
 MAGIC_TEXTURE, MAGIC_SURFACE = b"TCTX", b"TCSF"
@@ -253,7 +256,8 @@ def border_values(d: TextureDesc) -> np.ndarray:
     if d.normalized_read:
         m = (1 << (b - (1 if d.kind == 0 else 0))) - 1
         lo = -m if d.kind == 0 else 0
-        q = np.clip(np.floor(col.astype(np.float64) * m + 0.5), lo, m).astype(np.int64)
+        v = col.astype(np.float64) * m   # to the nearest step, ties toward zero (0.5 x 255 reads 127 / 255)
+        q = np.clip(np.where(v >= 0, np.ceil(v - 0.5), np.floor(v + 0.5)), lo, m).astype(np.int64)
         return np.where(keep, normalize(q, d), np.float32(0))
     raw = col.view(np.uint32).astype(np.int64) & ((1 << b) - 1)
     if d.kind == 0:
@@ -261,14 +265,19 @@ def border_values(d: TextureDesc) -> np.ndarray:
     return np.where(keep, raw, 0)
 
 
+NORMALIZED_BITS = 22   # fractional bits a normalized coordinate keeps before it is scaled by the width
+
+
 def _fixed(x: np.ndarray, n: int, normalized: bool):
-    """A float32 coordinate in 1/256 texel units (float64, exact): x * n first for normalized coordinates; NaN
-    reads as 0, infinities as a far coordinate."""
-    xf = x.astype(np.float32)
+    """A float32 coordinate in texels (float64, exact); NaN reads as 0, infinities as a far coordinate. A
+    normalized coordinate is cut (floor) to NORMALIZED_BITS fractional bits, then scaled by the width n: on the
+    H100, x = 1/13 + 2 ulp on a width of 13 still reads texel 0 (the trace's width-13 sweeps fit 16 to 23 bits
+    for nearest-point sampling, 22 best for the linear sweeps)."""
+    v = np.nan_to_num(x.astype(np.float32).astype(np.float64), nan=0.0, posinf=2.0 ** 40, neginf=-2.0 ** 40)
+    v = np.clip(v, -2.0 ** 40, 2.0 ** 40)
     if normalized:
-        xf = (xf * np.float32(n)).astype(np.float32)
-    v = np.nan_to_num(xf.astype(np.float64), nan=0.0, posinf=2.0 ** 40, neginf=-2.0 ** 40)
-    return np.clip(v, -2.0 ** 40, 2.0 ** 40)
+        v = np.floor(v * 2.0 ** NORMALIZED_BITS) / 2.0 ** NORMALIZED_BITS * n
+    return v
 
 
 def resolve(i: np.ndarray, n: int, mode: int, normalized: bool):
@@ -296,8 +305,9 @@ def point_taps(d: TextureDesc, coords: List[np.ndarray]):
 
 
 def linear_taps(d: TextureDesc, coords: List[np.ndarray]):
-    """Linear filtering: per dimension (i0, out0, i1, out1, alpha) with alpha in 1/256 units: x - 0.5 rounded half
-    up to 1/256 (CUDA Programming Guide "Linear Filtering": 8 fractional bits; the rounding measured)."""
+    """The 2 x 2 footprint of tld4 (and of linear filtering): per dimension (i0, out0, i1, out1, alpha), alpha
+    in 1/256 units: x - 0.5 rounded half up to 1/256 (CUDA Programming Guide "Linear Filtering": 8 fractional
+    bits; the rounding measured)."""
     out = []
     for k, x in enumerate(coords):
         n = d.extent[k]
@@ -307,12 +317,6 @@ def linear_taps(d: TextureDesc, coords: List[np.ndarray]):
         b, ob = resolve(i0 + 1, n, d.address[k], d.normalized_coords)
         out.append((a, oa, b, ob, alpha))
     return out
-
-
-def lerp(t0: np.ndarray, t1: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """(1 - a) t0 + a t1 of float32 values with a = alpha / 256, as the filter unit computes it (float32)."""
-    a = (alpha.astype(np.float32) / np.float32(256))[:, None]
-    return ((np.float32(1) - a) * t0 + a * t1).astype(np.float32)
 
 
 def read_values(raw: np.ndarray, d: TextureDesc) -> np.ndarray:
@@ -345,16 +349,10 @@ def sample(d: TextureDesc, coords: List[np.ndarray], fetch, gather: int = -1) ->
         if (~out).any():
             vals[~out] = read_values(fetch([i[~out] for i in idx], ~out), d)
         return vals
-    if gather >= 0:
-        order = [(0, 1), (1, 1), (1, 0), (0, 0)]   # PTX tld4: (i0, j1), (i1, j1), (i1, j0), (i0, j0)
-        return _words(np.stack([corner(p)[:, gather] for p in order], axis=1))
-    if len(taps) == 1:
-        return _words(lerp(corner((0,)), corner((1,)), taps[0][4]))
-    if len(taps) == 2:
-        row0 = lerp(corner((0, 0)), corner((1, 0)), taps[0][4])
-        row1 = lerp(corner((0, 1)), corner((1, 1)), taps[0][4])
-        return _words(lerp(row0, row1, taps[1][4]))
-    raise PtxError("texture", "linear filtering of 3-D textures is not modelled")
+    if gather < 0:   # ops/texture.py refuses linear filtering before it gets here
+        raise PtxUnsupported("texture", "linear filtering is not modelled (not matched bit for bit on silicon)")
+    order = [(0, 1), (1, 1), (1, 0), (0, 0)]   # PTX tld4: (i0, j1), (i1, j1), (i1, j0), (i0, j0); the trace agrees
+    return _words(np.stack([corner(p)[:, gather] for p in order], axis=1))
 
 
 def _words(vals: np.ndarray) -> np.ndarray:
