@@ -148,16 +148,18 @@ def decode(raw: bytes) -> TextureDesc:
     return d
 
 
-def texture_object(array: np.ndarray, *, bits=None, kind=None, channels: int = None, address="clamp",
-                   filter: str = "point", normalized_coords: bool = False, normalized_read: bool = False,
-                   border=(0.0, 0.0, 0.0, 0.0), dims: int = None, resource: str = "array", surface: bool = False):
+def texture_object(array: np.ndarray, *, kind=None, channels: int = None, address="clamp", filter: str = "point",
+                   normalized_coords: bool = False, normalized_read: bool = False, border=(0.0, 0.0, 0.0, 0.0),
+                   dims: int = None, layered: bool = False, resource: str = "array", surface: bool = False):
     """A texture (or surface) object over a numpy array for Module.launch: pass the result as a kernel's .u64
     texture parameter; the launch maps the array and a header pointing at it, and the parameter gets the header's
     address. The array's last axis holds the channels when `channels` > 1 (1, 2 or 4); the other axes are
-    (height, width) or (depth, height, width) for 2-D / 3-D (or `dims`)."""
-    return TextureObject(array, dict(bits=bits, kind=kind, channels=channels, address=address, filter=filter,
+    (height, width) or (depth, height, width) for 2-D / 3-D (or `dims`), after a first axis of layers when
+    `layered`. `kind` ("signed", "unsigned", "float") overrides the array's; `address` is one mode or one per
+    dimension ("wrap", "clamp", "mirror", "border")."""
+    return TextureObject(array, dict(kind=kind, channels=channels, address=address, filter=filter,
                                      normalized_coords=normalized_coords, normalized_read=normalized_read,
-                                     border=border, dims=dims, resource=resource, surface=surface))
+                                     border=border, dims=dims, layered=layered, resource=resource, surface=surface))
 
 
 def surface_object(array: np.ndarray, **kw):
@@ -178,10 +180,13 @@ class TextureObject:
         shape = array.shape[:-1] if ch > 1 else array.shape
         if ch > 1 and array.shape[-1] != ch:
             raise PtxError("texture_object", f"the last axis holds the {ch} channels; shape is {array.shape}")
+        layered = bool(opts["layered"])
+        layers = shape[0] if layered and shape else 0
+        shape = shape[1:] if layered else shape
         dims = opts["dims"] or len(shape)
-        if dims not in (1, 2, 3) or len(shape) != dims:
-            raise PtxError("texture_object", f"a {dims}-D texture needs a {dims}-axis array (plus channels), "
-                                             f"got shape {array.shape}")
+        if dims not in (1, 2, 3) or len(shape) != dims or (layered and dims == 3):
+            raise PtxError("texture_object", f"a {dims}-D{' layered' if layered else ''} texture needs a "
+                                             f"{dims + layered}-axis array (plus channels), got shape {array.shape}")
         b = array.dtype.itemsize * 8
         kind = {"i": 0, "u": 1, "f": 2}[array.dtype.kind] if opts["kind"] is None else KINDS[opts["kind"]]
         modes = opts["address"]
@@ -195,10 +200,10 @@ class TextureObject:
         ext = list(reversed(shape)) + [0] * (3 - dims)
         esize = b // 8 * ch
         self.array = array
-        self.desc = TextureDesc(RESOURCES[opts["resource"]], dims, 0, ext[0], ext[1], ext[2], 0,
+        self.desc = TextureDesc(RESOURCES[opts["resource"]], dims, 0, ext[0], ext[1], ext[2], layers,
                                 ext[0] * esize, ext[0] * max(ext[1], 1) * esize, tuple([b] * ch + [0] * (4 - ch)),
                                 kind, tuple(ADDRESS_MODES[m] for m in modes), FILTERS[opts["filter"]],
-                                bool(opts["normalized_coords"]), bool(opts["normalized_read"]), False,
+                                bool(opts["normalized_coords"]), bool(opts["normalized_read"]), layered,
                                 tuple(float(v) for v in opts["border"]), bool(opts["surface"]))
         rule = validate(self.desc)
         if rule:

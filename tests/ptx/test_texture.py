@@ -253,3 +253,21 @@ def test_a_sample_of_the_trace_replays_and_a_wrong_rule_fails_it(monkeypatch):
     monkeypatch.setattr(TX, "resolve", lambda i, n, mode, norm: real(i, n, 1 if mode == 2 else mode, norm))
     result = replay(_subset(trace, pick))
     assert not result.ok and "address mode 2, normalized 1" in result.mismatches[0]
+
+
+def test_3d_and_layered_textures_and_integer_coordinates():
+    vol = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4) * 2 + 1   # (depth, height, width)
+    body = "tex.3d.v4.f32.f32 {%r0, %r1, %r2, %r3}, [%rd1, {%f10, %f11, %f11, %f11}];"
+    xs, ys = np.float32([0.5, 3.9, -2, 2.5]), np.float32([0.2, 1.7, 2.5, 9])
+    got = _run(body, ptx.texture_object(vol), xs, ys)   # y is also z here: clamp each
+    ix, iy = np.clip(np.floor(xs).astype(int), 0, 3), np.floor(ys).astype(int)
+    assert got[:, 0].tolist() == vol[np.clip(iy, 0, 1), np.clip(iy, 0, 2), ix].view(np.uint32).tolist()
+    layers = np.arange(3 * 5, dtype=np.float32).reshape(3, 5) - 4   # 3 layers of 5 texels
+    obj = ptx.texture_object(layers, layered=True)
+    body = "tex.a1d.v4.f32.f32 {%r0, %r1, %r2, %r3}, [%rd1, {%r11, %f10}];"
+    # the layer is an unsigned index (PTX 9.7.10.3), clamped to the last layer: -1 reads layer 2
+    got = _run(body, obj, np.float32([1.5, 4.5, 0.5, 2.5]), np.int32([0, 2, 7, -1]))
+    assert got[:, 0].tolist() == layers[[0, 2, 2, 2], [1, 4, 0, 2]].view(np.uint32).tolist()
+    fetch = "tex.2d.v4.f32.s32 {%r0, %r1, %r2, %r3}, [%rd1, {%r10, %r11}];"   # integer texel coordinates
+    got = _run(fetch, ptx.texture_object(DATA), np.int32([3, -5, 9]), np.int32([1, 2, 3]))
+    assert got[:, 0].tolist() == DATA[[1, 2, 3], [3, 0, 7]].view(np.uint32).tolist()

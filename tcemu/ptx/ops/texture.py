@@ -98,8 +98,9 @@ def _fetcher(W, d, lanes, layer, wh):
 def _layers(d, get_layer, W, lanes):
     if get_layer is None:
         return None
-    raw = get_layer(W)[lanes].astype(np.int64)
-    return np.clip(raw, 0, max(d.layers, 1) - 1)   # CUDA clamps the layer index (Programming Guide, layered textures)
+    raw = get_layer(W)[lanes].astype(np.int64)   # an unsigned index (PTX 9.7.10.3 "tex": .a1d / .a2d)
+    return np.clip(raw, 0, max(d.layers, 1) - 1)   # clamped to the last layer (CUDA Programming Guide, layered
+    #                                                 textures; not silicon-checked)
 
 
 @register("tex", "tld4")
