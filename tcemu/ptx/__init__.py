@@ -7,6 +7,7 @@ never imported by them.
 from .errors import (BudgetExceeded, Deadlock, HazardError, KernelFault, MemoryFault, PtxError, PtxLimit,
                      PtxSyntaxError, PtxUnsupported, WgmmaSerializedWarning)
 from .module import Module, Param, load
+from .texture import surface_object, texture_object
 
-__all__ = ["load", "Module", "Param", "PtxError", "PtxSyntaxError", "PtxUnsupported", "KernelFault", "MemoryFault",
+__all__ = ["load", "Module", "Param", "texture_object", "surface_object", "PtxError", "PtxSyntaxError", "PtxUnsupported", "KernelFault", "MemoryFault",
            "HazardError", "Deadlock", "PtxLimit", "BudgetExceeded", "WgmmaSerializedWarning"]

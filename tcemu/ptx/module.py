@@ -32,6 +32,7 @@ from .ops import lookup
 from .program import Program, Symbol
 from .schedule import WAVE_BYTES, Residency
 from .tensormap import TensorMap
+from .texture import TextureObject
 from .types import ptx_type
 from .wrappers import guarded, hazard_checked
 
@@ -582,6 +583,9 @@ def _size(n: int) -> str:
 
 
 def _param_bytes(info: Param, value, L: Launch, writeback, placed) -> bytes:
+    if isinstance(value, TextureObject):   # a .u64 texture / surface handle: the array, then its header (texture.py)
+        base = _place(value.array, info.name, L, writeback, placed)
+        return _place(value.header(base), info.name + " (texture header)", L, writeback, placed).to_bytes(8, "little")
     if info.kind == "pointer" or (isinstance(value, np.ndarray) and info.type in ("u64", "b64", "s64")
                                   and info.kind == "scalar"):
         if value is None:

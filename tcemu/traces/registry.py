@@ -10,14 +10,14 @@ from ..core.errors import TraceError
 from ..core.validate import as_int
 from .archive import Trace, check_declared, read_trace
 from .kinds import (gemm_outputs, kernel_outputs, launch_outputs, mma_sync_numerics, program_outputs, ptx_alu,
-                    sfu_proof, smem_wavefronts, tma_tile_loads, wgmma_numerics, wgmma_operand_addresses, wgmma_sparse,
-                    wmma, zero_sign)
+                    sfu_proof, smem_wavefronts, texture, tma_tile_loads, wgmma_numerics, wgmma_operand_addresses,
+                    wgmma_sparse, wmma, zero_sign)
 from .kinds.base import Kind, ReplayResult
 
 # In this order: the order load_trace lists the kinds it knows when it refuses one.
 _MODULES = (wgmma_operand_addresses, wgmma_numerics, smem_wavefronts, tma_tile_loads, wgmma_sparse, ptx_alu,
             kernel_outputs, launch_outputs, gemm_outputs, zero_sign, sfu_proof, program_outputs, mma_sync_numerics,
-            wmma)
+            wmma, texture)
 KINDS: Dict[str, Kind] = {kind.name: kind for module in _MODULES for kind in module.TRACE_KINDS}
 
 

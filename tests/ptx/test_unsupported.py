@@ -22,7 +22,7 @@ SRC = """.version 8.5
  st.global.u32 [%rd1], %r1;
  ret;
 SLOW:
- suld.b.1d.b32.trap {%r2}, [%rd1, {%r1}];
+ sured.b.add.1d.u32.trap [%rd1, {%r1}], %r1;
  ret;
 }
 """
@@ -30,13 +30,13 @@ SLOW:
 
 def test_listed_at_compile_and_refused_when_executed():
     mod = ptx.load(SRC)
-    with pytest.warns(PtxUnsupportedWarning, match="line 16 suld.b.1d.b32.trap"):
+    with pytest.warns(PtxUnsupportedWarning, match="line 16 sured.b.add.1d.u32.trap"):
         mod.program("k")
-    assert [(ln, op) for ln, op, _ in mod.unsupported("k")] == [(16, "suld.b.1d.b32.trap")]
+    assert [(ln, op) for ln, op, _ in mod.unsupported("k")] == [(16, "sured.b.add.1d.u32.trap")]
     out = np.zeros(1, np.uint32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")      # no second warning: compiled once
         mod.launch("k", grid=1, block=32, args=[out])   # the unmodelled path never runs
     assert out[0] == 31
-    with pytest.raises(PtxUnsupported, match=r"suld.*line 16"):
+    with pytest.raises(PtxUnsupported, match=r"sured.*line 16"):
         mod.launch("k", grid=1, block=128, args=[out])  # threads 101.. take it

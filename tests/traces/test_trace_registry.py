@@ -35,7 +35,7 @@ def test_every_bundled_trace_kind_is_registered():
 
 
 def test_every_registered_kind_declares_columns_check_and_replay():
-    assert len(KINDS) == 16
+    assert len(KINDS) == 17
     for name, kind in KINDS.items():
         assert isinstance(kind, Kind) and kind.name == name
         assert kind.required and all(isinstance(c, str) and c for c in kind.required + kind.optional), name

@@ -20,7 +20,7 @@ CASE_BY_CASE = {"triton_sfu_kernels_sm90.npz", "cutlass_sfu_kernels_sm90.npz"}
 
 # the replays over ~5 s on 2 cores (the background worker runs them when they are selected: tests/support/replays.py)
 SLOW = {"cutlass_kernels_sm90.npz", "mma_sync_sm90.npz", "torch_gemm_sm90.npz", "triton_kernels_sm90.npz",
-        "wgmma_numerics_sm90.npz",
+        "wgmma_numerics_sm90.npz", "texture_sm90.npz",
         "wgmma_sp_metadata_sm90.npz", "wgmma_sp_numerics_sm90.npz"}
 
 
@@ -48,9 +48,10 @@ def test_trace_provenance(path):
     meta = load_trace(path).meta
     # whole-kernel and library captures (kernel_outputs, launch_outputs, gemm_outputs) place no probe in shared
     # memory: they compute their own addresses, so they need no smem_base (nor do the instruction-level
-    # program_outputs and sfu_proof captures, and the register-level mma_sync and wmma ones)
+    # program_outputs and sfu_proof captures, the register-level mma_sync and wmma ones, and the texture
+    # sampling one)
     probe = meta["kind"] not in ("kernel_outputs", "launch_outputs", "gemm_outputs", "program_outputs", "sfu_proof",
-                                 "mma_sync_numerics", "wmma")
+                                 "mma_sync_numerics", "wmma", "texture")
     for key in ("gpu", "driver", "cuda", "date", "command", "sources", "seed") + (("smem_base",) if probe else ()):
         assert meta.get(key), key
     for src, digest in meta["sources"].items():

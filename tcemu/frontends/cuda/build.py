@@ -17,7 +17,7 @@ from ...core.errors import TcemuError
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = [os.path.join(HERE, n) for n in ("cudart.cpp", "cudart_api.cpp", "cudart_vars.cpp", "cudart_graph.cpp",
                                                  "cudart_graph_api.cpp", "cudart_misc.cpp", "cudart_memory.cpp",
-                                                 "cudart_errors.cpp")]
+                                                 "cudart_errors.cpp", "cudart_texture.cpp")]
 HEADER = os.path.join(HERE, "cudart.h")
 SYMBOLS = os.path.join(HERE, "cudart_symbols.txt")
 SONAMES = ("libcudart.so.13", "libcudart.so.12")

@@ -2,8 +2,9 @@
 // cudart_api.cpp (the device, error, memory, stream and event calls of the runtime API), cudart_vars.cpp
 // (__device__ / __constant__ variables and the symbol calls), cudart_graph.cpp (stream capture and graphs),
 // cudart_graph_api.cpp (the explicit graph-building calls), cudart_misc.cpp (cooperative launches, peers, 3-D
-// memory, stream attributes, occupancy, small queries), cudart_memory.cpp (registered, managed and pool memory) and
-// cudart_errors.cpp (error names): tcemu's libcudart.so.
+// memory, stream attributes, occupancy, small queries), cudart_memory.cpp (registered, managed and pool memory),
+// cudart_errors.cpp (error names), cudart_texture.cpp (CUDA arrays, texture and surface objects): tcemu's
+// libcudart.so.
 #pragma once
 #include <Python.h>
 
@@ -190,6 +191,8 @@ cudaError_t capture_fill(Stream* s, const char* api, void* dst, unsigned value, 
 std::string kernel_params(const void* func, void** args);   // the parameter bytes of a launch, for a kernel node
 cudaError_t run_kernel(const char* api, const void* func, dim3 grid, dim3 block, dim3 cluster, std::size_t smem,
                        void** args, const std::string* params, bool cooperative = false);
+// cudart_texture.cpp: a live CUDA array as a pitched pointer over its elements, and its element bytes (cudaMemcpy3D)
+bool array_pitched(cudaArray_const_t a, cudaPitchedPtr* p, std::size_t* esize);
 // cudart_memory.cpp: an allocation of a stream-ordered memory pool (cudaMallocAsync: the device's current pool)
 cudaError_t pool_alloc(const char* api, void** p, std::size_t size, cudaMemPool_t pool);
 

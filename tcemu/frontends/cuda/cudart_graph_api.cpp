@@ -56,8 +56,8 @@ cudaError_t add(const char* api, cudaGraphNode_t* out, cudaGraph_t graph, const 
 cudaError_t memcpy_node(const char* api, Node* n, const cudaMemcpy3DParms* p) {
   if (!p) return ret(cudaErrorInvalidValue);
   if (p->srcArray || p->dstArray)
-    stop(kExitRefused, "unsupported: %s with a CUDA array (tcemu has no cudaArray; copies between linear memory "
-         "work); called from %s", api, where(here()).c_str());
+    stop(kExitRefused, "unsupported: %s with a CUDA array (tcemu's memcpy nodes copy linear memory; cudaMemcpy3D "
+         "copies arrays outside graphs); called from %s", api, where(here()).c_str());
   const cudaExtent& x = p->extent;
   if (x.depth > 1 || p->srcPos.z || p->dstPos.z)
     stop(kExitRefused, "unsupported: %s of a 3-D range (extent depth %zu, z %zu / %zu): tcemu's memcpy nodes copy "

@@ -2,7 +2,7 @@
 // plain memory (cudart.cpp, cudart_api.cpp; cudart_memory.cpp has registered, managed and pool memory): cooperative
 // launches and graph kernel node attributes, peer copies and peer access on a one-GPU machine, 3-D linear memory,
 // stream attributes, occupancy and small device queries. Each returns what CUDA 13 returns on one H100 and checks
-// its arguments as CUDA does; CUDA arrays, textures and surfaces stay refused by name (their stubs).
+// its arguments as CUDA does; cudaMemcpy3D reaches CUDA arrays through cudart_texture.cpp.
 #include "cudart.h"
 
 #include <algorithm>
@@ -26,9 +26,20 @@ char* row(const cudaPitchedPtr& p, const cudaPos& pos, std::size_t y, std::size_
 
 cudaError_t copy3d(const char* api, const cudaMemcpy3DParms* p, cudaStream_t s, void* caller) {
   if (!p) return ret(cudaErrorInvalidValue);
-  if (p->srcArray || p->dstArray)
-    stop(kExitRefused, "%s with a CUDA array: tcemu does not model CUDA arrays, textures or surfaces (called from "
-         "%s)", api, where(here()).c_str());
+  if (p->srcArray || p->dstArray) {   // an array side as a pitched pointer (cudart_texture.cpp); the extent and the
+    cudaMemcpy3DParms q = *p;         // array side's x position count elements (CUDA Runtime API, cudaMemcpy3D)
+    std::size_t es = 0, es2 = 0;
+    if (p->srcArray && !array_pitched(p->srcArray, &q.srcPtr, &es)) return bad(api, "srcArray is not a live CUDA array",
+                                                                               cudaErrorInvalidResourceHandle);
+    if (p->dstArray && !array_pitched(p->dstArray, &q.dstPtr, p->srcArray ? &es2 : &es))
+      return bad(api, "dstArray is not a live CUDA array", cudaErrorInvalidResourceHandle);
+    if (p->srcArray && p->dstArray && es != es2) return bad(api, "the arrays' elements differ in size", cudaErrorInvalidValue);
+    q.srcArray = q.dstArray = nullptr;
+    if (p->srcArray) q.srcPos.x *= es;
+    if (p->dstArray) q.dstPos.x *= es;
+    q.extent.width *= es;
+    return copy3d(api, &q, s, caller);
+  }
   const cudaExtent& e = p->extent;
   if (!e.width || !e.height || !e.depth) return cudaSuccess;
   if (!p->srcPtr.ptr || !p->dstPtr.ptr) return bad(api, "srcPtr.ptr or dstPtr.ptr is null", cudaErrorInvalidValue);
@@ -303,7 +314,7 @@ cudaError_t CUDARTAPI cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum 
 }
 
 // ------------------------------------------------------------------------------------------- small queries
-// a channel format is plain data (what takes one, cudaMallocArray and the texture calls, stays refused by name)
+// a channel format is plain data (cudart_texture.cpp takes it: arrays, texture and surface objects)
 struct cudaChannelFormatDesc CUDARTAPI cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f) {
   return cudaChannelFormatDesc{x, y, z, w, f};
 }
