@@ -765,3 +765,24 @@ def test_cute_tutorial_unpredicated_tile_is_a_fault(cute_program):
         in out.stderr and "thread 32 (warp 1, CTA (0, 0, 0)) at st.global.u16" in out.stderr
     assert "bytes into 'cudaMalloc#0x" in out.stderr
     assert "came from cutlass::ClusterLauncher::launch(" in out.stderr
+
+
+def test_record_keeps_buffers_apart_whose_labels_repeat(tmp_path):
+    # the runtime cuts long symbol names short, so two variables may carry one label: the address keeps them apart
+    from tcemu import launches
+    import tcemu.ptx as ptx
+    from tcemu.frontends.cuda.record import Recorder
+    rec = Recorder(str(tmp_path / "r.json"))
+    prog = ptx.load(PTX_VAR).program("bump")
+    a, b = np.array([7, 0, 0, 0], np.uint8), np.array([9, 0, 0, 0], np.uint8)
+    bufs = [(4096, a, "__device__ count"), (8192, b, "__device__ count")]
+    before = rec.before(bufs)
+    a[0] = 8
+    rec.add(0, PTX_VAR, "bump", prog, (1, 1, 1), (1, 1, 1), (1, 1, 1), 0, b"", bufs, before,
+            symbols={"count": (4096, 4)})
+    rec.write()
+    with open(tmp_path / "r.json", encoding="utf-8") as fh:
+        record = json.load(fh)["launches"][0]
+    assert [x["name"] for x in record["buffers"]] == ["__device__ count", "__device__ count@0x2000"]
+    rep = launches.replay(record, str(tmp_path / "r.m0.ptx"))
+    assert rep.outputs["__device__ count"].tolist() == [8, 0, 0, 0]

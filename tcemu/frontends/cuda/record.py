@@ -36,10 +36,13 @@ class Recorder:
             return
         self.ptx[index] = text
         stem = os.path.splitext(os.path.basename(self.path))[0]
-        bufs, spans = [], []
+        bufs, spans, seen = [], [], set()
         for (addr, view, label), old in zip(buffers, before):
             if view.size > MAX_BUFFER_BYTES:
                 continue
+            if label in seen:   # labels the runtime cut short (long symbol names) may repeat: the address tells
+                label = f"{label}@{int(addr):#x}"
+            seen.add(label)
             changed = not np.array_equal(old, view)
             b = {"name": label, "role": "output" if changed else "input", "dtype": "bytes", "storage": [int(view.size)],
                  "bytes": int(view.size), "address": int(addr), "data": old.tobytes().hex()}
