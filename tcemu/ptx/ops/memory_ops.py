@@ -477,6 +477,7 @@ def c_atom(ins, prog, pc):
     flushes = t.name == "f32"   # atom.add.f32 flushes subnormals on global memory only
     parts = set(ins.opcode.split("."))
     acq, rel = bool({"acquire", "acq_rel"} & parts), bool({"release", "acq_rel"} & parts)
+    int_add = name == "add" and t.kind != "f"
 
     def op(W, m):
         act = mask_array(m) if m is not None else (W.live if not W.full else np.ones(32, bool))
@@ -485,45 +486,61 @@ def c_atom(ins, prog, pc):
         cv = gc(W)[:, None] if gc is not None else bv
         out = np.zeros((32, vec), cont)
         lanes = np.flatnonzero(act)
-        for sel in _atom_rounds(addrs[lanes], lanes):
-            lands = space if space != "generic" else _one_space(addrs[sel])
+        if lanes.size:
+            lands = space if space != "generic" else _one_space(addrs[lanes])
             if lands is None:   # lanes in several windows: one lane after another
-                for lane in sel:
-                    _atom_lanes(W, np.array([lane]), addrs, bv, cv, out, generic_space(int(addrs[lane])))
-                continue
-            _atom_lanes(W, sel, addrs, bv, cv, out, lands)
+                for lane in lanes:
+                    _atom_lanes(W, lanes[lanes == lane], addrs, bv, cv, out, generic_space(int(addrs[lane])))
+            else:
+                _atom_lanes(W, lanes, addrs, bv, cv, out, lands)
         if sds is not None:
             for i, sd in enumerate(sds):
                 sd(W, out[:, i], act)
 
-    def _atom_lanes(W, sel, addrs, bv, cv, out, lands):
-        """The atomic of lanes `sel` (distinct addresses, all in one state space `lands`)."""
-        ad, tid = addrs[sel], W.tid[sel]
+    def _atom_lanes(W, lanes, addrs, bv, cv, out, lands):
+        """The atomic of `lanes` (all in state space `lands`): each address is read once and written once, and the
+        lanes that share it apply their operation one after another in lane order (the order among one
+        instruction's lanes is unspecified, PTX 9.7.13.5; tcemu's is lane order)."""
+        ad = addrs[lanes]
+        uniq, first, group, rank = _atom_groups(ad)
+        tid = W.tid[lanes[first]]   # each address's first lane names its access
         if vec > 1 and lands != "global":
             raise MemoryFault(wh, f"thread {int(tid[0])}: a vector atom/red needs a global address; generic "
-                                  f"address {int(ad[0]):#x} is in the {lands} window")
-        old = from_bytes(access(W, space, ad, tid, nbytes, wh, strong=True, sem=(acq, False, True)), cont)
-        new = fn(old, bv[sel], cv[sel], flushes and lands == "global")
-        access(W, space, ad, tid, nbytes, wh, data=as_bytes(np.asarray(new).reshape(len(sel), vec).astype(cont),
-                                                             nbytes), strong=True, sem=(False, rel, True))
-        out[sel] = old
+                                  f"address {int(uniq[0]):#x} is in the {lands} window")
+        cur = from_bytes(access(W, space, uniq, tid, nbytes, wh, strong=True, sem=(acq, False, True)), cont).copy()
+        ftz = flushes and lands == "global"
+        if int_add:   # integer add: each lane's old value is the address's value plus its earlier lanes' sum
+            order = np.lexsort((lanes, group))
+            b = bv[lanes[order]]
+            excl = np.cumsum(b, axis=0, dtype=np.uint64) - b
+            excl -= excl[np.searchsorted(group[order], group[order])]
+            out[lanes[order]] = (cur[group[order]] + excl).astype(cont)
+            np.add.at(cur, group, bv[lanes])
+            access(W, space, uniq, tid, nbytes, wh, data=as_bytes(cur, nbytes), strong=True, sem=(False, rel, True))
+            return
+        for r in range(int(rank.max()) + 1):
+            at = rank == r
+            g, sel = group[at], lanes[at]
+            out[sel] = cur[g]
+            cur[g] = np.asarray(fn(cur[g], bv[sel], cv[sel], ftz)).reshape(len(sel), vec)
+        access(W, space, uniq, tid, nbytes, wh, data=as_bytes(cur, nbytes), strong=True, sem=(False, rel, True))
     return op
 
 
-def _atom_rounds(addrs, lanes):
-    """The executing lanes in rounds of distinct addresses: round r holds each address's r-th lane in lane order
-    (lanes that share an address run one after another, in lane order; an atomic's lanes at distinct addresses
-    are independent), so a warp's atomic is one access per round instead of one per lane."""
-    if lanes.size == 0:
-        return []
+def _atom_groups(addrs):
+    """Lanes by address: (the distinct addresses, each one's first lane (an index into addrs), each lane's group,
+    each lane's rank in its group in lane order)."""
     order = np.argsort(addrs, kind="stable")
     sa = addrs[order]
     start = np.ones(sa.size, bool)
     start[1:] = sa[1:] != sa[:-1]
-    first = np.flatnonzero(start)
+    heads = np.flatnonzero(start)
+    gid = np.cumsum(start) - 1
+    group = np.empty(sa.size, np.int64)
+    group[order] = gid
     rank = np.empty(sa.size, np.int64)
-    rank[order] = np.arange(sa.size) - first[np.cumsum(start) - 1]
-    return [lanes[rank == r] for r in range(int(rank.max()) + 1)]
+    rank[order] = np.arange(sa.size) - heads[gid]
+    return sa[heads], order[heads], group, rank
 
 
 def _one_space(addrs):
