@@ -519,7 +519,7 @@ class _Parser:
             if t.text == ".section":
                 self.skip_section()
                 continue
-            if t.text == ".reg":
+            if t.text == ".reg" or t.text.startswith(".reg."):   # cuda_fp16.hpp's inline asm: `.reg.b32 f;`
                 self.parse_regs(fn, scopes[-1], names[-1])
                 continue
             if t.text in _SPACES:  # .local / .shared / .param arrays inside the body
@@ -551,11 +551,11 @@ class _Parser:
             fn.body.append(self.parse_instruction(scopes[-1], resolve))
 
     def parse_regs(self, fn, scope, scope_names):
-        self.next()
+        glued = ["." + p for p in self.next().text.split(".")[2:]]   # `.reg.b32`: the type glued on
         vector = 1
         typ = None
-        while self.peek().text.startswith(".") and self.peek().kind == "ident":
-            s = self.next().text
+        while glued or (self.peek().text.startswith(".") and self.peek().kind == "ident"):
+            s = glued.pop(0) if glued else self.next().text
             if s.startswith(".v") and s[2:].isdigit():
                 vector = int(s[2:])
             elif s == ".align":

@@ -210,6 +210,25 @@ def test_nested_scopes_shadow_registers_and_labels():
     assert sorted(k for k in fn.labels) == [(1, "$L_skip"), (2, "$L_skip")]
 
 
+def test_reg_with_its_type_glued_on_as_cuda_fp16_writes_it():
+    # cuda_fp16.hpp's hsqrt: `{.reg.b32 f; .reg.b16 r; ...}`, names without %, the type glued to .reg
+    body = """
+  {.reg.b32         f;
+ .reg.b16         r;
+  cvt.u32.u32 f, %r0;
+  add.u32 f, f, 5;
+  cvt.u16.u32 r, f;
+  cvt.u32.u16 %r2, r;
+  }
+  st.global.u32 [%rd1], %r2;
+  ret;
+"""
+    out = run(body, regs="  .reg .b32 %r<4>;\n  .reg .b64 %rd<2>;\n")
+    assert np.array_equal(out, np.arange(32) + 5)
+    with pytest.raises(PtxSyntaxError, match=r"\.reg without a type"):
+        P.parse(entry("  .reg f;\n  ret;\n"))
+
+
 def test_duplicate_label_in_one_scope_is_an_error():
     text = entry("$L_a:\n  ret;\n$L_a:\n  ret;\n")
     line = text.splitlines().index("$L_a:", text.splitlines().index("$L_a:") + 1) + 1
