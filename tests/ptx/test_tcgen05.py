@@ -577,6 +577,33 @@ def test_ld_of_cells_a_store_has_not_finished_and_mma_over_a_pending_load():
                args=[d["a0"], d["b0"], idesc.encode()])
 
 
+def test_st_over_a_pending_load_is_lenient_for_the_loading_warp_only():
+    # CUTLASS's sm100 FMHA softmax: a warp loads a row, then stores over the cells it loaded, no tcgen05.wait::ld
+    own = """  shl.b32 %r13, %r1, 21;
+  and.b32 %r13, %r13, 0x600000;
+  add.u32 %r13, %r13, %r10;
+  tcgen05.st.sync.aligned.32x32b.x1.b32 [%r13], {%r0};
+  tcgen05.wait::st.sync.aligned;
+  setp.lt.u32 %p9, %r1, 4;
+  @%p9 tcgen05.ld.sync.aligned.32x32b.x1.b32 {%d1}, [%r13];
+  @%p9 add.u32 %d1, %d1, 1000;
+  {other}
+  @%p9 tcgen05.st.sync.aligned.32x32b.x1.b32 [%r13], {%d1};
+  tcgen05.wait::st.sync.aligned;
+  bar.sync 0;
+  @!%p2 mbarrier.arrive.shared::cta.b64 %rd30, [%r12];
+"""
+    # warps 0-3 each load their lanes and store the loaded value + 1000 back: the epilogue reads it
+    got = launch(kernel(own.replace("{other}", ""), n=1), np.zeros(0, np.uint8), n=1, block=128)[0]
+    assert got[:, 0].tolist() == [t + 1000 for t in range(128)]
+    # warps 4-7 share the sub-partitions of warps 0-3: their store over warp w - 4's pending load is reported
+    other = """  bar.sync 0;
+  @!%p9 tcgen05.st.sync.aligned.32x32b.x1.b32 [%r13], {%r0};"""
+    with pytest.raises(HazardError, match=r"tcgen05.st writes tensor memory lane \d+, column 0 while tcgen05.ld "
+                                          r"\(line \d+\) of warp \d on it has not completed \(tcgen05.wait::ld first\)"):
+        launch(kernel(own.replace("{other}", other), n=1), np.zeros(0, np.uint8), n=1, block=256)
+
+
 def test_mma_of_another_thread_on_one_accumulator_after_the_commit_is_observed():
     """Thread 0 and thread 32 each issue an MMA on one accumulator: unordered unless thread 32 observed the phase of
     thread 0's commit. With the wait in between, D is the chain of the two."""

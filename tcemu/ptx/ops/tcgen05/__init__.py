@@ -12,7 +12,8 @@ a race on hardware is reported instead, naming both instructions and the cells:
   for the pipelined pairs of 9.7.16.6.2 (mma -> mma of the same thread, accumulator and shape; cp/shift -> mma and
   mma -> shift of the same thread);
 - a tcgen05.st not yet waited for (tcgen05.wait::st) under a read or write, a tcgen05.ld not yet waited for
-  (tcgen05.wait::ld) under a write (9.7.16.6.4.5: register dependencies order an ld's results, not its reads);
+  (tcgen05.wait::ld) under a write (9.7.16.6.4.5: register dependencies order an ld's results, not its reads),
+  except the issuing warp's own tcgen05.st (lenient: CUTLASS's sm100 FMHA relies on it; not silicon-checked);
 - shared memory an uncommitted tcgen05.mma / .cp reads, overwritten (SharedWindow.tcgen05_reading); operand bytes
   not written, still the target of an asynchronous copy, not fenced for the async proxy (9.7.16.6.5), from a TMA
   whose mbarrier phase the issuing warp has not observed, or (layout check) not a coherent tile of their source;

@@ -123,12 +123,15 @@ def check_async(W, tm, lanes, cols, wh, what, pipelined=None, readers=False):
                                       f"{verb} by {op.who()}; {_why(W, op)}")
 
 
-def check_pending(tm, lanes, cols, wh, what, loads=False):
-    """No un-waited tcgen05.st (and, loads=True, tcgen05.ld) of any warp on these cells."""
+def check_pending(tm, lanes, cols, wh, what, loads=False, own=-1):
+    """No un-waited tcgen05.st (and, loads=True, tcgen05.ld) of any warp on these cells; own: a warp whose own
+    un-waited loads do not count (its tcgen05.st after its tcgen05.ld of the same cells)."""
     lanes, cols = np.broadcast_arrays(lanes, cols)
     for table, texts, waiting in ((tm.st_warp, tm.st_text, "tcgen05.wait::st"),) + \
             (((tm.ld_warp, tm.ld_text, "tcgen05.wait::ld"),) if loads else ()):
         ws = table[lanes, cols]
+        if table is tm.ld_warp and own >= 0:
+            ws = np.where(ws == own, -1, ws)
         if (ws >= 0).any():
             k = np.argwhere(ws >= 0)[0]
             w = int(ws[tuple(k)])
