@@ -230,7 +230,8 @@ class Module:
         check_layouts: check that every tensor-core operand copied from global memory is a coherent tile of
         its source array (catches swizzle/LBO/SBO disagreements between writer and descriptor).
         check_races: racecheck of shared memory: RAW/WAR/WAW between threads that no synchronisation orders
-        (happens-before from barriers and mbarriers, never from tcemu's execution order; docs/guide.md).
+        (happens-before from barriers and mbarriers, never from tcemu's execution order; docs/guide.md), of global
+        memory between CTAs, and of tensor memory (tcgen05 accesses not waited for or not known complete).
         heap_bytes: the device heap that kernel-side malloc allocates from (cudaLimitMallocHeapSize; heap.py).
         param_bytes: the whole parameter space as bytes (a captured launch's blob), instead of `args`; then
         `buffers` lists (device address, numpy array) pairs, or (address, array, name) triples, to map at exactly

@@ -19,8 +19,8 @@ TCEMU_EXEC_CHECK_LAYOUTS (0 turns the operand-provenance check off), TCEMU_EXEC_
 TCEMU_EXEC_ZERO_INIT_SHARED (1: shared memory starts as zeros, not unwritten), TCEMU_EXEC_TIMEOUT (each launch's
 wall-clock budget in seconds; 0: none), TCEMU_EXEC_SUMMARY (1: at exit, the launches per kernel and the seconds
 the interpreter spent on them), TCEMU_EXEC_LAUNCH_LOG (a path: one line appended as each launch ends, its
-kernel, grid, block, cluster, interpreter seconds and outcome), TCEMU_EXEC_RACECHECK (0 turns the shared-memory
-racecheck off: to see whether a program that stops at a HazardError computes the right values regardless).
+kernel, grid, block, cluster, interpreter seconds and outcome), TCEMU_EXEC_RACECHECK (0 turns the race checks of
+shared, global and tensor memory off: to see whether a program that stops at a HazardError computes the right values regardless).
 """
 import ctypes
 import os

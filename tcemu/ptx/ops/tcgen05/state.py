@@ -108,7 +108,11 @@ def _why(W, op) -> str:
 
 
 def check_async(W, tm, lanes, cols, wh, what, pipelined=None, readers=False):
-    """Cells an asynchronous op wrote (or, readers=True, also read) must be known complete to W, unless pipelined."""
+    """Cells an asynchronous op wrote (or, readers=True, also read) must be known complete to W, unless pipelined.
+    Off with the launch's check_races=False (a race on tensor memory: tcemu's values are those of the schedule it
+    runs, every operation complete at issue)."""
+    if not tm.cta.launch.check_races:
+        return
     lanes, cols = np.broadcast_arrays(lanes, cols)   # the offending cell is named by its index in both
     for table, verb in ((tm.writer, "written"), (tm.reader, "read")) if readers else ((tm.writer, "written"),):
         ids = table[lanes, cols]
@@ -125,7 +129,10 @@ def check_async(W, tm, lanes, cols, wh, what, pipelined=None, readers=False):
 
 def check_pending(tm, lanes, cols, wh, what, loads=False, own=-1):
     """No un-waited tcgen05.st (and, loads=True, tcgen05.ld) of any warp on these cells; own: a warp whose own
-    un-waited loads do not count (its tcgen05.st after its tcgen05.ld of the same cells)."""
+    un-waited loads do not count (its tcgen05.st after its tcgen05.ld of the same cells). Off with the launch's
+    check_races=False, as check_async."""
+    if not tm.cta.launch.check_races:
+        return
     lanes, cols = np.broadcast_arrays(lanes, cols)
     for table, texts, waiting in ((tm.st_warp, tm.st_text, "tcgen05.wait::st"),) + \
             (((tm.ld_warp, tm.ld_text, "tcgen05.wait::ld"),) if loads else ()):
