@@ -162,7 +162,10 @@ def c_tex(ins, prog, pc):
                     raise KernelFault(wh, "integer coordinates on a texture with normalized coordinates")
             else:
                 coords = [c[sel].view(np.float32) for c in raw]
-            words[sel] = TX.sample(d, coords, fetch, gather)
+            try:
+                words[sel] = TX.sample(d, coords, fetch, gather)
+            except PtxUnsupported as e:   # a texel the linear filter was not measured on (infinite or NaN)
+                raise PtxUnsupported(ins.opcode, f"{e.rule} ({ins.where()})") from None
         for k, s in enumerate(sets):
             s(W, words[:, k], None if lanes.all() else lanes)
     return op
