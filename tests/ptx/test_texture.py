@@ -245,15 +245,16 @@ def test_linear_filtering_1d_float32_is_the_aligned_sum_rounded_once():
     x = np.float32([0.5 + 57 / 256, 2.5 + 254 / 256])
     got = _run(TEX1D, ptx.texture_object(t, filter="linear"), x)[:, 0]
     assert [int(g) for g in got] == [0x3ef50d17, 0xbd8fce6b]
-    exact = [np.float32((199 * float(t[0]) + 57 * float(t[1])) / 256), np.float32((2 * float(t[2]) + 254 * float(t[3])) / 256)]
+    exact = [np.float32((199 * float(t[0]) + 57 * float(t[1])) / 256),
+             np.float32((2 * float(t[2]) + 254 * float(t[3])) / 256)]
     assert [_bits(e) for e in exact] != [0x3ef50d17, 0xbd8fce6b]   # what the rule is not: one rounding of the exact sum
     rng = np.random.default_rng(3)
     tex = (rng.choice([-1, 1], 8) * np.exp2(rng.integers(-12, 12, 8)) * rng.uniform(1, 2, 8)).astype(np.float32)
     a = np.arange(256)
     xs = np.float32(np.repeat(np.arange(1, 5), 256) + np.tile(a, 4) / 256 + 0.5)   # 1,024 lanes
     got = _run(TEX1D, ptx.texture_object(tex, filter="linear"), xs)
-    want = [_bits(_filter_float_ref([(256 - k % 256, float(tex[k // 256 + 1])), (k % 256, float(tex[k // 256 + 2]))], 24))
-            for k in range(len(xs))]
+    want = [_bits(_filter_float_ref([(256 - k % 256, float(tex[k // 256 + 1])), (k % 256, float(tex[k // 256 + 2]))],
+                                    24)) for k in range(len(xs))]
     assert [int(g) for g in got[:, 0]] == want and not got[:, 1:].any()
 
 

@@ -115,7 +115,8 @@ def group_of(c):
         return "tex1Dfetch (linear memory)"
     if op != TEX:
         return "tld4 (tex2Dgather)"
-    return f"tex {c['dims']}d {['point', 'linear'][c['filter']]}, {['element', 'normalized-float'][c['read_mode']]} read"
+    read = ["element", "normalized-float"][c["read_mode"]]
+    return f"tex {c['dims']}d {['point', 'linear'][c['filter']]}, {read} read"
 
 
 def _replay(trace: Trace, result: ReplayResult, max_report: int):
