@@ -25,9 +25,11 @@ clamp; a NaN coordinate reads texel 0; wrap and mirror act on the texel index (m
 the border colour of an integer element read is the float's bits cut to the channel width, of a
 normalized-float read the colour rounded to the format (v * 255 to the nearest, ties toward zero, clamped)
 and read back; tld4's footprint starts at floor(x - 0.5), x - 0.5 rounded half up to 1/256 (the linear
-filter's weight grid). Linear filtering itself is refused: its weights match frac(x - 0.5) rounded half up
-to 1/256 and one weighted texel alone rounds to nearest with ties away from zero, but the sum of two weighted
-texels is not matched bit for bit (about 6% of the float32 sweeps differ by one unit in the last place).
+filter's weight grid). Linear filtering (`filter_linear`) is bit-exact on every linear case of the trace:
+8-bit weights (2-D: the corner weight a b / 256 rounded half up, the others what is left of a, b and 1), a
+1-D texture filtered as a row of a 2-D one (in border mode half the weight goes to the border colour); float
+texels aligned to the largest and cut to 4 bits below its last mantissa bit, summed exactly, rounded once, ties
+away; 8/16-bit normalized texels filtered in integers to a 16-bit unorm / snorm value read as a float.
 """
 import struct
 from dataclasses import dataclass, field
@@ -259,25 +261,30 @@ def border_values(d: TextureDesc) -> np.ndarray:
         return np.where(keep, col, np.float32(0))
     b = d.bits[0]
     if d.normalized_read:
-        m = (1 << (b - (1 if d.kind == 0 else 0))) - 1
-        lo = -m if d.kind == 0 else 0
-        v = col.astype(np.float64) * m   # to the nearest step, ties toward zero (0.5 x 255 reads 127 / 255)
-        q = np.clip(np.where(v >= 0, np.ceil(v - 0.5), np.floor(v + 0.5)), lo, m).astype(np.int64)
-        return np.where(keep, normalize(q, d), np.float32(0))
+        return np.where(keep, normalize(_border_steps(d), d), np.float32(0))
     raw = col.view(np.uint32).astype(np.int64) & ((1 << b) - 1)
     if d.kind == 0:
         raw = np.where(raw >= 1 << (b - 1), raw - (1 << b), raw)
     return np.where(keep, raw, 0)
 
 
-NORMALIZED_BITS = 22   # fractional bits a normalized coordinate keeps before it is scaled by the width
+def _border_steps(d: TextureDesc) -> np.ndarray:
+    """The border colour of a normalized-float read in the format's integer steps: v * max to the nearest, ties
+    toward zero (0.5 x 255 reads 127 / 255), clamped."""
+    m = (1 << (d.bits[0] - (1 if d.kind == 0 else 0))) - 1
+    v = np.array(d.border, np.float32).astype(np.float64) * m
+    q = np.clip(np.where(v >= 0, np.ceil(v - 0.5), np.floor(v + 0.5)), -m if d.kind == 0 else 0, m)
+    return np.where(np.arange(4) < d.channels, q, 0).astype(np.int64)
+
+
+NORMALIZED_BITS = 21   # fractional bits a normalized coordinate keeps before it is scaled by the width
 
 
 def _fixed(x: np.ndarray, n: int, normalized: bool):
     """A float32 coordinate in texels (float64, exact); NaN reads as 0, infinities as a far coordinate. A
     normalized coordinate is cut (floor) to NORMALIZED_BITS fractional bits, then scaled by the width n: on the
     H100, x = 1/13 + 2 ulp on a width of 13 still reads texel 0 (the trace's width-13 sweeps fit 16 to 23 bits
-    for nearest-point sampling, 22 best for the linear sweeps)."""
+    for nearest-point sampling; its linear-filter weights only 21: 0.8126506 on 13 texels has weight 16/256)."""
     v = np.nan_to_num(x.astype(np.float32).astype(np.float64), nan=0.0, posinf=2.0 ** 40, neginf=-2.0 ** 40)
     v = np.clip(v, -2.0 ** 40, 2.0 ** 40)
     if normalized:
@@ -335,29 +342,125 @@ def sample(d: TextureDesc, coords: List[np.ndarray], fetch, gather: int = -1) ->
     fetch(indices per dimension, lanes to read) -> (lanes, element bytes) texel bytes. gather >= 0: tld4 of that
     component: the component of the four texels of the bilinear footprint."""
     n = coords[0].size
-    border = border_values(d)
     if d.filter == 0 and gather < 0:
         taps = point_taps(d, coords)
         out = np.any([o for _, o in taps], axis=0)
         vals = np.empty((n, 4), np.float32 if d.floaty else np.int64)
-        vals[out] = border
+        vals[out] = border_values(d)
         if (~out).any():
             vals[~out] = read_values(fetch([i[~out] for i, _ in taps], ~out), d)
         return _words(vals)
     taps = linear_taps(d, coords)
+    filtering = gather < 0
+    if filtering:
+        rule = linear_refusal(d)
+        if rule:
+            raise PtxUnsupported("texture", rule)
+    steps = filtering and d.kind != 2   # normalized reads filter the texels' integer steps
 
     def corner(pick):   # pick[k]: 0 -> i0, 1 -> i1 of dimension k
         idx = [t[2] if p else t[0] for t, p in zip(taps, pick)]
         out = np.any([t[3] if p else t[1] for t, p in zip(taps, pick)], axis=0)
-        vals = np.empty((n, 4), np.float32 if d.floaty else np.int64)
-        vals[out] = border
+        vals = np.empty((n, 4), np.int64 if steps or not d.floaty else np.float32)
+        vals[out] = _border_steps(d) if steps else border_values(d)
         if (~out).any():
-            vals[~out] = read_values(fetch([i[~out] for i in idx], ~out), d)
+            raw = fetch([i[~out] for i in idx], ~out)
+            vals[~out] = channel_values(raw, d) if steps else read_values(raw, d)
         return vals
-    if gather < 0:   # ops/texture.py refuses linear filtering before it gets here
-        raise PtxUnsupported("texture", "linear filtering is not modelled (not matched bit for bit on silicon)")
+    if filtering:
+        return filter_linear(d, [t[4] for t in taps], corner)
     order = [(0, 1), (1, 1), (1, 0), (0, 0)]   # PTX tld4: (i0, j1), (i1, j1), (i1, j0), (i0, j0); the trace agrees
     return _words(np.stack([corner(p)[:, gather] for p in order], axis=1))
+
+
+# ------------------------------------------------------------------------------------------------ linear filter
+# Every rule below is matched bit for bit by the 159 linear-filter cases of traces/texture_sm90.npz (float32,
+# f16, 8- and 16-bit unsigned / signed normalized reads; 1-D and 2-D; every address mode).
+
+def linear_refusal(d: TextureDesc) -> str:
+    """'' when tcemu models linear filtering of this texture, else what the H100 capture did not measure."""
+    if d.dims == 3:
+        return "trilinear filtering of 3-D textures is not modelled (not captured on silicon)"
+    if d.layered:
+        return "linear filtering of layered textures is not modelled (not captured on silicon)"
+    if d.dims == 1 and (d.address[0] == 3) != (d.address[1] == 3):
+        return ("linear filtering of a 1-D texture with address modes x and y not both border (or both not) is not "
+                "modelled: the H100 filters a 1-D texture as a row of a 2-D one, y's border row measured only with "
+                "all modes equal")
+    return ""
+
+
+def filter_weights(alphas: List[np.ndarray]):
+    """Corner weights in 1/256 (int64), with the corner picks: 1-D (256 - a, a); 2-D the corner a b / 256 rounded
+    half up and the other corners what is left of a, b and 256 (the trace's 1/128-offset 2-D sweep: products
+    rounded independently miss where all four tie)."""
+    if len(alphas) == 1:
+        a = alphas[0]
+        return [((0,), 256 - a), ((1,), a)]
+    a, b = alphas
+    ab = (a * b + 128) >> 8
+    return [((0, 0), 256 - a - b + ab), ((1, 0), a - ab), ((0, 1), b - ab), ((1, 1), ab)]
+
+
+def filter_linear(d: TextureDesc, alphas: List[np.ndarray], corner) -> np.ndarray:
+    """Linear filtering: (n, 4) result words from the weights (alphas per dimension in 1/256) and corner(pick) ->
+    (n, 4) texel values (float32 channels, or int64 integer steps of a normalized read; borders substituted).
+    A 1-D texture is filtered as row y = 0 of a 2-D one, its rows j0 = -1 and j1 = 0 at b = 1/2: in border mode
+    row -1 is the border colour (the trace's 1-D border sweeps read (border + the 1-D filter) / 2)."""
+    terms = [(corner(p), w) for p, w in filter_weights(alphas)]
+    if d.dims == 1 and d.address[1] == 3:
+        half = (alphas[0] + 1) >> 1   # a * 128 / 256 rounded half up
+        colour = _border_steps(d) if d.kind != 2 else border_values(d)
+        terms = [(np.broadcast_to(colour, terms[0][0].shape), np.full_like(half, 128)),
+                 (terms[0][0], 128 - half), (terms[1][0], half)]
+    vals = np.stack([v for v, _ in terms])
+    w = np.stack([w for _, w in terms])[:, :, None]
+    if d.kind == 2:
+        p, emin, rmin = (24, -126, -149) if d.bits[0] == 32 else (11, -14, -24)
+        return _words(_filter_float(vals.astype(np.float64), w, p, emin, rmin).astype(np.float32))
+    return _words(_filter_steps(vals, w, d))
+
+
+FILTER_GUARD_BITS = 4   # bits a float texel keeps below the last mantissa bit of the largest texel it is summed with
+
+
+def _filter_float(v, w, p, emin, rmin):
+    """sum w v / 256 over axis 0 as the H100 filters floats of p-bit significands (f16: 11, float32: 24): each
+    texel with a weight aligned to the largest such texel's exponent (at least emin, the smallest normal's) and
+    cut toward zero FILTER_GUARD_BITS bits below that one's last mantissa bit; the weighted sum exact; rounded to
+    p bits (not below 2^rmin, the subnormal step) to the nearest, ties away from zero. Matches every float32 and
+    f16 linear case of traces/texture_sm90.npz; its texels were all finite (others are refused)."""
+    active = (w > 0) & (v != 0)
+    if not np.isfinite(v[active]).all():
+        raise PtxUnsupported("texture", "linear filtering of an infinite or NaN texel (or border colour) is not "
+                                        "modelled (not captured on silicon)")
+    lead = np.frexp(np.where(active, v, 1.0))[1] - 1
+    top = np.where(active, np.maximum(lead, emin), -(1 << 20)).max(axis=0)
+    lsb = top - (p - 1 + FILTER_GUARD_BITS)
+    q = np.where(active, np.trunc(np.ldexp(np.where(active, v, 0.0), -lsb[None])), 0.0).astype(np.int64)
+    tot = (q * w).sum(axis=0)                     # value: tot * 2^(lsb - 8); |tot| < 2^41
+    mag = np.abs(tot)
+    msb = np.frexp(mag.astype(np.float64))[1] - 1 + lsb - 8
+    step = np.maximum(msb - p + 1, rmin)          # the result's last bit
+    sh = np.clip(step - (lsb - 8), 0, 62)
+    r = np.where(sh > 0, (mag + ((np.int64(1) << sh) >> 1)) >> sh, mag)
+    out = np.ldexp(r.astype(np.float64), np.where(sh > 0, step, lsb - 8))
+    return np.where(tot < 0, -out, out)
+
+
+def _filter_steps(k, w, d: TextureDesc):
+    """A normalized read: the weighted sum Y = sum w k of the texels' integer steps k (-128 and -32768 included)
+    to a 16-bit unorm u (u / 65535) or snorm s (s / 32767, clamped at -1), read as the nearest float32. 8-bit
+    unsigned: u = Y * 257 / 256 to the nearest (the steps widened to 16 bits); 16-bit: Y / 256 to the nearest,
+    ties up; 8-bit signed: s = Y + (Y + 64 + 16 floor(Y / 4096)) / 128 rounded down (Y * 258.0078 / 256 with the
+    last term from Y's top bits; the only form that matches all 51,696 s8 results). Ties and widening as measured
+    on every normalized-read linear case of traces/texture_sm90.npz."""
+    y = (k.astype(np.int64) * w).sum(axis=0)
+    if d.kind == 1:
+        u = y + ((y + 128) >> 8) if d.bits[0] == 8 else (y + 128) >> 8
+        return (u.astype(np.float64) / 65535.0).astype(np.float32)
+    s = y + ((y + 64 + ((y >> 12) << 4)) >> 7) if d.bits[0] == 8 else (y + 128) >> 8
+    return (np.maximum(s, -32767).astype(np.float64) / 32767.0).astype(np.float32)
 
 
 def _words(vals: np.ndarray) -> np.ndarray:

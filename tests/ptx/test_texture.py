@@ -3,6 +3,7 @@
 Hand-written PTX over tcemu.ptx.texture_object / surface_object; every expected value is computed here with plain
 numpy statements of the rules (CUDA Programming Guide "Texture Fetching", PTX ISA 9.7.10-11, and what the H100
 showed: traces/texture_sm90.npz, replayed whole by tests/traces/test_traces.py and in part here)."""
+import math
 import os
 import re
 
@@ -210,9 +211,139 @@ def test_forms_not_modelled_are_refused_by_name(body, phrase):
         _run(body, ptx.texture_object(DATA), np.float32([0]))
 
 
-def test_linear_filtering_is_refused_not_approximated():
-    with pytest.raises(ptx.PtxUnsupported, match=r"linear filtering \(cudaFilterModeLinear\) is not modelled"):
-        _run(TEX2D, ptx.texture_object(DATA, filter="linear"), np.float32([1.5]), np.float32([1.5]))
+# ---- linear filtering: the rule as measured (traces/texture_sm90.npz), restated here with Python integers
+
+def _filter_float_ref(terms, p):
+    """sum w v / 256 the H100's way, one point: texels with a weight aligned to the largest (exponent at least
+    the smallest normal's), cut toward zero 4 bits below its last mantissa bit, summed exactly, rounded to p bits
+    (not below the subnormal step), ties away from zero. p = 24 (float32) or 11 (f16)."""
+    emin, rmin = (-126, -149) if p == 24 else (-14, -24)
+    live = [(w, v) for w, v in terms if w and v != 0]
+    if not live:
+        return 0.0
+    top = max(max(math.frexp(v)[1] - 1, emin) for _, v in live)
+    lsb = top - (p - 1 + 4)
+    tot = sum(w * int(math.ldexp(v, -lsb)) for w, v in live)   # int() truncates toward zero
+    exp = lsb - 8
+    step = max(abs(tot).bit_length() - 1 + exp - p + 1, rmin)
+    if step > exp:
+        sh = step - exp
+        mag = (abs(tot) + (1 << (sh - 1))) >> sh
+        return math.copysign(math.ldexp(mag, step), tot)
+    return math.ldexp(tot, exp)
+
+
+def _bits(v):
+    return int(np.float32(v).view(np.uint32))
+
+
+def test_linear_filtering_1d_float32_is_the_aligned_sum_rounded_once():
+    """Two H100 results hard-coded from the trace (case 17: a = 57, one ulp below the exactly rounded sum; case 415:
+    a = 254 with cancellation, 24 ulps from it), then a sweep of every weight over random texels against the rule."""
+    t = np.float32([float.fromhex("0x1.3958fap-1"), float.fromhex("0x1.a73736p-7"), float.fromhex("0x1.db5ed0p+5"),
+                    -float.fromhex("0x1.13ca9ep-1")])
+    x = np.float32([0.5 + 57 / 256, 2.5 + 254 / 256])
+    got = _run(TEX1D, ptx.texture_object(t, filter="linear"), x)[:, 0]
+    assert [int(g) for g in got] == [0x3ef50d17, 0xbd8fce6b]
+    exact = [np.float32((199 * float(t[0]) + 57 * float(t[1])) / 256),
+             np.float32((2 * float(t[2]) + 254 * float(t[3])) / 256)]
+    assert [_bits(e) for e in exact] != [0x3ef50d17, 0xbd8fce6b]   # what the rule is not: one rounding of the exact sum
+    rng = np.random.default_rng(3)
+    tex = (rng.choice([-1, 1], 8) * np.exp2(rng.integers(-12, 12, 8)) * rng.uniform(1, 2, 8)).astype(np.float32)
+    a = np.arange(256)
+    xs = np.float32(np.repeat(np.arange(1, 5), 256) + np.tile(a, 4) / 256 + 0.5)   # 1,024 lanes
+    got = _run(TEX1D, ptx.texture_object(tex, filter="linear"), xs)
+    want = [_bits(_filter_float_ref([(256 - k % 256, float(tex[k // 256 + 1])), (k % 256, float(tex[k // 256 + 2]))],
+                                    24)) for k in range(len(xs))]
+    assert [int(g) for g in got[:, 0]] == want and not got[:, 1:].any()
+
+
+def test_linear_filtering_2d_weights_and_the_f16_subnormal_step():
+    """2-D: the corner weight a b / 256 rounded half up, the others what is left (H100, trace case 288: x = 1.75,
+    y = 1.1953125, a = 64, b = 178, all four products tie at .5); f16: to f16 precision with its subnormal step
+    (trace case 50: -0x1.4a8p-15)."""
+    rows = [["-0x1.32c4c4p+5", "-0x1.83db3ep-3"], ["0x1.ad25bcp-6", "-0x1.5da546p-1"]]
+    tex = np.zeros((4, 8), np.float32)
+    tex[0:2, 1:3] = [[float.fromhex(v) for v in r] for r in rows]
+    got = _run(TEX2D, ptx.texture_object(tex, filter="linear"), np.float32([1.75]), np.float32([1.1953125]))
+    assert int(got[0, 0]) == 0xc10f5438
+    a, b = 64, 178
+    ab = (a * b + 128) >> 8
+    want = _filter_float_ref([(256 - a - b + ab, float(tex[0, 1])), (a - ab, float(tex[0, 2])),
+                              (b - ab, float(tex[1, 1])), (ab, float(tex[1, 2]))], 24)
+    assert _bits(want) == 0xc10f5438
+    h = np.float16([float.fromhex("-0x1.a4p-17"), float.fromhex("-0x1.f7p-14")])
+    got = _run(TEX1D, ptx.texture_object(h, filter="linear"), np.float32([0.75]))
+    assert int(got[0, 0]) == 0xb8254000 == _bits(_filter_float_ref([(192, float(h[0])), (64, float(h[1]))], 11))
+
+
+def test_linear_filtering_1d_border_mode_gives_the_border_row_half():
+    """A 1-D texture filters as row 0 of a 2-D one at y - 0.5 = -0.5: in border mode row -1 is the border colour
+    (the trace's 1-D border sweeps: x = 0.5 reads (border + t0) / 2)."""
+    t = np.float32([3.0, -5.0, 0.75, 8.0])
+    obj = ptx.texture_object(t, filter="linear", address="border", border=(0.25, 0, 0, 0))
+    xs = np.float32([0.5, 1.5, 1.75, 1.875, -0.5, 4.5])
+    got = _run(TEX1D, obj, xs)[:, 0]
+    want = []
+    for x in xs:
+        f = math.floor((float(x) - 0.5) * 256 + 0.5)
+        i, a = f >> 8, f & 255
+        tex = lambda j: float(t[j]) if 0 <= j < 4 else 0.25   # noqa: E731
+        half = (a + 1) >> 1
+        want.append(_bits(_filter_float_ref([(128, 0.25), (128 - half, tex(i)), (half, tex(i + 1))], 24)))
+    assert [int(g) for g in got] == want
+    assert int(got[0]) == _bits((0.25 + 3.0) / 2)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16])
+def test_linear_filtering_of_normalized_reads_in_integer_steps(dtype):
+    """8/16-bit normalized reads: Y = sum w k over the integer steps, to a 16-bit unorm u / 65535 or snorm
+    s / 32767 (clamped at -1), read as the nearest float32. H100 (trace case 164): s8 (30, 112) at a = 2 reads
+    0x3e7709ee, one step below Y * 32767 / 127 / 256 rounded."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(5)
+    k = rng.integers(info.min, info.max, 12, endpoint=True).astype(dtype)
+    k[:3] = [info.min, info.max, 0]
+    xs = np.float32(np.repeat(np.arange(0, 11), 16) + np.tile(np.arange(0, 256, 16), 11) / 256 + 0.5)
+    got = _run(TEX1D, ptx.texture_object(k, filter="linear", normalized_read=True), xs)[:, 0]
+    want = []
+    for x in xs:
+        f = math.floor((float(x) - 0.5) * 256 + 0.5)
+        i, a = f >> 8, f & 255
+        y = (256 - a) * int(k[i]) + a * int(k[min(i + 1, 11)])
+        if dtype == np.uint8:
+            v = (y + ((y + 128) >> 8)) / 65535
+        elif dtype == np.int8:
+            v = max(y + ((y + 64 + ((y >> 12) << 4)) >> 7), -32767) / 32767
+        elif dtype == np.uint16:
+            v = ((y + 128) >> 8) / 65535
+        else:
+            v = max((y + 128) >> 8, -32767) / 32767
+        want.append(_bits(v))
+    assert [int(g) for g in got] == want
+    if dtype == np.int8:
+        s8 = np.int8([30, 112])
+        got = _run(TEX1D, ptx.texture_object(s8, filter="linear", normalized_read=True), np.float32([0.5 + 2 / 256]))
+        assert int(got[0, 0]) == 0x3e7709ee != _bits(round((254 * 30 + 2 * 112) * 32767 / 127 / 256) / 32767)
+
+
+def test_linear_filtering_stays_refused_where_not_measured():
+    vol = np.ones((2, 2, 2), np.float32)
+    body3 = "tex.3d.v4.f32.f32 {%r0, %r1, %r2, %r3}, [%rd1, {%f10, %f10, %f10, %f10}];"
+    with pytest.raises(ptx.PtxUnsupported, match="trilinear filtering of 3-D textures is not modelled"):
+        _run(body3, ptx.texture_object(vol, filter="linear"), np.float32([0.7]))
+    bodya = "tex.a1d.v4.f32.f32 {%r0, %r1, %r2, %r3}, [%rd1, {%r5, %f10}];"
+    with pytest.raises(ptx.PtxUnsupported, match="linear filtering of layered textures is not modelled"):
+        _run("mov.b32 %r5, 0;\n  " + bodya, ptx.texture_object(np.ones((2, 4), np.float32), filter="linear",
+                                                                layered=True), np.float32([0.7]))
+    with pytest.raises(ptx.PtxUnsupported, match="address modes x and y not both border"):
+        _run(TEX1D, ptx.texture_object(np.ones(4, np.float32), filter="linear", address=["border", "clamp"]),
+             np.float32([0.7]))
+    with pytest.raises(ptx.PtxUnsupported, match=r"tex.1d.v4.f32.f32: linear filtering of an infinite or NaN texel"):
+        _run(TEX1D, ptx.texture_object(np.float32([1, np.inf, 2]), filter="linear"), np.float32([1.2]))
+    # a weight-0 infinite texel is not read into the sum: x = 0.5 is texel 0 alone
+    assert int(_run(TEX1D, ptx.texture_object(np.float32([1, np.inf]), filter="linear"), np.float32([0.5]))[0, 0]) \
+        == _bits(1.0)
     with pytest.raises(ptx.PtxError, match="linear filtering needs a float read"):   # as CUDA refuses it
         ptx.texture_object(np.zeros(4, np.uint8), filter="linear")
 
@@ -253,6 +384,31 @@ def test_a_sample_of_the_trace_replays_and_a_wrong_rule_fails_it(monkeypatch):
     monkeypatch.setattr(TX, "resolve", lambda i, n, mode, norm: real(i, n, 1 if mode == 2 else mode, norm))
     result = replay(_subset(trace, pick))
     assert not result.ok and "address mode 2, normalized 1" in result.mismatches[0]
+
+
+def test_the_trace_linear_filter_sample_replays_and_wrong_rules_fail_it(monkeypatch):
+    """H100 linear-filter cases (1-D float32 fine sweep, 2-D float32 fine sweep, 1-D s8 and f16): exact; then
+    planted wrong rules must fail them: 3 guard bits instead of 4, and 2-D corner weights each rounded alone."""
+    trace = load_trace(TRACE)
+    c = trace.columns["cases"].astype(np.int64)
+    lin = (c[:, 8] == 1) & (c[:, 14] == 0) & (trace.columns["status"] == 0)
+    pick = [int(np.flatnonzero(lin & (c[:, 0] == 1) & (c[:, 2] == 32) & (c[:, 3] == 0) & (c[:, 6] == 2)
+                               & (c[:, 15] == 5120))[0]),
+            int(np.flatnonzero(lin & (c[:, 0] == 2) & (c[:, 2] == 32) & (c[:, 3] == 0) & (c[:, 15] == 4096))[0]),
+            int(np.flatnonzero(lin & (c[:, 2] == 8) & (c[:, 6] == 0) & (c[:, 15] == 5120))[0]),
+            int(np.flatnonzero(lin & (c[:, 2] == 16) & (c[:, 6] == 2) & (c[:, 15] == 5120))[0])]
+    result = replay(_subset(trace, pick))
+    assert result.ok and sum(g.values for g in result.groups.values()) == 4 * (3 * 5120 + 4096)
+    monkeypatch.setattr(TX, "FILTER_GUARD_BITS", 3)
+    result = replay(_subset(trace, pick[:1]))
+    assert not result.ok and "tex 1d linear" in result.mismatches[0]
+    monkeypatch.undo()
+    real = TX.filter_weights
+    monkeypatch.setattr(TX, "filter_weights", lambda al: real(al) if len(al) == 1 else [
+        (p, (w0 * w1 + 128) >> 8) for p, w0, w1 in [((0, 0), 256 - al[0], 256 - al[1]), ((1, 0), al[0], 256 - al[1]),
+                                                      ((0, 1), 256 - al[0], al[1]), ((1, 1), al[0], al[1])]])
+    result = replay(_subset(trace, pick[1:2]))
+    assert not result.ok and "tex 2d linear" in result.mismatches[0]
 
 
 def test_3d_and_layered_textures_and_integer_coordinates():

@@ -5,7 +5,7 @@ The object operand is a .u64 register holding a handle: the address of a header 
 (tcemu/ptx/texture.py has its layout and the sampling arithmetic). Texel reads and surface accesses are global
 memory accesses through memory_ops.access, so the memcheck and the global racecheck see them. Refused by name:
 tex.level / tex.grad / tex.base (mipmaps), cube maps, multisample textures, the independent mode (a sampler
-operand), sust.p / suld.p (formatted), and linear filtering (not silicon-matched: module texture.py).
+operand), sust.p / suld.p (formatted), and linear filtering of 3-D or layered textures (not captured).
 """
 import numpy as np
 
@@ -154,17 +154,18 @@ def c_tex(ins, prog, pc):
                     vals[inside] = TX.read_values(fetch([i[inside]], inside), d)
                 words[sel] = TX._words(vals)
                 continue
-            if d.filter == 1 and gather < 0:
-                raise PtxUnsupported(ins.opcode, "linear filtering (cudaFilterModeLinear) is not modelled: its "
-                                                 "arithmetic is not yet matched bit for bit on silicon (docs/guide.md, "
-                                                 f"Textures and surfaces) ({ins.where()})")
+            if d.filter == 1 and gather < 0 and TX.linear_refusal(d):
+                raise PtxUnsupported(ins.opcode, f"{TX.linear_refusal(d)} ({ins.where()})")
             if ctype == "s32":   # integer coordinates: the texel index itself
                 coords = [np.floor(c[sel].view(np.int32).astype(np.float64)).astype(np.float32) for c in raw]
                 if d.normalized_coords:
                     raise KernelFault(wh, "integer coordinates on a texture with normalized coordinates")
             else:
                 coords = [c[sel].view(np.float32) for c in raw]
-            words[sel] = TX.sample(d, coords, fetch, gather)
+            try:
+                words[sel] = TX.sample(d, coords, fetch, gather)
+            except PtxUnsupported as e:   # a texel the linear filter was not measured on (infinite or NaN)
+                raise PtxUnsupported(ins.opcode, f"{e.rule} ({ins.where()})") from None
         for k, s in enumerate(sets):
             s(W, words[:, k], None if lanes.all() else lanes)
     return op

@@ -3,7 +3,7 @@ H100, case by case: a CUDA array (or linear memory) of a channel format, a textu
 read mode, normalized coordinates, border colour) or surface object of it, coordinates and the 4 result words
 each coordinate gave; and the cudaError_t each object's creation returned. Replayed through the PTX interpreter:
 per case a texture_object over the case's texels and a kernel that runs tex / tld4 / suld at every coordinate.
-Cases with linear filtering are not judged (tcemu refuses linear filtering; the replay notes how many)."""
+Linear-filter cases are judged like the rest (grouped by dimensions and read)."""
 import numpy as np
 
 from ...core.errors import TraceError
@@ -115,7 +115,8 @@ def group_of(c):
         return "tex1Dfetch (linear memory)"
     if op != TEX:
         return "tld4 (tex2Dgather)"
-    return f"tex {c['dims']}d point, {['element', 'normalized-float'][c['read_mode']]} read"
+    read = ["element", "normalized-float"][c["read_mode"]]
+    return f"tex {c['dims']}d {['point', 'linear'][c['filter']]}, {read} read"
 
 
 def _replay(trace: Trace, result: ReplayResult, max_report: int):
@@ -123,7 +124,6 @@ def _replay(trace: Trace, result: ReplayResult, max_report: int):
     meta, cols = trace.meta, trace.columns
     border = tuple(float(v) for v in meta["border"])
     kernels = {}
-    linear = 0
     for i, row in enumerate(cols["cases"]):
         c = {k: int(v) for k, v in zip(COLUMNS, row)}
         status = int(cols["status"][i])
@@ -140,9 +140,6 @@ def _replay(trace: Trace, result: ReplayResult, max_report: int):
             g.cases_matched += refused
             if not refused and len(result.mismatches) < max_report:
                 result.mismatches.append(f"case {i}: CUDA refused the descriptor (error {status}), tcemu accepts it")
-            continue
-        if c["filter"] == 1 and c["op"] == TEX:
-            linear += 1
             continue
         o, n = c["coord_off"], c["n"]
         x = cols["x"][o:o + n].astype(np.uint32)
@@ -167,9 +164,6 @@ def _replay(trace: Trace, result: ReplayResult, max_report: int):
                 f"case {i} ({group_of(c)}, bits {c['bits0']} x {sum(1 for q in 'bits0 bits1 bits2 bits3'.split() if c[q])}"
                 f", kind {c['kind']}, address mode {c['addr']}, normalized {c['normalized']}): coordinate "
                 f"({x[k]:#010x}, {y[k]:#010x}): tcemu {[hex(v) for v in out[k]]}, hardware {[hex(v) for v in hw[k]]}")
-    if linear:
-        result.notes.append(f"{linear} cases with linear filtering not judged: tcemu refuses linear filtering "
-                            f"(its arithmetic is not matched bit for bit: docs/guide.md, Textures and surfaces)")
 
 
 TRACE_KINDS = (Kind("texture", ("cases", "status", "data", "x", "y", "result"), _check, _replay),)
