@@ -17,10 +17,10 @@ def _target_plan(prog, ins, name, decl, label, arg_slots, ret_slots):
     f = prog.functions.get(name)
     if f is not None and f.entry:
         return f"{name} is a kernel (.entry), which no call can enter"
-    if f is None or name not in prog.segments:
-        return f"{name} is an external function tcemu does not call through a pointer"
     if decl.kind == "calltargets" and name not in decl.targets:
         return f"{name} is not in the call's .calltargets list {label} ({', '.join(decl.targets)})"
+    if f is None or name not in prog.segments:
+        return f"{name} is an external function tcemu does not call through a pointer"
     if len(f.params) != len(arg_slots) or len(f.returns) != len(ret_slots):
         return (f"{name} takes {len(f.params)} arguments and {len(f.returns)} return values; the call passes "
                 f"{len(arg_slots)} and {len(ret_slots)}")
