@@ -55,6 +55,8 @@ def c_call(ins, prog, pc):
     plan = plan_call(prog, ins, name, arg_slots, ret_slots)
 
     def op(W, m):
+        if m is None or (m is W.live and W.lane_pc is None):   # converged (machine.py passes W.live itself)
+            return enter_call(W, W.live.copy(), pc, plan, wh, True)
         return enter_call(W, mask_array(m) & W.live, pc, plan, wh)
     return op
 

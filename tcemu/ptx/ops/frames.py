@@ -28,11 +28,12 @@ def frame_slot(prog, op, ins):
 class Frame:
     """One call in progress: where its lanes resume, the return copies, the caller's frame (-1: the kernel)
     and, for a function on a call-graph cycle, the caller's copy of the callee's registers and variables."""
-    __slots__ = ("ret_pc", "lanes", "owner", "rets", "copies_out", "parent", "depth", "saved")
+    __slots__ = ("ret_pc", "lanes", "owner", "rets", "copies_out", "parent", "depth", "saved", "whole")
 
-    def __init__(self, ret_pc, lanes, plan, parent, depth, saved):
+    def __init__(self, ret_pc, lanes, plan, parent, depth, saved, whole):
         self.ret_pc, self.lanes, self.owner, self.rets = ret_pc, lanes, plan.name, plan.rets
         self.copies_out, self.parent, self.depth, self.saved = plan.copies_out, parent, depth, saved
+        self.whole = whole   # the lanes were every live lane (live lanes only get fewer)
 
 
 class CallStacks:
@@ -103,15 +104,20 @@ def _restore(W, saved, lanes):
     W.local.data[lanes, lo:hi] = local[lanes]
 
 
-def enter_call(W, act, pc, plan, wh):
-    """Push a frame for the lanes `act` (one per caller frame among them), copy the arguments in."""
+def enter_call(W, act, pc, plan, wh, whole=False):
+    """Push a frame for the lanes `act` (one per caller frame among them), copy the arguments in. `whole`: act
+    is every live lane of a converged warp (the ret then needs fewer checks)."""
     st = _stacks(W)
     local = W.local.data
-    parents = st.top[act]
-    if not parents.size:
-        return pc + 1
-    groups = [(int(parents[0]), act)] if (parents == parents[0]).all() else \
-        [(int(p), act & (st.top == p)) for p in np.unique(parents)]
+    if not st.frames:   # the kernel's own code calls: one frame
+        groups = [(-1, act)]
+    else:
+        parents = st.top[act]
+        if not parents.size:
+            return pc + 1
+        groups = [(int(parents[0]), act)] if (parents == parents[0]).all() else \
+            [(int(p), act & (st.top == p)) for p in np.unique(parents)]
+        whole = whole and len(groups) == 1
     for parent, lanes in groups:
         depth = 1 if parent < 0 else st.frames[parent].depth + 1
         if depth > MAX_CALL_DEPTH:
@@ -123,7 +129,7 @@ def enter_call(W, act, pc, plan, wh):
             local[lanes, dst:dst + n] = local[lanes, src:src + n]
         fid = st.next
         st.next += 1
-        st.frames[fid] = Frame(pc + 1, lanes.copy(), plan, parent, depth, saved)
+        st.frames[fid] = Frame(pc + 1, lanes.copy(), plan, parent, depth, saved, whole)
         st.top[lanes] = fid
     return plan.entry
 
@@ -136,16 +142,18 @@ def c_return(ins, prog, pc):
         st = _stacks(W)
         act = mask_array(m) & W.live
         ids = st.top[act]
-        if (ids < 0).any():
-            raise KernelFault(wh, f"ret from {owner} with no matching call on this warp's stack")
-        for fid in (ids[:1] if (ids == ids[0]).all() else np.unique(ids)):
-            if st.frames[int(fid)].owner != owner:
-                raise KernelFault(wh, f"ret from {owner} inside a call of {st.frames[int(fid)].owner}")
+        f0 = int(ids[0])
+        uniform = (ids == f0).all()
+        for fid in ((f0,) if uniform else np.unique(ids)):
+            F = st.frames.get(int(fid))
+            if F is None:
+                raise KernelFault(wh, f"ret from {owner} with no matching call on this warp's stack")
+            if F.owner != owner:
+                raise KernelFault(wh, f"ret from {owner} inside a call of {F.owner}")
         if W.lane_pc is None:   # converged: every live lane is at this ret
-            fid = int(ids[0])
-            F = st.frames[fid]
-            if (ids == fid).all() and not (W.live & ~F.lanes).any():
-                _pop(W, st, fid, F, W.live)
+            F = st.frames[f0]
+            if uniform and (F.whole or not (W.live & ~F.lanes).any()):
+                _pop(W, st, f0, F, W.live)
                 return F.ret_pc
             W.lane_pc = np.full(32, pc, np.int64)
         # every call whose lanes have all reached a ret of its function returns now: siblings of a divergent
