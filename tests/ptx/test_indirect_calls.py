@@ -186,3 +186,10 @@ def test_planted_bug_recursion_without_saving_clobbers_the_caller(monkeypatch):
     ptx.load(NVCC).launch("k", grid=1, block=32, args=[out, 5])
     fibs = out.reshape(32, 5)[:, 2].tolist()
     assert fibs[:2] == [0, 1] and fibs != [_fib(t % 16) for t in range(32)]
+
+
+def test_a_kernel_is_not_callable():
+    """Before recursion ran, a call of the kernel itself was refused as recursive; it is refused as a call of an
+    .entry (only .func can be called)."""
+    with pytest.raises(ptx.PtxSyntaxError, match=r"call to k, a kernel \(\.entry\): only \.func can be called"):
+        _run(KERNEL.replace("call.uni (rv1), down, (p1);", "call.uni (rv1), k, (p1);"))

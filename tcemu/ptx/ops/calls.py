@@ -48,6 +48,8 @@ def c_call(ins, prog, pc):
     if builtin is None and name not in prog.functions:
         raise PtxUnsupported(ins.opcode, f"call to {name}, an external function tcemu does not provide "
                                          f"({ins.where()}; it models vprintf, __assertfail, malloc and free)")
+    if builtin is None and prog.functions[name].entry:
+        raise PtxSyntaxError(ins.line, ins.col, f"call to {name}, a kernel (.entry): only .func can be called")
     ret_slots = [frame_slot(prog, r, ins) for r in rets]
     arg_slots = [frame_slot(prog, a, ins) for a in args]
     if builtin is not None:
