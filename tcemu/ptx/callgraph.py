@@ -4,6 +4,7 @@ register), what each function may call, and which functions sit on a call-graph 
 nest: ops/calls.py saves and restores their registers and frame around each call).
 
 Function addresses lie in CODE_WINDOW, where no data lives: a load from one faults as an unmapped address."""
+import zlib
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from . import parser as P
@@ -11,11 +12,21 @@ from .errors import PtxSyntaxError
 from .memory import CODE_WINDOW
 
 FUNC_STRIDE = 16   # bytes between two functions' addresses
+SLOTS = (1 << 32) // FUNC_STRIDE   # the window's 4 GiB
 
 
 def function_addresses(functions: Iterable[str]) -> Dict[str, int]:
-    """Each function of the module (declaration order) at its own address in the code window."""
-    return {name: CODE_WINDOW + FUNC_STRIDE * (i + 1) for i, name in enumerate(functions)}
+    """Each function of the module at its own address in the code window, from a hash of its name (so a pointer
+    carried from another module names no function here unless that module has one of the same name); clashes
+    move to the next free slot in declaration order."""
+    out, used = {}, set()
+    for name in functions:
+        slot = zlib.crc32(name.encode()) % SLOTS
+        while slot in used:
+            slot = (slot + 1) % SLOTS
+        used.add(slot)
+        out[name] = CODE_WINDOW + FUNC_STRIDE * slot
+    return out
 
 
 def is_call(ins: P.Instruction) -> bool:

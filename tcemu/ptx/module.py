@@ -568,7 +568,7 @@ def _initial(v, functions=()) -> np.ndarray:
     data = np.zeros(max(v.size, 1), np.uint8)
     if v.init:
         esz = max(1, ptx_type(v.type).bits // 8)
-        code = callgraph.function_addresses(functions)
+        code = callgraph.function_addresses(functions) if any(isinstance(x, str) for x in v.init) else {}
         for i, x in enumerate(v.init):
             if isinstance(x, str) and x in code:
                 x = code[x]

@@ -1,6 +1,7 @@
 """Indirect calls (function pointers, virtual functions) and recursion: PTX ISA 9.7.12.8 call with 10.3
 .callprototype / 10.4 .calltargets; tcemu/ptx/callgraph.py, ops/indirect.py, ops/frames.py."""
 import os
+import zlib
 
 import numpy as np
 import pytest
@@ -36,12 +37,21 @@ def test_nvcc_virtual_calls_pointer_table_recursion():
 def test_function_addresses_fill_vtables_and_pointer_tables():
     mod = ptx.load(NVCC)
     code = function_addresses(mod.tree.functions)
-    assert all(CODE_WINDOW < a < CODE_WINDOW + (1 << 32) for a in code.values())
+    assert all(CODE_WINDOW <= a < CODE_WINDOW + (1 << 32) and a % 16 == 0 for a in code.values())
     assert len(set(code.values())) == len(code)
     table = mod.initial_bytes("table").view(np.uint64).tolist()
     assert table == [code["_Z4add7i"], code["_Z2sqi"], code["_Z3negi"]]
     vt = mod.initial_bytes("_ZTV2Sq").view(np.uint64).tolist()   # offset-to-top, typeinfo, area, ~Sq, ~Sq (deleting)
     assert vt == [0, 0, code["_ZNK2Sq4areaEv"], code["_ZN2SqD1Ev"], code["_ZN2SqD0Ev"]]
+
+
+def test_function_addresses_clash_to_the_next_free_slot(monkeypatch):
+    import tcemu.ptx.callgraph as cg
+    monkeypatch.setattr(cg, "SLOTS", 4)
+    names = ["f", "g", "h", "i"]
+    code = cg.function_addresses(names)
+    assert sorted(code.values()) == [CODE_WINDOW + 16 * s for s in range(4)]
+    assert code["f"] == CODE_WINDOW + 16 * (zlib.crc32(b"f") % 4)
 
 
 KERNEL = HEADER + """
@@ -144,7 +154,7 @@ def test_calltargets_list():
     assert out[:, 0].tolist() == np.where(t % 2, t + 7, 2 * t).tolist()
     bad = KERNEL.replace("call (rv), %rd3, (p0), proto;", "call (rv), %rd3, (p0), tbl;").replace(
         ".calltargets add7, dbl;", ".calltargets add7;")
-    with pytest.raises(ptx.KernelFault, match=r"thread 0 calls through address 0x5000000000\w+: dbl is not in the "
+    with pytest.raises(ptx.KernelFault, match=r"thread 0 calls through address 0x5000\w+: dbl is not in the "
                                               r"call's \.calltargets list tbl \(add7\)"):
         _run(bad)
 
@@ -155,7 +165,7 @@ def test_null_and_garbage_function_pointers_fault():
                                               r"through address 0x0: a null function pointer"):
         _run(null)
     junk = KERNEL.replace("mov.u64 %rd2, dbl;", "add.u64 %rd2, %rd1, 4;")   # 4 bytes into add7
-    with pytest.raises(ptx.KernelFault, match=r"thread 0 calls through address 0x50000000\w+: not the address of "
+    with pytest.raises(ptx.KernelFault, match=r"thread 0 calls through address 0x5000\w+: not the address of "
                                               r"a function of this module"):
         _run(junk)
 
