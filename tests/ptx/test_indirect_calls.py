@@ -203,3 +203,22 @@ def test_a_kernel_is_not_callable():
     .entry (only .func can be called)."""
     with pytest.raises(ptx.PtxSyntaxError, match=r"call to k, a kernel \(\.entry\): only \.func can be called"):
         _run(KERNEL.replace("call.uni (rv1), down, (p1);", "call.uni (rv1), k, (p1);"))
+
+
+def test_callprototype_forms_parse():
+    from tcemu.ptx import parser as P
+    body = """.visible .entry k()
+{
+  p1: .callprototype ()_ (.param .b64 _);
+  p2: .callprototype (.param .b32 _) _ (.param .b32 _, .param .align 16 .b8 _[32]);
+  p3: .callprototype _ () .noreturn;
+  t1: .calltargets f, g;
+  ret;
+}
+"""
+    fn = P.parse(HEADER + body).functions["k"]
+    d = {name: decl for (_, name), decl in fn.call_decls.items()}
+    assert [(len(x.returns), len(x.params)) for x in (d["p1"], d["p2"], d["p3"])] == [(0, 1), (1, 2), (0, 0)]
+    assert d["p2"].params[1].size == 32 and d["t1"].targets == ["f", "g"] and len(fn.body) == 1
+    with pytest.raises(ptx.PtxSyntaxError, match=r"expected '_'"):
+        P.parse(HEADER + body.replace("()_ (.param .b64 _)", "() x (.param .b64 _)"))
