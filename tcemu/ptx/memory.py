@@ -23,6 +23,7 @@ SHARED_WINDOW = 0x1000_0000_0000  # generic address of shared::cta offset 0
 LOCAL_WINDOW = 0x2000_0000_0000
 PARAM_WINDOW = 0x3000_0000_0000
 CONST_WINDOW = 0x4000_0000_0000
+CODE_WINDOW = 0x5000_0000_0000    # device functions' addresses (callgraph.py): no data lives here
 WINDOW_SIZE = 1 << 32
 SMEM_RESERVED = 0x400  # sm90: the first 1 KiB of a CTA's shared window is reserved; dynamic smem starts here
                        # (hardware-leads.md: dynamic shared memory began at 0x400 in every capture kernel)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..layout.smem import SMEM_WINDOW, SharedMemory
 from ..core.validate import as_int, show
-from . import parser as P
+from . import callgraph, parser as P
 from . import strict
 from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .hang import WriteLog
@@ -170,7 +170,7 @@ class Module:
         if fn is None or not fn.entry:
             raise PtxError("kernel", f"{show(name)} is not a kernel of this module; kernels: {', '.join(self.kernels)}")
         prog = Program(fn, self._module_symbols(), [v for v in self.tree.variables if v.space == "shared"],
-                       self.tree.functions)
+                       self.tree.functions, callgraph.address_taken(self.tree.functions, self.tree.variables))
         prog.target = tuple(self.tree.target)   # sm_103a forms (tcgen05 K = 96, LBO mode 1) read it
         prog.ptx_version = self.tree.version     # forms newer than the module's .version are refused
         prog.set_dynamic_base()
@@ -213,8 +213,8 @@ class Module:
         for v in self.tree.variables:
             if v.space in ("global", "const"):
                 syms[v.name] = Symbol(v.space, 0, v.size)  # addressed per launch (see _place_globals)
-        for name, f in self.tree.functions.items():
-            syms[name] = Symbol("func", 0, 0)
+        for name, addr in callgraph.function_addresses(self.tree.functions).items():
+            syms[name] = Symbol("func", addr, 0)
         return syms
 
     def launch(self, name: str, *, grid, block, args: Sequence = (), shared_bytes: int = 0,
@@ -504,7 +504,7 @@ class Module:
         program's own copy of the variable holds when the module loads (launch(symbols=...))."""
         for v in self.tree.variables:
             if v.name == name and v.space in ("global", "const"):
-                return _initial(v)[:v.size]
+                return _initial(v, self.tree.functions)[:v.size]
         raise PtxError("variable", f"{show(name)} is not a .global or .const variable of this module")
 
     def _bound_symbol(self, v, addr: int, L: Launch) -> np.ndarray:
@@ -528,7 +528,7 @@ class Module:
                 else:
                     const.append((v, data.copy()))
                 continue
-            data = _initial(v)
+            data = _initial(v, self.tree.functions)
             if v.space == "global":
                 addr = L.gmem.allocate(data, v.name)
                 prog.symbols[v.name] = Symbol("global", addr, v.size)
@@ -563,14 +563,18 @@ def _check_time(n_ctas: int, nthreads: int, timeout) -> None:
                                f"{WAVE_BYTES >> 20} MB of state")
 
 
-def _initial(v) -> np.ndarray:
-    """A .global / .const variable's bytes as its initialiser gives them (zeros without one; PTX ISA 5.4.4)."""
+def _initial(v, functions=()) -> np.ndarray:
+    """A .global / .const variable's bytes as its initialiser gives them (zeros without one; PTX ISA 5.4.4);
+    a function's name stands for its address (vtables, tables of function pointers: callgraph.py)."""
     data = np.zeros(max(v.size, 1), np.uint8)
     if v.init:
         esz = max(1, ptx_type(v.type).bits // 8)
+        code = callgraph.function_addresses(functions) if any(isinstance(x, str) for x in v.init) else {}
         for i, x in enumerate(v.init):
+            if isinstance(x, str) and x in code:
+                x = code[x]
             if isinstance(x, str):
-                raise PtxUnsupported(v.name, "initialisers holding addresses are not modelled")
+                raise PtxUnsupported(v.name, f"initialisers holding variables' addresses ({x}) are not modelled")
             data[i * esz:(i + 1) * esz] = np.frombuffer(int(x & ((1 << (8 * esz)) - 1)).to_bytes(esz, "little"),
                                                         np.uint8)
     return data

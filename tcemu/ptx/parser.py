@@ -212,6 +212,17 @@ class Function:
     branch_targets: Dict[str, List[str]] = field(default_factory=dict)  # .branchtargets lists
     line: int = 0
     nregs_declared: int = 0   # registers (vector elements counted) declared so far: MAX_REGS_PER_FUNCTION
+    call_decls: Dict[Tuple[int, str], "CallDecl"] = field(default_factory=dict)  # (scope, label) -> decl
+
+
+@dataclass
+class CallDecl:
+    """`label: .callprototype (rets) _ (params);` or `label: .calltargets f, g;` (PTX ISA 10.3, 10.4)."""
+    kind: str                 # "callprototype" or "calltargets"
+    returns: List[VarDecl]
+    params: List[VarDecl]
+    targets: List[str]
+    line: int
 
 
 @dataclass
@@ -542,6 +553,9 @@ class _Parser:
                     self.expect(";")
                     fn.branch_targets[t.text] = targets
                     continue
+                if self.peek().kind != "eof" and self.peek().text in (".callprototype", ".calltargets"):
+                    fn.call_decls[(scopes[-1], t.text)] = self.parse_call_decl(t)
+                    continue
                 key = (scopes[-1], t.text)
                 if key in fn.labels:
                     self.error(t, f"label {t.text} defined twice in one scope")
@@ -549,6 +563,22 @@ class _Parser:
                 pending_labels.append(t)
                 continue
             fn.body.append(self.parse_instruction(scopes[-1], resolve))
+
+    def parse_call_decl(self, label) -> CallDecl:
+        kind = self.next().text[1:]
+        if kind == "calltargets":
+            names = [self.next().text]
+            while self.accept(","):
+                names.append(self.next().text)
+            self.expect(";")
+            return CallDecl(kind, [], [], names, label.line)
+        rets = self.param_list() if self.peek().text == "(" else []
+        self.expect("_")
+        params = self.param_list() if self.peek().text == "(" else []
+        while self.peek().kind != "eof" and self.peek().text in _PERF:   # .noreturn
+            self.next()
+        self.expect(";")
+        return CallDecl(kind, rets, params, [], label.line)
 
     def parse_regs(self, fn, scope, scope_names):
         glued = ["." + p for p in self.next().text.split(".")[2:]]   # `.reg.b32`: the type glued on

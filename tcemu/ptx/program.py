@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 
 import numpy as np
 
-from . import contract
+from . import callgraph, contract
 from . import parser as P
 from .errors import PtxLimit, PtxSyntaxError, PtxUnsupported
 from .memory import SMEM_RESERVED
@@ -35,7 +35,8 @@ class Symbol(NamedTuple):
 class Program:
     """One compiled .entry (or .func) of a module."""
 
-    def __init__(self, fn: P.Function, module_symbols: Dict[str, Symbol], module_shared=(), functions=None):
+    def __init__(self, fn: P.Function, module_symbols: Dict[str, Symbol], module_shared=(), functions=None,
+                 address_taken=frozenset()):
         self.fn = fn
         self.module_shared = list(module_shared)
         self.name = fn.name
@@ -43,7 +44,8 @@ class Program:
         self.segments = {fn.name: 0}   # where each merged function's code starts
         self.ret_pcs = {}              # callee name -> pcs of its ret instructions
         self.instrs: List[P.Instruction] = list(fn.body)
-        self._merge_callees(functions or {})
+        self.function_at = {s.address: n for n, s in module_symbols.items() if s.space == "func"}
+        self._merge_callees(functions or {}, set(address_taken))
         self.slots: Dict[str, Slot] = {}
         self.nregs = {c: 0 for c in CLASS_ATTR}
         self.symbols: Dict[str, Symbol] = dict(module_symbols)
@@ -65,28 +67,19 @@ class Program:
         leaders |= set(self.segments.values())
         return contract.contractions(self.instrs, leaders)
 
-    # -- calls: each called .func's body is appended once, its names prefixed with "name::"
-    def _merge_callees(self, functions):
-        order, chain = [], []
+    # -- calls: each .func the kernel may call is appended once, its names prefixed with "name::"
+    def _merge_callees(self, functions, taken):
+        order, edges = [], {}
 
         def visit(f):
-            for ins in f.body:
-                if not ins.opcode.startswith("call"):
-                    continue
-                target = call_target(ins)
-                callee = functions.get(target)
-                if callee is None or not callee.body:
-                    continue  # a builtin (vprintf, __assertfail) or refused when the call compiles
-                if target in chain or target == self.name:
-                    raise PtxUnsupported("call", f"{target} is recursive ({' -> '.join(chain + [target])}): "
-                                                 "recursive calls are not modelled")
+            edges[f.name] = callgraph.callees(f, functions, taken)
+            for target in edges[f.name]:
                 if target not in self.functions:
-                    self.functions[target] = callee
-                    order.append(callee)
-                    chain.append(target)
-                    visit(callee)
-                    chain.pop()
+                    self.functions[target] = functions[target]
+                    order.append(functions[target])
+                    visit(functions[target])
         visit(self.fn)
+        self.recursive = callgraph.on_cycles(edges)   # activations that can nest: saved around calls
         self.merged = {}
         for callee in order:
             self.segments[callee.name] = len(self.instrs)
@@ -311,14 +304,15 @@ def regs_of(op) -> List:
     return []
 
 
-def call_target(ins: P.Instruction) -> str:
-    """The function a `call` names: `call (ret), f, (args)`, `call f, (args)` or `call f`."""
-    for op in ins.operands:
-        if isinstance(op, P.Sym):
-            return op.name
-        if isinstance(op, P.Reg):
-            raise PtxUnsupported(ins.opcode, f"indirect calls through a register are not modelled ({ins.where()})")
-    raise PtxSyntaxError(ins.line, ins.col, "call names no function")
+def call_target(ins: P.Instruction) -> Optional[str]:
+    """The function a direct `call` names (`call (ret), f, (args)`, `call f, (args)`, `call f`); None for an
+    indirect call through a register."""
+    target = callgraph.call_parts(ins)[1]
+    if isinstance(target, P.Sym):
+        return target.name
+    if isinstance(target, P.Reg):
+        return None
+    raise PtxSyntaxError(ins.line, ins.col, f"call target {P.fmt(target)} is neither a function nor a register")
 
 
 def rename(ins: P.Instruction, owner: str, names) -> P.Instruction:

@@ -5,7 +5,7 @@ close to ptxas 13.0's message; the rules were measured against ptxas (tests/fixt
 from typing import Dict, List, Optional
 
 from . import arity
-from . import parser as P
+from . import callgraph, parser as P
 from .errors import PtxSyntaxError, PtxUnsupported
 from .types import TYPES, ptx_type
 
@@ -586,8 +586,11 @@ def check_calls(fn: P.Function, functions: Dict[str, P.Function]):
             continue
         ops = list(ins.operands)
         rets = list(ops.pop(0).items) if ops and isinstance(ops[0], P.Vec) else []
+        if ops and isinstance(ops[0], P.Reg):
+            _check_indirect(fn, functions, ins, rets, ops[1:])
+            continue
         if not ops or not isinstance(ops[0], P.Sym):
-            continue   # indirect calls (refused when compiled) or "call names no function"
+            continue   # "call names no function" when compiled
         callee = functions.get(ops[0].name)
         if callee is None or callee.entry:
             continue   # an unknown name: refused when the call compiles
@@ -596,21 +599,44 @@ def check_calls(fn: P.Function, functions: Dict[str, P.Function]):
         if len(rest) > 1 and not (len(rest) == 2 and isinstance(rest[1], P.Sym)):   # (args), prototype/targets
             raise PtxSyntaxError(ins.line, ins.col, f"call to {callee.name}: unexpected operands after the "
                                                     "argument list")
-        for what, got, formal in (("return values", rets, callee.returns), ("arguments", args, callee.params)):
-            if len(got) != len(formal):
-                raise PtxSyntaxError(ins.line, ins.col, f"Function '{callee.name}' takes {len(formal)} {what}, "
-                                                        f"the call passes {len(got)} (PTX ISA 9.7.12.8)")
-            for a, f in zip(got, formal):
-                if not isinstance(a, P.Sym):
-                    continue   # a register or constant argument (non-ABI call): checked when compiled
-                decl = _declared_before(fn, a.name, ins.line)
-                if decl is None or decl.space != "param":
-                    continue
-                want, have = _param_shape(f), _param_shape(decl)
-                if want != have:
-                    raise PtxSyntaxError(ins.line, ins.col, f"Type of argument does not match formal parameter "
-                                                            f"'{f.name}': {a.name} is {_describe(have)}, "
-                                                            f"{f.name} is {_describe(want)} (PTX ISA 9.7.12.8)")
+        _check_against(fn, ins, callee.name, rets, args, callee.returns, callee.params)
+
+
+def _check_indirect(fn, functions, ins, rets, rest):
+    """An indirect call against its .callprototype, or against each function of its .calltargets list."""
+    args = list(rest.pop(0).items) if rest and isinstance(rest[0], P.Vec) else []
+    label = rest[0].name if len(rest) == 1 and isinstance(rest[0], P.Sym) else None
+    decl = callgraph.call_decl(fn, ins.scope, label) if label else None
+    if decl is None:
+        raise PtxSyntaxError(ins.line, ins.col, f"an indirect call names {label or 'no label'}; it needs a "
+                                                ".callprototype or .calltargets label after its arguments "
+                                                "(PTX ISA 9.7.12.8)")
+    if decl.kind == "callprototype":
+        _check_against(fn, ins, f"prototype {label}", rets, args, decl.returns, decl.params)
+    for name in decl.targets:
+        callee = functions.get(name)
+        if callee is None or callee.entry:
+            raise PtxSyntaxError(decl.line, 1, f".calltargets {label}: {name} is not a .func of this module")
+        _check_against(fn, ins, callee.name, rets, args, callee.returns, callee.params)
+
+
+def _check_against(fn, ins, name, rets, args, returns, params):
+    """Return and argument counts, and each .param argument's width, against a prototype."""
+    for what, got, formal in (("return values", rets, returns), ("arguments", args, params)):
+        if len(got) != len(formal):
+            raise PtxSyntaxError(ins.line, ins.col, f"Function '{name}' takes {len(formal)} {what}, "
+                                                    f"the call passes {len(got)} (PTX ISA 9.7.12.8)")
+        for a, f in zip(got, formal):
+            if not isinstance(a, P.Sym):
+                continue   # a register or constant argument (non-ABI call): checked when compiled
+            decl = _declared_before(fn, a.name, ins.line)
+            if decl is None or decl.space != "param":
+                continue
+            want, have = _param_shape(f), _param_shape(decl)
+            if want != have:
+                raise PtxSyntaxError(ins.line, ins.col, f"Type of argument does not match formal parameter "
+                                                        f"'{f.name}': {a.name} is {_describe(have)}, "
+                                                        f"{f.name} is {_describe(want)} (PTX ISA 9.7.12.8)")
 
 
 def _declared_before(fn: P.Function, name: str, line: int) -> Optional[P.VarDecl]:

@@ -7,12 +7,16 @@ driver 580.159.04, CUDA 13.0, built there with nvcc -gencode=arch=compute_90a,co
   conversions: one checksum of 4,096 results per function;
 - samples.cu: CUDA-samples kernels (a tiled matrixMul, a bitonic sort and a shared-atomic histogram in shared
   memory), mapped zero-copy and managed memory, cudaLaunchHostFunc and a stream callback;
-- thrust_basics.cu: Thrust (CUB's kernels): sequence, transform, reduce, radix sort, inclusive_scan.
+- thrust_basics.cu: Thrust (CUB's kernels): sequence, transform, reduce, radix sort, inclusive_scan;
+- lang.cu: C++ in device code: printf formats, recursion (fib), a table of function pointers, virtual functions
+  with device new/delete, local arrays indexed at run time, double atomics, a CAS loop, __int128, a partial-mask
+  shuffle (recorded on the device machine's H100 the same day, CUDA 13.0.88).
 
 Compiled once per session with -cudart shared (needs_nvcc); each run's stdout must be the H100's, byte for byte."""
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
 import buildcache
@@ -20,7 +24,7 @@ from cudakit import ROOT, exec_nvcc, tcemu_exec
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "cuda")
 FLAGS = ["-cudart", "shared", "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"]
-PROGRAMS = ("mathlib", "samples", "thrust_basics")
+PROGRAMS = ("mathlib", "samples", "thrust_basics", "lang")
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +79,13 @@ def test_the_recorded_lines_that_follow_from_plain_rules():
     assert math[25].split()[2:] == [f"{w:08x}" for w in brev]            # f24: __brev(i * 40503)
     warp = [sum(3 * j for j in range(i // 32 * 32, i // 32 * 32 + 32)) for i in (5, 4000)]
     assert math[33].split()[2:] == [f"{w:08x}" for w in warp]            # f32: cg::reduce of 3i over the warp
+    # lang.cu: the device printf, and max(f - t) with f = thrice(Sq(t / 2).area()) for odd t, twice(Ci(t / 4)) else
+    lang = _h100("lang").splitlines()
+    assert lang[0] == "fmt: %d %5.2f %e %x %s %c %d %u|%-4d|" % (-7, 3.14159, 12345.678, 255, "str", "Z",
+                                                                 -1234567890123, 4000000000, 42)
+    f32 = np.float32
+    side = [f32(t) * f32(0.5) if t % 2 else f32(t) * f32(0.25) for t in range(32)]
+    fs = [f32(3) * (r * r) if t % 2 else f32(2) * (f32(3.25) * r * r) for t, r in enumerate(side)]
+    top = float(max(f - f32(t) for t, f in enumerate(fs)))
+    mant, exp = float.hex(top)[4:].split("p")
+    assert lang[1].split()[-1] == f"0x1.{mant.rstrip('0')}p{exp}"

@@ -86,9 +86,10 @@ def test_nested_calls_with_divergent_returns():
     assert out.tolist() == (np.where(t < 10, t * t, t + 1000) + 1).tolist()
 
 
-def test_recursion_and_unknown_externals_are_refused():
+def test_unbounded_recursion_overflows_and_unknown_externals_are_refused():
     rec = NESTED.replace("call.uni (rv), inner, (p0);", "call.uni (rv), outer, (p0);")
-    with pytest.raises(ptx.PtxUnsupported, match="recursive"):
+    with pytest.raises(ptx.KernelFault, match=r"call stack overflow: the call of outer by lanes \[0, 1, 2, 3, 4, 5, "
+                                              r"6, 7\] would be call 1025 deep \(recursion too deep"):
         ptx.load(rec).launch("k", grid=1, block=32, args=[np.zeros(32, np.uint32)])
     ext = NESTED.replace(".func (.param .b32 r) inner(.param .b32 x)\n{", ".extern .func (.param .b32 r) mystery"
                          "(.param .b32 x);\n.func (.param .b32 r) inner2(.param .b32 x)\n{").replace(

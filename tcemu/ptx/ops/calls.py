@@ -3,9 +3,16 @@ compiled kernel calls: vprintf (printf), __assertfail (assert), malloc and free 
 
 A called .func's body is merged once into the kernel's code (program.py: its registers and variables renamed
 "name::..."); its parameters and return values live in each thread's frame. `call` copies the argument
-variables into the callee's parameters, pushes (return pc, calling lanes) and jumps; a callee's `ret` waits
-until every calling lane has reached a ret of that function, copies the return values back and resumes the
-lanes after the call together. Recursion and indirect calls are refused.
+variables into the callee's parameters, pushes a frame (return pc, calling lanes) on each calling lane's stack
+and jumps (frames.py); a callee's `ret` waits until every calling lane has reached a ret of that function,
+copies the return values back and resumes the lanes after the call together.
+
+Indirect calls (`call (r), %rd, (a), proto;`, PTX ISA 9.7.12.8 with 10.3 .callprototype / 10.4 .calltargets:
+function pointers, virtual functions) go through the code addresses of callgraph.py; lanes with different
+targets run as the paths of a divergent branch and meet again after the call (indirect.py). Recursion, direct
+or mutual, saves the callee's registers and frame bytes at each call of a function on a call-graph cycle and
+restores them at its ret; a thread's stack holds MAX_CALL_DEPTH (1024) frames, one more is a KernelFault
+"call stack overflow".
 """
 import re
 import struct
@@ -13,98 +20,46 @@ import struct
 import numpy as np
 
 from .. import parser as P
+from ..callgraph import call_parts
 from ..errors import KernelFault, PtxSyntaxError, PtxUnsupported
-from ..machine import BLOCK, DIVERGED
-from ..memory import LOCAL_WINDOW, WINDOW_SIZE
 from ..heap import heap
+from ..memory import LOCAL_WINDOW, WINDOW_SIZE
 from ..program import call_target
 from .common import mask_array, where
+from .frames import c_return, enter_call, frame_slot, plan_call  # noqa: F401 (control.py imports c_return here)
+from .indirect import indirect_call
 from .memory_ops import access
 from .registry import register
 
 MAX_STRING = 4096
 
 
-def _frame_slot(prog, op, ins):
-    """(offset, size) of a per-thread .param variable named by a call operand."""
-    if not isinstance(op, P.Sym):
-        raise PtxSyntaxError(ins.line, ins.col, f"call arguments are .param variables, got {P.fmt(op)}")
-    sym = prog.symbols.get(op.name)
-    if sym is None or sym.space != "local":
-        raise PtxSyntaxError(ins.line, ins.col, f"{op.name} is not a .param variable of a call sequence")
-    return sym.address + op.offset, sym.size
-
-
-def _parts(ins):
-    """(return variables, function name, argument variables) of a call."""
-    ops = list(ins.operands)
-    rets = []
-    if ops and isinstance(ops[0], P.Vec):
-        rets = list(ops.pop(0).items)
-    target = call_target(ins)
-    ops = ops[1:]
-    args = list(ops[0].items) if ops and isinstance(ops[0], P.Vec) else []
-    return rets, target, args
-
-
 @register("call")
 def c_call(ins, prog, pc):
-    rets, target, args = _parts(ins)
+    rets, target, args, label = call_parts(ins)
     wh = where(ins)
-    builtin = BUILTINS.get(target)
-    callee = prog.functions.get(target)
-    if builtin is None and callee is None:
-        raise PtxUnsupported(ins.opcode, f"call to {target}, an external function tcemu does not provide "
-                                         f"({ins.where()}; it models vprintf, __assertfail, malloc and free)")
     if any(isinstance(o, (P.Reg, P.Imm)) for o in rets + args):
         raise PtxUnsupported(ins.opcode, f"register or constant call arguments (non-ABI calls) are not modelled "
                                          f"({ins.where()})")
-    ret_slots = [_frame_slot(prog, r, ins) for r in rets]
-    arg_slots = [_frame_slot(prog, a, ins) for a in args]
+    if isinstance(target, P.Reg):
+        return indirect_call(ins, prog, pc, rets, target, args, label)
+    name = call_target(ins)
+    builtin = BUILTINS.get(name)
+    if builtin is None and name not in prog.functions:
+        raise PtxUnsupported(ins.opcode, f"call to {name}, an external function tcemu does not provide "
+                                         f"({ins.where()}; it models vprintf, __assertfail, malloc and free)")
+    if builtin is None and prog.functions[name].entry:
+        raise PtxSyntaxError(ins.line, ins.col, f"call to {name}, a kernel (.entry): only .func can be called")
+    ret_slots = [frame_slot(prog, r, ins) for r in rets]
+    arg_slots = [frame_slot(prog, a, ins) for a in args]
     if builtin is not None:
         return builtin(ins, prog, wh, ret_slots, arg_slots)
-    if len(callee.params) != len(arg_slots) or len(callee.returns) != len(ret_slots):
-        raise PtxSyntaxError(ins.line, ins.col, f"{target} takes {len(callee.params)} arguments and "
-                                                f"{len(callee.returns)} return values")
-    entry = prog.segments[target]
-    params = [prog.symbols[f"{target}::{p.name}"] for p in callee.params]
-    results = [prog.symbols[f"{target}::{r.name}"] for r in callee.returns]
-    copies_in = [(src, dst.address, min(size, dst.size)) for (src, size), dst in zip(arg_slots, params)]
-    copies_out = [(dst, src.address, min(size, src.size)) for (dst, size), src in zip(ret_slots, results)]
+    plan = plan_call(prog, ins, name, arg_slots, ret_slots)
 
     def op(W, m):
-        act = mask_array(m) & W.live
-        local = W.local.data
-        for src, dst, n in copies_in:
-            local[act, dst:dst + n] = local[act, src:src + n]
-        W.frames.append((pc + 1, act.copy(), target, copies_out))
-        return entry
-    return op
-
-
-def c_return(ins, prog, pc):
-    owner = ins.owner
-    rets = np.array(prog.ret_pcs[owner], np.int64)
-    wh = where(ins)
-
-    def op(W, m):
-        if not W.frames or W.frames[-1][2] != owner:
-            raise KernelFault(wh, f"ret from {owner} with no matching call on this warp's stack")
-        ret_pc, lanes, _, copies_out = W.frames[-1]
-        lanes = lanes & W.live
-        at = (np.isin(W.lane_pc, rets) if W.lane_pc is not None else np.ones(32, bool)) & lanes
-        if (lanes & ~at).any():  # some calling lanes are still inside the function
-            W.wait = f"the other lanes of the call to {owner} (lanes {np.flatnonzero(lanes & ~at).tolist()[:8]})"
-            return BLOCK
-        W.frames.pop()
-        local = W.local.data
-        for dst, src, n in copies_out:
-            local[lanes, dst:dst + n] = local[lanes, src:src + n]
-        if W.lane_pc is None:
-            return ret_pc
-        W.lane_pc[lanes] = ret_pc
-        return DIVERGED
-    op.guarded = False
+        if m is None or (m is W.live and W.lane_pc is None):   # converged (machine.py passes W.live itself)
+            return enter_call(W, W.live.copy(), pc, plan, wh, True)
+        return enter_call(W, mask_array(m) & W.live, pc, plan, wh)
     return op
 
 
