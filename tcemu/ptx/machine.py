@@ -134,6 +134,10 @@ class Warp:
                         free = at[~converge[at]]
                         if free.size:
                             pc = int(free.min())
+                        else:   # every lane waits: a call's ret first (its lanes return and may join the rest)
+                            rets = at[self.prog.callee_ret[at]]
+                            if rets.size:
+                                pc = int(rets.min())
                     m = live & (pcs == pc)
                     r = code[pc](self, m)
                     if trace is not None:

@@ -59,6 +59,10 @@ class Program:
         self.code: List[Callable] = []
         # per pc (plus the fell-off slot): does the instruction wait for the other lanes of its warp?
         self.converge = np.array([warp_synchronous(i) for i in self.instrs] + [False], bool)
+        # per pc: a called function's ret (a diverged warp whose lanes all wait runs these first: machine.py)
+        self.callee_ret = np.zeros(len(self.instrs) + 1, bool)
+        for pcs in self.ret_pcs.values():
+            self.callee_ret[pcs] = True
 
     @cached_property
     def contractions(self):

@@ -104,3 +104,51 @@ def test_printf_formatting():
     def read(off, n):
         return words[off] & ((1 << (8 * n)) - 1)
     assert format_printf("%d|%ld|%.2f|%%", read, None) == "7|-3|3.50|%"
+
+
+DIVERGENT_CALL_THEN_SHFL = """.version 8.5
+.target sm_90a
+.address_size 64
+.func (.param .b32 r) f(.param .b32 x)
+{
+  .reg .b32 %a<3>;
+  ld.param.b32 %a1, [x];
+  add.u32 %a2, %a1, 7;
+  st.param.b32 [r], %a2;
+  ret;
+}
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .pred %p<2>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r3, %r1;
+  and.b32 %r2, %r1, 1;
+  setp.eq.u32 %p1, %r2, 1;
+  @!%p1 bra SKIP;
+  {
+  .param .b32 p0;
+  .param .b32 rv;
+  st.param.b32 [p0], %r1;
+  call.uni (rv), f, (p0);
+  ld.param.b32 %r3, [rv];
+  }
+SKIP:
+  shfl.sync.idx.b32 %r4, %r3, 1, 31, 0xffffffff;
+  ld.param.u64 %rd4, [out];
+  cvta.to.global.u64 %rd4, %rd4;
+  mul.wide.u32 %rd5, %r1, 4;
+  add.s64 %rd4, %rd4, %rd5;
+  st.global.u32 [%rd4], %r4;
+  ret;
+}
+"""
+
+
+def test_call_in_a_branch_then_a_full_warp_shuffle():
+    # odd lanes call f (x + 7), all lanes then meet at shfl.sync with the full mask: the callee's ret runs before the
+    # waiting shuffle (every lane waits at a warp-synchronous instruction; the call's ret is taken first)
+    out = np.zeros(32, np.uint32)
+    ptx.load(DIVERGENT_CALL_THEN_SHFL).launch("k", grid=1, block=32, args=[out])
+    assert out.tolist() == [1 + 7] * 32
