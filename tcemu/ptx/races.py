@@ -434,10 +434,13 @@ def bar_arrive(W, bid: int, gen: int):
     st = clock(W)
     if st is None:
         return
-    key = (W.cta.rank, bid)
-    gens = st.cl.bars.setdefault(key, {})
+    _join_release(st.cl, (W.cta.rank, bid), gen, st.release())
+
+
+def _join_release(cl, key, gen: int, rel):
+    """A barrier generation's release: the join of its arrivals' clocks (the last 4 generations kept)."""
+    gens = cl.bars.setdefault(key, {})
     acc = gens.get(gen)
-    rel = st.release()
     if acc is None:
         gens[gen] = rel
         for g in [g for g in gens if g < gen - 4]:
@@ -455,14 +458,7 @@ def bar_arrive_many(warps, bid: int, gen: int):
     ids = np.array([st.id for st in sts])
     rel = cl.VCX[ids, 1:].max(axis=0)   # the join of their releases (each its clock before its new epoch)
     cl.VCX[ids, ids + 1] += 1
-    gens = cl.bars.setdefault((warps[0].cta.rank, bid), {})
-    acc = gens.get(gen)
-    if acc is None:
-        gens[gen] = rel
-        for g in [g for g in gens if g < gen - 4]:
-            del gens[g]
-    else:
-        np.maximum(acc, rel, out=acc)
+    _join_release(cl, (warps[0].cta.rank, bid), gen, rel)
 
 
 def bar_acquire_many(warps, bid: int, gen: int):

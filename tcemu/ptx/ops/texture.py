@@ -256,22 +256,26 @@ def _surface_addresses(W, d, xs, lanes, nbytes, mode, layer, wh):
     return np.uint64(d.base) + np.where(inside, off, 0).astype(np.uint64), inside
 
 
-@register("suld")
-def c_suld(ins, prog, pc):
+def _surface_parts(ins, prog, name):
+    """What suld (d, [object, coordinates]) and sust ([object, coordinates], a) share: the form, the data
+    registers, the object and coordinate getters, bytes per access, the container type and the instruction text."""
     mods = Mods(ins)
-    geom, vec, t, mode = _surface_form(ins, mods, "suld")
+    geom, vec, t, mode = _surface_form(ins, mods, name)
     if len(ins.operands) != 2:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes 2 operands, got {len(ins.operands)}")
-    dest = ins.operands[0]
-    regs = list(dest.items) if isinstance(dest, P.Vec) else [dest]
+    data, obj = ins.operands if name == "suld" else ins.operands[::-1]
+    regs = list(data.items) if isinstance(data, P.Vec) else [data]
     if len(regs) != vec:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: writes {vec} registers, got {len(regs)}")
+        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {'writes' if name == 'suld' else 'stores'} {vec} "
+                                                f"registers, got {len(regs)}")
+    getters = _object_and_coords(ins, prog, obj, geom, "s32")
+    return geom, vec, t, mode, regs, getters, t.bits // 8 * vec, CONTAINER[max(t.bits, 8)], where(ins)
+
+
+@register("suld")
+def c_suld(ins, prog, pc):
+    geom, vec, t, mode, regs, (get_handle, get_coords, get_layer), nbytes, cont, wh = _surface_parts(ins, prog, "suld")
     sets = [prog.write(r, t, ins) for r in regs]
-    get_handle, get_coords, get_layer = _object_and_coords(ins, prog, ins.operands[1], geom, "s32")
-    eb = t.bits // 8
-    nbytes = eb * vec
-    cont = CONTAINER[max(t.bits, 8)]
-    wh = where(ins)
 
     def op(W, m):
         lanes = _lanes(W, m)
@@ -292,20 +296,8 @@ def c_suld(ins, prog, pc):
 
 @register("sust")
 def c_sust(ins, prog, pc):
-    mods = Mods(ins)
-    geom, vec, t, mode = _surface_form(ins, mods, "sust")
-    if len(ins.operands) != 2:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode} takes 2 operands, got {len(ins.operands)}")
-    src = ins.operands[1]
-    regs = list(src.items) if isinstance(src, P.Vec) else [src]
-    if len(regs) != vec:
-        raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: stores {vec} registers, got {len(regs)}")
+    geom, vec, t, mode, regs, (get_handle, get_coords, get_layer), nbytes, cont, wh = _surface_parts(ins, prog, "sust")
     gets = [prog.read(r, t, ins) for r in regs]
-    get_handle, get_coords, get_layer = _object_and_coords(ins, prog, ins.operands[0], geom, "s32")
-    eb = t.bits // 8
-    nbytes = eb * vec
-    cont = CONTAINER[max(t.bits, 8)]
-    wh = where(ins)
 
     def op(W, m):
         lanes = _lanes(W, m)
