@@ -11,6 +11,10 @@ driver 580.159.04, CUDA 13.0, built there with nvcc -gencode=arch=compute_90a,co
 - lang.cu: C++ in device code: printf formats, recursion (fib), a table of function pointers, virtual functions
   with device new/delete, local arrays indexed at run time, double atomics, a CAS loop, __int128, a partial-mask
   shuffle (recorded on the device machine's H100 the same day, CUDA 13.0.88).
+- simd.cu: the SIMD-in-a-word intrinsics (__vadd4, __vabsdiffu4, __vsadu2, __vcmpgts4 ...: 62 functions, a
+  checksum of 4,096 results each; nvcc emits vabsdiff2 / vabsdiff4 for some of them);
+- cgmisc.cu: cooperative-groups tiles of 16 (each half warp its own membermask in one shfl), coalesced groups,
+  cg::memcpy_async, cuda::std::atomic in shared memory, __ldcs / __ldlu / __stcs, inline lop3 and bfind.
 
 Compiled once per session with -cudart shared (needs_nvcc); each run's stdout must be the H100's, byte for byte."""
 import os
@@ -24,7 +28,7 @@ from cudakit import ROOT, exec_nvcc, tcemu_exec
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "cuda")
 FLAGS = ["-cudart", "shared", "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"]
-PROGRAMS = ("mathlib", "samples", "thrust_basics", "lang")
+PROGRAMS = ("mathlib", "samples", "thrust_basics", "lang", "simd", "cgmisc")
 
 
 @pytest.fixture(scope="module")

@@ -298,10 +298,50 @@ $L_other:
     assert "names lanes [31] that did not reach" in str(e.value)
 
 
-def test_membermask_must_be_uniform():
-    with pytest.raises(HazardError) as e:
+def test_membermasks_must_split_the_lanes_into_groups():
+    # lane 0 names 0xfffffffe (not itself): an error; lanes 0-15 naming 0xffff and lanes 16-31 all 32: overlapping
+    with pytest.raises(HazardError, match="lane 0 executes it but is not in its own membermask 0xfffffffe"):
         run("  or.b32 %r2, %r0, 0xfffffffe;\n  vote.sync.any.pred %p1, %p1, %r2;\n  ret;\n")
-    assert "membermask must be the same" in str(e.value)
+    body = """  setp.lt.u32 %p2, %r0, 16;
+  selp.b32 %r2, 0xffff, 0xffffffff, %p2;
+  vote.sync.any.pred %p1, %p1, %r2;
+  ret;
+"""
+    with pytest.raises(HazardError, match=r"membermask must be the same in every thread of a group: lane 16 names "
+                                          r"lane 0 with 0xffffffff, lane 0 gives 0x0000ffff"):
+        run(body)
+
+
+def test_tiles_of_16_with_their_own_membermasks():
+    # cooperative groups' thread_block_tile<16>: lanes 0-15 name 0x0000ffff, lanes 16-31 0xffff0000, in one
+    # instruction; each half acts as its own warp (shfl within the tile, ballot, redux, match, elect per tile)
+    before, load = _lane_values(VALUES)
+    body = load + """
+  setp.lt.u32 %p2, %r0, 16;
+  selp.b32 %r9, 0xffff, 0xffff0000, %p2;
+  shfl.sync.down.b32 %r2, %r1, 3, 0x101f, %r9;
+  and.b32 %r3, %r1, 1;
+  setp.eq.u32 %p3, %r3, 1;
+  vote.sync.ballot.b32 %r4, %p3, %r9;
+  redux.sync.add.u32 %r5, %r0, %r9;
+  and.b32 %r6, %r0, 3;
+  match.any.sync.b32 %r7, %r6, %r9;
+  elect.sync %r8|%p4, %r9;
+  st.global.u32 [%rd1], %r2;
+  st.global.u32 [%rd1+128], %r4;
+  st.global.u32 [%rd1+256], %r5;
+  st.global.u32 [%rd1+384], %r7;
+  st.global.u32 [%rd1+512], %r8;
+  ret;
+"""
+    out = run(body, before=before, out_words=160)
+    tile = [t // 16 for t in T]
+    shfl = [VALUES[t + 3] if t % 16 + 3 < 16 else VALUES[t] for t in T]   # c = 0x101f: segments of 16 lanes
+    ballot = [sum(1 << j for j in T if tile[j] == tile[t] and VALUES[j] & 1) for t in T]
+    redux = [sum(j for j in T if tile[j] == tile[t]) for t in T]
+    match = [sum(1 << j for j in T if tile[j] == tile[t] and j % 4 == t % 4) for t in T]
+    elect = [16 * tile[t] for t in T]
+    assert [list(out[k * 32:(k + 1) * 32]) for k in range(5)] == [shfl, ballot, redux, match, elect]
 
 
 def test_lane_special_registers():

@@ -443,18 +443,41 @@ def _cluster_complete(B):
 # ------------------------------------------------------------------------------------------------ warp-level
 
 def _members(W, m, gmask, ins):
-    """The member lanes of a .sync warp instruction, checked against the executing lanes."""
+    """The member lanes of a .sync warp instruction, checked against the executing lanes: (executing lanes, G) with
+    G[i, j] whether lane j is in lane i's group. Lanes may name different membermasks in one instruction when the
+    masks split the executing lanes into groups, each lane in its own mask and each mask naming exactly the lanes
+    that execute with it (cooperative groups' tiles: thread_block_tile<16> gives lanes 0-15 0x0000ffff and lanes
+    16-31 0xffff0000); each group then acts as its own warp."""
     act = mask_array(m) & W.live
-    mm = uniform(gmask(W), m, "membermask", where(ins))
-    member = ((mm >> LANE) & 1).astype(bool)
-    if (act & ~member).any():
-        raise HazardError(where(ins), f"lanes {np.flatnonzero(act & ~member).tolist()} execute it but are not in "
-                                      f"membermask {mm:#010x}")
-    missing = member & ~act & W.live  # .sync waits for the non-exited lanes of membermask (PTX 9.7.9.6)
-    if missing.any():
-        raise HazardError(where(ins), f"membermask {mm:#010x} names lanes {np.flatnonzero(missing).tolist()} "
-                                      "that did not reach this instruction (they run elsewhere in the warp)")
-    return act
+    masks = gmask(W).astype(np.uint32)
+    wh = where(ins)
+    v = masks[act]
+    if v.size == 0 or (v == v[0]).all():
+        mm = int(v[0]) if v.size else 0
+        member = ((mm >> LANE) & 1).astype(bool)
+        if (act & ~member).any():
+            raise HazardError(wh, f"lanes {np.flatnonzero(act & ~member).tolist()} execute it but are not in "
+                                  f"membermask {mm:#010x}")
+        missing = member & ~act & W.live  # .sync waits for the non-exited lanes of membermask (PTX 9.7.9.6)
+        if missing.any():
+            raise HazardError(wh, f"membermask {mm:#010x} names lanes {np.flatnonzero(missing).tolist()} "
+                                  "that did not reach this instruction (they run elsewhere in the warp)")
+        return act, act[None, :] & act[:, None]
+    G = (((masks[:, None] >> LANE.astype(np.uint32)[None, :]) & 1).astype(bool)) & act[:, None]
+    if (act & ~G[LANE, LANE]).any():
+        bad = int(np.flatnonzero(act & ~G[LANE, LANE])[0])
+        raise HazardError(wh, f"lane {bad} executes it but is not in its own membermask {int(masks[bad]):#010x}")
+    named = ((masks[act][:, None] >> LANE.astype(np.uint32)[None, :]) & 1).astype(bool)   # (executing, 32)
+    if (named & ~act[None, :] & W.live[None, :]).any():
+        i, j = np.argwhere(named & ~act[None, :] & W.live[None, :])[0]
+        lane = int(np.flatnonzero(act)[i])
+        raise HazardError(wh, f"membermask {int(masks[lane]):#010x} of lane {lane} names lane {int(j)}, which did not "
+                              "reach this instruction (it runs elsewhere in the warp)")
+    if (G & (masks[:, None] != masks[None, :])).any():
+        i, j = np.argwhere(G & (masks[:, None] != masks[None, :]))[0]
+        raise HazardError(wh, f"membermask must be the same in every thread of a group: lane {int(i)} names lane "
+                              f"{int(j)} with {int(masks[i]):#010x}, lane {int(j)} gives {int(masks[j]):#010x}")
+    return act, G
 
 
 @register("bar.warp.sync")
@@ -500,7 +523,7 @@ def c_shfl(ins, prog, pc):
         else:
             j = min_lane | (bv & ~seg)
             pval = j <= max_lane
-        j = np.where(pval, j, lane)
+        j = np.where(pval, j, lane)   # a source lane outside the membermask gives its register (undefined)
         put(W, ga(W)[j], pval, m)
     return op
 
@@ -516,15 +539,14 @@ def c_vote(ins, prog, pc):
     sd = prog.write(d, B32 if mode == "ballot" else PRED, ins)
 
     def op(W, m):
-        act = _members(W, m, gm, ins)
+        act, G = _members(W, m, gm, ins)
         p = ga(W)
-        if mode == "ballot":
-            bits = int(np.sum((p & act).astype(np.uint64) << LANE.astype(np.uint64)))
-            sd(W, np.full(32, bits, np.uint32), m)
+        if mode == "ballot":   # each lane: the bits of its group
+            bits = np.sum((G & p[None, :]).astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1)
+            sd(W, bits.astype(np.uint32), m)
             return
-        v = p[act]
-        r = v.all() if mode == "all" else v.any() if mode == "any" else (v.all() or not v.any())
-        sd(W, np.full(32, bool(r)), m)
+        every, some = ~(G & ~p[None, :]).any(axis=1), (G & p[None, :]).any(axis=1)
+        sd(W, every if mode == "all" else some if mode == "any" else (every | ~some), m)
     return op
 
 
@@ -545,9 +567,9 @@ def c_elect(ins, prog, pc):
     put = dest_setter(prog, d, ins, B32)
 
     def op(W, m):
-        act = _members(W, m, gm, ins)
-        leader = int(np.flatnonzero(act)[0]) if act.any() else 0
-        put(W, np.full(32, leader, np.uint32), LANE == leader, m)
+        act, G = _members(W, m, gm, ins)
+        leader = np.where(G.any(axis=1), G.argmax(axis=1), 0)   # each group's lowest lane
+        put(W, leader.astype(np.uint32), LANE == leader, m)
     return op
 
 
@@ -564,18 +586,21 @@ def c_redux(ins, prog, pc):
     ga, gm, sd = prog.read(a, t, ins), prog.read(mask, U32, ins), prog.write(d, t, ins)
 
     def op(W, m):
-        act = _members(W, m, gm, ins)
-        v = ga(W)[act]
-        if t.signed:
-            v = v.view(np.int32)
-        if name == "add":
-            r = int(v.astype(np.int64).sum()) & 0xFFFFFFFF
+        act, G = _members(W, m, gm, ins)
+        v = ga(W)
+        v = (v.view(np.int32) if t.signed else v).astype(np.int64)
+        if name == "add":   # each lane: its group's reduction
+            r = (np.where(G, v[None, :], 0).sum(axis=1)) & 0xFFFFFFFF
         elif name in ("min", "max"):
-            r = int((v.min() if name == "min" else v.max())) & 0xFFFFFFFF
+            big = np.int64(1 << 40)
+            r = np.where(G, v[None, :], big if name == "min" else -big)
+            r = (r.min(axis=1) if name == "min" else r.max(axis=1)) & 0xFFFFFFFF
         else:
-            r = int({"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name].reduce(
-                v.view(np.uint32)))
-        sd(W, np.full(32, r, np.uint32), m)
+            u = v & 0xFFFFFFFF
+            ident = 0xFFFFFFFF if name == "and" else 0
+            r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name].reduce(
+                np.where(G, u[None, :], ident), axis=1)
+        sd(W, r.astype(np.uint32), m)
     return op
 
 
@@ -602,7 +627,9 @@ def _c_redux_f32(ins, prog, mods, t, name):
     ga, gm, sd = prog.read(a, t, ins), prog.read(mask, U32, ins), prog.write(d, t, ins)
 
     def op(W, m):
-        act = _members(W, m, gm, ins)
+        act, G = _members(W, m, gm, ins)
+        if not (G == G[np.flatnonzero(act)[0] if act.any() else 0]).all(axis=1)[act].all():
+            raise PtxUnsupported(ins.opcode, f"redux.f32 with several membermask groups ({ins.where()})")
         v = np.where(act, ga(W) & mag, identity)
         while v.size > 1:
             v = fparith.float_op(name, "f32", v[:v.size // 2], v[v.size // 2:], nan=nan)
@@ -620,14 +647,14 @@ def c_match(ins, prog, pc):
     put = dest_setter(prog, d, ins, B32)
 
     def op(W, m):
-        act = _members(W, m, gm, ins)
+        act, G = _members(W, m, gm, ins)
         v = ga(W)
-        same = (v[:, None] == v[None, :]) & act[None, :]
+        same = (v[:, None] == v[None, :]) & G
         masks = np.sum(same.astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1)
-        allmask = int(np.sum(act.astype(np.uint64) << LANE.astype(np.uint64)))
+        group = np.sum(G.astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1)
         if mode == "any":
             put(W, masks.astype(np.uint32), None, m)
-        else:
-            ok = np.all(masks[act] == allmask) if act.any() else True
-            put(W, np.full(32, allmask if ok else 0, np.uint32), np.full(32, bool(ok)), m)
+        else:   # each group: its mask where all its lanes hold one value
+            ok = ~(G & (masks[None, :] != group[:, None])).any(axis=1)
+            put(W, np.where(ok, group, 0).astype(np.uint32), ok, m)
     return op
