@@ -383,6 +383,10 @@ class Module:
         L.progress = bar
         try:
             stats["warp_instructions"] += run_ctas(grid_.admit(), max_instructions, deadline, timeout, grid_)
+        except (KernelFault, PtxUnsupported, PtxLimit):
+            raise
+        except PtxError as e:   # a form an instruction's model does not cover, met while running: not a launch
+            raise PtxUnsupported(e.field, e.rule) from None   # the hardware would refuse (tcemu exec ends the program)
         finally:
             for arr, buf in writeback:
                 arr[...] = buf.view(arr.dtype).reshape(arr.shape)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ptx_reference import sass_bfe64, sass_bfi64
-from ptxkit import alu, s32, s64, sx
+from ptxkit import alu, run, s32, s64, sx
 
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 RNG = np.random.default_rng(20261122)
@@ -581,3 +581,30 @@ def test_cvt_rn_packed_from_f32(dst):
     # +inf (0x7C00); 1 + 2^-11 + 2^-13 (0x3F801000 = 1.00048828125) is below the midpoint 1 + 2^-11: -> 1.0
     if dst == "f16x2":
         assert int(got[6]) >> 16 == 0x7C00 and int(got[8]) >> 16 == 0x3C00
+
+
+def test_set_of_half_pairs_writes_each_half():
+    # set.CmpOp.f16x2.f16x2 (cuda_fp16.hpp's h2 comparisons and __hisinf2): each half of d is 1.0 in the half format
+    # where its halves compare true; a .u32 destination gets 0xffff per true half; a BoolOp applies to both halves
+    body = """
+  mov.u32 %r1, 0x3c00c000;
+  cvt.u16.u32 %rs1, %r0;
+  mov.b32 %r2, {%rs1, %rs1};
+  and.b32 %r2, %r2, 0x7fff7fff;
+  set.lt.f16x2.f16x2 %r3, %r1, %r2;
+  setp.ne.u32 %p9, %r0, 0;
+  set.ge.and.u32.f16x2 %r5, %r1, %r2, %p9;
+  st.global.u32 [%rd1], %r3;
+  st.global.u32 [%rd1+128], %r5;
+  ret;
+"""
+    out = run(body, out_words=64, regs="  .reg .b32 %r<8>;\n  .reg .b16 %rs<4>;\n  .reg .b64 %rd<4>;\n"
+                                       "  .reg .pred %p<10>;\n")
+    def h(bits):
+        return float(np.array([bits], np.uint16).view(np.float16)[0])
+    lo_a, hi_a = h(0xc000), h(0x3c00)   # -2.0 in the low half, 1.0 in the high half
+    for t in range(32):
+        x = h(t & 0x7fff)
+        want_lt = (0x3c00 if lo_a < x else 0) | ((0x3c00 if hi_a < x else 0) << 16)
+        want_ge = ((0xffff if lo_a >= x else 0) | ((0xffff if hi_a >= x else 0) << 16)) if t != 0 else 0
+        assert (int(out[t]), int(out[32 + t])) == (want_lt, want_ge), t

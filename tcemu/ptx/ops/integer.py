@@ -272,6 +272,17 @@ def c_set(ins, prog, pc):
     sd = prog.write(ops[0], dt, ins)
     ga, gb = prog.read(ops[1], st, ins), prog.read(ops[2], st, ins)
     gc = prog.read(ops[3], TYPES["pred"], ins) if boolop else None
+    if st.name.endswith("x2"):   # per half (PTX 9.7.4.x set: .f16x2 / .bf16x2 sources): each half of d is 1.0 in
+        half = {"f16x2": 0x3C00, "bf16x2": 0x3F80}.get(dt.name, 0xFFFF)   # dtype's half format, or all ones
+
+        def op2(W, m):
+            lo, hi = fn(ga(W), gb(W))
+            if boolop:
+                c = gc(W)
+                lo, hi = _BOOL[boolop](lo, c), _BOOL[boolop](hi, c)
+            sd(W, (np.where(lo, half, 0) | (np.where(hi, half, 0) << 16)).astype(np.uint32), m)
+        return op2
+
     def op(W, m):
         r = fn(ga(W), gb(W))
         if boolop:
