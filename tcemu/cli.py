@@ -201,6 +201,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
         clear = "\r\033[K" if sys.stderr.isatty() else ""  # a terminal: over the ^C and any progress line
         print(f"{clear}tcemu: interrupted", file=sys.stderr)
+        # an object the interrupt left half-built (numpy's np.load inside zipfile) may complain when it is collected
+        # at exit ("Exception ignored in ZipFile.__del__"): the one line above is all an interrupt prints
+        sys.unraisablehook = lambda unraisable: None
         return 130
     except BrokenPipeError:  # `tcemu replay traces | head -1`
         return _stdout_gone()

@@ -248,3 +248,41 @@ def test_missing_pycute_and_matplotlib_for_real(monkeypatch, capsys, tmp_path):
     assert main(["swizzle", "128B", "--png", str(tmp_path / "s.png")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.endswith("pip install 'tcemu[pictures]'\n")
+
+
+
+HALF_BUILT = """
+import sys
+import tcemu.cli as cli
+
+class HalfBuilt:
+    def __del__(self):
+        raise AttributeError("'ZipFile' object has no attribute '_writing'")
+
+def interrupted(args):
+    held = HalfBuilt()   # referenced from this frame, which the traceback keeps until the handler is done
+    raise KeyboardInterrupt
+
+parse = cli.build_parser
+
+def build():
+    p = parse()
+    inner = p.parse_args
+    def parse_args(argv):
+        ns = inner(argv)
+        ns.run = interrupted
+        return ns
+    p.parse_args = parse_args
+    return p
+
+cli.build_parser = build
+sys.exit(cli.main(["replay", sys.argv[1]]))
+"""
+
+
+def test_an_interrupt_leaves_no_complaint_from_half_built_objects():
+    # Ctrl-C inside np.load left a ZipFile half-built; its __del__ raised when it was collected and Python printed
+    # "Exception ignored in ..." after "tcemu: interrupted" (a flaky CI failure of the test above)
+    p = subprocess.run([sys.executable, "-c", HALF_BUILT, SMALL], capture_output=True, text=True, env=_env(), cwd=ROOT,
+                       timeout=120)
+    assert (p.returncode, p.stderr) == (130, "tcemu: interrupted\n")
