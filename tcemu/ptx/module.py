@@ -152,6 +152,9 @@ class Module:
         self._programs: Dict[str, Program] = {}
         for f in self.tree.functions.values():   # call sites against their callees' prototypes (strict.py)
             strict.check_calls(f, self.tree.functions)
+        # each function's address (the code window: pointers, vtables) and those whose address is taken
+        self.function_addresses = callgraph.function_addresses(self.tree.functions)
+        self.address_taken = callgraph.address_taken(self.tree.functions, self.tree.variables)
         if self.tree.address_size != 64:
             raise PtxUnsupported(".address_size", "only 64-bit addressing is modelled")
         # sm_100a kernels' shared memory is read through UMMA descriptors and Blackwell TMA modes
@@ -170,7 +173,7 @@ class Module:
         if fn is None or not fn.entry:
             raise PtxError("kernel", f"{show(name)} is not a kernel of this module; kernels: {', '.join(self.kernels)}")
         prog = Program(fn, self._module_symbols(), [v for v in self.tree.variables if v.space == "shared"],
-                       self.tree.functions, callgraph.address_taken(self.tree.functions, self.tree.variables))
+                       self.tree.functions, self.address_taken)
         prog.target = tuple(self.tree.target)   # sm_103a forms (tcgen05 K = 96, LBO mode 1) read it
         prog.ptx_version = self.tree.version     # forms newer than the module's .version are refused
         prog.set_dynamic_base()
@@ -213,7 +216,7 @@ class Module:
         for v in self.tree.variables:
             if v.space in ("global", "const"):
                 syms[v.name] = Symbol(v.space, 0, v.size)  # addressed per launch (see _place_globals)
-        for name, addr in callgraph.function_addresses(self.tree.functions).items():
+        for name, addr in self.function_addresses.items():
             syms[name] = Symbol("func", addr, 0)
         return syms
 
@@ -508,7 +511,7 @@ class Module:
         program's own copy of the variable holds when the module loads (launch(symbols=...))."""
         for v in self.tree.variables:
             if v.name == name and v.space in ("global", "const"):
-                return _initial(v, self.tree.functions)[:v.size]
+                return _initial(v, self.function_addresses)[:v.size]
         raise PtxError("variable", f"{show(name)} is not a .global or .const variable of this module")
 
     def _bound_symbol(self, v, addr: int, L: Launch) -> np.ndarray:
@@ -532,7 +535,7 @@ class Module:
                 else:
                     const.append((v, data.copy()))
                 continue
-            data = _initial(v, self.tree.functions)
+            data = _initial(v, self.function_addresses)
             if v.space == "global":
                 addr = L.gmem.allocate(data, v.name)
                 prog.symbols[v.name] = Symbol("global", addr, v.size)
@@ -567,13 +570,13 @@ def _check_time(n_ctas: int, nthreads: int, timeout) -> None:
                                f"{WAVE_BYTES >> 20} MB of state")
 
 
-def _initial(v, functions=()) -> np.ndarray:
+def _initial(v, code=None) -> np.ndarray:
     """A .global / .const variable's bytes as its initialiser gives them (zeros without one; PTX ISA 5.4.4);
-    a function's name stands for its address (vtables, tables of function pointers: callgraph.py)."""
+    a function's name stands for its address in `code` (vtables, tables of function pointers: callgraph.py)."""
     data = np.zeros(max(v.size, 1), np.uint8)
     if v.init:
         esz = max(1, ptx_type(v.type).bits // 8)
-        code = callgraph.function_addresses(functions) if any(isinstance(x, str) for x in v.init) else {}
+        code = code or {}
         for i, x in enumerate(v.init):
             if isinstance(x, str) and x in code:
                 x = code[x]

@@ -203,8 +203,11 @@ def _arrive(cta, B, warps, n, count, bid) -> int:
     return gen
 
 
-def _blocked(W, B, bid, expected):
-    W.wait = f"barrier {bid} ({B[0]} of {expected} threads arrived)"
+def _blocked(warps, B, bid, expected):
+    """`warps` wait at barrier B: what each waits on (one text for all: deadlock reports)."""
+    text = f"barrier {bid} ({B[0]} of {expected} threads arrived)"
+    for W in warps:
+        W.wait = text
     return BLOCK
 
 
@@ -274,7 +277,7 @@ def c_bar(ins, prog, pc):
             if kind == "arrive":
                 return None
             W.sync[key] = (bid, gen)
-            return _blocked(W, B, bid, expected)
+            return _blocked([W], B, bid, expected)
         bid, gen = rec
         B = cta.barriers[bid]
         if B[1] == gen:
@@ -282,7 +285,7 @@ def c_bar(ins, prog, pc):
             if B[0] >= expected:  # warps exited since: the rest complete it
                 _complete(B)
             else:
-                return _blocked(W, B, bid, expected)
+                return _blocked([W], B, bid, expected)
         del W.sync[key]
         return _finish(W, m, B, gen, bid)
 
@@ -345,10 +348,9 @@ def c_bar(ins, prog, pc):
                 for W in fresh:
                     W.sync[key] = (bid_imm, g)
             stay = waiting + fresh
-            if stay:   # one report for the CTA's waiting warps (_blocked's)
-                text = f"barrier {bid_imm} ({B[0]} of {_expected(stay[0], B[2])} threads arrived)"
+            if stay:
+                _blocked(stay, B, bid_imm, _expected(stay[0], B[2]))
                 for W in stay:
-                    W.wait = text
                     out[W] = BLOCK
         return [out[W] for W, _ in pairs]
 
@@ -463,16 +465,16 @@ def _members(W, m, gmask, ins):
             raise HazardError(wh, f"membermask {mm:#010x} names lanes {np.flatnonzero(missing).tolist()} "
                                   "that did not reach this instruction (they run elsewhere in the warp)")
         return act, act[None, :] & act[:, None]
-    G = (((masks[:, None] >> LANE.astype(np.uint32)[None, :]) & 1).astype(bool)) & act[:, None]
+    named = ((masks[:, None] >> LANE.astype(np.uint32)[None, :]) & 1).astype(bool)   # lane i's mask names lane j
+    G = named & act[:, None]
     if (act & ~G[LANE, LANE]).any():
         bad = int(np.flatnonzero(act & ~G[LANE, LANE])[0])
         raise HazardError(wh, f"lane {bad} executes it but is not in its own membermask {int(masks[bad]):#010x}")
-    named = ((masks[act][:, None] >> LANE.astype(np.uint32)[None, :]) & 1).astype(bool)   # (executing, 32)
-    if (named & ~act[None, :] & W.live[None, :]).any():
-        i, j = np.argwhere(named & ~act[None, :] & W.live[None, :])[0]
-        lane = int(np.flatnonzero(act)[i])
-        raise HazardError(wh, f"membermask {int(masks[lane]):#010x} of lane {lane} names lane {int(j)}, which did not "
-                              "reach this instruction (it runs elsewhere in the warp)")
+    away = named & act[:, None] & ~act[None, :] & W.live[None, :]
+    if away.any():
+        lane, j = np.argwhere(away)[0]
+        raise HazardError(wh, f"membermask {int(masks[lane]):#010x} of lane {int(lane)} names lane {int(j)}, which "
+                              "did not reach this instruction (it runs elsewhere in the warp)")
     if (G & (masks[:, None] != masks[None, :])).any():
         i, j = np.argwhere(G & (masks[:, None] != masks[None, :]))[0]
         raise HazardError(wh, f"membermask must be the same in every thread of a group: lane {int(i)} names lane "

@@ -489,8 +489,8 @@ def c_atom(ins, prog, pc):
         if lanes.size:
             lands = space if space != "generic" else _one_space(addrs[lanes])
             if lands is None:   # lanes in several windows: one lane after another
-                for lane in lanes:
-                    _atom_lanes(W, lanes[lanes == lane], addrs, bv, cv, out, generic_space(int(addrs[lane])))
+                for k, lane in enumerate(lanes.tolist()):
+                    _atom_lanes(W, lanes[k:k + 1], addrs, bv, cv, out, generic_space(int(addrs[lane])))
             else:
                 _atom_lanes(W, lanes, addrs, bv, cv, out, lands)
         if sds is not None:
@@ -501,46 +501,41 @@ def c_atom(ins, prog, pc):
         """The atomic of `lanes` (all in state space `lands`): each address is read once and written once, and the
         lanes that share it apply their operation one after another in lane order (the order among one
         instruction's lanes is unspecified, PTX 9.7.13.5; tcemu's is lane order)."""
-        ad = addrs[lanes]
-        uniq, first, group, rank = _atom_groups(ad)
-        tid = W.tid[lanes[first]]   # each address's first lane names its access
+        uniq, order, heads, gid = _atom_groups(addrs[lanes])
+        sl = lanes[order]           # the lanes by address, in lane order within each
+        tid = W.tid[sl[heads]]      # each address's first lane names its access
         if vec > 1 and lands != "global":
             raise MemoryFault(wh, f"thread {int(tid[0])}: a vector atom/red needs a global address; generic "
                                   f"address {int(uniq[0]):#x} is in the {lands} window")
         cur = from_bytes(access(W, space, uniq, tid, nbytes, wh, strong=True, sem=(acq, False, True)), cont).copy()
         ftz = flushes and lands == "global"
         if int_add:   # integer add: each lane's old value is the address's value plus its earlier lanes' sum
-            order = np.lexsort((lanes, group))
-            b = bv[lanes[order]]
+            b = bv[sl]
             excl = np.cumsum(b, axis=0, dtype=np.uint64) - b
-            excl -= excl[np.searchsorted(group[order], group[order])]
-            out[lanes[order]] = (cur[group[order]] + excl).astype(cont)
-            np.add.at(cur, group, bv[lanes])
-            access(W, space, uniq, tid, nbytes, wh, data=as_bytes(cur, nbytes), strong=True, sem=(False, rel, True))
-            return
-        for r in range(int(rank.max()) + 1):
-            at = rank == r
-            g, sel = group[at], lanes[at]
-            out[sel] = cur[g]
-            cur[g] = np.asarray(fn(cur[g], bv[sel], cv[sel], ftz)).reshape(len(sel), vec)
+            excl -= excl[heads][gid]
+            out[sl] = (cur[gid] + excl).astype(cont)
+            np.add.at(cur, gid, b)
+        else:
+            rank = np.arange(sl.size) - heads[gid]   # each lane's place in its address's run
+            for r in range(int(rank.max()) + 1):
+                at = rank == r
+                g, sel = gid[at], sl[at]
+                out[sel] = cur[g]
+                cur[g] = np.asarray(fn(cur[g], bv[sel], cv[sel], ftz)).reshape(len(sel), vec)
         access(W, space, uniq, tid, nbytes, wh, data=as_bytes(cur, nbytes), strong=True, sem=(False, rel, True))
     return op
 
 
 def _atom_groups(addrs):
-    """Lanes by address: (the distinct addresses, each one's first lane (an index into addrs), each lane's group,
-    each lane's rank in its group in lane order)."""
+    """The lanes (indices into addrs) by address: (the distinct addresses, the order that sorts the lanes by
+    address, lane order kept within one, where each address's run starts in that order, each sorted lane's
+    address index)."""
     order = np.argsort(addrs, kind="stable")
     sa = addrs[order]
     start = np.ones(sa.size, bool)
     start[1:] = sa[1:] != sa[:-1]
     heads = np.flatnonzero(start)
-    gid = np.cumsum(start) - 1
-    group = np.empty(sa.size, np.int64)
-    group[order] = gid
-    rank = np.empty(sa.size, np.int64)
-    rank[order] = np.arange(sa.size) - heads[gid]
-    return sa[heads], order[heads], group, rank
+    return sa[heads], order, heads, np.cumsum(start) - 1
 
 
 def _one_space(addrs):
