@@ -57,11 +57,6 @@ def _object_and_coords(ins, prog, addr_op, geom, ctype):
     return handle, [prog.read(x, TYPES[ctype], ins) for x in items[:dims]], layer
 
 
-def _lanes(W, m):
-    act = mask_array(m) if m is not None else (W.live if not W.full else None)
-    return np.ones(32, bool) if act is None else np.asarray(act, bool)
-
-
 def _descs(W, handles, act, wh, what, geom=None, surface=False):
     """[(descriptor, lane selector)] per distinct handle among the executing lanes."""
     out = []
@@ -136,7 +131,7 @@ def c_tex(ins, prog, pc):
     what = "texture"
 
     def op(W, m):
-        lanes = _lanes(W, m)
+        lanes = mask_array(m) & W.live   # the executing lanes
         handles = get_handle(W)
         words = np.zeros((32, 4), np.uint32)
         raw = [g(W) for g in get_coords]
@@ -198,7 +193,7 @@ def c_query(ins, prog, pc):
     fn = _QUERIES[q]
 
     def op(W, m):
-        lanes = _lanes(W, m)
+        lanes = mask_array(m) & W.live   # the executing lanes
         out = np.zeros(32, np.uint32)
         handles = get(W)
         for d, sel in _descs(W, handles, lanes, wh, "surface" if name == "suq" else "texture",
@@ -278,7 +273,7 @@ def c_suld(ins, prog, pc):
     sets = [prog.write(r, t, ins) for r in regs]
 
     def op(W, m):
-        lanes = _lanes(W, m)
+        lanes = mask_array(m) & W.live   # the executing lanes
         out = np.zeros((32, vec), cont)
         xs = [g(W) for g in get_coords]
         for d, sel in _descs(W, get_handle(W), lanes, wh, "surface", geom, surface=True):
@@ -300,7 +295,7 @@ def c_sust(ins, prog, pc):
     gets = [prog.read(r, t, ins) for r in regs]
 
     def op(W, m):
-        lanes = _lanes(W, m)
+        lanes = mask_array(m) & W.live   # the executing lanes
         vals = np.stack([g(W).astype(cont) for g in gets], axis=1)   # (32, vec)
         xs = [g(W) for g in get_coords]
         for d, sel in _descs(W, get_handle(W), lanes, wh, "surface", geom, surface=True):
