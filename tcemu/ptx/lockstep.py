@@ -15,7 +15,12 @@ the warps run the instruction one at a time, which also gives any report its war
 Private instructions touch no state another warp can see, so running them early for other warps changes
 nothing anyone observes; the other instructions run in an order the GPU may also take (warps interleave at
 instruction granularity). Off with TCEMU_LOCKSTEP=0; TCEMU_LOCKSTEP=force also runs single warps' stretches
-through the batch (a test of the batch path over every kernel)."""
+through the batch (a test of the batch path over every kernel).
+
+Masked gangs (run_any): warps that run on some of their lanes (a branch split them, or lanes exited) run
+together, each on its own lanes, the way one warp steps its lanes: the warps at the lowest PC go first, so warps
+that a data-dependent branch sent different ways (a GELU's erf, a reduction's lane 0) run each path together and
+meet again where the paths join; a private stretch then runs as one batch under a (warps, 32) lane mask."""
 import os
 from typing import Dict, List
 
@@ -176,19 +181,31 @@ class Batch:
                 w.wgmma_dirty |= self.wgmma_dirty
 
 
-def stretch(gang, pc: int) -> int:
+def stretch(gang, pc: int, m=None) -> int:
     """Run the private stretch at pc over the gang as one batch; the warp instructions run. On an exception
     the stretch stops before the instruction that raised it, each warp there, and the warps run it on their
-    own (which names the warp in the error)."""
+    own (which names the warp in the error).
+
+    m: the lanes the warps run on (None: every lane; or one mask for all, or (warps, 32): step_of's); a diverged
+    warp's lanes stop where its other lanes stand, to run on with them."""
     prog = gang[0].prog
     end = int(prog.lockstep_end[pc])
+    if m is not None:
+        if m.ndim == 1:
+            m = np.repeat(m[None], len(gang), axis=0)
+        for w, mw in zip(gang, m):
+            if w.lane_pc is not None:
+                rest = w.lane_pc[w.live & ~mw]
+                rest = rest[rest > pc]
+                if rest.size:
+                    end = min(end, int(rest.min()))
     touched, written = prog.lockstep_regs[pc]
     B = Batch(gang, touched)
     code = prog.code
     at = pc
     try:
         while at < end:
-            r = code[at](B, None)
+            r = code[at](B, m)
             if r is not None:   # private semantics only fall through
                 raise PtxError(prog.instrs[at].opcode, "a private instruction returned a control value")
             at += 1
@@ -198,14 +215,59 @@ def stretch(gang, pc: int) -> int:
         if FORCE:
             raise
     B.store(written)
-    for w in gang:
-        w.pc = at
+    for k, w in enumerate(gang):
+        if w.lane_pc is None:
+            w.pc = at
+        elif at > pc:
+            lanes_moved(w, w.lane_pc, m[k], pc, at)
         w.executed += at - pc
     return (at - pc) * len(gang)
 
 
 def eligible(w) -> bool:
     return not w.done and w.lane_pc is None and w.full and not w.parked_test
+
+
+def masked(w) -> bool:
+    """A warp that runs on some of its lanes: diverged (lane_pc), or converged with lanes exited or never there."""
+    return not w.done and not w.parked_test and (w.lane_pc is not None or not w.full)
+
+
+def step_of(w):
+    """(pc, lanes) of a warp's next instruction, lanes None for every lane of a full converged warp (W.live itself
+    for a converged partial one: ops tell converged calls by it). A diverged warp runs its lowest PC first, but
+    lanes at a warp-synchronous instruction wait while others can run, and where every lane waits a call's ret goes
+    first (machine.Warp.run)."""
+    if w.lane_pc is None:
+        return w.pc, (None if w.full else w.live)
+    live = w.live
+    pcs = w.lane_pc
+    at = pcs[live]
+    pc = int(at.min())
+    prog = w.prog
+    if prog.converge[pc]:  # lanes at a warp-synchronous instruction wait for those still running
+        free = at[~prog.converge[at]]
+        if free.size:
+            pc = int(free.min())
+        else:   # every lane waits: a call's ret first (its lanes return and may join the rest)
+            rets = at[prog.callee_ret[at]]
+            if rets.size:
+                pc = int(rets.min())
+    return pc, live & (pcs == pc)
+
+
+def lanes_moved(w, pcs, m, pc: int, r) -> None:
+    """A diverged warp's lanes m ran pc (pcs: its lane_pc then) and got r (not BLOCK): where they go; lanes that
+    all stand at one PC again run converged."""
+    if r is None:
+        pcs[m] = pc + 1
+    elif r.__class__ is int:
+        pcs[m] = r
+    if not w.done and w.lane_pc is not None:
+        rest = w.lane_pc[w.live]
+        if rest.size and (rest == rest[0]).all():
+            w.pc = int(rest[0])
+            w.lane_pc = None
 
 
 def _advance(w, r, pc: int) -> None:
@@ -219,11 +281,76 @@ def _advance(w, r, pc: int) -> None:
     w.executed += 1
 
 
+def _moved(w, pcs, m, pc: int, r) -> None:
+    """_advance for a warp that ran on lanes m (pcs: its lane_pc before, None where it ran converged)."""
+    if pcs is None:
+        _advance(w, r, pc)
+    else:
+        lanes_moved(w, pcs, m, pc, r)
+        w.wait = None
+        w.executed += 1
+
+
+def _step(g, pc: int, masks, log):
+    """Run the instruction at pc (not private) for the gang's warps, each on its lanes (masks[k]; masks None:
+    every lane of full warps): its gang version once for all where it has one (for masked lanes: one that takes
+    them, op.gang.masked, and more than one warp of a CTA, since it works CTA by CTA), else warp by warp, those
+    that block tried again once the others ran it. (the warps that ran it, whether all went on to one PC)."""
+    code = g[0].prog.code
+    op = code[pc]
+    pcs = [w.lane_pc for w in g]
+    ms = [None] * len(g) if masks is None else masks
+    moved = []
+    pending = list(range(len(g)))
+    gang_op = getattr(op, "gang", None) if GANG_OPS else None
+    if gang_op is not None and (masks is None or getattr(gang_op, "masked", False) and
+                                len({id(w.cta) for w in g}) < len(g)):
+        if log is not None:
+            log.running = g[0]
+        try:
+            out = gang_op(list(zip(g, ms)))
+        except Fallback:
+            pass
+        else:
+            if masks is None and (out is None or (out.count(out[0]) == len(out) and
+                                                  (out[0] is None or out[0].__class__ is int))):
+                nxt = pc + 1 if out is None or out[0] is None else out[0]
+                for w in g:   # every warp falls through or jumps to one place: the gang stays whole
+                    w.pc = nxt
+                    w.wait = None
+                    w.executed += 1
+                return g, True
+            for k, r in enumerate([None] * len(g) if out is None else out):   # each warp's control value
+                if r is not BLOCK:
+                    _moved(g[k], pcs[k], ms[k], pc, r)
+                    moved.append(g[k])
+            pending = ()
+    for _ in range(MAX_PASSES if pending else 0):
+        blocked = []
+        for k in pending:
+            w = g[k]
+            if log is not None:
+                log.running = w
+            try:
+                r = op(w, ms[k])
+            except KernelFault as e:
+                raise type(e)(f"{e.field}, {w.where()}", e.rule) from None
+            if r is BLOCK:
+                blocked.append(k)
+                continue
+            _moved(w, pcs[k], ms[k], pc, r)
+            moved.append(w)
+        if not blocked or len(blocked) == len(pending):
+            break
+        pending = blocked
+    return moved, False
+
+
 def run(gang, budget: int, log=None) -> int:
     """Run the warps of `gang` (eligible, at one PC) in lock-step until none run together any more or `budget`
     warp instructions have run; the number run."""
     prog = gang[0].prog
-    code, end = prog.code, prog.lockstep_end
+    end = prog.lockstep_end
     n = 0
     queue = [gang]
     while queue and n < budget:
@@ -236,51 +363,10 @@ def run(gang, budget: int, log=None) -> int:
                 if g[0].pc < end[pc]:    # an exception: the warps run that instruction on their own
                     return n
                 continue
-            moved = set()
-            pending = g
-            gang_op = getattr(code[pc], "gang", None) if GANG_OPS else None
-            if gang_op is not None:
-                if log is not None:
-                    log.running = g[0]
-                try:
-                    out = gang_op([(w, None) for w in g])
-                except Fallback:
-                    pass
-                else:
-                    same = out is None or (out.count(out[0]) == len(out) and
-                                           (out[0] is None or out[0].__class__ is int))
-                    if same:   # every warp falls through or jumps to one place: the gang stays whole
-                        nxt = pc + 1 if out is None or out[0] is None else out[0]
-                        for w in g:
-                            w.pc = nxt
-                            w.wait = None
-                            w.executed += 1
-                        n += len(g)
-                        continue
-                    for w, r in zip(g, out):   # each warp's control value, as its own run's
-                        if r is not BLOCK:
-                            _advance(w, r, pc)
-                            n += 1
-                            moved.add(w)
-                    pending = ()
-            for _ in range(MAX_PASSES if pending else 0):
-                blocked = []
-                for w in pending:
-                    if log is not None:
-                        log.running = w
-                    try:
-                        r = code[pc](w, None)
-                    except KernelFault as e:
-                        raise type(e)(f"{e.field}, {w.where()}", e.rule) from None
-                    if r is BLOCK:
-                        blocked.append(w)
-                        continue
-                    _advance(w, r, pc)
-                    n += 1
-                    moved.add(w)
-                if not blocked or len(blocked) == len(pending):
-                    break
-                pending = blocked
+            moved, whole = _step(g, pc, None, log)
+            n += len(moved)
+            if whole:
+                continue
             by_pc = {}
             for w in g:   # the gang's order stays the order the warps were listed in (CTA by CTA, warp by warp)
                 if w in moved and eligible(w):
@@ -290,4 +376,45 @@ def run(gang, budget: int, log=None) -> int:
                 break
             g = groups.pop(0)          # the group of the earliest warp goes on; the others after it
             queue.extend(reversed(groups))
+    return n
+
+
+ALONE_STEPS = 64   # steps run_any lets one warp of its gang take alone in a row (a loop the others wait out)
+
+
+def run_any(gang, budget: int, log=None) -> int:
+    """Run warps that may stand at different PCs, on all or some of their lanes, as one: like a warp's lanes
+    (machine.Warp.run), the warps at the lowest PC go first, together (each on its lanes: step_of), so warps that a
+    branch sent different ways meet again where the paths join. A warp that blocks leaves; it ends when fewer than
+    two warps are left, after `budget` warp instructions (the number run), or when one warp has run alone
+    ALONE_STEPS steps in a row. Private stretches run as one batch (stretch), other instructions as _step runs
+    them."""
+    prog = gang[0].prog
+    end = prog.lockstep_end
+    n = 0
+    alone = 0
+    live = list(gang)
+    while n < budget:
+        live = [w for w in live if not w.done and not w.parked_test]
+        if len(live) < 2:
+            break
+        steps = [step_of(w) for w in live]
+        low = min(pc for pc, _ in steps)
+        at = [k for k, (pc, _) in enumerate(steps) if pc == low]
+        g = [live[k] for k in at]
+        alone = alone + 1 if len(g) == 1 else 0
+        if alone > ALONE_STEPS:
+            break
+        full = all(steps[k][1] is None for k in at)
+        masks = None if full else [live[k].live if steps[k][1] is None else steps[k][1] for k in at]
+        if end[low] > low:
+            n += stretch(g, low, None if full else np.stack(masks))
+            if any(step_of(w)[0] == low for w in g if not w.done):   # an exception: their own runs next
+                break
+            continue
+        moved, _ = _step(g, low, masks, log)
+        n += len(moved)
+        if len(moved) < len(g):
+            gone = {id(w) for w in g if w not in moved}   # blocked here: they leave
+            live = [w for w in live if id(w) not in gone]
     return n

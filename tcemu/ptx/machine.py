@@ -33,6 +33,7 @@ PROBE_FIRST = 256      # steps of a warp's first probe; each one that runs out d
 PROBE_FIRST_CTA = 1024  # the same for a CTA's warps probed together (a cycle passes through every warp)
 PROBE_SETUP = 256      # what setting up a probe costs, in instructions (charged even when it stops at once)
 PROBE_SHARE = 256      # probes stay under 1/256 of a warp's (a CTA's) instructions, plus the first
+GANG_TURNS = 4         # gangs a warp's turn may run (its gang's warps go on with it after a branch splits lanes)
 LANES = np.arange(32, dtype=np.int64)
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -100,7 +101,6 @@ class Warp:
     def run(self, budget: int) -> int:
         """Execute until this warp blocks, exits or has run `budget` instructions; the number executed."""
         code = self.prog.code
-        converge = self.prog.converge
         trace = getattr(self.cta.launch, "trace", None)
         force = lockstep.FORCE and trace is None and getattr(self.cta.launch, "lockstep", True)
         ends = self.prog.lockstep_end if force else None
@@ -109,8 +109,8 @@ class Warp:
             while n < budget and not self.done:
                 if self.lane_pc is None:
                     pc = self.pc
-                    if force and self.full and ends[pc] > pc:   # TCEMU_LOCKSTEP=force: a batch of this one warp
-                        n += lockstep.stretch([self], pc)
+                    if force and ends[pc] > pc:   # TCEMU_LOCKSTEP=force: a batch of this one warp
+                        n += lockstep.stretch([self], pc, None if self.full else self.live)
                         if self.pc < ends[pc]:   # the batch stopped at an instruction that raised: run it alone
                             force = False
                         continue
@@ -126,33 +126,20 @@ class Warp:
                         break
                     # DIVERGED / EXITED: the op updated lane_pc / live
                 else:
-                    live = self.live
                     pcs = self.lane_pc
-                    at = pcs[live]
-                    pc = int(at.min())
-                    if converge[pc]:  # lanes at a warp-synchronous instruction wait for those still running
-                        free = at[~converge[at]]
-                        if free.size:
-                            pc = int(free.min())
-                        else:   # every lane waits: a call's ret first (its lanes return and may join the rest)
-                            rets = at[self.prog.callee_ret[at]]
-                            if rets.size:
-                                pc = int(rets.min())
-                    m = live & (pcs == pc)
+                    pc, m = lockstep.step_of(self)
+                    if force and ends[pc] > pc:   # TCEMU_LOCKSTEP=force: a batch of this warp's lanes
+                        k = lockstep.stretch([self], pc, m)
+                        n += k
+                        if k == 0:
+                            force = False
+                        continue
                     r = code[pc](self, m)
                     if trace is not None:
                         trace(self, pc, m, r)
-                    if r is None:
-                        pcs[m] = pc + 1
-                    elif r.__class__ is int:
-                        pcs[m] = r
-                    elif r is BLOCK:
+                    if r is BLOCK:
                         break
-                    if not self.done and self.lane_pc is not None:
-                        rest = self.lane_pc[self.live]
-                        if rest.size and (rest == rest[0]).all():
-                            self.pc = int(rest[0])
-                            self.lane_pc = None
+                    lockstep.lanes_moved(self, pcs, m, pc, r)
                 self.wait = None
                 n += 1
         except KernelFault as e:
@@ -398,6 +385,13 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
     spins = {}     # warp -> hang.Spin: proven to cycle while the bytes it reads keep their values
     probes = {}    # warp -> [steps of its next probe, probe steps spent on it]
     released = set()  # warps whose failing test_wait / try_wait returned False since the last barrier event
+    keys = {}      # masked warp -> (instructions it had run, its next PC then): its state changes only as it runs
+
+    def key_of(x):
+        got = keys.get(x)
+        if got is None or got[0] != x.executed:
+            got = keys[x] = (x.executed, lockstep.step_of(x)[0])
+        return got[1]
 
     def cta_probe(c, windows) -> bool:
         """Probe the unfinished warps of CTA c not already proven to spin, together (within its allowance)."""
@@ -478,32 +472,46 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                 if gang_up:
                     if w in ganged:
                         continue
-                    if lockstep.eligible(w):
-                        pc = w.pc
-                        g = [x for x in everyone if x.pc == pc and lockstep.eligible(x) and x not in spins
-                             and x not in ganged]
-                        if len(g) > 1:
-                            before = [(x, x.executed) for x in g]
-                            share = min(budget, CHUNK)   # a chunk each, then the probes the warps' own runs get
-                            k = lockstep.run(g, share * len(g), log)
-                            total += k
-                            if k >= share * len(g):   # nobody blocked: spinning, perhaps
-                                for x in g:
-                                    if not x.done and x.wait is None and x not in spins:
-                                        probe_warp(x, windows)
-                            for x, e in before:
-                                if x.executed > e:
-                                    o = owner[x]
-                                    o.total += x.executed - e
-                                    o.moved = True
-                                    ran.add(x.cta)
-                                    ganged.add(x)
-                                elif x.wait is not None:   # tried and blocked: not again this round
-                                    ganged.add(x)
-                            if log is not None:
-                                log.running = w
-                            if w.done or r.total > max_instructions:
-                                continue
+                    mates = ()   # the warps of its last gang: they go on with it (a branch splits lanes)
+                    for _ in range(GANG_TURNS):
+                        g = ()
+                        if lockstep.eligible(w):
+                            pc = w.pc
+                            g = [x for x in everyone if x.pc == pc and lockstep.eligible(x) and x not in spins
+                                 and (x not in ganged or x in mates)]
+                            runner = lockstep.run
+                        elif lockstep.masked(w):   # on some of its lanes: with others on some of theirs at its PC,
+                            key = key_of(w)         # and its last gang's warps wherever they are (lockstep.run_any)
+                            g = [x for x in everyone if x not in spins and (
+                                x is w or x in mates and not x.done and not x.parked_test and x.wait is None or
+                                x not in ganged and lockstep.masked(x) and key_of(x) == key)]
+                            runner = lockstep.run_any
+                        if len(g) < 2:
+                            break
+                        before = [(x, x.executed) for x in g]
+                        share = min(budget, CHUNK)   # a chunk each, then the probes the warps' own runs get
+                        k = runner(g, share * len(g), log)
+                        total += k
+                        if k >= share * len(g):   # nobody blocked: spinning, perhaps
+                            for x in g:
+                                if not x.done and x.wait is None and x not in spins:
+                                    probe_warp(x, windows)
+                        for x, e in before:
+                            if x.executed > e:
+                                o = owner[x]
+                                o.total += x.executed - e
+                                o.moved = True
+                                ran.add(x.cta)
+                                ganged.add(x)
+                            elif x.wait is not None:   # tried and blocked: not again this round
+                                ganged.add(x)
+                        if log is not None:
+                            log.running = w
+                        if w.done or r.total > max_instructions or w.wait is not None or w in spins:
+                            break
+                        mates = g
+                    if w.done or r.total > max_instructions:
+                        continue
                 # the quantum in chunks (the same instructions in the same order as one w.run(budget)); after a
                 # chunk the warp ran without blocking, a probe may prove it spins (then it stops here, parked)
                 n = 0

@@ -273,16 +273,31 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
 
 
 def _gang_clocks(warps):
-    """The warps' clocks ([] where the launch runs without racecheck), or None where one diverged."""
+    """The warps' clocks ([] where the launch runs without racecheck)."""
     sts = []
     for W in warps:
         st = clock(W)
         if st is None:
             return []
-        if W.lane_pc is not None:
-            return None
         sts.append(st)
     return sts
+
+
+def _diverged_race(sd, warps, sts, spots, tids, counts, vcx, lanes) -> bool:
+    """on_read / on_write's checks of diverged warps (W.lane_pc set): every byte's writer against the warp's clock,
+    and same-warp writes of this divergence region by lanes on another path (_diverged)."""
+    div = [k for k, W in enumerate(warps) if W.lane_pc is not None]
+    if not div:
+        return False
+    ep = sd.w_ep[spots]
+    if ((ep & M32) > vcx[lanes[:, None], ep >> 32]).any():
+        return True
+    ends = np.cumsum(counts)
+    for k in div:
+        lo, hi = int(ends[k] - counts[k]), int(ends[k])
+        if _diverged(sd, sts[k], ep[lo:hi], spots[lo:hi], tids[lo:hi], sts[k].now(warps[k])).any():
+            return True
+    return False
 
 
 def _writers_race(sd, sts, vcx, lanes, spots) -> bool:
@@ -299,9 +314,9 @@ def _writers_race(sd, sts, vcx, lanes, spots) -> bool:
 def gang_write_plan(sh, warps, spots, tids, counts):
     """on_write's checks for plain writes of several warps of one CTA at once, one width: spots (n, k) of every
     lane, counts[i] lanes of warps[i] (in order), no byte in two rows. The per-warp (clock, region, lane mask) for
-    gang_write_record where none would report, or None (a warp diverged, or a write conflicts with an earlier
-    access: on_write reports it). Checks only; the bytes are disjoint, so one warp's record cannot change the verdict
-    on another's. A reader row whose latest read its warp covers passes (its reads are at most rmax), so the rows
+    gang_write_record where none would report, or None (a write conflicts with an earlier access, or a diverged
+    warp's lanes on another path wrote a byte: on_write reports it). Checks only; the bytes are disjoint, so one
+    warp's record cannot change the verdict on another's. A reader row whose latest read its warp covers passes (its reads are at most rmax), so the rows
     checked for one warp are checked for all."""
     sts = _gang_clocks(warps)
     if not sts:
@@ -309,7 +324,7 @@ def gang_write_plan(sh, warps, spots, tids, counts):
     sd = shadow(sh, sts[0])
     lanes = np.repeat(np.arange(len(sts)), counts)
     vcx = sts[0].cl.VCX[[st.id for st in sts]]
-    if _writers_race(sd, sts, vcx, lanes, spots):
+    if _writers_race(sd, sts, vcx, lanes, spots) or _diverged_race(sd, warps, sts, spots, tids, counts, vcx, lanes):
         return None
     if len(sd.agents):
         vc = vcx[:, sd.agents + 1]   # (warps, reader rows)
@@ -341,18 +356,20 @@ def gang_write_record(sh, spots, tids, counts, rows, wh):
     scatter(sd.w_region, spots, each([r[1] for r in rows]))
 
 
-def gang_read_plan(sh, warps, spots, counts):
+def gang_read_plan(sh, warps, spots, tids, counts):
     """on_read's checks for the plain reads of several warps of one CTA at once (spots, counts as
     gang_write_plan's). A read's check looks only at writers, so the reads of one step do not change each other's
-    verdicts. The warps' clocks for gang_read_record where none would report, or None (a warp diverged, or a read
-    conflicts with an unordered write). Checks only."""
+    verdicts. The warps' clocks for gang_read_record where none would report, or None (a read
+    conflicts with an unordered write, or a diverged warp's with its other path's). Checks only."""
     sts = _gang_clocks(warps)
     if not sts:
         return sts
     sd = shadow(sh, sts[0])
     for W, st in zip(warps, sts):
         st.now(W)
-    if _writers_race(sd, sts, sts[0].cl.VCX[[st.id for st in sts]], np.repeat(np.arange(len(sts)), counts), spots):
+    vcx = sts[0].cl.VCX[[st.id for st in sts]]
+    lanes = np.repeat(np.arange(len(sts)), counts)
+    if _writers_race(sd, sts, vcx, lanes, spots) or _diverged_race(sd, warps, sts, spots, tids, counts, vcx, lanes):
         return None
     return sts
 

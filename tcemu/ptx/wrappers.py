@@ -48,6 +48,7 @@ def guarded(op, ins: P.Instruction, prog: Program):
             for k, r in zip(at, out):
                 full[k] = r
             return full
+        gang_guarded.masked = getattr(gang, "masked", False)
         guarded.gang = gang_guarded
     return guarded
 
@@ -106,5 +107,6 @@ def hazard_checked(op, ins: P.Instruction, prog: Program):
                 for W, _ in pairs:
                     W.wgmma_dirty |= writes
             return out
+        checked_gang.masked = getattr(gang, "masked", False)
         checked.gang = checked_gang
     return checked

@@ -42,9 +42,9 @@ def counting(monkeypatch):
     seen = []
     real = lockstep.stretch
 
-    def spy(gang, pc):
+    def spy(gang, pc, m=None):
         seen.append(len(gang))
-        return real(gang, pc)
+        return real(gang, pc, m)
     monkeypatch.setattr(lockstep, "stretch", spy)
     return seen
 

@@ -65,6 +65,7 @@ def c_bra(ins, prog, pc):
         some = taken.any(axis=1)
         return [tpc if e else (None if not s else op(W, m)) for (W, m), e, s in zip(pairs, every.tolist(),
                                                                                     some.tolist())]
+    gang.masked = True   # lanes as the masks give them (lockstep.run_masked)
     op.guarded = True
     op.gang = gang
     return op

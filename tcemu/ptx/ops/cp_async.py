@@ -188,6 +188,7 @@ def c_cp_async(ins, prog, pc):
             W.cp_async_open.append((spots[at:at + k], data[at:at + k], src_bytes[at:at + k], tids[at:at + k]))
             at += k
 
+    gang.masked = True   # lanes as the masks give them (lockstep.run_masked)
     op.gang = gang
     return op
 

@@ -94,7 +94,7 @@ def _shared_load_plan(sh, members, offs, tids, counts, nbytes, wh):
         raise Fallback
     if not sh.smem.written[spots].all():   # an unwritten read: its report may wait for a racing write
         raise Fallback
-    rows = races.gang_read_plan(sh, warps, spots, counts)
+    rows = races.gang_read_plan(sh, warps, spots, tids, counts)
     if rows is None:
         raise Fallback
     raw = sh.smem.data[spots]
@@ -207,6 +207,7 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh):
                         full = np.zeros(32, cont)
                         full[act] = v[:, i]
                         s(W, full, act)
+    gang.masked = True   # lanes as the masks give them (lockstep.run_masked)
     return gang
 
 
@@ -232,6 +233,7 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh):
             raise Fallback
         for land in plans:
             land()
+    gang.masked = True
     return gang
 
 
