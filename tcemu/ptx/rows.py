@@ -14,18 +14,35 @@ def aligned(spots) -> bool:
     return w > 1 and w & (w - 1) == 0 and spots.shape[0] > 0 and not (spots[:, 0] & (w - 1)).any()
 
 
+# the last spots array row_index saw and its answer: one access updates several shadows at the same spots (a copy
+# landing: data, written, source, ...; a racecheck record: four arrays), each asking again (spots are never
+# written in place)
+_last = (None, None)
+
+
+def row_index(spots):
+    """The (n,) row numbers of aligned spots in the array viewed as (n, w), or None where they are not aligned."""
+    global _last
+    seen, idx = _last
+    if seen is spots:
+        return idx
+    idx = spots[:, 0] // spots.shape[1] if aligned(spots) else None
+    _last = (spots, idx)
+    return idx
+
+
 def gather(arr, spots):
     """arr[spots]."""
-    if aligned(spots):
-        w = spots.shape[1]
-        return _rows(arr, w)[spots[:, 0] // w]
+    idx = row_index(spots)
+    if idx is not None:
+        return _rows(arr, spots.shape[1])[idx]
     return arr[spots]
 
 
 def scatter(arr, spots, values):
     """arr[spots] = values (values broadcast against (n, w); rows touching one byte twice: the later wins)."""
-    if aligned(spots):
-        w = spots.shape[1]
-        _rows(arr, w)[spots[:, 0] // w] = values
+    idx = row_index(spots)
+    if idx is not None:
+        _rows(arr, spots.shape[1])[idx] = values
     else:
         arr[spots] = values
