@@ -380,6 +380,7 @@ def run(gang, budget: int, log=None) -> int:
 
 
 ALONE_STEPS = 64   # steps run_any lets one warp of its gang take alone in a row (a loop the others wait out)
+MASKED_BATCH = 8   # warp instructions a masked stretch must hold to run as a batch (gathering the lanes costs)
 
 
 def run_any(gang, budget: int, log=None) -> int:
@@ -387,8 +388,11 @@ def run_any(gang, budget: int, log=None) -> int:
     (machine.Warp.run), the warps at the lowest PC go first, together (each on its lanes: step_of), so warps that a
     branch sent different ways meet again where the paths join. A warp that blocks leaves; it ends when fewer than
     two warps are left, after `budget` warp instructions (the number run), or when one warp has run alone
-    ALONE_STEPS steps in a row. Private stretches run as one batch (stretch), other instructions as _step runs
-    them."""
+    ALONE_STEPS steps in a row. Private stretches run as one batch (stretch; short ones of masked warps, under
+    MASKED_BATCH warp instructions, warp by warp), other instructions as _step runs them.
+
+    One warp a CTA gains little: the gang versions work CTA by CTA (machine.run_ctas gangs masked warps only where
+    a CTA has two or more)."""
     prog = gang[0].prog
     end = prog.lockstep_end
     n = 0
@@ -407,7 +411,7 @@ def run_any(gang, budget: int, log=None) -> int:
             break
         full = all(steps[k][1] is None for k in at)
         masks = None if full else [live[k].live if steps[k][1] is None else steps[k][1] for k in at]
-        if end[low] > low:
+        if end[low] > low and (full or len(g) * (end[low] - low) >= MASKED_BATCH):
             n += stretch(g, low, None if full else np.stack(masks))
             if any(step_of(w)[0] == low for w in g if not w.done):   # an exception: their own runs next
                 break

@@ -485,6 +485,8 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                             g = [x for x in everyone if x not in spins and (
                                 x is w or x in mates and not x.done and not x.parked_test and x.wait is None or
                                 x not in ganged and lockstep.masked(x) and key_of(x) == key)]
+                            if len({id(x.cta) for x in g}) == len(g):   # one warp a CTA: cheaper alone (run_any)
+                                g = ()
                             runner = lockstep.run_any
                         if len(g) < 2:
                             break
