@@ -481,12 +481,16 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                                  and (x not in ganged or x in mates)]
                             runner = lockstep.run
                         elif lockstep.masked(w):   # on some of its lanes: with others on some of theirs at its PC,
-                            key = key_of(w)         # and its last gang's warps wherever they are (lockstep.run_any)
-                            g = [x for x in everyone if x not in spins and (
-                                x is w or x in mates and not x.done and not x.parked_test and x.wait is None or
-                                x not in ganged and lockstep.masked(x) and key_of(x) == key)]
-                            if len({id(x.cta) for x in g}) == len(g):   # one warp a CTA: cheaper alone (run_any)
-                                g = ()
+                            key = key_of(w)         # and its last gang's warps wherever they are (lockstep.run_any),
+                            # where its CTA has another (one warp a CTA is cheaper alone: the gang versions work
+                            # CTA by CTA)
+                            if mates or any(x is not w and lockstep.masked(x) and x not in spins and
+                                            x not in ganged and key_of(x) == key for x in w.cta.warps):
+                                g = [x for x in everyone if x not in spins and (
+                                    x is w or x in mates and not x.done and not x.parked_test and x.wait is None or
+                                    x not in ganged and lockstep.masked(x) and key_of(x) == key)]
+                                if len({id(x.cta) for x in g}) == len(g):
+                                    g = ()
                             runner = lockstep.run_any
                         if len(g) < 2:
                             break
