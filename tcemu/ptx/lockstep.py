@@ -95,6 +95,17 @@ def analyse(prog, code) -> None:
                            {c: np.array(sorted(s)) for c, s in written[pc].items()}) for pc in range(n + 1)]
 
 
+def slots_of(prog, ops) -> Dict[int, np.ndarray]:
+    """Per register class, the slots operands `ops` name (what a gang version gathers into a Batch)."""
+    out = {}
+    for o in ops:
+        for r in regs_of(o):
+            sl = prog.slots.get(r.name)
+            if sl is not None:
+                out.setdefault(sl.cls, set()).add(sl.index)
+    return {c: np.array(sorted(x)) for c, x in out.items()}
+
+
 def wgmma_r32(prog) -> frozenset:
     """The 32-bit register indices some wgmma writes or reads (its D and A registers)."""
     got = getattr(prog, "_wgmma_r32", None)

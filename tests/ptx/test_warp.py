@@ -367,3 +367,50 @@ def test_lane_special_registers():
         lane = t % 32
         lt, le = (1 << lane) - 1, (1 << (lane + 1)) - 1
         assert list(out[t]) == [lane, 1 << lane, le, lt, ~lt & 0xFFFFFFFF, ~le & 0xFFFFFFFF, 3, 48]
+
+
+@pytest.mark.parametrize("mode", ["up", "down", "bfly", "idx"])
+def test_shfl_sync_of_a_gang_of_whole_warps_is_one_batch(mode, monkeypatch):
+    # 8 warps (2 CTAs x 4) shuffle a[g] = table[lane] xor 0x9e3779b9 * warp, per-lane b and c: the gang version
+    # runs once for all of them, with the bits of each warp's own run (and of lockstep=False)
+    from tcemu.ptx import lockstep
+    before, load = _lane_values(VALUES)
+    body = """
+  and.b32 %r0, %r0, 31;
+""" + load.replace("mul.wide.u32 %rd6, %r0, 4", "mul.wide.u32 %rd6, %r0, 4") + """
+  mov.u32 %r9, %ctaid.x;
+  mov.u32 %r8, %tid.x;
+  mad.lo.u32 %r7, %r9, 128, %r8;        // global thread g
+  shr.u32 %r10, %r7, 5;                 // global warp
+  mul.lo.u32 %r10, %r10, -1640531527;
+  xor.b32 %r1, %r1, %r10;
+  mad.lo.u32 %r5, %r0, 7, 3;
+  rem.u32 %r5, %r5, 40;
+  and.b32 %r6, %r0, 3;
+  shl.b32 %r6, %r6, 11;
+  sub.u32 %r11, 31, %r0;
+  or.b32 %r6, %r6, %r11;
+  shfl.sync.MODE.b32 %r2|%p1, %r1, %r5, %r6, -1;
+  selp.u32 %r3, 1, 0, %p1;
+  mul.wide.u32 %rd6, %r7, 4;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %r2;
+  st.global.u32 [%rd7+1024], %r3;
+  ret;
+""".replace("MODE", mode)
+    calls = []
+    real = lockstep._step
+
+    def spy(g, pc, masks, log):
+        calls.append((g[0].prog.instrs[pc].opcode, len(g)))
+        return real(g, pc, masks, log)
+    monkeypatch.setattr(lockstep, "_step", spy)
+    out = run(body, before=before, grid=2, block=128, out_words=512)
+    assert (f"shfl.sync.{mode}.b32", 8) in calls
+    b = [(7 * t + 3) % 40 for t in T]
+    c = [((t % 4) * 8) << 8 | (31 - t) for t in T]
+    for w in range(8):
+        a = [v ^ ((w * 0x9E3779B9) & 0xFFFFFFFF) for v in VALUES]
+        d, p = shfl_model(mode, a, b, c)
+        assert list(out[32 * w:32 * w + 32]) == d and list(out[256 + 32 * w:256 + 32 * w + 32]) == p
+    assert np.array_equal(run(body, before=before, grid=2, block=128, out_words=512, lockstep=False), out)

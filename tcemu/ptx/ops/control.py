@@ -17,6 +17,7 @@ from .calls import c_return
 from .common import Mods, by_cta, dest_setter, mask_array, operands, require_ptx, require_target, uniform, where
 from ..signals import Fallback
 from .cp_async import drain_cp_async
+from ..lockstep import Batch, slots_of
 from .registry import register
 
 U32 = TYPES["u32"]
@@ -65,7 +66,7 @@ def c_bra(ins, prog, pc):
         some = taken.any(axis=1)
         return [tpc if e else (None if not s else op(W, m)) for (W, m), e, s in zip(pairs, every.tolist(),
                                                                                     some.tolist())]
-    gang.masked = True   # lanes as the masks give them (lockstep.run_masked)
+    gang.masked = True   # lanes as the masks give them (lockstep.run_any)
     op.guarded = True
     op.gang = gang
     return op
@@ -505,7 +506,8 @@ def c_shfl(ins, prog, pc):
     put = dest_setter(prog, d, ins, B32)
 
     def op(W, m):
-        _members(W, m, gm, ins)
+        if m is not None or getattr(W, "warps", None) is None:   # a Batch (gang) checked its membermask
+            _members(W, m, gm, ins)
         bval = gb(W) & np.uint32(31)
         cv = gc(W)
         cval = (cv & np.uint32(31)).astype(np.int64)
@@ -527,7 +529,26 @@ def c_shfl(ins, prog, pc):
             j = min_lane | (bv & ~seg)
             pval = j <= max_lane
         j = np.where(pval, j, lane)   # a source lane outside the membermask gives its register (undefined)
-        put(W, ga(W)[j], pval, m)
+        src = ga(W)
+        if src.ndim == 1:
+            put(W, src[j], pval, m)
+        else:   # a gang's batch (warps, 32)
+            put(W, np.take_along_axis(src, np.broadcast_to(j, src.shape), axis=1), pval, m)
+
+    touched = slots_of(prog, [a, b, c, mask, d])
+    written = slots_of(prog, [d])
+
+    def gang(pairs):
+        """Whole warps with the full membermask (lockstep.py): every warp's shuffle as one batch; any other case
+        (lanes masked or exited, other membermasks: _members' checks and groups) runs warp by warp."""
+        if any(m is not None or not W.full for W, m in pairs):
+            raise Fallback
+        B = Batch([W for W, _ in pairs], touched)
+        if not (gm(B) == np.uint32(0xFFFFFFFF)).all():
+            raise Fallback
+        op(B, None)
+        B.store(written)
+    op.gang = gang
     return op
 
 

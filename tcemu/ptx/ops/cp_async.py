@@ -10,8 +10,7 @@ from .. import graces, races
 from ..machine import LANES
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ...core.errors import TcemuError
-from ..lockstep import Batch
-from ..program import regs_of
+from ..lockstep import Batch, slots_of
 from ..rows import gather, scatter
 from ..signals import Fallback
 from ..types import TYPES
@@ -105,13 +104,7 @@ def c_cp_async(ins, prog, pc):
         sh.async_pending[spots] = pc + 1
         W.cp_async_open.append((spots, data, src_bytes, tids))
 
-    touched = {}   # the registers the operands read (the gang's are gathered once: lockstep.Batch)
-    for o in ops:
-        for r in regs_of(o):
-            sl = prog.slots.get(r.name)
-            if sl is not None:
-                touched.setdefault(sl.cls, set()).add(sl.index)
-    touched = {c: np.array(sorted(x)) for c, x in touched.items()}
+    touched = slots_of(prog, ops)   # the registers the operands read (the gang's are gathered once: Batch)
 
     def gang(pairs):
         """All the gang's issues at once: lanes and the global side together, the shared side CTA by CTA."""
@@ -188,7 +181,7 @@ def c_cp_async(ins, prog, pc):
             W.cp_async_open.append((spots[at:at + k], data[at:at + k], src_bytes[at:at + k], tids[at:at + k]))
             at += k
 
-    gang.masked = True   # lanes as the masks give them (lockstep.run_masked)
+    gang.masked = True   # lanes as the masks give them (lockstep.run_any)
     op.gang = gang
     return op
 

@@ -207,7 +207,7 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh):
                         full = np.zeros(32, cont)
                         full[act] = v[:, i]
                         s(W, full, act)
-    gang.masked = True   # lanes as the masks give them (lockstep.run_masked)
+    gang.masked = True   # lanes as the masks give them (lockstep.run_any)
     return gang
 
 
