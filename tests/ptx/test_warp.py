@@ -414,3 +414,52 @@ def test_shfl_sync_of_a_gang_of_whole_warps_is_one_batch(mode, monkeypatch):
         d, p = shfl_model(mode, a, b, c)
         assert list(out[32 * w:32 * w + 32]) == d and list(out[256 + 32 * w:256 + 32 * w + 32]) == p
     assert np.array_equal(run(body, before=before, grid=2, block=128, out_words=512, lockstep=False), out)
+
+
+@pytest.mark.parametrize("form", ["vote.sync.ballot.b32 %r2, %p1, -1", "vote.sync.all.pred %p2, %p1, -1",
+                                  "vote.sync.any.pred %p2, !%p1, -1", "vote.sync.uni.pred %p2, %p1, -1",
+                                  "elect.sync %r2|%p2, -1"])
+def test_votes_and_elect_of_a_gang_of_whole_warps_are_one_batch(form, monkeypatch):
+    # 8 warps (2 CTAs x 4), p = bit (warp % 4) of lane ^ warp: every warp its own ballot; whole warps with the full
+    # membermask run the gang version once, with the bits of lockstep=False
+    from tcemu.ptx import lockstep
+    body = """
+  mov.u32 %r9, %ctaid.x;
+  mad.lo.u32 %r7, %r9, 128, %r0;        // global thread g
+  shr.u32 %r10, %r7, 5;                 // global warp w
+  and.b32 %r11, %r7, 31;
+  xor.b32 %r12, %r11, %r10;
+  and.b32 %r13, %r10, 3;
+  shr.u32 %r12, %r12, %r13;
+  and.b32 %r12, %r12, 1;
+  setp.eq.u32 %p1, %r12, 1;
+  mov.u32 %r2, 77;
+  setp.ne.u32 %p2, %r2, %r2;
+  FORM;
+  selp.u32 %r3, 1, 0, %p2;
+  mul.wide.u32 %rd6, %r7, 4;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %r2;
+  st.global.u32 [%rd7+1024], %r3;
+  ret;
+""".replace("FORM", form)
+    calls = []
+    real = lockstep._step
+
+    def spy(g, pc, masks, log):
+        calls.append((g[0].prog.instrs[pc].opcode, len(g)))
+        return real(g, pc, masks, log)
+    monkeypatch.setattr(lockstep, "_step", spy)
+    out = run(body, grid=2, block=128, out_words=512)
+    assert (form.split()[0], 8) in calls
+    for w in range(8):
+        p = [((lane ^ w) >> (w % 4)) & 1 == 1 for lane in T]
+        r, q = out[32 * w:32 * w + 32].tolist(), out[256 + 32 * w:256 + 32 * w + 32].tolist()
+        if "ballot" in form:
+            assert r == [sum(1 << lane for lane in T if p[lane])] * 32 and q == [0] * 32
+        elif "elect" in form:
+            assert r == [0] * 32 and q == [1] + [0] * 31
+        else:
+            want = all(p) if ".all" in form else (not all(p)) if ".any" in form else (all(p) or not any(p))
+            assert r == [77] * 32 and q == [int(want)] * 32
+    assert np.array_equal(run(body, grid=2, block=128, out_words=512, lockstep=False), out)

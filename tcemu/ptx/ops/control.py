@@ -484,14 +484,44 @@ def _members(W, m, gmask, ins):
     return act, G
 
 
+FULL_MASK = np.uint32(0xFFFFFFFF)
+
+
+def _whole_warps(pairs, touched, gm):
+    """A gang's batch (lockstep.Batch of the registers `touched`) where every warp runs on all 32 lanes with the full
+    membermask, so _members has nothing to check and one group per warp; else Fallback (the warps' own runs check
+    and group their lanes)."""
+    if any(m is not None or not W.full for W, m in pairs):
+        raise Fallback
+    B = Batch([W for W, _ in pairs], touched)
+    if not (gm(B) == FULL_MASK).all():
+        raise Fallback
+    return B
+
+
+def _checked_members(W, m, gm, ins):
+    """_members, but for a gang's batch, which _whole_warps checked."""
+    if m is None and getattr(W, "warps", None) is not None:
+        return None, None
+    return _members(W, m, gm, ins)
+
+
 @register("bar.warp.sync")
 def c_bar_warp_sync(ins, prog, pc):
     """__syncwarp (PTX 9.7.12.3): the membermask's lanes meet here (lanes wait at it: warp_synchronous)."""
-    gm = prog.read(operands(ins, 1)[0], U32, ins)
+    mask = operands(ins, 1)[0]
+    gm = prog.read(mask, U32, ins)
 
     def op(W, m):
         _members(W, m, gm, ins)
         races.warp_sync(W)
+    touched = slots_of(prog, [mask])
+
+    def gang(pairs):
+        _whole_warps(pairs, touched, gm)
+        for W, _ in pairs:
+            races.warp_sync(W)
+    op.gang = gang
     return op
 
 
@@ -506,8 +536,7 @@ def c_shfl(ins, prog, pc):
     put = dest_setter(prog, d, ins, B32)
 
     def op(W, m):
-        if m is not None or getattr(W, "warps", None) is None:   # a Batch (gang) checked its membermask
-            _members(W, m, gm, ins)
+        _checked_members(W, m, gm, ins)
         bval = gb(W) & np.uint32(31)
         cv = gc(W)
         cval = (cv & np.uint32(31)).astype(np.int64)
@@ -541,11 +570,7 @@ def c_shfl(ins, prog, pc):
     def gang(pairs):
         """Whole warps with the full membermask (lockstep.py): every warp's shuffle as one batch; any other case
         (lanes masked or exited, other membermasks: _members' checks and groups) runs warp by warp."""
-        if any(m is not None or not W.full for W, m in pairs):
-            raise Fallback
-        B = Batch([W for W, _ in pairs], touched)
-        if not (gm(B) == np.uint32(0xFFFFFFFF)).all():
-            raise Fallback
+        B = _whole_warps(pairs, touched, gm)
         op(B, None)
         B.store(written)
     op.gang = gang
@@ -571,6 +596,22 @@ def c_vote(ins, prog, pc):
             return
         every, some = ~(G & ~p[None, :]).any(axis=1), (G & p[None, :]).any(axis=1)
         sd(W, every if mode == "all" else some if mode == "any" else (every | ~some), m)
+    touched = slots_of(prog, [d, a, mask])
+    written = slots_of(prog, [d])
+
+    def gang(pairs):
+        """Whole warps, full membermask: each warp one group, every warp's vote at once."""
+        B = _whole_warps(pairs, touched, gm)
+        p = np.broadcast_to(ga(B), (len(pairs), 32))
+        if mode == "ballot":
+            bits = np.sum(p.astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1).astype(np.uint32)
+            sd(B, np.repeat(bits[:, None], 32, axis=1), None)
+        else:
+            every, some = p.all(axis=1, keepdims=True), p.any(axis=1, keepdims=True)
+            sd(B, np.broadcast_to(every if mode == "all" else some if mode == "any" else (every | ~some),
+                                  (len(pairs), 32)), None)
+        B.store(written)
+    op.gang = gang
     return op
 
 
@@ -594,6 +635,15 @@ def c_elect(ins, prog, pc):
         act, G = _members(W, m, gm, ins)
         leader = np.where(G.any(axis=1), G.argmax(axis=1), 0)   # each group's lowest lane
         put(W, leader.astype(np.uint32), LANE == leader, m)
+    touched = slots_of(prog, [d, mask])
+    written = slots_of(prog, [d])
+
+    def gang(pairs):
+        """Whole warps, full membermask: lane 0 leads every warp."""
+        B = _whole_warps(pairs, touched, gm)
+        put(B, np.zeros((len(pairs), 32), np.uint32), np.broadcast_to(LANE == 0, (len(pairs), 32)), None)
+        B.store(written)
+    op.gang = gang
     return op
 
 
