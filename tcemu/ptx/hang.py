@@ -59,6 +59,27 @@ def _allowed(prog, cta_barriers: bool) -> np.ndarray:
     return cache[1] if cta_barriers else cache[0]
 
 
+def _runway(prog, cta_barriers: bool) -> np.ndarray:
+    """Per PC: the first instruction at or after it, in straight-line order, that a proven cycle may not execute
+    (_allowed), or -1 where a branch comes first: a probe from there can only stop at it (cached on the program)."""
+    cache = getattr(prog, "_probe_runway", None)
+    if cache is None:
+        n = len(prog.instrs)
+        out = []
+        for ok in (_allowed(prog, False), _allowed(prog, True)):
+            run = np.full(n + 1, n, np.int64)   # past the end: not allowed
+            nxt = n
+            for pc in range(n - 1, -1, -1):
+                if not ok[pc]:
+                    nxt = pc
+                elif prog.instrs[pc].opcode.split(".")[0] in ("bra", "brx"):
+                    nxt = -1
+                run[pc] = nxt
+            out.append(run)
+        cache = prog._probe_runway = tuple(out)
+    return cache[1] if cta_barriers else cache[0]
+
+
 def next_pc(w) -> int:
     """The PC the warp's next step executes (Warp.run's choice)."""
     if w.lane_pc is None:
@@ -229,6 +250,11 @@ def _probe(warps, windows, steps, turn, bars_ok):
     cta = warps[0].cta
     ok = _allowed(cta.prog, bars_ok)
     at_bar = _allowed(cta.prog, True)
+    first = warps[0]
+    if first.lane_pc is None and not first.done:   # straight-line code up to an instruction no cycle may hold:
+        stop = int(_runway(cta.prog, bars_ok)[first.pc])   # the probe's first turn ends there, proving nothing
+        if 0 <= stop - first.pc < min(turn if len(warps) > 1 else steps, steps):
+            return None, stop - first.pc, bool(at_bar[min(stop, ok.size - 1)])
     L = cta.launch
     for w in warps:   # the registers a probe saves and restores hold every wgmma result (chains.py)
         if w.deferred:
