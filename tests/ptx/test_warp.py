@@ -73,18 +73,22 @@ def test_shfl_sync_immediate_operands(mode, b, c):
     assert list(out[:32]) == d and list(out[32:]) == p
 
 
-@pytest.mark.parametrize("mode", ["up", "down", "bfly", "idx"])
-def test_shfl_sync_per_lane_b_and_c(mode):
-    # b and c from registers, different in every lane: b = (7t + 3) % 40, c = ((t % 4) * 8) << 8 | (31 - t)
-    before, load = _lane_values(VALUES)
-    body = load + """
+# b = (7t + 3) % 40 in %r5 and c = ((t % 4) * 8) << 8 | (31 - t) in %r6, for lane t in %r0
+PER_LANE_BC = """
   mad.lo.u32 %r5, %r0, 7, 3;
   rem.u32 %r5, %r5, 40;
   and.b32 %r6, %r0, 3;
   shl.b32 %r6, %r6, 11;
-  sub.u32 %r7, 31, %r0;
-  or.b32 %r6, %r6, %r7;
-""" + SHFL.format(a="%r1", mode=mode, b="%r5", c="%r6").replace("  mov.u32 %r1, %r1;\n", "")
+  sub.u32 %r11, 31, %r0;
+  or.b32 %r6, %r6, %r11;
+"""
+
+
+@pytest.mark.parametrize("mode", ["up", "down", "bfly", "idx"])
+def test_shfl_sync_per_lane_b_and_c(mode):
+    # b and c from registers, different in every lane: b = (7t + 3) % 40, c = ((t % 4) * 8) << 8 | (31 - t)
+    before, load = _lane_values(VALUES)
+    body = load + PER_LANE_BC + SHFL.format(a="%r1", mode=mode, b="%r5", c="%r6").replace("  mov.u32 %r1, %r1;\n", "")
     out = run(body, before=before, out_words=64)
     b = [(7 * t + 3) % 40 for t in T]
     c = [((t % 4) * 8) << 8 | (31 - t) for t in T]
@@ -369,11 +373,33 @@ def test_lane_special_registers():
         assert list(out[t]) == [lane, 1 << lane, le, lt, ~lt & 0xFFFFFFFF, ~le & 0xFFFFFFFF, 3, 48]
 
 
+# the gang tests' epilogue: %r2 to out[g], %r3 to out[256 + g] (global thread g in %r7)
+STORE_R2_R3 = """\
+  mul.wide.u32 %rd6, %r7, 4;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %r2;
+  st.global.u32 [%rd7+1024], %r3;
+  ret;
+"""
+
+
+def gang_steps(monkeypatch):
+    """(opcode, warps) of every non-private step lockstep._step runs for a gang."""
+    from tcemu.ptx import lockstep
+    calls = []
+    real = lockstep._step
+
+    def spy(g, pc, masks, log):
+        calls.append((g[0].prog.instrs[pc].opcode, len(g)))
+        return real(g, pc, masks, log)
+    monkeypatch.setattr(lockstep, "_step", spy)
+    return calls
+
+
 @pytest.mark.parametrize("mode", ["up", "down", "bfly", "idx"])
 def test_shfl_sync_of_a_gang_of_whole_warps_is_one_batch(mode, monkeypatch):
     # 8 warps (2 CTAs x 4) shuffle a[g] = table[lane] xor 0x9e3779b9 * warp, per-lane b and c: the gang version
     # runs once for all of them, with the bits of each warp's own run (and of lockstep=False)
-    from tcemu.ptx import lockstep
     before, load = _lane_values(VALUES)
     body = """
   and.b32 %r0, %r0, 31;
@@ -384,27 +410,10 @@ def test_shfl_sync_of_a_gang_of_whole_warps_is_one_batch(mode, monkeypatch):
   shr.u32 %r10, %r7, 5;                 // global warp
   mul.lo.u32 %r10, %r10, -1640531527;
   xor.b32 %r1, %r1, %r10;
-  mad.lo.u32 %r5, %r0, 7, 3;
-  rem.u32 %r5, %r5, 40;
-  and.b32 %r6, %r0, 3;
-  shl.b32 %r6, %r6, 11;
-  sub.u32 %r11, 31, %r0;
-  or.b32 %r6, %r6, %r11;
-  shfl.sync.MODE.b32 %r2|%p1, %r1, %r5, %r6, -1;
+""" + PER_LANE_BC + """  shfl.sync.MODE.b32 %r2|%p1, %r1, %r5, %r6, -1;
   selp.u32 %r3, 1, 0, %p1;
-  mul.wide.u32 %rd6, %r7, 4;
-  add.s64 %rd7, %rd0, %rd6;
-  st.global.u32 [%rd7], %r2;
-  st.global.u32 [%rd7+1024], %r3;
-  ret;
-""".replace("MODE", mode)
-    calls = []
-    real = lockstep._step
-
-    def spy(g, pc, masks, log):
-        calls.append((g[0].prog.instrs[pc].opcode, len(g)))
-        return real(g, pc, masks, log)
-    monkeypatch.setattr(lockstep, "_step", spy)
+""".replace("MODE", mode) + STORE_R2_R3
+    calls = gang_steps(monkeypatch)
     out = run(body, before=before, grid=2, block=128, out_words=512)
     assert (f"shfl.sync.{mode}.b32", 8) in calls
     b = [(7 * t + 3) % 40 for t in T]
@@ -422,7 +431,6 @@ def test_shfl_sync_of_a_gang_of_whole_warps_is_one_batch(mode, monkeypatch):
 def test_votes_and_elect_of_a_gang_of_whole_warps_are_one_batch(form, monkeypatch):
     # 8 warps (2 CTAs x 4), p = bit (warp % 4) of lane ^ warp: every warp its own ballot; whole warps with the full
     # membermask run the gang version once, with the bits of lockstep=False
-    from tcemu.ptx import lockstep
     body = """
   mov.u32 %r9, %ctaid.x;
   mad.lo.u32 %r7, %r9, 128, %r0;        // global thread g
@@ -437,19 +445,8 @@ def test_votes_and_elect_of_a_gang_of_whole_warps_are_one_batch(form, monkeypatc
   setp.ne.u32 %p2, %r2, %r2;
   FORM;
   selp.u32 %r3, 1, 0, %p2;
-  mul.wide.u32 %rd6, %r7, 4;
-  add.s64 %rd7, %rd0, %rd6;
-  st.global.u32 [%rd7], %r2;
-  st.global.u32 [%rd7+1024], %r3;
-  ret;
-""".replace("FORM", form)
-    calls = []
-    real = lockstep._step
-
-    def spy(g, pc, masks, log):
-        calls.append((g[0].prog.instrs[pc].opcode, len(g)))
-        return real(g, pc, masks, log)
-    monkeypatch.setattr(lockstep, "_step", spy)
+""".replace("FORM", form) + STORE_R2_R3
+    calls = gang_steps(monkeypatch)
     out = run(body, grid=2, block=128, out_words=512)
     assert (form.split()[0], 8) in calls
     for w in range(8):
