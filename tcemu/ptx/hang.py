@@ -25,6 +25,7 @@ import numpy as np
 
 from .memory import GlobalMemory, SharedWindow
 from .chains import settle
+from .lockstep import step_of
 from .program import CLASS_ATTR, describe
 
 PROBE_STEPS = 4096   # instructions one probe single-steps at most
@@ -81,17 +82,8 @@ def _runway(prog, cta_barriers: bool) -> np.ndarray:
 
 
 def next_pc(w) -> int:
-    """The PC the warp's next step executes (Warp.run's choice)."""
-    if w.lane_pc is None:
-        return w.pc
-    at = w.lane_pc[w.live]
-    pc = int(at.min())
-    conv = w.prog.converge
-    if conv[pc]:
-        free = at[~conv[at]]
-        if free.size:
-            pc = int(free.min())
-    return pc
+    """The PC the warp's next step executes (Warp.run's choice: lockstep.step_of)."""
+    return step_of(w)[0]
 
 
 def _save(w):

@@ -393,6 +393,26 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
             got = keys[x] = (x.executed, lockstep.step_of(x)[0])
         return got[1]
 
+    def gang_for(w, everyone, ganged, mates):
+        """The warps that run with w's turn, and how (lockstep.run / run_any): the eligible warps at its PC; for a
+        warp on some of its lanes, the others on some of theirs at its PC and its last gang's warps wherever they
+        are, where its CTA has another such warp (one warp a CTA is cheaper alone: the gang versions work CTA by
+        CTA). Warps that had their turn this round join only as mates."""
+        if lockstep.eligible(w):
+            pc = w.pc
+            return [x for x in everyone if x.pc == pc and lockstep.eligible(x) and x not in spins
+                    and (x not in ganged or x in mates)], lockstep.run
+        if not lockstep.masked(w):
+            return (), None
+        key = key_of(w)
+        if not mates and not any(x is not w and lockstep.masked(x) and x not in spins and x not in ganged and
+                                 key_of(x) == key for x in w.cta.warps):
+            return (), None
+        g = [x for x in everyone if x not in spins and (
+            x is w or x in mates and not x.done and not x.parked_test and x.wait is None or
+            x not in ganged and lockstep.masked(x) and key_of(x) == key)]
+        return (() if len({id(x.cta) for x in g}) == len(g) else g), lockstep.run_any
+
     def cta_probe(c, windows) -> bool:
         """Probe the unfinished warps of CTA c not already proven to spin, together (within its allowance)."""
         members = [w for w in c.warps if not w.done and w not in spins]
@@ -474,24 +494,7 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                         continue
                     mates = ()   # the warps of its last gang: they go on with it (a branch splits lanes)
                     for _ in range(GANG_TURNS):
-                        g = ()
-                        if lockstep.eligible(w):
-                            pc = w.pc
-                            g = [x for x in everyone if x.pc == pc and lockstep.eligible(x) and x not in spins
-                                 and (x not in ganged or x in mates)]
-                            runner = lockstep.run
-                        elif lockstep.masked(w):   # on some of its lanes: with others on some of theirs at its PC,
-                            key = key_of(w)         # and its last gang's warps wherever they are (lockstep.run_any),
-                            # where its CTA has another (one warp a CTA is cheaper alone: the gang versions work
-                            # CTA by CTA)
-                            if mates or any(x is not w and lockstep.masked(x) and x not in spins and
-                                            x not in ganged and key_of(x) == key for x in w.cta.warps):
-                                g = [x for x in everyone if x not in spins and (
-                                    x is w or x in mates and not x.done and not x.parked_test and x.wait is None or
-                                    x not in ganged and lockstep.masked(x) and key_of(x) == key)]
-                                if len({id(x.cta) for x in g}) == len(g):
-                                    g = ()
-                            runner = lockstep.run_any
+                        g, runner = gang_for(w, everyone, ganged, mates)
                         if len(g) < 2:
                             break
                         before = [(x, x.executed) for x in g]
