@@ -227,7 +227,7 @@ def test_match_sync_any_and_all(wide):
     assert (out[3] == 0xFFFFFFFF).all() and (out[4] == 1).all()
 
 
-@pytest.mark.parametrize("op,typ,model", [
+REDUX = [
     ("add", "u32", lambda v: sum(v) & 0xFFFFFFFF),
     ("add", "s32", lambda v: sum(v) & 0xFFFFFFFF),
     ("min", "u32", min), ("max", "u32", max),
@@ -235,7 +235,10 @@ def test_match_sync_any_and_all(wide):
     ("and", "b32", lambda v: np.bitwise_and.reduce(np.array(v, np.uint64)).item()),
     ("or", "b32", lambda v: np.bitwise_or.reduce(np.array(v, np.uint64)).item()),
     ("xor", "b32", lambda v: np.bitwise_xor.reduce(np.array(v, np.uint64)).item()),
-])
+]
+
+
+@pytest.mark.parametrize("op,typ,model", REDUX)
 def test_redux_sync(op, typ, model):
     before, load = _lane_values(VALUES)
     out = run(load + f"  redux.sync.{op}.{typ} %r2, %r1, -1;\n  st.global.u32 [%rd1], %r2;\n  ret;\n",
@@ -460,3 +463,27 @@ def test_votes_and_elect_of_a_gang_of_whole_warps_are_one_batch(form, monkeypatc
             want = all(p) if ".all" in form else (not all(p)) if ".any" in form else (all(p) or not any(p))
             assert r == [77] * 32 and q == [int(want)] * 32
     assert np.array_equal(run(body, grid=2, block=128, out_words=512, lockstep=False), out)
+
+
+@pytest.mark.parametrize("op,typ,model", REDUX)
+def test_redux_sync_of_a_gang_of_whole_warps_is_one_batch(op, typ, model, monkeypatch):
+    # 8 warps (2 CTAs x 4) reduce a[g] = table[lane] xor 0x9e3779b9 * warp: one gang step, each warp its own value
+    before, load = _lane_values(VALUES)
+    body = "  and.b32 %r0, %r0, 31;\n" + load + f"""
+  mov.u32 %r9, %ctaid.x;
+  mov.u32 %r8, %tid.x;
+  mad.lo.u32 %r7, %r9, 128, %r8;
+  shr.u32 %r10, %r7, 5;
+  mul.lo.u32 %r10, %r10, -1640531527;
+  xor.b32 %r1, %r1, %r10;
+  redux.sync.{op}.{typ} %r2, %r1, -1;
+  mov.u32 %r3, 0;
+""" + STORE_R2_R3
+    calls = gang_steps(monkeypatch)
+    out = run(body, before=before, grid=2, block=128, out_words=512)
+    assert (f"redux.sync.{op}.{typ}", 8) in calls
+    for w in range(8):
+        want = model([v ^ ((w * 0x9E3779B9) & 0xFFFFFFFF) for v in VALUES])
+        assert out[32 * w:32 * w + 32].tolist() == [want] * 32
+    assert np.array_equal(run(body, before=before, grid=2, block=128, out_words=512, lockstep=False), out)
+

@@ -675,6 +675,24 @@ def c_redux(ins, prog, pc):
             r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name].reduce(
                 np.where(G, u[None, :], ident), axis=1)
         sd(W, r.astype(np.uint32), m)
+    touched = slots_of(prog, [d, a, mask])
+    written = slots_of(prog, [d])
+
+    def gang(pairs):
+        """Whole warps, full membermask: each warp's 32 lanes one group, every warp's reduction at once."""
+        B = _whole_warps(pairs, touched, gm)
+        v = np.broadcast_to(ga(B), (len(pairs), 32))
+        v = (v.view(np.int32) if t.signed else v).astype(np.int64)
+        if name == "add":
+            r = v.sum(axis=1) & 0xFFFFFFFF
+        elif name in ("min", "max"):
+            r = (v.min(axis=1) if name == "min" else v.max(axis=1)) & 0xFFFFFFFF
+        else:
+            r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name].reduce(v & 0xFFFFFFFF,
+                                                                                               axis=1)
+        sd(B, np.repeat(r.astype(np.uint32)[:, None], 32, axis=1), None)
+        B.store(written)
+    op.gang = gang
     return op
 
 
