@@ -24,6 +24,7 @@ U32 = TYPES["u32"]
 B32 = TYPES["b32"]
 PRED = TYPES["pred"]
 LANE = np.arange(32)
+LANE64 = LANE.astype(np.uint64)
 
 
 @register("bra")
@@ -487,6 +488,31 @@ def _members(W, m, gmask, ins):
 FULL_MASK = np.uint32(0xFFFFFFFF)
 
 
+def _lane_bits(x) -> np.ndarray:
+    """The 32-bit masks of the lanes x marks along its last axis (uint64)."""
+    return np.sum(x.astype(np.uint64) << LANE64, axis=-1)
+
+
+def _vote(mode, every, some):
+    """vote.sync's .all / .any / .uni from whether every / some member lane's predicate holds."""
+    return every if mode == "all" else some if mode == "any" else (every | ~some)
+
+
+# redux.sync's integer reductions: a group's lanes along the last axis, the identity in the others
+_REDUX_IDENTITY = {"add": 0, "min": 1 << 40, "max": -(1 << 40), "and": 0xFFFFFFFF, "or": 0, "xor": 0}
+
+
+def _redux_int(name, v) -> np.ndarray:
+    """The reduction along the last axis of int64 values v (32-bit patterns, sign-extended for .s32)."""
+    if name == "add":
+        r = v.sum(axis=-1)
+    elif name in ("min", "max"):
+        r = v.min(axis=-1) if name == "min" else v.max(axis=-1)
+    else:
+        r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name].reduce(v & 0xFFFFFFFF, axis=-1)
+    return (r & 0xFFFFFFFF).astype(np.uint32)
+
+
 def _whole_warps(pairs, touched, gm):
     """A gang's batch (lockstep.Batch of the registers `touched`) where every warp runs on all 32 lanes with the full
     membermask, so _members has nothing to check and one group per warp; else Fallback (the warps' own runs check
@@ -591,11 +617,9 @@ def c_vote(ins, prog, pc):
         act, G = _members(W, m, gm, ins)
         p = ga(W)
         if mode == "ballot":   # each lane: the bits of its group
-            bits = np.sum((G & p[None, :]).astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1)
-            sd(W, bits.astype(np.uint32), m)
+            sd(W, _lane_bits(G & p[None, :]).astype(np.uint32), m)
             return
-        every, some = ~(G & ~p[None, :]).any(axis=1), (G & p[None, :]).any(axis=1)
-        sd(W, every if mode == "all" else some if mode == "any" else (every | ~some), m)
+        sd(W, _vote(mode, ~(G & ~p[None, :]).any(axis=1), (G & p[None, :]).any(axis=1)), m)
     touched = slots_of(prog, [d, a, mask])
     written = slots_of(prog, [d])
 
@@ -604,11 +628,9 @@ def c_vote(ins, prog, pc):
         B = _whole_warps(pairs, touched, gm)
         p = np.broadcast_to(ga(B), (len(pairs), 32))
         if mode == "ballot":
-            bits = np.sum(p.astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1).astype(np.uint32)
-            sd(B, np.repeat(bits[:, None], 32, axis=1), None)
+            sd(B, np.repeat(_lane_bits(p).astype(np.uint32)[:, None], 32, axis=1), None)
         else:
-            every, some = p.all(axis=1, keepdims=True), p.any(axis=1, keepdims=True)
-            sd(B, np.broadcast_to(every if mode == "all" else some if mode == "any" else (every | ~some),
+            sd(B, np.broadcast_to(_vote(mode, p.all(axis=1, keepdims=True), p.any(axis=1, keepdims=True)),
                                   (len(pairs), 32)), None)
         B.store(written)
     op.gang = gang
@@ -621,7 +643,7 @@ def c_activemask(ins, prog, pc):
 
     def op(W, m):
         act = mask_array(m) & W.live
-        sd(W, np.full(32, int(np.sum(act.astype(np.uint64) << LANE.astype(np.uint64))), np.uint32), m)
+        sd(W, np.full(32, int(_lane_bits(act)), np.uint32), m)
     return op
 
 
@@ -662,19 +684,8 @@ def c_redux(ins, prog, pc):
     def op(W, m):
         act, G = _members(W, m, gm, ins)
         v = ga(W)
-        v = (v.view(np.int32) if t.signed else v).astype(np.int64)
-        if name == "add":   # each lane: its group's reduction
-            r = (np.where(G, v[None, :], 0).sum(axis=1)) & 0xFFFFFFFF
-        elif name in ("min", "max"):
-            big = np.int64(1 << 40)
-            r = np.where(G, v[None, :], big if name == "min" else -big)
-            r = (r.min(axis=1) if name == "min" else r.max(axis=1)) & 0xFFFFFFFF
-        else:
-            u = v & 0xFFFFFFFF
-            ident = 0xFFFFFFFF if name == "and" else 0
-            r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name].reduce(
-                np.where(G, u[None, :], ident), axis=1)
-        sd(W, r.astype(np.uint32), m)
+        v = (v.view(np.int32) if t.signed else v).astype(np.int64)   # each lane: its group's reduction
+        sd(W, _redux_int(name, np.where(G, v[None, :], _REDUX_IDENTITY[name])), m)
     touched = slots_of(prog, [d, a, mask])
     written = slots_of(prog, [d])
 
@@ -683,14 +694,7 @@ def c_redux(ins, prog, pc):
         B = _whole_warps(pairs, touched, gm)
         v = np.broadcast_to(ga(B), (len(pairs), 32))
         v = (v.view(np.int32) if t.signed else v).astype(np.int64)
-        if name == "add":
-            r = v.sum(axis=1) & 0xFFFFFFFF
-        elif name in ("min", "max"):
-            r = (v.min(axis=1) if name == "min" else v.max(axis=1)) & 0xFFFFFFFF
-        else:
-            r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name].reduce(v & 0xFFFFFFFF,
-                                                                                               axis=1)
-        sd(B, np.repeat(r.astype(np.uint32)[:, None], 32, axis=1), None)
+        sd(B, np.repeat(_redux_int(name, v)[:, None], 32, axis=1), None)
         B.store(written)
     op.gang = gang
     return op
@@ -742,8 +746,7 @@ def c_match(ins, prog, pc):
         act, G = _members(W, m, gm, ins)
         v = ga(W)
         same = (v[:, None] == v[None, :]) & G
-        masks = np.sum(same.astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1)
-        group = np.sum(G.astype(np.uint64) << LANE.astype(np.uint64)[None, :], axis=1)
+        masks, group = _lane_bits(same), _lane_bits(G)
         if mode == "any":
             put(W, masks.astype(np.uint32), None, m)
         else:   # each group: its mask where all its lanes hold one value
