@@ -283,15 +283,14 @@ def _gang_clocks(warps):
     return sts
 
 
-def _diverged_race(sd, warps, sts, spots, tids, counts, vcx, lanes) -> bool:
-    """on_read / on_write's checks of diverged warps (W.lane_pc set): every byte's writer against the warp's clock,
-    and same-warp writes of this divergence region by lanes on another path (_diverged)."""
+def _diverged_race(sd, warps, sts, spots, tids, counts) -> bool:
+    """on_read / on_write's check that only diverged warps (W.lane_pc set) make: same-warp writes of this
+    divergence region by lanes on another path (_diverged). Their writers against their clocks are _writers_race's
+    (on_read / on_write check every byte for a diverged warp; a writer a warp's wmax covers cannot race)."""
     div = [k for k, W in enumerate(warps) if W.lane_pc is not None]
     if not div:
         return False
     ep = sd.w_ep[spots]
-    if ((ep & M32) > vcx[lanes[:, None], ep >> 32]).any():
-        return True
     ends = np.cumsum(counts)
     for k in div:
         lo, hi = int(ends[k] - counts[k]), int(ends[k])
@@ -316,15 +315,15 @@ def gang_write_plan(sh, warps, spots, tids, counts):
     lane, counts[i] lanes of warps[i] (in order), no byte in two rows. The per-warp (clock, region, lane mask) for
     gang_write_record where none would report, or None (a write conflicts with an earlier access, or a diverged
     warp's lanes on another path wrote a byte: on_write reports it). Checks only; the bytes are disjoint, so one
-    warp's record cannot change the verdict on another's. A reader row whose latest read its warp covers passes (its reads are at most rmax), so the rows
-    checked for one warp are checked for all."""
+    warp's record cannot change the verdict on another's. A reader row whose latest read its warp covers passes
+    (its reads are at most rmax), so the rows checked for one warp are checked for all."""
     sts = _gang_clocks(warps)
     if not sts:
         return sts
     sd = shadow(sh, sts[0])
     lanes = np.repeat(np.arange(len(sts)), counts)
     vcx = sts[0].cl.VCX[[st.id for st in sts]]
-    if _writers_race(sd, sts, vcx, lanes, spots) or _diverged_race(sd, warps, sts, spots, tids, counts, vcx, lanes):
+    if _writers_race(sd, sts, vcx, lanes, spots) or _diverged_race(sd, warps, sts, spots, tids, counts):
         return None
     if len(sd.agents):
         vc = vcx[:, sd.agents + 1]   # (warps, reader rows)
@@ -369,7 +368,7 @@ def gang_read_plan(sh, warps, spots, tids, counts):
         st.now(W)
     vcx = sts[0].cl.VCX[[st.id for st in sts]]
     lanes = np.repeat(np.arange(len(sts)), counts)
-    if _writers_race(sd, sts, vcx, lanes, spots) or _diverged_race(sd, warps, sts, spots, tids, counts, vcx, lanes):
+    if _writers_race(sd, sts, vcx, lanes, spots) or _diverged_race(sd, warps, sts, spots, tids, counts):
         return None
     return sts
 
