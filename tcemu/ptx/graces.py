@@ -29,6 +29,7 @@ ordered after.
 import numpy as np
 
 from .errors import HazardError
+from .granular import Granular
 from .races import Sites
 from .rows import scatter
 
@@ -60,25 +61,19 @@ def _join(into: dict, c: dict):
             into[k] = v
 
 
-class GShadow:
-    """One allocation's shadow: last writer and last plain reader per byte."""
+class GShadow(Granular):
+    """One allocation's shadow: last writer and last plain reader per byte (per 16-byte granule while accesses
+    cover whole granules: granular.py)."""
 
-    # per byte, made on first use (an input nobody writes needs no writer arrays): w_key / r_key cta << 32 | epoch
-    # (-1: no access in this launch), w_info / r_info site << 16 | warp << 6 | strong << 5 | lane
-    _FILL = {"w_key": NONE, "w_info": 0, "r_key": NONE, "r_info": 0}
+    # w_key / r_key cta << 32 | epoch (-1: no access in this launch), w_info / r_info site << 16 | warp << 6 |
+    # strong << 5 | lane
+    FIELDS = {"w_key": (NONE, False), "w_info": (0, False), "r_key": (NONE, False), "r_info": (0, False)}
 
     def __init__(self, size):
+        super().__init__(size, self.FIELDS)
         self.size = size
         self.writers = set()
         self.readers = set()
-
-    def __getattr__(self, name):
-        fill = GShadow._FILL.get(name)
-        if fill is None:
-            raise AttributeError(name)
-        arr = np.full(self.size, fill, np.int64) if fill else np.zeros(self.size, np.int64)
-        setattr(self, name, arr)
-        return arr
 
 
 class GlobalRaces(Sites):
@@ -144,26 +139,31 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
         _sync(g, me, addrs, acquire, write, rmw, released)
     w = sd.writers
     others = len(w) > 1 or (w and me.id not in w)
+    r = sd.readers
+    rothers = write and (len(r) > 1 or (r and me.id not in r))
+    P, ix = sd.at(spots)
+    if P is sd.coarse and ((others and _some(_unordered(g, me, P.w_key[ix]))) or
+                           (rothers and _some(_unordered(g, me, P.r_key[ix], reads=True)))):
+        P, ix = sd.at(spots, fine=True)   # a candidate: weighed (and reported) per byte
     if others:
-        key = sd.w_key[spots]
+        key = P.w_key[ix]
         bad = _unordered(g, me, key)
         if bad is not None and (strong or not write):
             # two strong accesses never race; a plain read of bytes an atomic / strong store wrote is not reported
             # either (lenient: Triton reads its spin counter with a plain load after the loop)
-            bad &= (sd.w_info[spots] >> 5 & 1) == 0
+            bad &= (P.w_info[ix] >> 5 & 1) == 0
         if bad is not None and write:
             bad &= a.data[spots] != data   # the value already there: benign
         if bad is not None and bad.any():
-            _report(g, a, me, W, "WAW" if write else "RAW", bad, spots, tids, wh, key, sd.w_info, strong)
+            _report(g, a, me, W, "WAW" if write else "RAW", bad, spots, tids, wh, key, P.w_info, strong)
     if write:
-        r = sd.readers
-        if len(r) > 1 or (r and me.id not in r):
-            key = sd.r_key[spots]
+        if rothers:
+            key = P.r_key[ix]
             bad = _unordered(g, me, key, reads=True)
             if bad is not None:
                 bad &= a.data[spots] != data   # a store leaving the bytes as they were: benign
             if bad is not None and bad.any():
-                _report(g, a, me, W, "WAR", bad, spots, tids, wh, key, sd.r_info, strong)
+                _report(g, a, me, W, "WAR", bad, spots, tids, wh, key, P.r_info, strong)
         _note_writes(g, me, sd, a, spots, data, tids, wh, strong)
         if strong:   # a new epoch after every strong store: its dependency-order clock covers the reads before it
             me.epoch += 1
@@ -188,8 +188,9 @@ def _note_reads(g, sd, ids, key, spots, tids, wh):
     """Record plain reads as the bytes' last reads: CTAs `ids` read, key (cta << 32 | epoch) one for all lanes or
     (lanes, 1), tids the lanes' thread indices in their CTAs."""
     sd.readers.update(ids)
-    scatter(sd.r_key, spots, key)
-    scatter(sd.r_info, spots, _info(g, wh, tids)[:, None])
+    P, ix = sd.at(spots)
+    scatter(P.r_key, ix, key)
+    scatter(P.r_info, ix, _info(g, wh, tids)[:, None])
 
 
 def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False):
@@ -201,11 +202,13 @@ def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False):
     info = _info(g, wh, tids, strong)
     mykey = np.int64(me.id << 32 | me.epoch)
     if keep.all():
-        sd.w_key[spots] = mykey
-        sd.w_info[spots] = info[:, None]
-    elif keep.any():
-        sd.w_key[spots] = np.where(keep, mykey, sd.w_key[spots])
-        sd.w_info[spots] = np.where(keep, info[:, None], sd.w_info[spots])
+        P, ix = sd.at(spots)
+        scatter(P.w_key, ix, mykey)
+        scatter(P.w_info, ix, info[:, None])
+    elif keep.any():   # some bytes keep their writer: per byte
+        P, ix = sd.at(spots, fine=True)
+        P.w_key[ix] = np.where(keep, mykey, P.w_key[ix])
+        P.w_info[ix] = np.where(keep, info[:, None], P.w_info[ix])
 
 
 
@@ -221,9 +224,9 @@ def reads_race(W, a, off, nbytes) -> bool:
     w = sd.writers
     if not (len(w) > 1 or (w and me.id not in w)):
         return False
-    spots = _spots(off, nbytes)
-    bad = _unordered(g, me, sd.w_key[spots])
-    return bad is not None and bool((bad & ((sd.w_info[spots] >> 5 & 1) == 0)).any())
+    P, ix = sd.at(_spots(off, nbytes))
+    bad = _unordered(g, me, P.w_key[ix])
+    return bad is not None and bool((bad & ((P.w_info[ix] >> 5 & 1) == 0)).any())
 
 
 def _gang_shadow(W, a, off):
@@ -269,11 +272,12 @@ def writes_race(W, a, off, data) -> bool:
     me = g.cta(W.cta)
     nbytes = data.shape[1]
     spots = _spots(off, nbytes)
+    P, ix = sd.at(spots)
     for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key")):
         if len(who) > 1 or (who and me.id not in who):
-            bad = _unordered(g, me, getattr(sd, keys)[spots], reads=keys == "r_key")
-            if bad is not None and (bad & (a.data[spots] != data)).any():
-                return True
+            bad = _unordered(g, me, getattr(P, keys)[ix], reads=keys == "r_key")
+            if bad is not None and bad.any() and (P is sd.coarse or (bad & (a.data[spots] != data)).any()):
+                return True   # (a coarse candidate: the warps' own runs weigh it per byte)
     return False
 
 
@@ -301,6 +305,10 @@ def _unordered(g, me, key, reads=False):
             k = max(k, me.rknown.get(c, -1))
         bad |= foreign & (cta == c) & ((key & 0xFFFFFFFF) >= k)
     return bad
+
+
+def _some(bad) -> bool:
+    return bad is not None and bool(bad.any())
 
 
 def _sync(g, me, addrs, acquire, write, rmw, released):

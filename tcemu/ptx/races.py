@@ -27,7 +27,8 @@ from typing import Optional
 import numpy as np
 
 from .errors import HazardError, MemoryFault
-from .rows import scatter
+from .granular import Granular
+from .rows import gather, scatter
 
 M32 = np.int64(0xFFFFFFFF)
 NEVER = np.int64(1 << 62)  # the clock entry of "no writer": every access is ordered after it
@@ -118,32 +119,30 @@ def clock(W) -> Optional[WarpClock]:
     return st or None
 
 
-class Shadow:
-    """Per shared byte of one CTA's window: last writer and, per reading warp, its last read."""
+class Shadow(Granular):
+    """Per shared byte of one CTA's window: last writer and, per reading warp, its last read (per 16-byte granule
+    while accesses cover whole granules: granular.py)."""
+
+    FIELDS = {"w_ep": (0, False),       # (agent + 1) << 32 | clock; 0: no tracked writer
+              "w_info": (0, False),     # site << 6 | strong << 5 | lane
+              "w_mask": (0, False),     # lanes that executed the writing instruction
+              "w_region": (0, False),
+              "R": (0, True)}           # per reader row: clock << 32 | site << 6 | strong << 5 | lane
 
     def __init__(self, size: int, local=()):
-        self.w_ep = np.zeros(size, np.int64)     # (agent + 1) << 32 | clock; 0: no tracked writer
-        self.w_info = np.zeros(size, np.int64)   # site << 6 | strong << 5 | lane
-        self.w_mask = np.zeros(size, np.int64)   # lanes that executed the writing instruction
-        self.w_region = np.zeros(size, np.int64)
-        self.rows = {}                           # agent -> row of R
-        self.agents = np.zeros(0, np.int64)
-        self.R = np.zeros((0, size), np.int64)   # clock << 32 | site << 6 | strong << 5 | lane
-        self.rmax = np.zeros(0, np.int64)        # per row: the reader's latest clock (all its reads are at most)
+        super().__init__(size, self.FIELDS, len(local))
+        self.agents = np.asarray(local, np.int64)
+        self.rows_of = {int(a): i for i, a in enumerate(local)}   # agent -> row of R
+        self.rmax = np.zeros(len(local), np.int64)   # per row: the reader's latest clock (all its reads are at most)
         self.wmax = None                         # per warp: its latest clock as a writer here
-        if len(local):  # rows for the CTA's own warps up front (zeroed pages cost nothing until touched)
-            self.agents = np.asarray(local, np.int64)
-            self.rows = {int(a): i for i, a in enumerate(local)}
-            self.rmax = np.zeros(len(local), np.int64)
-            self.R = np.zeros((len(local), size), np.int64)
 
     def row(self, agent: int) -> int:
-        r = self.rows.get(agent)
+        r = self.rows_of.get(agent)
         if r is None:
-            r = self.rows[agent] = len(self.agents)
+            r = self.rows_of[agent] = len(self.agents)
             self.agents = np.append(self.agents, agent)
             self.rmax = np.append(self.rmax, 0)
-            self.R = np.vstack([self.R, np.zeros((1, self.R.shape[1]), np.int64)])
+            self.add_row()
         return r
 
     def unordered_writers(self, st) -> bool:
@@ -154,8 +153,9 @@ class Shadow:
 
     def forget(self, lo: int, hi: int):
         """Bytes reused by something the detector does not follow (mbarrier.init, tcgen05.alloc's address)."""
-        self.w_ep[lo:hi] = 0
-        self.R[:, lo:hi] = 0
+        P, ix = self.at(np.arange(lo, hi)[None, :])
+        P.w_ep[ix] = 0
+        P.R[:, ix] = 0
 
 
 def shadow(sh, st) -> Shadow:
@@ -213,15 +213,20 @@ def on_read(sh, W, spots, tids, wh, strong=False):
         return
     sd = shadow(sh, st)
     region = st.now(W)
+    P, ix = sd.at(spots)
     if sd.unordered_writers(st) or W.lane_pc is not None:
-        ep = sd.w_ep[spots]
-        bad = (ep & M32) > st.vcx[ep >> 32]
-        if W.lane_pc is not None:
-            bad |= _diverged(sd, st, ep, spots, tids, region)
-        _conflict(sh, sd, st, "RAW", bad, spots, tids, wh, ep, strong)
+        for fine in (False, True):   # a conflict is found and reported per byte
+            ep = P.w_ep[ix]
+            bad = (ep & M32) > st.vcx[ep >> 32]
+            if W.lane_pc is not None:
+                bad |= _diverged(P, st, ep, ix, tids, region)
+            if fine or not bad.any() or P is sd.fine:
+                break
+            P, ix = sd.at(spots, fine=True)
+        _conflict(sh, P, st, "RAW", bad, spots, tids, wh, ep, strong)
     info = np.int64(st.cl.site(wh) << 6 | strong << 5) | _lanes(tids)
     row = sd.row(st.id)  # before indexing R: a new reader grows it
-    sd.R[row, spots] = (st.vc[st.id] << 32) | info[:, None]
+    P.R[row, ix] = (st.vc[st.id] << 32) | info[:, None]
     sd.rmax[row] = st.vc[st.id]
 
 
@@ -232,29 +237,33 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
     st = clock(W) if W is not None else None
     if st is None:
         if W is None and sh.race is not None:
-            sh.race.w_ep[spots] = 0
+            P, ix = sh.race.at(spots)
+            P.w_ep[ix] = 0
         return
     if spots.size == 0:
         return
     sd = shadow(sh, st)
     region = st.now(W)
+    P, ix = sd.at(spots)
+    if P is sd.coarse and _write_conflicts(sd, P, ix, st, W, tids, region):
+        P, ix = sd.at(spots, fine=True)   # found and reported per byte
     benign = None
     bad = None
     if sd.unordered_writers(st) or W.lane_pc is not None:
-        ep = sd.w_ep[spots]
+        ep = P.w_ep[ix]
         bad = (ep & M32) > st.vcx[ep >> 32]
         if W.lane_pc is not None:
-            bad |= _diverged(sd, st, ep, spots, tids, region)
+            bad |= _diverged(P, st, ep, ix, tids, region)
     if bad is not None and bad.any():
         if data is not None:  # a byte rewritten with the value it holds: benign (Triton's warp-specialised
             same = sh.smem.data[spots] == data  # prologue stores one constant from every thread); the
             benign = bad & same                 # earlier writer stays the one readers must be ordered after
             bad &= ~same
-        _conflict(sh, sd, st, "WAW", bad, spots, tids, wh, ep, strong)
+        _conflict(sh, P, st, "WAW", bad, spots, tids, wh, ep, strong)
     if len(sd.agents):
         rows = np.flatnonzero(sd.rmax > st.vc[sd.agents])  # readers with reads this warp is not ordered after
         if rows.size:
-            r = sd.R[rows[:, None, None], spots[None]]
+            r = P.R[rows[:, None, None], ix[None]]
             badr = (r >> 32) > st.vc[sd.agents[rows]][:, None, None]
             if badr.any():
                 _war(sh, sd, st, badr, r, spots, tids, wh, strong, rows)
@@ -262,14 +271,31 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
         _same_instruction(sh, st, spots, tids, data, wh)
     lanes = _lanes(tids)
     if benign is not None and benign.any():
-        spots = spots[~benign.any(axis=1)]
-        lanes = lanes[~benign.any(axis=1)]
-        tids = np.asarray(tids)[~benign.any(axis=1)]
-    sd.w_ep[spots] = np.int64((st.id + 1) << 32) | st.vc[st.id]
+        keep = ~benign.any(axis=1)
+        ix, lanes, tids = ix[keep], lanes[keep], np.asarray(tids)[keep]
+    P.w_ep[ix] = np.int64((st.id + 1) << 32) | st.vc[st.id]
     sd.wmax[st.id] = st.vc[st.id]
-    sd.w_info[spots] = (np.int64(st.cl.site(wh) << 6 | strong << 5) | lanes)[:, None]
-    sd.w_mask[spots] = _mask(tids)
-    sd.w_region[spots] = region
+    P.w_info[ix] = (np.int64(st.cl.site(wh) << 6 | strong << 5) | lanes)[:, None]
+    P.w_mask[ix] = _mask(tids)
+    P.w_region[ix] = region
+
+
+def _write_conflicts(sd, P, ix, st, W, tids, region) -> bool:
+    """Whether on_write's checks find anything on these records (an earlier writer or reader not ordered before,
+    a same-warp write on another path): on_write then looks per byte."""
+    if sd.unordered_writers(st) or W.lane_pc is not None:
+        ep = P.w_ep[ix]
+        bad = (ep & M32) > st.vcx[ep >> 32]
+        if W.lane_pc is not None:
+            bad |= _diverged(P, st, ep, ix, tids, region)
+        if bad.any():
+            return True
+    if len(sd.agents):
+        rows = np.flatnonzero(sd.rmax > st.vc[sd.agents])
+        if rows.size and ((P.R[rows[:, None, None], ix[None]] >> 32) >
+                          st.vc[sd.agents[rows]][:, None, None]).any():
+            return True
+    return False
 
 
 def _gang_clocks(warps):
@@ -283,30 +309,30 @@ def _gang_clocks(warps):
     return sts
 
 
-def _diverged_race(sd, warps, sts, spots, tids, counts) -> bool:
+def _diverged_race(P, warps, sts, ix, tids, counts) -> bool:
     """on_read / on_write's check that only diverged warps (W.lane_pc set) make: same-warp writes of this
     divergence region by lanes on another path (_diverged). Their writers against their clocks are _writers_race's
     (on_read / on_write check every byte for a diverged warp; a writer a warp's wmax covers cannot race)."""
     div = [k for k, W in enumerate(warps) if W.lane_pc is not None]
     if not div:
         return False
-    ep = sd.w_ep[spots]
+    ep = P.w_ep[ix]
     ends = np.cumsum(counts)
     for k in div:
         lo, hi = int(ends[k] - counts[k]), int(ends[k])
-        if _diverged(sd, sts[k], ep[lo:hi], spots[lo:hi], tids[lo:hi], sts[k].now(warps[k])).any():
+        if _diverged(P, sts[k], ep[lo:hi], ix[lo:hi], tids[lo:hi], sts[k].now(warps[k])).any():
             return True
     return False
 
 
-def _writers_race(sd, sts, vcx, lanes, spots) -> bool:
-    """Whether a byte of `spots` ((n, k), lane j of warp lanes[j]) has a writer its warp's clock (vcx: the warps'
-    clocks with entry 0) does not cover. Checked for all warps where one has an unordered writer anywhere
+def _writers_race(sd, P, sts, vcx, lanes, ix) -> bool:
+    """Whether a record of `ix` (row j of warp lanes[j]) has a writer its warp's clock (vcx: the warps' clocks with
+    entry 0) does not cover. Checked for all warps where one has an unordered writer anywhere
     (unordered_writers): a warp that has none passes anyway (every byte's writer clock is at most its wmax)."""
     sd.unordered_writers(sts[0])   # makes wmax
     if not (sd.wmax > vcx[:, 1:]).any():
         return False
-    ep = sd.w_ep[spots]
+    ep = gather(P.w_ep, ix)
     return bool(((ep & M32) > vcx[lanes[:, None], ep >> 32]).any())
 
 
@@ -321,14 +347,15 @@ def gang_write_plan(sh, warps, spots, tids, counts):
     if not sts:
         return sts
     sd = shadow(sh, sts[0])
+    P, ix = sd.at(spots)
     lanes = np.repeat(np.arange(len(sts)), counts)
     vcx = sts[0].cl.VCX[[st.id for st in sts]]
-    if _writers_race(sd, sts, vcx, lanes, spots) or _diverged_race(sd, warps, sts, spots, tids, counts):
+    if _writers_race(sd, P, sts, vcx, lanes, ix) or _diverged_race(P, warps, sts, ix, tids, counts):
         return None
     if len(sd.agents):
         vc = vcx[:, sd.agents + 1]   # (warps, reader rows)
         late = np.flatnonzero((sd.rmax > vc).any(axis=0))
-        if late.size and ((sd.R[late[:, None, None], spots[None]] >> 32) >
+        if late.size and ((P.R[late[:, None, None], ix[None]] >> 32) >
                           vc[:, late].T[:, lanes, None]).any():
             return None
     out, at = [], 0
@@ -343,16 +370,17 @@ def gang_write_record(sh, spots, tids, counts, rows, wh):
     if not rows:
         return
     sd = sh.race
+    P, ix = sd.at(spots)
     sts = [r[0] for r in rows]
 
     def each(x):   # per warp -> per lane
         return np.repeat(np.array(x, np.int64), counts)[:, None]
-    scatter(sd.w_ep, spots, each([np.int64((st.id + 1) << 32) | st.vc[st.id] for st in sts]))
+    scatter(P.w_ep, ix, each([np.int64((st.id + 1) << 32) | st.vc[st.id] for st in sts]))
     for st in sts:
         sd.wmax[st.id] = st.vc[st.id]
-    scatter(sd.w_info, spots, (np.int64(sts[0].cl.site(wh) << 6) | np.asarray(tids, np.int64) % 32)[:, None])
-    scatter(sd.w_mask, spots, each([r[2] for r in rows]))
-    scatter(sd.w_region, spots, each([r[1] for r in rows]))
+    scatter(P.w_info, ix, (np.int64(sts[0].cl.site(wh) << 6) | np.asarray(tids, np.int64) % 32)[:, None])
+    scatter(P.w_mask, ix, each([r[2] for r in rows]))
+    scatter(P.w_region, ix, each([r[1] for r in rows]))
 
 
 def gang_read_plan(sh, warps, spots, tids, counts):
@@ -364,11 +392,12 @@ def gang_read_plan(sh, warps, spots, tids, counts):
     if not sts:
         return sts
     sd = shadow(sh, sts[0])
+    P, ix = sd.at(spots)
     for W, st in zip(warps, sts):
         st.now(W)
     vcx = sts[0].cl.VCX[[st.id for st in sts]]
     lanes = np.repeat(np.arange(len(sts)), counts)
-    if _writers_race(sd, sts, vcx, lanes, spots) or _diverged_race(sd, warps, sts, spots, tids, counts):
+    if _writers_race(sd, P, sts, vcx, lanes, ix) or _diverged_race(P, warps, sts, ix, tids, counts):
         return None
     return sts
 
@@ -380,38 +409,40 @@ def gang_read_record(sh, spots, tids, counts, rows, wh):
         return
     sd = sh.race
     idx = np.array([sd.row(st.id) for st in rows], np.int64)   # before indexing R: a new reader grows it
+    P, ix = sd.at(spots)
     vc = np.array([st.vc[st.id] for st in rows], np.int64)
     info = np.int64(rows[0].cl.site(wh) << 6) | np.asarray(tids, np.int64) % 32
-    sd.R[np.repeat(idx, counts)[:, None], spots] = ((np.repeat(vc, counts) << 32) | info)[:, None]
+    P.R[np.repeat(idx, counts)[:, None], ix] = ((np.repeat(vc, counts) << 32) | info)[:, None]
     sd.rmax[idx] = vc
 
 
-def _diverged(sd, st, ep, spots, tids, region):
+def _diverged(P, st, ep, ix, tids, region):
     """Same-warp writes of this divergence region by lanes on another path: neither lane executed the other's
     instruction (a lane that executed it, or whose lanes now execute with the writer's, is ordered after it)."""
-    mine = ((ep >> 32) == st.id + 1) & (sd.w_region[spots] == region)
+    mine = ((ep >> 32) == st.id + 1) & (P.w_region[ix] == region)
     if not mine.any():
         return mine
     lanes = (np.asarray(tids, np.int64) % 32)[:, None]
-    wlane = sd.w_info[spots] & 31
+    wlane = P.w_info[ix] & 31
     cur = _mask(tids)
-    return mine & ((sd.w_mask[spots] >> lanes) & 1 == 0) & ((cur >> wlane) & 1 == 0)
+    return mine & ((P.w_mask[ix] >> lanes) & 1 == 0) & ((cur >> wlane) & 1 == 0)
 
 
 def _strong(info):
     return (info >> 5) & 1 == 1
 
 
-def _conflict(sh, sd, st, kind, bad, spots, tids, wh, ep, strong):
+def _conflict(sh, P, st, kind, bad, spots, tids, wh, ep, strong):
+    """Report the first byte `bad` marks (P: the fine plane wherever bad holds any)."""
     if not bad.any():
         return
     if strong:
-        bad = bad & ~_strong(sd.w_info[spots])
+        bad = bad & ~_strong(P.w_info[spots])
         if not bad.any():
             return
     j, b = np.argwhere(bad)[0]
     spot = int(spots[j, b])
-    _report(sh, st, kind, spot, wh, int(tids[j]) % 32, int(ep[j, b] >> 32) - 1, sd.w_info[spot],
+    _report(sh, st, kind, spot, wh, int(tids[j]) % 32, int(ep[j, b] >> 32) - 1, P.w_info[spot],
             "other", strong)
 
 

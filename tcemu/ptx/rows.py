@@ -1,6 +1,11 @@
 """Per-byte shadow arrays touched row by row: an access of `w` bytes at a start aligned to `w` (ld, st, cp.async,
 ldmatrix: PTX 9.7.9.x requires the natural alignment) covers one whole row of the array viewed as (n, w), so
-numpy moves a row per index instead of a byte. `spots` are (n, w) byte offsets, each row start + 0..w-1."""
+numpy moves a row per index instead of a byte. `spots` are (n, w) byte offsets, each row start + 0..w-1.
+
+A row moves fastest as one element: np.take along the rows, and an assignment through the array viewed as one
+void item per row (numpy's fancy indexing pays ~20 ns a (sub)row, a void item is one copy: 3-8x on 3,072 rows of
+16, scripts/bench timings in NOTES, session 15)."""
+import numpy as np
 
 
 def _rows(arr, w):
@@ -35,14 +40,27 @@ def gather(arr, spots):
     """arr[spots]."""
     idx = row_index(spots)
     if idx is not None:
-        return _rows(arr, spots.shape[1])[idx]
+        return np.take(_rows(arr, spots.shape[1]), idx, axis=0)
     return arr[spots]
+
+
+def _items(arr, w):
+    """arr's whole rows of w as one void item each (arr 1-D and contiguous: every shadow is)."""
+    n = arr.shape[0] // w
+    return arr[:n * w].view(np.dtype((np.void, w * arr.itemsize)))
 
 
 def scatter(arr, spots, values):
     """arr[spots] = values (values broadcast against (n, w); rows touching one byte twice: the later wins)."""
     idx = row_index(spots)
-    if idx is not None:
-        _rows(arr, spots.shape[1])[idx] = values
-    else:
+    if idx is None:
         arr[spots] = values
+        return
+    w = spots.shape[1]
+    values = np.asarray(values)
+    if values.size == 1:   # one value everywhere: one void row of it
+        _items(arr, w)[idx] = np.full(w, values.reshape(()), arr.dtype).view(_items(arr, w).dtype)[0]
+    elif values.shape == spots.shape and arr.flags.c_contiguous:
+        _items(arr, w)[idx] = np.ascontiguousarray(values, arr.dtype).view(_items(arr, w).dtype).reshape(-1)
+    else:   # a value per row, broadcast along it: as fast row by row
+        _rows(arr, w)[idx] = values

@@ -196,12 +196,13 @@ def state_of(obj):
     """The state a window or shadow holds: bytes, written flags, shadows (the lazily made ones as they read), the
     racecheck records and the generic-proxy epochs."""
     if isinstance(obj, graces.GShadow):
-        return {k: getattr(obj, k) for k in ("w_key", "w_info", "r_key", "r_info", "writers", "readers")}
+        return {**{k: obj.bytes(k) for k in ("w_key", "w_info", "r_key", "r_info")},
+                **{k: getattr(obj, k) for k in ("writers", "readers")}}
     out = {k: getattr(obj, k) for k in ("guard_bar", "source", "unfenced", "async_pending", "write_epoch")}
     out.update(data=obj.smem.data, written=obj.smem.written)
     if obj.race is not None:
-        out.update({f"race.{k}": getattr(obj.race, k) for k in ("w_ep", "w_info", "w_mask", "w_region", "R", "rmax",
-                                                                "wmax", "agents")})
+        out.update({f"race.{k}": obj.race.bytes(k) for k in ("w_ep", "w_info", "w_mask", "w_region", "R")})
+        out.update({f"race.{k}": getattr(obj.race, k) for k in ("rmax", "wmax", "agents")})
     return out
 
 

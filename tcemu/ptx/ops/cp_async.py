@@ -76,12 +76,10 @@ def c_cp_async(ins, prog, pc):
             j = int(np.flatnonzero(dsts % nbytes)[0])
             raise MemoryFault(wh, f"thread {int(tids[j])}: shared destination {int(dsts[j]):#x} is not aligned to "
                                   f"{nbytes} bytes")
-        src_bytes = srcs.astype(np.int64)[:, None] + span
         if n is None:
             data = access(W, "global", srcs, tids, nbytes, wh)
         else:
             keep = span[None, :] < n[:, None]
-            src_bytes = np.where(keep, src_bytes, -1)
             data = np.zeros((dsts.size, nbytes), np.uint8)
             reads = n > 0
             if reads.any():  # lanes with src-size 0 read nothing (their address may be anything)
@@ -102,7 +100,7 @@ def c_cp_async(ins, prog, pc):
         sh.check_overwrite(spots, wh, "this cp.async writes")
         sh.check_in_flight(W, spots, wh, "this cp.async writes")
         sh.async_pending[spots] = pc + 1
-        W.cp_async_open.append((spots, data, src_bytes, tids))
+        W.cp_async_open.append((dsts, data, srcs.astype(np.int64), n, tids))
 
     touched = slots_of(prog, ops)   # the registers the operands read (the gang's are gathered once: Batch)
 
@@ -143,11 +141,9 @@ def c_cp_async(ins, prog, pc):
             if alloc is None or alloc == "multi":
                 raise Fallback
             data[reads] = alloc.data[off[:, None] + span]
-        src_bytes = srcs.astype(np.int64)[:, None] + span
+        srcs = srcs.astype(np.int64)
         if n is not None:
-            keep = span[None, :] < n[:, None]
-            src_bytes = np.where(keep, src_bytes, -1)
-            data = np.where(keep, data, 0).astype(np.uint8)
+            data = np.where(span[None, :] < n[:, None], data, 0).astype(np.uint8)
         spots = dsts[:, None] + span
         lane_read = np.zeros(dsts.size, bool)
         lane_read[reads] = True
@@ -178,7 +174,8 @@ def c_cp_async(ins, prog, pc):
             scatter(c.shared.async_pending, spots[lo:hi], pc + 1)
         at = 0
         for W, k in zip(warps, per_warp.tolist()):
-            W.cp_async_open.append((spots[at:at + k], data[at:at + k], src_bytes[at:at + k], tids[at:at + k]))
+            W.cp_async_open.append((dsts[at:at + k], data[at:at + k], srcs[at:at + k],
+                                    None if n is None else n[at:at + k], tids[at:at + k]))
             at += k
 
     gang.masked = True   # lanes as the masks give them (lockstep.run_any)
@@ -186,24 +183,49 @@ def c_cp_async(ins, prog, pc):
     return op
 
 
+# A copy in flight: (dst, data, src, nread, tids), per lane its shared destination (n,), the (n, k) bytes it
+# read, its global source (n,), the bytes it reads (n,) or None where all k (src-size / ignore-src: PTX
+# 9.7.9.25), its thread id; the byte offsets are made again where it lands (starts take 1/16 of their memory).
+
+def _spots(dst, k):
+    return dst[:, None] + np.arange(k)
+
+
+def _sources(src, nread, k):
+    """The global byte behind each shared byte a copy writes (-1: a byte src-size left zero)."""
+    out = src[:, None] + np.arange(k)
+    return out if nread is None else np.where(np.arange(k) < nread[:, None], out, -1)
+
+
+def _joined(cs):
+    """Copies of one width as one."""
+    if len(cs) == 1:
+        return cs[0]
+    k = cs[0][1].shape[1]
+    nread = None if all(c[3] is None for c in cs) else \
+        np.concatenate([np.full(len(c[0]), k) if c[3] is None else c[3] for c in cs])
+    return (np.concatenate([c[0] for c in cs]), np.concatenate([c[1] for c in cs]),
+            np.concatenate([c[2] for c in cs]), nread, np.concatenate([c[4] for c in cs]))
+
+
 def _merged(copies):
-    """One group's copies, those of one width concatenated (they land together; none overlap: check_in_flight
-    refused that at issue)."""
-    if len(copies) <= 1:
-        return list(copies)
+    """One group's copies, those of one width joined (they land together; none overlap: check_in_flight refused
+    that at issue)."""
     widths = {}
     for c in copies:
-        widths.setdefault(c[0].shape[1], []).append(c)
-    return [tuple(np.concatenate(part) for part in zip(*cs)) if len(cs) > 1 else cs[0] for cs in widths.values()]
+        widths.setdefault(c[1].shape[1], []).append(c)
+    return [_joined(cs) for cs in widths.values()]
 
 
 def _apply_copies(W, copies, wh="cp.async completing"):
     sh = W.cta.shared
-    for spots, data, src, tids in _merged(copies):
+    for dst, data, src, nread, tids in _merged(copies):
+        k = data.shape[1]
+        spots = _spots(dst, k)
         sh.check_overwrite(spots, wh, "a cp.async completing here writes")
         # racecheck: the copy's write lands here, in the issuing warp's order (a reader needs the wait's edge)
         races.on_write(sh, W, spots, tids, wh, data)
-        _land(sh, spots, data, src)
+        _land(sh, spots, data, _sources(src, nread, k))
 
 
 def _land(sh, spots, data, src):
@@ -256,11 +278,11 @@ def _cp_async_sync(ins, prog, which):
             for W, _ in members:
                 for g in W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]:
                     for c in g:   # one owner per warp's group and width, as _apply_copies's _merged gives
-                        widths.setdefault(c[0].shape[1], []).append((W, id(g), c))
+                        widths.setdefault(c[1].shape[1], []).append((W, id(g), c))
             batches = []
-            for part in widths.values():
-                spots, data, src, tids = (np.concatenate([c[i] for *_, c in part]) for i in range(4))
-                if repeats(spots[:, 0]):   # rows aligned to their width overlap only where they start together
+            for k, part in widths.items():
+                dst, data, src, nread, tids = _joined([c for *_, c in part])
+                if repeats(dst):   # rows aligned to their width overlap only where they start together
                     raise Fallback
                 owners, counts = [], []
                 for W, gid, c in part:
@@ -269,7 +291,8 @@ def _cp_async_sync(ins, prog, which):
                     else:
                         owners.append((W, gid))
                         counts.append(c[0].shape[0])
-                batches.append(([W for W, _ in owners], spots, data, src, tids, counts))
+                batches.append(([W for W, _ in owners], _spots(dst, k), data, _sources(src, nread, k), tids,
+                                counts))
             if len(batches) > 1 and repeats(np.concatenate([b[1].reshape(-1) for b in batches])):
                 raise Fallback
             for _, spots, *_ in batches:
