@@ -1,0 +1,147 @@
+"""Racecheck records per 16-byte granule (tcemu/ptx/granular.py): the coarse plane answers whole-granule accesses,
+the first partial access gives a granule per-byte records, and every answer is the one per-byte records give:
+a random history against a per-byte model, and races between accesses of different widths reported at the
+exact byte."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tcemu.ptx as ptx
+from tcemu.ptx.errors import HazardError
+from tcemu.ptx.granular import Granular, whole_granules
+
+from ptxkit import run
+
+FIELDS = {"a": (-1, False), "b": (0, False), "R": (0, True)}
+
+
+def test_whole_granules_takes_rows_of_whole_aligned_granules_only():
+    assert whole_granules(np.array([32, 64])[:, None] + np.arange(16)).tolist() == [[2], [4]]
+    assert whole_granules(np.array([32])[:, None] + np.arange(32)).tolist() == [[2, 3]]
+    # a TMA box row whose 16-byte chunks a swizzle permuted: granules in the row's order
+    box = np.concatenate([48 + np.arange(16), 16 + np.arange(16)])[None, :]
+    assert whole_granules(box).tolist() == [[3, 1]]
+    assert whole_granules(np.array([8])[:, None] + np.arange(16)) is None     # not aligned
+    assert whole_granules(np.array([0])[:, None] + np.arange(4)) is None      # part of a granule
+    bad = box.copy()
+    bad[0, 20] = 99                                                           # a chunk not contiguous
+    assert whole_granules(bad) is None
+
+
+def test_a_partial_access_gives_its_granules_the_records_of_their_bytes():
+    g = Granular(64, FIELDS, rows=2)
+    P, ix = g.at(np.array([0, 16])[:, None] + np.arange(16))
+    assert P is g.coarse and ix.tolist() == [[0], [1]]
+    P.a[ix] = np.array([[5], [6]])
+    P.R[1, ix] = 9
+    P, ix = g.at(np.array([20])[:, None] + np.arange(4))     # bytes 20..23 of granule 1
+    assert P is g.fine and g.is_fine.tolist() == [False, True, False, False]
+    assert P.a[16:32].tolist() == [6] * 16 and P.R[1, 16:32].tolist() == [9] * 16
+    P.a[ix] = 7
+    g.add_row()
+    want = np.full(64, -1)
+    want[:16], want[16:32], want[20:24] = 5, 6, 7
+    assert g.bytes("a").tolist() == want.tolist()
+    assert g.bytes("R").shape == (3, 64) and g.bytes("R")[1, :32].tolist() == [9] * 32
+    # a whole-granule access touching the fine granule is answered per byte; one not touching it stays coarse
+    assert g.at(np.array([16])[:, None] + np.arange(16))[0] is g.fine
+    assert g.at(np.array([32])[:, None] + np.arange(16))[0] is g.coarse
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 15), st.sampled_from([1, 2, 4, 8, 16, 32]), st.integers(0, 1000),
+                          st.booleans()), min_size=1, max_size=25))
+def test_any_history_reads_back_as_per_byte_records(history):
+    size = 256
+    g = Granular(size, FIELDS, rows=1)
+    ref = {"a": np.full(size, -1, np.int64), "R": np.zeros((1, size), np.int64)}
+    for slot, width, value, reader in history:
+        start = (slot * 16) % size // width * width               # aligned to its width
+        spots = np.array([start])[:, None] + np.arange(width)
+        if spots.max() >= size:
+            continue
+        P, ix = g.at(spots)
+        before = P.R[0, ix] if reader else P.a[ix]
+        assert np.array_equal(np.broadcast_to(before, ix.shape).reshape(-1) if P is g.fine else
+                              np.repeat(before.reshape(-1), 16),
+                              (ref["R"][0] if reader else ref["a"])[spots].reshape(-1))
+        if reader:
+            P.R[0, ix] = value
+            ref["R"][0, spots] = value
+        else:
+            P.a[ix] = value
+            ref["a"][spots] = value
+    assert np.array_equal(g.bytes("a"), ref["a"]) and np.array_equal(g.bytes("R"), ref["R"])
+
+
+# -------------------------------------------------------------------------- races between access widths
+
+SMEM = ".shared .align 16 .b8 smem[1024];\n"
+HEAD = """\
+  mov.u32 %r3, smem;
+  setp.lt.u32 %p1, %r0, 32;       // warp 0
+  setp.eq.u32 %p2, %r0, 32;       // thread 32 (warp 1)
+  shl.b32 %r2, %r0, 4;
+  add.u32 %r4, %r3, %r2;          // &smem[16 tid]
+"""
+
+
+def go(body, sync=""):
+    return run(HEAD + body.replace("{sync}", sync) + "  st.global.u32 [%rd1], %r5;\n  ret;\n", block=64,
+               before=SMEM, zero_init_shared=True)
+
+
+def test_a_word_read_of_a_granule_another_warp_wrote_whole_is_reported_at_the_word():
+    body = """\
+  @%p1 st.shared.v4.u32 [%r4], {%r0, %r0, %r0, %r0};   // warp 0 writes granules 0..31 whole
+{sync}
+  mov.u32 %r5, 0;
+  @%p2 ld.shared.u32 %r5, [%r3+52];                     // thread 32 reads bytes 52..55 (granule 3)
+"""
+    with pytest.raises(HazardError, match=r"RAW race on shared address 0x434 .*thread 32 \(warp 1.* reads it here; "
+                                          r"thread 3 \(warp 0.* st.shared.v4.u32"):
+        go(body)
+    assert go(body, "  bar.sync 0;")[32] == 3
+
+
+def test_a_granule_read_whole_after_another_warp_wrote_one_word_is_reported_at_that_word():
+    body = """\
+  @%p2 st.shared.u32 [%r3+72], 9;                       // thread 32 writes bytes 72..75 (granule 4)
+{sync}
+  mov.u32 %r5, 0;
+  setp.lt.u32 %p3, %r0, 8;
+  @%p3 ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4];    // threads 0..7 read granules 0..7 whole
+  add.u32 %r5, %r5, %r7;
+"""
+    with pytest.raises(HazardError, match=r"RAW race on shared address 0x448 .*thread 4 \(warp 0.* reads it here; "
+                                          r"thread 32 \(warp 1.* st.shared.u32 \[%r3\+72\], 9"):
+        go(body)
+    out = go(body, "  bar.sync 0;")
+    assert out[4] == 9 and out[:4].tolist() == [0, 0, 0, 0]
+
+
+GLOBAL = """\
+.version 8.3
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 data)
+{{
+ .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .pred %p<4>;
+ ld.param.u64 %rd3, [data]; cvta.to.global.u64 %rd3, %rd3;
+ mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x;
+ setp.eq.u32 %p1, %r2, 0;
+ mul.wide.u32 %rd4, %r1, 16;
+ add.s64 %rd1, %rd3, %rd4;
+ add.u32 %r3, %r1, 1;
+ @%p1 st.global.v4.u32 [%rd1], {{%r3, %r3, %r3, %r3}};   // CTA 0 writes 16 bytes a thread
+ @!%p1 ld.global.u32 %r4, [%rd3+{off}];                  // CTA 1 reads one word
+ @!%p1 st.global.u32 [%rd3+{off}], %r4;
+ ret;
+}}
+"""
+
+
+def test_global_word_after_another_ctas_whole_granule_store_is_reported_at_the_word():
+    data = np.zeros(128, np.uint32)
+    with pytest.raises(HazardError, match=r"RAW race on global address 0x[0-9a-f]+ \(100 bytes into 'data'\)"):
+        ptx.load(GLOBAL.format(off=100)).launch("k", grid=2, block=8, args=[data])
