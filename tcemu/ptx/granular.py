@@ -47,7 +47,9 @@ class Granular:
             g = whole_granules(spots)
             if g is not None and (self.is_fine is None or not self.is_fine[g].any()):
                 return self.coarse, g
-        self.refine(np.unique(np.asarray(spots).reshape(-1) >> 4))
+        g = np.asarray(spots).reshape(-1) >> 4
+        if self.is_fine is None or not self.is_fine[g].all():
+            self.refine(np.unique(g))
         return self.fine, spots
 
     def refine(self, g):
