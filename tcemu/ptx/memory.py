@@ -15,6 +15,7 @@ import numpy as np
 
 from . import races
 from .errors import HazardError, MemoryFault
+from .granular import whole_granules
 from .rows import aligned, gather, scatter
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
@@ -180,7 +181,10 @@ class GlobalMemory:
 
 # per-byte shadow state of a SharedWindow: name -> (dtype, initial value)
 _SHADOWS = {
-    "async_pending": (np.int32, 0),    # bytes an in-flight async copy will write (pc + 1 of the copy)
+    # bytes an in-flight cp.async will write (pc + 1 of the copy): per 16-byte granule for copies of whole
+    # granules (cp.async.cg: 16 bytes at a 16-byte aligned address), per byte for 4- and 8-byte copies (pending)
+    "async_pending": (np.int32, 0),
+    "async_pending16": (np.int32, 0),
     # generic-proxy writes not yet made visible to the async proxy: the epoch of each byte's last write; a
     # fence.proxy.async (by any warp: an approximation of the happens-before chain) covers every earlier one
     "unfenced": (np.int64, 0),
@@ -197,7 +201,7 @@ _SHADOWS = {
     "mbar_live": (np.bool_, 0),        # bytes of initialised mbarrier objects
     "copy_pc": (np.int32, 0),          # pc + 1 of the async copy that wrote each byte
 }
-_GRANULES = {"wgmma_reading"}          # shadows kept per 16-byte granule, not per byte
+_GRANULES = {"wgmma_reading", "async_pending16"}   # shadows kept per 16-byte granule, not per byte
 
 
 def granules(spots) -> np.ndarray:
@@ -258,8 +262,8 @@ class SharedWindow:
                                      f"{int(spots[self.mbar_live[spots]][0]):#x}")
         if self.guarded and W is not None and guard:
             self.check_guard([W], spots, where, "reads")
-        if self.async_pending[spots].any():  # before the unwritten check: the copy's target is unwritten too
-            j, b = np.argwhere(self.async_pending[spots] != 0)[0]
+        if self.pending_any(spots):  # before the unwritten check: the copy's target is unwritten too
+            j, b = np.argwhere(self.pending(spots) != 0)[0]
             raise HazardError(where, f"thread {lanes[j]} reads shared address {int(offs[j]) + int(b):#x} while an "
                                      "asynchronous copy to it is still in flight (missing cp.async.wait_group / "
                                      "barrier wait)")
@@ -310,6 +314,31 @@ class SharedWindow:
                                      "tcgen05.commit has completed it yet (wait on the commit's mbarrier before "
                                      "reusing the stage)")
 
+    def pending_any(self, spots) -> bool:
+        """Whether an in-flight cp.async will write a byte of spots."""
+        made = self.__dict__   # a shadow never made is all zeros
+        return bool("async_pending16" in made and self.async_pending16[granules(spots)].any() or
+                    "async_pending" in made and gather(self.async_pending, spots).any())
+
+    def pending(self, spots) -> np.ndarray:
+        """Per byte of spots: pc + 1 of the in-flight cp.async that will write it, 0 where none."""
+        spots = np.asarray(spots)
+        made = self.__dict__
+        out = self.async_pending[spots] if "async_pending" in made else np.zeros(spots.shape, np.int32)
+        if "async_pending16" in made:
+            g = self.async_pending16[spots >> 4]
+            out = np.where(g != 0, g, out)
+        return out
+
+    def set_pending(self, spots, value: int):
+        """Mark (pc + 1) or clear (0) the bytes a cp.async will write: per granule where its rows are whole
+        granules (the same spots clear what they marked)."""
+        g = whole_granules(spots)
+        if g is not None:
+            self.async_pending16[g] = value
+        else:
+            scatter(self.async_pending, spots, value)
+
     def check_guard(self, warps, spots, where: str, what: str):
         """Every reader warp must have observed the mbarrier phase that completes the TMA writes it reads."""
         hit = self.unobserved(warps, spots)
@@ -350,7 +379,7 @@ class SharedWindow:
         if spots.size == 0:
             return
         lo, hi = int(spots.min()), int(spots.max()) + 1
-        p = self.async_pending[spots]
+        p = self.pending(spots)
         if p.any():
             b = int(spots[p != 0][0])
             raise HazardError(where, f"{what} shared bytes [{lo:#x}, {hi:#x}) while {self._copy(W, int(p[p != 0][0]))} "

@@ -231,7 +231,7 @@ def _check_async_read(W, sh, spots, wh):
     if not sh.smem.written[spots].all():
         b = int(spots[~sh.smem.written[spots]][0])
         raise MemoryFault(wh, f"reads shared address {b:#x}, which nothing wrote")
-    if sh.async_pending[spots].any():
+    if sh.pending_any(spots):
         raise HazardError(wh, "reads shared bytes an asynchronous copy is still writing")
     bad = sh.unfenced_bytes(spots)
     if bad.size:

@@ -99,7 +99,7 @@ def c_cp_async(ins, prog, pc):
         # tcgen05 op still reads may not be its destination even though tcemu writes them at the wait
         sh.check_overwrite(spots, wh, "this cp.async writes")
         sh.check_in_flight(W, spots, wh, "this cp.async writes")
-        sh.async_pending[spots] = pc + 1
+        sh.set_pending(spots, pc + 1)
         W.cp_async_open.append((dsts, data, srcs.astype(np.int64), n, tids))
 
     touched = slots_of(prog, ops)   # the registers the operands read (the gang's are gathered once: Batch)
@@ -160,7 +160,7 @@ def c_cp_async(ins, prog, pc):
                 sh.check_overwrite(sp, wh)
             except TcemuError:
                 raise Fallback from None
-            if gather(sh.async_pending, sp).any() or ("guard_bar" in sh.__dict__ and
+            if sh.pending_any(sp) or ("guard_bar" in sh.__dict__ and
                                                        (gather(sh.guard_bar, sp) >= 0).any()):
                 raise Fallback
             if alloc is not None and lane_read[lo:hi].any():
@@ -171,7 +171,7 @@ def c_cp_async(ins, prog, pc):
                                        tids[lo:hi][lane_read[lo:hi]]) for k, (lo, hi) in enumerate(zip(cut, cut[1:]))],
                                      alloc, nbytes, wh)
         for c, lo, hi in zip(ctas, cut, cut[1:]):
-            scatter(c.shared.async_pending, spots[lo:hi], pc + 1)
+            c.shared.set_pending(spots[lo:hi], pc + 1)
         at = 0
         for W, k in zip(warps, per_warp.tolist()):
             W.cp_async_open.append((dsts[at:at + k], data[at:at + k], srcs[at:at + k],
@@ -236,7 +236,7 @@ def _land(sh, spots, data, src):
     scatter(sh.smem.written, spots, True)
     scatter(sh.source, spots, src)
     sh.mark_generic(spots)   # cp.async writes through the generic proxy
-    scatter(sh.async_pending, spots, 0)
+    sh.set_pending(spots, 0)
 
 
 def drain_cp_async(W):

@@ -86,11 +86,10 @@ def _shared_load_plan(sh, members, offs, tids, counts, nbytes, wh):
     """SharedWindow.load's checks for a CTA's warps, reading state only: the bytes read and the racecheck rows."""
     spots = offs[:, None] + (ROW16 if nbytes == 16 else np.arange(nbytes))
     _shared_bounds(sh, offs, spots, nbytes)
-    made = sh.__dict__
     warps = [W for W, _ in members]
     if sh.guarded and sh.unobserved(warps, spots) is not None:   # a TMA's bytes: check_guard
         raise Fallback
-    if "async_pending" in made and sh.async_pending[spots].any():
+    if sh.pending_any(spots):
         raise Fallback
     if not sh.smem.written[spots].all():   # an unwritten read: its report may wait for a racing write
         raise Fallback

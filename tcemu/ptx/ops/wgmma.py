@@ -285,8 +285,8 @@ def check_async_proxy_read(sh, spots, wh, reader, wait_hint, writers, cite=None)
     """The async proxy (wgmma, tcgen05.mma) reads shared bytes `spots`: none may still be the target of an
     asynchronous copy, none written by the generic proxy (`writers`) since the last fence.proxy.async. `cite`
     closes the second message (default: how many such bytes)."""
-    if sh.async_pending[spots].any():
-        b = int(spots[sh.async_pending[spots] != 0][0])
+    if sh.pending_any(spots):
+        b = int(spots[sh.pending(spots) != 0][0])
         raise HazardError(wh, f"{reader} reads shared address {b:#x} while an asynchronous copy to it is still in "
                               f"flight (missing cp.async.wait_group / mbarrier wait{wait_hint})")
     bad = sh.unfenced_bytes(spots)
