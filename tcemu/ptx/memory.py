@@ -296,10 +296,11 @@ class SharedWindow:
         if generic:
             self.mark_generic(spots)
 
-    def check_overwrite(self, spots, where: str, what: str = "writes"):
-        """Bytes an in-flight wgmma or bulk store still reads may not be overwritten."""
+    def check_overwrite(self, spots, where: str, what: str = "writes", g=None):
+        """Bytes an in-flight wgmma or bulk store still reads may not be overwritten (g: granules(spots), where the
+        caller has them)."""
         made = self.__dict__   # a shadow never made (lazy, __getattr__) is all zeros: nothing to check
-        if "wgmma_reading" in made and self.wgmma_reading[granules(spots)].any():
+        if "wgmma_reading" in made and self.wgmma_reading[granules(spots) if g is None else g].any():
             flat = np.asarray(spots).reshape(-1)
             b = int(flat[self.wgmma_reading[flat >> 4] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
@@ -314,10 +315,11 @@ class SharedWindow:
                                      "tcgen05.commit has completed it yet (wait on the commit's mbarrier before "
                                      "reusing the stage)")
 
-    def pending_any(self, spots) -> bool:
-        """Whether an in-flight cp.async will write a byte of spots."""
+    def pending_any(self, spots, g=None) -> bool:
+        """Whether an in-flight cp.async will write a byte of spots (g: granules(spots), where the caller has
+        them)."""
         made = self.__dict__   # a shadow never made is all zeros
-        return bool("async_pending16" in made and self.async_pending16[granules(spots)].any() or
+        return bool("async_pending16" in made and self.async_pending16[granules(spots) if g is None else g].any() or
                     "async_pending" in made and gather(self.async_pending, spots).any())
 
     def pending(self, spots) -> np.ndarray:

@@ -148,19 +148,24 @@ def c_cp_async(ins, prog, pc):
         lane_read = np.zeros(dsts.size, bool)
         lane_read[reads] = True
         r_at = np.cumsum(lane_read) - lane_read   # index into off of each lane that reads
+        sh0 = ctas[0].shared   # a launch's windows are alike
+        if any(c.shared.lo != sh0.lo or c.shared.hi != sh0.hi for c in ctas):
+            raise Fallback
+        if dsts.size and (int(dsts.min()) < sh0.lo or int(dsts.max()) + nbytes > sh0.hi or
+                          repeats(np.repeat(np.arange(len(ctas), dtype=np.int64) << 32, np.diff(cut)) | dsts)):
+            raise Fallback   # outside the window; two lanes (of one warp or two) copying to the same bytes
+        gr = dsts >> 4 if nbytes == 16 else None   # a 16-byte copy is one granule (aligned: checked above)
         for k, (c, (lo, hi)) in enumerate(zip(ctas, zip(cut[:-1], cut[1:]))):
             sh = c.shared
-            d = dsts[lo:hi]
-            if not d.size:
+            if lo == hi:
                 continue
-            if int(d.min()) < sh.lo or int(d.max()) + nbytes > sh.hi or repeats(d):
-                raise Fallback   # outside the window; two lanes (of one warp or two) copying to the same bytes
             sp = spots[lo:hi]
+            g = None if gr is None else gr[lo:hi]
             try:
-                sh.check_overwrite(sp, wh)
+                sh.check_overwrite(sp, wh, g=g)
             except TcemuError:
                 raise Fallback from None
-            if sh.pending_any(sp) or ("guard_bar" in sh.__dict__ and
+            if sh.pending_any(sp, g) or ("guard_bar" in sh.__dict__ and
                                                        (gather(sh.guard_bar, sp) >= 0).any()):
                 raise Fallback
             if alloc is not None and lane_read[lo:hi].any():
@@ -171,7 +176,10 @@ def c_cp_async(ins, prog, pc):
                                        tids[lo:hi][lane_read[lo:hi]]) for k, (lo, hi) in enumerate(zip(cut, cut[1:]))],
                                      alloc, nbytes, wh)
         for c, lo, hi in zip(ctas, cut, cut[1:]):
-            c.shared.set_pending(spots[lo:hi], pc + 1)
+            if gr is None:
+                c.shared.set_pending(spots[lo:hi], pc + 1)
+            else:
+                c.shared.async_pending16[gr[lo:hi]] = pc + 1
         at = 0
         for W, k in zip(warps, per_warp.tolist()):
             W.cp_async_open.append((dsts[at:at + k], data[at:at + k], srcs[at:at + k],
