@@ -187,7 +187,8 @@ def launch(mod, name, scheduler, options):
                                              options.pop("buffers", ()), names)
     client, own = connect(scheduler)
     try:
-        slots = sum(client.nthreads().values())
+        threads = client.nthreads()
+        slots = sum(threads.values())
         if slots < 1:
             raise TcemuError("scheduler", "the dask cluster has no workers")
         chunks = _chunks(grid, cluster, options.pop("ctas", None), slots * CHUNKS_PER_WORKER)
@@ -207,7 +208,12 @@ def launch(mod, name, scheduler, options):
         job = _Job(type(mod), (mod.text, mod.name), hashlib.sha1(mod.text.encode()).hexdigest(), name, options,
                    args, param_bytes, buffers, arrays, [not a.flags.writeable for a in arrays])
         shared = client.scatter(job, broadcast=True, hash=False)
-        futures = [client.submit(_run_chunk, shared, chunk, pure=False) for chunk in chunks]
+        # chunk k to worker thread k: one chunk a thread, as the launch was cut, rather than where the scheduler
+        # first finds room (a loaded machine's first worker to answer took two chunks); another worker only if
+        # that one is gone
+        places = [addr for addr, n in sorted(threads.items()) for _ in range(n)]
+        futures = [client.submit(_run_chunk, shared, chunk, pure=False, workers=[places[k % len(places)]],
+                                 allow_other_workers=True) for k, chunk in enumerate(chunks)]
         results = _gather(futures, chunks, progress)
     finally:
         if own:
