@@ -16,7 +16,7 @@ import numpy as np
 from . import races
 from .errors import HazardError, MemoryFault
 from .granular import whole_granules
-from .rows import aligned, gather, scatter
+from .rows import gather, scatter
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -206,8 +206,9 @@ _GRANULES = {"wgmma_reading", "async_pending16"}   # shadows kept per 16-byte gr
 
 def granules(spots) -> np.ndarray:
     """The 16-byte granules (offset >> 4) of byte offsets `spots`, a granule once per aligned row of 16 or more."""
-    if aligned(spots) and spots.shape[1] >= 16:
-        return (spots[:, ::16] >> 4).reshape(-1)
+    g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
+    if g is not None:
+        return g.reshape(-1)
     return np.asarray(spots).reshape(-1) >> 4
 
 
