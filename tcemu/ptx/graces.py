@@ -170,7 +170,7 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
         if released:
             me.fenced = False
     elif not strong:
-        _note_reads(g, sd, (me.id,), np.int64(me.id << 32 | me.epoch), spots, tids, wh)
+        _note_reads(g, sd, (me.id,), np.int64(me.id << 32 | me.epoch), off, nbytes, tids, wh)
 
 
 def _spots(off, nbytes):
@@ -184,11 +184,11 @@ def _info(g, wh, tids, strong=False):
     return np.int64(g.site(wh) << 16 | int(strong) << 5) | (tids // 32) << 6 | tids % 32
 
 
-def _note_reads(g, sd, ids, key, spots, tids, wh):
-    """Record plain reads as the bytes' last reads: CTAs `ids` read, key (cta << 32 | epoch) one for all lanes or
-    (lanes, 1), tids the lanes' thread indices in their CTAs."""
+def _note_reads(g, sd, ids, key, off, nbytes, tids, wh):
+    """Record plain reads of nbytes at offsets off as the bytes' last reads: CTAs `ids` read, key (cta << 32 |
+    epoch) one for all lanes or (lanes, 1), tids the lanes' thread indices in their CTAs."""
     sd.readers.update(ids)
-    P, ix = sd.at(spots)
+    P, ix = sd.at_rows(off, nbytes)
     scatter(P.r_key, ix, key)
     scatter(P.r_info, ix, _info(g, wh, tids)[:, None])
 
@@ -224,7 +224,7 @@ def reads_race(W, a, off, nbytes) -> bool:
     w = sd.writers
     if not (len(w) > 1 or (w and me.id not in w)):
         return False
-    P, ix = sd.at(_spots(off, nbytes))
+    P, ix = sd.at_rows(off, nbytes)
     bad = _unordered(g, me, P.w_key[ix])
     return bad is not None and bool((bad & ((P.w_info[ix] >> 5 & 1) == 0)).any())
 
@@ -257,7 +257,7 @@ def record_reads_ctas(parts, a, nbytes, wh):
     g, _, sd = got
     mes = [g.cta(W.cta) for W, _, _ in parts]
     keys = np.concatenate([np.full(p[1].size, me.id << 32 | me.epoch, np.int64) for me, p in zip(mes, parts)])
-    _note_reads(g, sd, [me.id for me in mes], keys[:, None], _spots(np.concatenate([p[1] for p in parts]), nbytes),
+    _note_reads(g, sd, [me.id for me in mes], keys[:, None], np.concatenate([p[1] for p in parts]), nbytes,
                 np.concatenate([p[2] for p in parts]), wh)
 
 

@@ -52,6 +52,15 @@ class Granular:
             self.refine(np.unique(g))
         return self.fine, spots
 
+    def at_rows(self, starts, k: int):
+        """at() for the rows starts + 0..k-1 ((n,) byte offsets), building them only where the coarse plane does
+        not answer: (plane, index)."""
+        if k == 16 and not (starts & 15).any():
+            g = (starts >> 4)[:, None]
+            if self.is_fine is None or not self.is_fine[g].any():
+                return self.coarse, g
+        return self.at(starts[:, None] + np.arange(k))
+
     def refine(self, g):
         """Give granules g per-byte records, each byte its granule's."""
         if self.fine is None:

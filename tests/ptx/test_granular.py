@@ -145,3 +145,15 @@ def test_global_word_after_another_ctas_whole_granule_store_is_reported_at_the_w
     data = np.zeros(128, np.uint32)
     with pytest.raises(HazardError, match=r"RAW race on global address 0x[0-9a-f]+ \(100 bytes into 'data'\)"):
         ptx.load(GLOBAL.format(off=100)).launch("k", grid=2, block=8, args=[data])
+
+
+def test_at_rows_answers_as_at_does_without_building_the_rows():
+    g = Granular(128, FIELDS, rows=1)
+    P, ix = g.at_rows(np.array([16, 48]), 16)
+    assert P is g.coarse and ix.tolist() == [[1], [3]]
+    P, ix = g.at_rows(np.array([8]), 16)             # not granule-aligned: per byte
+    assert P is g.fine and ix.tolist() == [list(range(8, 24))]
+    P, ix = g.at_rows(np.array([16]), 16)            # granule 1 is fine now
+    assert P is g.fine and ix.tolist() == [list(range(16, 32))]
+    P, ix = g.at_rows(np.array([64, 96]), 16)        # untouched granules stay coarse
+    assert P is g.coarse and ix.tolist() == [[4], [6]]
