@@ -7,6 +7,8 @@ that granule per-byte records for good (the fine plane, each byte starting from 
 answer is the one per-byte records give."""
 import numpy as np
 
+from .rows import last_answer
+
 
 class Plane:
     """One resolution's record arrays: name -> (n,) or (rows, n) int64."""
@@ -86,23 +88,13 @@ class Granular:
         return out
 
 
-# the last spots array whole_granules saw and its answer: one access asks for several records (a racecheck plan,
-# then its record; shared and in-flight marks), with the same spots (never written in place)
-_last = (None, None)
-
-
+@last_answer
 def whole_granules(spots):
     """The (n, k / 16) 16-byte granules of spots whose rows are whole granules, else None."""
-    global _last
-    seen, out = _last
-    if seen is spots:
-        return out
-    out = None
     if spots.ndim == 2 and not spots.shape[1] & 15 and spots.shape[0]:
         g = spots[:, ::16]
         if not (g & 15).any():
             n, k = spots.shape   # k > 16, a TMA box row: 16-byte chunks, each contiguous (a swizzle permutes them)
             if k == 16 or (spots.reshape(n, k >> 4, 16) - g[:, :, None] == np.arange(16)).all():
-                out = g >> 4
-    _last = (spots, out)
-    return out
+                return g >> 4
+    return None

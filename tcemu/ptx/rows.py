@@ -19,21 +19,26 @@ def aligned(spots) -> bool:
     return w > 1 and w & (w - 1) == 0 and spots.shape[0] > 0 and not (spots[:, 0] & (w - 1)).any()
 
 
-# the last spots array row_index saw and its answer: one access updates several shadows at the same spots (a copy
-# landing: data, written, source, ...; a racecheck record: four arrays), each asking again (spots are never
-# written in place)
-_last = (None, None)
+def last_answer(fn):
+    """fn(spots), answering again at once for the spots array it saw last: one access updates several shadows at
+    the same spots (a copy landing: data, written, source, ...; a racecheck plan, then its record), each asking
+    (spots arrays are never written in place)."""
+    last = [None, None]
+
+    def ask(spots):
+        if last[0] is spots:
+            return last[1]
+        out = fn(spots)
+        last[0], last[1] = spots, out
+        return out
+    ask.__doc__ = fn.__doc__
+    return ask
 
 
+@last_answer
 def row_index(spots):
     """The (n,) row numbers of aligned spots in the array viewed as (n, w), or None where they are not aligned."""
-    global _last
-    seen, idx = _last
-    if seen is spots:
-        return idx
-    idx = spots[:, 0] // spots.shape[1] if aligned(spots) else None
-    _last = (spots, idx)
-    return idx
+    return spots[:, 0] // spots.shape[1] if aligned(spots) else None
 
 
 def gather(arr, spots):
