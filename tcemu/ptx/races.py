@@ -309,7 +309,7 @@ def _gang_clocks(warps):
     return sts
 
 
-def _diverged_race(P, warps, sts, ix, tids, counts) -> bool:
+def _diverged_race(P, warps, sts, ix, tids, lanes) -> bool:
     """on_read / on_write's check that only diverged warps (W.lane_pc set) make: same-warp writes of this
     divergence region by lanes on another path (_diverged). Their writers against their clocks are _writers_race's
     (on_read / on_write check every byte for a diverged warp; a writer a warp's wmax covers cannot race)."""
@@ -317,10 +317,10 @@ def _diverged_race(P, warps, sts, ix, tids, counts) -> bool:
     if not div:
         return False
     ep = P.w_ep[ix]
-    ends = np.cumsum(counts)
+    tids = np.asarray(tids)
     for k in div:
-        lo, hi = int(ends[k] - counts[k]), int(ends[k])
-        if _diverged(P, sts[k], ep[lo:hi], ix[lo:hi], tids[lo:hi], sts[k].now(warps[k])).any():
+        mine = lanes == k   # warp k's rows (lanes: each row's warp)
+        if _diverged(P, sts[k], ep[mine], ix[mine], tids[mine], sts[k].now(warps[k])).any():
             return True
     return False
 
@@ -336,9 +336,10 @@ def _writers_race(sd, P, sts, vcx, lanes, ix) -> bool:
     return bool(((ep & M32) > vcx[lanes[:, None], ep >> 32]).any())
 
 
-def gang_write_plan(sh, warps, spots, tids, counts):
+def gang_write_plan(sh, warps, spots, tids, counts, owner=None):
     """on_write's checks for plain writes of several warps of one CTA at once, one width: spots (n, k) of every
-    lane, counts[i] lanes of warps[i] (in order), no byte in two rows. The per-warp (clock, region, lane mask) for
+    lane, counts[i] lanes of warps[i] (in order; or, given `owner`, each row's index into warps, the rows in any
+    order), no byte in two rows. The per-warp (clock, region, lane mask) for
     gang_write_record where none would report, or None (a write conflicts with an earlier access, or a diverged
     warp's lanes on another path wrote a byte: on_write reports it). Checks only; the bytes are disjoint, so one
     warp's record cannot change the verdict on another's. A reader row whose latest read its warp covers passes
@@ -348,9 +349,9 @@ def gang_write_plan(sh, warps, spots, tids, counts):
         return sts
     sd = shadow(sh, sts[0])
     P, ix = sd.at(spots)
-    lanes = np.repeat(np.arange(len(sts)), counts)
+    lanes = np.repeat(np.arange(len(sts)), counts) if owner is None else owner
     vcx = sts[0].cl.VCX[[st.id for st in sts]]
-    if _writers_race(sd, P, sts, vcx, lanes, ix) or _diverged_race(P, warps, sts, ix, tids, counts):
+    if _writers_race(sd, P, sts, vcx, lanes, ix) or _diverged_race(P, warps, sts, ix, tids, lanes):
         return None
     if len(sd.agents):
         vc = vcx[:, sd.agents + 1]   # (warps, reader rows)
@@ -358,15 +359,20 @@ def gang_write_plan(sh, warps, spots, tids, counts):
         if late.size and ((P.R[late[:, None, None], ix[None]] >> 32) >
                           vc[:, late].T[:, lanes, None]).any():
             return None
-    out, at = [], 0
-    for W, st, k in zip(warps, sts, counts):
-        out.append((st, st.now(W), _mask(tids[at:at + k])))
-        at += k
-    return out
+    if owner is None:
+        masks, at = [], 0
+        for k in counts:
+            masks.append(_mask(tids[at:at + k]))
+            at += k
+    else:   # each warp's lanes wherever its rows are
+        bits = np.zeros(len(sts), np.int64)
+        np.bitwise_or.at(bits, owner, np.int64(1) << (np.asarray(tids, np.int64) % 32))
+        masks = bits.tolist()
+    return [(st, st.now(W), m) for W, st, m in zip(warps, sts, masks)]
 
 
-def gang_write_record(sh, spots, tids, counts, rows, wh):
-    """Record the writes gang_write_plan checked, as the warps' on_write calls would."""
+def gang_write_record(sh, spots, tids, counts, rows, wh, owner=None):
+    """Record the writes gang_write_plan checked, as the warps' on_write calls would (counts, owner: as there)."""
     if not rows:
         return
     sd = sh.race
@@ -374,7 +380,8 @@ def gang_write_record(sh, spots, tids, counts, rows, wh):
     sts = [r[0] for r in rows]
 
     def each(x):   # per warp -> per lane
-        return np.repeat(np.array(x, np.int64), counts)[:, None]
+        x = np.array(x, np.int64)
+        return (np.repeat(x, counts) if owner is None else x[owner])[:, None]
     scatter(P.w_ep, ix, each([np.int64((st.id + 1) << 32) | st.vc[st.id] for st in sts]))
     for st in sts:
         sd.wmax[st.id] = st.vc[st.id]
@@ -397,7 +404,7 @@ def gang_read_plan(sh, warps, spots, tids, counts):
         st.now(W)
     vcx = sts[0].cl.VCX[[st.id for st in sts]]
     lanes = np.repeat(np.arange(len(sts)), counts)
-    if _writers_race(sd, P, sts, vcx, lanes, ix) or _diverged_race(P, warps, sts, ix, tids, counts):
+    if _writers_race(sd, P, sts, vcx, lanes, ix) or _diverged_race(P, warps, sts, ix, tids, lanes):
         return None
     return sts
 

@@ -100,7 +100,7 @@ def c_cp_async(ins, prog, pc):
         sh.check_overwrite(spots, wh, "this cp.async writes")
         sh.check_in_flight(W, spots, wh, "this cp.async writes")
         sh.set_pending(spots, pc + 1)
-        W.cp_async_open.append((dsts, data, srcs.astype(np.int64), n, tids))
+        W.cp_async_open.append(Copy((dsts, data, srcs.astype(np.int64), n, tids), 0, dsts.size))
 
     touched = slots_of(prog, ops)   # the registers the operands read (the gang's are gathered once: Batch)
 
@@ -180,10 +180,10 @@ def c_cp_async(ins, prog, pc):
                 c.shared.set_pending(spots[lo:hi], pc + 1)
             else:
                 c.shared.async_pending16[gr[lo:hi]] = pc + 1
+        chunk = (dsts, data, srcs, n, tids)   # each warp's copy: its rows of the gang's arrays
         at = 0
         for W, k in zip(warps, per_warp.tolist()):
-            W.cp_async_open.append((dsts[at:at + k], data[at:at + k], srcs[at:at + k],
-                                    None if n is None else n[at:at + k], tids[at:at + k]))
+            W.cp_async_open.append(Copy(chunk, at, at + k))
             at += k
 
     gang.masked = True   # lanes as the masks give them (lockstep.run_any)
@@ -191,9 +191,20 @@ def c_cp_async(ins, prog, pc):
     return op
 
 
-# A copy in flight: (dst, data, src, nread, tids), per lane its shared destination (n,), the (n, k) bytes it
-# read, its global source (n,), the bytes it reads (n,) or None where all k (src-size / ignore-src: PTX
-# 9.7.9.25), its thread id; the byte offsets are made again where it lands (starts take 1/16 of their memory).
+class Copy:
+    """A warp's cp.async in flight: rows lo..hi of `chunk` = (dst, data, src, nread, tids), per lane its shared
+    destination (n,), the (n, k) bytes it read, its global source (n,), the bytes it reads (n,) or None where all
+    k (src-size / ignore-src: PTX 9.7.9.25), its thread id. A gang's issue is one chunk, each warp's copy its rows
+    (so its wait lands them without joining warp by warp); the byte offsets are made again where it lands."""
+    __slots__ = ("chunk", "lo", "hi")
+
+    def __init__(self, chunk, lo, hi):
+        self.chunk, self.lo, self.hi = chunk, lo, hi
+
+    @property
+    def width(self) -> int:
+        return self.chunk[1].shape[1]
+
 
 def _spots(dst, k):
     return dst[:, None] + np.arange(k)
@@ -206,14 +217,22 @@ def _sources(src, nread, k):
 
 
 def _joined(cs):
-    """Copies of one width as one."""
-    if len(cs) == 1:
-        return cs[0]
-    k = cs[0][1].shape[1]
-    nread = None if all(c[3] is None for c in cs) else \
-        np.concatenate([np.full(len(c[0]), k) if c[3] is None else c[3] for c in cs])
-    return (np.concatenate([c[0] for c in cs]), np.concatenate([c[1] for c in cs]),
-            np.concatenate([c[2] for c in cs]), nread, np.concatenate([c[4] for c in cs]))
+    """Copies of one width as one (dst, data, src, nread, tids), in their order; neighbouring rows of one chunk
+    are taken as one slice."""
+    runs = []
+    for c in cs:
+        if runs and runs[-1][0] is c.chunk and runs[-1][2] == c.lo:
+            runs[-1][2] = c.hi
+        else:
+            runs.append([c.chunk, c.lo, c.hi])
+    parts = [tuple(None if a is None else a[lo:hi] for a in chunk) for chunk, lo, hi in runs]
+    if len(parts) == 1:
+        return parts[0]
+    k = parts[0][1].shape[1]
+    nread = None if all(p[3] is None for p in parts) else \
+        np.concatenate([np.full(len(p[0]), k) if p[3] is None else p[3] for p in parts])
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]), nread, np.concatenate([p[4] for p in parts]))
 
 
 def _merged(copies):
@@ -221,7 +240,7 @@ def _merged(copies):
     that at issue)."""
     widths = {}
     for c in copies:
-        widths.setdefault(c[1].shape[1], []).append(c)
+        widths.setdefault(c.width, []).append(c)
     return [_joined(cs) for cs in widths.values()]
 
 
@@ -245,6 +264,10 @@ def _land(sh, spots, data, src):
     scatter(sh.source, spots, src)
     sh.mark_generic(spots)   # cp.async writes through the generic proxy
     sh.set_pending(spots, 0)
+
+
+def _chunk_order(p):
+    return p[0], p[1]
 
 
 def drain_cp_async(W):
@@ -282,25 +305,25 @@ def _cp_async_sync(ins, prog, which):
         plans = []
         for cta, members in by_cta(pairs):
             sh = cta.shared
-            widths = {}   # the copies that land, one batch per width; an owner per on_write call of _apply_copies
+            # the copies that land, one batch per width, an owner per warp's group and width (one on_write call
+            # of _apply_copies); a batch's rows go chunk by chunk (a gang issue's rows of this CTA: one slice)
+            widths, order = {}, {}
             for W, _ in members:
                 for g in W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]:
-                    for c in g:   # one owner per warp's group and width, as _apply_copies's _merged gives
-                        widths.setdefault(c[1].shape[1], []).append((W, id(g), c))
+                    for c in g:
+                        part = widths.setdefault(c.width, ([], []))
+                        if not part[1] or part[1][-1][1] is not g:
+                            part[1].append((W, g))
+                        part[0].append((order.setdefault(id(c.chunk), len(order)), c.lo, len(part[1]) - 1, c))
             batches = []
-            for k, part in widths.items():
-                dst, data, src, nread, tids = _joined([c for *_, c in part])
+            for k, (part, owners) in widths.items():
+                part.sort(key=_chunk_order)
+                dst, data, src, nread, tids = _joined([p[3] for p in part])
                 if repeats(dst):   # rows aligned to their width overlap only where they start together
                     raise Fallback
-                owners, counts = [], []
-                for W, gid, c in part:
-                    if owners and owners[-1][1] == gid:
-                        counts[-1] += c[0].shape[0]
-                    else:
-                        owners.append((W, gid))
-                        counts.append(c[0].shape[0])
+                owner = np.repeat(np.array([p[2] for p in part]), [p[3].hi - p[3].lo for p in part])
                 batches.append(([W for W, _ in owners], _spots(dst, k), data, _sources(src, nread, k), tids,
-                                counts))
+                                owner))
             if len(batches) > 1 and repeats(np.concatenate([b[1].reshape(-1) for b in batches])):
                 raise Fallback
             for _, spots, *_ in batches:
@@ -308,15 +331,15 @@ def _cp_async_sync(ins, prog, which):
                     sh.check_overwrite(spots, wh)
                 except TcemuError:
                     raise Fallback from None
-            rows = [races.gang_write_plan(sh, b[0], b[1], b[4], b[5]) for b in batches]
+            rows = [races.gang_write_plan(sh, b[0], b[1], b[4], None, owner=b[5]) for b in batches]
             if any(r is None for r in rows):
                 raise Fallback
             plans.append((sh, members, batches, rows))
         for sh, members, batches, rows in plans:
             for W, _ in members:
                 del W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]
-            for (owners, spots, data, src, tids, counts), r in zip(batches, rows):
-                races.gang_write_record(sh, spots, tids, counts, r, wh)
+            for (owners, spots, data, src, tids, owner), r in zip(batches, rows):
+                races.gang_write_record(sh, spots, tids, None, r, wh, owner=owner)
                 _land(sh, spots, data, src)
     wait.gang = gang
     return wait
