@@ -130,3 +130,27 @@ def test_two_warps_copying_to_one_stage_fall_back_and_are_reported(spies):
     with pytest.raises(HazardError, match=r"this cp.async writes shared bytes \[0x[0-9a-f]+, 0x[0-9a-f]+\) while the "
                                           r"copy at cp.async.cg.shared.global .* is still in flight"):
         mod.launch("k", grid=1, block=128, args=[src, np.zeros(48 * 128, np.uint8), 16])
+
+
+def test_gang_wait_leaves_the_racecheck_records_of_warps_one_at_a_time(spies, monkeypatch):
+    # the kernel's third copy runs on the odd lanes only: each warp's record keeps its own lanes' mask, though the
+    # gang lands a CTA's rows chunk by chunk (the warps' rows of one issue together), not warp by warp
+    from tcemu.ptx import memory, module
+    finals = []
+
+    class Window(memory.SharedWindow):
+        def release(self):
+            finals.append({**{k: self.race.bytes(k) for k in ("w_ep", "w_info", "w_mask", "w_region", "R")},
+                           "data": self.smem.data.copy(), "source": self.source.copy()})
+            super().release()
+    monkeypatch.setattr(module, "SharedWindow", Window)
+    launch(n=8)
+    ganged, finals[:] = list(finals), []
+    assert spies["land"] >= 3 * 2 and len(ganged) == 3
+    assert any((g["w_mask"] == 0xAAAAAAAA).any() for g in ganged)   # the odd lanes' copies
+    monkeypatch.setattr(lockstep, "GANG_OPS", False)
+    launch(n=8)
+    assert len(finals) == 3
+    for g, a in zip(ganged, finals):
+        for k in g:
+            assert np.array_equal(g[k], a[k]), k

@@ -175,12 +175,18 @@ def test_gang_accesses_move_the_bytes_the_ptx_text_moves(spies):
 
 @pytest.fixture
 def states(monkeypatch):
-    """Every CTA's shared window and every global racecheck shadow a launch makes, in order of creation."""
+    """Every CTA's shared window and every global racecheck shadow a launch makes, in order of creation; a window's
+    state as it was when its CTA finished (the CTA then drops its shadows and racecheck records: Cta.release)."""
     from tcemu.ptx import memory, module
     made = []
 
+    class Window(memory.SharedWindow):
+        def release(self):
+            self.final = state_of(self)
+            super().release()
+
     def window(*a, **k):
-        made.append(memory.SharedWindow(*a, **k))
+        made.append(Window(*a, **k))
         return made[-1]
 
     class Shadow(graces.GShadow):
@@ -194,7 +200,9 @@ def states(monkeypatch):
 
 def state_of(obj):
     """The state a window or shadow holds: bytes, written flags, shadows (the lazily made ones as they read), the
-    racecheck records and the generic-proxy epochs."""
+    racecheck records and the generic-proxy epochs (a window's as its CTA left it)."""
+    if "final" in obj.__dict__:
+        return obj.final
     if isinstance(obj, graces.GShadow):
         return {**{k: obj.bytes(k) for k in ("w_key", "w_info", "r_key", "r_info")},
                 **{k: getattr(obj, k) for k in ("writers", "readers")}}
@@ -228,6 +236,7 @@ def test_gang_leaves_every_shadow_as_the_warps_one_at_a_time_do(run, states, spi
     assert set(spies) <= {"record_reads", "gang_write_record@cp_async"}
     alone = [state_of(x) for x in states]
     assert len(ganged) == len(alone) > 2
+    assert all("race.w_ep" in g and g["race.w_ep"].any() for g in ganged if "written" in g)   # records compared
     for g, a in zip(ganged, alone):
         assert g.keys() == a.keys()
         for k in g:
