@@ -54,7 +54,7 @@ def check_tile(gmem, src, ebytes, which, desc, wh, rule="tile", memo=None):
     same stage of another CTA, costs one comparison."""
     key = hit = None
     if memo is not None and src.size and src.flat[0] >= 0:
-        key = (which, desc.encode(), src.shape, ebytes, rule)
+        key = (which, desc, src.shape, ebytes, rule)   # descriptors are frozen dataclasses: equal fields, one key
         hit = _translated(gmem, src, ebytes, memo.get(key))
         if hit is True:
             return
@@ -64,21 +64,22 @@ def check_tile(gmem, src, ebytes, which, desc, wh, rule="tile", memo=None):
 
 
 def _translated(gmem, src, ebytes, seen):
-    """True if `src` is `seen` (a passing operand's (first source, relative sources, allocation)) moved by whole
-    elements inside its allocation; else what to remember of `src` if it passes, or None (unknown elements, or
-    not inside one allocation)."""
-    lo, hi = int(src.min()), int(src.max())
-    if lo < 0:
-        return None
+    """True if `src` is `seen` (a passing operand's (first source, relative sources, allocation, least and largest
+    relative source)) moved by whole elements inside its allocation; else what to remember of `src` if it passes,
+    or None (unknown elements, or not inside one allocation). A match's bounds are the remembered ones moved (an
+    unknown element, -1, would put the least below the allocation)."""
     first = int(src.flat[0])
     rel = src - first
     if seen is not None:
-        s_first, s_rel, s_alloc = seen
-        if s_alloc.base <= lo and hi < s_alloc.end and (first - s_first) % ebytes == 0 and \
+        s_first, s_rel, s_alloc, s_lo, s_hi = seen
+        if s_alloc.base <= first + s_lo and first + s_hi < s_alloc.end and (first - s_first) % ebytes == 0 and \
                 np.array_equal(rel, s_rel):
             return True
+    lo, hi = int(src.min()), int(src.max())
+    if lo < 0:
+        return None
     alloc = gmem.holding(lo, hi)
-    return None if alloc is None else (first, rel, alloc)
+    return None if alloc is None else (first, rel, alloc, lo - first, hi - first)
 
 
 def _check(gmem, src, ebytes, which, desc, wh, rule):
