@@ -1,10 +1,11 @@
-"""Racecheck records kept per 16-byte granule until an access covers part of one (races.Shadow, graces.GShadow).
+"""Racecheck records kept per granule until an access covers part of one (races.Shadow, graces.GShadow).
 
 A GEMM moves shared and global memory in whole 16-byte granules (cp.async.cg, ld / st .v4, ldmatrix rows, TMA
 boxes, wgmma operands: PTX 9.7.9.25, 9.7.15.5.1), so the bytes of a granule carry one record, and the coarse
-plane keeps it once: 16x fewer bytes to gather and scatter. The first access that covers part of a granule gives
-that granule per-byte records for good (the fine plane, each byte starting from its granule's record), so every
-answer is the one per-byte records give."""
+plane keeps it once: 16x fewer bytes to gather and scatter. A kernel whose narrowest shared access is smaller
+(CUTLASS's epilogue stores 4 and 8 bytes) keeps its shared records per unit of that size (races.shared_unit). The
+first access that covers part of a unit gives that unit per-byte records for good (the fine plane, each byte
+starting from its unit's record), so every answer is the one per-byte records give."""
 import numpy as np
 
 from .rows import last_answer
@@ -20,11 +21,14 @@ class Plane:
 
 
 class Granular:
-    """Records of `size` bytes: `fields` name -> (fill, per_row): per_row fields hold one row per reader (add_row)."""
+    """Records of `size` bytes per `unit` (a power of two up to 16; the granule): `fields` name -> (fill, per_row):
+    per_row fields hold one row per reader (add_row)."""
 
-    def __init__(self, size: int, fields: dict, rows: int = 0):
+    def __init__(self, size: int, fields: dict, rows: int = 0, unit: int = 16):
         self.fields = fields
-        self.G = (size + 15) >> 4
+        self.unit, self.shift = unit, unit.bit_length() - 1
+        self.whole = WHOLE[unit]
+        self.G = (size + unit - 1) >> self.shift
         self.rows = rows
         self.coarse = Plane(fields, self.G, rows)
         self.fine = None            # the per-byte Plane, made on first need
@@ -42,14 +46,14 @@ class Granular:
 
     def at(self, spots, fine: bool = False):
         """(plane, index) for the records of `spots` ((n, k) byte offsets, each row start + 0..k-1, or whole
-        16-byte chunks of one for a TMA box): the coarse plane and the (n, k / 16) granules where every row is
-        whole granules, none of them fine, and `fine` is not asked; else the fine plane and spots, once the
-        granules spots touch are fine."""
+        16-byte chunks of one for a TMA box): the coarse plane and the (n, k / unit) units where every row is
+        whole units, none of them fine, and `fine` is not asked; else the fine plane and spots, once the units
+        spots touch are fine."""
         if not fine:
-            g = whole_granules(spots)
+            g = self.whole(spots)
             if g is not None and (self.is_fine is None or not self.is_fine[g].any()):
                 return self.coarse, g
-        g = np.asarray(spots).reshape(-1) >> 4
+        g = np.asarray(spots).reshape(-1) >> self.shift
         if self.is_fine is None or not self.is_fine[g].all():
             self.refine(np.unique(g))
         return self.fine, spots
@@ -57,16 +61,17 @@ class Granular:
     def at_rows(self, starts, k: int):
         """at() for the rows starts + 0..k-1 ((n,) byte offsets), building them only where the coarse plane does
         not answer: (plane, index)."""
-        if k == 16 and not (starts & 15).any():
-            g = (starts >> 4)[:, None]
+        if k == self.unit and not (starts & (k - 1)).any():
+            g = (starts >> self.shift)[:, None]
             if self.is_fine is None or not self.is_fine[g].any():
                 return self.coarse, g
         return self.at(starts[:, None] + np.arange(k))
 
     def refine(self, g):
-        """Give granules g per-byte records, each byte its granule's."""
+        """Give units g per-byte records, each byte its unit's."""
+        u = self.unit
         if self.fine is None:
-            self.fine = Plane(self.fields, self.G * 16, self.rows)
+            self.fine = Plane(self.fields, self.G * u, self.rows)
             self.is_fine = np.zeros(self.G, bool)
         g = g[~self.is_fine[g]]
         if not g.size:
@@ -74,27 +79,36 @@ class Granular:
         for name, (_, per_row) in self.fields.items():
             c, f = getattr(self.coarse, name), getattr(self.fine, name)
             if per_row:
-                f.reshape(self.rows, -1, 16)[:, g] = c[:, g][:, :, None]
+                f.reshape(self.rows, -1, u)[:, g] = c[:, g][:, :, None]
             else:
-                f.reshape(-1, 16)[g] = c[g][:, None]
+                f.reshape(-1, u)[g] = c[g][:, None]
         self.is_fine[g] = True
 
     def bytes(self, name: str) -> np.ndarray:
         """A field resolved per byte (coarse records repeated over their granules' bytes)."""
-        out = np.repeat(getattr(self.coarse, name), 16, axis=-1)
+        out = np.repeat(getattr(self.coarse, name), self.unit, axis=-1)
         if self.fine is not None:
-            fine = np.repeat(self.is_fine, 16)
+            fine = np.repeat(self.is_fine, self.unit)
             out[..., fine] = getattr(self.fine, name)[..., fine]
         return out
 
 
-@last_answer
-def whole_granules(spots):
-    """The (n, k / 16) 16-byte granules of spots whose rows are whole granules, else None."""
-    if spots.ndim == 2 and not spots.shape[1] & 15 and spots.shape[0]:
-        g = spots[:, ::16]
-        if not (g & 15).any():
-            n, k = spots.shape   # k > 16, a TMA box row: 16-byte chunks, each contiguous (a swizzle permutes them)
-            if k == 16 or (spots.reshape(n, k >> 4, 16) - g[:, :, None] == np.arange(16)).all():
-                return g >> 4
-    return None
+def _whole(unit: int):
+    shift = unit.bit_length() - 1
+
+    @last_answer
+    def whole(spots):
+        """The (n, k / unit) units of spots whose rows are whole units, else None."""
+        if spots.ndim == 2 and not spots.shape[1] & (unit - 1) and spots.shape[0]:
+            g = spots[:, ::unit]
+            if not (g & (unit - 1)).any():
+                # k > unit: a TMA box row is 16-byte chunks, each contiguous (a swizzle permutes whole chunks)
+                n, k = spots.shape
+                if k == unit or (spots.reshape(n, k >> shift, unit) - g[:, :, None] == np.arange(unit)).all():
+                    return g >> shift
+        return None
+    return whole
+
+
+WHOLE = {u: _whole(u) for u in (1, 2, 4, 8, 16)}   # each remembers its own last answer
+whole_granules = WHOLE[16]

@@ -129,8 +129,8 @@ class Shadow(Granular):
               "w_region": (0, False),
               "R": (0, True)}           # per reader row: clock << 32 | site << 6 | strong << 5 | lane
 
-    def __init__(self, size: int, local=()):
-        super().__init__(size, self.FIELDS, len(local))
+    def __init__(self, size: int, local=(), unit: int = 16):
+        super().__init__(size, self.FIELDS, len(local), unit)
         self.agents = np.asarray(local, np.int64)
         self.rows_of = {int(a): i for i, a in enumerate(local)}   # agent -> row of R
         self.rmax = np.zeros(len(local), np.int64)   # per row: the reader's latest clock (all its reads are at most)
@@ -162,8 +162,36 @@ def shadow(sh, st) -> Shadow:
     s = sh.race
     if s is None:
         nw = st.cl.nw
-        s = sh.race = Shadow(sh.hi, range(sh.rank * nw, (sh.rank + 1) * nw))
+        s = sh.race = Shadow(sh.hi, range(sh.rank * nw, (sh.rank + 1) * nw), shared_unit(st.cl.ctas[0].prog))
     return s
+
+
+_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+_ACCESS = ("ld", "st", "atom", "red", "ldu")
+_OTHER_SPACES = {"global", "local", "param", "const", "tex"}
+
+
+def shared_unit(prog) -> int:
+    """The unit (a power of two, 16 at most) of the kernel's racecheck records of shared memory: its narrowest
+    access that may reach shared memory (ld / st / atom / red on .shared or generic addresses, cp.async;
+    ldmatrix / stmatrix rows and TMA boxes are 16-byte units). Only a speed choice: a narrower access than the
+    unit is answered per byte (granular.py)."""
+    got = getattr(prog, "_shared_unit", None)
+    if got is None:
+        got = 16
+        for ins in prog.instrs:
+            p = ins.parts
+            if p[0] == "cp" and len(p) > 1 and p[1] == "async" and "bulk" not in p and len(ins.operands) > 2:
+                size = getattr(ins.operands[2], "value", 1)
+                got = min(got, size if size in (4, 8, 16) else 1)
+            elif p[0] in _ACCESS and not _OTHER_SPACES.intersection(p):
+                width = next((int(x[1:]) for x in p if x[:1] in "bsuf" and x[1:] in _BYTES), None)
+                width = 1 if width is None else _BYTES[str(width)] if str(width) in _BYTES else 1
+                vec = next((int(x[1:]) for x in p if x in ("v2", "v4", "v8")), 1)
+                got = min(got, width * vec if width * vec <= 16 else 16)
+        got = 1 << (got.bit_length() - 1)   # a power of two
+        prog._shared_unit = got
+    return got
 
 
 LANES = np.arange(32, dtype=np.int64)

@@ -50,10 +50,10 @@ def test_a_partial_access_gives_its_granules_the_records_of_their_bytes():
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 15), st.sampled_from([1, 2, 4, 8, 16, 32]), st.integers(0, 1000),
-                          st.booleans()), min_size=1, max_size=25))
-def test_any_history_reads_back_as_per_byte_records(history):
+                          st.booleans()), min_size=1, max_size=25), st.sampled_from([1, 2, 4, 8, 16]))
+def test_any_history_reads_back_as_per_byte_records(history, unit):
     size = 256
-    g = Granular(size, FIELDS, rows=1)
+    g = Granular(size, FIELDS, rows=1, unit=unit)
     ref = {"a": np.full(size, -1, np.int64), "R": np.zeros((1, size), np.int64)}
     for slot, width, value, reader in history:
         start = (slot * 16) % size // width * width               # aligned to its width
@@ -63,7 +63,7 @@ def test_any_history_reads_back_as_per_byte_records(history):
         P, ix = g.at(spots)
         before = P.R[0, ix] if reader else P.a[ix]
         assert np.array_equal(np.broadcast_to(before, ix.shape).reshape(-1) if P is g.fine else
-                              np.repeat(before.reshape(-1), 16),
+                              np.repeat(before.reshape(-1), unit),
                               (ref["R"][0] if reader else ref["a"])[spots].reshape(-1))
         if reader:
             P.R[0, ix] = value
@@ -157,3 +157,36 @@ def test_at_rows_answers_as_at_does_without_building_the_rows():
     assert P is g.fine and ix.tolist() == [list(range(16, 32))]
     P, ix = g.at_rows(np.array([64, 96]), 16)        # untouched granules stay coarse
     assert P is g.coarse and ix.tolist() == [[4], [6]]
+
+
+def test_the_unit_is_the_kernels_narrowest_shared_access():
+    from tcemu.ptx.races import shared_unit
+    from paths import PTX_FIXTURES as FX
+    import os
+    units = {name: [shared_unit(m.program(k)) for k in m.kernels]
+             for name in ("matmul_bf16", "cutlass_pingpong_bf16", "serial_barrier")
+             for m in [ptx.load(open(os.path.join(FX, name + ".ptx")).read())]}
+    # Triton: cp.async 16, ldmatrix, st.shared.v4; CUTLASS's epilogue: st.shared.f32; the barrier loop: u32
+    assert units == {"matmul_bf16": [16], "cutlass_pingpong_bf16": [4], "serial_barrier": [4]}
+    body = "  mov.u32 %r1, smem;\n  st.shared.u8 [%r1], 1;\n  ret;\n"
+    mod = ptx.load(run.__globals__["entry"](body, before=SMEM))
+    assert shared_unit(mod.program("k")) == 1
+
+
+@pytest.mark.parametrize("unit", [4, 16])
+def test_a_byte_store_into_a_unit_another_warp_wrote_whole_is_reported_at_that_byte(unit, monkeypatch):
+    # the CUTLASS-like unit (4) and the granule: warp 0 stores words, thread 32 one byte of word 5 with no barrier
+    from tcemu.ptx import races
+    monkeypatch.setattr(races, "shared_unit", lambda prog: unit)
+    body = """\
+  shl.b32 %r2, %r0, 2;
+  add.u32 %r4, %r3, %r2;
+  @%p1 st.shared.u32 [%r4], %r0;                        // warp 0 writes words 0..31
+{sync}
+  mov.u32 %r5, 0;
+  @%p2 st.shared.u8 [%r3+22], 7;                        // thread 32 writes byte 22 (word 5)
+"""
+    with pytest.raises(HazardError, match=r"WAW race on shared address 0x416 .*thread 32 \(warp 1.* writes it here; "
+                                          r"thread 5 \(warp 0.* st.shared.u32"):
+        go(body)
+    go(body, "  bar.sync 0;")
