@@ -141,29 +141,32 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
     others = len(w) > 1 or (w and me.id not in w)
     r = sd.readers
     rothers = write and (len(r) > 1 or (r and me.id not in r))
+
+    def verdicts(P, ix):   # (writer keys, unordered writers, reader keys, unordered readers) on plane P
+        wkey = P.w_key[ix] if others else None
+        rkey = P.r_key[ix] if rothers else None
+        return (wkey, None if wkey is None else _unordered(g, me, wkey),
+                rkey, None if rkey is None else _unordered(g, me, rkey, reads=True))
     P, ix = sd.at(spots)
-    if P is sd.coarse and ((others and _some(_unordered(g, me, P.w_key[ix]))) or
-                           (rothers and _some(_unordered(g, me, P.r_key[ix], reads=True)))):
+    key, bad, rkey, rbad = verdicts(P, ix)
+    if P is sd.coarse and (_some(bad) or _some(rbad)):
         P, ix = sd.at(spots, fine=True)   # a candidate: weighed (and reported) per byte
-    if others:
-        key = P.w_key[ix]
-        bad = _unordered(g, me, key)
-        if bad is not None and (strong or not write):
+        key, bad, rkey, rbad = verdicts(P, ix)
+    # a candidate is on the per-byte plane, where its bytes' values weigh it; on the coarse plane nothing is bad
+    if _some(bad):
+        if strong or not write:
             # two strong accesses never race; a plain read of bytes an atomic / strong store wrote is not reported
             # either (lenient: Triton reads its spin counter with a plain load after the loop)
             bad &= (P.w_info[ix] >> 5 & 1) == 0
-        if bad is not None and write:
+        if write:
             bad &= a.data[spots] != data   # the value already there: benign
-        if bad is not None and bad.any():
+        if bad.any():
             _report(g, a, me, W, "WAW" if write else "RAW", bad, spots, tids, wh, key, P.w_info, strong)
     if write:
-        if rothers:
-            key = P.r_key[ix]
-            bad = _unordered(g, me, key, reads=True)
-            if bad is not None:
-                bad &= a.data[spots] != data   # a store leaving the bytes as they were: benign
-            if bad is not None and bad.any():
-                _report(g, a, me, W, "WAR", bad, spots, tids, wh, key, P.r_info, strong)
+        if _some(rbad):
+            rbad &= a.data[spots] != data   # a store leaving the bytes as they were: benign
+            if rbad.any():
+                _report(g, a, me, W, "WAR", rbad, spots, tids, wh, rkey, P.r_info, strong)
         _note_writes(g, me, sd, a, spots, data, tids, wh, strong)
         if strong:   # a new epoch after every strong store: its dependency-order clock covers the reads before it
             me.epoch += 1
@@ -270,13 +273,11 @@ def writes_race(W, a, off, data) -> bool:
     if sd is None or off.size == 0:
         return False
     me = g.cta(W.cta)
-    nbytes = data.shape[1]
-    spots = _spots(off, nbytes)
-    P, ix = sd.at(spots)
+    P, ix = sd.at_rows(off, data.shape[1])   # the fine plane's index is the bytes themselves
     for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key")):
         if len(who) > 1 or (who and me.id not in who):
             bad = _unordered(g, me, getattr(P, keys)[ix], reads=keys == "r_key")
-            if bad is not None and bad.any() and (P is sd.coarse or (bad & (a.data[spots] != data)).any()):
+            if bad is not None and bad.any() and (P is sd.coarse or (bad & (a.data[ix] != data)).any()):
                 return True   # (a coarse candidate: the warps' own runs weigh it per byte)
     return False
 

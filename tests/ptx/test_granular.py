@@ -190,3 +190,53 @@ def test_a_byte_store_into_a_unit_another_warp_wrote_whole_is_reported_at_that_b
                                           r"thread 5 \(warp 0.* st.shared.u32"):
         go(body)
     go(body, "  bar.sync 0;")
+
+
+ORDERED = """\
+.version 8.3
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 data, .param .u64 flag)
+{
+ .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .pred %p<4>;
+ ld.param.u64 %rd3, [data]; ld.param.u64 %rd2, [flag];
+ cvta.to.global.u64 %rd3, %rd3; cvta.to.global.u64 %rd2, %rd2;
+ mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x;
+ mul.wide.u32 %rd4, %r1, 16;
+ add.s64 %rd1, %rd3, %rd4;
+ mad.lo.u32 %r3, %r2, 100, %r1;
+ add.u32 %r3, %r3, 1;
+ setp.eq.u32 %p1, %r2, 0;
+ @!%p1 bra $SECOND;
+ st.global.v4.u32 [%rd1], {%r3, %r3, %r3, %r3};         // CTA 0 writes 16 bytes a thread
+ bar.sync 0;
+ setp.ne.u32 %p2, %r1, 0;
+ @%p2 bra $END;
+ st.release.gpu.global.u32 [%rd2], 1;                   // then releases the flag
+ bra $END;
+$SECOND:
+ setp.ne.u32 %p2, %r1, 0;
+ @%p2 bra $SKIP;
+$SPIN:
+ ld.acquire.gpu.global.u32 %r6, [%rd2];                 // CTA 1 acquires it
+ setp.eq.u32 %p3, %r6, 0;
+ @%p3 bra $SPIN;
+$SKIP:
+ bar.sync 0;
+ ld.global.v4.u32 {%r7, %r8, %r9, %r10}, [%rd1];        // reads CTA 0's bytes, ordered
+ add.u32 %r3, %r3, %r7;
+ st.global.v4.u32 [%rd1], {%r3, %r3, %r3, %r3};         // and writes them again, ordered
+$END:
+ ret;
+}
+"""
+
+
+@pytest.mark.parametrize("lockstep", [True, False])
+def test_global_whole_granule_accesses_ordered_by_a_flag_are_silent(lockstep):
+    # the other CTA's records are on the coarse plane (every byte CTA 0 stores changes: 0xff -> small words) and
+    # ordered: nothing is weighed per byte, nothing reported
+    data, flag = np.full(32 * 4, 0xFFFFFFFF, np.uint32), np.zeros(1, np.uint32)
+    ptx.load(ORDERED).launch("k", grid=2, block=32, args=[data, flag], lockstep=lockstep)
+    t = np.arange(32)
+    assert data.reshape(32, 4).tolist() == [[int(x)] * 4 for x in (101 + t) + (1 + t)]
