@@ -29,6 +29,7 @@ import numpy as np
 from .errors import HazardError, MemoryFault
 from .granular import Granular
 from .rows import gather, scatter
+from .types import TYPES
 
 M32 = np.int64(0xFFFFFFFF)
 NEVER = np.int64(1 << 62)  # the clock entry of "no writer": every access is ordered after it
@@ -166,7 +167,6 @@ def shadow(sh, st) -> Shadow:
     return s
 
 
-_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
 _ACCESS = ("ld", "st", "atom", "red", "ldu")
 _OTHER_SPACES = {"global", "local", "param", "const", "tex"}
 
@@ -185,10 +185,9 @@ def shared_unit(prog) -> int:
                 size = getattr(ins.operands[2], "value", 1)
                 got = min(got, size if size in (4, 8, 16) else 1)
             elif p[0] in _ACCESS and not _OTHER_SPACES.intersection(p):
-                width = next((int(x[1:]) for x in p if x[:1] in "bsuf" and x[1:] in _BYTES), None)
-                width = 1 if width is None else _BYTES[str(width)] if str(width) in _BYTES else 1
+                width = next((TYPES[x].bits >> 3 for x in p if x in TYPES), 0) or 1   # (.pred: 1 bit)
                 vec = next((int(x[1:]) for x in p if x in ("v2", "v4", "v8")), 1)
-                got = min(got, width * vec if width * vec <= 16 else 16)
+                got = min(got, width * vec)
         got = 1 << (got.bit_length() - 1)   # a power of two
         prog._shared_unit = got
     return got
@@ -234,6 +233,35 @@ def sh_cta(sh, cl):
     return next((c.ctaid for c in cl.ctas if c.shared is sh), "?")
 
 
+def _verdicts(sd, P, ix, st, W, tids, region, readers):
+    """The checks of on_read / on_write on plane P: (writer epochs, bad writers) where a writer may be unordered
+    (else None, None), and, with `readers`, (reader rows, their records, bad reads) where a reader row is (else
+    None, None, None)."""
+    ep = bad = rows = r = badr = None
+    if sd.unordered_writers(st) or W.lane_pc is not None:
+        ep = P.w_ep[ix]
+        bad = (ep & M32) > st.vcx[ep >> 32]
+        if W.lane_pc is not None:
+            bad |= _diverged(P, st, ep, ix, tids, region)
+    if readers and len(sd.agents):
+        rows = np.flatnonzero(sd.rmax > st.vc[sd.agents])  # readers with reads this warp is not ordered after
+        if rows.size:
+            r = P.R[rows[:, None, None], ix[None]]
+            badr = (r >> 32) > st.vc[sd.agents[rows]][:, None, None]
+    return ep, bad, rows, r, badr
+
+
+def _checked(sd, spots, st, W, tids, region, readers=False):
+    """(plane, index, _verdicts) for an access: a candidate the coarse plane shows is weighed (and reported)
+    on the per-byte plane."""
+    P, ix = sd.at(spots)
+    v = _verdicts(sd, P, ix, st, W, tids, region, readers)
+    if P is sd.coarse and any(x is not None and x.any() for x in (v[1], v[4])):
+        P, ix = sd.at(spots, fine=True)
+        v = _verdicts(sd, P, ix, st, W, tids, region, readers)
+    return P, ix, v
+
+
 def on_read(sh, W, spots, tids, wh, strong=False):
     """Check a read of shared bytes `spots` ((n, k) offsets, one row per lane `tids`) and record it."""
     st = clock(W)
@@ -241,16 +269,8 @@ def on_read(sh, W, spots, tids, wh, strong=False):
         return
     sd = shadow(sh, st)
     region = st.now(W)
-    P, ix = sd.at(spots)
-    if sd.unordered_writers(st) or W.lane_pc is not None:
-        for fine in (False, True):   # a conflict is found and reported per byte
-            ep = P.w_ep[ix]
-            bad = (ep & M32) > st.vcx[ep >> 32]
-            if W.lane_pc is not None:
-                bad |= _diverged(P, st, ep, ix, tids, region)
-            if fine or not bad.any() or P is sd.fine:
-                break
-            P, ix = sd.at(spots, fine=True)
+    P, ix, (ep, bad, *_) = _checked(sd, spots, st, W, tids, region)
+    if bad is not None:
         _conflict(sh, P, st, "RAW", bad, spots, tids, wh, ep, strong)
     info = np.int64(st.cl.site(wh) << 6 | strong << 5) | _lanes(tids)
     row = sd.row(st.id)  # before indexing R: a new reader grows it
@@ -272,29 +292,16 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
         return
     sd = shadow(sh, st)
     region = st.now(W)
-    P, ix = sd.at(spots)
-    if P is sd.coarse and _write_conflicts(sd, P, ix, st, W, tids, region):
-        P, ix = sd.at(spots, fine=True)   # found and reported per byte
+    P, ix, (ep, bad, rows, r, badr) = _checked(sd, spots, st, W, tids, region, readers=True)
     benign = None
-    bad = None
-    if sd.unordered_writers(st) or W.lane_pc is not None:
-        ep = P.w_ep[ix]
-        bad = (ep & M32) > st.vcx[ep >> 32]
-        if W.lane_pc is not None:
-            bad |= _diverged(P, st, ep, ix, tids, region)
     if bad is not None and bad.any():
         if data is not None:  # a byte rewritten with the value it holds: benign (Triton's warp-specialised
             same = sh.smem.data[spots] == data  # prologue stores one constant from every thread); the
             benign = bad & same                 # earlier writer stays the one readers must be ordered after
             bad &= ~same
         _conflict(sh, P, st, "WAW", bad, spots, tids, wh, ep, strong)
-    if len(sd.agents):
-        rows = np.flatnonzero(sd.rmax > st.vc[sd.agents])  # readers with reads this warp is not ordered after
-        if rows.size:
-            r = P.R[rows[:, None, None], ix[None]]
-            badr = (r >> 32) > st.vc[sd.agents[rows]][:, None, None]
-            if badr.any():
-                _war(sh, sd, st, badr, r, spots, tids, wh, strong, rows)
+    if badr is not None and badr.any():
+        _war(sh, sd, st, badr, r, spots, tids, wh, strong, rows)
     if data is not None and spots.shape[0] > 1:
         _same_instruction(sh, st, spots, tids, data, wh)
     lanes = _lanes(tids)
@@ -306,24 +313,6 @@ def on_write(sh, W, spots, tids, wh, data=None, strong=False):
     P.w_info[ix] = (np.int64(st.cl.site(wh) << 6 | strong << 5) | lanes)[:, None]
     P.w_mask[ix] = _mask(tids)
     P.w_region[ix] = region
-
-
-def _write_conflicts(sd, P, ix, st, W, tids, region) -> bool:
-    """Whether on_write's checks find anything on these records (an earlier writer or reader not ordered before,
-    a same-warp write on another path): on_write then looks per byte."""
-    if sd.unordered_writers(st) or W.lane_pc is not None:
-        ep = P.w_ep[ix]
-        bad = (ep & M32) > st.vcx[ep >> 32]
-        if W.lane_pc is not None:
-            bad |= _diverged(P, st, ep, ix, tids, region)
-        if bad.any():
-            return True
-    if len(sd.agents):
-        rows = np.flatnonzero(sd.rmax > st.vc[sd.agents])
-        if rows.size and ((P.R[rows[:, None, None], ix[None]] >> 32) >
-                          st.vc[sd.agents[rows]][:, None, None]).any():
-            return True
-    return False
 
 
 def _gang_clocks(warps):
