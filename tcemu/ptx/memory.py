@@ -333,10 +333,10 @@ class SharedWindow:
             out = np.where(g != 0, g, out)
         return out
 
-    def set_pending(self, spots, value: int):
+    def set_pending(self, spots, value: int, g=None):
         """Mark (pc + 1) or clear (0) the bytes a cp.async will write: per granule where its rows are whole
-        granules (the same spots clear what they marked)."""
-        g = whole_granules(spots)
+        granules (the same spots clear what they marked; g: those granules, where the caller has them)."""
+        g = whole_granules(spots) if g is None else g
         if g is not None:
             self.async_pending16[g] = value
         else:

@@ -3,6 +3,8 @@
 the warps of one CTA at one cp.async issue, or complete, as one batch; where a check would fail, or two warps'
 copies touch one byte, the warps run it one at a time instead (signals.Fallback), which makes the report.
 """
+from operator import itemgetter
+
 import numpy as np
 
 from .. import parser as P
@@ -176,10 +178,7 @@ def c_cp_async(ins, prog, pc):
                                        tids[lo:hi][lane_read[lo:hi]]) for k, (lo, hi) in enumerate(zip(cut, cut[1:]))],
                                      alloc, nbytes, wh)
         for c, lo, hi in zip(ctas, cut, cut[1:]):
-            if gr is None:
-                c.shared.set_pending(spots[lo:hi], pc + 1)
-            else:
-                c.shared.async_pending16[gr[lo:hi]] = pc + 1
+            c.shared.set_pending(spots[lo:hi], pc + 1, None if gr is None else gr[lo:hi, None])
         chunk = (dsts, data, srcs, n, tids)   # each warp's copy: its rows of the gang's arrays
         at = 0
         for W, k in zip(warps, per_warp.tolist()):
@@ -266,10 +265,6 @@ def _land(sh, spots, data, src):
     sh.set_pending(spots, 0)
 
 
-def _chunk_order(p):
-    return p[0], p[1]
-
-
 def drain_cp_async(W):
     """Complete every copy of a warp (at exit: the hardware finishes them even if nobody waits)."""
     for g in W.cp_async_groups:
@@ -317,7 +312,7 @@ def _cp_async_sync(ins, prog, which):
                         part[0].append((order.setdefault(id(c.chunk), len(order)), c.lo, len(part[1]) - 1, c))
             batches = []
             for k, (part, owners) in widths.items():
-                part.sort(key=_chunk_order)
+                part.sort(key=itemgetter(0, 1))   # chunk by chunk, rows in order
                 dst, data, src, nread, tids = _joined([p[3] for p in part])
                 if repeats(dst):   # rows aligned to their width overlap only where they start together
                     raise Fallback

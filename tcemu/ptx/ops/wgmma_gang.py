@@ -136,7 +136,8 @@ class GangMma:
         sh = cta.shared
         at = seen.get((id(cta), value, rows, dtype, major))
         if at is None:
-            if op.lo < sh.lo or op.hi > sh.hi or sh.pending_any(op.spots, op.grains) or sh.unfenced_bytes(op.spots).size:
+            if op.lo < sh.lo or op.hi > sh.hi or sh.pending_any(op.spots, op.grains) or \
+                    sh.unfenced_bytes(op.spots).size:
                 raise Fallback
             try:
                 if dtype != "b1" and cta.launch.check_layouts:
