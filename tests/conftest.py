@@ -7,6 +7,8 @@ pyproject's pythonpath). tests/README.md lists the folders, the markers and the 
 """
 import gc
 import os
+import shutil
+import tempfile
 
 from hypothesis import HealthCheck, settings
 
@@ -15,6 +17,27 @@ settings.register_profile("ci", max_examples=150, deadline=None, derandomize=Tru
 settings.register_profile("campaign", max_examples=20000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config):
+    """Where the environment forbids bytecode files (PYTHONDONTWRITEBYTECODE), every Python process the tests start
+    (`tcemu exec`'s CLI and the program's interpreter, the CLI tests, dask workers: several hundred) compiled tcemu,
+    numpy and numba from source again, ~0.8 s each of a 3 s `tcemu exec`. The session's processes (xdist workers
+    included: they start after this) keep their bytecode in a temporary folder instead (PYTHONPYCACHEPREFIX),
+    removed when the session ends; the source tree gets none."""
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTEST_XDIST_WORKER") and \
+            not os.environ.get("PYTHONPYCACHEPREFIX"):
+        config._tcemu_pycache = tempfile.mkdtemp(prefix="tcemu-tests-pyc-")
+        os.environ["PYTHONPYCACHEPREFIX"] = config._tcemu_pycache
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_tcemu_pycache", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 
 
 def pytest_collection_modifyitems(session, config, items):
