@@ -118,6 +118,10 @@ def _runs(warps):
     """[(register files, first column, end, position in the batch)]: the batch as runs of warps in neighbouring
     columns of one register slab (machine.RegisterSlabs: consecutive warps of one CTA, or of CTAs admitted one after
     another), one slice each, or None where a warp has registers of its own."""
+    cols = [w.regcol for w in warps]   # serial << 32 | column (machine.Cta)
+    c0 = cols[0]
+    if c0 is not None and cols == list(range(c0, c0 + len(cols))):   # one slice: a wave's warps in order
+        return [[warps[0].cta.regbase, c0 & 0xFFFFFFFF, (c0 & 0xFFFFFFFF) + len(cols), 0]]
     runs = []
     for k, w in enumerate(warps):
         c = w.cta
@@ -163,11 +167,15 @@ class Batch:
                     arr[idx, s0:s0 + k1 - k0] = files[attr][idx, k0:k1]
             setattr(self, attr, arr)
         self.live = np.ones((nb, 32), bool)
-        pend = {}
-        for w in warps:
-            pend.update(w.wgmma_pending)
-        self.wgmma_pending = pend
         self.wgmma_dirty = set()
+
+    @property
+    def wgmma_pending(self):
+        """The warps' in-flight wgmmas' register sets (wrappers.hazard_checked asks: a stretch touching them)."""
+        pend = {}
+        for w in self.warps:
+            pend.update(w.wgmma_pending)
+        return pend
 
     def special(self, name: str) -> np.ndarray:
         return np.stack([w.special(name) for w in self.warps])

@@ -15,6 +15,7 @@ instruction and run it again later: blocking instructions are written to be re-e
 A launch's `trace` (Module.launch(trace=...)), when set, is called after every instruction a warp executes as
 trace(warp, pc, mask, control), mask as the instruction saw it (None: every live lane).
 """
+import itertools
 import time
 from typing import List, Optional
 
@@ -74,6 +75,7 @@ class Warp:
         self.bulk_open: list = []           # bulk stores since the last cp.async.bulk.commit_group
         self.bulk_groups: list = []
         self.race = None                    # racecheck's vector clock (races.py), made on first use
+        self.regcol = None                  # where its registers lie in their slab (Cta: RegisterSlabs)
 
     @property
     def warpgroup(self) -> int:
@@ -188,9 +190,11 @@ class Cta:
         # one register file per class: (registers, warps, 32), warp w's registers are [:, w]; the files are
         # columns regslot.. of regbase's, which the CTAs admitted after it share (RegisterSlabs)
         slabs = getattr(launch, "slabs", None) or RegisterSlabs(1)   # without a wave: a slab of its own
-        self.regbase, self.regslot = slabs.take(prog, nw)
+        self.regbase, self.regslot, serial = slabs.take(prog, nw)
         self.files = {attr: a[:, self.regslot:self.regslot + nw] for attr, a in self.regbase.items()}
         self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.files) for w in range(nw)]
+        for w in self.warps:   # where its registers lie: serial << 32 | column (lockstep._runs)
+            w.regcol = serial << 32 | (self.regslot + w.index)
         self.barriers = {}      # named barrier id -> [arrived threads, generation, count, reductions, warps]
         self.mbarriers = {}     # shared offset -> MBarrier (ops/mbarrier.py)
         self.cluster = [self]   # the CTAs of this CTA's cluster, by rank
@@ -211,6 +215,7 @@ class Cta:
             w.deferred = {}
             for attr in CLASS_ATTR.values():
                 setattr(w, attr, None)
+            w.regcol = None
         self.files = self.regbase = None
 
     def special(self, name: str, w: Warp) -> np.ndarray:
@@ -310,12 +315,17 @@ class RegisterSlabs:
         self.base, self.used = None, 0
 
     def take(self, prog, nw: int):
+        """(register files, first column, the slab's serial number) for a CTA of nw warps."""
         if self.base is None or self.used + nw > self.ctas * nw:
             self.base = {attr: np.zeros((max(prog.nregs[cls], 1), self.ctas * nw, 32), _DTYPES[cls])
                          for cls, attr in CLASS_ATTR.items()}
             self.used = 0
+            self.serial = next(_SLAB_SERIAL)
         at, self.used = self.used, self.used + nw
-        return self.base, at
+        return self.base, at, self.serial
+
+
+_SLAB_SERIAL = itertools.count(1)
 
 
 class ClusterBarrier:
