@@ -8,6 +8,7 @@ Pointer parameters take numpy arrays (their final contents are written back in p
 copied back) or None (a null pointer); scalar parameters take numbers that fit the `.param` type; byte-array
 parameters (`.param .align 64 .b8 p[128]`, a CUtensorMap or a struct) take bytes of exactly that size.
 """
+import gc
 import os
 import struct
 import sys
@@ -385,6 +386,11 @@ class Module:
             L.slabs = RegisterSlabs(grid_.wave * int(np.prod(cluster)))
         bar = _Progress(len(groups)) if progress else None
         L.progress = bar
+        # the cyclic GC's full collections during the run skip what existed before it (the program's compiled
+        # instructions, numba, the caller's objects: gc.freeze), unless the caller froze objects of its own
+        frozen = gc.get_freeze_count() == 0
+        if frozen:
+            gc.freeze()
         try:
             stats["warp_instructions"] += run_ctas(grid_.admit(), max_instructions, deadline, timeout, grid_)
         except (KernelFault, PtxUnsupported, PtxLimit):
@@ -392,6 +398,8 @@ class Module:
         except PtxError as e:   # a form an instruction's model does not cover, met while running: not a launch
             raise PtxUnsupported(e.field, e.rule) from None   # the hardware would refuse (tcemu exec ends the program)
         finally:
+            if frozen:
+                gc.unfreeze()
             for arr, buf in writeback:
                 arr[...] = buf.view(arr.dtype).reshape(arr.shape)
             if bar:

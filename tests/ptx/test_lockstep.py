@@ -1,6 +1,7 @@
 """Lock-step gangs (tcemu/ptx/lockstep.py): converged warps of the resident CTAs at one PC run register-only stretches
 as one batch; the results are those of warps one at a time (lockstep=False), bit for bit, and every expectation is
 computed here in plain Python."""
+import gc
 import os
 
 import numpy as np
@@ -267,3 +268,25 @@ OUT:
     t = np.tile(np.arange(128, dtype=np.uint64), 2)
     assert out.tolist() == np.where((t & 32) == 0, t * 3, t + 5).astype(np.uint32).tolist()
     assert (8, True) in views and (4, False) in views
+
+
+def test_a_launch_freezes_older_objects_only_while_it_runs_and_keeps_a_callers_freeze(monkeypatch):
+    """module.launch: the cyclic GC's full collections skip what existed before the run (gc.freeze), and unfreeze
+    after it; a caller that froze objects itself keeps its freeze (this session's conftest does)."""
+    during = []
+    real = lockstep.stretch
+
+    def spy(gang, pc, m=None):
+        during.append(gc.get_freeze_count())
+        return real(gang, pc, m)
+    monkeypatch.setattr(lockstep, "stretch", spy)
+    gc.unfreeze()   # the session's own freeze: made again below
+    try:
+        out = run(GLOBAL_INDEX + ALU, grid=4, block=64)
+        assert np.array_equal(out, alu_model(4, 64))
+        assert during and min(during) > 0 and gc.get_freeze_count() == 0
+        gc.freeze()
+        out = run(GLOBAL_INDEX + ALU, grid=4, block=64)
+        assert np.array_equal(out, alu_model(4, 64)) and gc.get_freeze_count() > 0   # not undone
+    finally:
+        gc.freeze()
