@@ -70,7 +70,7 @@ class GShadow(Granular):
     FIELDS = {"w_key": (NONE, False), "w_info": (0, False), "r_key": (NONE, False), "r_info": (0, False)}
 
     def __init__(self, size):
-        super().__init__(size, self.FIELDS)
+        super().__init__(size, self.FIELDS, sparse=True)   # fine records of the granules made fine only
         self.size = size
         self.writers = set()
         self.readers = set()
@@ -161,12 +161,12 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
         if write:
             bad &= a.data[spots] != data   # the value already there: benign
         if bad.any():
-            _report(g, a, me, W, "WAW" if write else "RAW", bad, spots, tids, wh, key, P.w_info, strong)
+            _report(g, a, me, W, "WAW" if write else "RAW", bad, spots, tids, wh, key, P.w_info[ix], strong)
     if write:
         if _some(rbad):
             rbad &= a.data[spots] != data   # a store leaving the bytes as they were: benign
             if rbad.any():
-                _report(g, a, me, W, "WAR", rbad, spots, tids, wh, rkey, P.r_info, strong)
+                _report(g, a, me, W, "WAR", rbad, spots, tids, wh, rkey, P.r_info[ix], strong)
         _note_writes(g, me, sd, a, spots, data, tids, wh, strong)
         if strong:   # a new epoch after every strong store: its dependency-order clock covers the reads before it
             me.epoch += 1
@@ -273,11 +273,12 @@ def writes_race(W, a, off, data) -> bool:
     if sd is None or off.size == 0:
         return False
     me = g.cta(W.cta)
-    P, ix = sd.at_rows(off, data.shape[1])   # the fine plane's index is the bytes themselves
+    P, ix = sd.at_rows(off, data.shape[1])
     for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key")):
         if len(who) > 1 or (who and me.id not in who):
             bad = _unordered(g, me, getattr(P, keys)[ix], reads=keys == "r_key")
-            if bad is not None and bad.any() and (P is sd.coarse or (bad & (a.data[ix] != data)).any()):
+            if bad is not None and bad.any() and (P is sd.coarse or
+                                                  (bad & (a.data[_spots(off, data.shape[1])] != data)).any()):
                 return True   # (a coarse candidate: the warps' own runs weigh it per byte)
     return False
 
@@ -358,10 +359,11 @@ def _thread(g, cid, info, ) -> str:
 
 
 def _report(g, a, me, W, kind, bad, spots, tids, wh, key, infos, strong):
+    """infos: the other access's records at spots."""
     j, b = np.argwhere(bad)[0]
     spot = int(spots[j, b])
     other = int(key[j, b] >> 32)
-    oinfo = int(infos[spot])
+    oinfo = int(infos[j, b])
     lane = int(tids[j]) % 32
     mine = f"thread {W.index * 32 + lane} (warp {W.index}, CTA {g.ctaid(me.id)})"
     verb = {"RAW": "reads", "WAR": "writes", "WAW": "writes"}[kind]

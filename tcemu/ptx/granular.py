@@ -5,7 +5,11 @@ boxes, wgmma operands: PTX 9.7.9.25, 9.7.15.5.1), so the bytes of a granule carr
 plane keeps it once: 16x fewer bytes to gather and scatter. A kernel whose narrowest shared access is smaller
 (CUTLASS's epilogue stores 4 and 8 bytes) keeps its shared records per unit of that size (races.shared_unit). The
 first access that covers part of a unit gives that unit per-byte records for good (the fine plane, each byte
-starting from its unit's record), so every answer is the one per-byte records give."""
+starting from its unit's record), so every answer is the one per-byte records give.
+
+A sparse Granular (global memory: graces.GShadow) keeps the fine plane's records of the units made fine only, in
+slots taken in turn: a store that leaves some bytes of a granule as they were (each byte keeps its earlier writer)
+makes that granule fine, and a 64 MB output a GEMM writes so would otherwise take 4 x 512 MB of per-byte records."""
 import numpy as np
 
 from .rows import last_answer
@@ -24,7 +28,7 @@ class Granular:
     """Records of `size` bytes per `unit` (a power of two up to 16; the granule): `fields` name -> (fill, per_row):
     per_row fields hold one row per reader (add_row)."""
 
-    def __init__(self, size: int, fields: dict, rows: int = 0, unit: int = 16):
+    def __init__(self, size: int, fields: dict, rows: int = 0, unit: int = 16, sparse: bool = False):
         self.fields = fields
         self.unit, self.shift = unit, unit.bit_length() - 1
         self.whole = WHOLE[unit]
@@ -33,6 +37,9 @@ class Granular:
         self.coarse = Plane(fields, self.G, rows)
         self.fine = None            # the per-byte Plane, made on first need
         self.is_fine = None         # per granule: its bytes have records of their own
+        self.sparse = sparse
+        self.slot = None            # sparse: per unit, its slot in the fine plane (bytes slot * unit ..)
+        self.used = 0               # sparse: slots taken
 
     def add_row(self):
         self.rows += 1
@@ -56,7 +63,15 @@ class Granular:
         g = np.asarray(spots).reshape(-1) >> self.shift
         if self.is_fine is None or not self.is_fine[g].all():
             self.refine(np.unique(g))
-        return self.fine, spots
+        return self.fine, self.fine_index(spots)
+
+    def fine_index(self, spots):
+        """The fine plane's index of byte offsets spots (of units made fine): the offsets themselves, or where
+        sparse, each unit's slot."""
+        if not self.sparse:
+            return spots
+        spots = np.asarray(spots)
+        return self.slot[spots >> self.shift] * self.unit + (spots & (self.unit - 1))
 
     def at_rows(self, starts, k: int):
         """at() for the rows starts + 0..k-1 ((n,) byte offsets), building them only where the coarse plane does
@@ -71,25 +86,47 @@ class Granular:
         """Give units g per-byte records, each byte its unit's."""
         u = self.unit
         if self.fine is None:
-            self.fine = Plane(self.fields, self.G * u, self.rows)
+            self.fine = Plane(self.fields, (min(self.G, max(64, 2 * len(g))) if self.sparse else self.G) * u,
+                              self.rows)
             self.is_fine = np.zeros(self.G, bool)
+            if self.sparse:
+                self.slot = np.full(self.G, -1, np.int64)
         g = g[~self.is_fine[g]]
         if not g.size:
             return
+        at = g
+        if self.sparse:
+            at = np.arange(self.used, self.used + g.size)
+            self._room(self.used + g.size)
+            self.slot[g] = at
+            self.used += g.size
         for name, (_, per_row) in self.fields.items():
             c, f = getattr(self.coarse, name), getattr(self.fine, name)
             if per_row:
-                f.reshape(self.rows, -1, u)[:, g] = c[:, g][:, :, None]
+                f.reshape(self.rows, -1, u)[:, at] = c[:, g][:, :, None]
             else:
-                f.reshape(-1, u)[g] = c[g][:, None]
+                f.reshape(-1, u)[at] = c[g][:, None]
         self.is_fine[g] = True
+
+    def _room(self, slots: int):
+        """Grow a sparse fine plane to hold `slots` units (doubling, at most every unit)."""
+        u = self.unit
+        have = getattr(self.fine, next(iter(self.fields))).shape[-1] // u
+        if slots <= have:
+            return
+        cap = min(self.G, max(slots, 2 * have))
+        for name, (fill, per_row) in self.fields.items():
+            old = getattr(self.fine, name)
+            new = np.full(old.shape[:-1] + (cap * u,), fill, np.int64)
+            new[..., :old.shape[-1]] = old
+            setattr(self.fine, name, new)
 
     def bytes(self, name: str) -> np.ndarray:
         """A field resolved per byte (coarse records repeated over their granules' bytes)."""
         out = np.repeat(getattr(self.coarse, name), self.unit, axis=-1)
         if self.fine is not None:
-            fine = np.repeat(self.is_fine, self.unit)
-            out[..., fine] = getattr(self.fine, name)[..., fine]
+            fine = np.flatnonzero(np.repeat(self.is_fine, self.unit))
+            out[..., fine] = getattr(self.fine, name)[..., self.fine_index(fine)]
         return out
 
 

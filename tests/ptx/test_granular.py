@@ -50,10 +50,10 @@ def test_a_partial_access_gives_its_granules_the_records_of_their_bytes():
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 15), st.sampled_from([1, 2, 4, 8, 16, 32]), st.integers(0, 1000),
-                          st.booleans()), min_size=1, max_size=25), st.sampled_from([1, 2, 4, 8, 16]))
-def test_any_history_reads_back_as_per_byte_records(history, unit):
+                          st.booleans()), min_size=1, max_size=25), st.sampled_from([1, 2, 4, 8, 16]), st.booleans())
+def test_any_history_reads_back_as_per_byte_records(history, unit, sparse):
     size = 256
-    g = Granular(size, FIELDS, rows=1, unit=unit)
+    g = Granular(size, FIELDS, rows=1, unit=unit, sparse=sparse)
     ref = {"a": np.full(size, -1, np.int64), "R": np.zeros((1, size), np.int64)}
     for slot, width, value, reader in history:
         start = (slot * 16) % size // width * width               # aligned to its width
@@ -145,6 +145,34 @@ def test_global_word_after_another_ctas_whole_granule_store_is_reported_at_the_w
     data = np.zeros(128, np.uint32)
     with pytest.raises(HazardError, match=r"RAW race on global address 0x[0-9a-f]+ \(100 bytes into 'data'\)"):
         ptx.load(GLOBAL.format(off=100)).launch("k", grid=2, block=8, args=[data])
+
+
+def test_the_report_names_the_writer_of_the_first_racing_byte_not_of_the_first_byte_read():
+    # CTA 1's lane 0 reads a word nobody wrote, lane 1 the word at byte 100 that CTA 0's thread 6 stored
+    body = GLOBAL.replace("@!%p1 ld.global.u32 %r4, [%rd3+{off}];", """setp.eq.u32 %p2, %r1, 0;
+ selp.b64 %rd5, 400, 100, %p2;
+ add.s64 %rd6, %rd3, %rd5;
+ @!%p1 ld.global.u32 %r4, [%rd6];""").replace("@!%p1 st.global.u32 [%rd3+{off}], %r4;", "")
+    with pytest.raises(HazardError, match=r"RAW race on global address 0x[0-9a-f]+ \(100 bytes into 'data'\): "
+                                          r"thread 1 .*; thread 6 \(warp 0, CTA \(0, 0, 0\)\) at @%p1 st\.global"):
+        ptx.load(body.format()).launch("k", grid=2, block=8, args=[np.zeros(128, np.uint32)])
+
+
+def test_a_sparse_fine_plane_holds_the_units_made_fine_only_in_the_order_they_were():
+    g = Granular(16 * 1000, FIELDS, rows=1, sparse=True)
+    P, ix = g.at(np.array([16 * 700 + 4])[:, None] + np.arange(4))   # a word of granule 700
+    assert P is g.fine and P.a.size == 64 * 16 and g.slot[700] == 0 and ix.tolist() == [[4, 5, 6, 7]]
+    P.a[ix] = 3
+    grains = np.arange(100, 200)
+    P, ix = g.at(grains[:, None] * 16 + 8 + np.arange(8))       # 100 more: the plane grows, slot 0 kept
+    assert P.a.size == 128 * 16 and g.slot[grains].tolist() == list(range(1, 101)) and g.used == 101
+    assert P.a[:16].tolist() == [-1] * 4 + [3] * 4 + [-1] * 8
+    P.a[ix] = np.arange(100)[:, None]
+    want = np.full(16 * 1000, -1)
+    want[16 * 700 + 4:16 * 700 + 8] = 3
+    want[(grains[:, None] * 16 + 8 + np.arange(8)).reshape(-1)] = np.repeat(np.arange(100), 8)
+    assert np.array_equal(g.bytes("a"), want)
+    assert g.at(np.array([16 * 700])[:, None] + np.arange(16))[1].tolist() == [list(range(16))]   # fine, slot 0
 
 
 def test_at_rows_answers_as_at_does_without_building_the_rows():
