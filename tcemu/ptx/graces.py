@@ -204,14 +204,18 @@ def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False):
     keep = a.data[spots] != data
     info = _info(g, wh, tids, strong)
     mykey = np.int64(me.id << 32 | me.epoch)
-    if keep.all():
-        P, ix = sd.at(spots)
+    whole = keep.all(axis=1)   # rows (lanes) that change every byte: their units' records as they stand
+    rows = slice(None) if whole.all() else whole
+    if whole.any():
+        P, ix = sd.at(spots[rows])
         scatter(P.w_key, ix, mykey)
-        scatter(P.w_info, ix, info[:, None])
-    elif keep.any():   # some bytes keep their writer: per byte
-        P, ix = sd.at(spots, fine=True)
-        P.w_key[ix] = np.where(keep, mykey, P.w_key[ix])
-        P.w_info[ix] = np.where(keep, info[:, None], P.w_info[ix])
+        scatter(P.w_info, ix, info[rows][:, None])
+    part = ~whole & keep.any(axis=1)
+    if part.any():   # some bytes of these rows keep their writer: per byte (their units only)
+        P, ix = sd.at(spots[part], fine=True)
+        k = keep[part]
+        P.w_key[ix] = np.where(k, mykey, P.w_key[ix])
+        P.w_info[ix] = np.where(k, info[part][:, None], P.w_info[ix])
 
 
 

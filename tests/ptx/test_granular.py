@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tcemu.ptx as ptx
+from tcemu.ptx import graces
 from tcemu.ptx.errors import HazardError
 from tcemu.ptx.granular import Granular, whole_granules
 
@@ -156,6 +157,47 @@ def test_the_report_names_the_writer_of_the_first_racing_byte_not_of_the_first_b
     with pytest.raises(HazardError, match=r"RAW race on global address 0x[0-9a-f]+ \(100 bytes into 'data'\): "
                                           r"thread 1 .*; thread 6 \(warp 0, CTA \(0, 0, 0\)\) at @%p1 st\.global"):
         ptx.load(body.format()).launch("k", grid=2, block=8, args=[np.zeros(128, np.uint32)])
+
+
+KEEP = """\
+.version 8.3
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 data)
+{{
+ .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .pred %p<4>;
+ ld.param.u64 %rd3, [data]; cvta.to.global.u64 %rd3, %rd3;
+ mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x;
+ setp.eq.u32 %p1, %r2, 0;
+ mul.wide.u32 %rd4, %r1, 16;
+ add.s64 %rd1, %rd3, %rd4;
+ add.u32 %r3, %r1, 1;
+ mul.lo.u32 %r3, %r3, 16843009;          // every byte t + 1
+ setp.eq.u32 %p2, %r1, 2;
+ @%p2 and.b32 %r3, %r3, -256;            // thread 2: byte 32 stays 0, as it was
+ @%p1 st.global.v4.u32 [%rd1], {{%r3, %r3, %r3, %r3}};
+ @!%p1 ld.global.u8 %r4, [%rd3+{off}];
+ ret;
+}}
+"""
+
+
+def test_a_store_whose_lane_leaves_a_byte_as_it_was_makes_only_that_lanes_granule_per_byte(monkeypatch):
+    made = []
+    real = graces.GShadow.__init__
+
+    def spy(self, size):
+        real(self, size)
+        made.append(self)
+    monkeypatch.setattr(graces.GShadow, "__init__", spy)
+    data = np.zeros(64, np.uint32)
+    ptx.load(KEEP.format(off=32)).launch("k", grid=2, block=8, args=[data])   # the kept byte: still nobody's
+    assert data[8:12].tolist() == [0x03030300] * 4 and data[20:24].tolist() == [0x06060606] * 4
+    assert made[-1].used == 1 and made[-1].is_fine.tolist() == [False, False, True] + [False] * 13
+    with pytest.raises(HazardError, match=r"RAW race on global address 0x[0-9a-f]+ \(33 bytes into 'data'\)"):
+        ptx.load(KEEP.format(off=33)).launch("k", grid=2, block=8, args=[np.zeros(64, np.uint32)])
+    with pytest.raises(HazardError, match=r"RAW race on global address 0x[0-9a-f]+ \(80 bytes into 'data'\)"):
+        ptx.load(KEEP.format(off=80)).launch("k", grid=2, block=8, args=[np.zeros(64, np.uint32)])
 
 
 def test_a_sparse_fine_plane_holds_the_units_made_fine_only_in_the_order_they_were():
