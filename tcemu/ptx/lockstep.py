@@ -118,21 +118,20 @@ def _runs(warps):
     """[(register files, first column, end, position in the batch)]: the batch as runs of warps in neighbouring
     columns of one register slab (machine.RegisterSlabs: consecutive warps of one CTA, or of CTAs admitted one after
     another), one slice each, or None where a warp has registers of its own."""
-    cols = [w.regcol for w in warps]   # serial << 32 | column (machine.Cta)
-    c0 = cols[0]
-    if c0 is not None and cols == list(range(c0, c0 + len(cols))):   # one slice: a wave's warps in order
-        return [[warps[0].cta.regbase, c0 & 0xFFFFFFFF, (c0 & 0xFFFFFFFF) + len(cols), 0]]
+    cols = [w.regcol for w in warps]   # serial << 32 | column (machine.Cta): neighbours differ by one
+    if None in cols:
+        return None
+    c0, n = cols[0], len(cols)
+    if cols[-1] - c0 == n - 1 and cols == list(range(c0, c0 + n)):   # one slice: a wave's warps in order
+        return [[warps[0].cta.regbase, c0 & 0xFFFFFFFF, (c0 & 0xFFFFFFFF) + n, 0]]
     runs = []
-    for k, w in enumerate(warps):
-        c = w.cta
-        files = getattr(c, "regbase", None)
-        if files is None:
-            return None
-        col = c.regslot + w.index
-        if runs and runs[-1][0] is files and runs[-1][2] == col:
+    prev = -2
+    for k, c in enumerate(cols):
+        if c == prev + 1:
             runs[-1][2] += 1
         else:
-            runs.append([files, col, col + 1, k])
+            runs.append([warps[k].cta.regbase, c & 0xFFFFFFFF, (c & 0xFFFFFFFF) + 1, k])
+        prev = c
     return runs
 
 
