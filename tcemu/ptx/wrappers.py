@@ -72,7 +72,6 @@ def hazard_checked(op, ins: P.Instruction, prog: Program):
     writes = frozenset() if ins.opcode.split(".")[0] in _NO_DEST or not ins.operands else \
         frozenset({prog.slots[r.name] for r in regs_of(ins.operands[0]) if r.name in prog.slots} & touched)
     wh = where(ins)
-    names = {s: n.split("@")[0] for n, s in prog.slots.items()}
     touched32 = frozenset(s.index for s in touched if s.cls == 32)
 
     def checked(W, m):
@@ -85,7 +84,8 @@ def hazard_checked(op, ins: P.Instruction, prog: Program):
                         raise HazardError(wh, "serialized per warp")
                     how = "write wait for it (C7515: the wgmmas are serialized)" if s in writes else \
                         "read wait for it (C7517: a wgmma.wait_group is injected)"
-                    text = (f"{wh}: {names[s]} belongs to a wgmma.mma_async still in flight; ptxas makes this {how}, "
+                    name = [n for n, x in prog.slots.items() if x == s][-1].split("@")[0]   # the report only
+                    text = (f"{wh}: {name} belongs to a wgmma.mma_async still in flight; ptxas makes this {how}, "
                             "so the result is the finished wgmma's; add the wgmma.wait_group to keep the pipeline")
                     warnings.warn(WgmmaSerializedWarning(text), stacklevel=2)
                     serialize(W)
