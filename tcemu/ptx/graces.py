@@ -30,7 +30,7 @@ import numpy as np
 
 from .errors import HazardError
 from .granular import Granular
-from .races import Sites
+from .races import Sites, narrowest_access
 from .rows import scatter
 
 NONE = np.int64(-1)
@@ -69,11 +69,25 @@ class GShadow(Granular):
     # strong << 5 | lane
     FIELDS = {"w_key": (NONE, False), "w_info": (0, False), "r_key": (NONE, False), "r_info": (0, False)}
 
-    def __init__(self, size):
-        super().__init__(size, self.FIELDS, sparse=True)   # fine records of the granules made fine only
+    def __init__(self, size, unit: int = 16):
+        super().__init__(size, self.FIELDS, unit=unit, sparse=True)   # fine records of the units made fine only
         self.size = size
         self.writers = set()
         self.readers = set()
+
+
+_NOT_GLOBAL = ("shared", "local", "param", "const", "tex")
+
+
+def global_unit(prog) -> int:
+    """The unit of the kernel's global racecheck records: its narrowest access that may reach global memory (ld /
+    st / atom / red / ldu on .global or generic addresses, cp.async's source; TMA boxes are 16-byte units). A
+    kernel that stores 4-byte words keeps its records per word, not per byte (granular.py)."""
+    got = getattr(prog, "_global_unit", None)
+    if got is None:
+        got = prog._global_unit = narrowest_access(
+            prog, lambda p: not any(x.startswith(_NOT_GLOBAL) for x in p[1:]))
+    return got
 
 
 class GlobalRaces(Sites):
@@ -128,7 +142,7 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
     me = g.cta(W.cta)
     sd = g.shadows.get(id(a))
     if sd is None:
-        sd = g.shadows[id(a)] = GShadow(a.data.size)
+        sd = g.shadows[id(a)] = GShadow(a.data.size, global_unit(W.cta.prog))
     if release and data is not None:
         me.epoch += 1
         me.fenced = True
@@ -196,25 +210,29 @@ def _note_reads(g, sd, ids, key, off, nbytes, tids, wh):
     scatter(P.r_info, ix, _info(g, wh, tids)[:, None])
 
 
-def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False):
+def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None):
     """Record stores of `data` by CTA me (before the bytes are stored): bytes the store leaves as they were (a
     same-value store, an atomic add of 0 while spinning) keep their earlier writer, the one readers must be
-    ordered after."""
-    sd.writers.add(me.id)
+    ordered after. Several CTAs' stores at once: me their GCtas, keys (n,) each lane's cta << 32 | epoch."""
+    if keys is None:
+        sd.writers.add(me.id)
+        mykey = np.int64(me.id << 32 | me.epoch)
+    else:
+        sd.writers.update(m.id for m in me)
+        mykey = keys[:, None]
     keep = a.data[spots] != data
     info = _info(g, wh, tids, strong)
-    mykey = np.int64(me.id << 32 | me.epoch)
     whole = keep.all(axis=1)   # rows (lanes) that change every byte: their units' records as they stand
     rows = slice(None) if whole.all() else whole
     if whole.any():
         P, ix = sd.at(spots[rows])
-        scatter(P.w_key, ix, mykey)
+        scatter(P.w_key, ix, mykey if keys is None else mykey[rows])
         scatter(P.w_info, ix, info[rows][:, None])
     part = ~whole & keep.any(axis=1)
     if part.any():   # some bytes of these rows keep their writer: per byte (their units only)
         P, ix = sd.at(spots[part], fine=True)
         k = keep[part]
-        P.w_key[ix] = np.where(k, mykey, P.w_key[ix])
+        P.w_key[ix] = np.where(k, mykey if keys is None else mykey[part], P.w_key[ix])
         P.w_info[ix] = np.where(k, info[part][:, None], P.w_info[ix])
 
 
@@ -243,7 +261,7 @@ def _gang_shadow(W, a, off):
         return None
     sd = g.shadows.get(id(a))
     if sd is None:
-        sd = g.shadows[id(a)] = GShadow(a.data.size)
+        sd = g.shadows[id(a)] = GShadow(a.data.size, global_unit(W.cta.prog))
     return g, g.cta(W.cta), sd
 
 
@@ -285,6 +303,37 @@ def writes_race(W, a, off, data) -> bool:
                                                   (bad & (a.data[_spots(off, data.shape[1])] != data)).any()):
                 return True   # (a coarse candidate: the warps' own runs weigh it per byte)
     return False
+
+
+def writes_race_ctas(warps, a, off, data, lens) -> bool:
+    """writes_race for the stores of several CTAs at once (warps: one of each CTA; lens: each one's lanes of off,
+    in order): False at once where no byte has a record of another CTA than its storing lane's, else each CTA's
+    own writes_race."""
+    g = state(warps[0])
+    sd = None if g is None else g.shadows.get(id(a))
+    if sd is None or off.size == 0:
+        return False
+    ids = np.repeat(np.array([g.cta(W.cta).id for W in warps], np.int64), lens)[:, None]
+    P, ix = sd.at_rows(off, data.shape[1])
+    for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key")):
+        if who:
+            k = getattr(P, keys)[ix]
+            if ((k >= 0) & (k >> 32 != ids)).any():
+                ends = np.cumsum(lens)
+                return any(writes_race(W, a, off[e - n:e], data[e - n:e]) for W, n, e in zip(warps, lens, ends))
+    return False
+
+
+def record_writes_ctas(warps, a, off, data, tids, lens, wh):
+    """record_writes for the stores of several CTAs at once (warps, lens: as writes_race_ctas'; no byte stored
+    twice)."""
+    got = _gang_shadow(warps[0], a, off)
+    if got is None:
+        return
+    g, _, sd = got
+    mes = [g.cta(W.cta) for W in warps]
+    keys = np.repeat(np.array([m.id << 32 | m.epoch for m in mes], np.int64), lens)
+    _note_writes(g, mes, sd, a, _spots(off, data.shape[1]), data, tids, wh, keys=keys)
 
 
 def record_writes(W, a, off, data, tids, wh):

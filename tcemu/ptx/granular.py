@@ -3,13 +3,14 @@
 A GEMM moves shared and global memory in whole 16-byte granules (cp.async.cg, ld / st .v4, ldmatrix rows, TMA
 boxes, wgmma operands: PTX 9.7.9.25, 9.7.15.5.1), so the bytes of a granule carry one record, and the coarse
 plane keeps it once: 16x fewer bytes to gather and scatter. A kernel whose narrowest shared access is smaller
-(CUTLASS's epilogue stores 4 and 8 bytes) keeps its shared records per unit of that size (races.shared_unit). The
+(CUTLASS's epilogue stores 4 and 8 bytes) keeps its shared records per unit of that size (races.shared_unit), and
+its global records likewise (graces.global_unit). The
 first access that covers part of a unit gives that unit per-byte records for good (the fine plane, each byte
 starting from its unit's record), so every answer is the one per-byte records give.
 
 A sparse Granular (global memory: graces.GShadow) keeps the fine plane's records of the units made fine only, in
 slots taken in turn: a store that leaves some bytes of a granule as they were (each byte keeps its earlier writer)
-makes that granule fine, and a 64 MB output a GEMM writes so would otherwise take 4 x 512 MB of per-byte records."""
+makes that granule fine, and a 64 MB output would otherwise take 4 x 512 MB of per-byte records."""
 import numpy as np
 
 from .rows import last_answer

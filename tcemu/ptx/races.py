@@ -178,19 +178,24 @@ def shared_unit(prog) -> int:
     unit is answered per byte (granular.py)."""
     got = getattr(prog, "_shared_unit", None)
     if got is None:
-        got = 16
-        for ins in prog.instrs:
-            p = ins.parts
-            if p[0] == "cp" and len(p) > 1 and p[1] == "async" and "bulk" not in p and len(ins.operands) > 2:
-                size = getattr(ins.operands[2], "value", 1)
-                got = min(got, size if size in (4, 8, 16) else 1)
-            elif p[0] in _ACCESS and not _OTHER_SPACES.intersection(p):
-                width = next((TYPES[x].bits >> 3 for x in p if x in TYPES), 0) or 1   # (.pred: 1 bit)
-                vec = next((int(x[1:]) for x in p if x in ("v2", "v4", "v8")), 1)
-                got = min(got, width * vec)
-        got = 1 << (got.bit_length() - 1)   # a power of two
-        prog._shared_unit = got
+        got = prog._shared_unit = narrowest_access(prog, lambda p: not _OTHER_SPACES.intersection(p))
     return got
+
+
+def narrowest_access(prog, reaches) -> int:
+    """The narrowest access (a power of two, 16 at most) among the kernel's ld / st / atom / red / ldu whose
+    qualifiers `reaches(parts)` accepts and its cp.async copies (cp-size); 16 where there are none."""
+    got = 16
+    for ins in prog.instrs:
+        p = ins.parts
+        if p[0] == "cp" and len(p) > 1 and p[1] == "async" and "bulk" not in p and len(ins.operands) > 2:
+            size = getattr(ins.operands[2], "value", 1)
+            got = min(got, size if size in (4, 8, 16) else 1)
+        elif p[0] in _ACCESS and reaches(p):
+            width = next((TYPES[x].bits >> 3 for x in p if x in TYPES), 0) or 1   # (.pred: 1 bit)
+            vec = next((int(x[1:]) for x in p if x in ("v2", "v4", "v8")), 1)
+            got = min(got, width * vec)
+    return 1 << (got.bit_length() - 1)   # a power of two
 
 
 LANES = np.arange(32, dtype=np.int64)
@@ -666,6 +671,8 @@ def flush(W, st=None):
 
 def flush_all(W):
     """The cluster's last warp exits: every deferred unwritten read that no race explained."""
+    if W.cta.races is None:   # the cluster's racecheck state was never made: nothing deferred
+        return
     st = clock(W)
     if st is None or not st.cl.pending:
         return

@@ -2,6 +2,8 @@
 the first partial access gives a granule per-byte records, and every answer is the one per-byte records give:
 a random history against a per-byte model, and races between accesses of different widths reported at the
 exact byte."""
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -186,10 +188,11 @@ def test_a_store_whose_lane_leaves_a_byte_as_it_was_makes_only_that_lanes_granul
     made = []
     real = graces.GShadow.__init__
 
-    def spy(self, size):
-        real(self, size)
+    def spy(self, size, unit=16):
+        real(self, size, unit)
         made.append(self)
     monkeypatch.setattr(graces.GShadow, "__init__", spy)
+    monkeypatch.setattr(graces, "global_unit", lambda prog: 16)   # granules, though the kernel reads a byte
     data = np.zeros(64, np.uint32)
     ptx.load(KEEP.format(off=32)).launch("k", grid=2, block=8, args=[data])   # the kept byte: still nobody's
     assert data[8:12].tolist() == [0x03030300] * 4 and data[20:24].tolist() == [0x06060606] * 4
@@ -198,6 +201,16 @@ def test_a_store_whose_lane_leaves_a_byte_as_it_was_makes_only_that_lanes_granul
         ptx.load(KEEP.format(off=33)).launch("k", grid=2, block=8, args=[np.zeros(64, np.uint32)])
     with pytest.raises(HazardError, match=r"RAW race on global address 0x[0-9a-f]+ \(80 bytes into 'data'\)"):
         ptx.load(KEEP.format(off=80)).launch("k", grid=2, block=8, args=[np.zeros(64, np.uint32)])
+
+
+def test_the_global_unit_is_the_kernels_narrowest_access_that_may_reach_global_memory():
+    from paths import PTX_FIXTURES
+    mm = ptx.load(open(os.path.join(PTX_FIXTURES, "matmul_bf16.ptx")).read())
+    assert graces.global_unit(mm.program("matmul_ptr")) == 16   # cp.async.cg and st.global.v4
+    word = ptx.load(KEEP.format(off=32)).program("k")        # st.global.v4.u32 and ld.global.u8
+    assert graces.global_unit(word) == 1
+    four = ptx.load(GLOBAL.format(off=100)).program("k")     # ld.param.u64 is not global: ld.global.u32
+    assert graces.global_unit(four) == 4
 
 
 def test_a_sparse_fine_plane_holds_the_units_made_fine_only_in_the_order_they_were():

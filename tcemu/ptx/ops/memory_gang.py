@@ -179,6 +179,32 @@ def _global_store_plan(members, addrs, tids, counts, data, wh):
     return land
 
 
+def _global_stores_plan(parts, wh):
+    """_global_store_plan for the stores of several CTAs at once: parts [(members, addresses, tids, counts, data)]
+    of each CTA, in gang order, no byte stored twice."""
+    W = parts[0][0][0][0]
+    addrs = np.concatenate([p[1] for p in parts])
+    tids = np.concatenate([p[2] for p in parts])
+    data = np.concatenate([p[4] for p in parts])
+    a, off = _global_plan(W, addrs, tids, data.shape[1], wh)
+    if not a.writable:
+        raise Fallback
+    checked = W.cta.launch.check_races
+    warps = [p[0][0][0] for p in parts]   # a warp of each CTA
+    lens = [len(p[1]) for p in parts]
+    if checked and graces.writes_race_ctas(warps, a, off, data, lens):
+        raise Fallback
+    spots = off[:, None] + np.arange(data.shape[1])
+
+    def land():
+        if checked:
+            graces.record_writes_ctas(warps, a, off, data, tids, lens, wh)
+        a.data[spots] = data
+        for members, at, _, counts, _ in parts:
+            _log(members, W.cta.launch.gmem, at, counts, data.shape[1], wh)
+    return land
+
+
 # ------------------------------------------------------------------------------------------------- ld / st
 
 def ld_gang(space, get_addr, nbytes, cont, sets, wh):
@@ -226,10 +252,12 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh):
             if kind == "shared":
                 plans.append(_shared_store_plan(cta.shared, members, at, tids, counts, data, wh))
             else:
-                stores.append(at)
-                plans.append(_global_store_plan(members, at, tids, counts, data, wh))
-        if stores and repeats(np.concatenate(stores)):
-            raise Fallback
+                stores.append((members, at, tids, counts, data))
+        if stores:   # the CTAs' global stores as one (one allocation; CTA by CTA where one has another's records)
+            if repeats(np.concatenate([s[1] for s in stores])):
+                raise Fallback
+            plans.append(_global_stores_plan(stores, wh) if len(stores) > 1 else
+                         _global_store_plan(*stores[0][:4], stores[0][4], wh))
         for land in plans:
             land()
     gang.masked = True
