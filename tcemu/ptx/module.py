@@ -9,6 +9,7 @@ copied back) or None (a null pointer); scalar parameters take numbers that fit t
 parameters (`.param .align 64 .b8 p[128]`, a CUtensorMap or a struct) take bytes of exactly that size.
 """
 import gc
+import math
 import os
 import struct
 import sys
@@ -350,7 +351,7 @@ class Module:
 
         def build(corner):
             ctas = []
-            for rank in range(int(np.prod(cluster))):
+            for rank in range(math.prod(cluster)):
                 x, y, z = rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1])
                 ctaid = (corner[0] * cluster[0] + x, corner[1] * cluster[1] + y, corner[2] * cluster[2] + z)
                 smem = SharedMemory(self.arch)

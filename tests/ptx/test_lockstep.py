@@ -290,3 +290,22 @@ def test_a_launch_freezes_older_objects_only_while_it_runs_and_keeps_a_callers_f
         assert np.array_equal(out, alu_model(4, 64)) and gc.get_freeze_count() > 0   # not undone
     finally:
         gc.freeze()
+
+
+def test_a_gangs_ld_param_is_one_load_for_all_its_warps(monkeypatch):
+    """ld.param at an address naming no register: the gang reads the parameter bytes once and sets every warp's
+    registers together (memory_ops._param_gang); bits as warps one at a time."""
+    from tcemu.ptx.ops import memory_ops
+    calls = []
+    real = memory_ops.access
+
+    def spy(W, space, *a, **k):
+        if space == "param":
+            calls.append(W.cta.ctaid)
+        return real(W, space, *a, **k)
+    monkeypatch.setattr(memory_ops, "access", spy)
+    out = run(GLOBAL_INDEX + ALU, grid=8, block=64)   # OUT_PROLOGUE's ld.param.u64 of the output pointer
+    assert np.array_equal(out, alu_model(8, 64)) and len(calls) == 1   # 16 warps, one load
+    calls.clear()
+    alone = run(GLOBAL_INDEX + ALU, grid=8, block=64, lockstep=False)
+    assert np.array_equal(alone, out) and len(calls) == 16

@@ -9,7 +9,10 @@ import numpy as np
 from .. import fparith
 from .. import parser as P
 from .. import graces
+from ...core.errors import TcemuError
 from ..errors import MemoryFault, PtxSyntaxError
+from ..lockstep import Batch, slots_of
+from ..signals import Fallback
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
 from .common import Mods, mask_array, operands, require_ptx, require_target, where, whole_warp
@@ -228,7 +231,26 @@ def c_ld(ins, prog, pc):
                 s(W, full, act)
     if not strong and space in GANG_SPACES:
         op.gang = ld_gang(space, get_addr, ebytes * vec, cont, sets, wh)
+    elif space == "param" and not slots_of(prog, [ins.operands[1]]):
+        op.gang = _param_gang(get_addr, ebytes * vec, cont, sets, slots_of(prog, dests), wh)
     return op
+
+
+def _param_gang(get_addr, nbytes, cont, sets, dests, wh):
+    """op.gang of ld.param at an address that names no register: one load of the launch's parameter bytes, the
+    same for every warp, into all the gang's registers at once (lockstep.Batch)."""
+    def gang(pairs):
+        W = pairs[0][0]
+        try:
+            raw = access(W, "param", get_addr(W), W.tid, nbytes, wh)
+        except TcemuError:
+            raise Fallback from None   # each warp's own load reports it
+        vals = from_bytes(raw, cont)   # (32, vec): every lane of every warp reads the same bytes
+        B = Batch([W for W, _ in pairs], dests)
+        for i, s in enumerate(sets):
+            s(B, vals[:, i], None)
+        B.store(dests)
+    return gang
 
 
 @register("st")
