@@ -223,6 +223,37 @@ def barrier_bench(ctas=8, threads=1024):
     return out
 
 
+MANY_CTAS = """.version 8.3
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+ .reg .b32 %r<4>; .reg .b64 %rd<4>;
+ ld.param.u64 %rd1, [out]; cvta.to.global.u64 %rd1, %rd1;
+ mov.u32 %r1, %ctaid.x; mov.u32 %r2, %tid.x; shl.b32 %r3, %r1, 5; add.u32 %r1, %r3, %r2;
+ mul.wide.u32 %rd2, %r1, 4; add.s64 %rd3, %rd1, %rd2;
+ st.global.u32 [%rd3], %r1;
+ ret;
+}
+"""
+
+
+def many_ctas_bench(ctas):
+    """`ctas` one-warp CTAs, each thread storing its global index (an elementwise kernel's shape: issue 24's grid
+    of 2^20 trivial CTAs), on the PTX interpreter, one core: seconds in lock-step and with warps one at a time,
+    and whether every word is right."""
+    import tcemu.ptx as tp
+    mod = tp.load(MANY_CTAS)
+    mod.launch("k", grid=8, block=32, args=[np.zeros(256, np.uint32)])   # compile
+    out = {}
+    for lockstep in (True, False):
+        words = np.zeros(ctas * 32, np.uint32)
+        t = time.perf_counter()
+        mod.launch("k", grid=ctas, block=32, args=[words], lockstep=lockstep)
+        out[lockstep] = (time.perf_counter() - t, bool((words == np.arange(ctas * 32)).all()))
+    return out
+
+
 def cutlass_bench():
     """CUTLASS's ping-pong bf16 GEMM (tests/fixtures/ptx/cutlass_pingpong_bf16: 64x128x64 tiles, a producer warp
     and two consumer warpgroups, TMA + mbarriers) at 512x512x512 on the PTX interpreter, one core, from the
@@ -495,6 +526,13 @@ def main():
     print(f"{'8 CTAs x 1024 threads, one thread at a time between bar.syncs':<58} {bb[True][0]:>10.2f} s  "
           f"warps one at a time {bb[False][0]:.2f} s (x{bb[False][0] / bb[True][0]:.2f}); words "
           f"{'right' if bb[True][1] and bb[False][1] else 'WRONG'}")
+    n = 4096 if quick else 16384
+    mc = many_ctas_bench(n)
+    print(f"{f'{n:,} one-warp CTAs storing a word per thread':<58} {mc[True][0]:>10.2f} s  "
+          f"warps one at a time {mc[False][0]:.2f} s (x{mc[False][0] / mc[True][0]:.2f}); "
+          f"{mc[True][0] / n * 1e6:.0f} us a CTA, 2^20 CTAs ~{mc[True][0] / n * 2 ** 20:.0f} s; words "
+          f"{'right' if mc[True][1] and mc[False][1] else 'WRONG'}")
+    print("target: 2^20 trivial CTAs in seconds (issue 24)")
     print()
     rows, att_s, att_same, att_np = sfu_bench()
     base = rows[0][1]
