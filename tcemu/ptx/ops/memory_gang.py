@@ -11,6 +11,8 @@ import numpy as np
 
 from .. import graces, races
 from ...core.errors import TcemuError
+from ..lockstep import Batch
+from ..machine import LANES
 from ..memory import WINDOW_SIZE, WINDOWS, from_bytes
 from ..signals import Fallback
 from .common import by_cta, repeats
@@ -236,9 +238,51 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh):
     return gang
 
 
-def st_gang(space, gets, get_addr, nbytes, pack, wh):
-    """op.gang of a weak st (memory_ops.c_st): gets, the source getters; pack, (lanes, vec) values to bytes."""
+def _global_lanes(pairs, touched, gets, get_addr, nbytes, pack):
+    """st.global of the gang's warps, every CTA's at once: [(members, addresses, thread ids, lanes per warp, data)]
+    per CTA, in gang order, or None where a CTA's warps are not together in the gang (the CTA by CTA path)."""
+    groups = by_cta(pairs)
+    if sum(len(g[1]) for g in groups) != len(pairs) or \
+            [W for _, ms in groups for W, _ in ms] != [W for W, _ in pairs]:
+        return None
+    warps = [W for W, _ in pairs]
+    nw = len(warps)
+    B = Batch(warps, touched)   # registers as (warps, 32): every warp's values in one read
+    acts = [m if m is not None else (None if W.full else W.live) for W, m in pairs]
+    addrs = np.broadcast_to(get_addr(B), (nw, 32))
+    vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
+    tids = np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES
+    if all(a is None for a in acts):
+        counts = [32] * nw
+        addrs, vals, tids = addrs.reshape(-1), vals.reshape(nw * 32, -1), tids.reshape(-1)
+    else:
+        sel = np.stack([np.ones(32, bool) if a is None else np.asarray(a, bool) for a in acts])
+        counts = sel.sum(axis=1).tolist()
+        addrs, vals, tids = addrs[sel], vals[sel], tids[sel]
+    if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
+        raise Fallback
+    data = pack(vals)
+    out, w0, l0 = [], 0, 0
+    for _, members in groups:
+        c = counts[w0:w0 + len(members)]
+        n = sum(c)
+        out.append((members, addrs[l0:l0 + n], tids[l0:l0 + n], c, data[l0:l0 + n]))
+        w0, l0 = w0 + len(members), l0 + n
+    return out
+
+
+def st_gang(space, gets, get_addr, nbytes, pack, wh, touched=None):
+    """op.gang of a weak st (memory_ops.c_st): gets, the source getters; pack, (lanes, vec) values to bytes;
+    touched: the registers the operands read (a global store gathers every warp's at once: lockstep.Batch)."""
     def gang(pairs):
+        if space == "global" and touched is not None and len(pairs) > 1:
+            stores = _global_lanes(pairs, touched, gets, get_addr, nbytes, pack)
+            if stores is not None:
+                if repeats(np.concatenate([s[1] for s in stores])):
+                    raise Fallback
+                (_global_stores_plan(stores, wh) if len(stores) > 1 else
+                 _global_store_plan(*stores[0][:4], stores[0][4], wh))()
+                return
         plans = []
         stores = []   # global addresses of every CTA: no byte stored twice in the gang
         for cta, members in by_cta(pairs):

@@ -274,7 +274,7 @@ def c_st(ins, prog, pc):
         return as_bytes(vals, ebytes * vec) if ebytes == vals.dtype.itemsize else \
             np.ascontiguousarray(vals).view(np.uint8).reshape(vals.shape[0], -1)
     if not strong and space in GANG_SPACES:
-        op.gang = st_gang(space, gets, get_addr, ebytes * vec, pack, wh)
+        op.gang = st_gang(space, gets, get_addr, ebytes * vec, pack, wh, slots_of(prog, ins.operands))
     return op
 
 
