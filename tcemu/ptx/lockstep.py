@@ -41,6 +41,7 @@ PRIVATE = frozenset({
     "copysign", "testp", "mul24", "mad24", "sad", "szext", "bmsk", "isspacep", "dp4a", "dp2a"})
 _CLOCKS = ("%clock", "%globaltimer")   # each read advances the CTA's clock: not private
 MAX_PASSES = 4                         # tries of a blocking instruction within one gang step
+_LANES = np.arange(32, dtype=np.int64)  # as machine.LANES (Warp.tid)
 
 MODE = os.environ.get("TCEMU_LOCKSTEP", "1")
 ENABLED = MODE != "0"
@@ -177,6 +178,16 @@ class Batch:
         return pend
 
     def special(self, name: str) -> np.ndarray:
+        """(warps, 32) values of a special register (machine.Cta.special): %ctaid and %tid for all warps at once
+        (a gang of one-warp CTAs reads them once a warp: no per-warp cache helps), others warp by warp."""
+        if name[-2:-1] == "." and name[:-2] in ("%ctaid", "%tid"):
+            axis = "xyz".index(name[-1])
+            ws = self.warps
+            if name[1] == "c":   # the same in every lane of a warp
+                return np.repeat(np.array([w.cta.ctaid[axis] for w in ws], np.int64)[:, None], 32, axis=1)
+            bx, by, _ = ws[0].cta.launch.block
+            t = np.array([w.index for w in ws], np.int64)[:, None] * 32 + _LANES
+            return (t % bx, (t // bx) % by, t // (bx * by))[axis]
         return np.stack([w.special(name) for w in self.warps])
 
     def active(self, m):

@@ -309,3 +309,34 @@ def test_a_gangs_ld_param_is_one_load_for_all_its_warps(monkeypatch):
     calls.clear()
     alone = run(GLOBAL_INDEX + ALU, grid=8, block=64, lockstep=False)
     assert np.array_equal(alone, out) and len(calls) == 16
+
+
+def test_special_registers_of_a_batch_are_each_warps_own():
+    """lockstep.Batch.special gives %tid and %ctaid for all the batch's warps at once: a 2-D block of 16 x 4
+    threads (two warps a CTA) in a 2 x 3 grid, each thread storing tid.x | tid.y << 8 | ctaid.x << 16 |
+    ctaid.y << 24 at its linear index; bits as warps one at a time."""
+    body = """\
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %tid.y;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ctaid.y;
+  shl.b32 %r5, %r2, 8;
+  or.b32 %r5, %r5, %r1;
+  shl.b32 %r6, %r3, 16;
+  or.b32 %r5, %r5, %r6;
+  shl.b32 %r6, %r4, 24;
+  or.b32 %r5, %r5, %r6;
+  mad.lo.u32 %r7, %r2, 16, %r1;          // thread index in the CTA
+  mad.lo.u32 %r8, %r4, 2, %r3;           // CTA index in the grid
+  mad.lo.u32 %r7, %r8, 64, %r7;
+  mul.wide.u32 %rd4, %r7, 4;
+  add.s64 %rd5, %rd0, %rd4;
+  st.global.u32 [%rd5], %r5;
+  ret;
+"""
+    out = run(body, grid=(2, 3), block=(16, 4))
+    x, y = np.meshgrid(np.arange(16), np.arange(4))
+    cx, cy = np.meshgrid(np.arange(2), np.arange(3))
+    want = (x.reshape(1, -1) | y.reshape(1, -1) << 8 | cx.reshape(-1, 1) << 16 | cy.reshape(-1, 1) << 24)
+    assert out.tolist() == want.reshape(-1).astype(np.uint32).tolist()
+    assert np.array_equal(run(body, grid=(2, 3), block=(16, 4), lockstep=False), out)
