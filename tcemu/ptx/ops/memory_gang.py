@@ -207,6 +207,14 @@ def _global_stores_plan(parts, wh):
     return land
 
 
+def _global_stores(stores, wh):
+    """The plan of a gang's global stores, [(members, addresses, tids, counts, data)] per CTA: several CTAs' as
+    one; no byte stored twice in the gang (else Fallback)."""
+    if repeats(np.concatenate([s[1] for s in stores])):
+        raise Fallback
+    return _global_stores_plan(stores, wh) if len(stores) > 1 else _global_store_plan(*stores[0], wh)
+
+
 # ------------------------------------------------------------------------------------------------- ld / st
 
 def ld_gang(space, get_addr, nbytes, cont, sets, wh):
@@ -242,8 +250,7 @@ def _global_lanes(pairs, touched, gets, get_addr, nbytes, pack):
     """st.global of the gang's warps, every CTA's at once: [(members, addresses, thread ids, lanes per warp, data)]
     per CTA, in gang order, or None where a CTA's warps are not together in the gang (the CTA by CTA path)."""
     groups = by_cta(pairs)
-    if sum(len(g[1]) for g in groups) != len(pairs) or \
-            [W for _, ms in groups for W, _ in ms] != [W for W, _ in pairs]:
+    if [W for _, ms in groups for W, _ in ms] != [W for W, _ in pairs]:
         return None
     warps = [W for W, _ in pairs]
     nw = len(warps)
@@ -278,10 +285,7 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh, touched=None):
         if space == "global" and touched is not None and len(pairs) > 1:
             stores = _global_lanes(pairs, touched, gets, get_addr, nbytes, pack)
             if stores is not None:
-                if repeats(np.concatenate([s[1] for s in stores])):
-                    raise Fallback
-                (_global_stores_plan(stores, wh) if len(stores) > 1 else
-                 _global_store_plan(*stores[0][:4], stores[0][4], wh))()
+                _global_stores(stores, wh)()
                 return
         plans = []
         stores = []   # global addresses of every CTA: no byte stored twice in the gang
@@ -298,10 +302,7 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh, touched=None):
             else:
                 stores.append((members, at, tids, counts, data))
         if stores:   # the CTAs' global stores as one (one allocation; CTA by CTA where one has another's records)
-            if repeats(np.concatenate([s[1] for s in stores])):
-                raise Fallback
-            plans.append(_global_stores_plan(stores, wh) if len(stores) > 1 else
-                         _global_store_plan(*stores[0][:4], stores[0][4], wh))
+            plans.append(_global_stores(stores, wh))
         for land in plans:
             land()
     gang.masked = True
