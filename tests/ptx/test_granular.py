@@ -13,7 +13,7 @@ from tcemu.ptx import graces
 from tcemu.ptx.errors import HazardError
 from tcemu.ptx.granular import Granular, whole_granules
 
-from ptxkit import run
+from ptxkit import run, two_cta_kernel
 
 FIELDS = {"a": (-1, False), "b": (0, False), "R": (0, True)}
 
@@ -262,21 +262,7 @@ def test_a_byte_store_into_a_unit_another_warp_wrote_whole_is_reported_at_that_b
     go(body, "  bar.sync 0;")
 
 
-ORDERED = """\
-.version 8.3
-.target sm_90
-.address_size 64
-.visible .entry k(.param .u64 data, .param .u64 flag)
-{
- .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .pred %p<4>;
- ld.param.u64 %rd3, [data]; ld.param.u64 %rd2, [flag];
- cvta.to.global.u64 %rd3, %rd3; cvta.to.global.u64 %rd2, %rd2;
- mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x;
- mul.wide.u32 %rd4, %r1, 16;
- add.s64 %rd1, %rd3, %rd4;
- mad.lo.u32 %r3, %r2, 100, %r1;
- add.u32 %r3, %r3, 1;
- setp.eq.u32 %p1, %r2, 0;
+ORDERED = two_cta_kernel("""\
  @!%p1 bra $SECOND;
  st.global.v4.u32 [%rd1], {%r3, %r3, %r3, %r3};         // CTA 0 writes 16 bytes a thread
  bar.sync 0;
@@ -297,9 +283,7 @@ $SKIP:
  add.u32 %r3, %r3, %r7;
  st.global.v4.u32 [%rd1], {%r3, %r3, %r3, %r3};         // and writes them again, ordered
 $END:
- ret;
-}
-"""
+""", stride=16)
 
 
 @pytest.mark.parametrize("lockstep", [True, False])

@@ -177,3 +177,26 @@ def launch_matmul(name, M, N, K, edit=None, **kw):
     vals = matmul_args(meta, a, b, c, M, N, K, kn)
     run_compiled(ptx, meta, vals, **kw)
     return a, (b if kn else b.T.copy()), c, tc, ta
+
+
+
+def two_cta_kernel(body: str, stride: int = 4) -> str:
+    """A kernel k(data, flag) whose CTAs meet in global memory (tests/ptx/test_global_races.py, test_granular.py):
+    CTA c, thread t: %r1 = tid, %r2 = ctaid, %rd1 = data + stride t, %rd2 = &flag, %r3 = t + 1 + 100 c,
+    %p1 = (c == 0); then `body`."""
+    return ".version 8.3\n.target sm_90\n.address_size 64\n" + f"""
+.visible .entry k(.param .u64 data, .param .u64 flag)
+{{
+ .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .pred %p<4>;
+ ld.param.u64 %rd3, [data]; ld.param.u64 %rd2, [flag];
+ cvta.to.global.u64 %rd3, %rd3; cvta.to.global.u64 %rd2, %rd2;
+ mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x;
+ mul.wide.u32 %rd4, %r1, {stride};
+ add.s64 %rd1, %rd3, %rd4;
+ mad.lo.u32 %r3, %r2, 100, %r1;
+ add.u32 %r3, %r3, 1;
+ setp.eq.u32 %p1, %r2, 0;
+{body}
+ ret;
+}}
+"""
