@@ -1,22 +1,22 @@
 """tcemu: a bit-accurate CPU emulator of how NVIDIA tensor cores read shared memory and multiply."""
-from .layout.addressing import canonical_layout, core_matrix_rows, footprint, operand_addresses
-from .layout.descriptors import Finding, GmmaDescriptor, SwizzleMode, UmmaDescriptor
-from .core.errors import DescriptorError, LayoutError, LimitError, SharedMemoryError, TcemuError, TmemError, TraceError
-from .layout.fragments import from_a_registers, from_d_registers, to_a_registers, to_d_registers
-from .layout.banks import bank_conflicts
-from .layout.smem import SharedMemory
-from .layout.swizzle import Swizzle
-from .layout.tma import tma_load, tma_placement
-from .hopper.wgmma import wgmma
-from .hopper.sparse import wgmma_sp
-from .blackwell.instr import InstrDescriptor
-from .blackwell.tmem import TensorMemory, tmem_address
-from .blackwell.mma import tcgen05_mma
-from .tools import check, explain  # writer-vs-reader checks; descriptors in plain words (tcemu.explain.lint)
-from .tools.check import check_operand, check_tile, suggest_descriptor
+# The public names, each loaded on first use (PEP 562) from the module that defines it: `import tcemu` costs
+# milliseconds, so that a command that needs no model (`tcemu exec`'s launcher, `tcemu -h`) starts at once.
+_NAMES = {"layout.addressing": "canonical_layout core_matrix_rows footprint operand_addresses",
+          "layout.descriptors": "Finding GmmaDescriptor SwizzleMode UmmaDescriptor",
+          "core.errors": "DescriptorError LayoutError LimitError SharedMemoryError TcemuError TmemError TraceError",
+          "layout.fragments": "from_a_registers from_d_registers to_a_registers to_d_registers",
+          "layout.banks": "bank_conflicts", "layout.smem": "SharedMemory", "layout.swizzle": "Swizzle",
+          "layout.tma": "tma_load tma_placement", "hopper.wgmma": "wgmma", "hopper.sparse": "wgmma_sp",
+          "blackwell.instr": "InstrDescriptor", "blackwell.tmem": "TensorMemory tmem_address",
+          "blackwell.mma": "tcgen05_mma", "tools.check": "check_operand check_tile suggest_descriptor",
+          "gemm": "BlockScales matmul"}
+from .core.lazy import lazy
 
-# Public submodules loaded on first use (PEP 562): they pull optional dependencies (hypothesis, pycute,
-# matplotlib, triton) or are tools rather than models. `import tcemu; tcemu.traces.replay(...)` works all the same.
+_ATTRIBUTES = {name: module for module, names in _NAMES.items() for name in names.split()}
+
+# Public submodules, also loaded on first use; some pull optional dependencies (hypothesis, pycute, matplotlib,
+# triton). `import tcemu; tcemu.traces.replay(...)` works all the same. check, explain: writer-vs-reader checks;
+# descriptors in plain words (tcemu.explain.lint).
 _LAZY_SUBMODULES = {"cli": "cli", "fuzz": "testing.fuzz", "kernel_inputs": "traces.inputs", "oracle": "testing.oracle",
                     "pictures": "tools.pictures", "ptx": "ptx", "seeds": "traces.seeds",
                     "sparse_seeds": "traces.sparse_seeds", "strategies": "testing.strategies", "traces": "traces",
@@ -24,11 +24,9 @@ _LAZY_SUBMODULES = {"cli": "cli", "fuzz": "testing.fuzz", "kernel_inputs": "trac
                     "gemm_trace": "traces.kinds.gemm_outputs", "distributed": "gemm.distributed",
                     "launches": "traces.launches", "smem": "layout.smem", "banks": "layout.banks",
                     "sparse": "hopper.sparse", "instr": "blackwell.instr", "collector": "blackwell.collector",
-                    "blackwell_sparse": "blackwell.sparse",
+                    "blackwell_sparse": "blackwell.sparse", "check": "tools.check", "explain": "tools.explain",
                     **{pkg: pkg for pkg in ("core", "arith", "sfu", "layout", "hopper", "blackwell", "traces",
                                             "frontends", "tools", "testing", "serve")}}
-from .gemm import BlockScales, matmul
-
 __version__ = "0.1.0"
 __all__ = ["canonical_layout", "core_matrix_rows", "footprint", "operand_addresses", "Finding", "GmmaDescriptor",
            "SwizzleMode", "UmmaDescriptor", "InstrDescriptor", "DescriptorError", "LayoutError", "LimitError", "SharedMemoryError", "TcemuError", "TraceError",
@@ -37,12 +35,4 @@ __all__ = ["canonical_layout", "core_matrix_rows", "footprint", "operand_address
            "check_operand", "suggest_descriptor", "check_tile", "tma_placement", "check", "explain", "matmul", "BlockScales"]
 
 
-def __getattr__(name):
-    if name in _LAZY_SUBMODULES:
-        import importlib
-        return importlib.import_module(f".{_LAZY_SUBMODULES[name]}", __name__)
-    raise AttributeError(f"module 'tcemu' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
+__getattr__, __dir__ = lazy(__name__, _ATTRIBUTES, _LAZY_SUBMODULES)

@@ -9,10 +9,8 @@ import os
 import sys
 
 from . import __version__
-from .blackwell.instr import KINDS
-from .core.arch import ARCHES
+from .core.arch import ARCHES, TCGEN05_KINDS as KINDS
 from .core.errors import TcemuError
-from .tools import commands
 from .tools.names import tidy
 
 EPILOG = """exit status:
@@ -43,6 +41,14 @@ def install_hint(name: str):
     return f"{top} is not installed; it is needed for {what}: {how}"
 
 
+def _command(name: str):
+    """tools/commands.py's NAME, loaded when the subcommand runs (start-up cost: the layout models and numba)."""
+    def run(args) -> int:
+        from .tools import commands  # start-up cost (the layout models, numba), loaded when the command runs
+        return getattr(commands, name)(args)
+    return run
+
+
 def _replay(args) -> int:
     from .tools.replay_cmd import replay_command  # start-up cost (the trace readers), loaded when replay runs
     return replay_command(args)
@@ -50,6 +56,7 @@ def _replay(args) -> int:
 
 def _fuzz(args) -> int:
     from .testing.fuzz import campaign  # start-up cost (the fuzzer and its oracle), loaded when fuzz runs
+    from .tools import commands  # start-up cost, as above
     result = campaign(seconds=args.seconds, seed=args.seed, arch=args.arch)
     rate = result["cases"] / max(result["seconds"], 1e-9)
     if args.json:
@@ -65,6 +72,7 @@ def _fuzz(args) -> int:
 
 def _explain(args) -> int:
     from .serve.export import explain_html  # start-up cost (the page server), loaded when explain runs
+    from .tools import commands  # start-up cost, as above
     return commands.explain_cmd(args, html_writer=explain_html)
 
 
@@ -84,12 +92,21 @@ def _arch(p, what="descriptor format"):
                                                                   "default sm90")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    # start-up cost: `run` and `serve` bring the PTX interpreter and the page server (a second or more); they are
-    # loaded here, under main's handlers, so that Ctrl-C while they load is one line and 130 like any other
-    from .serve.cli import add_parser as add_serve  # start-up cost, as above
-    from .tools.run import add_parser as add_run  # start-up cost, as above
-    from .tools.exec_cmd import add_parser as add_exec  # start-up cost, as above
+LIGHT = ("decode", "addresses", "explain", "instr", "swizzle", "banks", "fuzz", "replay")   # parsers that load no model
+
+
+def _subcommand(argv):
+    """The subcommand argv names (its first word that is no option), else None."""
+    return next((word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")), None)
+
+
+def build_parser(command=None) -> argparse.ArgumentParser:
+    """The parser of every subcommand; with a known `command`, run's, exec's and serve's only when it names them.
+    Start-up cost: `run` and `serve` bring the PTX interpreter and the page server (a second or more), which
+    `tcemu exec` and `tcemu decode` do not need; they are loaded here, under main's handlers, so that Ctrl-C while
+    they load is one line and 130 like any other."""
+    def heavy(name):
+        return command in (name, None) or command not in LIGHT + ("run", "exec", "serve")
     ap = _Parser(prog="tcemu", description="Bit-accurate CPU emulator of tensor-core operand reads.", epilog=EPILOG,
                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"tcemu {__version__}", help="print the version and exit")
@@ -100,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", help="element type for the layout's units, e.g. bf16 (default: bytes)")
     p.add_argument("--major", choices=["K", "MN"], help="operand major-ness (default: show both)")
     _json(p)
-    p.set_defaults(run=commands.decode_cmd)
+    p.set_defaults(run=_command("decode_cmd"))
     p = sub.add_parser("addresses", help="absolute shared-memory address of every operand element")
     p.add_argument("descriptor", help="64-bit matrix descriptor, e.g. 0x4000004000010040")
     p.add_argument("--rows", type=int, required=True, help="M (operand A) or N (operand B)")
@@ -109,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--major", default="K", choices=["K", "MN"], help="operand major-ness (default K)")
     _arch(p)
     _json(p)
-    p.set_defaults(run=commands.addresses_cmd)
+    p.set_defaults(run=_command("addresses_cmd"))
     p = sub.add_parser("explain", help="a descriptor in plain words, with lints for known traps")
     p.add_argument("descriptor", help="64-bit matrix descriptor, e.g. 0x4000004000010040")
     _arch(p)
@@ -141,13 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                                "fields read")
     p.add_argument("--ws", action="store_true", help="check the shape rules of tcgen05.mma.ws (M 32 / 64 / 128)")
     _json(p)
-    p.set_defaults(run=commands.instr_cmd)
+    p.set_defaults(run=_command("instr_cmd"))
     p = sub.add_parser("swizzle", help="show a swizzle atom: which logical 16-byte chunk each physical chunk holds")
     p.add_argument("mode", help="none, 32B, 64B, 128B or 128B_base32B (sm100)")
     p.add_argument("--base-offset", type=int, default=0, help="the descriptor's base offset, 0-7 (default 0)")
     p.add_argument("--png", help="also draw the atom into this .png or .svg file")
     _json(p)
-    p.set_defaults(run=commands.swizzle_cmd)
+    p.set_defaults(run=_command("swizzle_cmd"))
     p = sub.add_parser("banks", help="bank conflicts of one warp-wide shared-memory instruction")
     p.add_argument("--op", required=True, help="e.g. ld.shared.v4.b32, ldmatrix.x4.trans, stmatrix.x2")
     p.add_argument("--addresses", help="32 byte addresses, space- or comma-separated")
@@ -162,16 +179,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mask", default="0xffffffff", help="active threads (ld/st), a 32-bit mask (default all)")
     p.add_argument("--png", help="write a lanes x banks heat map")
     _json(p)
-    p.set_defaults(run=commands.banks_cmd)
+    p.set_defaults(run=_command("banks_cmd"))
     p = sub.add_parser("fuzz", help="fuzz address resolution against CuTe's layout algebra (pycute)")
     p.add_argument("--seconds", type=float, default=10.0, help="how long to run (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random cases (default 0)")
     _arch(p, "which descriptors and instructions to draw")
     _json(p)
     p.set_defaults(run=_fuzz)
-    add_run(sub)
-    add_exec(sub)
-    add_serve(sub)
+    if heavy("run"):
+        from .tools.run import add_parser as add_run  # start-up cost, as above
+        add_run(sub)
+    if heavy("exec"):
+        from .tools.exec_cmd import add_parser as add_exec  # start-up cost, as above
+        add_exec(sub)
+    if heavy("serve"):
+        from .serve.cli import add_parser as add_serve  # start-up cost, as above
+        add_serve(sub)
     p = sub.add_parser("replay", help="replay hardware traces and print a match table")
     p.add_argument("paths", nargs="+", help="trace files (.npz) or folders of them")
     p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a "
@@ -193,7 +216,7 @@ def _stdout_gone():
 
 def main(argv=None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(_subcommand(argv)).parse_args(argv)
         return args.run(args)
     except TcemuError as e:  # bad input: one line naming the field and the rule, never a traceback
         print(f"tcemu: error: {type(e).__name__}: {tidy(str(e))}".replace("\n", "; "), file=sys.stderr)

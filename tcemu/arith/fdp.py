@@ -33,7 +33,7 @@ from .rounding import IEEE, OVF_INF, RNE, RZ, bitlen, round_pack, round_pack_inl
 from ..core.validate import MAX_ELEMENTS, as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
-__all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "fused_dot_batch",
+__all__ = ["FdpUnit", "OUT_NUMPY", "RNE", "RZ", "accumulator_bits", "decode_operand", "fused_dot", "fused_dot_batch", "integer_dot_batch",
            "grouped_dot", "integer_dot", "round_to_float"]
 
 OUT_NUMPY = {n: NUMPY_TYPES[n] for n in ("f32", "f16", "s32")}  # D's element types as numpy sees them
@@ -425,6 +425,12 @@ def _int_kernel(A, B, C, c_present, satfinite, popc, out):
             out[m, n] = s
 
 
+@njit(cache=True)
+def _int_batch_kernel(A, B, C, a_of, b_of, c_present, satfinite, popc, out):
+    for g in range(out.shape[0]):   # product g: the kernel of one integer_dot, on A[a_of[g]], B[b_of[g]], C[g]
+        _int_kernel(A[a_of[g]], B[b_of[g]], C[g if C.shape[0] > 1 else 0], c_present, satfinite, popc, out[g])
+
+
 def integer_dot(A, B, C, *, satfinite=False, popc=False) -> np.ndarray:
     """int32 D = C + sum(A * B) (popc: C + popcount(A AND B) over byte chunks), exact, wrapping mod 2^32
     unless `satfinite` clamps the exact sum to the s32 range. A (M, K), B (N, K), C (M, N) int arrays of
@@ -440,4 +446,27 @@ def integer_dot(A, B, C, *, satfinite=False, popc=False) -> np.ndarray:
     out = np.empty((A.shape[0], B.shape[0]), np.int64)
     _int_kernel(np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(c), C is not None, satfinite,
                 popc, out)
+    return out.astype(np.uint32).view(np.int32)  # wrap mod 2^32
+
+
+def integer_dot_batch(A, B, C, *, a_of=None, b_of=None, satfinite=False) -> np.ndarray:
+    """G integer_dot products in one call: D[g] = integer_dot(A[a_of[g]], B[b_of[g]], C[g]), bit for bit.
+
+    A (GA, M, K) and B (GB, N, K) int arrays of 32-bit values, shared between products through the index arrays
+    a_of, b_of (G,) (None: the identity); C (G, M, N) or None. Returns (G, M, N) int32."""
+    satfinite = as_bool(satfinite, "satfinite", LayoutError)
+    A = as_int_array(A, "A", -(1 << 31), (1 << 32) - 1, LayoutError, ndim=3)
+    B = as_int_array(B, "B", -(1 << 31), (1 << 32) - 1, LayoutError, ndim=3)
+    if B.shape[2] != A.shape[2]:
+        raise LayoutError("B", f"must have K = {A.shape[2]} columns like A, got shape {B.shape}")
+    if min(A.shape[0], B.shape[0]) == 0:
+        raise LayoutError("A, B", "must hold at least one operand each")
+    G = len(a_of) if a_of is not None else (len(C) if C is not None else A.shape[0])
+    a_of = _batch_index(a_of, G, A.shape[0], "a_of")
+    b_of = _batch_index(b_of, G, B.shape[0], "b_of")
+    c = np.zeros((1, 1, 1), np.int64) if C is None else \
+        as_int_array(C, "C", -(1 << 31), (1 << 32) - 1, LayoutError, shape=(G, A.shape[1], B.shape[1]))
+    out = np.empty((G, A.shape[1], B.shape[1]), np.int64)
+    _int_batch_kernel(np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(c), a_of, b_of,
+                      C is not None, satfinite, False, out)
     return out.astype(np.uint32).view(np.int32)  # wrap mod 2^32

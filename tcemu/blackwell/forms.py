@@ -2,11 +2,11 @@
 take .ws, K per kind, the scale-vector qualifiers, the bits of an A element in tensor memory, the legal M / N
 (shape_findings) and the whole-form check (check_form). One table for the instruction model (mma.py, instr.py)
 and the PTX operand grammar (tcemu/ptx/ops/tcgen05/mma.py)."""
+from ..core.arch import TCGEN05_KINDS as KINDS
 from ..core.errors import LayoutError
 from ..core.validate import as_bool, as_int, is_int, show
 from ..layout.descriptors import SwizzleMode, as_arch_descriptor
 
-KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
 WS_KINDS = ("tf32", "f16", "f8f6f4", "i8")  # Table 39: .ws takes no block-scaled kind
 GROUPED = ("mxf4", "mxf4nvf4")              # e2m1 only; products summed exactly in groups of 16 (fdp.grouped_dot)

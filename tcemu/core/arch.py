@@ -12,6 +12,9 @@ ARCHES = tuple(SMEM_WINDOW)
 # Blackwell: UMMA descriptors, tcgen05. sm103 adds K = 96 for kind::mxf4* and LBO mode 1 of the descriptor
 # (PTX 9.7.16.2.1.1, 9.7.16.4.1.1); everything else is sm100's.
 BLACKWELL = ("sm100", "sm103")
+# tcgen05.mma's .kind qualifiers (PTX 9.7.16.10.9, Table 39): here, where the command line reads them without
+# loading the models; blackwell/forms.py holds the rest of the instruction's legal forms
+TCGEN05_KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
 
 
 def is_blackwell(arch) -> bool:

@@ -43,7 +43,7 @@ cannot reach the hardware; tcemu refuses them too.
 import numpy as np
 
 from ..core.errors import LayoutError
-from ..arith.fdp import OUT_NUMPY, decode_operand, fused_dot, integer_dot
+from ..arith.fdp import OUT_NUMPY, decode_operand, fused_dot, fused_dot_batch, integer_dot, integer_dot_batch
 from ..arith.formats import decode_int
 from .forms import SELECTORS, SP_K_OF, check_form, sparse_dtype, sparse_selector
 from .wgmma import fdp_unit, read_operands
@@ -254,25 +254,20 @@ def _selected(a, b, nib, c, dtype_a, dtype_b, dtype_d, scale_a, scale_b, satfini
     `unit` (default: the Hopper unit of the types; None for integer kinds)."""
     if unit is None and dtype_d != "s32":
         unit = fdp_unit(dtype_a, dtype_d)
-    out = np.empty((64, b.shape[0]), np.int64)
     patterns, inverse = np.unique(nib, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
     integer = dtype_d == "s32"
     A = decode_int(a, dtype_a) if integer else decode_operand(a, dtype_a, negate=scale_a == -1)
     C = None if c is None else (np.asarray(c).view(np.int32) if integer else decode_operand(c, dtype_d))
     bg = _gather(b, patterns, dtype_a)  # rows with the same metadata read the same B columns
     P, N, H = bg.shape
-    BG = (decode_int(bg, dtype_b) if integer else
-          decode_operand(bg.reshape(P * N, H), dtype_b, negate=scale_b == -1).reshape(P, N, H, -1))
-    for p in range(P):
-        rows = np.flatnonzero(inverse.ravel() == p)
-        cr = None if C is None else C[rows]
-        if integer:
-            out[rows] = integer_dot(A[rows], BG[p], cr, satfinite=satfinite)
-        else:
-            out[rows] = fused_dot(A[rows], BG[p], cr, unit)
+    # one product per row: its stored elements (1, K/2) against the B columns its pattern names (the raw bits
+    # gathered, then decoded: decoded elements are 40 bytes each, too wide to gather)
+    cr = None if C is None else C[:, None]
     if integer:
-        return out.astype(np.int32)
-    return out.astype(np.uint16 if dtype_d == "f16" else np.uint32)
+        return integer_dot_batch(A[:, None], decode_int(bg, dtype_b), cr, b_of=inverse, satfinite=satfinite)[:, 0]
+    BG = decode_operand(bg.reshape(P * N, H), dtype_b, negate=scale_b == -1).reshape(P, N, H, -1)
+    return fused_dot_batch(A[:, None], BG, cr, unit, b_of=inverse)[:, 0]
 
 
 def wgmma_sp(smem, desc_a, desc_b, *, shape: str, dtype_a: str, dtype_b: str, dtype_d: str, sparse_meta,

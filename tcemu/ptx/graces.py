@@ -254,6 +254,22 @@ def reads_race(W, a, off, nbytes) -> bool:
     return bad is not None and bool((bad & ((P.w_info[ix] >> 5 & 1) == 0)).any())
 
 
+def reads_race_ctas(warps, a, off, nbytes, lens) -> bool:
+    """reads_race for the loads of several CTAs at once (warps: one of each CTA; lens: each one's lanes of off, in
+    order): False at once where no byte read has a record of another CTA's write, else each CTA's reads_race."""
+    g = state(warps[0])
+    sd = None if g is None else g.shadows.get(id(a))
+    if sd is None or off.size == 0 or not sd.writers:
+        return False
+    ids = np.repeat(np.array([g.cta(W.cta).id for W in warps], np.int64), lens)[:, None]
+    P, ix = sd.at_rows(off, nbytes)
+    k = P.w_key[ix]
+    if not ((k >= 0) & (k >> 32 != ids)).any():
+        return False
+    ends = np.cumsum(lens)
+    return any(reads_race(W, a, off[e - n:e], nbytes) for W, n, e in zip(warps, lens, ends))
+
+
 def _gang_shadow(W, a, off):
     """(detector, W's CTA, allocation a's shadow, made if new) for a gang's record, or None: nothing to record."""
     g = state(W)
@@ -265,16 +281,10 @@ def _gang_shadow(W, a, off):
     return g, g.cta(W.cta), sd
 
 
-def record_reads(W, a, off, nbytes, tids, wh):
-    """on_access's record of plain loads by several warps of W's CTA at once, where reads_race found none (tids:
-    the CTA's thread indices, warp = tid // 32)."""
-    record_reads_ctas([(W, off, tids)], a, nbytes, wh)
-
-
 def record_reads_ctas(parts, a, nbytes, wh):
-    """record_reads for the warps of several CTAs at once: parts [(a warp of the CTA, offsets, the CTA's thread
-    indices)], in gang order. Where two CTAs read one byte the later one's record stays, as one record_reads
-    after the other leaves it."""
+    """on_access's record of plain loads by the warps of one or more CTAs at once, where reads_race_ctas found none:
+    parts [(a warp of the CTA, offsets, the CTA's thread indices, warp = tid // 32)], in gang order. Where two CTAs
+    read one byte the later one's record stays, as their loads one after the other leave it."""
     parts = [p for p in parts if p[1].size]
     got = _gang_shadow(parts[0][0], a, parts[0][1]) if parts else None
     if got is None:

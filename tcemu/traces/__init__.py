@@ -5,7 +5,7 @@ bounded reading), the registry of kinds that loads, checks and replays a trace (
 per-kind helpers of tcemu.traces.kinds. Launches, kernel inputs and the capture generators' mirrors sit beside
 them.
 """
-import importlib
+from ..core.lazy import lazy
 
 # Loaded on first use (PEP 562), for start-up cost: the registry imports every kind, and the kinds that rerun
 # kernels import tcemu.ptx (the interpreter); tcemu.kernel_inputs, tcemu.seeds and `tcemu`'s start need neither.
@@ -22,13 +22,4 @@ __all__ = ["GroupResult", "ReplayResult", "Trace", "check_trace", "check_zero_si
            "KINDS", "Kind", "TMA_CASE"]
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy(__name__, _EXPORTS)

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tcemu.arith import formats
-from tcemu.arith.fdp import RNE, RZ, FdpUnit, decode_operand, fused_dot, integer_dot
+from tcemu.core.errors import LayoutError
+from tcemu.arith.fdp import RNE, RZ, FdpUnit, decode_operand, fused_dot, integer_dot, integer_dot_batch
 
 from fdp_reference import reference
 
@@ -167,3 +168,23 @@ def test_integer_dot_wraps_and_saturates():
     assert integer_dot(-a, b, -c - 1, satfinite=True)[0, 0] == -(2 ** 31)
     bits = np.array([[1, 0, 1, 1]])
     assert integer_dot(bits, np.array([[1, 1, 1, 0]]), np.array([[5]]), popc=True)[0, 0] == 7
+
+
+@pytest.mark.parametrize("satfinite", [False, True])
+def test_integer_dot_batch_is_integer_dot_product_by_product(satfinite):
+    """The batch (the sparse wgmma's one product per A row) against integer_dot one product at a time, with C
+    near both ends of the s32 range so that some sums wrap or saturate."""
+    rng = np.random.default_rng(9)
+    A = rng.integers(-128, 128, (3, 2, 32))
+    B = rng.integers(0, 256, (4, 5, 32))
+    C = rng.choice([0, 2 ** 31 - 1, -(2 ** 31), 12345], (6, 2, 5))
+    a_of, b_of = np.array([0, 2, 1, 1, 0, 2]), np.array([3, 0, 0, 2, 1, 3])
+    got = integer_dot_batch(A, B, C, a_of=a_of, b_of=b_of, satfinite=satfinite)
+    want = np.stack([integer_dot(A[i], B[j], C[g], satfinite=satfinite) for g, (i, j) in enumerate(zip(a_of, b_of))])
+    assert got.dtype == np.int32 and np.array_equal(got, want)
+    assert (want == 2 ** 31 - 1).any() == satfinite   # the cases reach the clamp (and wrap without it)
+    assert np.array_equal(integer_dot_batch(A, B[:3], None), np.stack([integer_dot(A[g], B[g], None) for g in range(3)]))
+    with pytest.raises(LayoutError, match="b_of"):
+        integer_dot_batch(A, B, None, b_of=[0, 1, 4])
+    with pytest.raises(LayoutError, match="K = 32"):
+        integer_dot_batch(A, B[..., :16], None, b_of=[0, 1, 2])

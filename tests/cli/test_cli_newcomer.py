@@ -265,8 +265,8 @@ def interrupted(args):
 
 parse = cli.build_parser
 
-def build():
-    p = parse()
+def build(command=None):
+    p = parse(command)
     inner = p.parse_args
     def parse_args(argv):
         ns = inner(argv)

@@ -149,15 +149,15 @@ def spies(monkeypatch):
     wait_group records through gang_write_record too: those calls count as "gang_write_record@cp_async"."""
     seen = {}
     for mod, name in ((races, "gang_write_record"), (races, "gang_read_record"), (graces, "record_writes"),
-                      (graces, "record_writes_ctas"), (graces, "record_reads")):
+                      (graces, "record_writes_ctas"), (graces, "record_reads_ctas")):
         real = getattr(mod, name)
 
         def spy(*a, real=real, name=name, **k):
             if name == "gang_write_record" and sys._getframe(1).f_globals["__name__"].endswith(".cp_async"):
                 name += "@cp_async"
             n = 1
-            if name == "record_writes_ctas":   # several CTAs' global stores at once: one record each
-                name, n = "record_writes", len(a[0])
+            if name.endswith("_ctas"):   # several CTAs' global loads or stores at once: one record each
+                name, n = name[:-5], len(a[0])
             seen[name] = seen.get(name, 0) + n
             return real(*a, **k)
         monkeypatch.setattr(mod, name, spy)

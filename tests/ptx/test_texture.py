@@ -427,3 +427,87 @@ def test_3d_and_layered_textures_and_integer_coordinates():
     fetch = "tex.2d.v4.f32.s32 {%r0, %r1, %r2, %r3}, [%rd1, {%r10, %r11}];"   # integer texel coordinates
     got = _run(fetch, ptx.texture_object(DATA), np.int32([3, -5, 9]), np.int32([1, 2, 3]))
     assert got[:, 0].tolist() == DATA[[1, 2, 3], [3, 0, 7]].view(np.uint32).tolist()
+
+
+# ---- a gang's warps sample together (the gang version of tex / tld4: tcemu/ptx/ops/texture.py)
+
+GANG = HEADER + """.visible .entry k(.param .u64 t, .param .u64 px, .param .u64 py, .param .u64 po)
+{
+  .reg .pred %p;
+  .reg .b32 %r<16>;
+  .reg .f32 %f<16>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r4, %tid.x;
+  mov.u32 %r5, %ctaid.x;
+  mov.u32 %r6, %ntid.x;
+  mad.lo.u32 %r4, %r5, %r6, %r4;
+  ld.param.u64 %rd1, [t];
+  ld.param.u64 %rd2, [px];
+  ld.param.u64 %rd3, [py];
+  ld.param.u64 %rd4, [po];
+  mul.wide.u32 %rd5, %r4, 4;
+  add.s64 %rd2, %rd2, %rd5;
+  add.s64 %rd3, %rd3, %rd5;
+  ld.global.b32 %r10, [%rd2];
+  ld.global.b32 %r11, [%rd3];
+  mov.b32 %f10, %r10;
+  mov.b32 %f11, %r11;
+  mov.b32 %r0, 7;
+  mov.b32 %r1, 7;
+  mov.b32 %r2, 7;
+  mov.b32 %r3, 7;
+  and.b32 %r7, %r4, 7;
+  setp.ne.u32 %p, %r7, 3;
+  @%p BODY
+  mul.wide.u32 %rd5, %r4, 16;
+  add.s64 %rd4, %rd4, %rd5;
+  st.global.v4.b32 [%rd4], {%r0, %r1, %r2, %r3};
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("body, obj", [
+    (TEX2D, lambda: ptx.texture_object(DATA, filter="linear", address="border", border=(0.5, 0, 0, 0))),
+    ("tld4.g.2d.v4.f32.f32 {%r0, %r1, %r2, %r3}, [%rd1, {%f10, %f11}];",
+     lambda: ptx.texture_object(np.arange(8 * 4 * 2, dtype=np.float32).reshape(4, 8, 2), channels=2)),
+    ("tex.a1d.v4.f32.f32 {%r0, %r1, %r2, %r3}, [%rd1, {%r11, %f10}];",
+     lambda: ptx.texture_object(np.arange(3 * 5, dtype=np.float32).reshape(3, 5) - 4, layered=True)),
+], ids=["2d linear", "tld4", "layered"])
+def test_the_warps_of_several_ctas_sample_as_one_gang(body, obj, monkeypatch):
+    """3 CTAs of 3 warps, every eighth thread predicated off: the same bits as the warps one at a time (which
+    tests above and the trace pin down), from one sample() per CTA wave instead of one per warp."""
+    rng = np.random.default_rng(5)
+    n = 3 * 96
+    xs = rng.uniform(-3, 11, n).astype(np.float32).view(np.uint32)
+    ys = (rng.uniform(-2, 6, n).astype(np.float32).view(np.uint32) if "a1d" not in body
+          else rng.integers(0, 4, n).astype(np.uint32))
+    mod = ptx.load(GANG.replace("BODY", body))
+    calls = []
+    real = TX.sample
+    monkeypatch.setattr(TX, "sample", lambda *a, **k: calls.append(a[1][0].size) or real(*a, **k))
+    runs = {}
+    for how, kw in (("gang", {}), ("alone", {"lockstep": False})):
+        calls.clear()
+        out = np.zeros((n, 4), np.uint32)
+        mod.launch("k", grid=3, block=96, args=[obj(), xs, ys, out], **kw)
+        runs[how] = out, list(calls)
+    (gang, gang_calls), (alone, alone_calls) = runs["gang"], runs["alone"]
+    assert np.array_equal(gang, alone)
+    assert (gang[np.arange(n) % 8 == 3] == 7).all() and not (gang[np.arange(n) % 8 != 3] == 7).all()
+    assert alone_calls == [28] * 9                  # a warp's 28 executing lanes, warp by warp
+    assert gang_calls == [3 * 3 * 28]               # every warp of the three CTAs at once
+
+
+def test_a_fault_in_a_ganged_tex_is_reported_by_the_warps_own_runs():
+    """A float coordinate on a texture of linear memory, in every warp: the gang falls back and the first warp's
+    own run names it, as without lock-step."""
+    mod = ptx.load(GANG.replace("BODY", TEX1D))
+    errs = []
+    for kw in ({}, {"lockstep": False}):
+        with pytest.raises(ptx.KernelFault) as e:
+            mod.launch("k", grid=2, block=64, args=[ptx.texture_object(np.arange(8, dtype=np.int32), resource="linear"),
+                                                    np.zeros(128, np.uint32), np.zeros(128, np.uint32),
+                                                    np.zeros((128, 4), np.uint32)], **kw)
+        errs.append(str(e.value))
+    assert errs[0] == errs[1] and "read with integer coordinates" in errs[0] and "warp 0" in errs[0]

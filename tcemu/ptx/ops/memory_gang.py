@@ -150,16 +150,25 @@ def _global_plan(W, offs_or_addrs, tids, nbytes, wh):
     return a, off
 
 
-def _global_load_plan(W, addrs, tids, nbytes, wh):
+def global_loads_plan(parts, nbytes, wh):
+    """The bytes the lanes of several CTAs load from global memory, as one: parts [(a warp of the CTA, addresses,
+    the CTA's thread indices)] in gang order; and land(), which records the reads. Fallback where a check would
+    report (reading state only)."""
+    W = parts[0][0]
+    addrs = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
+    tids = parts[0][2] if len(parts) == 1 else np.concatenate([p[2] for p in parts])
     a, off = _global_plan(W, addrs, tids, nbytes, wh)
     checked = W.cta.launch.check_races
-    if checked and graces.reads_race(W, a, off, nbytes):
+    warps, lens = [p[0] for p in parts], [len(p[1]) for p in parts]
+    if checked and graces.reads_race_ctas(warps, a, off, nbytes, lens):
         raise Fallback
     raw = a.data[off[:, None] + np.arange(nbytes)]
 
     def land():
         if checked:
-            graces.record_reads(W, a, off, nbytes, tids, wh)
+            ends = np.cumsum(lens)
+            graces.record_reads_ctas([(p[0], off[e - n:e], p[2]) for p, n, e in zip(parts, lens, ends)], a,
+                                     nbytes, wh)
     return raw, land
 
 
@@ -220,7 +229,7 @@ def _global_stores(stores, wh):
 def ld_gang(space, get_addr, nbytes, cont, sets, wh):
     """op.gang of a weak ld (memory_ops.c_ld): sets, the destination setters; cont, the element container."""
     def gang(pairs):
-        plans = []
+        plans, loads = [], []   # loads: every CTA's global lanes, read as one
         for cta, members in by_cta(pairs):
             acts, _, addrs, tids, counts = _lanes(members, get_addr)
             if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
@@ -228,11 +237,22 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh):
             kind, at = _space(space, addrs)
             if kind == "shared":
                 raw, land = _shared_load_plan(cta.shared, members, at, tids, counts, nbytes, wh)
+                plans.append((members, acts, counts, raw, land))
             else:
-                raw, land = _global_load_plan(members[0][0], at, tids, nbytes, wh)
-            plans.append((members, acts, counts, raw, land))
-        for members, acts, counts, raw, land in plans:
+                loads.append((members[0][0], at, tids))
+                plans.append((members, acts, counts, None, None))
+        if loads:
+            raw, land = global_loads_plan(loads, nbytes, wh)
             land()
+            at = 0
+            for i, (members, acts, counts, r, _) in enumerate(plans):
+                if r is None:
+                    n = sum(counts)
+                    plans[i] = (members, acts, counts, raw[at:at + n], None)
+                    at += n
+        for members, acts, counts, raw, land in plans:
+            if land is not None:
+                land()
             vals = from_bytes(raw, cont)   # (lanes, vec)
             for (W, _), act, v in zip(members, acts, _split(vals, counts)):
                 for i, s in enumerate(sets):

@@ -13,7 +13,10 @@ from .. import parser as P
 from .. import texture as TX
 from ..errors import KernelFault, PtxSyntaxError, PtxUnsupported
 from ..types import CONTAINER, TYPES
-from .common import Mods, mask_array, where
+from ..lockstep import Batch, slots_of
+from ..signals import Fallback
+from .common import Mods, by_cta, mask_array, where
+from .memory_gang import global_loads_plan
 from .memory_ops import access
 from .registry import register
 
@@ -73,27 +76,56 @@ def _descs(W, handles, act, wh, what, geom=None, surface=False):
     return out
 
 
+def _texel_addresses(d, idx, layer):
+    """Global addresses of texels (indices per dimension; layer: the lanes' layers, or None)."""
+    off = idx[0].astype(np.int64) * d.element_bytes
+    if len(idx) > 1:
+        off = off + idx[1].astype(np.int64) * d.pitch
+    if len(idx) > 2:
+        off = off + idx[2].astype(np.int64) * d.slice
+    if layer is not None:
+        off = off + layer.astype(np.int64) * d.slice
+    return (np.uint64(d.base) + off.astype(np.uint64)).astype(np.uint64)
+
+
 def _fetcher(W, d, lanes, layer, wh):
     """fetch(indices per dimension, selector within `lanes`) -> texel bytes, read from global memory."""
     tids = W.tid[lanes]
 
     def fetch(idx, sel):
-        off = idx[0].astype(np.int64) * d.element_bytes
-        if len(idx) > 1:
-            off = off + idx[1].astype(np.int64) * d.pitch
-        if len(idx) > 2:
-            off = off + idx[2].astype(np.int64) * d.slice
-        if layer is not None:
-            off = off + layer[sel].astype(np.int64) * d.slice
-        addrs = (np.uint64(d.base) + off.astype(np.uint64)).astype(np.uint64)
+        addrs = _texel_addresses(d, idx, None if layer is None else layer[sel])
         return access(W, "global", addrs, tids[sel], d.element_bytes, wh)
     return fetch
 
 
-def _layers(d, get_layer, W, lanes):
-    if get_layer is None:
+def _gang_fetcher(ctas, cta_of, tids, lands, wh):
+    """The gang's _fetcher: texels of the lanes of several warps and CTAs, read as one through memory_gang's load
+    plan (every check first, reading state only: Fallback where one would report); the racecheck records go to
+    `lands`, to be made once the whole instruction has been checked. cta_of, tids: each lane's CTA (an index into
+    ctas, a warp of each) and thread index in it; lanes lie CTA by CTA."""
+    def fetcher(d, sel, layer):
+        lane_ix = np.flatnonzero(sel)
+
+        def fetch(idx, sub):
+            addrs = _texel_addresses(d, idx, None if layer is None else layer[sub])
+            if addrs.size == 0 or (addrs % np.uint64(d.element_bytes)).any():
+                raise Fallback
+            lanes = lane_ix[sub]
+            c = cta_of[lanes]
+            cuts = np.flatnonzero(np.diff(c)) + 1   # where the next CTA's lanes begin
+            parts = [(ctas[int(c[i])], addrs[i:j], tids[lanes[i:j]])
+                     for i, j in zip([0, *cuts.tolist()], [*cuts.tolist(), c.size])]
+            raw, land = global_loads_plan(parts, d.element_bytes, wh)
+            lands.append(land)
+            return raw
+        return fetch
+    return fetcher
+
+
+def _layers(d, layers, lanes):
+    if layers is None:
         return None
-    raw = get_layer(W)[lanes].astype(np.int64)   # an unsigned index (PTX 9.7.10.3 "tex": .a1d / .a2d)
+    raw = layers[lanes].astype(np.int64)   # an unsigned index (PTX 9.7.10.3 "tex": .a1d / .a2d)
     return np.clip(raw, 0, max(d.layers, 1) - 1)   # clamped to the last layer (CUDA Programming Guide, layered
     #                                                 textures; not silicon-checked)
 
@@ -128,16 +160,12 @@ def c_tex(ins, prog, pc):
     sets = [prog.write(r, TYPES["b32"], ins) for r in regs]
     get_handle, get_coords, get_layer = _object_and_coords(ins, prog, ins.operands[1], geom, ctype)
     wh = where(ins)
-    what = "texture"
 
-    def op(W, m):
-        lanes = mask_array(m) & W.live   # the executing lanes
-        handles = get_handle(W)
-        words = np.zeros((32, 4), np.uint32)
-        raw = [g(W) for g in get_coords]
-        for d, sel in _descs(W, handles, lanes, wh, what, geom):
-            layer = _layers(d, get_layer, W, sel)
-            fetch = _fetcher(W, d, sel, layer, wh)
+    def words_of(descs, raw, layers, fetcher):
+        """(lanes, 4) result words of the lanes `descs` select: [(descriptor, lanes)] per handle."""
+        words = np.zeros((raw[0].size, 4), np.uint32)
+        for d, sel in descs:
+            fetch = fetcher(d, sel, _layers(d, layers, sel))
             if d.resource == 1:   # linear memory: tex1Dfetch, integer index, 0 outside (measured)
                 if ctype != "s32":
                     raise KernelFault(wh, "a texture of linear memory is read with integer coordinates "
@@ -161,8 +189,48 @@ def c_tex(ins, prog, pc):
                 words[sel] = TX.sample(d, coords, fetch, gather)
             except PtxUnsupported as e:   # a texel the linear filter was not measured on (infinite or NaN)
                 raise PtxUnsupported(ins.opcode, f"{e.rule} ({ins.where()})") from None
+        return words
+
+    def op(W, m):
+        lanes = mask_array(m) & W.live   # the executing lanes
+        descs = _descs(W, get_handle(W), lanes, wh, "texture", geom)
+        words = words_of(descs, [g(W) for g in get_coords], None if get_layer is None else get_layer(W),
+                         lambda d, sel, layer: _fetcher(W, d, sel, layer, wh))
         for k, s in enumerate(sets):
             s(W, words[:, k], None if lanes.all() else lanes)
+
+    touched, written = slots_of(prog, ins.operands), slots_of(prog, [dest])
+
+    def gang(pairs):
+        """The gang's warps as one: the lanes of every warp sampled together, per texture (Fallback: the warps run
+        it one at a time, which reports what went wrong)."""
+        warps = [W for W, _ in pairs]
+        B = Batch(warps, touched)   # registers as (warps, 32)
+        acts = np.stack([W.live if m is None else mask_array(m) & W.live for W, m in pairs]).reshape(-1)
+        groups = by_cta(pairs)
+        cta_of = np.repeat(np.arange(len(groups)), [len(ms) for _, ms in groups])
+        if [W for _, ms in groups for W, _ in ms] != warps:   # a CTA's warps apart in the gang
+            raise Fallback
+        tids = np.concatenate([W.tid for W in warps])
+        lands = []
+        fetcher = _gang_fetcher([ms[0][0] for _, ms in groups], np.repeat(cta_of, 32), tids, lands, wh)
+        shape = (len(warps) * 32,)
+        try:
+            descs = _descs(warps[0], np.broadcast_to(get_handle(B), (len(warps), 32)).reshape(shape), acts, wh,
+                           "texture", geom)
+            words = words_of(descs, [np.broadcast_to(g(B), (len(warps), 32)).reshape(shape) for g in get_coords],
+                             None if get_layer is None else np.broadcast_to(get_layer(B), (len(warps), 32)).reshape(shape),
+                             fetcher)
+        except (KernelFault, PtxUnsupported):
+            raise Fallback from None
+        for land in lands:
+            land()
+        full = bool(acts.all())
+        for k, s in enumerate(sets):
+            s(B, words[:, k].reshape(len(warps), 32), None if full else acts.reshape(len(warps), 32))
+        B.store(written)
+    gang.masked = True   # lanes as the masks give them (lockstep.run_any)
+    op.gang = gang
     return op
 
 
@@ -277,7 +345,7 @@ def c_suld(ins, prog, pc):
         out = np.zeros((32, vec), cont)
         xs = [g(W) for g in get_coords]
         for d, sel in _descs(W, get_handle(W), lanes, wh, "surface", geom, surface=True):
-            layer = _layers(d, get_layer, W, sel)
+            layer = _layers(d, None if get_layer is None else get_layer(W), sel)
             addrs, inside = _surface_addresses(W, d, xs, sel, nbytes, mode, layer, wh)
             vals = np.zeros((addrs.size, vec), cont)
             if inside.any():
@@ -299,7 +367,7 @@ def c_sust(ins, prog, pc):
         vals = np.stack([g(W).astype(cont) for g in gets], axis=1)   # (32, vec)
         xs = [g(W) for g in get_coords]
         for d, sel in _descs(W, get_handle(W), lanes, wh, "surface", geom, surface=True):
-            layer = _layers(d, get_layer, W, sel)
+            layer = _layers(d, None if get_layer is None else get_layer(W), sel)
             addrs, inside = _surface_addresses(W, d, xs, sel, nbytes, mode, layer, wh)
             if inside.any():
                 data = np.ascontiguousarray(vals[sel][inside]).view(np.uint8).reshape(-1, nbytes)
