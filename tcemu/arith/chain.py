@@ -274,7 +274,7 @@ def _settled(c, cl, x, xb, other, emin, emax, sh, rne):
     return (c if bad else _i2f(rb)), (cl if bad else ((rb >> 52) & 0x7FF) - 1023), bad
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _fast_epilogue(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin, emax, rne, thr_p):
     """Round the exact sums xbuf of a fast-path row; flag lanes whose C the true E would truncate."""
     if rne:
@@ -299,7 +299,7 @@ def _fast_round(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, tp, lp, F, keep, emin
     return bad_n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _general_epilogue(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax, rne):
     """Round the truncated sums xbuf (in units of 2^(E - F), E in ebuf) of a general-path row (rne a constant in
     each call: one loop per rounding)."""

@@ -112,13 +112,6 @@ def round_pack_inline(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode
     return _round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow)
 
 
-@njit(cache=True)
-def round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow):
-    """The container pattern (uint64) of (-1)^sign * [sig + (0 or a fraction if sticky)] * 2^exp rounded once;
-    see _round_pack."""
-    return _round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow)
-
-
 @njit(cache=True, inline="always")
 def _round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow):
     """The container pattern (uint64) of (-1)^sign * [sig + (0 or a fraction if sticky)] * 2^exp rounded once.
@@ -177,6 +170,15 @@ def round_integral(m, e, s, mode):
     if exact:
         return kept, True
     return kept + rounds_up(cmp, (kept & 1) == 1, mode, s), False
+
+
+# One signature: its callers pass constants (0, False, OVF_IEEE), which numba would type as literals and compile
+# again for each combination (3-4 s each; the test suite made 11).
+@njit("uint64(int64, int64, int64, boolean, int64, int64, int64, int64, int64, int64, boolean, int64)", cache=True)
+def round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow):
+    """The container pattern (uint64) of (-1)^sign * [sig + (0 or a fraction if sticky)] * 2^exp rounded once;
+    see _round_pack."""
+    return _round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow)
 
 
 @njit(cache=True, inline="always")
