@@ -1,6 +1,6 @@
 """tcemu: a bit-accurate CPU emulator of how NVIDIA tensor cores read shared memory and multiply."""
 # The public names, each loaded on first use (PEP 562) from the module that defines it: `import tcemu` costs
-# milliseconds, so that a command that needs no model (`tcemu exec`'s launcher, `tcemu -h`) starts at once.
+# milliseconds, so that a command that needs no model (`tcemu exec`'s launcher, `tcemu decode -h`) starts at once.
 _NAMES = {"layout.addressing": "canonical_layout core_matrix_rows footprint operand_addresses",
           "layout.descriptors": "Finding GmmaDescriptor SwizzleMode UmmaDescriptor",
           "core.errors": "DescriptorError LayoutError LimitError SharedMemoryError TcemuError TmemError TraceError",

@@ -59,3 +59,15 @@ def test_unknown_attribute_is_still_an_attribute_error():
     import tcemu
     with pytest.raises(AttributeError, match="no attribute 'chek'"):
         tcemu.chek  # noqa: B018
+
+
+def test_import_and_the_exec_launcher_load_no_model():
+    """`import tcemu` and the parser of `tcemu exec` (the launcher that starts the program) load neither numba nor
+    the interpreter: every public name loads on first use (tcemu/core/lazy.py). The launcher had spent 2 s of every
+    `tcemu exec` importing what the program's own Python imports again."""
+    out = _python("import sys, tcemu, tcemu.layout, tcemu.cli\n"
+                  "tcemu.cli.build_parser('exec').parse_args(['exec', '--', 'prog'])\n"
+                  "print(*[m in sys.modules for m in ('numba', 'tcemu.ptx', 'tcemu.layout.addressing')])\n"
+                  "tcemu.layout.addressing.operand_addresses, tcemu.matmul\n"
+                  "print(*[m in sys.modules for m in ('numba', 'tcemu.layout.addressing', 'tcemu.gemm')])")
+    assert out.split() == ["False"] * 3 + ["True"] * 3
