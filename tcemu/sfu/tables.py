@@ -6,6 +6,10 @@ of the decoded words) and one lzma-compressed residual array per table. A table 
 prediction + residual (tcemu.sfu.predict: float64 basic operations only, the same bits on every machine);
 one without is delta-coded (cumulative sum of the residuals). Every decoded table is checked against its
 sha256, so a machine whose arithmetic disagreed would get a clear error, never different bits.
+
+Decoding runs the predictors over every pattern (the 2^24-word sin table: about 3 s), so a decoded table is kept
+in the cache folder (~/.cache/tcemu/sfu, TCEMU_CACHE moves the root) as a .npy file named by its sha256; a file
+found there is read without pickle and used only if its bits hash to that sha256 (0.05 s), else decoded afresh.
 """
 import hashlib
 import json
@@ -15,6 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..core.cachedir import cache_root
 from . import predict
 
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mufu_sm90.npz")
@@ -121,6 +126,38 @@ def table(name):
     spec = info["tables"].get(name)
     if spec is None or name not in members:
         raise SfuTableError(f"no MUFU table named {name!r}")
-    words = decode(members[name], spec, name)
+    path = os.path.join(cache_root(), "sfu", f"{spec['sha256']}.npy")
+    words = _load(path, spec)
+    if words is None:
+        words = decode(members[name], spec, name)
+        _save(path, words)
     words.setflags(write=False)
     return words
+
+
+def _load(path, spec):
+    """The decoded table kept at `path`, or None: no file, or one whose length, dtype or bits are not the table's."""
+    try:
+        words = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    if words.shape != (int(spec["n"]),) or words.dtype != np.dtype(spec["dtype"]) or \
+            hashlib.sha256(words.tobytes()).hexdigest() != spec["sha256"]:
+        return None
+    return words
+
+
+def _save(path, words):
+    """Keep a decoded table for the next process (written beside, then renamed: readers never see half a file);
+    a folder that cannot be written leaves every process decoding for itself."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as f:
+            np.save(f, words, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass

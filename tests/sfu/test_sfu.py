@@ -127,6 +127,35 @@ def test_tables_decode_to_the_captured_bits():
         tables.decode(bad, spec["ex2_f16"], "ex2_f16")
 
 
+def test_a_decoded_table_is_kept_and_a_damaged_copy_is_not_used(tmp_path, monkeypatch):
+    """The first decode keeps the table in the cache folder; the next process reads it instead of running the
+    predictor; a kept copy whose bits are not the captured ones is decoded afresh (and replaced), never used."""
+    monkeypatch.setenv("TCEMU_CACHE", str(tmp_path))
+    name = "tanh_119_6"
+    spec = tables.meta()["tables"][name]
+    want = tables.decode(tables._archive()[1][name], spec, name)
+    path = tmp_path / "sfu" / f"{spec['sha256']}.npy"
+    tables.table.cache_clear()
+    decodes = []
+    real = tables.decode
+    monkeypatch.setattr(tables, "decode", lambda *a: decodes.append(a[2]) or real(*a))
+    try:
+        assert np.array_equal(tables.table(name), want) and decodes == [name] and path.is_file()
+        tables.table.cache_clear()
+        assert np.array_equal(tables.table(name), want) and decodes == [name]   # read, not decoded
+        kept = np.load(path)
+        kept[7] ^= 1
+        np.save(path, kept)
+        tables.table.cache_clear()
+        assert np.array_equal(tables.table(name), want) and decodes == [name, name]
+        assert np.array_equal(np.load(path), want)   # replaced by the good bits
+        path.write_bytes(b"not a npy file")
+        tables.table.cache_clear()
+        assert np.array_equal(tables.table(name), want) and decodes == [name, name, name]
+    finally:
+        tables.table.cache_clear()
+
+
 def test_replay_catches_a_wrong_table_entry(sample, monkeypatch):
     """The sample is sensitive to the tables: one changed entry of RCP's table fails the cases that read it."""
     meta, c = sample

@@ -12,6 +12,7 @@ import sys
 import sysconfig
 import tempfile
 
+from ...core.cachedir import cache_root
 from ...core.errors import TcemuError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -85,10 +86,6 @@ def driver_source(names) -> str:
              '  _exit(2);', '}']
     lines += [f'__attribute__((weak)) int {n}(void) {{ unsupported("{n}"); return 0; }}' for n in names]
     return "\n".join(lines) + "\n"
-
-
-def cache_root() -> str:
-    return os.environ.get("TCEMU_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tcemu")
 
 
 def library_dir() -> str:
