@@ -431,40 +431,13 @@ def test_3d_and_layered_textures_and_integer_coordinates():
 
 # ---- a gang's warps sample together (the gang version of tex / tld4: tcemu/ptx/ops/texture.py)
 
-GANG = HEADER + """.visible .entry k(.param .u64 t, .param .u64 px, .param .u64 py, .param .u64 po)
-{
-  .reg .pred %p;
-  .reg .b32 %r<16>;
-  .reg .f32 %f<16>;
-  .reg .b64 %rd<8>;
-  mov.u32 %r4, %tid.x;
-  mov.u32 %r5, %ctaid.x;
-  mov.u32 %r6, %ntid.x;
-  mad.lo.u32 %r4, %r5, %r6, %r4;
-  ld.param.u64 %rd1, [t];
-  ld.param.u64 %rd2, [px];
-  ld.param.u64 %rd3, [py];
-  ld.param.u64 %rd4, [po];
-  mul.wide.u32 %rd5, %r4, 4;
-  add.s64 %rd2, %rd2, %rd5;
-  add.s64 %rd3, %rd3, %rd5;
-  ld.global.b32 %r10, [%rd2];
-  ld.global.b32 %r11, [%rd3];
-  mov.b32 %f10, %r10;
-  mov.b32 %f11, %r11;
-  mov.b32 %r0, 7;
-  mov.b32 %r1, 7;
-  mov.b32 %r2, 7;
-  mov.b32 %r3, 7;
-  and.b32 %r7, %r4, 7;
-  setp.ne.u32 %p, %r7, 3;
-  @%p BODY
-  mul.wide.u32 %rd5, %r4, 16;
-  add.s64 %rd4, %rd4, %rd5;
-  st.global.v4.b32 [%rd4], {%r0, %r1, %r2, %r3};
-  ret;
-}
-"""
+def _gang_kernel(body):
+    """_kernel with thread i = %ctaid.x * %ntid.x + %tid.x, every eighth thread's BODY predicated off (its words
+    stay 7)."""
+    keep = ("mov.b32 %r0, 7;\n  mov.b32 %r1, 7;\n  mov.b32 %r2, 7;\n  mov.b32 %r3, 7;\n  and.b32 %r7, %r4, 7;\n"
+            "  setp.ne.u32 %p, %r7, 3;\n  @%p ")
+    return _kernel(keep + body).replace("  mov.u32 %r4, %tid.x;\n", "  mov.u32 %r4, %tid.x;\n  mov.u32 %r5, %ctaid.x;\n"
+                                                                   "  mov.u32 %r6, %ntid.x;\n  mad.lo.u32 %r4, %r5, %r6, %r4;\n")
 
 
 @pytest.mark.parametrize("body, obj", [
@@ -482,7 +455,7 @@ def test_the_warps_of_several_ctas_sample_as_one_gang(body, obj, monkeypatch):
     xs = rng.uniform(-3, 11, n).astype(np.float32).view(np.uint32)
     ys = (rng.uniform(-2, 6, n).astype(np.float32).view(np.uint32) if "a1d" not in body
           else rng.integers(0, 4, n).astype(np.uint32))
-    mod = ptx.load(GANG.replace("BODY", body))
+    mod = ptx.load(_gang_kernel(body))
     calls = []
     real = TX.sample
     monkeypatch.setattr(TX, "sample", lambda *a, **k: calls.append(a[1][0].size) or real(*a, **k))
@@ -502,7 +475,7 @@ def test_the_warps_of_several_ctas_sample_as_one_gang(body, obj, monkeypatch):
 def test_a_fault_in_a_ganged_tex_is_reported_by_the_warps_own_runs():
     """A float coordinate on a texture of linear memory, in every warp: the gang falls back and the first warp's
     own run names it, as without lock-step."""
-    mod = ptx.load(GANG.replace("BODY", TEX1D))
+    mod = ptx.load(_gang_kernel(TEX1D))
     errs = []
     for kw in ({}, {"lockstep": False}):
         with pytest.raises(ptx.KernelFault) as e:
