@@ -2,7 +2,7 @@
 take .ws, K per kind, the scale-vector qualifiers, the bits of an A element in tensor memory, the legal M / N
 (shape_findings) and the whole-form check (check_form). One table for the instruction model (mma.py, instr.py)
 and the PTX operand grammar (tcemu/ptx/ops/tcgen05/mma.py)."""
-from ..core.arch import TCGEN05_KINDS as KINDS
+from ..core.arch import TCGEN05_KINDS as KINDS  # noqa: F401  (the kinds: read from here by instr.py and the PTX ops)
 from ..core.errors import LayoutError
 from ..core.validate import as_bool, as_int, is_int, show
 from ..layout.descriptors import SwizzleMode, as_arch_descriptor

@@ -12,9 +12,9 @@ import numpy as np
 from .. import parser as P
 from .. import texture as TX
 from ..errors import KernelFault, PtxSyntaxError, PtxUnsupported
-from ..types import CONTAINER, TYPES
 from ..lockstep import Batch, slots_of
 from ..signals import Fallback
+from ..types import CONTAINER, TYPES
 from .common import Mods, by_cta, mask_array, where
 from .memory_gang import global_loads_plan
 from .memory_ops import access
