@@ -37,19 +37,33 @@ PROBE_SETUP = 256      # what setting up a probe costs, in instructions (charged
 PROBE_SHARE = 256      # probes stay under 1/256 of a warp's (a CTA's) instructions, plus the first
 GANG_TURNS = 4         # gangs a warp's turn may run (its gang's warps go on with it after a branch splits lanes)
 LANES = np.arange(32, dtype=np.int64)
+# per warp index: its threads' linear indices (read-only, shared by every CTA's warp w); per thread count: a warp's
+# first live mask (copied: exits change it). Grids of many small CTAs make a Warp per CTA.
+_TIDS = []
+_LIVE = [np.arange(32) < n for n in range(33)]
+
+
+def _tids(index: int) -> np.ndarray:
+    while len(_TIDS) <= index:
+        t = len(_TIDS) * 32 + LANES
+        t.setflags(write=False)
+        _TIDS.append(t)
+    return _TIDS[index]
+
+
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 class Warp:
-    def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program, files=None):
+    def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program, files=None, column: int = 0):
         self.cta = cta
         self.index = index
         self.prog = prog
-        for cls, attr in CLASS_ATTR.items():   # views into the CTA's register files (lockstep.Batch slices them)
-            setattr(self, attr, files[attr][:, index] if files is not None else
+        # views of column `column` of a slab's register files (lockstep.Batch slices them), or files of its own
+        for cls, attr in CLASS_ATTR.items():
+            setattr(self, attr, files[attr][:, column] if files is not None else
                     np.zeros((max(prog.nregs[cls], 1), 32), _DTYPES[cls]))
-        self.live = np.zeros(32, bool)
-        self.live[:nthreads] = True
+        self.live = _LIVE[nthreads].copy()
         self.full = nthreads == 32
         self.pc = 0
         self.lane_pc: Optional[np.ndarray] = None
@@ -57,7 +71,7 @@ class Warp:
         self.wait: Optional[str] = None     # what a blocked warp waits on (deadlock reports)
         self.parked_test = False            # blocked on a failing mbarrier test_wait / try_wait
         self.give_up_test = False           # that wait returns False when next run (run_ctas, a stall)
-        self.tid = index * 32 + LANES       # linear thread index in the CTA
+        self.tid = _tids(index)             # linear thread index in the CTA (read-only)
         self.local = LocalMemory(prog.local_size) if prog.local_size else None
         self._special = {}
         self.executed = 0
@@ -192,8 +206,8 @@ class Cta:
         # columns regslot.. of regbase's, which the CTAs admitted after it share (RegisterSlabs)
         slabs = getattr(launch, "slabs", None) or RegisterSlabs(1)   # without a wave: a slab of its own
         self.regbase, self.regslot, serial = slabs.take(prog, nw)
-        self.files = {attr: a[:, self.regslot:self.regslot + nw] for attr, a in self.regbase.items()}
-        self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.files) for w in range(nw)]
+        self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.regbase, self.regslot + w)
+                                  for w in range(nw)]
         for w in self.warps:   # where its registers lie: serial << 32 | column (lockstep._runs)
             w.regcol = serial << 32 | (self.regslot + w.index)
         self.barriers = {}      # named barrier id -> [arrived threads, generation, count, reductions, warps]
@@ -217,7 +231,7 @@ class Cta:
             for attr in CLASS_ATTR.values():
                 setattr(w, attr, None)
             w.regcol = None
-        self.files = self.regbase = None
+        self.regbase = None
 
     def special(self, name: str, w: Warp) -> np.ndarray:
         L = self.launch
