@@ -118,9 +118,9 @@ class SharedMemory:
         except ValueError:
             raise SharedMemoryError("values", f"shape {raw.shape} does not match the addresses {addresses.shape}") \
                 from None
-        for b in range(bits // 8):
-            self.data[addresses + b] = (raw >> (8 * b)) & 0xFF
-            self.written[addresses + b] = True
+        nbytes = bits // 8   # aligned (checked above): one typed store of the elements and of their written flags
+        self.data.view(_LE[bits])[addresses // nbytes] = raw
+        self.written.view(np.uint8).view(_LE[bits])[addresses // nbytes] = int.from_bytes(b"\x01" * nbytes, "little")
 
     def scatter_bytes(self, addresses, raw) -> None:
         """Store element i's bytes raw[i] (shape (n, element bytes), values 0..255) from byte address addresses[i]."""
