@@ -261,13 +261,22 @@ def reads_race_ctas(warps, a, off, nbytes, lens) -> bool:
     sd = None if g is None else g.shadows.get(id(a))
     if sd is None or off.size == 0 or not sd.writers:
         return False
-    ids = np.repeat(np.array([g.cta(W.cta).id for W in warps], np.int64), lens)[:, None]
     P, ix = sd.at_rows(off, nbytes)
-    k = P.w_key[ix]
-    if not ((k >= 0) & (k >> 32 != ids)).any():
+    if not _foreign(g, warps, lens, P.w_key[ix]):
         return False
-    ends = np.cumsum(lens)
-    return any(reads_race(W, a, off[e - n:e], nbytes) for W, n, e in zip(warps, lens, ends))
+    return any(reads_race(W, a, o, nbytes) for W, o in zip(warps, _per_cta(off, lens)))
+
+
+def _foreign(g, warps, lens, keys) -> bool:
+    """Whether a record (keys: (lanes, ...) cta << 32 | epoch, or -1) names another CTA than its lane's (warps: one of
+    each CTA; lens: each one's lanes, in order)."""
+    ids = np.repeat(np.array([g.cta(W.cta).id for W in warps], np.int64), lens)[:, None]
+    return bool(((keys >= 0) & (keys >> 32 != ids)).any())
+
+
+def _per_cta(x, lens):
+    """x's rows, CTA by CTA (lens: each CTA's lanes, in order)."""
+    return np.split(x, np.cumsum(lens)[:-1])
 
 
 def _gang_shadow(W, a, off):
@@ -323,14 +332,10 @@ def writes_race_ctas(warps, a, off, data, lens) -> bool:
     sd = None if g is None else g.shadows.get(id(a))
     if sd is None or off.size == 0:
         return False
-    ids = np.repeat(np.array([g.cta(W.cta).id for W in warps], np.int64), lens)[:, None]
     P, ix = sd.at_rows(off, data.shape[1])
-    for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key")):
-        if who:
-            k = getattr(P, keys)[ix]
-            if ((k >= 0) & (k >> 32 != ids)).any():
-                ends = np.cumsum(lens)
-                return any(writes_race(W, a, off[e - n:e], data[e - n:e]) for W, n, e in zip(warps, lens, ends))
+    if any(who and _foreign(g, warps, lens, getattr(P, keys)[ix])
+           for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key"))):
+        return any(writes_race(W, a, o, d) for W, o, d in zip(warps, _per_cta(off, lens), _per_cta(data, lens)))
     return False
 
 

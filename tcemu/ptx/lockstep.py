@@ -41,7 +41,6 @@ PRIVATE = frozenset({
     "copysign", "testp", "mul24", "mad24", "sad", "szext", "bmsk", "isspacep", "dp4a", "dp2a"})
 _CLOCKS = ("%clock", "%globaltimer")   # each read advances the CTA's clock: not private
 MAX_PASSES = 4                         # tries of a blocking instruction within one gang step
-_LANES = np.arange(32, dtype=np.int64)  # as machine.LANES (Warp.tid)
 
 MODE = os.environ.get("TCEMU_LOCKSTEP", "1")
 ENABLED = MODE != "0"
@@ -186,7 +185,7 @@ class Batch:
             if name[1] == "c":   # the same in every lane of a warp
                 return np.repeat(np.array([w.cta.ctaid[axis] for w in ws], np.int64)[:, None], 32, axis=1)
             bx, by, _ = ws[0].cta.launch.block
-            t = np.array([w.index for w in ws], np.int64)[:, None] * 32 + _LANES
+            t = np.stack([w.tid for w in ws])   # linear thread indices in the CTA
             return (t % bx, (t // bx) % by, t // (bx * by))[axis]
         return np.stack([w.special(name) for w in self.warps])
 

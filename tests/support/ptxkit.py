@@ -179,7 +179,6 @@ def launch_matmul(name, M, N, K, edit=None, **kw):
     return a, (b if kn else b.T.copy()), c, tc, ta
 
 
-
 def two_cta_kernel(body: str, stride: int = 4) -> str:
     """A kernel k(data, flag) whose CTAs meet in global memory (tests/ptx/test_global_races.py, test_granular.py):
     CTA c, thread t: %r1 = tid, %r2 = ctaid, %rd1 = data + stride t, %rd2 = &flag, %r3 = t + 1 + 100 c,

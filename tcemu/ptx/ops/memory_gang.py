@@ -12,7 +12,6 @@ import numpy as np
 from .. import graces, races
 from ...core.errors import TcemuError
 from ..lockstep import Batch
-from ..machine import LANES
 from ..memory import WINDOW_SIZE, WINDOWS, from_bytes
 from ..signals import Fallback
 from .common import by_cta, repeats
@@ -166,9 +165,7 @@ def global_loads_plan(parts, nbytes, wh):
 
     def land():
         if checked:
-            ends = np.cumsum(lens)
-            graces.record_reads_ctas([(p[0], off[e - n:e], p[2]) for p, n, e in zip(parts, lens, ends)], a,
-                                     nbytes, wh)
+            graces.record_reads_ctas([(p[0], o, p[2]) for p, o in zip(parts, _split(off, lens))], a, nbytes, wh)
     return raw, land
 
 
@@ -278,7 +275,7 @@ def _global_lanes(pairs, touched, gets, get_addr, nbytes, pack):
     acts = [m if m is not None else (None if W.full else W.live) for W, m in pairs]
     addrs = np.broadcast_to(get_addr(B), (nw, 32))
     vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
-    tids = np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES
+    tids = np.stack([W.tid for W in warps])
     if all(a is None for a in acts):
         counts = [32] * nw
         addrs, vals, tids = addrs.reshape(-1), vals.reshape(nw * 32, -1), tids.reshape(-1)

@@ -214,12 +214,12 @@ def c_tex(ins, prog, pc):
         tids = np.concatenate([W.tid for W in warps])
         lands = []
         fetcher = _gang_fetcher([ms[0][0] for _, ms in groups], np.repeat(cta_of, 32), tids, lands, wh)
-        shape = (len(warps) * 32,)
+
+        def flat(get):   # an operand's (warps, 32) values (a constant broadcast), lane after lane
+            return np.broadcast_to(get(B), (len(warps), 32)).reshape(-1)
         try:
-            descs = _descs(warps[0], np.broadcast_to(get_handle(B), (len(warps), 32)).reshape(shape), acts, wh,
-                           "texture", geom)
-            words = words_of(descs, [np.broadcast_to(g(B), (len(warps), 32)).reshape(shape) for g in get_coords],
-                             None if get_layer is None else np.broadcast_to(get_layer(B), (len(warps), 32)).reshape(shape),
+            descs = _descs(warps[0], flat(get_handle), acts, wh, "texture", geom)
+            words = words_of(descs, [flat(g) for g in get_coords], None if get_layer is None else flat(get_layer),
                              fetcher)
         except (KernelFault, PtxUnsupported):
             raise Fallback from None
