@@ -28,7 +28,8 @@ import numpy as np
 from numba import njit
 
 from .formats import INF, decode_float
-from .rounding import IEEE, OVF_INF, RN, RZ, bitlen, round_bits_f64, round_pack, split_float64
+from . import rounding as R
+from .rounding import IEEE, OVF_INF, RN, RZ, bitlen, round_bits_f64, split_float64
 
 
 NO_TERM = -(1 << 20)   # alignment of a zero or special element: never the maximum, sums stay in int32
@@ -149,7 +150,7 @@ def _round(x, keep, emin, emax, rne):
         return 0.0
     eb, bias = bitlen(emax - emin + 2), 1 - emin
     sig, exp = split_float64(abs(x))
-    bits = round_pack(0, sig, exp, False, eb, keep, bias, IEEE, 0, RN if rne else RZ, False, OVF_INF)
+    bits = R.round_pack(0, sig, exp, False, eb, keep, bias, IEEE, 0, RN if rne else RZ, False, OVF_INF)
     cls, _, sig, exp = decode_float(bits, eb, keep, bias, IEEE, 0, 0)
     r = math.inf if cls == INF else math.ldexp(float(sig), exp)
     return -r if (x < 0.0 and r != 0.0) else r

@@ -29,7 +29,8 @@ from numba import njit
 from ..core.errors import LayoutError
 from .dtypes import CONTAINER, NUMPY_TYPES, TYPE_TABLE
 from .formats import FINITE, INF, NAN, ZERO, decode_float, format_args, get_format
-from .rounding import IEEE, OVF_INF, RNE, RZ, bitlen, round_pack, round_pack_inline
+from . import rounding as R
+from .rounding import IEEE, OVF_INF, RNE, RZ, bitlen, round_pack_inline
 from ..core.validate import MAX_ELEMENTS, as_array, as_bool, as_choice, as_int, as_int_array, as_uint_bits, show
 
 CLS, SIGN, SIG, LSB, ALIGN = range(5)
@@ -97,7 +98,7 @@ def _shift(x, n):
 def round_to_float(mag, u, keep, out_man, emin, bias, emax_field, rounding):
     """(exponent field, mantissa) of mag * 2^u (mag > 0) rounded once (rounding.round_pack) to a float with `keep`
     fraction bits stored in `out_man` mantissa bits and exponents from emin = 1 - bias; overflow gives inf."""
-    bits = round_pack(0, mag, u, False, bitlen(emax_field), keep, bias, IEEE, out_man - keep, rounding, False, OVF_INF)
+    bits = R.round_pack(0, mag, u, False, bitlen(emax_field), keep, bias, IEEE, out_man - keep, rounding, False, OVF_INF)
     return np.int64(bits >> np.uint64(out_man)), np.int64(bits & np.uint64((1 << out_man) - 1))
 
 

@@ -12,8 +12,9 @@ import numpy as np
 from numba import njit
 
 from .dtypes import NUMPY_TYPES as ELEMENT_NUMPY_TYPES, TYPE_TABLE
+from . import rounding as R
 from .rounding import (E8M0, FN, IEEE, NONE, OVF_IEEE, OVF_SATURATE, RNA, RNE, RZ, nan_bits, pack_inf, pack_max,
-                       pack_zero, round_pack, split_float64)
+                       pack_zero, split_float64)
 from ..core.errors import LayoutError
 from ..core.validate import show
 
@@ -169,7 +170,7 @@ def encode_float(x, exp_bits, man_bits, bias, special, signed, shift, rounding, 
     if a == 0.0:  # E8M0 has no zero: pattern 0 is its smallest value 2^-127 (CUDA rz)
         return np.int64(pack_zero(sign, exp_bits, man_bits, shift))
     sig, exp = split_float64(a)
-    return np.int64(round_pack(sign, sig, exp, False, exp_bits, man_bits, bias, special, shift, rounding, False,
+    return np.int64(R.round_pack(sign, sig, exp, False, exp_bits, man_bits, bias, special, shift, rounding, False,
                                OVF_SATURATE if saturate else OVF_IEEE))
 
 

@@ -172,13 +172,25 @@ def round_integral(m, e, s, mode):
     return kept + rounds_up(cmp, (kept & 1) == 1, mode, s), False
 
 
-# One signature: its callers pass constants (0, False, OVF_IEEE), which numba would type as literals and compile
-# again for each combination (3-4 s each; the test suite made 11).
-@njit("uint64(int64, int64, int64, boolean, int64, int64, int64, int64, int64, int64, boolean, int64)", cache=True)
-def round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow):
+def _round_pack_entry(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow):
     """The container pattern (uint64) of (-1)^sign * [sig + (0 or a fraction if sticky)] * 2^exp rounded once;
     see _round_pack."""
     return _round_pack(sign, sig, exp, sticky, eb, mb, bias, special, shift, mode, ftz, overflow)
+
+
+# round_pack: one explicit signature, since its callers pass constants (0, False, OVF_IEEE) that numba would type as
+# literals and compile again per combination (3-4 s each; the test suite made 11). An explicit signature compiles
+# (or loads from numba's cache, which sets numba up: ~0.5 s) when it is declared, so it is declared on first use
+# (PEP 562): callers name it through the module (`from . import rounding as R`; `R.round_pack`), and importing
+# tcemu.arith.rounding stays cheap.
+_ROUND_PACK_SIG = "uint64(int64, int64, int64, boolean, int64, int64, int64, int64, int64, int64, boolean, int64)"
+
+
+def __getattr__(name):
+    if name == "round_pack":
+        fn = globals()["round_pack"] = njit(_ROUND_PACK_SIG, cache=True)(_round_pack_entry)
+        return fn
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @njit(cache=True, inline="always")

@@ -7,7 +7,8 @@ import numpy as np
 
 from ..arith.fdp import decode_operand, fused_dot, grouped_dot
 from ..arith.formats import decode_int, encode, get_format
-from ..arith.rounding import IEEE, OVF_IEEE, RN, round_pack, split_fraction
+from ..arith import rounding as R
+from ..arith.rounding import IEEE, OVF_IEEE, RN, split_fraction
 from ..blackwell.mma import _fold_scale
 from .plan import _OUT, _STORE, _split_ranges
 
@@ -127,7 +128,7 @@ def _fma_f32_exact(s, t, m):
         if q == 0:
             out.flat[idx] = float(np.float32(x * y + z))  # exact zero: IEEE sign rule (x * y is exact)
             continue
-        bits = round_pack(*split_fraction(q), 8, 23, 127, IEEE, 0, RN, False, OVF_IEEE)  # f32, RN
+        bits = R.round_pack(*split_fraction(q), 8, 23, 127, IEEE, 0, RN, False, OVF_IEEE)  # f32, RN
         out.flat[idx] = float(np.uint32(bits).view(np.float32))
     return out
 

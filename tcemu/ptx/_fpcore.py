@@ -10,8 +10,9 @@ import math
 import numpy as np
 from numba import njit
 
+from ..arith import rounding as R
 from ..arith.rounding import (FN, IEEE, NONE, OVF_IEEE, OVF_SATURATE, RM, RN, RNA, RP, RZ, bitlen,  # noqa: F401
-                              nan_bits, pack_inf, pack_max, pack_zero, round_integral, round_pack)
+                              nan_bits, pack_inf, pack_max, pack_zero, round_integral)
 # Operand classes.
 ZERO, FIN, INF, NAN = 0, 1, 2, 3
 # Arithmetic op codes.
@@ -146,7 +147,7 @@ def add_exact(sx, hx, lx, ex, sy, hy, ly, ey, mode, eb, mb, bias, special, shift
         if hi == 0 and lo == 0 and not sticky:
             return pack_zero(1 if mode == RM else 0, eb, mb, shift)
     sig, e, st = compress(hi, lo, E, sticky)
-    return round_pack(sign, sig, e, st, eb, mb, bias, special, shift, mode, ftz, overflow)
+    return R.round_pack(sign, sig, e, st, eb, mb, bias, special, shift, mode, ftz, overflow)
 
 
 @njit(cache=True)
@@ -181,9 +182,9 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
             s = (sx | sy) if mode == RM else (sx & sy)
             return pack_zero(s, eb, mb, shift)
         if cx == ZERO:
-            return round_pack(sy, my, ey, False, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
+            return R.round_pack(sy, my, ey, False, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         if cy == ZERO:
-            return round_pack(sx, mx, ex, False, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
+            return R.round_pack(sx, mx, ex, False, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         return add_exact(sx, np.int64(0), mx, ex, sy, np.int64(0), my, ey, mode, eb, mb, bias, special, shift,
                          ftz, OVF_IEEE)
     if op == MUL or op == FMA:
@@ -197,7 +198,7 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
                 return pack_zero(sp, eb, mb, shift)
             hi, lo = mul53(mx, my)
             sig, e, st = compress(hi, lo, ex + ey, False)
-            return round_pack(sp, sig, e, st, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
+            return R.round_pack(sp, sig, e, st, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         # fma: x * y + z
         if cx == INF or cy == INF:
             if cz == INF and sz != sp:
@@ -209,11 +210,11 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
             if cz == ZERO:
                 s = (sp | sz) if mode == RM else (sp & sz)
                 return pack_zero(s, eb, mb, shift)
-            return round_pack(sz, mz, ez, False, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
+            return R.round_pack(sz, mz, ez, False, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         hi, lo = mul53(mx, my)
         if cz == ZERO:
             sig, e, st = compress(hi, lo, ex + ey, False)
-            return round_pack(sp, sig, e, st, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
+            return R.round_pack(sp, sig, e, st, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
         return add_exact(sp, hi, lo, ex + ey, sz, np.int64(0), mz, ez, mode, eb, mb, bias, special, shift,
                          ftz, OVF_IEEE)
     if op == RCP:
@@ -246,7 +247,7 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
                 r -= my
                 q |= 1
             r <<= 1
-        return round_pack(sq, q, e - (nbits - 1), r != 0, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
+        return R.round_pack(sq, q, e - (nbits - 1), r != 0, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
     # SQRT
     if cx == ZERO:
         return pack_zero(sx, eb, mb, shift)
@@ -271,7 +272,7 @@ def arith1(op, x, y, z, eb, mb, bias, special, shift, mode, ftz, nanmode):
             root = (root << 1) | 1
         else:
             root <<= 1
-    return round_pack(0, root, ex // 2 - k, rem != 0, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
+    return R.round_pack(0, root, ex // 2 - k, rem != 0, eb, mb, bias, special, shift, mode, ftz, OVF_IEEE)
 
 
 @njit(cache=True)
@@ -311,7 +312,7 @@ def convert_kernel(xs, seb, smb, sbias, sspecial, sshift, ftz_in, deb, dmb, dbia
             else:
                 out[i] = pack_inf(s, deb, dmb, dspecial, dshift)
         else:
-            out[i] = round_pack(s, m, e, False, deb, dmb, dbias, dspecial, dshift, mode, ftz_out,
+            out[i] = R.round_pack(s, m, e, False, deb, dmb, dbias, dspecial, dshift, mode, ftz_out,
                                 OVF_SATURATE if satfinite else OVF_IEEE)
 
 
@@ -366,9 +367,9 @@ def int_to_float_kernel(mag, neg, eb, mb, bias, special, shift, mode, out):
         if u >= np.uint64(1 << 62):
             sig = np.int64(u >> np.uint64(2))
             st = (u & np.uint64(3)) != np.uint64(0)
-            out[i] = round_pack(s, sig, np.int64(2), st, eb, mb, bias, special, shift, mode, False, OVF_IEEE)
+            out[i] = R.round_pack(s, sig, np.int64(2), st, eb, mb, bias, special, shift, mode, False, OVF_IEEE)
         else:
-            out[i] = round_pack(s, np.int64(u), np.int64(0), False, eb, mb, bias, special, shift, mode, False,
+            out[i] = R.round_pack(s, np.int64(u), np.int64(0), False, eb, mb, bias, special, shift, mode, False,
                                 OVF_IEEE)
 
 
@@ -388,7 +389,7 @@ def integral_kernel(xs, eb, mb, bias, special, shift, ftz, mode, nan_out, out):
             if n == 0:
                 out[i] = pack_zero(s, eb, mb, shift)
             else:
-                out[i] = round_pack(s, n, np.int64(0), False, eb, mb, bias, special, shift, RN, False, OVF_IEEE)
+                out[i] = R.round_pack(s, n, np.int64(0), False, eb, mb, bias, special, shift, RN, False, OVF_IEEE)
 
 
 @njit(cache=True)
