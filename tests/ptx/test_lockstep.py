@@ -311,6 +311,46 @@ def test_a_gangs_ld_param_is_one_load_for_all_its_warps(monkeypatch):
     assert np.array_equal(alone, out) and len(calls) == 16
 
 
+def test_a_gangs_ld_param_through_a_register_is_one_load_where_every_lane_names_one_offset(monkeypatch):
+    """ld.param [%rd+k] (CUTLASS reads its Params struct so): where the register holds one offset in every lane of
+    every warp, one load for the gang; where it does not (here: an offset from %tid), warp by warp. Bits as warps
+    one at a time either way."""
+    from tcemu.ptx.ops import memory_ops
+    calls = []
+    real = memory_ops.access
+
+    def spy(W, space, *a, **k):
+        if space == "param":
+            calls.append(W.cta.ctaid)
+        return real(W, space, *a, **k)
+    monkeypatch.setattr(memory_ops, "access", spy)
+    params = ".param .u64 out, .param .u32 x, .param .u32 y"
+    prologue = "  mov.u64 %rd6, x;\n" + OUT_PROLOGUE.replace("[out]", "[%rd6+-8]")   # out sits 8 bytes before x
+
+    def body(offset):
+        return f"""\
+  {offset}
+  ld.param.u32 %r2, [%rd7+4];
+  add.u32 %r2, %r2, %r0;
+  st.global.u32 [%rd1], %r2;
+  ret;
+"""
+    uniform = body("mov.u64 %rd7, %rd6;")
+    per_lane = body("cvt.u64.u32 %rd7, %r0;\n  and.b64 %rd7, %rd7, 4;\n  sub.s64 %rd7, %rd6, %rd7;")
+    kw = dict(params=params, prologue=prologue, block=128, args=[np.uint32(7), np.uint32(100)])
+    tid = np.arange(128, dtype=np.uint32)
+    out = run(uniform, **kw)
+    assert np.array_equal(out, tid + 100) and len(calls) == 2   # [%rd6+-8] and [%rd7+4]: one load each
+    calls.clear()
+    assert np.array_equal(run(uniform, lockstep=False, **kw), out) and len(calls) == 8   # 4 warps, two loads each
+    calls.clear()
+    out = run(per_lane, **kw)   # lanes with bit 2 of %tid set read 4 bytes lower: x instead of y
+    want = np.where(tid & 4, 7, 100).astype(np.uint32) + tid
+    assert np.array_equal(out, want) and len(calls) == 1 + 4   # the uniform load once, then warp by warp
+    calls.clear()
+    assert np.array_equal(run(per_lane, lockstep=False, **kw), want)
+
+
 def test_special_registers_of_a_batch_are_each_warps_own():
     """lockstep.Batch.special gives %tid and %ctaid for all the batch's warps at once: a 2-D block of 16 x 4
     threads (two warps a CTA) in a 2 x 3 grid, each thread storing tid.x | tid.y << 8 | ctaid.x << 16 |

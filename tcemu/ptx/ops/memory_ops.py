@@ -231,22 +231,29 @@ def c_ld(ins, prog, pc):
                 s(W, full, act)
     if not strong and space in GANG_SPACES:
         op.gang = ld_gang(space, get_addr, ebytes * vec, cont, sets, wh)
-    elif space == "param" and not slots_of(prog, [ins.operands[1]]):
-        op.gang = _param_gang(get_addr, ebytes * vec, cont, sets, slots_of(prog, dests), wh)
+    elif space == "param":
+        op.gang = _param_gang(get_addr, ebytes * vec, cont, sets, slots_of(prog, dests),
+                              slots_of(prog, [ins.operands[1]]), wh)
     return op
 
 
-def _param_gang(get_addr, nbytes, cont, sets, dests, wh):
-    """op.gang of ld.param at an address that names no register: one load of the launch's parameter bytes, the
-    same for every warp, into all the gang's registers at once (lockstep.Batch)."""
+def _param_gang(get_addr, nbytes, cont, sets, dests, base, wh):
+    """op.gang of ld.param where every lane of every warp reads one address (a constant one, or a register holding
+    the same offset everywhere: CUTLASS's [%rd+k] into its Params struct): one load of the launch's parameter bytes
+    into all the gang's registers at once (lockstep.Batch); other addresses run warp by warp."""
+    touched = {c: np.union1d(dests.get(c, np.zeros(0, int)), base.get(c, np.zeros(0, int))) for c in {*dests, *base}}
+
     def gang(pairs):
         W = pairs[0][0]
+        B = Batch([W for W, _ in pairs], touched)
+        addrs = get_addr(B if base else W)
+        if base and (addrs != addrs.flat[0]).any():
+            raise Fallback
         try:
-            raw = access(W, "param", get_addr(W), W.tid, nbytes, wh)
+            raw = access(W, "param", np.broadcast_to(addrs.flat[0], (32,)), W.tid, nbytes, wh)
         except TcemuError:
             raise Fallback from None   # each warp's own load reports it
         vals = from_bytes(raw, cont)   # (32, vec): every lane of every warp reads the same bytes
-        B = Batch([W for W, _ in pairs], dests)
         for i, s in enumerate(sets):
             s(B, vals[:, i], None)
         B.store(dests)
