@@ -32,11 +32,6 @@ PROBE_STEPS = 4096   # instructions one probe single-steps at most
 MAX_READS = 4096     # distinct bytes a proven cycle may read (a spin reads a few flags)
 WRITE_LOG = 1 << 16  # global / shared stores remembered for last-writer reports
 
-# the instructions a proven cycle may not hold: they change state outside the warp and the global/shared bytes
-# the probe watches (PTX ISA 9.7.12.1 bar / barrier, 9.7.13.15 mbarrier, 9.7.9.25 cp.async and the bulk copies,
-# 9.7.15 wgmma, 9.7.16 tcgen05), or end or leave the loop (call, ret, exit, trap)
-_BLOCKED = {"call", "ret", "exit", "trap", "brkpt", "discard", "applypriority", "mbarrier", "tensormap", "tcgen05",
-            "wgmma", "barrier", "cp"}
 _REGS = tuple(CLASS_ATTR.values())
 
 
@@ -48,15 +43,9 @@ def _allowed(prog, cta_barriers: bool) -> np.ndarray:
     """Per PC: may a proven cycle execute this instruction; cta_barriers: bar / barrier (not .cluster) too, for
     a probe of a CTA's warps together (cached on the program)."""
     cache = getattr(prog, "_probe_ok", None)
-    if cache is None:
-        ok = np.zeros(len(prog.instrs) + 1, bool)   # the last entry: past the end
-        bar = np.zeros(len(prog.instrs) + 1, bool)
-        for pc, ins in enumerate(prog.instrs):
-            parts = ins.opcode.split(".")
-            bar[pc] = parts[0] == "bar" or (parts[0] == "barrier" and parts[1:2] != ["cluster"])
-            ok[pc] = not (parts[0] in _BLOCKED or "async" in parts or parts[:2] == ["fence", "proxy"]
-                          or (parts[0] == "bar" and parts[1:2] != ["warp"]))
-        cache = prog._probe_ok = (ok, ok | bar)
+    if cache is None:   # the op table's columns (optable.py)
+        ok = prog.table.spin_ok
+        cache = prog._probe_ok = (ok, ok | prog.table.cta_barrier)
     return cache[1] if cta_barriers else cache[0]
 
 

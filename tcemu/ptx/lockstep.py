@@ -26,41 +26,18 @@ from typing import Dict, List
 
 import numpy as np
 
-from . import parser as P
 from ..core.errors import TcemuError
 from .errors import KernelFault, PtxError
 from .chains import settle
 from .program import CLASS_ATTR, regs_of
 from .signals import BLOCK, Fallback
 
-# opcodes whose semantics read and write only registers (ops/integer.py, floating.py, data.py, convert.py)
-PRIVATE = frozenset({
-    "add", "sub", "mul", "mad", "div", "rem", "abs", "neg", "min", "max", "and", "or", "xor", "not", "cnot",
-    "shl", "shr", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "bfe", "bfi", "prmt", "lop3", "shf",
-    "popc", "clz", "brev", "bfind", "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh",
-    "copysign", "testp", "mul24", "mad24", "sad", "szext", "bmsk", "isspacep", "dp4a", "dp2a"})
-_CLOCKS = ("%clock", "%globaltimer")   # each read advances the CTA's clock: not private
 MAX_PASSES = 4                         # tries of a blocking instruction within one gang step
 
 MODE = os.environ.get("TCEMU_LOCKSTEP", "1")
 ENABLED = MODE != "0"
 FORCE = MODE == "force"
 GANG_OPS = True                        # ops' gang versions (tests turn them off to compare)
-
-
-def _private(ins, op) -> bool:
-    parts = ins.opcode.split(".")
-    if parts[0] not in PRIVATE or "cc" in parts or getattr(op, "refused", False):
-        return False
-    return not any(o.name.startswith(_CLOCKS) for o in _specials(ins.operands))
-
-
-def _specials(ops):
-    for o in ops:
-        if isinstance(o, P.Special):
-            yield o
-        elif isinstance(o, P.Vec):
-            yield from _specials(o.items)
 
 
 def analyse(prog, code) -> None:
@@ -70,9 +47,10 @@ def analyse(prog, code) -> None:
     end = np.arange(n + 1)
     touched: List[Dict[int, set]] = [None] * (n + 1)
     written: List[Dict[int, set]] = [None] * (n + 1)
+    private = prog.table.private   # the op table's column (optable.py), less forms their op refuses
     for pc in range(n - 1, -1, -1):
         ins = prog.instrs[pc]
-        if not ENABLED or not _private(ins, code[pc]):
+        if not ENABLED or not private[pc] or getattr(code[pc], "refused", False):
             continue
         end[pc] = end[pc + 1] if end[pc + 1] > pc + 1 else pc + 1
         t = {c: set(s) for c, s in (touched[pc + 1] or {}).items()}

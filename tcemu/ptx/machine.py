@@ -637,7 +637,7 @@ def stuck(clusters, spins, grid, log) -> Deadlock:
     """The Deadlock of a resident set in which every unfinished warp is blocked or proven to spin."""
     ctas = [c for r in clusters for c in r.ctas]
     prog = ctas[0].prog
-    untracked = any(i.opcode.startswith("cp.") for i in prog.instrs)
+    untracked = prog.table.uses("cp.async", "bulk")   # copies land without a store the write log sees
     body = []
     for c in ctas:
         lines = c.report().split("\n")

@@ -16,6 +16,7 @@ from . import callgraph, contract
 from . import parser as P
 from .errors import PtxLimit, PtxSyntaxError, PtxUnsupported
 from .memory import SMEM_RESERVED
+from .optable import Columns
 from .types import CONTAINER, MASKS, PtxType, ptx_type, resize
 
 CLASS_ATTR = {1: "rp", 8: "r8", 16: "r16", 32: "r32", 64: "r64"}
@@ -57,8 +58,10 @@ class Program:
         self.local_size = 0
         self._layout()
         self.code: List[Callable] = []
-        # per pc (plus the fell-off slot): does the instruction wait for the other lanes of its warp?
-        self.converge = np.array([warp_synchronous(i) for i in self.instrs] + [False], bool)
+        # per pc (plus the fell-off slot): the op table's columns; does the instruction wait for the other lanes
+        # of its warp?
+        self.table = Columns(self.instrs)
+        self.converge = self.table.warp_sync
         # per pc: a called function's ret (a diverged warp whose lanes all wait runs these first: machine.py)
         self.callee_ret = np.zeros(len(self.instrs) + 1, bool)
         for pcs in self.ret_pcs.values():
@@ -338,15 +341,6 @@ def rename(ins: P.Instruction, owner: str, names) -> P.Instruction:
         return op
     guard = (f"{owner}::{ins.guard[0]}", ins.guard[1]) if ins.guard else None
     return dataclasses.replace(ins, operands=[r(o) for o in ins.operands], guard=guard, owner=owner)
-
-
-def warp_synchronous(ins: P.Instruction) -> bool:
-    """Instructions that wait for the other lanes of their warp (.sync with a membermask, .aligned, CTA
-    barriers): in a diverged warp, lanes that reach one wait there while other lanes can still run."""
-    parts = ins.opcode.split(".")
-    if ins.owner and parts[0] == "ret":  # lanes returning from a call wait for the call's other lanes
-        return True
-    return parts[0] in ("bar", "barrier") or "sync" in parts or "aligned" in parts
 
 
 def base_opcode(opcode: str) -> List[str]:

@@ -9,6 +9,7 @@ from .chains import settle
 from .errors import HazardError, WgmmaSerializedWarning
 from .ops.common import where
 from .ops.wgmma import serialize
+from .optable import has_dest
 from .program import Program, regs_of
 from .signals import Fallback
 
@@ -53,10 +54,6 @@ def guarded(op, ins: P.Instruction, prog: Program):
     return guarded
 
 
-_NO_DEST = ("st", "stmatrix", "red", "bar", "barrier", "cp", "mbarrier", "wgmma", "tcgen05", "prefetch", "fence",
-            "membar", "bra", "brx", "ret", "exit", "call", "trap", "tensormap", "griddepcontrol", "setmaxnreg",
-            "nanosleep")
-
 
 def hazard_checked(op, ins: P.Instruction, prog: Program):
     """Wrap an instruction that touches a wgmma register: it may not while the wgmma is in flight, and its
@@ -69,7 +66,7 @@ def hazard_checked(op, ins: P.Instruction, prog: Program):
     touched = frozenset(refs & prog.wgmma_slots)
     if not touched:
         return op
-    writes = frozenset() if ins.opcode.split(".")[0] in _NO_DEST or not ins.operands else \
+    writes = frozenset() if not has_dest(ins) else \
         frozenset({prog.slots[r.name] for r in regs_of(ins.operands[0]) if r.name in prog.slots} & touched)
     wh = where(ins)
     touched32 = frozenset(s.index for s in touched if s.cls == 32)

@@ -14,6 +14,7 @@ from ..ptx.errors import KernelFault
 from ..ptx.machine import BLOCK, DIVERGED, EXITED
 from ..ptx.module import Module
 from ..ptx import parser as P
+from ..ptx.optable import has_dest
 from ..ptx.program import CLASS_ATTR
 from .params import REQUIRED, Params, ServeError
 from .ptxlinks import links, typed
@@ -28,10 +29,6 @@ SECONDS = 5.0                  # wall-clock budget of one run
 MAX_ARRAY_ELEMENTS = 1 << 20   # per zeros:/random: argument
 SHOWN_VALUES = 64              # elements of each array argument returned after the run
 SHOWN_REGS = 4                 # destination registers shown per instruction (wgmma writes up to 128)
-# instructions whose first operand is not a destination (their effects are on memory, barriers or control)
-_NO_DEST = ("st", "stmatrix", "red", "bar", "barrier", "cp", "mbarrier", "wgmma", "tcgen05", "prefetch", "fence",
-            "membar", "bra", "brx", "ret", "exit", "call", "trap", "tensormap", "griddepcontrol", "setmaxnreg",
-            "nanosleep", "prefetchu", "applypriority", "discard", "elect", "multimem")
 
 
 class _Stop(Exception):
@@ -175,7 +172,7 @@ def ptx_view(raw, *, seconds: float = SECONDS) -> dict:
         if len(rows) >= limit:
             raise _Stop(f"the trace reached its limit of {limit} instructions")
         dests, more = [], 0
-        if ins is not None and control is not BLOCK and ins.operands and ins.opcode.split(".")[0] not in _NO_DEST:
+        if ins is not None and control is not BLOCK and has_dest(ins):
             regs = _regs(ins.operands[0])
             more = max(len(regs) - SHOWN_REGS, 0)
             for r in regs[:SHOWN_REGS]:
