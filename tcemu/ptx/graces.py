@@ -300,7 +300,7 @@ def record_reads_ctas(parts, a, nbytes, wh):
         return
     g, _, sd = got
     mes = [g.cta(W.cta) for W, _, _ in parts]
-    keys = np.concatenate([np.full(p[1].size, me.id << 32 | me.epoch, np.int64) for me, p in zip(mes, parts)])
+    keys = np.repeat(np.array([me.id << 32 | me.epoch for me in mes], np.int64), [p[1].size for p in parts])
     _note_reads(g, sd, [me.id for me in mes], keys[:, None], np.concatenate([p[1] for p in parts]), nbytes,
                 np.concatenate([p[2] for p in parts]), wh)
 

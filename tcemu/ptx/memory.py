@@ -16,7 +16,7 @@ import numpy as np
 from . import races
 from .errors import HazardError, MemoryFault
 from .granular import whole_granules
-from .rows import gather, scatter
+from .rows import gather, gather_starts, scatter, scatter_starts
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -163,7 +163,7 @@ class GlobalMemory:
         if a == "multi":
             return np.stack([self.load(addrs[j:j + 1], nbytes, lanes[j:j + 1], where)[0]
                              for j in range(addrs.size)])
-        return a.data[off[:, None] + np.arange(nbytes)]
+        return gather_starts(a.data, off, nbytes)
 
     def store(self, addrs: np.ndarray, data: np.ndarray, lanes, where: str) -> None:
         nbytes = data.shape[1]
@@ -176,7 +176,7 @@ class GlobalMemory:
             return
         if not a.writable:
             raise MemoryFault(where, f"thread {lanes[0]} writes to read-only '{a.name}'")
-        a.data[off[:, None] + np.arange(nbytes)] = data
+        scatter_starts(a.data, off, data)
 
 
 # per-byte shadow state of a SharedWindow: name -> (dtype, initial value)

@@ -49,6 +49,24 @@ def gather(arr, spots):
     return arr[spots]
 
 
+def gather_starts(arr, starts, w):
+    """arr[starts[:, None] + 0..w-1] without making those offsets: rows of w bytes at starts aligned to w (w a power
+    of two), else the general gather."""
+    if w > 1 and w & (w - 1) == 0 and starts.size and not (starts & (w - 1)).any():
+        return np.take(_rows(arr, w), starts // w, axis=0)
+    return arr[starts[:, None] + np.arange(w)]
+
+
+def scatter_starts(arr, starts, values):
+    """arr[starts[:, None] + 0..w-1] = values ((n, w) of arr's dtype) without making those offsets, as
+    gather_starts."""
+    w = values.shape[1]
+    if w > 1 and w & (w - 1) == 0 and starts.size and not (starts & (w - 1)).any() and arr.flags.c_contiguous:
+        _items(arr, w)[starts // w] = np.ascontiguousarray(values, arr.dtype).view(_items(arr, w).dtype).reshape(-1)
+    else:
+        arr[starts[:, None] + np.arange(w)] = values
+
+
 def _items(arr, w):
     """arr's whole rows of w as one void item each (arr 1-D and contiguous: every shadow is)."""
     n = arr.shape[0] // w

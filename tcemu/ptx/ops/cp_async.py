@@ -13,7 +13,7 @@ from ..machine import LANES
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ...core.errors import TcemuError
 from ..lockstep import Batch, slots_of
-from ..rows import gather, scatter
+from ..rows import gather, gather_starts, scatter
 from ..signals import Fallback
 from ..types import TYPES
 from .common import Mods, by_cta, mask_array, operands, repeats, where
@@ -142,7 +142,7 @@ def c_cp_async(ins, prog, pc):
                 raise Fallback from None
             if alloc is None or alloc == "multi":
                 raise Fallback
-            data[reads] = alloc.data[off[:, None] + span]
+            data[reads] = gather_starts(alloc.data, off, nbytes)
         srcs = srcs.astype(np.int64)
         if n is not None:
             data = np.where(span[None, :] < n[:, None], data, 0).astype(np.uint8)

@@ -13,6 +13,7 @@ from .. import graces, races
 from ...core.errors import TcemuError
 from ..lockstep import Batch
 from ..memory import WINDOW_SIZE, WINDOWS, from_bytes
+from ..rows import gather_starts
 from ..signals import Fallback
 from .common import by_cta, repeats
 
@@ -161,7 +162,7 @@ def global_loads_plan(parts, nbytes, wh):
     warps, lens = [p[0] for p in parts], [len(p[1]) for p in parts]
     if checked and graces.reads_race_ctas(warps, a, off, nbytes, lens):
         raise Fallback
-    raw = a.data[off[:, None] + np.arange(nbytes)]
+    raw = gather_starts(a.data, off, nbytes)
 
     def land():
         if checked:
