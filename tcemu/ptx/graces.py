@@ -70,7 +70,8 @@ class GShadow(Granular):
     FIELDS = {"w_key": (NONE, False), "w_info": (0, False), "r_key": (NONE, False), "r_info": (0, False)}
 
     def __init__(self, size, unit: int = 16):
-        super().__init__(size, self.FIELDS, unit=unit, sparse=True)   # fine records of the units made fine only
+        # fine records of the units made fine only; a store's unchanged bytes over no writer kept lazily
+        super().__init__(size, self.FIELDS, unit=unit, sparse=True, kept=("w_key", "w_info"))
         self.size = size
         self.writers = set()
         self.readers = set()
@@ -229,13 +230,32 @@ def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None):
         scatter(P.w_key, ix, mykey if keys is None else mykey[rows])
         scatter(P.w_info, ix, info[rows][:, None])
     part = ~whole & keep.any(axis=1)
-    if part.any():   # some bytes of these rows keep their writer: per byte (their units only)
+    if part.any() and not _kept_writes(sd, spots[part], keep[part],
+                                       np.broadcast_to(mykey, (len(spots), 1))[part, 0], info[part]):
+        # some bytes of these rows keep their writer: per byte (their units only)
         P, ix = sd.at(spots[part], fine=True)
         k = keep[part]
         P.w_key[ix] = np.where(k, mykey if keys is None else mykey[part], P.w_key[ix])
         P.w_info[ix] = np.where(k, info[part][:, None], P.w_info[ix])
 
 
+
+
+def _kept_writes(sd, spots, changed, keys, info) -> bool:
+    """_note_writes' rows that leave some bytes as they were, where every unit they touch has no writer yet: each
+    unit's record is the row's, its unchanged bytes kept without one (Granular.write_kept: no per-byte records
+    until the unit is accessed again). False: nothing recorded (rows not whole units, a unit twice, a unit with a
+    writer or per-byte records)."""
+    u = sd.unit
+    n, k = spots.shape
+    if k % u or (spots[:, 0] & (u - 1)).any():
+        return False
+    g = (spots[:, ::u] >> sd.shift).reshape(-1)
+    s = np.sort(g)
+    if (s[1:] == s[:-1]).any():
+        return False
+    per = k // u
+    return sd.write_kept(g, changed.reshape(-1, u), {"w_key": np.repeat(keys, per), "w_info": np.repeat(info, per)})
 
 
 def reads_race(W, a, off, nbytes) -> bool:

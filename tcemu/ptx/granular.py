@@ -10,7 +10,12 @@ starting from its unit's record), so every answer is the one per-byte records gi
 
 A sparse Granular (global memory: graces.GShadow) keeps the fine plane's records of the units made fine only, in
 slots taken in turn: a store that leaves some bytes of a granule as they were (each byte keeps its earlier writer)
-makes that granule fine, and a 64 MB output would otherwise take 4 x 512 MB of per-byte records."""
+makes that granule fine, and a 64 MB output would otherwise take 4 x 512 MB of per-byte records.
+
+Kept bytes (`kept` fields, GShadow's writer): where such a store meets a unit no one wrote yet, the unit stays
+coarse, its record the store's, and a mask (`keep`, a bit per byte) names the bytes that still hold no record.
+Only the next access to the unit makes it fine, each kept byte back at its fields' fill: an output written once
+over zeros (every word with a zero byte) keeps no per-byte records at all."""
 import numpy as np
 
 from .rows import last_answer
@@ -29,7 +34,8 @@ class Granular:
     """Records of `size` bytes per `unit` (a power of two up to 16; the granule): `fields` name -> (fill, per_row):
     per_row fields hold one row per reader (add_row)."""
 
-    def __init__(self, size: int, fields: dict, rows: int = 0, unit: int = 16, sparse: bool = False):
+    def __init__(self, size: int, fields: dict, rows: int = 0, unit: int = 16, sparse: bool = False,
+                 kept=()):
         self.fields = fields
         self.unit, self.shift = unit, unit.bit_length() - 1
         self.whole = WHOLE[unit]
@@ -41,6 +47,8 @@ class Granular:
         self.sparse = sparse
         self.slot = None            # sparse: per unit, its slot in the fine plane (bytes slot * unit ..)
         self.used = 0               # sparse: slots taken
+        self.kept = kept            # fields a unit's bytes in `keep` hold at their fill (the module's text)
+        self.keep = None            # per unit: a bit per byte its coarse record does not cover (made on first use)
 
     def add_row(self):
         self.rows += 1
@@ -59,7 +67,7 @@ class Granular:
         spots touch are fine."""
         if not fine:
             g = self.whole(spots)
-            if g is not None and (self.is_fine is None or not self.is_fine[g].any()):
+            if g is not None and (self.is_fine is None or not self.is_fine[g].any()) and not self._kept(g):
                 return self.coarse, g
         g = np.asarray(spots).reshape(-1) >> self.shift
         if self.is_fine is None or not self.is_fine[g].all():
@@ -79,7 +87,7 @@ class Granular:
         not answer: (plane, index)."""
         if k == self.unit and not (starts & (k - 1)).any():
             g = (starts >> self.shift)[:, None]
-            if self.is_fine is None or not self.is_fine[g].any():
+            if (self.is_fine is None or not self.is_fine[g].any()) and not self._kept(g):
                 return self.coarse, g
         return self.at(starts[:, None] + np.arange(k))
 
@@ -107,7 +115,38 @@ class Granular:
                 f.reshape(self.rows, -1, u)[:, at] = c[:, g][:, :, None]
             else:
                 f.reshape(-1, u)[at] = c[g][:, None]
+        if self._kept(g):   # kept bytes: back at their fill, per byte now
+            km = self.keep[g]
+            sel = km != 0
+            bits = (km[sel][:, None] >> np.arange(u)) & 1 == 1
+            for name in self.kept:
+                f = getattr(self.fine, name).reshape(-1, u)
+                f[at[sel]] = np.where(bits, self.fields[name][0], f[at[sel]])
+            self.keep[g[sel]] = 0
         self.is_fine[g] = True
+
+    def _kept(self, g) -> bool:
+        return self.keep is not None and bool(self.keep[g].any())
+
+    def write_kept(self, g, changed, values: dict) -> bool:
+        """Record a store on units g ((n,), distinct) that changes the bytes `changed` ((n, unit) bool) of each and
+        leaves the others as they were: values {kept field: (n,) record}. Only where every unit is coarse and
+        holds no record yet (its kept fields at their fill, no kept bytes); else False, nothing changed (the
+        caller records per byte)."""
+        if self.is_fine is not None and self.is_fine[g].any() or self._kept(g):
+            return False
+        for name in self.kept:
+            if (getattr(self.coarse, name)[g] != self.fields[name][0]).any():
+                return False
+        if self.keep is None:
+            self.keep = np.zeros(self.G, np.int64)
+        mask = (changed.astype(np.int64) << np.arange(self.unit)).sum(axis=1)
+        some = mask != 0
+        g = g[some]
+        for name, v in values.items():
+            getattr(self.coarse, name)[g] = v[some]
+        self.keep[g] = ((1 << self.unit) - 1) & ~mask[some]
+        return True
 
     def _room(self, slots: int):
         """Grow a sparse fine plane to hold `slots` units (doubling, at most every unit)."""
@@ -125,6 +164,9 @@ class Granular:
     def bytes(self, name: str) -> np.ndarray:
         """A field resolved per byte (coarse records repeated over their granules' bytes)."""
         out = np.repeat(getattr(self.coarse, name), self.unit, axis=-1)
+        if name in self.kept and self.keep is not None:
+            kept = ((self.keep[:, None] >> np.arange(self.unit)) & 1 == 1).reshape(-1)
+            out[kept[:out.shape[-1]]] = self.fields[name][0]
         if self.fine is not None:
             fine = np.flatnonzero(np.repeat(self.is_fine, self.unit))
             out[..., fine] = getattr(self.fine, name)[..., self.fine_index(fine)]

@@ -77,6 +77,87 @@ def test_any_history_reads_back_as_per_byte_records(history, unit, sparse):
     assert np.array_equal(g.bytes("a"), ref["a"]) and np.array_equal(g.bytes("R"), ref["R"])
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 15), st.sampled_from([1, 2, 4, 8, 16, 32]), st.integers(0, 1000),
+                          st.sampled_from(["read", "write", "kept"]), st.integers(0, (1 << 16) - 1)),
+                min_size=1, max_size=25), st.sampled_from([1, 2, 4, 8, 16]), st.booleans())
+def test_kept_bytes_read_back_as_per_byte_records(history, unit, sparse):
+    """A store that leaves some bytes as they were (Granular.write_kept, GShadow's writer fields): where it meets
+    units with no record it keeps them coarse with a mask of unchanged bytes, else the caller writes per byte;
+    either way every later access and bytes() read the per-byte model's records."""
+    size = 256
+    g = Granular(size, FIELDS, rows=1, unit=unit, sparse=sparse, kept=("a", "b"))
+    ref = {"a": np.full(size, -1, np.int64), "b": np.zeros(size, np.int64), "R": np.zeros((1, size), np.int64)}
+    took = 0
+    for slot, width, value, kind, bits in history:
+        start = (slot * 16) % size // width * width
+        spots = np.array([start])[:, None] + np.arange(width)
+        if spots.max() >= size:
+            continue
+        if kind == "kept" and width >= unit:   # rows of whole units: bit j of `bits` says byte j changes
+            changed = (bits >> np.arange(width)) & 1 == 1
+            units = spots[:, ::unit].reshape(-1) >> (unit.bit_length() - 1)
+            n = units.size
+            if g.write_kept(units, changed.reshape(n, unit), {"a": np.full(n, value), "b": np.full(n, value + 1)}):
+                took += 1
+            else:   # what graces._note_writes does then: the changed bytes per byte
+                P, ix = g.at(spots, fine=True)
+                P.a[ix] = np.where(changed, value, P.a[ix])
+                P.b[ix] = np.where(changed, value + 1, P.b[ix])
+            ref["a"][spots[0][changed]] = value
+            ref["b"][spots[0][changed]] = value + 1
+            continue
+        P, ix = g.at(spots)
+        for name in ("a", "b", "R"):
+            got = P.R[0, ix] if name == "R" else getattr(P, name)[ix]
+            want = (ref["R"][0] if name == "R" else ref[name])[spots].reshape(-1)
+            assert np.array_equal(np.broadcast_to(got, ix.shape).reshape(-1) if P is g.fine else
+                                  np.repeat(got.reshape(-1), unit), want)
+        if kind == "read":
+            P.R[0, ix] = value
+            ref["R"][0, spots] = value
+        else:
+            P.a[ix], P.b[ix] = value, value + 1
+            ref["a"][spots], ref["b"][spots] = value, value + 1
+    for name in ("a", "b", "R"):
+        assert np.array_equal(g.bytes(name), ref[name])
+
+
+def test_an_output_written_once_over_zeros_keeps_no_per_byte_records():
+    """Every word of a zeroed output stored once, each word with bytes that stay zero: the records stay per word
+    (GShadow's kept bytes), where they had been per byte (4 x 8 bytes of records per output byte); a later read of
+    one word by another CTA still sees its writer, per byte."""
+    mod = ptx.load(two_cta_kernel("""\
+  @!%p1 bra $READ;
+  or.b32 %r4, %r1, 256;                 // tid | 0x100: bytes 2 and 3 stay zero (byte 0 too for thread 0)
+  st.global.u32 [%rd1], %r4;            // CTA 0 stores data[tid]
+  ret;
+$READ:
+  ld.global.u32 %r5, [%rd3+4];          // CTA 1 reads data[1]: unordered after CTA 0's store
+  st.global.u32 [%rd1+256], %r5;
+"""))
+    out = np.zeros(128, np.uint32)
+    shadows = []
+    real = graces.GShadow.__init__
+
+    def spy(self, *a, **k):
+        real(self, *a, **k)
+        shadows.append(self)
+    try:
+        graces.GShadow.__init__ = spy
+        mod.launch("k", grid=1, block=64, args=[out, np.zeros(1, np.uint32)])   # CTA 0 only: words kept coarse
+        assert shadows[-1].fine is None and shadows[-1].keep[:64].tolist() == [0b1101] + [0b1100] * 63
+        assert out[:64].tolist() == [t | 256 for t in range(64)]
+        with pytest.raises(HazardError, match=r"RAW race on global address 0x[0-9a-f]+04 \(4 bytes into 'data'\): "
+                                              r"thread 0 \(warp 0, CTA \(1, 0, 0\)\) reads it here; thread 1 "
+                                              r"\(warp 0, CTA \(0, 0, 0\)\) at st.global.u32"):
+            mod.launch("k", grid=2, block=64, args=[np.zeros(128, np.uint32), np.zeros(1, np.uint32)],
+                       lockstep=False)
+        assert shadows[-1].fine is not None   # the read made data[1]'s word per byte
+    finally:
+        graces.GShadow.__init__ = real
+
+
 # -------------------------------------------------------------------------- races between access widths
 
 SMEM = ".shared .align 16 .b8 smem[1024];\n"
