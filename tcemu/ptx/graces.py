@@ -28,12 +28,12 @@ ordered after.
 """
 import numpy as np
 
-from .errors import HazardError
+from .errors import HazardError, PtxLimit
 from .granular import Granular
 from .races import Sites, narrowest_access
 from .rows import scatter
 
-NONE = np.int64(-1)
+NONE = np.int64(0)   # no access: records start as zeros, pages the OS makes only where written
 SPANS = {n: np.arange(n) for n in (1, 2, 4, 8, 16, 32)}
 
 
@@ -55,6 +55,11 @@ class GCta:
         return c
 
 
+def _key(me: GCta) -> int:
+    """A record's key: (cta + 1) << 32 | epoch (0 is NONE, a byte no CTA accessed)."""
+    return (me.id + 1) << 32 | me.epoch
+
+
 def _join(into: dict, c: dict):
     for k, v in c.items():
         if into.get(k, -1) < v:
@@ -65,15 +70,16 @@ class GShadow(Granular):
     """One allocation's shadow: last writer and last plain reader per byte (per 16-byte granule while accesses
     cover whole granules: granular.py)."""
 
-    # w_key / r_key cta << 32 | epoch (-1: no access in this launch), w_info / r_info site << 16 | warp << 6 |
-    # strong << 5 | lane
-    FIELDS = {"w_key": (NONE, False), "w_info": (0, False), "r_key": (NONE, False), "r_info": (0, False)}
+    # w_key / r_key (cta + 1) << 32 | epoch (0: no access in this launch: _key), w_info / r_info (int32) site
+    # << 11 | warp << 6 | strong << 5 | lane (_info)
+    FIELDS = {"w_key": (NONE, False), "w_info": (0, False, np.int32), "r_key": (NONE, False),
+              "r_info": (0, False, np.int32)}
 
     def __init__(self, size, unit: int = 16):
         # fine records of the units made fine only; a store's unchanged bytes over no writer kept lazily
         super().__init__(size, self.FIELDS, unit=unit, sparse=True, kept=("w_key", "w_info"))
         self.size = size
-        self.writers = set()
+        self.writers = set()   # CTAs that wrote / read here: two at most (_note_ids)
         self.readers = set()
 
 
@@ -110,9 +116,24 @@ class GlobalRaces(Sites):
             g = cta.grace = self.ctas.get(cid) or self.ctas.setdefault(cid, GCta(cid))
         return g
 
+    def site(self, wh: str) -> int:
+        s = super().site(wh)
+        if s >= 1 << 20:   # _info's bits
+            raise PtxLimit("check_races", f"more than {1 << 20:,} instructions access global memory; run with "
+                                          "check_races=False")
+        return s
+
     def ctaid(self, cid: int):
         gx, gy = self.grid[0], self.grid[1]
         return (cid % gx, cid // gx % gy, cid // (gx * gy))
+
+
+def retire(cta):
+    """A finished CTA's state leaves the detector (its records keep its id; what others learnt of it is theirs):
+    ~400 bytes a CTA, 400 MB for 2^20 CTAs."""
+    g = getattr(cta.launch, "grace", None)
+    if g is not None:
+        g.ctas.pop(cta.grace.id, None)
 
 
 def state(W):
@@ -188,7 +209,7 @@ def on_access(W, gmem, addrs, nbytes, tids, wh, data=None, strong=False, acquire
         if released:
             me.fenced = False
     elif not strong:
-        _note_reads(g, sd, (me.id,), np.int64(me.id << 32 | me.epoch), off, nbytes, tids, wh)
+        _note_reads(g, sd, (me.id,), np.int64(_key(me)), off, nbytes, tids, wh)
 
 
 def _spots(off, nbytes):
@@ -197,29 +218,39 @@ def _spots(off, nbytes):
 
 
 def _info(g, wh, tids, strong=False):
-    """Per lane: site << 16 | warp << 6 | strong << 5 | lane (tids: the CTA's thread indices, warp = tid // 32)."""
+    """Per lane: site << 11 | warp << 6 | strong << 5 | lane (tids: the CTA's thread indices, warp = tid // 32 < 32;
+    2^20 sites fit the records' int32)."""
     tids = np.asarray(tids, np.int64)
-    return np.int64(g.site(wh) << 16 | int(strong) << 5) | (tids // 32) << 6 | tids % 32
+    return np.int64(g.site(wh) << 11 | int(strong) << 5) | (tids // 32) << 6 | tids % 32
 
 
 def _note_reads(g, sd, ids, key, off, nbytes, tids, wh):
-    """Record plain reads of nbytes at offsets off as the bytes' last reads: CTAs `ids` read, key (cta << 32 |
-    epoch) one for all lanes or (lanes, 1), tids the lanes' thread indices in their CTAs."""
-    sd.readers.update(ids)
+    """Record plain reads of nbytes at offsets off as the bytes' last reads: CTAs `ids` read, key (_key)
+    one for all lanes or (lanes, 1), tids the lanes' thread indices in their CTAs."""
+    _note_ids(sd.readers, ids)
     P, ix = sd.at_rows(off, nbytes)
     scatter(P.r_key, ix, key)
     scatter(P.r_info, ix, _info(g, wh, tids)[:, None])
 
 
+def _note_ids(into: set, ids):
+    """Add CTA ids to a shadow's writers or readers, keeping two at most: what is asked of them (none, only this
+    CTA, another) reads the same from the first two (a set of every CTA of a 2^20 grid would hold 2^20 ints)."""
+    for i in ids:
+        if len(into) > 1:
+            return
+        into.add(i)
+
+
 def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None):
     """Record stores of `data` by CTA me (before the bytes are stored): bytes the store leaves as they were (a
     same-value store, an atomic add of 0 while spinning) keep their earlier writer, the one readers must be
-    ordered after. Several CTAs' stores at once: me their GCtas, keys (n,) each lane's cta << 32 | epoch."""
+    ordered after. Several CTAs' stores at once: me their GCtas, keys (n,) each lane's _key."""
     if keys is None:
-        sd.writers.add(me.id)
-        mykey = np.int64(me.id << 32 | me.epoch)
+        _note_ids(sd.writers, (me.id,))
+        mykey = np.int64(_key(me))
     else:
-        sd.writers.update(m.id for m in me)
+        _note_ids(sd.writers, (m.id for m in me))
         mykey = keys[:, None]
     keep = a.data[spots] != data
     info = _info(g, wh, tids, strong)
@@ -288,10 +319,10 @@ def reads_race_ctas(warps, a, off, nbytes, lens) -> bool:
 
 
 def _foreign(g, warps, lens, keys) -> bool:
-    """Whether a record (keys: (lanes, ...) cta << 32 | epoch, or -1) names another CTA than its lane's (warps: one of
-    each CTA; lens: each one's lanes, in order)."""
-    ids = np.repeat(np.array([g.cta(W.cta).id for W in warps], np.int64), lens)[:, None]
-    return bool(((keys >= 0) & (keys >> 32 != ids)).any())
+    """Whether a record (keys: (lanes, ...) _key, or NONE) names another CTA than its lane's (warps: one of each
+    CTA; lens: each one's lanes, in order)."""
+    ids = np.repeat(np.array([g.cta(W.cta).id + 1 for W in warps], np.int64), lens)[:, None]
+    return bool(((keys != NONE) & (keys >> 32 != ids)).any())
 
 
 def _per_cta(x, lens):
@@ -320,7 +351,7 @@ def record_reads_ctas(parts, a, nbytes, wh):
         return
     g, _, sd = got
     mes = [g.cta(W.cta) for W, _, _ in parts]
-    keys = np.repeat(np.array([me.id << 32 | me.epoch for me in mes], np.int64), [p[1].size for p in parts])
+    keys = np.repeat(np.array([_key(me) for me in mes], np.int64), [p[1].size for p in parts])
     _note_reads(g, sd, [me.id for me in mes], keys[:, None], np.concatenate([p[1] for p in parts]), nbytes,
                 np.concatenate([p[2] for p in parts]), wh)
 
@@ -367,7 +398,7 @@ def record_writes_ctas(warps, a, off, data, tids, lens, wh):
         return
     g, _, sd = got
     mes = [g.cta(W.cta) for W in warps]
-    keys = np.repeat(np.array([m.id << 32 | m.epoch for m in mes], np.int64), lens)
+    keys = np.repeat(np.array([_key(m) for m in mes], np.int64), lens)
     _note_writes(g, mes, sd, a, _spots(off, data.shape[1]), data, tids, wh, keys=keys)
 
 
@@ -384,8 +415,8 @@ def record_writes(W, a, off, data, tids, wh):
 def _unordered(g, me, key, reads=False):
     """Bytes whose recorded access (key) is by another CTA this one does not know past its epoch; None: none.
     reads: the accesses are plain reads and this CTA writes (dependency order counts too)."""
-    cta = key >> 32
-    foreign = (key >= 0) & (cta != me.id)
+    cta = (key >> 32) - 1
+    foreign = (key != NONE) & (cta != me.id)
     if not foreign.any():
         return None
     bad = np.zeros(key.shape, bool)
@@ -443,14 +474,14 @@ def on_fence(W, release=True, acquire=True):
 
 def _thread(g, cid, info, ) -> str:
     info = int(info)
-    return f"thread {(info >> 6 & 1023) * 32 + (info & 31)} (warp {info >> 6 & 1023}, CTA {g.ctaid(cid)})"
+    return f"thread {(info >> 6 & 31) * 32 + (info & 31)} (warp {info >> 6 & 31}, CTA {g.ctaid(cid)})"
 
 
 def _report(g, a, me, W, kind, bad, spots, tids, wh, key, infos, strong):
     """infos: the other access's records at spots."""
     j, b = np.argwhere(bad)[0]
     spot = int(spots[j, b])
-    other = int(key[j, b] >> 32)
+    other = int(key[j, b] >> 32) - 1
     oinfo = int(infos[j, b])
     lane = int(tids[j]) % 32
     mine = f"thread {W.index * 32 + lane} (warp {W.index}, CTA {g.ctaid(me.id)})"
@@ -459,7 +490,7 @@ def _report(g, a, me, W, kind, bad, spots, tids, wh, key, infos, strong):
     ostrong = " (a strong access)" if oinfo >> 5 & 1 else ""
     raise HazardError(wh, f"{kind} race on global address {a.base + spot:#x} ({spot} bytes into '{a.name}'): "
                           f"{mine} {verb} it here{' (a strong access)' if strong else ''}; "
-                          f"{_thread(g, other, oinfo)}{ostrong} at {g.names[oinfo >> 16]} {prior} it; no "
+                          f"{_thread(g, other, oinfo)}{ostrong} at {g.names[oinfo >> 11]} {prior} it; no "
                           "synchronisation orders the two CTAs' accesses (the order tcemu ran them in proves "
                           "nothing): use atomics, a release/acquire flag (st.release / ld.acquire, or fence + "
                           "relaxed store / relaxed load + fence) or a grid sync")

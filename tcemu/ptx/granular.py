@@ -22,12 +22,14 @@ from .rows import last_answer
 
 
 class Plane:
-    """One resolution's record arrays: name -> (n,) or (rows, n) int64."""
+    """One resolution's record arrays: name -> (n,) or (rows, n) of the field's dtype (int64 unless a third item
+    of its spec names one). A zero fill is np.zeros: pages the OS makes only where records are written."""
 
     def __init__(self, fields, n: int, rows: int):
-        for name, (fill, per_row) in fields.items():
+        for name, (fill, per_row, *dt) in fields.items():
             shape = (rows, n) if per_row else (n,)
-            setattr(self, name, np.full(shape, fill, np.int64) if fill else np.zeros(shape, np.int64))
+            dtype = dt[0] if dt else np.int64
+            setattr(self, name, np.full(shape, fill, dtype) if fill else np.zeros(shape, dtype))
 
 
 class Granular:
@@ -55,10 +57,10 @@ class Granular:
         for P in (self.coarse, self.fine):
             if P is None:
                 continue
-            for name, (fill, per_row) in self.fields.items():
+            for name, (fill, per_row, *_) in self.fields.items():
                 if per_row:
                     old = getattr(P, name)
-                    setattr(P, name, np.vstack([old, np.full((1, old.shape[1]), fill, np.int64)]))
+                    setattr(P, name, np.vstack([old, np.full((1, old.shape[1]), fill, old.dtype)]))
 
     def at(self, spots, fine: bool = False):
         """(plane, index) for the records of `spots` ((n, k) byte offsets, each row start + 0..k-1, or whole
@@ -109,7 +111,7 @@ class Granular:
             self._room(self.used + g.size)
             self.slot[g] = at
             self.used += g.size
-        for name, (_, per_row) in self.fields.items():
+        for name, (_, per_row, *_) in self.fields.items():
             c, f = getattr(self.coarse, name), getattr(self.fine, name)
             if per_row:
                 f.reshape(self.rows, -1, u)[:, at] = c[:, g][:, :, None]
@@ -139,7 +141,7 @@ class Granular:
             if (getattr(self.coarse, name)[g] != self.fields[name][0]).any():
                 return False
         if self.keep is None:
-            self.keep = np.zeros(self.G, np.int64)
+            self.keep = np.zeros(self.G, np.uint16)   # unit <= 16 bytes: a bit each
         mask = (changed.astype(np.int64) << np.arange(self.unit)).sum(axis=1)
         some = mask != 0
         g = g[some]
@@ -155,9 +157,10 @@ class Granular:
         if slots <= have:
             return
         cap = min(self.G, max(slots, 2 * have))
-        for name, (fill, per_row) in self.fields.items():
+        for name, (fill, *_) in self.fields.items():
             old = getattr(self.fine, name)
-            new = np.full(old.shape[:-1] + (cap * u,), fill, np.int64)
+            new = np.full(old.shape[:-1] + (cap * u,), fill, old.dtype) if fill else \
+                np.zeros(old.shape[:-1] + (cap * u,), old.dtype)
             new[..., :old.shape[-1]] = old
             setattr(self.fine, name, new)
 

@@ -23,7 +23,7 @@ from typing import List, Optional
 import numpy as np
 
 from .errors import BudgetExceeded, Deadlock, KernelFault, PtxError
-from . import lockstep
+from . import graces, lockstep
 from .hang import PROBE_STEPS, WriteLog, describe_spin, probe, probe_cta, spin_line
 from .memory import LocalMemory
 from .program import CLASS_ATTR, Program, describe
@@ -226,6 +226,8 @@ class Cta:
         """A finished CTA's shadows, registers and deferred chains go at once: its objects form reference cycles
         (warp <-> CTA) that would keep them until the garbage collector's next full pass (peak memory)."""
         self.shared.release()
+        if self.grace is not None:
+            graces.retire(self)
         for w in self.warps:
             w.deferred = {}
             for attr in CLASS_ATTR.values():

@@ -32,7 +32,7 @@ from .machine import ClusterBarrier, Cta, RegisterSlabs, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
 from .program import Program, Symbol
-from .schedule import WAVE_BYTES, Residency
+from .schedule import WAVE_BYTES, Corners, Residency
 from .tensormap import TensorMap
 from .texture import TextureObject
 from .types import ptx_type
@@ -330,7 +330,7 @@ class Module:
                 raise PtxLimit("grid", f"{int(np.prod(grid)):,} CTAs; the CPU runs at most {MAX_CTAS:,} in one launch "
                                        "(choose some with ctas=)")
             _check_time(int(np.prod(grid)), nthreads, timeout)
-            chosen = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+            chosen = None   # every CTA: its clusters in order without a list of them (2^20 tuples: ~100 MB)
         else:
             if not isinstance(ctas, (list, tuple)) or not 1 <= len(ctas) <= MAX_CTAS:
                 raise PtxError("ctas", f"must be a list of CTA indices, got {show(ctas)}")
@@ -343,9 +343,12 @@ class Module:
         deadline = None if timeout is None else time.monotonic() + timeout
         # the clusters holding the chosen CTAs, each run as one (its CTAs' warps interleave); one at a time while
         # it makes progress, more at once when the resident ones wait on CTAs not yet started (schedule.py)
-        groups = {}
-        for c in chosen:
-            groups.setdefault(tuple(c[i] // cluster[i] for i in range(3)), None)
+        if chosen is None:
+            groups = Corners(tuple(grid[i] // cluster[i] for i in range(3)))
+        else:
+            groups = {}
+            for c in chosen:
+                groups.setdefault(tuple(c[i] // cluster[i] for i in range(3)), None)
         L.writes = WriteLog()
         L.writes.watch_global(L.gmem)
 
@@ -376,8 +379,9 @@ class Module:
         grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),
                           self._cluster_bytes(prog, nthreads, cluster, total_smem), MEMORY_LIMIT, finished)
         if cooperative:
-            if len(chosen) > grid_.occupancy:
-                raise PtxError("cooperative", f"{len(chosen):,} CTAs; a cooperative launch may have at most as many "
+            n = int(np.prod(grid)) if chosen is None else len(chosen)
+            if n > grid_.occupancy:
+                raise PtxError("cooperative", f"{n:,} CTAs; a cooperative launch may have at most as many "
                                               f"as the GPU holds at once ({grid_.occupancy:,} on an H100 here: "
                                               f"{grid_.occupancy_why}), else CUDA refuses it "
                                               "(cudaErrorCooperativeLaunchTooLarge)")

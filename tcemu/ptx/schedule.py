@@ -33,12 +33,29 @@ def occupancy(nthreads: int, smem_bytes: int):
     return by[why], why
 
 
+class Corners:
+    """The clusters of a whole grid in launch order (x fastest), by index, made as they are asked for: shape, the
+    grid in clusters."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def __len__(self):
+        return self.shape[0] * self.shape[1] * self.shape[2]
+
+    def __getitem__(self, i: int):
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        gx, gy = self.shape[0], self.shape[1]
+        return (i % gx, i // gx % gy, i // (gx * gy))
+
+
 class Residency:
     """The clusters of a launch not yet started (admitted in order) and how many may be resident at once."""
 
     def __init__(self, resident, corners, build, nthreads: int, smem_bytes: int, cluster_size: int,
                  cluster_bytes: int, memory_limit: int, finished=None):
-        self.corners = list(corners)
+        self.corners = corners if isinstance(corners, Corners) else list(corners)
         self.build = build              # corner -> the cluster's CTAs
         self.on_finish = finished
         self.next = 0

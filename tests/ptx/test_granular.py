@@ -375,3 +375,38 @@ def test_global_whole_granule_accesses_ordered_by_a_flag_are_silent(lockstep):
     ptx.load(ORDERED).launch("k", grid=2, block=32, args=[data, flag], lockstep=lockstep)
     t = np.arange(32)
     assert data.reshape(32, 4).tolist() == [[int(x)] * 4 for x in (101 + t) + (1 + t)]
+
+
+def test_a_shadow_keeps_two_of_its_writers_and_readers_and_a_finished_ctas_state_goes(monkeypatch):
+    """GShadow.writers / readers answer none / only this CTA / another from their first two CTAs (graces._note_ids:
+    a 2^20-CTA grid kept every id), and a finished CTA's GCta leaves the detector (graces.retire); a read of
+    another CTA's word is still a race."""
+    shadows, states = [], []
+    real = graces.GShadow.__init__
+
+    def spy(self, *a, **k):
+        real(self, *a, **k)
+        shadows.append(self)
+    monkeypatch.setattr(graces.GShadow, "__init__", spy)
+    real_state = graces.state
+
+    def keep(W):
+        g = real_state(W)
+        if g is not None and g not in states:
+            states.append(g)
+        return g
+    monkeypatch.setattr(graces, "state", keep)
+    kernel = two_cta_kernel("""\
+  mul.wide.u32 %rd5, %r2, 128;
+  add.s64 %rd5, %rd1, %rd5;             // CTA c: data[32 c + tid]
+  st.global.u32 [%rd5], %r3;
+  ld.global.u32 %r4, [%rd5];
+""")
+    out = np.zeros(32 * 16, np.uint32)
+    ptx.load(kernel).launch("k", grid=16, block=32, args=[out, np.zeros(1, np.uint32)])
+    assert out.tolist() == [t + 1 + 100 * c for c in range(16) for t in range(32)]
+    sd = next(s for s in shadows if s.size == out.nbytes)
+    assert len(sd.writers) == 2 and len(sd.readers) == 2 and states[0].ctas == {}
+    with pytest.raises(HazardError, match="RAW race on global"):   # CTA c reads CTA 0's word: unordered
+        ptx.load(kernel.replace("ld.global.u32 %r4, [%rd5];", "ld.global.u32 %r4, [%rd3];")).launch(
+            "k", grid=16, block=32, args=[np.zeros_like(out), np.zeros(1, np.uint32)], lockstep=False)

@@ -460,3 +460,48 @@ def test_warps_spinning_through_bar_sync_are_proven_together():
     flag, out = np.zeros(1, np.uint32), np.zeros(1, np.uint32)
     ptx.load(BAR_SPIN).launch("barspin", grid=1, block=96, args=[flag, out, 8])
     assert flag[0] == 1000 and out[0] == 1000
+
+
+def test_a_whole_grids_clusters_come_in_launch_order_without_a_list_of_them(monkeypatch):
+    """schedule.Corners: a launch of the whole grid admits its clusters in the order a launch of every CTA listed
+    with ctas= does (x fastest), made by index (a 2^20-CTA grid keeps no 2^20 tuples); same output words."""
+    grid, cluster = (6, 4, 3), (2, 2, 1)
+    listed = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+    want = list(dict.fromkeys(tuple(c[i] // cluster[i] for i in range(3)) for c in listed))
+    corners = schedule.Corners(tuple(g // c for g, c in zip(grid, cluster)))
+    assert [corners[i] for i in range(len(corners))] == want
+    with pytest.raises(IndexError):
+        corners[len(corners)]
+    seen = []
+    real = schedule.Residency.__init__
+
+    def spy(self, resident, corners, *a, **k):
+        seen.append(corners)
+        real(self, resident, corners, *a, **k)
+    monkeypatch.setattr(schedule.Residency, "__init__", spy)
+    text = """.version 8.3
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out) .explicitcluster .reqnctapercluster 2, 2, 1
+{
+ .reg .b32 %r<8>; .reg .b64 %rd<4>;
+ ld.param.u64 %rd1, [out]; cvta.to.global.u64 %rd1, %rd1;
+ mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ctaid.y; mov.u32 %r3, %ctaid.z;
+ mad.lo.u32 %r4, %r3, 4, %r2; mad.lo.u32 %r4, %r4, 6, %r1;
+ mul.wide.u32 %rd2, %r4, 4; add.s64 %rd2, %rd1, %rd2;
+ mad.lo.u32 %r5, %r3, 256, %r2; shl.b32 %r5, %r5, 8; or.b32 %r5, %r5, %r1;
+ st.global.u32 [%rd2], %r5;
+ ret;
+}
+"""
+    mod = ptx.load(text)
+    outs = []
+    for ctas in (None, listed):
+        out = np.zeros(72, np.uint32)
+        mod.launch("k", grid=grid, block=32, cluster=cluster, args=[out], ctas=ctas)
+        outs.append(out)
+    assert isinstance(seen[0], schedule.Corners) and not isinstance(seen[1], schedule.Corners)
+    x, y, z = np.meshgrid(np.arange(6), np.arange(4), np.arange(3), indexing="ij")
+    want = np.zeros(72, np.uint32)
+    want[(z * 4 + y) * 6 + x] = (z << 16 | y << 8 | x)
+    assert np.array_equal(outs[0], want) and np.array_equal(outs[1], want)
