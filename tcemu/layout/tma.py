@@ -185,13 +185,9 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
                               f"window ({window:#x})")
     idx, addr = _box_geometry(smem_addr, tuple(counts), es, pitch, sw.base, sw.shift, sw.bits, bool(flip))
     step = [1] + est[1:]
-    last = [c + (n - 1) * e for c, n, e in zip(coords, counts, step)]
-    if min(coords) >= 0 and all(x < d for x, d in zip(last, tensor.shape[::-1])):
-        # the whole box inside the tensor (the common case): a strided slice, in the box's order (dimension 0
-        # fastest is the array's last axis fastest), and flat indices = the first element's + the box's own
-        values = tensor[tuple(slice(c, x + 1, e) for c, x, e in zip(coords[::-1], last[::-1], step[::-1]))].reshape(-1)
-        mult = np.cumprod((1,) + tensor.shape[::-1][:-1])   # elements per step of each dimension, dimension 0 first
-        flat = int(np.dot(coords, mult)) + _box_offsets(tuple(counts), tuple(step), tuple(int(m) for m in mult))
+    inside = _inside_box(tensor, coords, counts, step)
+    if inside is not None:
+        values, flat = inside
     else:
         gcoord = np.array(coords)[:, None] + idx * np.array(step)[:, None]
         dims = np.array(tensor.shape[::-1])[:, None]
@@ -202,6 +198,56 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
         flat[inside] = np.ravel_multi_index(tuple(gcoord[::-1][:, inside]), tensor.shape)
     keep = write(idx[0]) if write is not None else np.ones(idx.shape[1], bool)
     return addr, values, flat, counts, keep
+
+
+def _inside_box(tensor, coords, counts, step, mult=None):
+    """(values, flat indices) of a box wholly inside the tensor (the common case), else None: a strided slice, in the
+    box's order (dimension 0 fastest is the array's last axis fastest), and flat indices = the first element's + the
+    box's own. mult: the tensor's elements per step of each dimension, dimension 0 first, where the caller has them."""
+    last = [c + (n - 1) * e for c, n, e in zip(coords, counts, step)]
+    if min(coords) < 0 or not all(x < d for x, d in zip(last, tensor.shape[::-1])):
+        return None
+    values = tensor[tuple(slice(c, x + 1, e) for c, x, e in zip(coords[::-1], last[::-1], step[::-1]))].reshape(-1)
+    mult = _mult(tensor.shape) if mult is None else mult
+    flat = int(np.dot(coords, mult)) + _box_offsets(tuple(counts), tuple(step), mult)
+    return values, flat
+
+
+def _mult(shape):
+    """Elements per step of each dimension, dimension 0 first (int64, as numpy's cumprod wraps them)."""
+    return tuple(int(m) for m in np.cumprod((1,) + shape[::-1][:-1]))
+
+
+# plan_tile_again's checked geometries: (smem_addr, shape, strides, dtype, box, element_strides, swizzle, arch) ->
+# (counts, step, addr, keep, mult)
+_CHECKED = {}
+
+
+def plan_tile_again(smem_addr: int, tensor: np.ndarray, box: list, coords: list, element_strides=None,
+                    swizzle: str = "none", arch: str = "sm90"):
+    """plan_tile(smem_addr, tensor, box, coords, element_strides, swizzle, "zero", arch) for the interpreter's TMA
+    instructions, which repeat a few geometries (one per stage buffer) at many coordinates: the checks that do not
+    depend on coords run once per geometry (plan_tile's, on its first call), and a box wholly inside the tensor is
+    then one strided slice; anything else goes through plan_tile. Arguments as a TMA instruction gives them (ints,
+    lists of ints, an ndarray); the kept mask returned is read-only."""
+    key = (smem_addr, tensor.shape, tensor.strides, tensor.dtype, tuple(box),
+           None if element_strides is None else tuple(element_strides), swizzle, arch)
+    geo = _CHECKED.get(key)
+    if geo is not None and len(coords) == tensor.ndim and not (coords[0] * tensor.dtype.itemsize) % 16 and \
+            all(-(1 << 31) <= c < 1 << 31 for c in coords):   # plan_tile's coordinate checks (the driver's int32)
+        counts, step, addr, keep, mult = geo
+        inside = _inside_box(tensor, coords, counts, step, mult)
+        if inside is not None:
+            return addr, inside[0], inside[1], list(counts), keep
+    plan = plan_tile(smem_addr, tensor, box, coords, element_strides, swizzle, "zero", arch)
+    if geo is None:
+        if len(_CHECKED) >= 64:   # (a kernel has a few: one per stage buffer and operand)
+            _CHECKED.clear()
+        est = [1] * tensor.ndim if element_strides is None else list(element_strides)
+        keep = np.ones(plan[0].size, bool)
+        keep.setflags(write=False)
+        _CHECKED[key] = (list(plan[3]), [1] + est[1:], plan[0], keep, _mult(tensor.shape))
+    return plan
 
 
 @lru_cache(maxsize=256)

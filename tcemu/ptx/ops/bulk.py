@@ -7,13 +7,16 @@ memory with their provenance and the mbarrier phase they complete (`guard_bar/gu
 mbarrier's tx-count drops by the box's bytes. What would be a race on hardware is reported instead: a reader
 that has not observed the phase, a copy into bytes an in-flight wgmma or bulk store still reads.
 """
+import weakref
+
 import numpy as np
 
 from .. import parser as P
 from .. import races
-from ...layout.tma import TmaError, plan_tile
+from ...layout.tma import TmaError, _box_offsets, plan_tile_again
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..memory import PARAM_WINDOW, WINDOW_SIZE, WINDOWS
+from ..rows import gather, scatter
 from .. import tensormap as TM
 from ..types import TYPES
 from .common import Mods, mask_array, where
@@ -50,22 +53,41 @@ def _read_map(W, addr, base_is_param, wh):
         space, off = "global", addr
     if off % 64:
         raise MemoryFault(wh, f"tensor map address {addr:#x} is not 64-byte aligned")
+    # the bytes as a slice where they lie in one buffer; else the space's load names the fault
     if space == "global":
-        raw = W.cta.launch.gmem.load(np.array([off], np.uint64), 128, [0], wh)[0]
+        gmem = W.cta.launch.gmem
+        a = gmem.holding(off, off + 127)
+        if a is not None:
+            return a.data[off - a.base:off - a.base + 128]
+        raw = gmem.load(np.array([off], np.uint64), 128, [0], wh)[0]
     else:
         mem = W.cta.launch.params if space == "param" else W.cta.launch.const
+        if off + 128 <= mem.data.size:
+            return mem.data[off:off + 128]
         raw = mem.load(np.array([off], np.int64), 128, [0], wh)[0]
     return raw
 
 
-def _global_view(W, tm: TM.TensorMap, wh):
-    """A numpy view of the global tensor a map describes, after proving every byte of it is mapped."""
+# a kernel's TMA copies reuse a few maps: each one's 128 bytes -> its TensorMap, decoded and validated (never changed
+# once made); and per launch's global memory, each map's view of its tensor
+_MAPS = {}
+_VIEWS = weakref.WeakKeyDictionary()   # GlobalMemory -> {map bytes: (allocation, its data, view)}
+
+
+def _global_view(W, tm: TM.TensorMap, key: bytes, wh):
+    """A numpy view of the global tensor a map describes, after proving every byte of it is mapped (once per map
+    and allocation: the view is remembered while the allocation and its buffer stay the same)."""
     gmem = W.cta.launch.gmem
     es = tm.element_bytes
-    extent = es + sum((d - 1) * s for d, s in zip(tm.global_dim[1:], tm.global_stride)) + (tm.global_dim[0] - 1) * es
     base = tm.global_address
     for a in gmem.allocs:
         if a.base <= base < a.end:
+            views = _VIEWS.setdefault(gmem, {})
+            seen = views.get(key)
+            if seen is not None and seen[0] is a and seen[1] is a.data:
+                return seen[2], a, base
+            extent = es + sum((d - 1) * s for d, s in zip(tm.global_dim[1:], tm.global_stride)) + \
+                (tm.global_dim[0] - 1) * es
             if base + extent > a.end:
                 raise MemoryFault(wh, f"the tensor map's tensor ({extent} bytes from {base:#x}) runs "
                                       f"{base + extent - a.end} bytes past the end of '{a.name}' ({a.data.size} bytes)")
@@ -76,24 +98,32 @@ def _global_view(W, tm: TM.TensorMap, wh):
             # every reachable byte was proven inside the allocation above
             view = np.lib.stride_tricks.as_strided(flat[:extent].view(dt), shape=shape, strides=strides,
                                                    writeable=True)
+            views[key] = (a, a.data, view)
             return view, a, base
     raise MemoryFault(wh, f"the tensor map's global address {base:#x} is outside every allocation: "
                           f"{gmem.describe(base)}")
 
 
 def _decode_map(W, raw, wh):
-    try:
-        tm = TM.decode(raw)
-        TM.validate(tm)
-    except TmaError as e:
-        raise KernelFault(wh, f"invalid tensor map: {e}") from None
-    return tm
+    """(TensorMap, its 128 bytes) of a map the kernel uses; KernelFault for one the driver would refuse."""
+    key = raw.tobytes()
+    tm = _MAPS.get(key)
+    if tm is None:
+        try:
+            tm = TM.decode(raw)
+            TM.validate(tm)
+        except TmaError as e:
+            raise KernelFault(wh, f"invalid tensor map: {e}") from None
+        if len(_MAPS) >= 256:
+            _MAPS.clear()
+        _MAPS[key] = tm
+    return tm, key
 
 
 def _plan(tm, view, dst, coords, wh, arch="sm90"):
     swizzle = TM.swizzle_name(tm)
     try:
-        return plan_tile(dst, view, tm.box_dim, coords, tm.element_stride, swizzle, "zero", arch)
+        return plan_tile_again(dst, view, tm.box_dim, coords, tm.element_stride, swizzle, arch)
     except TmaError as e:
         if e.field == "smem_addr":
             raise MemoryFault(wh, f"TMA shared address {dst:#x} is not 128-byte aligned (misaligned address)") from None
@@ -139,13 +169,13 @@ def c_tensor(ins, prog, pc):
         def tma_load(W, m):
             act = np.flatnonzero(mask_array(m) & W.live)
             maps, dsts, bars = get_map(W), get_dst(W), get_bar(W)
-            coords = np.stack([g(W).view(np.int32) for g in get_coords])
+            coords = [g(W).view(np.int32) for g in get_coords]
             masks = get_mask(W) if get_mask is not None else None
             for lane in act:
-                tm = _decode_map(W, _read_map(W, maps[lane], base_is_param, wh), wh)
+                tm, key = _decode_map(W, _read_map(W, maps[lane], base_is_param, wh), wh)
                 if tm.rank != rank:
                     raise KernelFault(wh, f"a .{rank}d copy with a rank-{tm.rank} tensor map")
-                view, alloc, base = _global_view(W, tm, wh)
+                view, alloc, base = _global_view(W, tm, key, wh)
                 cta, off = shared_target(W, dsts[lane], space, wh)
                 bcta, boff = shared_target(W, bars[lane], space, wh)
                 if pair and bcta is W.cta and W.cta.rank % 2:
@@ -157,9 +187,9 @@ def c_tensor(ins, prog, pc):
                 if bcta is not cta and not multicast and not (pair and bcta.rank == cta.rank ^ 1):
                     raise KernelFault(wh, "the destination and its mbarrier are in different CTAs" +
                                       (" that are not a CTA pair" if pair else ""))
-                addr, values, flat, counts, keep = _plan(tm, view, off, [int(c) for c in coords[:, lane]], wh,
-                                                         W.cta.shared.smem.arch)
-                src = _sources(view, alloc, base, flat, tm.element_bytes)
+                at = [int(c[lane]) for c in coords]
+                addr, values, flat, counts, keep = _plan(tm, view, off, at, wh, W.cta.shared.smem.arch)
+                src = _sources(view, base, flat, at, counts, tm.element_stride)
                 targets = [cta]
                 if multicast:
                     cm = int(masks[lane])
@@ -181,57 +211,117 @@ def c_tensor(ins, prog, pc):
     def tma_store(W, m):
         act = np.flatnonzero(mask_array(m) & W.live)
         maps, srcs = get_map(W), get_src(W)
-        coords = np.stack([g(W).view(np.int32) for g in get_coords])
-        done = {}  # lanes issuing the same store (CUTLASS's epilogue: a whole warp) share one plan
-        for lane in act:
-            key = (int(maps[lane]), int(srcs[lane])) + tuple(coords[:, lane].tolist())
-            if key in done:  # the same bytes again: the write is idempotent, the read still counts
-                sh, spots = done[key]
-                sh.bulk_reading[spots] += 1
-                W.bulk_open.append((sh, spots))
-                continue
-            tm = _decode_map(W, _read_map(W, maps[lane], base_is_param, wh), wh)
-            view, alloc, base = _global_view(W, tm, wh)
+        coords = [g(W).view(np.int32) for g in get_coords]
+        # lanes issuing the same store (CUTLASS's epilogue: a whole warp) share one: the write is idempotent, each
+        # lane's read of the source bytes still counts
+        for lane, n in _issues(act, maps, srcs, *coords):
+            tm, key = _decode_map(W, _read_map(W, maps[lane], base_is_param, wh), wh)
+            view, alloc, base = _global_view(W, tm, key, wh)
             sh = W.cta.shared
             off = int(srcs[lane])
-            addr, _, flat, counts, keep = _plan(tm, view, off, [int(c) for c in coords[:, lane]], wh,
-                                                sh.smem.arch)
+            at = [int(c[lane]) for c in coords]
+            addr, _, flat, counts, keep = _plan(tm, view, off, at, wh, sh.smem.arch)
             es = tm.element_bytes
-            spots = (addr[:, None] + np.arange(es)).reshape(-1)
-            _check_async_read(W, sh, spots, wh)
-            raw = sh.smem.data[spots].reshape(-1, es)
+            box = _box(addr, es)
+            _check_async_read(W, sh, box.spots, wh, box)
+            raw = box.get(sh.smem.data).reshape(-1, es)
             inside = flat >= 0
             if inside.any():  # out-of-bounds box elements are not written
                 if not alloc.writable:
                     raise MemoryFault(wh, f"TMA store into read-only '{alloc.name}'")
-                vals = np.ascontiguousarray(raw[inside]).view(view.dtype).reshape(-1)
-                view[np.unravel_index(flat[inside], view.shape)] = vals
-            sh.bulk_reading[spots] += 1
-            W.bulk_open.append((sh, spots))
-            done[key] = (sh, spots)
+                _store_box(view, raw, flat, inside, at, counts, tm.element_stride)
+            _reading(sh, box, n)
+            W.bulk_open.append((sh, box, n))
     return tma_store
 
 
-def _sources(view, alloc, base, flat, es):
-    """Global byte address of each box element (-1 out of bounds), for layout provenance."""
+def _issues(act, *values):
+    """(first lane, lanes) of each distinct copy the active lanes issue (the same operand values: one copy), in
+    lane order; values: each operand's per-lane values."""
+    if act.size and all((v[act] == v[act[0]]).all() for v in values):   # the whole warp issues one
+        return [(int(act[0]), int(act.size))]
+    seen = {}
+    for lane in act.tolist():
+        key = tuple(int(v[lane]) for v in values)
+        if key in seen:
+            seen[key][1] += 1
+        else:
+            seen[key] = [lane, 1]
+    return [tuple(x) for x in seen.values()]
+
+
+def _reading(sh, box, n):
+    """Count n more (or fewer) in-flight bulk stores reading a copy's source bytes."""
+    if box.span is not None:
+        sh.bulk_reading[box.span] += n
+    elif box.rows is not None:
+        r = sh.bulk_reading
+        r[:r.size >> 4 << 4].reshape(-1, 16)[box.g] += n
+    else:
+        sh.bulk_reading[box.spots] += n
+
+
+def _inside(coords, counts, step, shape):
+    """Whether a box lies wholly inside the tensor (shape: outer dimension first)."""
+    return min(coords) >= 0 and all(c + (n - 1) * e < d for c, n, e, d in zip(coords, counts, step, shape[::-1]))
+
+
+def _store_box(view, raw, flat, inside, coords, counts, est):
+    """Write a stored box's elements (raw: (n, es) bytes, box order) into the tensor, those inside it: one strided
+    slice for a box inside whose elements are distinct bytes of global memory, else element by element."""
+    step = [1] + list(est[1:])
+    if _inside(coords, counts, step, view.shape) and _disjoint(view, counts, step):
+        last = [c + (n - 1) * e for c, n, e in zip(coords, counts, step)]
+        box = tuple(slice(c, x + 1, e) for c, x, e in zip(coords[::-1], last[::-1], step[::-1]))
+        view[box] = np.ascontiguousarray(raw).view(view.dtype).reshape(tuple(counts[::-1]))
+        return
+    vals = np.ascontiguousarray(raw[inside]).view(view.dtype).reshape(-1)
+    view[np.unravel_index(flat[inside], view.shape)] = vals
+
+
+def _disjoint(view, counts, step):
+    """Whether a box's elements are distinct bytes of the tensor: each dimension's step (bytes) clears the span of
+    the smaller ones (global strides are only multiples of 16, possibly 0: rows may overlap)."""
+    dims = sorted((s * e, n) for s, e, n in zip(view.strides[::-1], step, counts) if n > 1)
+    span = view.itemsize
+    for stride, n in dims:
+        if stride < span:
+            return False
+        span += (n - 1) * stride
+    return True
+
+
+def _sources(view, base, flat, coords, counts, est):
+    """The global byte address of each byte of the box (-1 for out-of-bounds elements), for layout provenance, as
+    (first, offsets): their sum. A box inside the tensor: its first byte's address and the box's own offsets
+    (dimension 0 contiguous: its bytes are one run; read-only, the same at every copy of that box)."""
+    es = view.itemsize
+    step = [1] + list(est[1:])
+    if _inside(coords, counts, step, view.shape):
+        strides = view.strides[::-1]   # bytes, dimension 0 first
+        first = base + sum(c * s for c, s in zip(coords, strides))
+        return first, _box_offsets((counts[0] * es,) + tuple(counts[1:]), (1,) + tuple(step[1:]),
+                                   (1,) + tuple(strides[1:]))
     src = np.full(flat.shape, -1, np.int64)
     inside = flat >= 0
     if inside.any():
         idx = np.unravel_index(flat[inside], view.shape)
         src[inside] = base + sum(i * s for i, s in zip(idx, view.strides))
-    return src
+    return 0, np.where(src[:, None] >= 0, src[:, None] + np.arange(es), -1).reshape(-1)
 
 
-def _check_async_read(W, sh, spots, wh):
-    """Shared bytes the async proxy reads: inside the allocation, written, not in flight, fenced."""
+def _check_async_read(W, sh, spots, wh, box=None):
+    """Shared bytes the async proxy reads: inside the allocation, written, not in flight, fenced (box: spots as a
+    _Box, where the caller has it)."""
     if spots.size == 0:
         return
-    if spots.min() < sh.lo or spots.max() >= sh.hi:
+    box = _Box(spots) if box is None else box
+    if box.lo < sh.lo or box.hi >= sh.hi:
         raise MemoryFault(wh, f"reads shared bytes outside the kernel's shared memory [{sh.lo:#x}, {sh.hi:#x})")
-    if not sh.smem.written[spots].all():
+    if not box.unordered(sh.smem.written).all():
         b = int(spots[~sh.smem.written[spots]][0])
         raise MemoryFault(wh, f"reads shared address {b:#x}, which nothing wrote")
-    if sh.pending_any(spots):
+    if sh.pending_any(box.at, box.g):
         raise HazardError(wh, "reads shared bytes an asynchronous copy is still writing")
     bad = sh.unfenced_bytes(spots)
     if bad.size:
@@ -239,31 +329,133 @@ def _check_async_read(W, sh, spots, wh):
                               "fence.proxy.async since (the async proxy may not see it)")
 
 
+class _Box:
+    """The shared bytes of a copy, in its order (spots), and the cheaper forms of them that numpy moves faster:
+    rows, their (n, 16) rows where they are whole 16-byte granules each in order, else None (g: those granules);
+    span, the slice [lo, hi] where they are exactly those bytes (order: the permutation of rows into address order,
+    None where they are in it), else None. A TMA box is whole granules: its inner extent is a multiple of 16 bytes
+    and a swizzle permutes 16-byte chunks (PTX 5.5.7), except sm100's 8-byte flip; where its rows fill their pitch
+    (the swizzle span, or the inner extent without one), it is one span."""
+
+    __slots__ = ("spots", "rows", "g", "at", "lo", "hi", "span", "order", "pos", "moved")
+
+    def __init__(self, spots):
+        self.spots = spots
+        self.rows = self.g = self.span = self.order = self.pos = self.moved = None
+        self.lo, self.hi = int(spots.min()), int(spots.max())   # (an empty copy: numpy's ValueError, as before)
+        if not spots.size % 16:
+            r = spots.reshape(-1, 16)
+            if not (r[:, 0] & 15).any() and (r == r[:, :1] + np.arange(16)).all():
+                self.rows, self.g = r, r[:, 0] >> 4
+                pos = self.g - (self.lo >> 4)
+                if self.hi - self.lo + 1 == spots.size and not (np.bincount(pos) > 1).any():
+                    self.span = slice(self.lo, self.hi + 1)
+                    if (np.diff(pos) != 1).any():
+                        self.order, self.pos = np.argsort(pos), pos
+        self.at = self.spots if self.rows is None else self.rows
+
+    def unordered(self, arr):
+        """arr's values at the bytes, in any order (for any / all)."""
+        return arr[self.span] if self.span is not None else gather(arr, self.at)
+
+    def get(self, arr):
+        """arr's values at the bytes, in order, shaped like `at`."""
+        if self.span is None:
+            return gather(arr, self.at)
+        v = arr[self.span].reshape(-1, 16)
+        return v if self.pos is None else np.take(v, self.pos, axis=0)
+
+    def fill(self, arr, value):
+        """arr[bytes] = value."""
+        if self.span is not None:
+            arr[self.span] = value
+        else:
+            scatter(arr, self.at, value)
+
+    def put_sum(self, arr, first, offsets):
+        """arr[bytes] = first + offsets (one per byte, in order); read-only offsets (the same each time) are kept in
+        address order."""
+        if self.span is not None and self.order is None:
+            np.add(offsets, first, out=arr[self.span])
+            return
+        if self.span is None or offsets.flags.writeable:
+            self.put(arr, first + offsets)
+            return
+        if self.moved is None or self.moved[0] is not offsets:
+            self.moved = offsets, np.take(offsets.reshape(-1, 16), self.order, axis=0).reshape(-1)
+        np.add(self.moved[1], first, out=arr[self.span])
+
+    def put(self, arr, values):
+        """arr[bytes] = values (one per byte, in order)."""
+        if self.span is None:
+            scatter(arr, self.at, values.reshape(self.at.shape))
+            return
+        v = values.reshape(-1, 16)
+        if self.order is None:
+            arr[self.span] = v.reshape(-1)
+        else:   # one pass: the rows taken in address order straight into place (indices in range: no clip happens)
+            np.take(v, self.order, axis=0, out=arr[self.span].reshape(-1, 16), mode="clip")
+
+
+_BOXES = {}   # id of a planned box's (read-only) address array -> (it, es, its _Box)
+
+
+def _box(addr, es) -> _Box:
+    """The _Box of elements of es bytes at shared addresses addr; kept for a planned box's address array (read-only,
+    the same at every copy of that box)."""
+    seen = _BOXES.get(id(addr))
+    if seen is not None and seen[0] is addr and seen[1] == es:
+        return seen[2]
+    box = _Box((addr[:, None] + np.arange(es)).reshape(-1))
+    if not addr.flags.writeable:
+        if len(_BOXES) >= 64:   # (a kernel has a few: one per stage buffer and operand)
+            _BOXES.clear()
+        _BOXES[id(addr)] = (addr, es, box)
+    return box
+
+
+def _in_flight_clear(W, sh, box):
+    """Whether check_in_flight passes for a box of whole granules, told at once where it can be: no cp.async in flight
+    to it, and its TMA guard none, or one (mbarrier, phase) that W has observed (False: ask check_in_flight)."""
+    if box.rows is None or sh.pending_any(box.rows, box.g):
+        return False
+    bar = box.unordered(sh.guard_bar)
+    if bar.max() < 0:
+        return True
+    phase = box.unordered(sh.guard_phase)
+    first = box.spots[:1]
+    return bool((bar == sh.guard_bar[first]).all() and (phase == sh.guard_phase[first]).all()) and \
+        sh.unobserved([W], first) is None
+
+
 def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None, pc=-1, lane=0):
     """Write one TMA box into `cta`'s shared memory and complete its bytes on the mbarrier at bar_off of `bar_cta`
-    (default: `cta` itself)."""
+    (default: `cta` itself). src: the global byte behind each byte written (-1: none), as (first, offsets) whose sum
+    it is (_sources). The shadows are written in the box's cheapest form (_Box)."""
     bar_cta = cta if bar_cta is None else bar_cta
     sh = cta.shared
-    spots = (addr[:, None] + np.arange(es)).reshape(-1)
-    if spots.min() < sh.lo or spots.max() >= sh.hi:
-        raise MemoryFault(wh, f"TMA box [{int(spots.min()):#x}, {int(spots.max()) + 1:#x}) falls outside the "
+    box = _box(addr, es)
+    spots = box.spots
+    if box.lo < sh.lo or box.hi >= sh.hi:
+        raise MemoryFault(wh, f"TMA box [{box.lo:#x}, {box.hi + 1:#x}) falls outside the "
                               f"kernel's shared memory [{sh.lo:#x}, {sh.hi:#x}) of CTA {cta.ctaid}")
-    if sh.mbar_live[spots].any():
+    if box.unordered(sh.mbar_live).any():
         raise HazardError(wh, "a TMA box overwrites an initialised mbarrier object")
-    sh.check_overwrite(spots, wh, "a TMA load writes")
+    sh.check_overwrite(box.at, wh, "a TMA load writes", box.g)
     mb = lookup(W, bar_cta, bar_off, wh)
-    sh.check_in_flight(W, spots, wh, "this copy writes")
+    if not _in_flight_clear(W, sh, box):
+        sh.check_in_flight(W, spots, wh, "this copy writes")
+    data = np.ascontiguousarray(values).view(np.uint8)
     # racecheck: the async proxy's write, in the issuing warp's order; waiters acquire it through the mbarrier
-    races.on_write(sh, W, spots[None, :], W.tid[lane:lane + 1], wh,
-                   np.ascontiguousarray(values).view(np.uint8)[None, :])
+    races.on_write(sh, W, spots[None, :], W.tid[lane:lane + 1], wh, data[None, :])
     races.mbar_release(W, mb)
-    sh.copy_pc[spots] = pc + 1
-    sh.smem.data[spots] = np.ascontiguousarray(values).view(np.uint8)
-    sh.smem.written[spots] = True
-    sh.unfenced[spots] = 0
-    sh.source[spots] = np.where(src[:, None] >= 0, src[:, None] + np.arange(es), -1).reshape(-1)
-    sh.guard_bar[spots] = bar_off if bar_cta is cta else ((bar_cta.rank + 1) << 24) | bar_off
-    sh.guard_phase[spots] = mb.phase
+    box.fill(sh.copy_pc, pc + 1)
+    box.put(sh.smem.data, data)
+    box.fill(sh.smem.written, True)
+    box.fill(sh.unfenced, 0)
+    box.put_sum(sh.source, *src)
+    box.fill(sh.guard_bar, bar_off if bar_cta is cta else ((bar_cta.rank + 1) << 24) | bar_off)
+    box.fill(sh.guard_phase, mb.phase)
     sh.guarded = True
     mb.complete_tx(spots.size)
 
@@ -313,7 +505,7 @@ def c_bulk(ins, prog, pc):
                 targets = [cta] if not multicast else \
                     [c for r, c in enumerate(W.cta.cluster) if int(get_mask(W)[lane]) >> r & 1]
                 for c in targets:
-                    _deliver(W, c, off + np.arange(n), data, src, 1, boff, wh, None, pc, lane)
+                    _deliver(W, c, off + np.arange(n), data, (0, src), 1, boff, wh, None, pc, lane)
         return bulk_load
     if first == "global":  # shared::cta -> global, in a bulk group
         get_dst = address(prog, ops[0], ins, "global")
@@ -327,11 +519,13 @@ def c_bulk(ins, prog, pc):
                 n = int(sizes[lane])
                 sh = W.cta.shared
                 spots = int(srcs[lane]) + np.arange(n)
-                _check_async_read(W, sh, spots, wh)
+                box = _Box(spots) if n else None   # (an empty store reads nothing)
+                _check_async_read(W, sh, spots, wh, box)
                 access(W, "global", dsts[lane:lane + 1], W.tid[lane:lane + 1], n, wh,
                        data=sh.smem.data[spots].reshape(1, -1))
-                sh.bulk_reading[spots] += 1
-                W.bulk_open.append((sh, spots))
+                if box is not None:
+                    _reading(sh, box, 1)
+                    W.bulk_open.append((sh, box, 1))
         return bulk_store
     raise PtxUnsupported(ins.opcode, f"this bulk copy form is not modelled ({ins.where()})")
 
@@ -349,8 +543,8 @@ def _bulk_group(ins, prog, which, read):
 
     def wait(W, m):  # writes to global completed at issue; what remains is releasing the source bytes
         while len(W.bulk_groups) > keep:
-            for sh, spots in W.bulk_groups.pop(0):
-                sh.bulk_reading[spots] -= 1
+            for sh, box, n in W.bulk_groups.pop(0):
+                _reading(sh, box, -n)
     return wait
 
 
