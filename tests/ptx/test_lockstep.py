@@ -292,9 +292,8 @@ def test_a_launch_freezes_older_objects_only_while_it_runs_and_keeps_a_callers_f
         gc.freeze()
 
 
-def test_a_gangs_ld_param_is_one_load_for_all_its_warps(monkeypatch):
-    """ld.param at an address naming no register: the gang reads the parameter bytes once and sets every warp's
-    registers together (memory_ops._param_gang); bits as warps one at a time."""
+def _param_loads(monkeypatch) -> list:
+    """The CTA of each load of the parameter space (memory_ops.access), as the launch makes them."""
     from tcemu.ptx.ops import memory_ops
     calls = []
     real = memory_ops.access
@@ -304,6 +303,13 @@ def test_a_gangs_ld_param_is_one_load_for_all_its_warps(monkeypatch):
             calls.append(W.cta.ctaid)
         return real(W, space, *a, **k)
     monkeypatch.setattr(memory_ops, "access", spy)
+    return calls
+
+
+def test_a_gangs_ld_param_is_one_load_for_all_its_warps(monkeypatch):
+    """ld.param at an address naming no register: the gang reads the parameter bytes once and sets every warp's
+    registers together (memory_ops._param_gang); bits as warps one at a time."""
+    calls = _param_loads(monkeypatch)
     out = run(GLOBAL_INDEX + ALU, grid=8, block=64)   # OUT_PROLOGUE's ld.param.u64 of the output pointer
     assert np.array_equal(out, alu_model(8, 64)) and len(calls) == 1   # 16 warps, one load
     calls.clear()
@@ -315,15 +321,7 @@ def test_a_gangs_ld_param_through_a_register_is_one_load_where_every_lane_names_
     """ld.param [%rd+k] (CUTLASS reads its Params struct so): where the register holds one offset in every lane of
     every warp, one load for the gang; where it does not (here: an offset from %tid), warp by warp. Bits as warps
     one at a time either way."""
-    from tcemu.ptx.ops import memory_ops
-    calls = []
-    real = memory_ops.access
-
-    def spy(W, space, *a, **k):
-        if space == "param":
-            calls.append(W.cta.ctaid)
-        return real(W, space, *a, **k)
-    monkeypatch.setattr(memory_ops, "access", spy)
+    calls = _param_loads(monkeypatch)
     params = ".param .u64 out, .param .u32 x, .param .u32 y"
     prologue = "  mov.u64 %rd6, x;\n" + OUT_PROLOGUE.replace("[out]", "[%rd6+-8]")   # out sits 8 bytes before x
 
