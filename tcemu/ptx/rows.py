@@ -19,17 +19,23 @@ def aligned(spots) -> bool:
     return w > 1 and w & (w - 1) == 0 and spots.shape[0] > 0 and not (spots[:, 0] & (w - 1)).any()
 
 
+LAST = 8   # spots arrays a last_answer function remembers: a gang's CTAs' plans, then their records
+
+
 def last_answer(fn):
-    """fn(spots), answering again at once for the spots array it saw last: one access updates several shadows at
-    the same spots (a copy landing: data, written, source, ...; a racecheck plan, then its record), each asking
-    (spots arrays are never written in place)."""
-    last = [None, None]
+    """fn(spots), answering again at once for the spots arrays it saw last (LAST of them): one access updates several
+    shadows at the same spots (a copy landing: data, written, source, ...; a racecheck plan, then its record), each
+    asking, and a gang plans every CTA's access before it records any (spots arrays are never written in place)."""
+    seen, answers = [None] * LAST, [None] * LAST
+    at = [0]
 
     def ask(spots):
-        if last[0] is spots:
-            return last[1]
+        for k in range(LAST):
+            if seen[k] is spots:
+                return answers[k]
         out = fn(spots)
-        last[0], last[1] = spots, out
+        k = at[0]
+        seen[k], answers[k], at[0] = spots, out, (k + 1) % LAST
         return out
     ask.__doc__ = fn.__doc__
     return ask
