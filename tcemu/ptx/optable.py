@@ -17,7 +17,8 @@ text alone (opcode, qualifiers, operands), in one place:
   pass it.
 
 An op's own attributes (op.gang, op.refused, op.wgmma: ops/) say what only its compiled form knows."""
-from typing import List
+from functools import lru_cache
+from typing import List, NamedTuple
 
 import numpy as np
 
@@ -48,43 +49,67 @@ def _specials(ops):
             yield from _specials(o.items)
 
 
+class _Opcode(NamedTuple):
+    """The columns as far as the opcode alone decides them (a program has few distinct opcodes)."""
+    private: bool       # before its operands' %clock reads
+    warp_sync: bool     # before a called function's ret
+    has_dest: bool      # given operands
+    unit: str
+    cta_barrier: bool
+    spin_ok: bool
+    ret: bool
+
+
+@lru_cache(maxsize=4096)
+def _opcode(opcode: str) -> _Opcode:
+    parts = opcode.split(".")
+    base = parts[0]
+    if base == "cp":
+        unit = "bulk" if "bulk" in parts else "cp.async"
+    else:
+        unit = base if base in ("wgmma", "tcgen05", "mbarrier") else ""
+    return _Opcode(
+        private=base in PRIVATE and "cc" not in parts,
+        warp_sync=base in ("bar", "barrier") or "sync" in parts or "aligned" in parts,
+        # multimem: ld_reduce returns the reduction; st and red write memory only (PTX 9.7.9.16)
+        has_dest=parts[1:2] == ["ld_reduce"] if base == "multimem" else base not in NO_DEST,
+        unit=unit,
+        cta_barrier=base == "bar" and parts[1:2] != ["warp"] or base == "barrier" and parts[1:2] != ["cluster"],
+        spin_ok=not (base in SPIN_BLOCKED or "async" in parts or parts[:2] == ["fence", "proxy"]
+                     or (base == "bar" and parts[1:2] != ["warp"])),
+        ret=base == "ret")
+
+
 def private(ins: P.Instruction) -> bool:
-    parts = ins.opcode.split(".")
-    if parts[0] not in PRIVATE or "cc" in parts:
-        return False
-    return not any(o.name.startswith(CLOCKS) for o in _specials(ins.operands))
+    return _opcode(ins.opcode).private and not _reads_clock(ins.operands)
+
+
+def _reads_clock(operands) -> bool:
+    for o in operands:
+        if o.__class__ is P.Special or o.__class__ is P.Vec:   # (most operands are neither: no generator)
+            return any(s.name.startswith(CLOCKS) for s in _specials(operands))
+    return False
 
 
 def warp_sync(ins: P.Instruction) -> bool:
-    parts = ins.opcode.split(".")
-    if ins.owner and parts[0] == "ret":   # lanes returning from a call wait for the call's other lanes
-        return True
-    return parts[0] in ("bar", "barrier") or "sync" in parts or "aligned" in parts
+    op = _opcode(ins.opcode)
+    return op.warp_sync or bool(ins.owner) and op.ret   # lanes returning from a call wait for its other lanes
 
 
 def has_dest(ins: P.Instruction) -> bool:
-    parts = ins.opcode.split(".")
-    if parts[0] == "multimem":   # ld_reduce returns the reduction; st and red write memory only (PTX 9.7.9.16)
-        return parts[1:2] == ["ld_reduce"]
-    return bool(ins.operands) and parts[0] not in NO_DEST
+    return bool(ins.operands) and _opcode(ins.opcode).has_dest
 
 
 def unit(ins: P.Instruction) -> str:
-    parts = ins.opcode.split(".")
-    if parts[0] == "cp":
-        return "bulk" if "bulk" in parts else "cp.async"
-    return parts[0] if parts[0] in ("wgmma", "tcgen05", "mbarrier") else ""
+    return _opcode(ins.opcode).unit
 
 
 def cta_barrier(ins: P.Instruction) -> bool:
-    parts = ins.opcode.split(".")
-    return parts[0] == "bar" and parts[1:2] != ["warp"] or parts[0] == "barrier" and parts[1:2] != ["cluster"]
+    return _opcode(ins.opcode).cta_barrier
 
 
 def spin_ok(ins: P.Instruction) -> bool:
-    parts = ins.opcode.split(".")
-    return not (parts[0] in SPIN_BLOCKED or "async" in parts or parts[:2] == ["fence", "proxy"]
-                or (parts[0] == "bar" and parts[1:2] != ["warp"]))
+    return _opcode(ins.opcode).spin_ok
 
 
 class Columns:
@@ -92,15 +117,16 @@ class Columns:
     off the code: nothing of the above)."""
 
     def __init__(self, instrs: List[P.Instruction]):
-        def col(fn, dtype=bool):
-            return np.array([fn(i) for i in instrs] + [dtype()], dtype)
-        self.private = col(private)
-        self.warp_sync = col(warp_sync)
-        self.has_dest = col(has_dest)
-        self.cta_barrier = col(cta_barrier)
-        self.spin_ok = col(spin_ok)
-        self.unit = col(unit, object)
-        self.unit[-1] = ""
+        rows = []
+        for i in instrs:
+            o = _opcode(i.opcode)
+            rows.append((o.private and not _reads_clock(i.operands), o.warp_sync or o.ret and bool(i.owner),
+                         o.has_dest and bool(i.operands), o.cta_barrier, o.spin_ok))
+        cols = np.zeros((5, len(instrs) + 1), bool)
+        if rows:
+            cols[:, :-1] = np.array(rows, bool).T
+        self.private, self.warp_sync, self.has_dest, self.cta_barrier, self.spin_ok = cols
+        self.unit = np.array([_opcode(i.opcode).unit for i in instrs] + [""], object)
 
     def uses(self, *units: str) -> bool:
         """Whether some instruction drives one of these asynchronous units."""
