@@ -333,11 +333,14 @@ class WriteLog:
         gmem.store = logged
 
     def watch_shared(self, sh):
-        store = sh.store
+        # the window's own store through a weak reference: a closure holding its bound method would make the
+        # window a reference cycle, freed only by the cyclic garbage collector
+        store, window = type(sh).store, weakref.ref(sh)
 
         def logged(offs, data, *a, **k):
-            store(offs, data, *a, **k)
-            self._add(sh, offs, data.shape[1], a[1] if len(a) > 1 else k.get("where", ""))
+            s = window()
+            store(s, offs, data, *a, **k)
+            self._add(s, offs, data.shape[1], a[1] if len(a) > 1 else k.get("where", ""))
         sh.store = logged
 
     def _add(self, space, addrs, nbytes, where, warp=None):

@@ -223,8 +223,10 @@ class Cta:
         self.grace = None       # global racecheck's per-CTA state (graces.py), made on first use
 
     def release(self):
-        """A finished CTA's shadows, registers and deferred chains go at once: its objects form reference cycles
-        (warp <-> CTA) that would keep them until the garbage collector's next full pass (peak memory)."""
+        """A finished CTA's shadows, registers and deferred chains go at once, and the reference cycles through it
+        (its warps' `cta`, its cluster's lists, the cluster's racecheck state) are cut, so that reference counting
+        frees it: left to the cyclic garbage collector, a grid of 16,384 one-warp CTAs spent a third of its time
+        in collections (0.85 of 2.5 s on the VM)."""
         self.shared.release()
         if self.grace is not None:
             graces.retire(self)
@@ -233,7 +235,9 @@ class Cta:
             for attr in CLASS_ATTR.values():
                 setattr(w, attr, None)
             w.regcol = None
+            w.cta = w.race = None   # (a racecheck clock names its cluster's state, which lists the CTAs)
         self.regbase = None
+        self.cluster = self.cluster_barrier = self.races = self.grace = None
 
     def special(self, name: str, w: Warp) -> np.ndarray:
         L = self.launch

@@ -405,6 +405,7 @@ class Module:
         finally:
             if frozen:
                 gc.unfreeze()
+            L.writes.running = None   # (the last warp run: nothing of the launch's CTAs outlives it)
             for arr, buf in writeback:
                 arr[...] = buf.view(arr.dtype).reshape(arr.shape)
             if bar:

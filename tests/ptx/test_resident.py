@@ -505,3 +505,44 @@ def test_a_whole_grids_clusters_come_in_launch_order_without_a_list_of_them(monk
     want = np.zeros(72, np.uint32)
     want[(z * 4 + y) * 6 + x] = (z << 16 | y << 8 | x)
     assert np.array_equal(outs[0], want) and np.array_equal(outs[1], want)
+
+
+def test_a_finished_cta_is_freed_without_the_cycle_collector(monkeypatch):
+    """Cta.release cuts the reference cycles through a finished CTA (its warps' `cta`, its cluster's lists, the
+    write log's watch of its shared window), so reference counting frees it and its window: the cyclic garbage
+    collector had spent a third of a grid of one-warp CTAs' time collecting them."""
+    import gc
+    import weakref
+    from tcemu.ptx import machine
+    refs = []
+    real = machine.Cta.__init__
+
+    def spy(self, launch, ctaid, prog, shared):
+        real(self, launch, ctaid, prog, shared)
+        refs.append((weakref.ref(self), weakref.ref(shared), weakref.ref(self.warps[0])))
+    monkeypatch.setattr(machine.Cta, "__init__", spy)
+    text = """.version 8.3
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+ .reg .b32 %r<4>; .reg .b64 %rd<4>;
+ .shared .align 4 .b32 s[32];
+ ld.param.u64 %rd1, [out]; cvta.to.global.u64 %rd1, %rd1;
+ mov.u32 %r1, %ctaid.x; mov.u32 %r2, %tid.x; mov.u32 %r3, s;
+ shl.b32 %r2, %r2, 2; add.u32 %r3, %r3, %r2; st.shared.u32 [%r3], %r1; bar.sync 0;
+ ld.shared.u32 %r1, [%r3]; shr.u32 %r2, %r2, 2; mad.lo.u32 %r1, %r1, 32, %r2;
+ mul.wide.u32 %rd2, %r1, 4; add.s64 %rd3, %rd1, %rd2; st.global.u32 [%rd3], %r1;
+ ret;
+}
+"""
+    out = np.zeros(64 * 32, np.uint32)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        ptx.load(text).launch("k", grid=64, block=32, args=[out])
+        assert out.tolist() == list(range(64 * 32))
+        assert len(refs) == 64 and all(r() is None for three in refs for r in three)
+    finally:
+        if was:
+            gc.enable()
