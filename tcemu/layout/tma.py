@@ -200,14 +200,23 @@ def plan_tile(smem_addr, tensor, box, coords, element_strides=None, swizzle="non
     return addr, values, flat, counts, keep
 
 
+def box_slices(coords, counts, step, shape):
+    """The strided slices (the array's axes, outer first) of a box wholly inside a tensor of `shape`, or None where
+    it is not: coords, counts and step per dimension, dimension 0 first."""
+    last = [c + (n - 1) * e for c, n, e in zip(coords, counts, step)]
+    if min(coords) < 0 or not all(x < d for x, d in zip(last, shape[::-1])):
+        return None
+    return tuple(slice(c, x + 1, e) for c, x, e in zip(coords[::-1], last[::-1], step[::-1]))
+
+
 def _inside_box(tensor, coords, counts, step, mult=None):
     """(values, flat indices) of a box wholly inside the tensor (the common case), else None: a strided slice, in the
     box's order (dimension 0 fastest is the array's last axis fastest), and flat indices = the first element's + the
     box's own. mult: the tensor's elements per step of each dimension, dimension 0 first, where the caller has them."""
-    last = [c + (n - 1) * e for c, n, e in zip(coords, counts, step)]
-    if min(coords) < 0 or not all(x < d for x, d in zip(last, tensor.shape[::-1])):
+    box = box_slices(coords, counts, step, tensor.shape)
+    if box is None:
         return None
-    values = tensor[tuple(slice(c, x + 1, e) for c, x, e in zip(coords[::-1], last[::-1], step[::-1]))].reshape(-1)
+    values = tensor[box].reshape(-1)
     mult = _mult(tensor.shape) if mult is None else mult
     flat = int(np.dot(coords, mult)) + _box_offsets(tuple(counts), tuple(step), mult)
     return values, flat

@@ -60,6 +60,11 @@ def _key(me: GCta) -> int:
     return (me.id + 1) << 32 | me.epoch
 
 
+def _cta_of(key):
+    """The CTA ids of records' keys (-1 for NONE)."""
+    return (key >> 32) - 1
+
+
 def _join(into: dict, c: dict):
     for k, v in c.items():
         if into.get(k, -1) < v:
@@ -261,13 +266,15 @@ def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None):
         scatter(P.w_key, ix, mykey if keys is None else mykey[rows])
         scatter(P.w_info, ix, info[rows][:, None])
     part = ~whole & keep.any(axis=1)
-    if part.any() and not _kept_writes(sd, spots[part], keep[part],
-                                       np.broadcast_to(mykey, (len(spots), 1))[part, 0], info[part]):
+    if not part.any():
+        return
+    sp, k, pinfo = spots[part], keep[part], info[part]
+    pkey = np.broadcast_to(mykey, (len(spots), 1))[part]   # (rows, 1)
+    if not _kept_writes(sd, sp, k, pkey[:, 0], pinfo):
         # some bytes of these rows keep their writer: per byte (their units only)
-        P, ix = sd.at(spots[part], fine=True)
-        k = keep[part]
-        P.w_key[ix] = np.where(k, mykey if keys is None else mykey[part], P.w_key[ix])
-        P.w_info[ix] = np.where(k, info[part][:, None], P.w_info[ix])
+        P, ix = sd.at(sp, fine=True)
+        P.w_key[ix] = np.where(k, pkey, P.w_key[ix])
+        P.w_info[ix] = np.where(k, pinfo[:, None], P.w_info[ix])
 
 
 
@@ -277,16 +284,16 @@ def _kept_writes(sd, spots, changed, keys, info) -> bool:
     unit's record is the row's, its unchanged bytes kept without one (Granular.write_kept: no per-byte records
     until the unit is accessed again). False: nothing recorded (rows not whole units, a unit twice, a unit with a
     writer or per-byte records)."""
-    u = sd.unit
-    n, k = spots.shape
-    if k % u or (spots[:, 0] & (u - 1)).any():
+    g = sd.whole(spots)   # (rows, units a row)
+    if g is None:
         return False
-    g = (spots[:, ::u] >> sd.shift).reshape(-1)
+    per = g.shape[1]
+    g = g.reshape(-1)
     s = np.sort(g)
     if (s[1:] == s[:-1]).any():
         return False
-    per = k // u
-    return sd.write_kept(g, changed.reshape(-1, u), {"w_key": np.repeat(keys, per), "w_info": np.repeat(info, per)})
+    return sd.write_kept(g, changed.reshape(-1, sd.unit),
+                         {"w_key": np.repeat(keys, per), "w_info": np.repeat(info, per)})
 
 
 def reads_race(W, a, off, nbytes) -> bool:
@@ -321,8 +328,8 @@ def reads_race_ctas(warps, a, off, nbytes, lens) -> bool:
 def _foreign(g, warps, lens, keys) -> bool:
     """Whether a record (keys: (lanes, ...) _key, or NONE) names another CTA than its lane's (warps: one of each
     CTA; lens: each one's lanes, in order)."""
-    ids = np.repeat(np.array([g.cta(W.cta).id + 1 for W in warps], np.int64), lens)[:, None]
-    return bool(((keys != NONE) & (keys >> 32 != ids)).any())
+    ids = np.repeat(np.array([g.cta(W.cta).id for W in warps], np.int64), lens)[:, None]
+    return bool(((keys != NONE) & (_cta_of(keys) != ids)).any())
 
 
 def _per_cta(x, lens):
@@ -415,7 +422,7 @@ def record_writes(W, a, off, data, tids, wh):
 def _unordered(g, me, key, reads=False):
     """Bytes whose recorded access (key) is by another CTA this one does not know past its epoch; None: none.
     reads: the accesses are plain reads and this CTA writes (dependency order counts too)."""
-    cta = (key >> 32) - 1
+    cta = _cta_of(key)
     foreign = (key != NONE) & (cta != me.id)
     if not foreign.any():
         return None
@@ -481,7 +488,7 @@ def _report(g, a, me, W, kind, bad, spots, tids, wh, key, infos, strong):
     """infos: the other access's records at spots."""
     j, b = np.argwhere(bad)[0]
     spot = int(spots[j, b])
-    other = int(key[j, b] >> 32) - 1
+    other = int(_cta_of(key[j, b]))
     oinfo = int(infos[j, b])
     lane = int(tids[j]) % 32
     mine = f"thread {W.index * 32 + lane} (warp {W.index}, CTA {g.ctaid(me.id)})"

@@ -117,16 +117,17 @@ class Columns:
     off the code: nothing of the above)."""
 
     def __init__(self, instrs: List[P.Instruction]):
-        rows = []
+        rows, units = [], []
         for i in instrs:
             o = _opcode(i.opcode)
             rows.append((o.private and not _reads_clock(i.operands), o.warp_sync or o.ret and bool(i.owner),
                          o.has_dest and bool(i.operands), o.cta_barrier, o.spin_ok))
+            units.append(o.unit)
         cols = np.zeros((5, len(instrs) + 1), bool)
         if rows:
             cols[:, :-1] = np.array(rows, bool).T
         self.private, self.warp_sync, self.has_dest, self.cta_barrier, self.spin_ok = cols
-        self.unit = np.array([_opcode(i.opcode).unit for i in instrs] + [""], object)
+        self.unit = np.array(units + [""], object)
 
     def uses(self, *units: str) -> bool:
         """Whether some instruction drives one of these asynchronous units."""

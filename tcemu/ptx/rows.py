@@ -15,8 +15,13 @@ def _rows(arr, w):
 
 def aligned(spots) -> bool:
     """Whether spots are rows of a power-of-two width > 1, each starting at a multiple of it."""
-    w = spots.shape[1] if spots.ndim == 2 else 0
-    return w > 1 and w & (w - 1) == 0 and spots.shape[0] > 0 and not (spots[:, 0] & (w - 1)).any()
+    return spots.ndim == 2 and spots.shape[1] > 1 and _aligned_starts(spots[:, 0], spots.shape[1])
+
+
+def _aligned_starts(starts, w) -> bool:
+    """Whether rows of w bytes at `starts` (some) are rows of the array viewed as (n, w): w a power of two > 1, each
+    start a multiple of it."""
+    return w > 1 and w & (w - 1) == 0 and starts.size > 0 and not (starts & (w - 1)).any()
 
 
 LAST = 8   # spots arrays a last_answer function remembers: a gang's CTAs' plans, then their records
@@ -58,7 +63,7 @@ def gather(arr, spots):
 def gather_starts(arr, starts, w):
     """arr[starts[:, None] + 0..w-1] without making those offsets: rows of w bytes at starts aligned to w (w a power
     of two), else the general gather."""
-    if w > 1 and w & (w - 1) == 0 and starts.size and not (starts & (w - 1)).any():
+    if _aligned_starts(starts, w):
         return np.take(_rows(arr, w), starts // w, axis=0)
     return arr[starts[:, None] + np.arange(w)]
 
@@ -67,7 +72,7 @@ def scatter_starts(arr, starts, values):
     """arr[starts[:, None] + 0..w-1] = values ((n, w) of arr's dtype) without making those offsets, as
     gather_starts."""
     w = values.shape[1]
-    if w > 1 and w & (w - 1) == 0 and starts.size and not (starts & (w - 1)).any() and arr.flags.c_contiguous:
+    if _aligned_starts(starts, w) and arr.flags.c_contiguous:
         _items(arr, w)[starts // w] = np.ascontiguousarray(values, arr.dtype).view(_items(arr, w).dtype).reshape(-1)
     else:
         arr[starts[:, None] + np.arange(w)] = values

@@ -54,7 +54,6 @@ def guarded(op, ins: P.Instruction, prog: Program):
     return guarded
 
 
-
 def hazard_checked(op, ins: P.Instruction, prog: Program):
     """Wrap an instruction that touches a wgmma register: it may not while the wgmma is in flight, and its
     writes make the register dirty until the next wgmma.fence."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import parser as P
 from .. import races
-from ...layout.tma import TmaError, _box_offsets, plan_tile_again
+from ...layout.tma import TmaError, _box_offsets, box_slices, plan_tile_again
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ..memory import PARAM_WINDOW, WINDOW_SIZE, WINDOWS
 from ..rows import gather, scatter
@@ -261,18 +261,12 @@ def _reading(sh, box, n):
         sh.bulk_reading[box.spots] += n
 
 
-def _inside(coords, counts, step, shape):
-    """Whether a box lies wholly inside the tensor (shape: outer dimension first)."""
-    return min(coords) >= 0 and all(c + (n - 1) * e < d for c, n, e, d in zip(coords, counts, step, shape[::-1]))
-
-
 def _store_box(view, raw, flat, inside, coords, counts, est):
     """Write a stored box's elements (raw: (n, es) bytes, box order) into the tensor, those inside it: one strided
     slice for a box inside whose elements are distinct bytes of global memory, else element by element."""
     step = [1] + list(est[1:])
-    if _inside(coords, counts, step, view.shape) and _disjoint(view, counts, step):
-        last = [c + (n - 1) * e for c, n, e in zip(coords, counts, step)]
-        box = tuple(slice(c, x + 1, e) for c, x, e in zip(coords[::-1], last[::-1], step[::-1]))
+    box = box_slices(coords, counts, step, view.shape)
+    if box is not None and _disjoint(view, counts, step):
         view[box] = np.ascontiguousarray(raw).view(view.dtype).reshape(tuple(counts[::-1]))
         return
     vals = np.ascontiguousarray(raw[inside]).view(view.dtype).reshape(-1)
@@ -297,7 +291,7 @@ def _sources(view, base, flat, coords, counts, est):
     (dimension 0 contiguous: its bytes are one run; read-only, the same at every copy of that box)."""
     es = view.itemsize
     step = [1] + list(est[1:])
-    if _inside(coords, counts, step, view.shape):
+    if box_slices(coords, counts, step, view.shape) is not None:   # the box inside the tensor
         strides = view.strides[::-1]   # bytes, dimension 0 first
         first = base + sum(c * s for c, s in zip(coords, strides))
         return first, _box_offsets((counts[0] * es,) + tuple(counts[1:]), (1,) + tuple(step[1:]),
