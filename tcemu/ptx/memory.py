@@ -299,10 +299,10 @@ class SharedWindow:
 
     def check_overwrite(self, spots, where: str, what: str = "writes", g=None):
         """Bytes an in-flight wgmma or bulk store still reads may not be overwritten (g: granules(spots), where the
-        caller has them)."""
+        caller has them; spots may then be None where no per-byte shadow of these is made)."""
         made = self.__dict__   # a shadow never made (lazy, __getattr__) is all zeros: nothing to check
         if "wgmma_reading" in made and self.wgmma_reading[granules(spots) if g is None else g].any():
-            flat = np.asarray(spots).reshape(-1)
+            flat = (np.asarray(g).reshape(-1, 1) * 16 + np.arange(16) if spots is None else np.asarray(spots)).reshape(-1)
             b = int(flat[self.wgmma_reading[flat >> 4] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
                                      "(wait for it with wgmma.wait_group before reusing the stage)")

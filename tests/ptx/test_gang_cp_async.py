@@ -132,10 +132,26 @@ def test_two_warps_copying_to_one_stage_fall_back_and_are_reported(spies):
         mod.launch("k", grid=1, block=128, args=[src, np.zeros(48 * 128, np.uint8), 16])
 
 
-def test_gang_wait_leaves_the_racecheck_records_of_warps_one_at_a_time(spies, monkeypatch):
+@pytest.mark.parametrize("path", ["teams", "copies"])
+def test_gang_wait_leaves_the_racecheck_records_of_warps_one_at_a_time(spies, monkeypatch, path):
     # the kernel's third copy runs on the odd lanes only: each warp's record keeps its own lanes' mask, though the
-    # gang lands a CTA's rows chunk by chunk (the warps' rows of one issue together), not warp by warp
+    # gang lands a CTA's rows chunk by chunk (the warps' rows of one issue together), not warp by warp; "teams":
+    # each CTA's copies of one gang issue as one slice (cp_async._team_batches), "copies": warp by warp
     from tcemu.ptx import memory, module
+    from tcemu.ptx.ops import cp_async
+    used = {"teams": 0, "copies": 0}
+    teams, copies = cp_async._team_batches, cp_async._copy_batches
+
+    def spy_teams(*a):
+        out = teams(*a) if path == "teams" else None
+        used["teams"] += out is not None
+        return out
+
+    def spy_copies(*a):
+        used["copies"] += 1
+        return copies(*a)
+    monkeypatch.setattr(cp_async, "_team_batches", spy_teams)
+    monkeypatch.setattr(cp_async, "_copy_batches", spy_copies)
     finals = []
 
     class Window(memory.SharedWindow):
@@ -147,6 +163,7 @@ def test_gang_wait_leaves_the_racecheck_records_of_warps_one_at_a_time(spies, mo
     launch(n=8)
     ganged, finals[:] = list(finals), []
     assert spies["land"] >= 3 * 2 and len(ganged) == 3
+    assert used[path] >= 3 * 2 and used["teams" if path == "copies" else "copies"] == 0
     assert any((g["w_mask"] == 0xAAAAAAAA).any() for g in ganged)   # the odd lanes' copies
     monkeypatch.setattr(lockstep, "GANG_OPS", False)
     launch(n=8)

@@ -18,6 +18,9 @@ from ..signals import Fallback
 from ..types import TYPES
 from .common import Mods, by_cta, mask_array, operands, repeats, where
 from .memory_ops import access, address
+
+# shadows kept per byte that a 16-byte copy's issue asks of its destination (memory._SHADOWS)
+_BYTE_SHADOWS = frozenset({"bulk_reading", "tcgen05_reading", "guard_bar", "async_pending"})
 from .registry import register
 
 
@@ -146,10 +149,6 @@ def c_cp_async(ins, prog, pc):
         srcs = srcs.astype(np.int64)
         if n is not None:
             data = np.where(span[None, :] < n[:, None], data, 0).astype(np.uint8)
-        spots = dsts[:, None] + span
-        lane_read = np.zeros(dsts.size, bool)
-        lane_read[reads] = True
-        r_at = np.cumsum(lane_read) - lane_read   # index into off of each lane that reads
         sh0 = ctas[0].shared   # a launch's windows are alike
         if any(c.shared.lo != sh0.lo or c.shared.hi != sh0.hi for c in ctas):
             raise Fallback
@@ -157,33 +156,44 @@ def c_cp_async(ins, prog, pc):
                           repeats(np.repeat(np.arange(len(ctas), dtype=np.int64) << 32, np.diff(cut)) | dsts)):
             raise Fallback   # outside the window; two lanes (of one warp or two) copying to the same bytes
         gr = dsts >> 4 if nbytes == 16 else None   # a 16-byte copy is one granule (aligned: checked above)
-        for k, (c, (lo, hi)) in enumerate(zip(ctas, zip(cut[:-1], cut[1:]))):
+        # the bytes themselves only where a shadow kept per byte is there to ask (memory._SHADOWS, made lazily)
+        spots = dsts[:, None] + span if gr is None or any(_BYTE_SHADOWS.intersection(c.shared.__dict__)
+                                                          for c in ctas) else None
+        for c, lo, hi in zip(ctas, cut, cut[1:]):
             sh = c.shared
             if lo == hi:
                 continue
-            sp = spots[lo:hi]
+            sp = None if spots is None else spots[lo:hi]
             g = None if gr is None else gr[lo:hi]
             try:
                 sh.check_overwrite(sp, wh, g=g)
             except TcemuError:
                 raise Fallback from None
-            if sh.pending_any(sp, g) or ("guard_bar" in sh.__dict__ and
-                                                       (gather(sh.guard_bar, sp) >= 0).any()):
+            if sh.pending_any(sp, g) or ("guard_bar" in sh.__dict__ and (gather(sh.guard_bar, sp) >= 0).any()):
                 raise Fallback
-            if alloc is not None and lane_read[lo:hi].any():
-                if graces.reads_race(warps[first[k]], alloc, off[r_at[lo:hi][lane_read[lo:hi]]], nbytes):
-                    raise Fallback   # another CTA's unordered write: the warps' own loads report it
         if alloc is not None:
-            graces.record_reads_ctas([(warps[first[k]], off[r_at[lo:hi][lane_read[lo:hi]]],
-                                       tids[lo:hi][lane_read[lo:hi]]) for k, (lo, hi) in enumerate(zip(cut, cut[1:]))],
-                                     alloc, nbytes, wh)
+            if n is None:   # every lane reads: each CTA's reads are its lanes' rows
+                offs, who = [off[lo:hi] for lo, hi in zip(cut, cut[1:])], [tids[lo:hi] for lo, hi in zip(cut, cut[1:])]
+            else:
+                lane_read = np.zeros(dsts.size, bool)
+                lane_read[reads] = True
+                r_at = np.cumsum(lane_read) - lane_read   # index into off of each lane that reads
+                offs = [off[r_at[lo:hi][lane_read[lo:hi]]] for lo, hi in zip(cut, cut[1:])]
+                who = [tids[lo:hi][lane_read[lo:hi]] for lo, hi in zip(cut, cut[1:])]
+            leads = [warps[k] for k in first]
+            if graces.reads_race_ctas(leads, alloc, off, nbytes, [len(o) for o in offs]):
+                raise Fallback   # another CTA's unordered write: the warps' own loads report it
+            graces.record_reads_ctas(list(zip(leads, offs, who)), alloc, nbytes, wh)
         for c, lo, hi in zip(ctas, cut, cut[1:]):
-            c.shared.set_pending(spots[lo:hi], pc + 1, None if gr is None else gr[lo:hi, None])
-        chunk = (dsts, data, srcs, n, tids)   # each warp's copy: its rows of the gang's arrays
-        at = 0
-        for W, k in zip(warps, per_warp.tolist()):
-            W.cp_async_open.append(Copy(chunk, at, at + k))
-            at += k
+            c.shared.set_pending(None if spots is None else spots[lo:hi], pc + 1,
+                                 None if gr is None else gr[lo:hi, None])
+        chunk = (dsts, data, srcs, n, tids)   # each warp's copy: its rows of the gang's arrays; a CTA's: its team
+        ends = ends.tolist()
+        bounds = first + [nw]
+        for k, (lo, hi) in enumerate(zip(cut, cut[1:])):
+            team = Team(chunk, lo, hi, bounds[k + 1] - bounds[k])
+            for j in range(bounds[k], bounds[k + 1]):
+                warps[j].cp_async_open.append(Copy(chunk, ends[j - 1] if j else 0, ends[j], team))
 
     gang.masked = True   # lanes as the masks give them (lockstep.run_any)
     op.gang = gang
@@ -194,15 +204,25 @@ class Copy:
     """A warp's cp.async in flight: rows lo..hi of `chunk` = (dst, data, src, nread, tids), per lane its shared
     destination (n,), the (n, k) bytes it read, its global source (n,), the bytes it reads (n,) or None where all
     k (src-size / ignore-src: PTX 9.7.9.25), its thread id. A gang's issue is one chunk, each warp's copy its rows
-    (so its wait lands them without joining warp by warp); the byte offsets are made again where it lands."""
-    __slots__ = ("chunk", "lo", "hi")
+    (so its wait lands them without joining warp by warp); the byte offsets are made again where it lands.
+    team: the rows of every warp of its CTA that issued it in that gang (a Team, shared by their copies; None for
+    a warp's own issue), so that a gang's wait takes a CTA's copies as one."""
+    __slots__ = ("chunk", "lo", "hi", "team")
 
-    def __init__(self, chunk, lo, hi):
-        self.chunk, self.lo, self.hi = chunk, lo, hi
+    def __init__(self, chunk, lo, hi, team=None):
+        self.chunk, self.lo, self.hi, self.team = chunk, lo, hi, team
 
     @property
     def width(self) -> int:
         return self.chunk[1].shape[1]
+
+
+class Team:
+    """Rows lo..hi of a gang issue's chunk: those of the `warps` warps of one CTA (Copy.team)."""
+    __slots__ = ("chunk", "lo", "hi", "warps")
+
+    def __init__(self, chunk, lo, hi, warps):
+        self.chunk, self.lo, self.hi, self.warps = chunk, lo, hi, warps
 
 
 def _spots(dst, k):
@@ -225,8 +245,11 @@ def _joined(cs):
         else:
             runs.append([c.chunk, c.lo, c.hi])
     parts = [tuple(None if a is None else a[lo:hi] for a in chunk) for chunk, lo, hi in runs]
-    if len(parts) == 1:
-        return parts[0]
+    return parts[0] if len(parts) == 1 else _concat(parts)
+
+
+def _concat(parts):
+    """Row slices (dst, data, src, nread, tids) of chunks of one width as one."""
     k = parts[0][1].shape[1]
     nread = None if all(p[3] is None for p in parts) else \
         np.concatenate([np.full(len(p[0]), k) if p[3] is None else p[3] for p in parts])
@@ -300,25 +323,9 @@ def _cp_async_sync(ins, prog, which):
         plans = []
         for cta, members in by_cta(pairs):
             sh = cta.shared
-            # the copies that land, one batch per width, an owner per warp's group and width (one on_write call
-            # of _apply_copies); a batch's rows go chunk by chunk (a gang issue's rows of this CTA: one slice)
-            widths, order = {}, {}
-            for W, _ in members:
-                for g in W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]:
-                    for c in g:
-                        part = widths.setdefault(c.width, ([], []))
-                        if not part[1] or part[1][-1][1] is not g:
-                            part[1].append((W, g))
-                        part[0].append((order.setdefault(id(c.chunk), len(order)), c.lo, len(part[1]) - 1, c))
-            batches = []
-            for k, (part, owners) in widths.items():
-                part.sort(key=itemgetter(0, 1))   # chunk by chunk, rows in order
-                dst, data, src, nread, tids = _joined([p[3] for p in part])
-                if repeats(dst):   # rows aligned to their width overlap only where they start together
-                    raise Fallback
-                owner = np.repeat(np.array([p[2] for p in part]), [p[3].hi - p[3].lo for p in part])
-                batches.append(([W for W, _ in owners], _spots(dst, k), data, _sources(src, nread, k), tids,
-                                owner))
+            batches = _team_batches(members, keep)
+            if batches is None:
+                batches = _copy_batches(members, keep)
             if len(batches) > 1 and repeats(np.concatenate([b[1].reshape(-1) for b in batches])):
                 raise Fallback
             for _, spots, *_ in batches:
@@ -338,3 +345,66 @@ def _cp_async_sync(ins, prog, which):
                 _land(sh, spots, data, src)
     wait.gang = gang
     return wait
+
+
+def _batch(owners, dst, data, src, nread, tids, owner):
+    """A landing batch of one width: (owner warps, spots, data, sources, tids, each row's index into owners);
+    Fallback where two rows start together (rows aligned to their width overlap only then)."""
+    if repeats(dst):
+        raise Fallback
+    k = data.shape[1]
+    return owners, _spots(dst, k), data, _sources(src, nread, k), tids, owner
+
+
+def _team_batches(members, keep):
+    """A CTA's landing batches where its waiting warps are exactly the warps that issued each copy in one gang
+    (Copy.team): a team's rows are one slice, taken without visiting the warps' copies one by one. An owner per
+    (warp, group), as _apply_copies records them. None where that does not hold (_copy_batches)."""
+    w0 = members[0][0]
+    n = len(w0.cp_async_groups) - keep
+    if n <= 0:
+        return None
+    groups = w0.cp_async_groups[:n]
+    teams = [c.team for g in groups for c in g]
+    if None in teams or any(t.warps != len(members) for t in teams):
+        return None
+    for W, _ in members[1:]:
+        if len(W.cp_async_groups) - keep != n or [c.team for g in W.cp_async_groups[:n] for c in g] != teams:
+            return None
+    where = {}   # team -> its group's index (a team is in one group of every warp)
+    for gi, g in enumerate(groups):
+        for c in g:
+            where[c.team] = gi
+    pos = np.full(max(W.index for W, _ in members) + 1, -1, np.int64)
+    pos[[W.index for W, _ in members]] = np.arange(len(members)) * n
+    owners = [W for W, _ in members for _ in range(n)]
+    widths = {}
+    for t in teams:
+        widths.setdefault(t.chunk[1].shape[1], []).append(t)
+    out = []
+    for ts in widths.values():
+        parts = [tuple(None if a is None else a[t.lo:t.hi] for a in t.chunk) for t in ts]
+        dst, data, src, nread, tids = parts[0] if len(parts) == 1 else _concat(parts)
+        owner = pos[tids >> 5] + np.repeat([where[t] for t in ts], [t.hi - t.lo for t in ts])
+        out.append(_batch(owners, dst, data, src, nread, tids, owner))
+    return out
+
+
+def _copy_batches(members, keep):
+    """A CTA's landing batches from its warps' copies one by one: one batch per width, an owner per warp's group
+    and width (one on_write call of _apply_copies); a batch's rows go chunk by chunk (a gang issue's rows of this
+    CTA: one slice)."""
+    widths, order = {}, {}
+    for W, _ in members:
+        for g in W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]:
+            for c in g:
+                part = widths.setdefault(c.width, ([], []))
+                if not part[1] or part[1][-1][1] is not g:
+                    part[1].append((W, g))
+                part[0].append((order.setdefault(id(c.chunk), len(order)), c.lo, len(part[1]) - 1, c))
+    batches = []
+    for part, owners in widths.values():
+        part.sort(key=itemgetter(0, 1))   # chunk by chunk, rows in order
+        owner = np.repeat(np.array([p[2] for p in part]), [p[3].hi - p[3].lo for p in part])
+        batches.append(_batch([W for W, _ in owners], *_joined([p[3] for p in part]), owner))
+    return batches
