@@ -26,6 +26,7 @@ from .. import races
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError
 from ..machine import BLOCK
 from ..chains import registers, settle
+from ..lockstep import slots_of
 from ..signals import Fallback
 from ..provenance import check_tile
 from ..types import TYPES
@@ -213,7 +214,7 @@ def c_mma(ins, prog, pc):
     # forms run warp by warp (no kernel here gangs A-in-registers whole yet to test it against)
     if not sparse and dtype_d != "s32" and not a_regs:
         op.gang = GangMma(prog, key, wh, (n, K, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b),
-                          ga, gb, gscale, slots, d_idx, a_idx)
+                          ga, gb, gscale, slots, d_idx, a_idx, slots_of(prog, (ops[1], ops[2], rest[0])))
     return op
 
 

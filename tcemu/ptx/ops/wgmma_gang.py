@@ -22,6 +22,7 @@ from ...layout.smem import SUBBYTE
 from .. import races
 from ..provenance import check_tile
 from ..chains import MAX_STEPS, Chain, registers, settle
+from ..lockstep import Batch
 from ..signals import Fallback
 
 DEFER = True          # float-accumulator steps wait in chains until their registers are read (chains.py)
@@ -81,8 +82,9 @@ class GangMma:
     """op.gang of one wgmma.mma_async (dense, A and B in shared memory, float accumulator): called with
     [(warp, mask), ...] in gang order."""
 
-    def __init__(self, prog, key, wh, form, ga, gb, gscale, slots, d_idx, a_idx):
+    def __init__(self, prog, key, wh, form, ga, gb, gscale, slots, d_idx, a_idx, touched):
         self.prog, self.key, self.wh = prog, key, wh
+        self.touched = touched   # the registers of the descriptors and scale-d (read through a lockstep.Batch)
         (self.n, self.K, self.dtype_a, self.dtype_b, self.dtype_d, self.trans_a, self.trans_b, self.scale_a,
          self.scale_b) = form
         self.ga, self.gb, self.gscale = ga, gb, gscale
@@ -118,9 +120,10 @@ class GangMma:
             groups.append((cta, wg, warps))
         return groups
 
-    def _agree(self, getter, warps, G):
-        """(G,) values of a per-thread operand the 128 threads of each warpgroup must agree on (execute's _one)."""
-        v = np.stack([getter(w) for w in warps]).reshape(G, 128)
+    def _agree(self, getter, B, G):
+        """(G,) values of a per-thread operand the 128 threads of each warpgroup must agree on (execute's _one);
+        B: the warpgroups' warps as a lockstep.Batch."""
+        v = np.broadcast_to(getter(B), (4 * G, 32)).reshape(G, 128)
         if not (v == v[:, :1]).all():
             raise Fallback
         return v[:, 0]
@@ -179,9 +182,10 @@ class GangMma:
         for w in allw:
             if slots & w.wgmma_dirty:
                 raise Fallback
-        desc_b = self._agree(self.gb, allw, G)
-        desc_a = self._agree(self.ga, allw, G)
-        scale_d = self._agree(self.gscale, allw, G).astype(bool)
+        B = Batch(allw, self.touched)
+        desc_b = self._agree(self.gb, B, G)
+        desc_a = self._agree(self.ga, B, G)
+        scale_d = self._agree(self.gscale, B, G).astype(bool)
         seen, a_bits, b_bits, a_of, b_of, spots = {}, [], [], [], [], []
         a_index, b_index = {}, {}
         for g, (cta, wg, warps) in enumerate(groups):
