@@ -177,17 +177,21 @@ class _Watch:
     def _sstore(self, sh, offs, data, a, k):
         spots = (np.asarray(offs, np.int64)[:, None] + np.arange(data.shape[1])).ravel()
         sh.check(offs, data.shape[1], a[0] if a else [], "probe")
-        keep = [(arr, arr[spots].copy()) for arr in (sh.smem.data, sh.smem.written, sh.guard_bar, sh.source,
-                                                    sh.unfenced)]
+        gr = np.unique(spots >> 4)   # the sources are kept per granule, some per byte (SharedWindow.sources)
+        keep = [(arr, at, arr[at].copy()) for arr, at in (
+            (sh.smem.data, spots), (sh.smem.written, spots), (sh.guard_bar, spots), (sh.unfenced, spots),
+            (sh.source16, gr), (sh.source, (gr[:, None] * 16 + np.arange(16)).ravel()))]
+        was = sh.sources(spots)
         epoch = sh.write_epoch
 
         def undo():
-            for arr, v in keep:
-                arr[spots] = v
+            for arr, at, v in keep:
+                arr[at] = v
             sh.write_epoch = epoch
         self.undo.append(undo)
         SharedWindow.store(sh, offs, data, *a, **k)
-        if any(not np.array_equal(arr[spots], v) for arr, v in keep[:4]):
+        if any(not np.array_equal(arr[at], v) for arr, at, v in keep[:3]) or \
+                not np.array_equal(sh.sources(spots), was):
             raise _Changed()
 
 

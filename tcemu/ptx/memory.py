@@ -188,7 +188,11 @@ _SHADOWS = {
     # generic-proxy writes not yet made visible to the async proxy: the epoch of each byte's last write; a
     # fence.proxy.async (by any warp: an approximation of the happens-before chain) covers every earlier one
     "unfenced": (np.int64, 0),
-    "source": (np.int64, -1),          # layout provenance: the global byte each shared byte was copied from
+    # layout provenance (provenance.py): the global byte each shared byte was copied from, per 16-byte granule
+    # (SharedWindow.sources): the granule's byte 0's, its bytes following it in order (a copied granule: cp.async,
+    # a TMA box's 16-byte chunks, bulk copies), NO_SOURCE, or MIXED: per byte in `source`, made only then
+    "source16": (np.int64, -1),
+    "source": (np.int64, -1),
     # bytes a TMA wrote, completing on mbarrier guard_bar (shared offset) in its phase guard_phase: a reader must
     # have observed that phase (a successful wait, or knowledge passed on through a barrier)
     "guard_bar": (np.int64, -1),
@@ -201,7 +205,9 @@ _SHADOWS = {
     "mbar_live": (np.bool_, 0),        # bytes of initialised mbarrier objects
     "copy_pc": (np.int32, 0),          # pc + 1 of the async copy that wrote each byte
 }
-_GRANULES = {"wgmma_reading", "async_pending16"}   # shadows kept per 16-byte granule, not per byte
+_GRANULES = {"wgmma_reading", "async_pending16", "source16"}   # shadows kept per 16-byte granule, not per byte
+NO_SOURCE, MIXED = -1, -2   # source16: no byte of the granule is a copy; its bytes' sources are in `source`
+_BYTE = np.arange(16)
 
 
 def granules(spots) -> np.ndarray:
@@ -233,6 +239,8 @@ class SharedWindow:
         if made is None:
             raise AttributeError(name)
         n = (self.hi + 15) >> 4 if name in _GRANULES else self.hi   # every offset checked lies below hi
+        if name == "source":   # whole granules (source16's MIXED ones)
+            n = ((self.hi + 15) >> 4) << 4
         arr = np.full(n, made[1], made[0]) if made[1] else np.zeros(n, made[0])
         setattr(self, name, arr)
         return arr
@@ -293,9 +301,70 @@ class SharedWindow:
         self.guard_bar[spots] = -1
         self.smem.data[spots] = data
         self.smem.written[spots] = True
-        self.source[spots] = -1
+        self.set_sources(spots, NO_SOURCE)
         if generic:
             self.mark_generic(spots)
+
+    def sources(self, offs) -> np.ndarray:
+        """The global byte each shared byte at offsets `offs` (any shape) was copied from, -1 where none."""
+        offs = np.asarray(offs)
+        if "source16" not in self.__dict__:
+            return np.full(offs.shape, NO_SOURCE, np.int64)
+        g = np.take(self.source16, offs >> 4)
+        out = np.where(g >= 0, g + (offs & 15), NO_SOURCE)
+        if "source" in self.__dict__:
+            mixed = g == MIXED
+            if mixed.any():
+                out[mixed] = self.source[offs[mixed]]
+        return out
+
+    def operand_sources(self, op) -> np.ndarray:
+        """sources(op.addrs) for a tensor-core operand (ops/wgmma_gang.Operand: its element addresses, their
+        granules and offsets in them, the granules it reads): where every granule is one run, a gather of granules."""
+        if "source16" in self.__dict__ and np.take(self.source16, op.grains).min(initial=0) >= 0:
+            out = np.take(self.source16, op.addr_granules)
+            out += op.addr_low
+            return out
+        return self.sources(op.addrs)
+
+    def set_sources(self, spots, src, g=None):
+        """Record that the bytes `spots` ((n, k) offsets) were copied from global bytes `src` (broadcast against
+        spots; NO_SOURCE: none). g: whole_granules(spots), where the caller has them."""
+        g = whole_granules(spots) if g is None else g
+        src = np.asarray(src, np.int64)
+        if g is None:   # parts of granules: those granules go per byte
+            spots = np.asarray(spots)
+            gr = np.unique(spots >> 4)
+            self._per_byte(gr)
+            self.source[spots] = src
+            self.source16[gr] = MIXED
+            return
+        g = g.reshape(-1)
+        if src.ndim == 0:
+            self.source16[g] = src if src < 0 else MIXED
+            if src >= 0:
+                self.source[(g[:, None] * 16 + _BYTE).reshape(-1)] = src
+            return
+        rows = np.broadcast_to(src, np.shape(spots)).reshape(-1, 16)   # granule by granule, as g lists them
+        first = rows[:, 0]
+        val = np.where((first >= 0) & (rows == first[:, None] + _BYTE).all(axis=1), first,
+                       np.where((rows < 0).all(axis=1), NO_SOURCE, MIXED))
+        mixed = val == MIXED
+        if mixed.any():
+            self.source[(g[mixed][:, None] * 16 + _BYTE).reshape(-1)] = rows[mixed].reshape(-1)
+        self.source16[g] = val
+
+    def set_source_rows(self, g, first):
+        """set_sources for whole granules g ((n,)) copied in order from global bytes first, first + 1, ..."""
+        self.source16[g] = first
+
+    def _per_byte(self, gr):
+        """Spell out granules gr's sources byte by byte in `source` (those not MIXED already)."""
+        cur = self.source16[gr]
+        lone = cur != MIXED
+        if lone.any():
+            b = (gr[lone][:, None] * 16 + _BYTE).reshape(-1)
+            self.source[b] = np.where(cur[lone][:, None] >= 0, cur[lone][:, None] + _BYTE, NO_SOURCE).reshape(-1)
 
     def check_overwrite(self, spots, where: str, what: str = "writes", g=None):
         """Bytes an in-flight wgmma or bulk store still reads may not be overwritten (g: granules(spots), where the

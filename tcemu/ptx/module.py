@@ -52,7 +52,8 @@ MEMORY_LIMIT = 4 << 30
 # bytes of tcemu's state per byte of a CTA's shared window that a GEMM's stage buffers touch: the bytes and their
 # written flags, unfenced, source, the granule shadows (memory._SHADOWS) and racecheck's records per granule
 # (races.Shadow): 26 allocated on Triton's bf16 matmul (2026-11-27, session 15; 119 before the records went per
-# granule), and 20 more for a TMA's guard_bar / guard_phase / copy_pc
+# granule), about 18 since the sources went per granule (session 19), and 20 more for a TMA's guard_bar /
+# guard_phase / copy_pc
 SHADOW_BYTES = 48
 # lower bounds of the CPU time a CTA and a warp cost before any instruction (a one-warp CTA that only returns:
 # ~150 us on the device machine's Xeon, ~240 us on the 2-core VM, 2026-11-26); a grid over timeout is refused

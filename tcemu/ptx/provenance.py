@@ -1,7 +1,7 @@
 """Layout provenance: is a tensor-core operand read through a matrix descriptor a coherent tile of the global bytes it
 was copied from? (launch option check_layouts)
 
-Shared bytes remember the global byte address they were copied from (SharedWindow.source: TMA, cp.async, ld + st).
+Shared bytes remember the global byte address they were copied from (SharedWindow.sources: TMA, cp.async, ld + st).
 For an operand of R rows (M for A, N for B) and K elements, src(r, k) is the global byte address of element (r, k) as
 the descriptor reads it (PTX 9.7.15.5.1 / 9.7.16.3: start address, LBO, SBO, swizzle), -1 where the bytes are no copy
 (zero fill, out-of-bounds TMA rows, st.shared of computed values): those elements are not checked.

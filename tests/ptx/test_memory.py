@@ -869,3 +869,48 @@ def test_generic_atom_with_lanes_in_two_windows():
         olds, final = _serial(lambda o, v, c: o + v, start, [7 * t + 2 for t in lanes])
         assert [int(out[t]) for t in lanes] == olds
         assert (int(cell[0]) if parity == 0 else int(out[32])) == final
+
+
+# ------------------------------------------------------------------------------------------- provenance
+
+def test_sources_kept_per_granule_read_as_the_per_byte_record():
+    """SharedWindow keeps the global byte behind each shared byte per 16-byte granule where a granule is one run
+    (source16), per byte where not (MIXED); any sequence of copies and plain stores reads back, byte by byte, what a
+    plain per-byte array of the same writes holds."""
+    from hypothesis import given, settings, strategies as st
+    from tcemu.layout.smem import SharedMemory
+    from tcemu.ptx.memory import SharedWindow
+
+    hi = 16 * 12 + 5   # a window that ends inside a granule
+    kinds = st.sampled_from(["rows", "rows-holes", "rows-scrambled", "store", "bytes", "first-rows"])
+    step = st.tuples(kinds, st.integers(0, 11), st.integers(1, 3), st.integers(0, 1 << 40), st.integers(0, 255))
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(step, max_size=12))
+    def check(steps):
+        sh = SharedWindow(SharedMemory(), 0, hi, zero_init=True)
+        want = np.full(hi, -1, np.int64)
+        for kind, g0, n, base, seed in steps:
+            g = np.arange(g0, min(g0 + n, hi // 16))
+            if not g.size:
+                continue
+            spots = g[:, None] * 16 + np.arange(16)
+            src = base + np.arange(spots.size).reshape(spots.shape)
+            if kind == "first-rows":
+                sh.set_source_rows(g, src[:, 0])
+            elif kind == "store":
+                sh.set_sources(spots, -1)
+                src = np.full(spots.shape, -1)
+            elif kind == "bytes":   # part of a granule (a 4-byte copy, a st.shared.u32): per byte from here on
+                spots, src = spots[:, seed % 13:seed % 13 + 4], src[:, :4]
+                sh.set_sources(spots, src)
+            else:
+                if kind == "rows-holes":   # src-size zero fill: the row's tail has no source
+                    src = np.where(np.arange(16) < seed % 17, src, -1)
+                elif kind == "rows-scrambled":   # not one run
+                    src = src[:, np.random.default_rng(seed).permutation(16)]
+                sh.set_sources(spots, src)
+            want[spots] = src
+        assert np.array_equal(sh.sources(np.arange(hi)), want)
+        assert np.array_equal(sh.sources(np.arange(hi).reshape(-1, 1))[:, 0], want)
+    check()

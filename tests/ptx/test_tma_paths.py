@@ -92,7 +92,9 @@ def _run(swizzle, box, coords, es, check_races):
         if "bulk" not in W.prog.instrs[pc].opcode:
             return
         sh = W.cta.shared
-        made = {k: v.copy() for k, v in sh.__dict__.items() if k in _SHADOWS}
+        # sources as they read (kept per granule where they can be, per byte where not: SharedWindow.sources)
+        made = {k: v.copy() for k, v in sh.__dict__.items() if k in _SHADOWS and not k.startswith("source")}
+        made["sources"] = sh.sources(np.arange(sh.hi))
         made["data"], made["written"] = sh.smem.data.copy(), sh.smem.written.copy()
         if sh.race is not None:
             for plane in ("coarse", "fine"):

@@ -331,7 +331,7 @@ class _Box:
     and a swizzle permutes 16-byte chunks (PTX 5.5.7), except sm100's 8-byte flip; where its rows fill their pitch
     (the swizzle span, or the inner extent without one), it is one span."""
 
-    __slots__ = ("spots", "rows", "g", "at", "lo", "hi", "span", "order", "pos", "moved")
+    __slots__ = ("spots", "rows", "g", "at", "lo", "hi", "span", "order", "pos", "moved")   # moved: put_sources' memo
 
     def __init__(self, spots):
         self.spots = spots
@@ -366,18 +366,20 @@ class _Box:
         else:
             scatter(arr, self.at, value)
 
-    def put_sum(self, arr, first, offsets):
-        """arr[bytes] = first + offsets (one per byte, in order); read-only offsets (the same each time) are kept in
-        address order."""
-        if self.span is not None and self.order is None:
-            np.add(offsets, first, out=arr[self.span])
+    def put_sources(self, sh, first, offsets):
+        """sh's sources of the bytes (SharedWindow.set_sources) = first + offsets (one per byte, in order); for
+        read-only offsets (the same each time) whether each 16-byte row is one run is worked out once."""
+        if self.rows is None:
+            sh.set_sources(self.spots, first + offsets)
             return
-        if self.span is None or offsets.flags.writeable:
-            self.put(arr, first + offsets)
-            return
-        if self.moved is None or self.moved[0] is not offsets:
-            self.moved = offsets, np.take(offsets.reshape(-1, 16), self.order, axis=0).reshape(-1)
-        np.add(self.moved[1], first, out=arr[self.span])
+        if not offsets.flags.writeable:
+            if self.moved is None or self.moved[0] is not offsets:
+                r = offsets.reshape(-1, 16)
+                self.moved = offsets, r[:, 0], bool(((r[:, :1] >= 0) & (r == r[:, :1] + np.arange(16))).all())
+            if self.moved[2] and first >= 0:
+                sh.set_source_rows(self.g, first + self.moved[1])
+                return
+        sh.set_sources(self.rows, (first + offsets).reshape(self.rows.shape), self.g)
 
     def put(self, arr, values):
         """arr[bytes] = values (one per byte, in order)."""
@@ -447,7 +449,7 @@ def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None, pc=-1, la
     box.put(sh.smem.data, data)
     box.fill(sh.smem.written, True)
     box.fill(sh.unfenced, 0)
-    box.put_sum(sh.source, *src)
+    box.put_sources(sh, *src)
     box.fill(sh.guard_bar, bar_off if bar_cta is cta else ((bar_cta.rank + 1) << 24) | bar_off)
     box.fill(sh.guard_phase, mb.phase)
     sh.guarded = True
@@ -493,7 +495,7 @@ def c_bulk(ins, prog, pc):
                     sh = W.cta.shared
                     sp = int(srcs[lane]) + np.arange(n)
                     _check_async_read(W, sh, sp, wh)
-                    data, src = sh.smem.data[sp].copy(), sh.source[sp].copy()
+                    data, src = sh.smem.data[sp].copy(), sh.sources(sp)
                 cta, off = shared_target(W, dsts[lane], dst_space, wh)
                 _, boff = shared_target(W, bars[lane], dst_space, wh)
                 targets = [cta] if not multicast else \

@@ -274,16 +274,21 @@ def _apply_copies(W, copies, wh="cp.async completing"):
         sh.check_overwrite(spots, wh, "a cp.async completing here writes")
         # racecheck: the copy's write lands here, in the issuing warp's order (a reader needs the wait's edge)
         races.on_write(sh, W, spots, tids, wh, data)
-        _land(sh, spots, data, _sources(src, nread, k))
+        _land(sh, spots, data, _landing_sources(src, nread, k))
 
 
 def _land(sh, spots, data, src):
+    """The copies' bytes land at spots; src: the global byte behind each (n, k), or for whole granules read in
+    full (n,) each row's first (_landing_sources)."""
     # copy_pc names the TMA behind a guarded byte (check_in_flight); a cp.async's bytes are guarded by nothing
     if "guard_bar" in sh.__dict__:   # a shadow never made holds -1 everywhere (SharedWindow, lazy)
         scatter(sh.guard_bar, spots, -1)
     scatter(sh.smem.data, spots, data)
     scatter(sh.smem.written, spots, True)
-    scatter(sh.source, spots, src)
+    if src.ndim == 1:
+        sh.set_source_rows(spots[:, 0] >> 4, src)
+    else:
+        sh.set_sources(spots, src)
     sh.mark_generic(spots)   # cp.async writes through the generic proxy
     sh.set_pending(spots, 0)
 
@@ -348,12 +353,19 @@ def _cp_async_sync(ins, prog, which):
 
 
 def _batch(owners, dst, data, src, nread, tids, owner):
-    """A landing batch of one width: (owner warps, spots, data, sources, tids, each row's index into owners);
-    Fallback where two rows start together (rows aligned to their width overlap only then)."""
+    """A landing batch of one width: (owner warps, spots, data, sources, tids, each row's index into owners), the
+    sources as _land takes them; Fallback where two rows start together (rows aligned to their width overlap only
+    then)."""
     if repeats(dst):
         raise Fallback
     k = data.shape[1]
-    return owners, _spots(dst, k), data, _sources(src, nread, k), tids, owner
+    return owners, _spots(dst, k), data, _landing_sources(src, nread, k), tids, owner
+
+
+def _landing_sources(src, nread, k):
+    """What _land takes: each row's first source where every row is a whole 16-byte granule read in full, else
+    the global byte behind each byte (_sources)."""
+    return src if k == 16 and nread is None else _sources(src, nread, k)
 
 
 def _team_batches(members, keep):

@@ -12,7 +12,7 @@ import numpy as np
 from .. import graces, races
 from ...core.errors import TcemuError
 from ..lockstep import Batch
-from ..memory import WINDOW_SIZE, WINDOWS, from_bytes
+from ..memory import NO_SOURCE, WINDOW_SIZE, WINDOWS, from_bytes
 from ..rows import gather_starts
 from ..signals import Fallback
 from .common import by_cta, repeats
@@ -126,8 +126,8 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
         made = sh.__dict__   # a shadow never made holds its initial -1 everywhere already
         if "guard_bar" in made:
             sh.guard_bar[spots] = -1
-        if "source" in made:
-            sh.source[spots] = -1
+        if "source16" in made:
+            sh.set_sources(spots, NO_SOURCE)
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
         e = sh.write_epoch   # mark_generic once per warp, in gang order

@@ -278,7 +278,7 @@ def _check_operand(cta, desc, rows, k, dtype, major, which, wh):
                               f"{desc.encode():#018x}, outside the kernel's shared memory [{sh.lo:#x}, {sh.hi:#x})")
     check_async_proxy_read(sh, op.spots, wh, f"operand {which}", " before wgmma", "st.shared / cp.async / stmatrix")
     if dtype != "b1" and cta.launch.check_layouts:
-        check_tile(cta.launch.gmem, sh.source[op.addrs], op.ebytes, which, desc, wh, memo=cta.launch.tiles)
+        check_tile(cta.launch.gmem, sh.operand_sources(op), op.ebytes, which, desc, wh, memo=cta.launch.tiles)
     return op
 
 

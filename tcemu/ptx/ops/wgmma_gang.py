@@ -57,6 +57,7 @@ class Operand:
         self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + self.ebytes
         self.spots = (self.addrs.reshape(-1, 1) + np.arange(self.ebytes)).reshape(-1)
         self.grains = np.unique(self.spots >> 4)   # the 16-byte granules it reads (InFlight)
+        self.addr_granules, self.addr_low = self.addrs >> 4, self.addrs & 15   # SharedWindow.operand_sources
         self.index = None   # element indices of an aligned whole-byte read (SharedMemory.read_operand's gather)
         if dtype not in SUBBYTE:
             bits = element_type(dtype).bits
@@ -144,7 +145,7 @@ class GangMma:
                 raise Fallback
             try:
                 if dtype != "b1" and cta.launch.check_layouts:
-                    check_tile(cta.launch.gmem, sh.source[op.addrs], op.ebytes, which, op.desc, self.wh,
+                    check_tile(cta.launch.gmem, sh.operand_sources(op), op.ebytes, which, op.desc, self.wh,
                                memo=cta.launch.tiles)
                 smem = sh.smem
                 if smem.arch != "sm90":

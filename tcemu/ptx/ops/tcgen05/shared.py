@@ -45,6 +45,6 @@ def smem_spots(cta, desc_value, rows, k, dtype, major, padded, which, wh, W, arc
     if sh.guarded:
         sh.check_guard([W], spots, wh, f"({which}) reads")
     if ebytes and cta.launch.check_layouts:
-        check_tile(cta.launch.gmem, sh.source[addrs], ebytes, which, desc, wh, rule, memo=cta.launch.tiles)
+        check_tile(cta.launch.gmem, sh.sources(addrs), ebytes, which, desc, wh, rule, memo=cta.launch.tiles)
     return spots
 
