@@ -320,11 +320,12 @@ class SharedWindow:
 
     def operand_sources(self, op) -> np.ndarray:
         """sources(op.addrs) for a tensor-core operand (ops/wgmma_gang.Operand: its element addresses, their
-        granules and offsets in them, the granules it reads): where every granule is one run, a gather of granules."""
-        if "source16" in self.__dict__ and np.take(self.source16, op.grains).min(initial=0) >= 0:
+        granules and offsets in them): where every granule it reads is one run, a gather of granules."""
+        if "source16" in self.__dict__ and op.addrs.size:
             out = np.take(self.source16, op.addr_granules)
-            out += op.addr_low
-            return out
+            if out.min() >= 0:
+                out += op.addr_low
+                return out
         return self.sources(op.addrs)
 
     def set_sources(self, spots, src, g=None):
@@ -334,6 +335,8 @@ class SharedWindow:
         src = np.asarray(src, np.int64)
         if g is None:   # parts of granules: those granules go per byte
             spots = np.asarray(spots)
+            if src.ndim == 0 and src < 0 and (np.take(self.source16, spots >> 4) == NO_SOURCE).all():
+                return   # no source cleared where there was none (a st.shared of computed values)
             gr = np.unique(spots >> 4)
             self._per_byte(gr)
             self.source[spots] = src

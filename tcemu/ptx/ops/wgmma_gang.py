@@ -22,7 +22,7 @@ from ...layout.smem import SUBBYTE
 from .. import races
 from ..provenance import check_tile
 from ..chains import MAX_STEPS, Chain, registers, settle
-from ..lockstep import Batch
+from ..lockstep import Batch, _runs
 from ..signals import Fallback
 
 DEFER = True          # float-accumulator steps wait in chains until their registers are read (chains.py)
@@ -123,8 +123,10 @@ class GangMma:
 
     def _agree(self, getter, B, G):
         """(G,) values of a per-thread operand the 128 threads of each warpgroup must agree on (execute's _one);
-        B: the warpgroups' warps as a lockstep.Batch."""
-        v = np.broadcast_to(getter(B), (4 * G, 32)).reshape(G, 128)
+        B: the warpgroups' warps as a lockstep.Batch where their registers are one slice of the slab, else the
+        list of them."""
+        v = np.broadcast_to(getter(B), (4 * G, 32)) if isinstance(B, Batch) else np.stack([getter(w) for w in B])
+        v = v.reshape(G, 128)
         if not (v == v[:, :1]).all():
             raise Fallback
         return v[:, 0]
@@ -183,7 +185,8 @@ class GangMma:
         for w in allw:
             if slots & w.wgmma_dirty:
                 raise Fallback
-        B = Batch(allw, self.touched)
+        runs = _runs(allw)   # one slice of the register slab: read as one (a Batch), else warp by warp
+        B = Batch(allw, self.touched) if runs is not None and len(runs) == 1 else allw
         desc_b = self._agree(self.gb, B, G)
         desc_a = self._agree(self.ga, B, G)
         scale_d = self._agree(self.gscale, B, G).astype(bool)
