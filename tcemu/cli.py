@@ -214,10 +214,38 @@ def _stdout_gone():
     return 141
 
 
+class _Interrupts:
+    """Remembers a Ctrl-C that Python drops: KeyboardInterrupt raised inside a finalizer (a half-read ZipFile
+    collected while a trace loads) is only reported through sys.unraisablehook, and the command would run on to a
+    normal exit. Other unraisable exceptions go to the hook that was there."""
+
+    def __init__(self):
+        self.seen, self.old = False, None
+
+    def __enter__(self):
+        self.old = sys.unraisablehook
+        sys.unraisablehook = self._hook
+        return self
+
+    def _hook(self, unraisable):
+        if isinstance(unraisable.exc_type, type) and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            self.seen = True
+        else:
+            self.old(unraisable)
+
+    def __exit__(self, *exc):
+        if sys.unraisablehook is self._hook:
+            sys.unraisablehook = self.old
+
+
 def main(argv=None) -> int:
     try:
-        args = build_parser(_subcommand(argv)).parse_args(argv)
-        return args.run(args)
+        with _Interrupts() as ctrl_c:
+            args = build_parser(_subcommand(argv)).parse_args(argv)
+            status = args.run(args)
+            if ctrl_c.seen:   # raised inside a finalizer and dropped there
+                raise KeyboardInterrupt
+            return status
     except TcemuError as e:  # bad input: one line naming the field and the rule, never a traceback
         print(f"tcemu: error: {type(e).__name__}: {tidy(str(e))}".replace("\n", "; "), file=sys.stderr)
         return 2

@@ -129,11 +129,15 @@ def reproducer(case) -> str:
             f"{rows}, {k}, {desc.swizzle.value!r})")
 
 
-def campaign(*, seconds: float = 10.0, cases: Optional[int] = None, seed: int = 0, progress=sys.stderr,
+def campaign(*, seconds: float = 10.0, cases: Optional[int] = None, seed: int = 0, progress="stderr",
              emulator: Callable = operand_addresses, arch: str = "sm90") -> dict:
     """Run random cases until `seconds` pass (or `cases` are done); stop at the first disagreement.
 
-    seconds: a finite number in [0, MAX_SECONDS]; cases: None or 0..10^9; seed: 0 <= seed < 2^64."""
+    seconds: a finite number in [0, MAX_SECONDS]; cases: None or 0..10^9; seed: 0 <= seed < 2^64; progress: a text
+    stream, None (none), or "stderr": sys.stderr as it is when called (a default bound at import kept the stream of
+    that moment, which a test's capture may have closed since)."""
+    if isinstance(progress, str) and progress == "stderr":
+        progress = sys.stderr
     if isinstance(seconds, (bool, np.bool_)) or not isinstance(seconds, (int, float, np.integer, np.floating)) \
             or not math.isfinite(seconds) or not 0 <= seconds <= MAX_SECONDS:
         raise TcemuError("seconds", f"must be a number of seconds in [0, {MAX_SECONDS}], got {show(seconds)}")

@@ -176,6 +176,27 @@ def test_ctrl_c_during_a_real_replay():
     assert (p.returncode, out, err) == (130, "", "tcemu: interrupted\n")
 
 
+def test_ctrl_c_inside_a_finalizer_still_ends_the_command():
+    """Python prints and drops an exception raised in a finalizer: a Ctrl-C that lands there (a half-read ZipFile
+    collected while a trace loads) must still end the command with the one line and status 130."""
+    code = (
+        "import os, signal, sys, time\n"
+        "import tcemu.cli as cli\n"
+        "class Dying:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        time.sleep(0.5)   # the handler runs here, inside the finalizer\n"
+        "def replay(args):\n"
+        "    Dying()\n"
+        "    print('finished')\n"
+        "    return 0\n"
+        "cli._replay = replay\n"
+        "sys.exit(cli.main(['replay', 'x.npz']))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), cwd=ROOT,
+                       timeout=120)
+    assert (p.returncode, p.stdout, p.stderr) == (130, "finished\n", "tcemu: interrupted\n")
+
+
 def test_a_closed_pipe_is_silent():
     """`tcemu replay A B | head -1`: the reader leaves after the first trace; no traceback, no message."""
     p = subprocess.Popen([sys.executable, "-m", "tcemu.cli", "replay", SMALL, ATOMICS], stdout=subprocess.PIPE,
