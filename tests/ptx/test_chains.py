@@ -37,6 +37,15 @@ def test_a_chain_gives_the_registers_of_the_steps_one_by_one(form, steps, settle
     assert settled == steps
 
 
+def test_a_chain_grown_to_max_steps_is_computed_and_the_next_steps_start_from_it(monkeypatch, settled):
+    # MAX_STEPS (64 in a real run: K 1024 of bf16) cut to 3: the fourth step finds the chain full, computes it and
+    # starts a new one from the registers it left
+    monkeypatch.setattr(wgmma_gang, "MAX_STEPS", 3)
+    regs, prep = launch(BF16)
+    assert np.array_equal(regs, prep["regs"])
+    assert settled == [3, 1]
+
+
 @pytest.mark.parametrize("form", [BF16, F16], ids=["bf16", "f16-acc"])
 def test_reading_the_registers_mid_chain_computes_it_there_and_the_next_steps_start_from_them(form, settled):
     # after step 0 the kernel waits and reads D (an add of D[0] into a scratch register): the chain of one step is
