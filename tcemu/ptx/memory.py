@@ -233,6 +233,9 @@ class SharedWindow:
         self.guarded = False
         self.rank = 0                                            # the CTA's rank in its cluster
         self.race = None                                         # racecheck's shadow (races.py), on first use
+        # tensor-core operands (wgmma_gang.Operand) whose every byte has been written: a byte once written stays
+        # written (nothing clears smem.written while the window lives; a hang probe's undo runs no wgmma)
+        self.written_reads = set()
 
     def __getattr__(self, name):
         made = _SHADOWS.get(name)
@@ -250,6 +253,7 @@ class SharedWindow:
         for name in _SHADOWS:
             self.__dict__.pop(name, None)
         self.race = None
+        self.written_reads = set()
 
     def check(self, offs: np.ndarray, nbytes: int, lanes, where: str, what: str = "accesses"):
         if offs.size == 0:

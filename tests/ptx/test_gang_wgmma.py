@@ -165,6 +165,21 @@ def test_a_planted_bug_falls_back_and_reads_as_without_the_gang(bug, gangs, monk
     assert type(plain.value) is type(e.value) and str(plain.value) == str(e.value)
 
 
+def test_an_operand_with_unwritten_bytes_falls_back_every_time(gangs, monkeypatch):
+    # the copy loop stops 64 words short: B's last rows were never written. The gang remembers operands it found
+    # written whole (written bytes stay written); this one it must refuse at every step, and the warps report it
+    import wgmma_kernel
+    full = wgmma_kernel.kernel
+    monkeypatch.setattr(wgmma_kernel, "kernel", lambda form, words, hooks=None: full(form, words - 64, hooks))
+    with pytest.raises(tp.KernelFault, match="which was never written") as e:
+        launch(BF16)
+    assert any(how == "fallback" for how, _ in gangs)
+    no_gang(monkeypatch)
+    with pytest.raises(tp.KernelFault) as plain:
+        launch(BF16)
+    assert type(plain.value) is type(e.value) and str(plain.value) == str(e.value)
+
+
 def test_the_correct_controls_run_as_gangs(gangs):
     # the Triton kernels of the planted bugs, unedited: every gang step runs (no false alarm, no fallback)
     for name in ("matmul_bf16", "matmul_tma_bf16"):

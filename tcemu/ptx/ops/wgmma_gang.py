@@ -155,8 +155,11 @@ class GangMma:
                 if op.index is None:
                     bits = smem.read_operand(value, rows=rows, k=k, dtype=dtype, major=major)
                 else:
-                    if (smem.written.view(np.uint8).view(op.le)[op.index] != op.full).any():
-                        raise Fallback   # an element never written: the read's report
+                    whole = sh.written_reads   # operands found written whole: written bytes stay written
+                    if op not in whole:
+                        if (smem.written.view(np.uint8).view(op.le)[op.index] != op.full).any():
+                            raise Fallback   # an element never written: the read's report
+                        whole.add(op)
                     bits = smem.data.view(op.le)[op.index]
             except TcemuError:
                 raise Fallback from None
