@@ -18,10 +18,10 @@ from ..signals import Fallback
 from ..types import TYPES
 from .common import Mods, by_cta, mask_array, operands, repeats, where
 from .memory_ops import access, address
+from .registry import register
 
 # shadows kept per byte that a 16-byte copy's issue asks of its destination (memory._SHADOWS)
 _BYTE_SHADOWS = frozenset({"bulk_reading", "tcgen05_reading", "guard_bar", "async_pending"})
-from .registry import register
 
 
 @register("cp.async")
