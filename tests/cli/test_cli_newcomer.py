@@ -164,11 +164,17 @@ def test_ctrl_c_is_one_line_and_130_on_every_subcommand(name, monkeypatch, capsy
     assert (out.out, out.err) == ("", "tcemu: interrupted\n")
 
 
+def _ctrl_c_default():
+    """In the child, before Python starts: SIGINT as a terminal delivers it. A suite started in the background by a
+    non-interactive shell (`.ci/run &`) inherits SIGINT ignored, and Python then leaves it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_a_real_replay():
     """SIGINT while a long trace replays (numba code included): one line, status 130, no traceback."""
     p = subprocess.Popen([sys.executable, "-m", "tcemu.cli", "replay", "--progress",
                           os.path.join(ROOT, "traces", "cutlass_kernels_sm90.npz")], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT)
+                         stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT, preexec_fn=_ctrl_c_default)
     started = p.stderr.readline()  # the progress line: the replay has begun
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=300)
@@ -193,7 +199,7 @@ def test_ctrl_c_inside_a_finalizer_still_ends_the_command():
         "cli._replay = replay\n"
         "sys.exit(cli.main(['replay', 'x.npz']))\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), cwd=ROOT,
-                       timeout=120)
+                       timeout=120, preexec_fn=_ctrl_c_default)
     assert (p.returncode, p.stdout, p.stderr) == (130, "finished\n", "tcemu: interrupted\n")
 
 
