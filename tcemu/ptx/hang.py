@@ -177,10 +177,14 @@ class _Watch:
     def _sstore(self, sh, offs, data, a, k):
         spots = (np.asarray(offs, np.int64)[:, None] + np.arange(data.shape[1])).ravel()
         sh.check(offs, data.shape[1], a[0] if a else [], "probe")
-        gr = np.unique(spots >> 4)   # the sources are kept per granule, some per byte (SharedWindow.sources)
-        keep = [(arr, at, arr[at].copy()) for arr, at in (
-            (sh.smem.data, spots), (sh.smem.written, spots), (sh.guard_bar, spots), (sh.unfenced, spots),
-            (sh.source16, gr), (sh.source, (gr[:, None] * 16 + np.arange(16)).ravel()))]
+        # the sources are kept per granule, per byte only for granules marked so (SharedWindow.sources): a
+        # per-byte array made by this store holds nothing the restored granules point to
+        gr = np.unique(spots >> 4)
+        arrays = [(sh.smem.data, spots), (sh.smem.written, spots), (sh.guard_bar, spots), (sh.unfenced, spots),
+                  (sh.source16, gr)]
+        if "source" in sh.__dict__:
+            arrays.append((sh.source, (gr[:, None] * 16 + np.arange(16)).ravel()))
+        keep = [(arr, at, arr[at].copy()) for arr, at in arrays]
         was = sh.sources(spots)
         epoch = sh.write_epoch
 

@@ -118,7 +118,7 @@ class Batch:
     full = True
     lane_pc = None
 
-    def __init__(self, warps, touched):
+    def __init__(self, warps, touched, runs=None):
         self.warps = warps
         if 32 in touched and any(w.deferred for w in warps):   # wgmma results these registers wait for
             idx = set(touched[32].tolist())
@@ -127,7 +127,7 @@ class Batch:
                     if w.deferred:
                         settle(w, idx)
         nb = len(warps)
-        self.runs = _runs(warps)
+        self.runs = runs or _runs(warps)   # (runs: _runs(warps), where the caller has them)
         self.view = self.runs is not None and len(self.runs) == 1   # one slice: the registers themselves
         for cls, idx in touched.items():
             attr = CLASS_ATTR[cls]
@@ -145,6 +145,12 @@ class Batch:
             setattr(self, attr, arr)
         self.live = np.ones((nb, 32), bool)
         self.wgmma_dirty = set()
+
+    @classmethod
+    def sliced(cls, warps, touched):
+        """The Batch of warps whose registers are one slice of their slab (a view: nothing copied), else None."""
+        runs = _runs(warps)
+        return cls(warps, touched, runs) if runs is not None and len(runs) == 1 else None
 
     @property
     def wgmma_pending(self):

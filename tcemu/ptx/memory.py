@@ -335,8 +335,10 @@ class SharedWindow:
     def set_sources(self, spots, src, g=None):
         """Record that the bytes `spots` ((n, k) offsets) were copied from global bytes `src` (broadcast against
         spots; NO_SOURCE: none). g: whole_granules(spots), where the caller has them."""
-        g = whole_granules(spots) if g is None else g
         src = np.asarray(src, np.int64)
+        if src.ndim == 0 and src < 0 and "source16" not in self.__dict__:
+            return   # a shadow never made holds NO_SOURCE everywhere already
+        g = whole_granules(spots) if g is None else g
         if g is None:   # parts of granules: those granules go per byte
             spots = np.asarray(spots)
             if src.ndim == 0 and src < 0 and (np.take(self.source16, spots >> 4) == NO_SOURCE).all():
@@ -378,7 +380,7 @@ class SharedWindow:
         caller has them; spots may then be None where no per-byte shadow of these is made)."""
         made = self.__dict__   # a shadow never made (lazy, __getattr__) is all zeros: nothing to check
         if "wgmma_reading" in made and self.wgmma_reading[granules(spots) if g is None else g].any():
-            flat = (np.asarray(g).reshape(-1, 1) * 16 + np.arange(16) if spots is None else np.asarray(spots)).reshape(-1)
+            flat = (np.asarray(g).reshape(-1, 1) * 16 + _BYTE if spots is None else np.asarray(spots)).reshape(-1)
             b = int(flat[self.wgmma_reading[flat >> 4] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
                                      "(wait for it with wgmma.wait_group before reusing the stage)")

@@ -331,11 +331,11 @@ class _Box:
     and a swizzle permutes 16-byte chunks (PTX 5.5.7), except sm100's 8-byte flip; where its rows fill their pitch
     (the swizzle span, or the inner extent without one), it is one span."""
 
-    __slots__ = ("spots", "rows", "g", "at", "lo", "hi", "span", "order", "pos", "moved")   # moved: put_sources' memo
+    __slots__ = ("spots", "rows", "g", "at", "lo", "hi", "span", "order", "pos", "runs")   # runs: put_sources' memo
 
     def __init__(self, spots):
         self.spots = spots
-        self.rows = self.g = self.span = self.order = self.pos = self.moved = None
+        self.rows = self.g = self.span = self.order = self.pos = self.runs = None
         self.lo, self.hi = int(spots.min()), int(spots.max())   # (an empty copy: numpy's ValueError, as before)
         if not spots.size % 16:
             r = spots.reshape(-1, 16)
@@ -373,11 +373,11 @@ class _Box:
             sh.set_sources(self.spots, first + offsets)
             return
         if not offsets.flags.writeable:
-            if self.moved is None or self.moved[0] is not offsets:
+            if self.runs is None or self.runs[0] is not offsets:   # (offsets, each row's first, all rows runs)
                 r = offsets.reshape(-1, 16)
-                self.moved = offsets, r[:, 0], bool(((r[:, :1] >= 0) & (r == r[:, :1] + np.arange(16))).all())
-            if self.moved[2] and first >= 0:
-                sh.set_source_rows(self.g, first + self.moved[1])
+                self.runs = offsets, r[:, 0], bool(((r[:, :1] >= 0) & (r == r[:, :1] + np.arange(16))).all())
+            if self.runs[2] and first >= 0:
+                sh.set_source_rows(self.g, first + self.runs[1])
                 return
         sh.set_sources(self.rows, (first + offsets).reshape(self.rows.shape), self.g)
 

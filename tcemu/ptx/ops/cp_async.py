@@ -376,17 +376,16 @@ def _team_batches(members, keep):
     n = len(w0.cp_async_groups) - keep
     if n <= 0:
         return None
-    groups = w0.cp_async_groups[:n]
-    teams = [c.team for g in groups for c in g]
-    if None in teams or any(t.warps != len(members) for t in teams):
+    teams, where = [], {}   # where: team -> its group's index (a team is in one group of every warp)
+    for gi, g in enumerate(w0.cp_async_groups[:n]):
+        for c in g:
+            teams.append(c.team)
+            where[c.team] = gi
+    if None in where or any(t.warps != len(members) for t in teams):
         return None
     for W, _ in members[1:]:
         if len(W.cp_async_groups) - keep != n or [c.team for g in W.cp_async_groups[:n] for c in g] != teams:
             return None
-    where = {}   # team -> its group's index (a team is in one group of every warp)
-    for gi, g in enumerate(groups):
-        for c in g:
-            where[c.team] = gi
     pos = np.full(max(W.index for W, _ in members) + 1, -1, np.int64)
     pos[[W.index for W, _ in members]] = np.arange(len(members)) * n
     owners = [W for W, _ in members for _ in range(n)]

@@ -126,8 +126,7 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
         made = sh.__dict__   # a shadow never made holds its initial -1 everywhere already
         if "guard_bar" in made:
             sh.guard_bar[spots] = -1
-        if "source16" in made:
-            sh.set_sources(spots, NO_SOURCE)
+        sh.set_sources(spots, NO_SOURCE)
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
         e = sh.write_epoch   # mark_generic once per warp, in gang order

@@ -22,7 +22,7 @@ from ...layout.smem import SUBBYTE
 from .. import races
 from ..provenance import check_tile
 from ..chains import MAX_STEPS, Chain, registers, settle
-from ..lockstep import Batch, _runs
+from ..lockstep import Batch
 from ..signals import Fallback
 
 DEFER = True          # float-accumulator steps wait in chains until their registers are read (chains.py)
@@ -188,8 +188,7 @@ class GangMma:
         for w in allw:
             if slots & w.wgmma_dirty:
                 raise Fallback
-        runs = _runs(allw)   # one slice of the register slab: read as one (a Batch), else warp by warp
-        B = Batch(allw, self.touched) if runs is not None and len(runs) == 1 else allw
+        B = Batch.sliced(allw, self.touched) or allw   # one slice of the register slab: read as one, else by warp
         desc_b = self._agree(self.gb, B, G)
         desc_a = self._agree(self.ga, B, G)
         scale_d = self._agree(self.gscale, B, G).astype(bool)
