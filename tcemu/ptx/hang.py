@@ -357,20 +357,24 @@ class WriteLog:
         self.count += 1
         w = self.running if warp is None else warp
         self.log.append((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes,
-                         None if w is None else (w.cta.ctaid, w.index), where))
+                         None if w is None else (w.cta.ctaid, w.index), where, None))
 
-    def gang(self, space, parts, nbytes, where):
-        """A gang's store (ops/memory_gang.py): [(warp, addresses), ...] logged as the warps' own stores would be."""
-        for warp, addrs in parts:
-            self._add(space, addrs, nbytes, where, warp)
+    def gang(self, space, warps, addrs, counts, nbytes, where):
+        """A gang's store (ops/memory_gang.py): the warps' stores as one entry (counts: each warp's lanes of addrs,
+        in gang order), read back by `last` as the warps' own entries would be."""
+        self.count += len(warps)
+        self.log.append((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes,
+                         [(w.cta.ctaid, w.index) for w in warps], where, counts))
 
     def last(self, space, lo: int, hi: int):
         """((CTA index, warp index), where) of the last logged store to a byte of [lo, hi) of `space`, or None."""
-        for s, a, nbytes, w, where in reversed(self.log):
+        for s, a, nbytes, w, where, counts in reversed(self.log):
             if (s() if isinstance(s, weakref.ref) else s) is space and len(a):
                 a = np.asarray(a).astype(np.int64)
-                if ((a < hi) & (a + nbytes > lo)).any():
-                    return w, where
+                hit = np.flatnonzero((a < hi) & (a + nbytes > lo))
+                if hit.size:   # a gang's entry: its last warp (in gang order) with a lane there
+                    return (w if counts is None else
+                            w[int(np.searchsorted(np.cumsum(counts), hit[-1], side="right"))]), where
         return None
 
 

@@ -16,7 +16,6 @@ A launch's `trace` (Module.launch(trace=...)), when set, is called after every i
 trace(warp, pc, mask, control), mask as the instruction saw it (None: every live lane).
 """
 import itertools
-import math
 import time
 from typing import List, Optional
 
@@ -41,6 +40,8 @@ LANES = np.arange(32, dtype=np.int64)
 # first live mask (copied: exits change it). Grids of many small CTAs make a Warp per CTA.
 _TIDS = []
 _LIVE = [np.arange(32) < n for n in range(33)]
+_NO_CARRY = np.zeros(32, bool)   # a warp's first carry flags (read-only: add.cc and the rest write a new array)
+_NO_CARRY.setflags(write=False)
 
 
 def _tids(index: int) -> np.ndarray:
@@ -84,7 +85,7 @@ class Warp:
         self.wgmma_dirty: set = set()       # wgmma registers written by other instructions since wgmma.fence
         self.deferred: dict = {}            # D slot set -> chains.Chain: wgmma results not yet computed
         self.sync = {}                      # blocking instructions' per-warp records
-        self.cc = np.zeros(32, bool)        # the carry flag CC.CF of each thread (add.cc / addc ...)
+        self.cc = _NO_CARRY                 # the carry flag CC.CF of each thread (add.cc / addc ...)
         self.frames: list = []              # calls in progress: (return pc, calling lanes, callee, return copies)
         self.mbar_seen: dict = {}           # (CTA rank, mbarrier offset) -> highest phase this warp knows completed
         self.bulk_open: list = []           # bulk stores since the last cp.async.bulk.commit_group
@@ -194,12 +195,12 @@ class Warp:
 class Cta:
     """One CTA: its warps, shared memory, barriers and asynchronous units."""
 
-    def __init__(self, launch, ctaid, prog: Program, shared):
+    def __init__(self, launch, ctaid, prog: Program, shared, rank: int = 0):
         self.launch = launch
         self.ctaid = ctaid
         self.prog = prog
         self.shared = shared
-        nthreads = math.prod(launch.block)   # (per CTA: np.prod of a tuple costs ~25 us)
+        nthreads = launch.nthreads
         self.nthreads = nthreads
         nw = (nthreads + 31) // 32
         # one register file per class: (registers, warps, 32), warp w's registers are [:, w]; the files are
@@ -212,9 +213,9 @@ class Cta:
             w.regcol = serial << 32 | (self.regslot + w.index)
         self.barriers = {}      # named barrier id -> [arrived threads, generation, count, reductions, warps]
         self.mbarriers = {}     # shared offset -> MBarrier (ops/mbarrier.py)
-        self.cluster = [self]   # the CTAs of this CTA's cluster, by rank
-        self.rank = 0
-        self.cluster_barrier = ClusterBarrier([self])
+        self.cluster = [self]   # the CTAs of this CTA's cluster, by rank (Module.launch sets these two)
+        self.rank = rank
+        self.cluster_barrier: Optional[ClusterBarrier] = None
         self.collectives = {}   # (warpgroup, pc) -> [arrived warps, generation, expected]
         self.progress = False
         self.clock = 0
@@ -603,11 +604,13 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                 raise BudgetExceeded(f"CTA {r.ctas[0].ctaid}", f"more than {max_instructions} warp instructions "
                                                               f"without finishing (a livelock or an unbounded loop?)\n"
                                      + budget_report(r.ctas))
-        for r in [r for r in clusters if all(w.done for w in r.warps)]:
+        ended = [r for r in clusters if all(w.done for w in r.warps)]
+        if ended:   # (one pass: removing them one by one costs a wave's length each)
+            clusters[:] = [r for r in clusters if not all(w.done for w in r.warps)]
+        for r in ended:
             for c in r.ctas:
                 if c.tmem is not None:  # what the CTA still holds at exit (e.g. tensor memory never deallocated)
                     c.tmem.at_exit(c)
-            clusters.remove(r)
             for w in r.warps:
                 spins.pop(w, None)
                 probes.pop(w, None)

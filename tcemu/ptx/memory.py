@@ -236,6 +236,7 @@ class SharedWindow:
         # tensor-core operands (wgmma_gang.Operand) whose every byte has been written: a byte once written stays
         # written (nothing clears smem.written while the window lives; a hang probe's undo runs no wgmma)
         self.written_reads = set()
+        self.made = False                                        # whether a shadow has been made
 
     def __getattr__(self, name):
         made = _SHADOWS.get(name)
@@ -246,14 +247,19 @@ class SharedWindow:
             n = ((self.hi + 15) >> 4) << 4
         arr = np.full(n, made[1], made[0]) if made[1] else np.zeros(n, made[0])
         setattr(self, name, arr)
+        self.made = True
         return arr
 
     def release(self):
         """Drop the shadows of a finished CTA's window (made again, empty, if anything asks)."""
-        for name in _SHADOWS:
-            self.__dict__.pop(name, None)
+        if self.made:
+            d = self.__dict__
+            for name in _SHADOWS:
+                d.pop(name, None)
+            self.made = False
         self.race = None
-        self.written_reads = set()
+        if self.written_reads:
+            self.written_reads = set()
 
     def check(self, offs: np.ndarray, nbytes: int, lanes, where: str, what: str = "accesses"):
         if offs.size == 0:

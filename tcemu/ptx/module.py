@@ -49,6 +49,7 @@ LOCAL_LIMIT = 512 * 1024    # bytes of one thread's local frame
 # registers and local frames, each CTA's shared-memory window (an estimate, checked before allocating).
 # Arrays passed as arguments are the caller's own and are not counted.
 MEMORY_LIMIT = 4 << 30
+GC_YOUNG = 20_000    # allocations between the cyclic GC's young collections during a launch (Module.launch)
 # bytes of tcemu's state per byte of a CTA's shared window that a GEMM's stage buffers touch: the bytes and their
 # written flags, unfenced, source, the granule shadows (memory._SHADOWS) and racecheck's records per granule
 # (races.Shadow): 26 allocated on Triton's bf16 matmul (2026-11-27, session 15; 119 before the records went per
@@ -83,6 +84,7 @@ class Launch:
 
     def __init__(self, grid, block, cluster, shared_bytes, explicit_cluster):
         self.grid, self.block, self.cluster = grid, block, cluster
+        self.nthreads = math.prod(block)
         self.shared_bytes = shared_bytes
         self.explicit_cluster = int(explicit_cluster)
         self.gmem = GlobalMemory()
@@ -362,9 +364,7 @@ class Module:
                 window = SharedWindow(smem, SMEM_RESERVED, SMEM_RESERVED + total_smem, bool(zero_init_shared))
                 window.rank = rank
                 L.writes.watch_shared(window)
-                cta = Cta(L, ctaid, prog, window)
-                cta.rank = rank
-                ctas.append(cta)
+                ctas.append(Cta(L, ctaid, prog, window, rank))
             cbar = ClusterBarrier(ctas)
             for cta in ctas:
                 cta.cluster = ctas
@@ -397,6 +397,10 @@ class Module:
         frozen = gc.get_freeze_count() == 0
         if frozen:
             gc.freeze()
+        # and its young collections come every GC_YOUNG allocations, not 700: a wave's CTAs outlive many of those,
+        # and each older collection walked them all (65,536 one-warp CTAs: 15 % of the launch on the VM, 3 % now)
+        threshold = gc.get_threshold()
+        gc.set_threshold(max(threshold[0], GC_YOUNG), *threshold[1:])
         try:
             stats["warp_instructions"] += run_ctas(grid_.admit(), max_instructions, deadline, timeout, grid_)
         except (KernelFault, PtxUnsupported, PtxLimit):
@@ -406,6 +410,7 @@ class Module:
         finally:
             if frozen:
                 gc.unfreeze()
+            gc.set_threshold(*threshold)
             L.writes.running = None   # (the last warp run: nothing of the launch's CTAs outlives it)
             for arr, buf in writeback:
                 arr[...] = buf.view(arr.dtype).reshape(arr.shape)

@@ -425,6 +425,22 @@ def test_a_hang_report_names_the_warp_of_a_gang_store(space, spies, monkeypatch)
     assert spies.get("gang_write_record" if space == "shared" else "record_writes") == 1
 
 
+def test_the_write_log_reads_a_gang_entry_back_warp_by_warp():
+    # one entry for a gang's store (WriteLog.gang) answers `last` as the warps' own entries would: the last warp in
+    # gang order with a lane on a byte of the range, found through each warp's count of lanes
+    from types import SimpleNamespace
+    from tcemu.ptx.hang import WriteLog
+    space = object()
+    warps = [SimpleNamespace(cta=SimpleNamespace(ctaid=(c, 0, 0)), index=i) for c, i in ((0, 0), (0, 1), (1, 0))]
+    log = WriteLog()
+    log.gang(space, warps, np.array([0, 4, 8, 12, 16, 100, 104], np.uint64), [2, 3, 2], 4, "st.global.u32")
+    assert log.count == 3
+    assert log.last(space, 0, 4) == (((0, 0, 0), 0), "st.global.u32")
+    assert log.last(space, 6, 10) == (((0, 0, 0), 1), "st.global.u32")
+    assert log.last(space, 0, 200) == (((1, 0, 0), 0), "st.global.u32")   # the last of three warps
+    assert log.last(space, 20, 100) is None and log.last(object(), 0, 200) is None
+
+
 def test_a_store_of_an_in_flight_wgmma_register_serialises_warp_by_warp(spies):
     # st.global of a wgmma accumulator before wgmma.wait_group: each warp waits for its wgmma and warns (module.py's
     # hazard check), so the gang stands back; the bytes are the finished wgmma's. The 16 stores of the accumulators

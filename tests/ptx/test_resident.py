@@ -517,8 +517,8 @@ def test_a_finished_cta_is_freed_without_the_cycle_collector(monkeypatch):
     refs = []
     real = machine.Cta.__init__
 
-    def spy(self, launch, ctaid, prog, shared):
-        real(self, launch, ctaid, prog, shared)
+    def spy(self, launch, ctaid, prog, shared, rank=0):
+        real(self, launch, ctaid, prog, shared, rank)
         refs.append((weakref.ref(self), weakref.ref(shared), weakref.ref(self.warps[0])))
     monkeypatch.setattr(machine.Cta, "__init__", spy)
     text = """.version 8.3

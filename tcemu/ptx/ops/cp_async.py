@@ -295,6 +295,8 @@ def _land(sh, spots, data, src):
 
 def drain_cp_async(W):
     """Complete every copy of a warp (at exit: the hardware finishes them even if nobody waits)."""
+    if not W.cp_async_groups and not W.cp_async_open:
+        return
     for g in W.cp_async_groups:
         _apply_copies(W, g)
     _apply_copies(W, W.cp_async_open)

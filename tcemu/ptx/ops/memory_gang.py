@@ -25,6 +25,7 @@ SHARED_END = np.uint64(WINDOWS["shared"] + WINDOW_SIZE)
 FRAG_ROW = np.arange(32) // 4
 FRAG_COL = 2 * (np.arange(32) % 4)
 ROW16 = np.arange(16)
+LANES = np.arange(32, dtype=np.int64)
 
 
 def _lanes(members, get_addr):
@@ -68,10 +69,11 @@ def _split(x, counts):
 
 
 def _log(members, space, addrs, counts, nbytes, wh):
-    """The launch's write log (hang.WriteLog: who last wrote what, for hang reports), one entry per warp."""
+    """The launch's write log (hang.WriteLog: who last wrote what, for hang reports): the warps' stores, one entry
+    (counts: each warp's lanes of addrs, in order)."""
     log = getattr(members[0][0].cta.launch, "writes", None)
     if log is not None:
-        log.gang(space, zip((W for W, _ in members), _split(addrs, counts)), nbytes, wh)
+        log.gang(space, [W for W, _ in members], addrs, counts, nbytes, wh)
 
 
 # ------------------------------------------------------------------------------------------------- shared
@@ -187,19 +189,16 @@ def _global_store_plan(members, addrs, tids, counts, data, wh):
     return land
 
 
-def _global_stores_plan(parts, wh):
-    """_global_store_plan for the stores of several CTAs at once: parts [(members, addresses, tids, counts, data)]
-    of each CTA, in gang order, no byte stored twice."""
-    W = parts[0][0][0][0]
-    addrs = np.concatenate([p[1] for p in parts])
-    tids = np.concatenate([p[2] for p in parts])
-    data = np.concatenate([p[4] for p in parts])
+def _global_stores_plan(stores, wh):
+    """_global_store_plan for the stores of several CTAs at once (stores: as _global_stores'), no byte stored
+    twice."""
+    groups, addrs, tids, counts, lens, data = stores
+    W = groups[0][0][0]
     a, off = _global_plan(W, addrs, tids, data.shape[1], wh)
     if not a.writable:
         raise Fallback
     checked = W.cta.launch.check_races
-    warps = [p[0][0][0] for p in parts]   # a warp of each CTA
-    lens = [len(p[1]) for p in parts]
+    warps = [ms[0][0] for ms in groups]   # a warp of each CTA
     if checked and graces.writes_race_ctas(warps, a, off, data, lens):
         raise Fallback
     spots = off[:, None] + np.arange(data.shape[1])
@@ -208,17 +207,27 @@ def _global_stores_plan(parts, wh):
         if checked:
             graces.record_writes_ctas(warps, a, off, data, tids, lens, wh)
         a.data[spots] = data
-        for members, at, _, counts, _ in parts:
-            _log(members, W.cta.launch.gmem, at, counts, data.shape[1], wh)
+        _log([m for ms in groups for m in ms], W.cta.launch.gmem, addrs, counts, data.shape[1], wh)
     return land
 
 
 def _global_stores(stores, wh):
-    """The plan of a gang's global stores, [(members, addresses, tids, counts, data)] per CTA: several CTAs' as
-    one; no byte stored twice in the gang (else Fallback)."""
-    if repeats(np.concatenate([s[1] for s in stores])):
+    """The plan of a gang's global stores: stores (the warps of each CTA [[(W, m), ...], ...], addresses, thread
+    ids, lanes per warp, lanes per CTA, (lanes, nbytes) data), in gang order; several CTAs' as one; no byte stored
+    twice in the gang (else Fallback)."""
+    groups, addrs, tids, counts, _, data = stores
+    if repeats(addrs):
         raise Fallback
-    return _global_stores_plan(stores, wh) if len(stores) > 1 else _global_store_plan(*stores[0], wh)
+    if len(groups) > 1:
+        return _global_stores_plan(stores, wh)
+    return _global_store_plan(groups[0], addrs, tids, counts, data, wh)
+
+
+def _joined(parts):
+    """_global_stores' stores of per-CTA parts [(members, addresses, tids, counts, data)]."""
+    cat = (lambda i: parts[0][i]) if len(parts) == 1 else (lambda i: np.concatenate([p[i] for p in parts]))
+    return ([p[0] for p in parts], cat(1), cat(2), [c for p in parts for c in p[3]], [len(p[1]) for p in parts],
+            cat(4))
 
 
 # ------------------------------------------------------------------------------------------------- ld / st
@@ -264,35 +273,38 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh):
 
 
 def _global_lanes(pairs, touched, gets, get_addr, nbytes, pack):
-    """st.global of the gang's warps, every CTA's at once: [(members, addresses, thread ids, lanes per warp, data)]
-    per CTA, in gang order, or None where a CTA's warps are not together in the gang (the CTA by CTA path)."""
-    groups = by_cta(pairs)
-    if [W for _, ms in groups for W, _ in ms] != [W for W, _ in pairs]:
-        return None
+    """st.global of the gang's warps, every CTA's at once: _global_stores' stores, or None where a CTA's warps are
+    not together in the gang (the CTA by CTA path)."""
+    groups, seen = [], set()
+    for p in pairs:   # the warps of each CTA, in gang order
+        cta = p[0].cta
+        if groups and groups[-1][0][0].cta is cta:
+            groups[-1].append(p)
+        elif cta in seen:
+            return None
+        else:
+            seen.add(cta)
+            groups.append([p])
     warps = [W for W, _ in pairs]
     nw = len(warps)
     B = Batch(warps, touched)   # registers as (warps, 32): every warp's values in one read
     acts = [m if m is not None else (None if W.full else W.live) for W, m in pairs]
     addrs = np.broadcast_to(get_addr(B), (nw, 32))
     vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
-    tids = np.stack([W.tid for W in warps])
+    tids = np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES   # Warp.tid
     if all(a is None for a in acts):
         counts = [32] * nw
+        lens = [32 * len(ms) for ms in groups]
         addrs, vals, tids = addrs.reshape(-1), vals.reshape(nw * 32, -1), tids.reshape(-1)
     else:
         sel = np.stack([np.ones(32, bool) if a is None else np.asarray(a, bool) for a in acts])
         counts = sel.sum(axis=1).tolist()
+        at = np.cumsum([0] + [len(ms) for ms in groups])
+        lens = np.add.reduceat(np.asarray(counts), at[:-1]).tolist()
         addrs, vals, tids = addrs[sel], vals[sel], tids[sel]
     if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
         raise Fallback
-    data = pack(vals)
-    out, w0, l0 = [], 0, 0
-    for _, members in groups:
-        c = counts[w0:w0 + len(members)]
-        n = sum(c)
-        out.append((members, addrs[l0:l0 + n], tids[l0:l0 + n], c, data[l0:l0 + n]))
-        w0, l0 = w0 + len(members), l0 + n
-    return out
+    return groups, addrs, tids, counts, lens, pack(vals)
 
 
 def st_gang(space, gets, get_addr, nbytes, pack, wh, touched=None):
@@ -319,7 +331,7 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh, touched=None):
             else:
                 stores.append((members, at, tids, counts, data))
         if stores:   # the CTAs' global stores as one (one allocation; CTA by CTA where one has another's records)
-            plans.append(_global_stores(stores, wh))
+            plans.append(_global_stores(_joined(stores), wh))
         for land in plans:
             land()
     gang.masked = True
