@@ -259,13 +259,13 @@ def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None):
         mykey = keys[:, None]
     keep = a.data[spots] != data
     info = _info(g, wh, tids, strong)
-    whole = keep.all(axis=1)   # rows (lanes) that change every byte: their units' records as they stand
+    whole, touched = _all_any(keep)   # rows (lanes) that change every byte: their units' records as they stand
     rows = slice(None) if whole.all() else whole
     if whole.any():
         P, ix = sd.at(spots[rows])
         scatter(P.w_key, ix, mykey if keys is None else mykey[rows])
         scatter(P.w_info, ix, info[rows][:, None])
-    part = ~whole & keep.any(axis=1)
+    part = ~whole & touched
     if not part.any():
         return
     sp, k, pinfo = spots[part], keep[part], info[part]
@@ -277,6 +277,15 @@ def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None):
         P.w_info[ix] = np.where(k, pinfo[:, None], P.w_info[ix])
 
 
+
+
+def _all_any(b):
+    """(every, some) byte of each row of the (rows, n) bool b: a row of 1, 2, 4 or 8 bytes read as one word."""
+    n = b.shape[1]
+    if n in (1, 2, 4, 8) and b.flags.c_contiguous:
+        w = b.view(f"<u{n}")[:, 0]   # (numpy bool bytes are 0 or 1)
+        return w == int.from_bytes(b"\x01" * n, "little"), w != 0
+    return b.all(axis=1), b.any(axis=1)
 
 
 def _kept_writes(sd, spots, changed, keys, info) -> bool:
@@ -328,8 +337,11 @@ def reads_race_ctas(warps, a, off, nbytes, lens) -> bool:
 def _foreign(g, warps, lens, keys) -> bool:
     """Whether a record (keys: (lanes, ...) _key, or NONE) names another CTA than its lane's (warps: one of each
     CTA; lens: each one's lanes, in order)."""
+    some = keys != NONE
+    if not some.any():   # bytes no CTA accessed yet (a fresh output)
+        return False
     ids = np.repeat(np.array([g.cta(W.cta).id for W in warps], np.int64), lens)[:, None]
-    return bool(((keys != NONE) & (_cta_of(keys) != ids)).any())
+    return bool((some & (_cta_of(keys) != ids)).any())
 
 
 def _per_cta(x, lens):

@@ -142,7 +142,8 @@ class Granular:
                 return False
         if self.keep is None:
             self.keep = np.zeros(self.G, np.uint16)   # unit <= 16 bytes: a bit each
-        mask = (changed.astype(np.int64) << np.arange(self.unit)).sum(axis=1)
+        bits = np.packbits(changed, axis=1, bitorder="little")   # (n, 1 or 2): bit b is byte b
+        mask = (bits[:, 0] if self.unit <= 8 else bits.view("<u2")[:, 0]).astype(np.int64)
         some = mask != 0
         g = g[some]
         for name, v in values.items():
