@@ -15,8 +15,8 @@ the generation each waiting warp recorded (only that difference decides when it 
 A cycle that reads no global or shared memory is an unbounded loop, not a wait: the budgets report it. Reading
 %clock / %globaltimer changes registers, so a spin on the time is never proven either (the time budget stops it).
 
-Last writers: every st / red / atom on global or shared memory is recorded (warp, instruction, addresses) in a
-ring of WRITE_LOG entries, so a report can say who last wrote a byte a spinning warp reads.
+Last writers: every st / red / atom on global or shared memory is recorded (warp, instruction, addresses; a gang's
+store as one entry) while the log holds at most WRITE_LOG warps' stores, so a report can say who last wrote a byte a spinning warp reads.
 """
 import weakref
 from collections import deque
@@ -328,7 +328,8 @@ class WriteLog:
     """The last WRITE_LOG global / shared stores (st, red, atom, stmatrix): who wrote which bytes."""
 
     def __init__(self):
-        self.log = deque(maxlen=WRITE_LOG)
+        self.log = deque()
+        self.held = 0    # warps' stores in the log (a gang's entry holds several): at most WRITE_LOG, oldest out
         self.count = 0
         self.running = None   # the warp the scheduler runs now (machine.run_ctas sets it)
 
@@ -356,15 +357,23 @@ class WriteLog:
         # (its shadows would be): the window by a weak reference, the warp as (CTA index, warp index)
         self.count += 1
         w = self.running if warp is None else warp
-        self.log.append((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes,
-                         None if w is None else (w.cta.ctaid, w.index), where, None))
+        self._push((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes,
+                    None if w is None else (w.cta.ctaid, w.index), where, None), 1)
+
+    def _push(self, entry, stores: int):
+        log = self.log
+        log.append(entry)
+        self.held += stores
+        while self.held > WRITE_LOG and len(log) > 1:
+            old = log.popleft()
+            self.held -= 1 if old[5] is None else len(old[5])
 
     def gang(self, space, warps, addrs, counts, nbytes, where):
         """A gang's store (ops/memory_gang.py): the warps' stores as one entry (counts: each warp's lanes of addrs,
         in gang order), read back by `last` as the warps' own entries would be."""
         self.count += len(warps)
-        self.log.append((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes,
-                         [(w.cta.ctaid, w.index) for w in warps], where, counts))
+        self._push((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes,
+                    [(w.cta.ctaid, w.index) for w in warps], where, counts), len(warps))
 
     def last(self, space, lo: int, hi: int):
         """((CTA index, warp index), where) of the last logged store to a byte of [lo, hi) of `space`, or None."""

@@ -24,7 +24,8 @@ from ..layout.smem import SMEM_WINDOW, SharedMemory
 from ..core.validate import as_int, show
 from . import callgraph, parser as P
 from . import strict
-from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
+from .errors import (BudgetExceeded, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported,
+                     PtxUnsupportedWarning)
 from .hang import WriteLog
 from . import distribute, lockstep
 from .heap import HEAP_BYTES
@@ -57,9 +58,14 @@ GC_YOUNG = 20_000    # allocations between the cyclic GC's young collections dur
 # guard_phase / copy_pc
 SHADOW_BYTES = 48
 # lower bounds of the CPU time a CTA and a warp cost before any instruction (a one-warp CTA that only returns:
-# ~150 us on the device machine's Xeon, ~240 us on the 2-core VM, 2026-11-26); a grid over timeout is refused
-CTA_FLOOR_S = 40e-6
-WARP_FLOOR_S = 20e-6
+# ~40-50 us on the 2-core VM, 2026-11-27, and about half that on the device machine's Xeon: a third of the faster
+# one, for faster CPUs); a grid over timeout is refused
+CTA_FLOOR_S = 6e-6
+WARP_FLOOR_S = 3e-6
+# a launch whose finished CTAs' pace projects more than PACE_MARGIN times its timeout stops once PACE_AFTER of the
+# timeout has passed (_check_pace)
+PACE_AFTER = 0.1
+PACE_MARGIN = 1.5
 
 
 @dataclass(frozen=True)
@@ -257,7 +263,9 @@ class Module:
         MAX_INSTRUCTIONS, 2e9) and wall-clock seconds for the whole launch (default DEFAULT_TIMEOUT, 600 s; None:
         no time limit); past either, BudgetExceeded (a Deadlock) names what every unfinished warp was doing: its
         PC, instruction and source line. A warp proven to spin on memory nobody will change is a Deadlock at once
-        (hang.py), without waiting for a budget.
+        (hang.py), without waiting for a budget. A grid that could not finish in time is refused up front (PtxLimit:
+        a lower bound of its bookkeeping) or, once a tenth of the timeout has passed, when its finished CTAs' pace
+        projects more than 1.5 times the timeout (BudgetExceeded, with the estimate).
         resident: how many CTAs may run at once when some wait on CTAs not yet started (schedule.py):
         "occupancy" (an H100's, the default), "grid" (all of them) or a number of CTAs. Clusters run one at a
         time while they make progress; past the limit, CTAs waiting on CTAs that cannot start are a Deadlock
@@ -377,6 +385,8 @@ class Module:
                 c.release()
             if bar:
                 bar.step()
+            if timeout is not None:
+                _check_pace(stats["ctas"], grid_.total, time.perf_counter() - t0, timeout)
         grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),
                           self._cluster_bytes(prog, nthreads, cluster, total_smem), MEMORY_LIMIT, finished)
         if cooperative:
@@ -573,6 +583,21 @@ class Module:
                 blob.append(data)
                 off += data.size
             L.const = ByteSpace(np.concatenate(blob), "const")
+
+
+def _check_pace(done: int, total: int, elapsed: float, timeout: float) -> None:
+    """Stop a launch whose finished CTAs' pace says it would outlast its timeout by far (PACE_MARGIN times), once
+    PACE_AFTER of the timeout has passed, rather than running into it: the message gives the estimate."""
+    if done >= total or elapsed < PACE_AFTER * timeout:
+        return
+    projected = elapsed * total / done
+    if projected > PACE_MARGIN * timeout:
+        raise BudgetExceeded("grid", f"{total:,} CTAs would take about {projected:,.0f} s on the CPU ({done:,} "
+                                     f"finished in {elapsed:.1f} s, {elapsed / done * 1e6:,.0f} us a CTA), over "
+                                     f"timeout={timeout:g} s: stopped now rather than at the limit; raise timeout, "
+                                     "choose some CTAs with ctas=, or spread the grid over dask workers (scheduler="
+                                     f"). Memory stays bounded: CTAs start in waves of at most {WAVE_BYTES >> 20} MB "
+                                     "of state")
 
 
 def _check_time(n_ctas: int, nthreads: int, timeout) -> None:

@@ -441,6 +441,24 @@ def test_the_write_log_reads_a_gang_entry_back_warp_by_warp():
     assert log.last(space, 20, 100) is None and log.last(object(), 0, 200) is None
 
 
+def test_the_write_log_holds_a_bounded_number_of_warps_stores(monkeypatch):
+    # a gang's entry counts as its warps' stores: the oldest entries go once more than WRITE_LOG are held (a grid of
+    # 2^20 one-warp CTAs keeps the addresses of the last WRITE_LOG warps' stores, not of every gang)
+    from types import SimpleNamespace
+    from tcemu.ptx import hang
+    monkeypatch.setattr(hang, "WRITE_LOG", 5)
+    space = object()
+    warp = SimpleNamespace(cta=SimpleNamespace(ctaid=(0, 0, 0)), index=0)
+    log = hang.WriteLog()
+    for k in range(4):   # gangs of 2 warps, 8 bytes each
+        log.gang(space, [warp, warp], np.arange(8 * k, 8 * k + 8, 4, dtype=np.uint64), [1, 1], 4, f"gang {k}")
+    assert (log.held, len(log.log), log.count) == (4, 2, 8)
+    assert log.last(space, 0, 16) is None and log.last(space, 16, 24)[1] == "gang 2"
+    log.running = warp
+    log._add(space, np.array([40], np.uint64), 4, "alone")
+    assert (log.held, len(log.log)) == (5, 3) and log.last(space, 0, 64)[1] == "alone"
+
+
 def test_a_store_of_an_in_flight_wgmma_register_serialises_warp_by_warp(spies):
     # st.global of a wgmma accumulator before wgmma.wait_group: each warp waits for its wgmma and warns (module.py's
     # hazard check), so the gang stands back; the bytes are the finished wgmma's. The 16 stores of the accumulators

@@ -3,6 +3,7 @@ limit with a tcemu error class, within a few seconds and a few tens of MB, befor
 import copy
 import json
 import os
+import re
 import signal
 import time
 import tracemalloc
@@ -174,16 +175,44 @@ def test_cli_arguments_over_the_limit(tmp_path, capsys):
 # ---- 4. budgets
 
 def test_a_grid_whose_bookkeeping_outlasts_the_timeout_is_refused_up_front():
-    # 2^20 one-warp CTAs: at least 2^20 x 60 us = 63 s before any instruction, over timeout=10: refused at once,
+    # 2^20 one-warp CTAs: at least 2^20 x 9 us = 9 s before any instruction, over timeout=5: refused at once,
     # with the estimate; a small grid under the same timeout runs
     mod = ptx.load(kernel())
     t = time.monotonic()
     with pytest.raises(PtxLimit) as e:
-        mod.launch("k", grid=(1 << 20,), block=32, timeout=10)
+        mod.launch("k", grid=(1 << 20,), block=32, timeout=5)
     assert time.monotonic() - t < 2 and e.value.field == "grid"
-    assert "1,048,576 CTAs of 1 warp: at least 63 s on the CPU before any instruction" in str(e.value)
-    assert "over timeout=10 s" in str(e.value) and "ctas=" in str(e.value)
-    mod.launch("k", grid=(64,), block=32, timeout=10)
+    assert "1,048,576 CTAs of 1 warp: at least 9 s on the CPU before any instruction" in str(e.value)
+    assert "over timeout=5 s" in str(e.value) and "ctas=" in str(e.value)
+    mod.launch("k", grid=(64,), block=32, timeout=5)
+
+
+def test_a_grid_whose_pace_outlasts_the_timeout_stops_early_with_the_estimate():
+    # 2^20 one-warp CTAs pass the up-front floor under timeout=10 (9 s) but take ~30-60 s on a CI machine: once a
+    # second has passed, the finished CTAs' pace projects more than 1.5 x 10 s and the launch stops then, with the
+    # estimate; a grid that fits runs to the end
+    mod = ptx.load(kernel())
+    t = time.monotonic()
+    with pytest.raises(BudgetExceeded) as e:
+        mod.launch("k", grid=(1 << 20,), block=32, timeout=10)
+    assert time.monotonic() - t < 5 and e.value.field == "grid"
+    msg = str(e.value)
+    got = re.search(r"1,048,576 CTAs would take about ([\d,]+) s on the CPU \(([\d,]+) finished in (1\.\d) s, "
+                    r"([\d,]+) us a CTA\), over timeout=10 s: stopped now", msg)
+    assert got, msg
+    projected, done, elapsed, per = (float(x.replace(",", "")) for x in got.groups())
+    assert projected > 15 and 0 < done < 1 << 20 and abs(projected - per * 1e-6 * (1 << 20)) <= 0.01 * projected + 1
+    mod.launch("k", grid=(512,), block=32, timeout=10)
+
+
+def test_the_pace_check_projects_the_finished_ctas_pace():
+    from tcemu.ptx.module import _check_pace
+    _check_pace(10, 100, 0.09, 1.0)   # under a tenth of the timeout: too early to judge
+    _check_pace(10, 100, 0.14, 1.0)   # 1.4 s projected: not 1.5 times the timeout
+    _check_pace(100, 100, 9.0, 1.0)   # every CTA finished
+    with pytest.raises(BudgetExceeded, match=r"100 CTAs would take about 2 s on the CPU \(10 finished in 0\.2 s, "
+                                             r"16,000 us a CTA\), over timeout=1 s"):
+        _check_pace(10, 100, 0.16, 1.0)
 
 
 def test_timeout_stops_an_infinite_loop():
