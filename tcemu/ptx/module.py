@@ -54,9 +54,12 @@ GC_YOUNG = 20_000    # allocations between the cyclic GC's young collections dur
 # bytes of tcemu's state per byte of a CTA's shared window that a GEMM's stage buffers touch: the bytes and their
 # written flags, unfenced, source, the granule shadows (memory._SHADOWS) and racecheck's records per granule
 # (races.Shadow): 26 allocated on Triton's bf16 matmul (2026-11-27, session 15; 119 before the records went per
-# granule), about 18 since the sources went per granule (session 19), and 20 more for a TMA's guard_bar /
-# guard_phase / copy_pc
-SHADOW_BYTES = 48
+# granule), about 18 since the sources went per granule (session 19: 15 measured, of which unfenced 8 and the
+# records 6), and TMA_SHADOW_BYTES more for a TMA's guard_bar / guard_phase / copy_pc where the kernel has a bulk
+# or tensor copy (counted for every kernel, they made the waves of Triton's cp.async GEMM 7 CTAs, not 12: its
+# 512^3 grid of 8 CTAs ran as 7 + 1)
+SHADOW_BYTES = 28
+TMA_SHADOW_BYTES = 20
 # lower bounds of the CPU time a CTA and a warp cost before any instruction (a one-warp CTA that only returns:
 # ~40-50 us on the 2-core VM, 2026-11-27, and about half that on the device machine's Xeon: a third of the faster
 # one, for faster CPUs); a grid over timeout is refused
@@ -435,8 +438,12 @@ class Module:
         """The estimate of _check_memory for one cluster's own state (registers, local frames, shared memory)."""
         warps = -(-nthreads // 32) * int(np.prod(cluster))
         regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
-        return (warps * regs + warps * 32 * prog.local_size +
-                int(np.prod(cluster)) * (SMEM_WINDOW[self.arch] * 2 + (SMEM_RESERVED + total_smem) * SHADOW_BYTES))
+        return warps * regs + warps * 32 * prog.local_size + self._shared_state(prog, cluster, total_smem)
+
+    def _shared_state(self, prog: Program, cluster, total_smem: int) -> int:
+        """A cluster's shared windows and their shadows, estimated (SHADOW_BYTES)."""
+        per = SHADOW_BYTES + (TMA_SHADOW_BYTES if prog.table.uses("bulk") else 0)
+        return int(np.prod(cluster)) * (SMEM_WINDOW[self.arch] * 2 + (SMEM_RESERVED + total_smem) * per)
 
     def _check_memory(self, prog: Program, nthreads: int, cluster, total_smem: int):
         """Refuse, before allocating anything, a launch beyond CUDA's size limits or whose own state would need
@@ -456,8 +463,7 @@ class Module:
                  "parameters": prog.param_size,
                  "registers": warps * regs,
                  "local frames": warps * 32 * prog.local_size,
-                 "shared memory": int(np.prod(cluster)) * (SMEM_WINDOW[self.arch] * 2 +
-                                                           (SMEM_RESERVED + total_smem) * SHADOW_BYTES)}
+                 "shared memory": self._shared_state(prog, cluster, total_smem)}
         total = sum(parts.values())
         if total > MEMORY_LIMIT:
             raise PtxLimit("launch", f"would need about {_size(total)} of memory ("

@@ -546,3 +546,25 @@ def test_a_finished_cta_is_freed_without_the_cycle_collector(monkeypatch):
     finally:
         if was:
             gc.enable()
+
+
+def test_tma_shadows_count_in_the_wave_only_where_the_kernel_has_a_bulk_copy():
+    """A CTA's shared state is estimated at SHADOW_BYTES per byte of its window, TMA_SHADOW_BYTES more where the
+    kernel has a bulk or tensor copy (its guard shadows): Triton's cp.async GEMM (145 KB of shared memory) starts 12
+    CTAs a wave within 64 MB (7 when every kernel was counted with the TMA shadows: 512^3's 8 CTAs ran as 7 + 1),
+    its TMA version 8."""
+    import os
+    from tcemu.ptx import module
+    fx = os.path.join(os.path.dirname(__file__), "..", "fixtures", "ptx")
+    waves = {}
+    for kernel in ("matmul_bf16", "matmul_tma_bf16"):
+        mod = ptx.load(open(os.path.join(fx, kernel + ".ptx")).read())
+        prog = mod.program(list(mod.kernels)[0])
+        smem = 147456
+        cluster_bytes = mod._cluster_bytes(prog, 256, (1, 1, 1), smem)
+        per = module.SHADOW_BYTES + (module.TMA_SHADOW_BYTES if "tma" in kernel else 0)
+        assert mod._shared_state(prog, (1, 1, 1), smem) == 228 * 1024 * 2 + (1024 + smem) * per
+        grid_ = schedule.Residency("occupancy", [(0, 0, 0)] * 16, None, 256, smem, 1, cluster_bytes,
+                                   module.MEMORY_LIMIT)
+        waves[kernel] = grid_.wave
+    assert waves == {"matmul_bf16": 12, "matmul_tma_bf16": 8}
