@@ -53,6 +53,7 @@ def _tids(index: int) -> np.ndarray:
 
 
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_REG_ATTRS = {attr: attr for attr in CLASS_ATTR.values()}
 
 
 class Warp:
@@ -60,10 +61,12 @@ class Warp:
         self.cta = cta
         self.index = index
         self.prog = prog
-        # views of column `column` of a slab's register files (lockstep.Batch slices them), or files of its own
-        for cls, attr in CLASS_ATTR.items():
-            setattr(self, attr, files[attr][:, column] if files is not None else
-                    np.zeros((max(prog.nregs[cls], 1), 32), _DTYPES[cls]))
+        # views of column `column` of a slab's register files (lockstep.Batch slices them; made on first use:
+        # __getattr__, ~0.5 us each, and a gang reads the slab itself), or files of its own
+        self._files, self._column = files, column
+        if files is None:
+            for cls, attr in CLASS_ATTR.items():
+                setattr(self, attr, np.zeros((max(prog.nregs[cls], 1), 32), _DTYPES[cls]))
         self.live = _LIVE[nthreads].copy()
         self.full = nthreads == 32
         self.pc = 0
@@ -92,6 +95,15 @@ class Warp:
         self.bulk_groups: list = []
         self.race = None                    # racecheck's vector clock (races.py), made on first use
         self.regcol = None                  # where its registers lie in their slab (Cta: RegisterSlabs)
+
+    def __getattr__(self, name):   # a register file's view, on first use
+        attr = _REG_ATTRS.get(name)
+        files = self.__dict__.get("_files")
+        if attr is None or files is None:
+            raise AttributeError(name)
+        view = files[attr][:, self._column]
+        setattr(self, attr, view)
+        return view
 
     @property
     def warpgroup(self) -> int:
@@ -235,6 +247,7 @@ class Cta:
             w.deferred = {}
             for attr in CLASS_ATTR.values():
                 setattr(w, attr, None)
+            w._files = None
             w.regcol = None
             w.cta = w.race = None   # (a racecheck clock names its cluster's state, which lists the CTAs)
         self.regbase = None
