@@ -133,6 +133,25 @@ class GlobalRaces(Sites):
         return (cid % gx, cid // gx % gy, cid // (gx * gy))
 
 
+def _ids_keys(g, warps):
+    """The linear ids of the warps' CTAs and their records' keys (_key), without making the state of a CTA that
+    has none yet (its epoch is 0: GlobalRaces.cta makes it when it first synchronises or reports)."""
+    gx, gy = g.grid[0], g.grid[1]
+    ids, keys = [], []
+    for W in warps:
+        c = W.cta
+        me = c.grace
+        if me is None:
+            x, y, z = c.ctaid
+            cid = x + gx * (y + gy * z)
+            ids.append(cid)
+            keys.append((cid + 1) << 32)
+        else:
+            ids.append(me.id)
+            keys.append(_key(me))
+    return ids, np.array(keys, np.int64)
+
+
 def retire(cta):
     """A finished CTA's state leaves the detector (its records keep its id; what others learnt of it is theirs):
     ~400 bytes a CTA, 400 MB for 2^20 CTAs."""
@@ -250,12 +269,12 @@ def _note_ids(into: set, ids):
 def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None):
     """Record stores of `data` by CTA me (before the bytes are stored): bytes the store leaves as they were (a
     same-value store, an atomic add of 0 while spinning) keep their earlier writer, the one readers must be
-    ordered after. Several CTAs' stores at once: me their GCtas, keys (n,) each lane's _key."""
+    ordered after. Several CTAs' stores at once: me their ids, keys (n,) each lane's _key."""
     if keys is None:
         _note_ids(sd.writers, (me.id,))
         mykey = np.int64(_key(me))
     else:
-        _note_ids(sd.writers, (m.id for m in me))
+        _note_ids(sd.writers, me)
         mykey = keys[:, None]
     keep = a.data[spots] != data
     info = _info(g, wh, tids, strong)
@@ -340,7 +359,7 @@ def _foreign(g, warps, lens, keys) -> bool:
     some = keys != NONE
     if not some.any():   # bytes no CTA accessed yet (a fresh output)
         return False
-    ids = np.repeat(np.array([g.cta(W.cta).id for W in warps], np.int64), lens)[:, None]
+    ids = np.repeat(np.array(_ids_keys(g, warps)[0], np.int64), lens)[:, None]
     return bool((some & (_cta_of(keys) != ids)).any())
 
 
@@ -369,9 +388,9 @@ def record_reads_ctas(parts, a, nbytes, wh):
     if got is None:
         return
     g, _, sd = got
-    mes = [g.cta(W.cta) for W, _, _ in parts]
-    keys = np.repeat(np.array([_key(me) for me in mes], np.int64), [p[1].size for p in parts])
-    _note_reads(g, sd, [me.id for me in mes], keys[:, None], np.concatenate([p[1] for p in parts]), nbytes,
+    ids, keys = _ids_keys(g, [W for W, _, _ in parts])
+    keys = np.repeat(keys, [p[1].size for p in parts])
+    _note_reads(g, sd, ids, keys[:, None], np.concatenate([p[1] for p in parts]), nbytes,
                 np.concatenate([p[2] for p in parts]), wh)
 
 
@@ -416,9 +435,8 @@ def record_writes_ctas(warps, a, off, data, tids, lens, wh):
     if got is None:
         return
     g, _, sd = got
-    mes = [g.cta(W.cta) for W in warps]
-    keys = np.repeat(np.array([_key(m) for m in mes], np.int64), lens)
-    _note_writes(g, mes, sd, a, _spots(off, data.shape[1]), data, tids, wh, keys=keys)
+    ids, keys = _ids_keys(g, warps)
+    _note_writes(g, ids, sd, a, _spots(off, data.shape[1]), data, tids, wh, keys=np.repeat(keys, lens))
 
 
 def record_writes(W, a, off, data, tids, wh):

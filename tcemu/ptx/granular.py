@@ -142,8 +142,7 @@ class Granular:
                 return False
         if self.keep is None:
             self.keep = np.zeros(self.G, np.uint16)   # unit <= 16 bytes: a bit each
-        bits = np.packbits(changed, axis=1, bitorder="little")   # (n, 1 or 2): bit b is byte b
-        mask = (bits[:, 0] if self.unit <= 8 else bits.view("<u2")[:, 0]).astype(np.int64)
+        mask = byte_mask(changed)
         some = mask != 0
         g = g[some]
         for name, v in values.items():
@@ -175,6 +174,18 @@ class Granular:
             fine = np.flatnonzero(np.repeat(self.is_fine, self.unit))
             out[..., fine] = getattr(self.fine, name)[..., self.fine_index(fine)]
         return out
+
+
+def byte_mask(b: np.ndarray) -> np.ndarray:
+    """(n,) int64 masks of the (n, unit) bools b, bit j for byte j (unit <= 16)."""
+    n, unit = b.shape
+    if unit == 16:
+        return np.packbits(np.ascontiguousarray(b).reshape(-1), bitorder="little").view("<u2").astype(np.int64)
+    w = np.ascontiguousarray(b).view(f"<u{unit}")[:, 0].astype(np.int64)   # byte j (0 or 1) at bit 8 j
+    mask = w & 1
+    for j in range(1, unit):
+        mask |= (w >> (7 * j)) & (1 << j)
+    return mask
 
 
 def _whole(unit: int):

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 import tcemu.ptx as ptx
 from tcemu.ptx import graces
 from tcemu.ptx.errors import HazardError
-from tcemu.ptx.granular import Granular, whole_granules
+from tcemu.ptx.granular import Granular, byte_mask, whole_granules
 
 from ptxkit import run, two_cta_kernel
 
@@ -410,3 +410,16 @@ def test_a_shadow_keeps_two_of_its_writers_and_readers_and_a_finished_ctas_state
     with pytest.raises(HazardError, match="RAW race on global"):   # CTA c reads CTA 0's word: unordered
         ptx.load(kernel.replace("ld.global.u32 %r4, [%rd5];", "ld.global.u32 %r4, [%rd3];")).launch(
             "k", grid=16, block=32, args=[np.zeros_like(out), np.zeros(1, np.uint32)], lockstep=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8, 16]), st.integers(0, 40), st.integers(0, 2**32 - 1), st.booleans())
+def test_byte_mask_is_bit_j_for_byte_j(unit, n, seed, strided):
+    # write_kept's masks of the bytes a store changes: bit j set where byte j of the row changes, for every unit
+    # (1-8: the row read as one word; 16: packbits), rows of a contiguous array or a strided view
+    rng = np.random.default_rng(seed)
+    b = rng.random((2 * n if strided else n, unit)) < 0.5
+    if strided:
+        b = b[::2]
+    want = [sum(1 << j for j in range(unit) if row[j]) for row in b.tolist()]
+    assert byte_mask(b).tolist() == want
