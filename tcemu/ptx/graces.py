@@ -287,8 +287,12 @@ def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None):
     part = ~whole & touched
     if not part.any():
         return
-    sp, k, pinfo = spots[part], keep[part], info[part]
-    pkey = np.broadcast_to(mykey, (len(spots), 1))[part]   # (rows, 1)
+    if part.all():   # (every row: a store of small values over zeros, say)
+        sp, k, pinfo = spots, keep, info
+        pkey = np.broadcast_to(mykey, (len(spots), 1))
+    else:
+        sp, k, pinfo = spots[part], keep[part], info[part]
+        pkey = np.broadcast_to(mykey, (len(spots), 1))[part]   # (rows, 1)
     if not _kept_writes(sd, sp, k, pkey[:, 0], pinfo):
         # some bytes of these rows keep their writer: per byte (their units only)
         P, ix = sd.at(sp, fine=True)
