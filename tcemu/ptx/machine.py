@@ -563,7 +563,7 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                             log.running = w
                         if w.done or r.total > max_instructions or w.wait is not None or w in spins:
                             break
-                        mates = g
+                        mates = set(g)   # (membership only: gang_for asks it of every warp)
                     if w.done or r.total > max_instructions:
                         continue
                 # the quantum in chunks (the same instructions in the same order as one w.run(budget)); after a
