@@ -24,8 +24,7 @@ from ..layout.smem import SMEM_WINDOW, SharedMemory
 from ..core.validate import as_int, show
 from . import callgraph, parser as P
 from . import strict
-from .errors import (BudgetExceeded, KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported,
-                     PtxUnsupportedWarning)
+from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .hang import WriteLog
 from . import distribute, lockstep
 from .heap import HEAP_BYTES
@@ -33,7 +32,7 @@ from .machine import ClusterBarrier, Cta, RegisterSlabs, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
 from .program import Program, Symbol
-from .schedule import WAVE_BYTES, Corners, Residency
+from .schedule import Corners, Residency, check_floor, check_pace
 from .tensormap import TensorMap
 from .texture import TextureObject
 from .types import ptx_type
@@ -60,15 +59,6 @@ GC_YOUNG = 20_000    # allocations between the cyclic GC's young collections dur
 # 512^3 grid of 8 CTAs ran as 7 + 1)
 SHADOW_BYTES = 28
 TMA_SHADOW_BYTES = 20
-# lower bounds of the CPU time a CTA and a warp cost before any instruction (a one-warp CTA that only returns:
-# ~40-50 us on the 2-core VM, 2026-11-27, and about half that on the device machine's Xeon: a third of the faster
-# one, for faster CPUs); a grid over timeout is refused
-CTA_FLOOR_S = 6e-6
-WARP_FLOOR_S = 3e-6
-# a launch whose finished CTAs' pace projects more than PACE_MARGIN times its timeout stops once PACE_AFTER of the
-# timeout has passed (_check_pace)
-PACE_AFTER = 0.1
-PACE_MARGIN = 1.5
 
 
 @dataclass(frozen=True)
@@ -343,7 +333,7 @@ class Module:
             if int(np.prod(grid)) > MAX_CTAS:
                 raise PtxLimit("grid", f"{int(np.prod(grid)):,} CTAs; the CPU runs at most {MAX_CTAS:,} in one launch "
                                        "(choose some with ctas=)")
-            _check_time(int(np.prod(grid)), nthreads, timeout)
+            check_floor(int(np.prod(grid)), nthreads, timeout)
             chosen = None   # every CTA: its clusters in order without a list of them (2^20 tuples: ~100 MB)
         else:
             if not isinstance(ctas, (list, tuple)) or not 1 <= len(ctas) <= MAX_CTAS:
@@ -389,7 +379,7 @@ class Module:
             if bar:
                 bar.step()
             if timeout is not None:
-                _check_pace(stats["ctas"], grid_.total, time.perf_counter() - t0, timeout)
+                check_pace(stats["ctas"], grid_.total, time.perf_counter() - t0, timeout)
         grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),
                           self._cluster_bytes(prog, nthreads, cluster, total_smem), MEMORY_LIMIT, finished)
         if cooperative:
@@ -589,37 +579,6 @@ class Module:
                 blob.append(data)
                 off += data.size
             L.const = ByteSpace(np.concatenate(blob), "const")
-
-
-def _check_pace(done: int, total: int, elapsed: float, timeout: float) -> None:
-    """Stop a launch whose finished CTAs' pace says it would outlast its timeout by far (PACE_MARGIN times), once
-    PACE_AFTER of the timeout has passed, rather than running into it: the message gives the estimate."""
-    if done >= total or elapsed < PACE_AFTER * timeout:
-        return
-    projected = elapsed * total / done
-    if projected > PACE_MARGIN * timeout:
-        raise BudgetExceeded("grid", f"{total:,} CTAs would take about {projected:,.0f} s on the CPU ({done:,} "
-                                     f"finished in {elapsed:.1f} s, {elapsed / done * 1e6:,.0f} us a CTA), over "
-                                     f"timeout={timeout:g} s: stopped now rather than at the limit; raise timeout, "
-                                     "choose some CTAs with ctas=, or spread the grid over dask workers (scheduler="
-                                     f"). Memory stays bounded: CTAs start in waves of at most {WAVE_BYTES >> 20} MB "
-                                     "of state")
-
-
-def _check_time(n_ctas: int, nthreads: int, timeout) -> None:
-    """Refuse up front a grid whose bookkeeping alone (making and retiring each CTA and warp, before any
-    instruction) outlasts the launch's timeout, rather than running into it."""
-    if timeout is None:
-        return
-    warps = -(-nthreads // 32)
-    floor = n_ctas * (CTA_FLOOR_S + warps * WARP_FLOOR_S)
-    if floor > timeout:
-        raise PtxLimit("grid", f"{n_ctas:,} CTAs of {warps} warp{'s' if warps != 1 else ''}: at least "
-                               f"{floor:,.0f} s on the CPU before any instruction ({CTA_FLOOR_S * 1e6:.0f} us a CTA "
-                               f"and {WARP_FLOOR_S * 1e6:.0f} us a warp, a lower bound), over timeout={timeout:g} s; "
-                               "choose some CTAs with ctas=, raise timeout, or spread the grid over dask workers "
-                               "(scheduler=). Memory is bounded either way: CTAs start in waves of at most "
-                               f"{WAVE_BYTES >> 20} MB of state")
 
 
 def _initial(v, code=None) -> np.ndarray:

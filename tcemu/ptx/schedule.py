@@ -9,7 +9,7 @@ clusters; finished clusters leave and free their slots. The limit is an H100's o
 (launch(resident="occupancy")), the whole grid (resident="grid") or a number of CTAs (resident=int).
 """
 from ..core.validate import show
-from .errors import PtxError
+from .errors import BudgetExceeded, PtxError, PtxLimit
 
 SMS = 132                 # H100 SXM
 CTAS_PER_SM = 32          # compute capability 9.0 (CUDA programming guide, "Technical Specifications")
@@ -18,6 +18,15 @@ WARPS_PER_SM = 64
 SMEM_PER_SM = 228 * 1024  # shared memory of one SM; each CTA also takes 1 KB the system reserves
 SMEM_PER_CTA_RESERVED = 1024
 WAVE_BYTES = 64 << 20
+# lower bounds of the CPU time a CTA and a warp cost before any instruction (a one-warp CTA that only returns:
+# ~40-50 us on the 2-core VM, 2026-11-27, and about half that on the device machine's Xeon: a third of the faster
+# one, for faster CPUs); a grid over timeout is refused
+CTA_FLOOR_S = 6e-6
+WARP_FLOOR_S = 3e-6
+# a launch whose finished CTAs' pace projects more than PACE_MARGIN times its timeout stops once PACE_AFTER of the
+# timeout has passed (check_pace)
+PACE_AFTER = 0.1
+PACE_MARGIN = 1.5
 
 
 def occupancy(nthreads: int, smem_bytes: int):
@@ -103,3 +112,34 @@ class Residency:
     def finished(self, ctas):
         if self.on_finish is not None:
             self.on_finish(ctas)
+
+
+def check_pace(done: int, total: int, elapsed: float, timeout: float) -> None:
+    """Stop a launch whose finished CTAs' pace says it would outlast its timeout by far (PACE_MARGIN times), once
+    PACE_AFTER of the timeout has passed, rather than running into it: the message gives the estimate."""
+    if done >= total or elapsed < PACE_AFTER * timeout:
+        return
+    projected = elapsed * total / done
+    if projected > PACE_MARGIN * timeout:
+        raise BudgetExceeded("grid", f"{total:,} CTAs would take about {projected:,.0f} s on the CPU ({done:,} "
+                                     f"finished in {elapsed:.1f} s, {elapsed / done * 1e6:,.0f} us a CTA), over "
+                                     f"timeout={timeout:g} s: stopped now rather than at the limit; raise timeout, "
+                                     "choose some CTAs with ctas=, or spread the grid over dask workers (scheduler="
+                                     f"). Memory stays bounded: CTAs start in waves of at most {WAVE_BYTES >> 20} MB "
+                                     "of state")
+
+
+def check_floor(n_ctas: int, nthreads: int, timeout) -> None:
+    """Refuse up front a grid whose bookkeeping alone (making and retiring each CTA and warp, before any
+    instruction) outlasts the launch's timeout, rather than running into it."""
+    if timeout is None:
+        return
+    warps = -(-nthreads // 32)
+    floor = n_ctas * (CTA_FLOOR_S + warps * WARP_FLOOR_S)
+    if floor > timeout:
+        raise PtxLimit("grid", f"{n_ctas:,} CTAs of {warps} warp{'s' if warps != 1 else ''}: at least "
+                               f"{floor:,.0f} s on the CPU before any instruction ({CTA_FLOOR_S * 1e6:.0f} us a CTA "
+                               f"and {WARP_FLOOR_S * 1e6:.0f} us a warp, a lower bound), over timeout={timeout:g} s; "
+                               "choose some CTAs with ctas=, raise timeout, or spread the grid over dask workers "
+                               "(scheduler=). Memory is bounded either way: CTAs start in waves of at most "
+                               f"{WAVE_BYTES >> 20} MB of state")

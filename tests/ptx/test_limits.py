@@ -206,13 +206,13 @@ def test_a_grid_whose_pace_outlasts_the_timeout_stops_early_with_the_estimate():
 
 
 def test_the_pace_check_projects_the_finished_ctas_pace():
-    from tcemu.ptx.module import _check_pace
-    _check_pace(10, 100, 0.09, 1.0)   # under a tenth of the timeout: too early to judge
-    _check_pace(10, 100, 0.14, 1.0)   # 1.4 s projected: not 1.5 times the timeout
-    _check_pace(100, 100, 9.0, 1.0)   # every CTA finished
+    from tcemu.ptx.schedule import check_pace
+    check_pace(10, 100, 0.09, 1.0)   # under a tenth of the timeout: too early to judge
+    check_pace(10, 100, 0.14, 1.0)   # 1.4 s projected: not 1.5 times the timeout
+    check_pace(100, 100, 9.0, 1.0)   # every CTA finished
     with pytest.raises(BudgetExceeded, match=r"100 CTAs would take about 2 s on the CPU \(10 finished in 0\.2 s, "
                                              r"16,000 us a CTA\), over timeout=1 s"):
-        _check_pace(10, 100, 0.16, 1.0)
+        check_pace(10, 100, 0.16, 1.0)
 
 
 def test_timeout_stops_an_infinite_loop():
