@@ -516,3 +516,16 @@ def test_stores_to_another_ctas_window_run_warp_by_warp(spies):
     # the stores to the other window fall back; the loads of the own window and the global stores run as gangs
     assert "gang_write_record" not in spies and spies["gang_read_record"] == 2 and spies["record_writes"] == 2
     assert np.array_equal(run(lockstep=False), out)
+
+
+def test_cta_starts_finds_each_ctas_run_of_warps_or_none():
+    # the gang versions that take a CTA's rows as one slice (st.global of several CTAs, cp.async's issue) need each
+    # CTA's warps together in the gang; thread_ids are Warp.tid for every warp at once
+    from types import SimpleNamespace
+    from tcemu.ptx.machine import _tids
+    from tcemu.ptx.ops.common import cta_starts, thread_ids
+    a, b, c = object(), object(), object()
+    warps = [SimpleNamespace(cta=x, index=i) for x, i in ((a, 0), (a, 1), (b, 0), (c, 3), (c, 1))]
+    assert cta_starts(warps) == [0, 2, 3] and cta_starts(warps[:1]) == [0]
+    assert cta_starts(warps + [SimpleNamespace(cta=b, index=1)]) is None   # b's warps apart
+    assert np.array_equal(thread_ids(warps), np.stack([_tids(w.index) for w in warps]))

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import parser as P
 from ..errors import HazardError, PtxSyntaxError, PtxUnsupported
+from ..machine import LANES
 from ..parser import Instruction
 from ..types import TYPES, PtxType
 
@@ -119,6 +120,26 @@ def whole_warp(m, wh: str, name: str) -> None:
     if m is not None and not np.asarray(m).all():
         raise HazardError(wh, f"{name} is warp-synchronous (.sync.aligned): all 32 threads must execute it together, "
                               f"but only lanes {np.flatnonzero(m).tolist()} did")
+
+
+def thread_ids(warps) -> np.ndarray:
+    """(warps, 32) int64: each lane's linear thread index in its CTA (machine.Warp.tid), for a gang at once."""
+    return np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES
+
+
+def cta_starts(warps) -> Optional[List[int]]:
+    """Where each CTA's warps start in the gang's `warps`, in order; None where a CTA's warps are not together
+    (the gang versions that take a CTA's rows as one slice then go CTA by CTA, or fall back)."""
+    starts, seen, last = [], set(), None
+    for k, W in enumerate(warps):
+        c = W.cta
+        if c is not last:
+            if c in seen:
+                return None
+            seen.add(c)
+            starts.append(k)
+            last = c
+    return starts
 
 
 def by_cta(pairs):

@@ -9,14 +9,13 @@ import numpy as np
 
 from .. import parser as P
 from .. import graces, races
-from ..machine import LANES
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ...core.errors import TcemuError
 from ..lockstep import Batch, slots_of
 from ..rows import gather, gather_starts, scatter
 from ..signals import Fallback
 from ..types import TYPES
-from .common import Mods, by_cta, mask_array, operands, repeats, where
+from .common import Mods, by_cta, cta_starts, mask_array, operands, repeats, thread_ids, where
 from .memory_ops import access, address
 from .registry import register
 
@@ -118,16 +117,13 @@ def c_cp_async(ins, prog, pc):
             np.stack([np.ones(32, bool) if m is None else np.asarray(m, bool) for _, m in pairs])
         dsts = np.broadcast_to(g_dst(B), (nw, 32)).astype(np.int64)[sel]
         srcs = np.broadcast_to(g_src(B), (nw, 32))[sel]
-        tids = (np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES)[sel]
+        tids = thread_ids(warps)[sel]
         n = read_sizes(lambda g: np.broadcast_to(g(B), (nw, 32))[sel], dsts.size)
         per_warp = sel.sum(axis=1)
-        ctas, first = [], []   # the gang's CTAs in order, each warp's position; a CTA's warps must be contiguous
-        for k, W in enumerate(warps):
-            if not ctas or ctas[-1] is not W.cta:
-                if any(c is W.cta for c in ctas):
-                    raise Fallback
-                ctas.append(W.cta)
-                first.append(k)
+        first = cta_starts(warps)   # where each CTA's warps start; a CTA's warps must be together
+        if first is None:
+            raise Fallback
+        ctas = [warps[k].cta for k in first]
         ends = np.cumsum(per_warp)
         cut = [0] + [int(ends[k - 1]) for k in first[1:]] + [int(ends[-1])]   # lane ranges per CTA
         if dsts.size and (dsts % nbytes).any():

@@ -15,7 +15,7 @@ from ..lockstep import Batch
 from ..memory import NO_SOURCE, WINDOW_SIZE, WINDOWS, from_bytes
 from ..rows import gather_starts
 from ..signals import Fallback
-from .common import by_cta, repeats
+from .common import by_cta, cta_starts, repeats, thread_ids
 
 OWN_CTA = 1 << 24   # generic shared offsets from 2^24 up name another CTA of the cluster (memory_ops.CLUSTER_SHIFT)
 SHARED_BASE = np.uint64(WINDOWS["shared"])
@@ -25,7 +25,6 @@ SHARED_END = np.uint64(WINDOWS["shared"] + WINDOW_SIZE)
 FRAG_ROW = np.arange(32) // 4
 FRAG_COL = 2 * (np.arange(32) % 4)
 ROW16 = np.arange(16)
-LANES = np.arange(32, dtype=np.int64)
 
 
 def _lanes(members, get_addr):
@@ -275,23 +274,17 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh):
 def _global_lanes(pairs, touched, gets, get_addr, nbytes, pack):
     """st.global of the gang's warps, every CTA's at once: _global_stores' stores, or None where a CTA's warps are
     not together in the gang (the CTA by CTA path)."""
-    groups, seen = [], set()
-    for p in pairs:   # the warps of each CTA, in gang order
-        cta = p[0].cta
-        if groups and groups[-1][0][0].cta is cta:
-            groups[-1].append(p)
-        elif cta in seen:
-            return None
-        else:
-            seen.add(cta)
-            groups.append([p])
     warps = [W for W, _ in pairs]
+    starts = cta_starts(warps)
+    if starts is None:
+        return None
     nw = len(warps)
+    groups = [pairs[a:b] for a, b in zip(starts, starts[1:] + [nw])]   # the warps of each CTA, in gang order
     B = Batch(warps, touched)   # registers as (warps, 32): every warp's values in one read
     acts = [m if m is not None else (None if W.full else W.live) for W, m in pairs]
     addrs = np.broadcast_to(get_addr(B), (nw, 32))
     vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
-    tids = np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES   # Warp.tid
+    tids = thread_ids(warps)
     if all(a is None for a in acts):
         counts = [32] * nw
         lens = [32 * len(ms) for ms in groups]
