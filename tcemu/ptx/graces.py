@@ -116,10 +116,14 @@ class GlobalRaces(Sites):
     def cta(self, cta) -> GCta:
         g = cta.grace
         if g is None:
-            x, y, z = cta.ctaid
-            cid = x + self.grid[0] * (y + self.grid[1] * z)
+            cid = self.cid(cta.ctaid)
             g = cta.grace = self.ctas.get(cid) or self.ctas.setdefault(cid, GCta(cid))
         return g
+
+    def cid(self, ctaid) -> int:
+        """A CTA's linear id (x fastest; ctaid() inverts it)."""
+        x, y, z = ctaid
+        return x + self.grid[0] * (y + self.grid[1] * z)
 
     def site(self, wh: str) -> int:
         s = super().site(wh)
@@ -136,16 +140,13 @@ class GlobalRaces(Sites):
 def _ids_keys(g, warps):
     """The linear ids of the warps' CTAs and their records' keys (_key), without making the state of a CTA that
     has none yet (its epoch is 0: GlobalRaces.cta makes it when it first synchronises or reports)."""
-    gx, gy = g.grid[0], g.grid[1]
     ids, keys = [], []
     for W in warps:
-        c = W.cta
-        me = c.grace
+        me = W.cta.grace
         if me is None:
-            x, y, z = c.ctaid
-            cid = x + gx * (y + gy * z)
+            cid = g.cid(W.cta.ctaid)
             ids.append(cid)
-            keys.append((cid + 1) << 32)
+            keys.append((cid + 1) << 32)   # _key at epoch 0
         else:
             ids.append(me.id)
             keys.append(_key(me))
