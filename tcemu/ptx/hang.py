@@ -16,7 +16,8 @@ A cycle that reads no global or shared memory is an unbounded loop, not a wait: 
 %clock / %globaltimer changes registers, so a spin on the time is never proven either (the time budget stops it).
 
 Last writers: every st / red / atom on global or shared memory is recorded (warp, instruction, addresses; a gang's
-store as one entry) while the log holds at most WRITE_LOG warps' stores, so a report can say who last wrote a byte a spinning warp reads.
+store as one entry) while the log holds at most WRITE_LOG warps' stores, so a report can say who last wrote a byte
+a spinning warp reads.
 """
 import weakref
 from collections import deque
@@ -357,13 +358,15 @@ class WriteLog:
         # (its shadows would be): the window by a weak reference, the warp as (CTA index, warp index)
         self.count += 1
         w = self.running if warp is None else warp
-        self._push((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes,
-                    None if w is None else (w.cta.ctaid, w.index), where, None), 1)
+        self._push(space, addrs, nbytes, None if w is None else (w.cta.ctaid, w.index), where)
 
-    def _push(self, entry, stores: int):
+    def _push(self, space, addrs, nbytes, who, where, counts=None):
+        """Log a store (who: (CTA index, warp index), or a gang's list of them with counts, each one's lanes of
+        addrs); the oldest entries go once more than WRITE_LOG warps' stores are held."""
         log = self.log
-        log.append(entry)
-        self.held += stores
+        log.append((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes, who, where,
+                    counts))
+        self.held += 1 if counts is None else len(counts)
         while self.held > WRITE_LOG and len(log) > 1:
             old = log.popleft()
             self.held -= 1 if old[5] is None else len(old[5])
@@ -372,8 +375,7 @@ class WriteLog:
         """A gang's store (ops/memory_gang.py): the warps' stores as one entry (counts: each warp's lanes of addrs,
         in gang order), read back by `last` as the warps' own entries would be."""
         self.count += len(warps)
-        self._push((weakref.ref(space) if isinstance(space, SharedWindow) else space, addrs, nbytes,
-                    [(w.cta.ctaid, w.index) for w in warps], where, counts), len(warps))
+        self._push(space, addrs, nbytes, [(w.cta.ctaid, w.index) for w in warps], where, counts)
 
     def last(self, space, lo: int, hi: int):
         """((CTA index, warp index), where) of the last logged store to a byte of [lo, hi) of `space`, or None."""
