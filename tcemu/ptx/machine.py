@@ -53,7 +53,7 @@ def _tids(index: int) -> np.ndarray:
 
 
 _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-_REG_ATTRS = {attr: attr for attr in CLASS_ATTR.values()}
+_REG_ATTRS = frozenset(CLASS_ATTR.values())
 
 
 class Warp:
@@ -97,12 +97,11 @@ class Warp:
         self.regcol = None                  # where its registers lie in their slab (Cta: RegisterSlabs)
 
     def __getattr__(self, name):   # a register file's view, on first use
-        attr = _REG_ATTRS.get(name)
         files = self.__dict__.get("_files")
-        if attr is None or files is None:
+        if name not in _REG_ATTRS or files is None:
             raise AttributeError(name)
-        view = files[attr][:, self._column]
-        setattr(self, attr, view)
+        view = files[name][:, self._column]
+        setattr(self, name, view)
         return view
 
     @property
@@ -617,9 +616,11 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                 raise BudgetExceeded(f"CTA {r.ctas[0].ctaid}", f"more than {max_instructions} warp instructions "
                                                               f"without finishing (a livelock or an unbounded loop?)\n"
                                      + budget_report(r.ctas))
-        ended = [r for r in clusters if all(w.done for w in r.warps)]
-        if ended:   # (one pass: removing them one by one costs a wave's length each)
-            clusters[:] = [r for r in clusters if not all(w.done for w in r.warps)]
+        ended, going = [], []   # (one pass: removing them one by one costs a wave's length each)
+        for r in clusters:
+            (ended if all(w.done for w in r.warps) else going).append(r)
+        if ended:
+            clusters[:] = going
         for r in ended:
             for c in r.ctas:
                 if c.tmem is not None:  # what the CTA still holds at exit (e.g. tensor memory never deallocated)
