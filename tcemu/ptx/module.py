@@ -426,9 +426,14 @@ class Module:
 
     def _cluster_bytes(self, prog: Program, nthreads: int, cluster, total_smem: int) -> int:
         """The estimate of _check_memory for one cluster's own state (registers, local frames, shared memory)."""
+        return sum(self._cluster_parts(prog, nthreads, cluster, total_smem).values())
+
+    def _cluster_parts(self, prog: Program, nthreads: int, cluster, total_smem: int) -> dict:
+        """One cluster's own state, estimated part by part: {part: bytes}."""
         warps = -(-nthreads // 32) * int(np.prod(cluster))
         regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
-        return warps * regs + warps * 32 * prog.local_size + self._shared_state(prog, cluster, total_smem)
+        return {"registers": warps * regs, "local frames": warps * 32 * prog.local_size,
+                "shared memory": self._shared_state(prog, cluster, total_smem)}
 
     def _shared_state(self, prog: Program, cluster, total_smem: int) -> int:
         """A cluster's shared windows and their shadows, estimated (SHADOW_BYTES)."""
@@ -447,13 +452,8 @@ class Module:
         if prog.local_size > LOCAL_LIMIT:
             raise PtxLimit(".local", f"{prog.name}'s local frame takes {prog.local_size:,} bytes per thread; "
                                      f"at most {LOCAL_LIMIT:,}")
-        warps = -(-nthreads // 32) * int(np.prod(cluster))
-        regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
         parts = {"module variables": sum(v.size for v in self.tree.variables if v.space in ("global", "const")),
-                 "parameters": prog.param_size,
-                 "registers": warps * regs,
-                 "local frames": warps * 32 * prog.local_size,
-                 "shared memory": self._shared_state(prog, cluster, total_smem)}
+                 "parameters": prog.param_size, **self._cluster_parts(prog, nthreads, cluster, total_smem)}
         total = sum(parts.values())
         if total > MEMORY_LIMIT:
             raise PtxLimit("launch", f"would need about {_size(total)} of memory ("
