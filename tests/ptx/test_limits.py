@@ -174,16 +174,23 @@ def test_cli_arguments_over_the_limit(tmp_path, capsys):
 
 # ---- 4. budgets
 
+def _stopped(kind, ctas, timeout, within):
+    """(module, message) of a launch of `ctas` one-warp CTAs of kernel() under `timeout` that `kind` stops within
+    `within` seconds, its field the grid."""
+    mod = ptx.load(kernel())
+    t = time.monotonic()
+    with pytest.raises(kind) as e:
+        mod.launch("k", grid=(ctas,), block=32, timeout=timeout)
+    assert time.monotonic() - t < within and e.value.field == "grid"
+    return mod, str(e.value)
+
+
 def test_a_grid_whose_bookkeeping_outlasts_the_timeout_is_refused_up_front():
     # 2^20 one-warp CTAs: at least 2^20 x 9 us = 9 s before any instruction, over timeout=5: refused at once,
     # with the estimate; a small grid under the same timeout runs
-    mod = ptx.load(kernel())
-    t = time.monotonic()
-    with pytest.raises(PtxLimit) as e:
-        mod.launch("k", grid=(1 << 20,), block=32, timeout=5)
-    assert time.monotonic() - t < 2 and e.value.field == "grid"
-    assert "1,048,576 CTAs of 1 warp: at least 9 s on the CPU before any instruction" in str(e.value)
-    assert "over timeout=5 s" in str(e.value) and "ctas=" in str(e.value)
+    mod, msg = _stopped(PtxLimit, 1 << 20, 5, within=2)
+    assert "1,048,576 CTAs of 1 warp: at least 9 s on the CPU before any instruction" in msg
+    assert "over timeout=5 s" in msg and "ctas=" in msg
     mod.launch("k", grid=(64,), block=32, timeout=5)
 
 
@@ -191,12 +198,7 @@ def test_a_grid_whose_pace_outlasts_the_timeout_stops_early_with_the_estimate():
     # 2^20 one-warp CTAs pass the up-front floor under timeout=10 (9 s) but take ~30-60 s on a CI machine: once a
     # second has passed, the finished CTAs' pace projects more than 1.5 x 10 s and the launch stops then, with the
     # estimate; a grid that fits runs to the end
-    mod = ptx.load(kernel())
-    t = time.monotonic()
-    with pytest.raises(BudgetExceeded) as e:
-        mod.launch("k", grid=(1 << 20,), block=32, timeout=10)
-    assert time.monotonic() - t < 5 and e.value.field == "grid"
-    msg = str(e.value)
+    mod, msg = _stopped(BudgetExceeded, 1 << 20, 10, within=5)
     got = re.search(r"1,048,576 CTAs would take about ([\d,]+) s on the CPU \(([\d,]+) finished in (1\.\d) s, "
                     r"([\d,]+) us a CTA\), over timeout=10 s: stopped now", msg)
     assert got, msg
