@@ -27,13 +27,11 @@ import numpy as np
 from .memory import GlobalMemory, SharedWindow
 from .chains import settle
 from .lockstep import step_of
-from .program import CLASS_ATTR, describe
+from .program import CLASS_ATTR, describe, regs_of
 
 PROBE_STEPS = 4096   # instructions one probe single-steps at most
 MAX_READS = 4096     # distinct bytes a proven cycle may read (a spin reads a few flags)
 WRITE_LOG = 1 << 16  # global / shared stores remembered for last-writer reports
-
-_REGS = tuple(CLASS_ATTR.values())
 
 
 class _Changed(Exception):
@@ -76,20 +74,45 @@ def next_pc(w) -> int:
     return step_of(w)[0]
 
 
+def _probe_regs(prog):
+    """[(register file attribute, the registers of that class an instruction a probe may run can write)]: the
+    destinations of every instruction _allowed (with barriers). The others keep their values through any probe, so
+    a probe saves, restores and compares only these (CUTLASS's ping-pong: 539 of its 3,021 32-bit registers; a
+    12-warp CTA's probe had copied 4.6 MB three times). Cached on the program."""
+    cache = getattr(prog, "_probe_regs", None)
+    if cache is None:
+        ok = _allowed(prog, True)
+        out = {}
+        for pc, ins in enumerate(prog.instrs):
+            if ok[pc] and ins.operands:   # PTX's destination comes first (an address where there is none: more)
+                for r in regs_of(ins.operands[0]):
+                    s = prog.slots.get(r.name)
+                    if s is not None:
+                        out.setdefault(s.cls, set()).add(s.index)
+        cache = prog._probe_regs = [(a, np.array(sorted(out.get(c, ())), np.int64)) for c, a in CLASS_ATTR.items()]
+    return cache
+
+
 def _save(w):
+    """A warp's state but its registers (_save_regs: taken only once it runs, the only way they change)."""
     return (w.pc, None if w.lane_pc is None else w.lane_pc.copy(), w.live.copy(), w.full, w.done,
-            [getattr(w, a).copy() for a in _REGS], w.cc.copy(), None if w.local is None else w.local.data.copy(),
+            w.cc.copy(), None if w.local is None else w.local.data.copy(),
             dict(w.sync), set(w.wgmma_dirty), dict(w.mbar_seen), w.wait, w.executed, w.cta.clock, w.parked_test,
             w.give_up_test)
 
 
-def _restore(w, s):
-    (w.pc, lane_pc, live, w.full, w.done, regs, cc, local, sync, dirty, seen, w.wait, w.executed, w.cta.clock,
+def _save_regs(w):
+    return [getattr(w, a)[idx] for a, idx in _probe_regs(w.prog)]
+
+
+def _restore(w, s, regs=None):
+    (w.pc, lane_pc, live, w.full, w.done, cc, local, sync, dirty, seen, w.wait, w.executed, w.cta.clock,
      w.parked_test, w.give_up_test) = s
     w.lane_pc = None if lane_pc is None else lane_pc.copy()
     w.live[:] = live
-    for a, r in zip(_REGS, regs):
-        getattr(w, a)[...] = r
+    if regs is not None:
+        for (a, idx), r in zip(_probe_regs(w.prog), regs):
+            getattr(w, a)[idx] = r
     w.cc = cc.copy()
     if local is not None:
         w.local.data[...] = local
@@ -99,12 +122,12 @@ def _restore(w, s):
 
 
 def _fingerprint(w) -> bytes:
-    """Everything of a warp's state its future depends on, as bytes (equal bytes: the same future, given the same
-    memory). A barrier record keeps only how many generations behind the barrier it is: the count itself grows."""
+    """Everything of a warp's state its future depends on, but its registers (_reg_bytes), as bytes (equal bytes
+    and registers: the same future, given the same memory). A barrier record keeps only how many generations
+    behind the barrier it is: the count itself grows."""
     parts = [repr((w.pc if w.lane_pc is None else -1, w.full, w.done)).encode(), w.live.tobytes()]
     if w.lane_pc is not None:
         parts.append(np.where(w.live, w.lane_pc, -1).tobytes())
-    parts += [getattr(w, a).tobytes() for a in _REGS]
     parts.append(w.cc.tobytes())
     if w.local is not None:
         parts.append(w.local.data.tobytes())
@@ -115,6 +138,10 @@ def _fingerprint(w) -> bytes:
         sync.append((repr(k), repr(v)))
     parts.append(repr((sorted(sync), sorted(map(repr, w.wgmma_dirty)), sorted(w.mbar_seen.items()))).encode())
     return b"|".join(parts)
+
+
+def _reg_bytes(regs) -> bytes:
+    return b"|".join(r.tobytes() for r in regs)
 
 
 def _bars(cta) -> bytes:
@@ -250,6 +277,7 @@ def _probe(warps, windows, steps, turn, bars_ok):
         if w.deferred:
             settle(w)
     starts = [_save(w) for w in warps]
+    regs = {}   # warp -> its registers before its first step in the probe (a warp that never runs keeps them)
     bars = {bid: [B[0], B[1], B[2], dict(B[3]), list(B[4]), *B[5:]] for bid, B in cta.barriers.items()}
     progress = cta.progress
     # a probe is speculative: racecheck / synccheck (races.py) neither see nor record it
@@ -264,8 +292,13 @@ def _probe(warps, windows, steps, turn, bars_ok):
     one = warps[0] if len(warps) == 1 and turn == 1 else None
     try:
         def joint():
-            return b"#".join([_fingerprint(w) for w in warps] + [_bars(cta)])
-        snap, power, lam = joint(), 1, 0
+            """The warps' state (and the CTA's barriers) as bytes, and a function giving their registers'."""
+            return (b"#".join([_fingerprint(w) for w in warps] + [_bars(cta)]),
+                    lambda: b"#".join([_reg_bytes(_save_regs(w)) for w in warps]))
+
+        def registers_then():   # the registers at the probe's start, asked only when a state matches the start's
+            return b"#".join([_reg_bytes(regs[w] if w in regs else _save_regs(w)) for w in warps])
+        snap, power, lam = (joint()[0], registers_then), 1, 0
         snap_pc = one.current_pc() if one is not None else None
         pcs = {w: [next_pc(w)] * 2 for w in warps}   # the PCs run since the snapshot: the cycle's once found
         while used < steps:
@@ -274,7 +307,11 @@ def _probe(warps, windows, steps, turn, bars_ok):
                 k = 0
                 while k < turn and not w.done:
                     pc = next_pc(w)
-                    if not ok[min(pc, ok.size - 1)] or w.run(1) == 0:
+                    if not ok[min(pc, ok.size - 1)]:
+                        break
+                    if w not in regs:
+                        regs[w] = _save_regs(w)
+                    if w.run(1) == 0:
                         break
                     k += 1
                     lo_hi = pcs[w]
@@ -289,7 +326,7 @@ def _probe(warps, windows, steps, turn, bars_ok):
             now = None
             if one is None or one.current_pc() == snap_pc:
                 now = joint()
-            if now == snap:
+            if now is not None and now[0] == snap[0] and now[1]() == snap[1]():
                 if watch.nbytes_read() > MAX_READS:
                     return None, used, False
                 if not watch.gbytes and not watch.sbytes:
@@ -299,12 +336,14 @@ def _probe(warps, windows, steps, turn, bars_ok):
                 watch.uninstall()
                 watch.saved, watch.undo = [], []
                 for w, st in zip(warps, starts):
-                    _restore(w, st)
+                    _restore(w, st, regs.get(w))
                 spin = Spin(list(warps), {w: tuple(v) for w, v in pcs.items()}, L.gmem, g, sh)
                 spin.alone = not bars_ok   # proven without CTA barriers: re-proven the same way
                 return spin, used, False
             if lam >= power:
-                snap, power, lam = now or joint(), power * 2, 0
+                state = (now or joint())[0]
+                taken = b"#".join([_reg_bytes(_save_regs(w)) for w in warps])   # the registers now, kept
+                snap, power, lam = (state, lambda: taken), power * 2, 0
                 snap_pc = one.current_pc() if one is not None else None
                 pcs = {w: [next_pc(w)] * 2 for w in warps}
         return None, used, False
@@ -313,7 +352,7 @@ def _probe(warps, windows, steps, turn, bars_ok):
     finally:
         watch.uninstall()
         for w, st in zip(warps, starts):
-            _restore(w, st)
+            _restore(w, st, regs.get(w))
         cta.barriers.clear()
         cta.barriers.update(bars)
         cta.progress = progress
