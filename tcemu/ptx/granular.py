@@ -17,6 +17,7 @@ coarse, its record the store's, and a mask (`keep`, a bit per byte) names the by
 Only the next access to the unit makes it fine, each kept byte back at its fields' fill: an output written once
 over zeros (every word with a zero byte) keeps no per-byte records at all."""
 import numpy as np
+from numba import njit
 
 from .rows import last_answer
 
@@ -188,19 +189,35 @@ def byte_mask(b: np.ndarray) -> np.ndarray:
     return mask
 
 
+@njit(cache=True)
+def _units(spots, unit, shift):
+    """(n, k / unit) units of (n, k) byte offsets whose every run of `unit` is one aligned unit in order (a TMA
+    box row is 16-byte chunks, each contiguous: a swizzle permutes whole chunks), else an empty array. One pass:
+    the numpy form made five temporaries (~35 us for 128 rows of 8 bytes, against ~4)."""
+    n, k = spots.shape
+    out = np.empty((n, k >> shift), np.int64)
+    for i in range(n):
+        for j in range(0, k, unit):
+            s = spots[i, j]
+            if s & (unit - 1):
+                return out[:0]
+            for u in range(1, unit):
+                if spots[i, j + u] != s + u:
+                    return out[:0]
+            out[i, j >> shift] = s >> shift
+    return out
+
+
 def _whole(unit: int):
     shift = unit.bit_length() - 1
 
     @last_answer
     def whole(spots):
         """The (n, k / unit) units of spots whose rows are whole units, else None."""
-        if spots.ndim == 2 and not spots.shape[1] & (unit - 1) and spots.shape[0]:
-            g = spots[:, ::unit]
-            if not (g & (unit - 1)).any():
-                # k > unit: a TMA box row is 16-byte chunks, each contiguous (a swizzle permutes whole chunks)
-                n, k = spots.shape
-                if k == unit or (spots.reshape(n, k >> shift, unit) - g[:, :, None] == np.arange(unit)).all():
-                    return g >> shift
+        if spots.ndim == 2 and not spots.shape[1] & (unit - 1) and spots.shape[0] and spots.dtype.kind == "i":
+            g = _units(spots, unit, shift)
+            if g.size:
+                return g
         return None
     return whole
 
