@@ -5,6 +5,8 @@ numpy moves a row per index instead of a byte. `spots` are (n, w) byte offsets, 
 A row moves fastest as one element: np.take along the rows, and an assignment through the array viewed as one
 void item per row (numpy's fancy indexing pays ~20 ns a (sub)row, a void item is one copy: 3-8x on 3,072 rows of
 16, scripts/bench timings in NOTES, session 15)."""
+from collections import deque
+
 import numpy as np
 
 
@@ -24,23 +26,29 @@ def _aligned_starts(starts, w) -> bool:
     return w > 1 and w & (w - 1) == 0 and starts.size > 0 and not (starts & (w - 1)).any()
 
 
-LAST = 8   # spots arrays a last_answer function remembers: a gang's CTAs' plans, then their records
+LAST = 64             # spots arrays a last_answer function remembers: a gang's CTAs' plans, then their records
+LAST_BYTES = 16 << 20  # and the bytes of those it holds at most (it keeps them alive), the newest always kept
+# (8 answers had served a wave of 12 Triton CTAs: its records, made after planning all 12, all missed)
 
 
 def last_answer(fn):
-    """fn(spots), answering again at once for the spots arrays it saw last (LAST of them): one access updates several
-    shadows at the same spots (a copy landing: data, written, source, ...; a racecheck plan, then its record), each
-    asking, and a gang plans every CTA's access before it records any (spots arrays are never written in place)."""
-    seen, answers = [None] * LAST, [None] * LAST
-    at = [0]
+    """fn(spots), answering again at once for the spots arrays it saw last (LAST of them, within LAST_BYTES): one
+    access updates several shadows at the same spots (a copy landing: data, written, source, ...; a racecheck plan,
+    then its record), each asking, and a gang plans every CTA's access before it records any (spots arrays are never
+    written in place). The memo holds the arrays it answers for, so an id in it names that array."""
+    memo, order = {}, deque()
+    held = [0]
 
     def ask(spots):
-        for k in range(LAST):
-            if seen[k] is spots:
-                return answers[k]
+        hit = memo.get(id(spots))
+        if hit is not None:
+            return hit[1]
         out = fn(spots)
-        k = at[0]
-        seen[k], answers[k], at[0] = spots, out, (k + 1) % LAST
+        memo[id(spots)] = (spots, out)
+        order.append(id(spots))
+        held[0] += spots.nbytes
+        while len(order) > 1 and (len(order) > LAST or held[0] > LAST_BYTES):
+            held[0] -= memo.pop(order.popleft())[0].nbytes
         return out
     ask.__doc__ = fn.__doc__
     return ask
