@@ -12,6 +12,7 @@ import tcemu.ptx as ptx
 from tcemu.ptx import graces
 from tcemu.ptx.errors import HazardError
 from tcemu.ptx.granular import Granular, byte_mask, whole_granules
+from tcemu.ptx.races import M32, _unordered_writer
 
 from ptxkit import run, two_cta_kernel
 
@@ -423,3 +424,19 @@ def test_byte_mask_is_bit_j_for_byte_j(unit, n, seed, strided):
         b = b[::2]
     want = [sum(1 << j for j in range(unit) if row[j]) for row in b.tolist()]
     assert byte_mask(b).tolist() == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 6), st.integers(1, 4), st.integers(1, 3))
+def test_the_unordered_writer_pass_answers_as_the_gather_does(seed, n, k, warps):
+    # races._unordered_writer (one numba pass) against the numpy form it replaces: a record's writer epoch
+    # (agent + 1) << 32 | clock is unordered where the row's warp clock for that agent is below it (agent 0: none)
+    rng = np.random.default_rng(seed)
+    agents = 3
+    vcx = rng.integers(0, 4, (warps, agents + 1)).astype(np.int64)
+    vcx[:, 0] = 1 << 62
+    w_ep = (rng.integers(0, agents + 1, 32).astype(np.int64) << 32) | rng.integers(0, 5, 32)
+    ix = rng.integers(0, 32, (n, k)).astype(np.int64)
+    lanes = rng.integers(0, warps, n).astype(np.int64)
+    ep = w_ep[ix]
+    assert _unordered_writer(w_ep, ix, vcx, lanes) == bool(((ep & M32) > vcx[lanes[:, None], ep >> 32]).any())
