@@ -244,6 +244,14 @@ def _verdicts(sd, P, ix, st, W, tids, region, readers):
     (else None, None), and, with `readers`, (reader rows, their records, bad reads) where a reader row is (else
     None, None, None)."""
     ep = bad = rows = r = badr = None
+    if ix.dtype == np.int64 and P.w_ep.dtype == np.int64:   # first: is anything unordered?
+        writers = sd.unordered_writers(st)
+        cand = np.flatnonzero(sd.rmax > st.vc[sd.agents]) if readers and len(sd.agents) else _NO_ROWS
+        diverged = W.lane_pc is not None
+        if not (writers or cand.size or diverged) or \
+                not _any_unordered(P.w_ep, P.R, P.w_region, ix.reshape(-1), st.vcx, st.vc, sd.agents, cand, writers,
+                                   diverged, st.id + 1, region):
+            return ep, bad, rows, r, badr   # (what the arrays below would say: nothing to report)
     if sd.unordered_writers(st) or W.lane_pc is not None:
         ep = P.w_ep[ix]
         bad = (ep & M32) > st.vcx[ep >> 32]
@@ -255,6 +263,30 @@ def _verdicts(sd, P, ix, st, W, tids, region, readers):
             r = P.R[rows[:, None, None], ix[None]]
             badr = (r >> 32) > st.vc[sd.agents[rows]][:, None, None]
     return ep, bad, rows, r, badr
+
+
+_NO_ROWS = np.zeros(0, np.int64)
+
+
+@njit(cache=True)
+def _any_unordered(w_ep, R, w_region, ix, vcx, vc, agents, rows, writers, diverged, me, region):
+    """Whether _verdicts may find a bad writer (writers: some writer is unordered somewhere; diverged: a unit this
+    warp (me: its agent + 1) wrote in this divergence region, which _diverged weighs) or a bad read of reader rows
+    `rows` at units ix: one pass without its arrays (~100 us a TMA box's write in CUTLASS). False: nothing to
+    report."""
+    if writers or diverged:
+        for i in ix:
+            ep = w_ep[i]
+            if writers and (ep & 0xFFFFFFFF) > vcx[ep >> 32]:
+                return True
+            if diverged and (ep >> 32) == me and w_region[i] == region:
+                return True
+    for r in rows:
+        lim = vc[agents[r]]
+        for i in ix:
+            if (R[r, i] >> 32) > lim:
+                return True
+    return False
 
 
 def _checked(sd, spots, st, W, tids, region, readers=False):

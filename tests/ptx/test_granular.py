@@ -12,7 +12,7 @@ import tcemu.ptx as ptx
 from tcemu.ptx import graces
 from tcemu.ptx.errors import HazardError
 from tcemu.ptx.granular import Granular, byte_mask, whole_granules
-from tcemu.ptx.races import M32, _unordered_writer
+from tcemu.ptx.races import M32, _any_unordered, _unordered_writer
 
 from ptxkit import run, two_cta_kernel
 
@@ -440,3 +440,27 @@ def test_the_unordered_writer_pass_answers_as_the_gather_does(seed, n, k, warps)
     lanes = rng.integers(0, warps, n).astype(np.int64)
     ep = w_ep[ix]
     assert _unordered_writer(w_ep, ix, vcx, lanes) == bool(((ep & M32) > vcx[lanes[:, None], ep >> 32]).any())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 12), st.booleans(), st.booleans(), st.integers(0, 3))
+def test_the_unordered_pass_of_one_access_answers_as_the_arrays_do(seed, n, writers, diverged, nrows):
+    # races._any_unordered against _verdicts' arrays: a writer its clock does not cover (asked where some writer
+    # is unordered), a unit this warp wrote in this divergence region (diverged), a read of a candidate reader row
+    # this warp is not ordered after
+    rng = np.random.default_rng(seed)
+    agents = np.array([1, 2, 3], np.int64)
+    vcx = rng.integers(0, 4, 5).astype(np.int64)
+    vcx[0] = 1 << 62
+    vc = vcx[1:]
+    w_ep = (rng.integers(0, 5, 32).astype(np.int64) << 32) | rng.integers(0, 5, 32)
+    w_region = rng.integers(0, 3, 32).astype(np.int64)
+    R = (rng.integers(0, 5, (3, 32)).astype(np.int64) << 32) | rng.integers(0, 64, (3, 32))
+    ix = rng.integers(0, 32, n).astype(np.int64)
+    rows = np.sort(rng.choice(3, nrows, replace=False)).astype(np.int64) if nrows else np.zeros(0, np.int64)
+    me, region = 2, 1
+    ep = w_ep[ix]
+    want = bool(writers and ((ep & M32) > vcx[ep >> 32]).any()) or \
+        bool(diverged and (((ep >> 32) == me) & (w_region[ix] == region)).any()) or \
+        any(((R[r, ix] >> 32) > vc[agents[r]]).any() for r in rows)
+    assert _any_unordered(w_ep, R, w_region, ix, vcx, vc, agents, rows, writers, diverged, me, region) == want
