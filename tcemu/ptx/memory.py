@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 import numpy as np
+from numba import njit
 
 from . import races
 from .errors import HazardError, MemoryFault
@@ -210,6 +211,21 @@ NO_SOURCE, MIXED = -1, -2   # source16: no byte of the granule is a copy; its by
 _BYTE = np.arange(16)
 
 
+@njit(cache=True)
+def _any_at(arr, idx, shift):
+    """Whether arr[idx >> shift] holds a nonzero anywhere: a gather and its any() in one pass, stopping at the
+    first (check_overwrite asks three shadows at every shared store)."""
+    for i in idx:
+        if arr[i >> shift] != 0:
+            return True
+    return False
+
+
+def _flat(x) -> np.ndarray:
+    """x's offsets as one contiguous int64 row (a view where they are one already)."""
+    return np.ascontiguousarray(x, np.int64).reshape(-1)
+
+
 def granules(spots) -> np.ndarray:
     """The 16-byte granules (offset >> 4) of byte offsets `spots`, a granule once per aligned row of 16 or more."""
     g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
@@ -385,16 +401,17 @@ class SharedWindow:
         """Bytes an in-flight wgmma or bulk store still reads may not be overwritten (g: granules(spots), where the
         caller has them; spots may then be None where no per-byte shadow of these is made)."""
         made = self.__dict__   # a shadow never made (lazy, __getattr__) is all zeros: nothing to check
-        if "wgmma_reading" in made and self.wgmma_reading[granules(spots) if g is None else g].any():
+        if "wgmma_reading" in made and (_any_at(self.wgmma_reading, _flat(g), 0) if g is not None else
+                                        _any_at(self.wgmma_reading, _flat(spots), 4)):
             flat = (np.asarray(g).reshape(-1, 1) * 16 + _BYTE if spots is None else np.asarray(spots)).reshape(-1)
             b = int(flat[self.wgmma_reading[flat >> 4] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
                                      "(wait for it with wgmma.wait_group before reusing the stage)")
-        if "bulk_reading" in made and gather(self.bulk_reading, spots).any():
+        if "bulk_reading" in made and _any_at(self.bulk_reading, _flat(spots), 0):
             b = int(spots[self.bulk_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a bulk copy to global memory still reads "
                                      "(cp.async.bulk.wait_group.read first)")
-        if "tcgen05_reading" in made and gather(self.tcgen05_reading, spots).any():
+        if "tcgen05_reading" in made and _any_at(self.tcgen05_reading, _flat(spots), 0):
             b = int(spots[self.tcgen05_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a tcgen05.mma / tcgen05.cp still reads: no "
                                      "tcgen05.commit has completed it yet (wait on the commit's mbarrier before "
@@ -404,8 +421,10 @@ class SharedWindow:
         """Whether an in-flight cp.async will write a byte of spots (g: granules(spots), where the caller has
         them)."""
         made = self.__dict__   # a shadow never made is all zeros
-        return bool("async_pending16" in made and self.async_pending16[granules(spots) if g is None else g].any() or
-                    "async_pending" in made and gather(self.async_pending, spots).any())
+        if "async_pending16" in made and (_any_at(self.async_pending16, _flat(g), 0) if g is not None else
+                                          _any_at(self.async_pending16, _flat(spots), 4)):
+            return True
+        return "async_pending" in made and _any_at(self.async_pending, _flat(spots), 0)
 
     def pending(self, spots) -> np.ndarray:
         """Per byte of spots: pc + 1 of the in-flight cp.async that will write it, 0 where none."""

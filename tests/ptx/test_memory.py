@@ -4,9 +4,11 @@ param/const reads, generic addressing and cvta (PTX ISA 5.1, 9.7.9.20), vector a
 (9.7.9.25.3); ldmatrix/stmatrix against the fragment layout of PTX 9.7.14.5.15-16."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import tcemu.ptx as ptx
 from tcemu.ptx.errors import HazardError, MemoryFault
+from tcemu.ptx.memory import _any_at
 
 from ptxkit import entry, run
 
@@ -914,3 +916,13 @@ def test_sources_kept_per_granule_read_as_the_per_byte_record():
         assert np.array_equal(sh.sources(np.arange(hi)), want)
         assert np.array_equal(sh.sources(np.arange(hi).reshape(-1, 1))[:, 0], want)
     check()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(0, 40), st.sampled_from([0, 4]))
+def test_the_one_pass_shadow_test_answers_as_gather_and_any(seed, n, shift):
+    # memory._any_at: arr[idx >> shift] nonzero anywhere (check_overwrite's and pending_any's question)
+    rng = np.random.default_rng(seed)
+    arr = (rng.random(64) < 0.05).astype(np.int32)
+    idx = rng.integers(0, 64 << shift, n).astype(np.int64)
+    assert _any_at(arr, idx, shift) == bool(arr[idx >> shift].any())
