@@ -221,6 +221,15 @@ def _any_at(arr, idx, shift):
     return False
 
 
+@njit(cache=True)
+def _any_above(arr, idx, bound):
+    """Whether arr[idx] exceeds bound anywhere (unfenced_bytes' question, asked before its array is built)."""
+    for i in idx:
+        if arr[i] > bound:
+            return True
+    return False
+
+
 def _flat(x) -> np.ndarray:
     """x's offsets as one contiguous int64 row (a view where they are one already)."""
     return np.ascontiguousarray(x, np.int64).reshape(-1)
@@ -518,6 +527,8 @@ class SharedWindow:
     def unfenced_bytes(self, spots) -> np.ndarray:
         if self.write_epoch <= self.fence_epoch:   # no generic write since the last fence (unfenced <= write_epoch)
             return spots[:0]
+        if "unfenced" not in self.__dict__ or not _any_above(self.unfenced, _flat(spots), self.fence_epoch):
+            return np.asarray(spots).reshape(-1)[:0]   # (a shadow never made is all zeros)
         return spots[self.unfenced[spots] > self.fence_epoch]
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import tcemu.ptx as ptx
 from tcemu.ptx.errors import HazardError, MemoryFault
-from tcemu.ptx.memory import _any_at
+from tcemu.ptx.memory import _any_above, _any_at
 
 from ptxkit import entry, run
 
@@ -926,3 +926,13 @@ def test_the_one_pass_shadow_test_answers_as_gather_and_any(seed, n, shift):
     arr = (rng.random(64) < 0.05).astype(np.int32)
     idx = rng.integers(0, 64 << shift, n).astype(np.int64)
     assert _any_at(arr, idx, shift) == bool(arr[idx >> shift].any())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(0, 40), st.integers(0, 9))
+def test_the_one_pass_fence_test_answers_as_the_comparison(seed, n, bound):
+    # memory._any_above: arr[idx] > bound anywhere (unfenced_bytes' question before it builds its array)
+    rng = np.random.default_rng(seed)
+    arr = rng.integers(0, 10, 64).astype(np.int64)
+    idx = rng.integers(0, 64, n).astype(np.int64)
+    assert _any_above(arr, idx, bound) == bool((arr[idx] > bound).any())
