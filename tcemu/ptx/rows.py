@@ -27,7 +27,7 @@ def _aligned_starts(starts, w) -> bool:
 
 
 LAST = 64             # spots arrays a last_answer function remembers: a gang's CTAs' plans, then their records
-LAST_BYTES = 16 << 20  # and the bytes of those it holds at most (it keeps them alive), the newest always kept
+LAST_BYTES = 8 << 20   # and the bytes of those it holds at most (it keeps them alive), the newest always kept
 # (8 answers had served a wave of 12 Triton CTAs: its records, made after planning all 12, all missed)
 
 
