@@ -36,6 +36,7 @@ LBO / SBO that moves whole rows or chunks uniformly is not.
 The report names two elements of one row whose sources break the rule, by array element where the allocation has an
 element size and shape, else by byte offset."""
 import numpy as np
+from numba import njit
 
 from .errors import HazardError
 
@@ -69,17 +70,27 @@ def _translated(gmem, src, ebytes, seen):
     or None (unknown elements, or not inside one allocation). A match's bounds are the remembered ones moved (an
     unknown element, -1, would put the least below the allocation)."""
     first = int(src.flat[0])
-    rel = src - first
     if seen is not None:
         s_first, s_rel, s_alloc, s_lo, s_hi = seen
         if s_alloc.base <= first + s_lo and first + s_hi < s_alloc.end and (first - s_first) % ebytes == 0 and \
-                np.array_equal(rel, s_rel):
+                src.shape == s_rel.shape and src.dtype == s_rel.dtype == np.int64 and \
+                _moved(np.ascontiguousarray(src).reshape(-1), np.ascontiguousarray(s_rel).reshape(-1), first):
             return True
+    rel = src - first
     lo, hi = int(src.min()), int(src.max())
     if lo < 0:
         return None
     alloc = gmem.holding(lo, hi)
     return None if alloc is None else (first, rel, alloc, lo - first, hi - first)
+
+
+@njit(cache=True)
+def _moved(src, rel, first):
+    """Whether src == first + rel everywhere (flat int64), in one pass stopping at the first difference."""
+    for i in range(src.size):
+        if src[i] - first != rel[i]:
+            return False
+    return True
 
 
 def _check(gmem, src, ebytes, which, desc, wh, rule):

@@ -9,14 +9,15 @@ elements of the buffer. The rule itself is checked directly on descriptors of ev
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import tcemu
 import tcemu.ptx as ptx
 from tcemu.layout.addressing import operand_addresses
 from tcemu.layout.descriptors import GmmaDescriptor
 from tcemu.ptx.errors import HazardError
-from tcemu.ptx.memory import GlobalMemory
-from tcemu.ptx.provenance import check_tile
+from tcemu.ptx.memory import GlobalMemory, _runs_at
+from tcemu.ptx.provenance import _moved, check_tile
 
 from ptxkit import HEADER
 
@@ -292,3 +293,27 @@ def test_memo_passes_a_translated_tile_once_checked_and_still_checks_the_rest(mo
     part[0, 5] = -1                                                     # an element no copy wrote
     check_tile(gm, part, 2, "A", right, "here", memo=memo)
     assert len(calls) == 6 and len(memo) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 30), st.booleans())
+def test_the_one_pass_source_gathers_answer_as_numpy(seed, n, unknown):
+    # memory._runs_at (operand_sources: each granule's run plus the element's offset, False where one is no run)
+    # and provenance._moved (src is a remembered operand's relative sources moved to `first`)
+    rng = np.random.default_rng(seed)
+    source16 = rng.integers(0, 1 << 20, 16).astype(np.int64) * 16
+    if unknown:
+        source16[rng.integers(0, 16)] = -1
+    gr = rng.integers(0, 16, n).astype(np.int64)
+    low = rng.integers(0, 16, n).astype(np.int64)
+    out = np.empty(n, np.int64)
+    ok = _runs_at(source16, gr, low, out)
+    assert ok == bool((source16[gr] >= 0).all())
+    if ok:
+        assert out.tolist() == (source16[gr] + low).tolist()
+    rel = rng.integers(-64, 64, n).astype(np.int64)
+    first = int(rng.integers(0, 1000))
+    src = first + rel
+    assert _moved(src, rel, first)
+    src[int(rng.integers(0, n))] += 1
+    assert not _moved(src, rel, first)
