@@ -11,6 +11,7 @@ every warpgroup's D, and the effects land warpgroup by warpgroup in gang order."
 import time
 
 import numpy as np
+from numba import njit
 
 from ...arith.dtypes import element_type
 from ...core.errors import TcemuError
@@ -38,13 +39,20 @@ class InFlight:
 
     def __init__(self, sh, grains, warps):
         self.sh, self.grains, self.retired = sh, grains, False
-        sh.wgmma_reading[grains] += 1
+        _add_at(sh.wgmma_reading, grains, 1)
         self.clock = races.collective_release(warps)   # racecheck: each warp's issue -> every warp's wait_group
 
     def retire(self):
         if not self.retired:
             self.retired = True
-            self.sh.wgmma_reading[self.grains] -= 1
+            _add_at(self.sh.wgmma_reading, self.grains, -1)
+
+
+@njit(cache=True)
+def _add_at(arr, idx, v):
+    """arr[idx] += v, each index once per occurrence (the granules a wgmma reads: unique, as fancy += takes them)."""
+    for i in idx:
+        arr[i] += v
 
 
 class Operand:
