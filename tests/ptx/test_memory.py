@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import tcemu.ptx as ptx
 from tcemu.ptx.errors import HazardError, MemoryFault
-from tcemu.ptx.memory import _any_above, _any_at
+from tcemu.ptx.memory import _any_above, _any_at, _guard_keys
 
 from ptxkit import entry, run
 
@@ -936,3 +936,21 @@ def test_the_one_pass_fence_test_answers_as_the_comparison(seed, n, bound):
     arr = rng.integers(0, 10, 64).astype(np.int64)
     idx = rng.integers(0, 64, n).astype(np.int64)
     assert _any_above(arr, idx, bound) == bool((arr[idx] > bound).any())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(0, 40), st.integers(1, 20))
+def test_the_one_pass_guard_keys_are_the_distinct_barrier_phases(seed, n, room):
+    # memory._guard_keys: the distinct (barrier << 32 | phase) of guarded bytes (guard_bar >= 0), or -1 past room
+    rng = np.random.default_rng(seed)
+    bar = np.where(rng.random(64) < 0.3, -1, rng.integers(0, 3, 64) * 8).astype(np.int64)
+    phase = rng.integers(0, 3, 64).astype(np.int64)
+    idx = rng.integers(0, 64, n).astype(np.int64)
+    keys = np.empty(room, np.int64)
+    got = _guard_keys(bar, phase, idx, keys)
+    hit = bar[idx] >= 0
+    want = set(((bar[idx][hit] << 32) | phase[idx][hit]).tolist())
+    if len(want) > room:
+        assert got == -1
+    else:
+        assert got == len(want) and set(keys[:got].tolist()) == want
