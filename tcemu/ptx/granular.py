@@ -189,6 +189,10 @@ def byte_mask(b: np.ndarray) -> np.ndarray:
     return mask
 
 
+NUMBA_MAX = 4096   # offsets _units takes in one scalar pass; numpy's vector passes win above (3,072 x 16: 29 us
+                   # against 66)
+
+
 @njit(cache=True)
 def _units(spots, unit, shift):
     """(n, k / unit) units of (n, k) byte offsets whose every run of `unit` is one aligned unit in order (a TMA
@@ -215,9 +219,14 @@ def _whole(unit: int):
     def whole(spots):
         """The (n, k / unit) units of spots whose rows are whole units, else None."""
         if spots.ndim == 2 and not spots.shape[1] & (unit - 1) and spots.shape[0] and spots.dtype.kind == "i":
-            g = _units(spots, unit, shift)
-            if g.size:
-                return g
+            if spots.size <= NUMBA_MAX:
+                g = _units(spots, unit, shift)
+                return g if g.size else None
+            g = spots[:, ::unit]
+            if not (g & (unit - 1)).any():
+                n, k = spots.shape
+                if k == unit or (spots.reshape(n, k >> shift, unit) - g[:, :, None] == np.arange(unit)).all():
+                    return g >> shift
         return None
     return whole
 

@@ -266,6 +266,15 @@ def _any_above(arr, idx, bound):
     return False
 
 
+def _granule_index(spots, g=None):
+    """(offsets, shift) for _any_at over the 16-byte granules of spots: their granules g where given or where its
+    rows are whole granules (whole_granules, remembered: a copy's 3,072 rows of 16 read 3,072 entries, not 49,152),
+    else every byte shifted."""
+    if g is None and isinstance(spots, np.ndarray):
+        g = whole_granules(spots)
+    return (_flat(g), 0) if g is not None else (_flat(spots), 4)
+
+
 def _flat(x) -> np.ndarray:
     """x's offsets as one contiguous int64 row (a view where they are one already)."""
     return np.ascontiguousarray(x, np.int64).reshape(-1)
@@ -445,8 +454,7 @@ class SharedWindow:
         """Bytes an in-flight wgmma or bulk store still reads may not be overwritten (g: granules(spots), where the
         caller has them; spots may then be None where no per-byte shadow of these is made)."""
         made = self.__dict__   # a shadow never made (lazy, __getattr__) is all zeros: nothing to check
-        if "wgmma_reading" in made and (_any_at(self.wgmma_reading, _flat(g), 0) if g is not None else
-                                        _any_at(self.wgmma_reading, _flat(spots), 4)):
+        if "wgmma_reading" in made and _any_at(self.wgmma_reading, *_granule_index(spots, g)):
             flat = (np.asarray(g).reshape(-1, 1) * 16 + _BYTE if spots is None else np.asarray(spots)).reshape(-1)
             b = int(flat[self.wgmma_reading[flat >> 4] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
@@ -465,8 +473,7 @@ class SharedWindow:
         """Whether an in-flight cp.async will write a byte of spots (g: granules(spots), where the caller has
         them)."""
         made = self.__dict__   # a shadow never made is all zeros
-        if "async_pending16" in made and (_any_at(self.async_pending16, _flat(g), 0) if g is not None else
-                                          _any_at(self.async_pending16, _flat(spots), 4)):
+        if "async_pending16" in made and _any_at(self.async_pending16, *_granule_index(spots, g)):
             return True
         return "async_pending" in made and _any_at(self.async_pending, _flat(spots), 0)
 

@@ -464,3 +464,14 @@ def test_the_unordered_pass_of_one_access_answers_as_the_arrays_do(seed, n, writ
         bool(diverged and (((ep >> 32) == me) & (w_region[ix] == region)).any()) or \
         any(((R[r, ix] >> 32) > vc[agents[r]]).any() for r in rows)
     assert _any_unordered(w_ep, R, w_region, ix, vcx, vc, agents, rows, writers, diverged, me, region) == want
+
+
+def test_whole_units_answer_alike_on_both_sides_of_the_numba_limit():
+    # granular.whole: one numba pass up to NUMBA_MAX offsets, numpy's vector passes above; the same answers
+    from tcemu.ptx import granular
+    for rows in (4, granular.NUMBA_MAX // 16 + 8):
+        spots = np.arange(rows, dtype=np.int64)[:, None] * 32 + np.arange(16)
+        assert whole_granules(spots).tolist() == (np.arange(rows) * 2)[:, None].tolist()
+        bad = spots.copy()
+        bad[-1, 3] += 1
+        assert whole_granules(bad) is None
