@@ -467,11 +467,15 @@ def test_the_unordered_pass_of_one_access_answers_as_the_arrays_do(seed, n, writ
 
 
 def test_whole_units_answer_alike_on_both_sides_of_the_numba_limit():
-    # granular.whole: one numba pass up to NUMBA_MAX offsets, numpy's vector passes above; the same answers
+    # granular.whole: one numba pass up to NUMBA_MAX offsets, numpy's vector passes above; the same answers for rows
+    # of consecutive bytes (its callers' spots) and for TMA box rows of 16-byte chunks
     from tcemu.ptx import granular
-    for rows in (4, granular.NUMBA_MAX // 16 + 8):
-        spots = np.arange(rows, dtype=np.int64)[:, None] * 32 + np.arange(16)
-        assert whole_granules(spots).tolist() == (np.arange(rows) * 2)[:, None].tolist()
-        bad = spots.copy()
-        bad[-1, 3] += 1
-        assert whole_granules(bad) is None
+    for rows in (4, granular.NUMBA_MAX // 32 + 8):
+        spots = np.arange(rows, dtype=np.int64)[:, None] * 64 + np.arange(32)
+        assert whole_granules(spots).tolist() == [[4 * r, 4 * r + 1] for r in range(rows)]
+        shifted = spots.copy()
+        shifted[-1] += 8                       # a row starting inside a granule
+        assert whole_granules(shifted) is None
+        broken = spots.copy()
+        broken[-1, 20] += 1                    # a chunk of a box row not contiguous
+        assert whole_granules(broken) is None
