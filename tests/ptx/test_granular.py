@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tcemu.ptx as ptx
-from tcemu.ptx import graces
+from tcemu.ptx import granular, graces
 from tcemu.ptx.errors import HazardError
 from tcemu.ptx.granular import Granular, byte_mask, whole_granules
-from tcemu.ptx.races import M32, _any_unordered, _unordered_writer
+from tcemu.ptx.races import M32, _any_unordered, _lane_masks, _unordered_writer
 
 from ptxkit import run, two_cta_kernel
 
@@ -469,7 +469,6 @@ def test_the_unordered_pass_of_one_access_answers_as_the_arrays_do(seed, n, writ
 def test_whole_units_answer_alike_on_both_sides_of_the_numba_limit():
     # granular.whole: one numba pass up to NUMBA_MAX offsets, numpy's vector passes above; the same answers for rows
     # of consecutive bytes (its callers' spots) and for TMA box rows of 16-byte chunks
-    from tcemu.ptx import granular
     for rows in (4, granular.NUMBA_MAX // 32 + 8):
         spots = np.arange(rows, dtype=np.int64)[:, None] * 64 + np.arange(32)
         assert whole_granules(spots).tolist() == [[4 * r, 4 * r + 1] for r in range(rows)]
@@ -479,3 +478,15 @@ def test_whole_units_answer_alike_on_both_sides_of_the_numba_limit():
         broken = spots.copy()
         broken[-1, 20] += 1                    # a chunk of a box row not contiguous
         assert whole_granules(broken) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(0, 50), st.integers(1, 5))
+def test_the_lane_masks_pass_answers_as_bitwise_or_at(seed, n, warps):
+    # races._lane_masks: each warp's lanes among the rows it owns (np.bitwise_or.at's answer)
+    rng = np.random.default_rng(seed)
+    owner = rng.integers(0, warps, n).astype(np.int64)
+    tids = rng.integers(0, 1024, n).astype(np.int64)
+    bits = np.zeros(warps, np.int64)
+    np.bitwise_or.at(bits, owner, np.int64(1) << (tids % 32))
+    assert _lane_masks(owner, tids, warps).tolist() == bits.tolist()
