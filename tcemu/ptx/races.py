@@ -710,13 +710,19 @@ def collective_release(warps) -> Optional[np.ndarray]:
     at issue, acquired (acquire) at each warp's wgmma.wait_group that sees it complete (None without racecheck):
     whatever every warp did before issuing it is ordered before what follows the wait (CUTLASS's register-A
     mainloops read A with ldmatrix in every warp, and one warp releases the stage after the wait)."""
-    acc = None
-    for W in warps:
-        st = clock(W)
-        if st is None:
-            return None
-        rel = st.release()
-        acc = rel if acc is None else np.maximum(acc, rel, out=acc)
+    sts = _gang_clocks(warps)
+    if not sts:
+        return None
+    cl = sts[0].cl
+    if any(st.cl is not cl for st in sts):   # (a warpgroup is one CTA's: never, but then warp by warp)
+        acc = None
+        for st in sts:
+            rel = st.release()
+            acc = rel if acc is None else np.maximum(acc, rel, out=acc)
+        return acc
+    ids = np.array([st.id for st in sts], np.int64)
+    acc = cl.VCX[ids, 1:].max(axis=0)   # the join of their clocks at issue (WarpClock.release, one row each)
+    cl.VCX[ids, ids + 1] += 1           # then each a new epoch (ids distinct: the warps of one warpgroup)
     return acc
 
 

@@ -1,10 +1,13 @@
 """racecheck (tcemu/ptx/races.py): planted shared-memory races, each reported naming both accesses, beside a
 correct control that must pass. Hand-written PTX; %r0 is %tid.x (tests/support/ptxkit.py)."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import tcemu.ptx as ptx
 from tcemu.ptx.errors import Deadlock, HazardError, MemoryFault
+from tcemu.ptx.races import ClusterRaces, WarpClock, collective_release
 
 from ptxkit import entry, run
 
@@ -468,3 +471,18 @@ def test_a_warpgroups_wgmma_orders_each_warps_earlier_reads_before_every_warps_w
     else:
         with pytest.raises(HazardError, match="race on shared address 0x400 of CTA"):
             go(body, block=128, zero_init_shared=True)
+
+
+def test_a_warpgroups_release_joins_its_clocks_then_starts_each_an_epoch():
+    # races.collective_release on a cluster's clock rows at once: the join of the four warps' clocks at issue, then
+    # each warp's own entry one further (WarpClock.release, warp by warp, gives the same)
+    rng = np.random.default_rng(7)
+    cl = ClusterRaces([SimpleNamespace(warps=[None] * 8)])
+    cl.VCX[:, 1:] = rng.integers(1, 9, (8, 8))
+    twin = cl.VCX.copy()
+    warps = [SimpleNamespace(race=WarpClock(cl, a)) for a in (4, 5, 6, 7)]
+    want = twin[4:8, 1:].max(axis=0)
+    for a in (4, 5, 6, 7):
+        twin[a, a + 1] += 1
+    assert collective_release(warps).tolist() == want.tolist()
+    assert cl.VCX.tolist() == twin.tolist()
