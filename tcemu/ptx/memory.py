@@ -17,7 +17,7 @@ from numba import njit
 from . import races
 from .errors import HazardError, MemoryFault
 from .granular import whole_granules
-from .rows import gather, gather_starts, scatter, scatter_starts
+from .rows import gather_starts, scatter, scatter_starts
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -212,11 +212,11 @@ _BYTE = np.arange(16)
 
 
 @njit(cache=True)
-def _any_at(arr, idx, shift):
-    """Whether arr[idx >> shift] holds a nonzero anywhere: a gather and its any() in one pass, stopping at the
-    first (check_overwrite asks three shadows at every shared store)."""
+def _any_at(arr, idx):
+    """Whether arr[idx] holds a nonzero anywhere: a gather and its any() in one pass, stopping at the first
+    (check_overwrite asks three shadows at every shared store)."""
     for i in idx:
-        if arr[i >> shift] != 0:
+        if arr[i] != 0:
             return True
     return False
 
@@ -264,15 +264,6 @@ def _any_above(arr, idx, bound):
         if arr[i] > bound:
             return True
     return False
-
-
-def _granule_index(spots, g=None):
-    """(offsets, shift) for _any_at over the 16-byte granules of spots: their granules g where given or where its
-    rows are whole granules (whole_granules, remembered: a copy's 3,072 rows of 16 read 3,072 entries, not 49,152),
-    else every byte shifted."""
-    if g is None and isinstance(spots, np.ndarray):
-        g = whole_granules(spots)
-    return (_flat(g), 0) if g is not None else (_flat(spots), 4)
 
 
 def _flat(x) -> np.ndarray:
@@ -454,16 +445,16 @@ class SharedWindow:
         """Bytes an in-flight wgmma or bulk store still reads may not be overwritten (g: granules(spots), where the
         caller has them; spots may then be None where no per-byte shadow of these is made)."""
         made = self.__dict__   # a shadow never made (lazy, __getattr__) is all zeros: nothing to check
-        if "wgmma_reading" in made and _any_at(self.wgmma_reading, *_granule_index(spots, g)):
+        if "wgmma_reading" in made and _any_at(self.wgmma_reading, _flat(granules(spots) if g is None else g)):
             flat = (np.asarray(g).reshape(-1, 1) * 16 + _BYTE if spots is None else np.asarray(spots)).reshape(-1)
             b = int(flat[self.wgmma_reading[flat >> 4] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
                                      "(wait for it with wgmma.wait_group before reusing the stage)")
-        if "bulk_reading" in made and _any_at(self.bulk_reading, _flat(spots), 0):
+        if "bulk_reading" in made and _any_at(self.bulk_reading, _flat(spots)):
             b = int(spots[self.bulk_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a bulk copy to global memory still reads "
                                      "(cp.async.bulk.wait_group.read first)")
-        if "tcgen05_reading" in made and _any_at(self.tcgen05_reading, _flat(spots), 0):
+        if "tcgen05_reading" in made and _any_at(self.tcgen05_reading, _flat(spots)):
             b = int(spots[self.tcgen05_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a tcgen05.mma / tcgen05.cp still reads: no "
                                      "tcgen05.commit has completed it yet (wait on the commit's mbarrier before "
@@ -473,9 +464,9 @@ class SharedWindow:
         """Whether an in-flight cp.async will write a byte of spots (g: granules(spots), where the caller has
         them)."""
         made = self.__dict__   # a shadow never made is all zeros
-        if "async_pending16" in made and _any_at(self.async_pending16, *_granule_index(spots, g)):
+        if "async_pending16" in made and _any_at(self.async_pending16, _flat(granules(spots) if g is None else g)):
             return True
-        return "async_pending" in made and _any_at(self.async_pending, _flat(spots), 0)
+        return "async_pending" in made and _any_at(self.async_pending, _flat(spots))
 
     def pending(self, spots) -> np.ndarray:
         """Per byte of spots: pc + 1 of the in-flight cp.async that will write it, 0 where none."""

@@ -29,7 +29,7 @@ from numba import njit
 
 from .errors import HazardError, MemoryFault
 from .granular import Granular
-from .rows import gather, scatter
+from .rows import gather
 from .types import TYPES
 
 M32 = np.int64(0xFFFFFFFF)
@@ -244,21 +244,21 @@ def _verdicts(sd, P, ix, st, W, tids, region, readers):
     (else None, None), and, with `readers`, (reader rows, their records, bad reads) where a reader row is (else
     None, None, None)."""
     ep = bad = rows = r = badr = None
-    if ix.dtype == np.int64 and P.w_ep.dtype == np.int64:   # first: is anything unordered?
-        writers = sd.unordered_writers(st)
-        cand = np.flatnonzero(sd.rmax > st.vc[sd.agents]) if readers and len(sd.agents) else _NO_ROWS
-        diverged = W.lane_pc is not None
-        if not (writers or cand.size or diverged) or \
-                not _any_unordered(P.w_ep, P.R, P.w_region, ix.reshape(-1), st.vcx, st.vc, sd.agents, cand, writers,
-                                   diverged, st.id + 1, region):
-            return ep, bad, rows, r, badr   # (what the arrays below would say: nothing to report)
-    if sd.unordered_writers(st) or W.lane_pc is not None:
+    writers, diverged = sd.unordered_writers(st), W.lane_pc is not None
+    # readers with reads this warp is not ordered after
+    late = np.flatnonzero(sd.rmax > st.vc[sd.agents]) if readers and len(sd.agents) else None
+    if ix.dtype == np.int64 and not (  # first, in one pass: is anything unordered? (Shadow's fields are int64)
+            (writers or diverged or late is not None and late.size) and
+            _any_unordered(P.w_ep, P.R, P.w_region, ix.reshape(-1), st.vcx, st.vc, sd.agents,
+                           _NO_ROWS if late is None else late, writers, diverged, st.id + 1, region)):
+        return ep, bad, rows, r, badr   # (what the arrays below would say: nothing to report)
+    if writers or diverged:
         ep = P.w_ep[ix]
         bad = (ep & M32) > st.vcx[ep >> 32]
-        if W.lane_pc is not None:
+        if diverged:
             bad |= _diverged(P, st, ep, ix, tids, region)
-    if readers and len(sd.agents):
-        rows = np.flatnonzero(sd.rmax > st.vc[sd.agents])  # readers with reads this warp is not ordered after
+    if late is not None:
+        rows = late
         if rows.size:
             r = P.R[rows[:, None, None], ix[None]]
             badr = (r >> 32) > st.vc[sd.agents[rows]][:, None, None]
@@ -387,7 +387,7 @@ def _writers_race(sd, P, sts, vcx, lanes, ix) -> bool:
     sd.unordered_writers(sts[0])   # makes wmax
     if not (sd.wmax > vcx[:, 1:]).any():
         return False
-    if ix.ndim == 2 and ix.dtype == np.int64 and P.w_ep.dtype == np.int64:
+    if ix.ndim == 2 and ix.dtype == np.int64:   # (Shadow's fields are int64)
         return _unordered_writer(P.w_ep, ix, vcx, np.asarray(lanes, np.int64))
     ep = gather(P.w_ep, ix)
     return bool(((ep & M32) > vcx[lanes[:, None], ep >> 32]).any())
@@ -713,13 +713,7 @@ def collective_release(warps) -> Optional[np.ndarray]:
     sts = _gang_clocks(warps)
     if not sts:
         return None
-    cl = sts[0].cl
-    if any(st.cl is not cl for st in sts):   # (a warpgroup is one CTA's: never, but then warp by warp)
-        acc = None
-        for st in sts:
-            rel = st.release()
-            acc = rel if acc is None else np.maximum(acc, rel, out=acc)
-        return acc
+    cl = sts[0].cl   # (a warpgroup's warps are one CTA's: one cluster's clock rows)
     ids = np.array([st.id for st in sts], np.int64)
     acc = cl.VCX[ids, 1:].max(axis=0)   # the join of their clocks at issue (WarpClock.release, one row each)
     cl.VCX[ids, ids + 1] += 1           # then each a new epoch (ids distinct: the warps of one warpgroup)
