@@ -389,6 +389,11 @@ class SharedWindow:
                 out[mixed] = self.source[offs[mixed]]
         return out
 
+    def granule_sources(self):
+        """source16 (each granule's global source where it is one run of copied bytes, else NO_SOURCE / MIXED), or
+        None where no copy ever wrote this window."""
+        return self.__dict__.get("source16")
+
     def operand_sources(self, op) -> np.ndarray:
         """sources(op.addrs) for a tensor-core operand (ops/wgmma_gang.Operand: its element addresses, their
         granules and offsets in them): where every granule it reads is one run, a gather of granules."""

@@ -64,6 +64,47 @@ def check_tile(gmem, src, ebytes, which, desc, wh, rule="tile", memo=None):
         memo[key] = hit
 
 
+def check_operand(gmem, sh, op, which, desc, wh, memo):
+    """check_tile of a descriptor operand (ops/wgmma_gang.Operand `op`) read from the shared window `sh`, asked
+    first by its 16-byte granules. Where every granule it reads is one run of copied bytes (SharedWindow.source16 >=
+    0), element (granule g, low byte l) comes from source16[g] + l, so granule sources moved by d put every element's
+    source d further: a passing operand of the same descriptor value and shape whose granule sources all moved by a
+    whole number of elements, inside its allocation, passes (check_tile's memo, without making the per-element
+    sources: one pass over 128-512 granules instead of 1-4 K elements)."""
+    src16 = sh.granule_sources()
+    key = ("granules", which, op.key)
+    if src16 is not None and op.grains.size:
+        first = int(src16[op.grains[0]])
+        seen = memo.get(key)
+        if seen is not None and first >= 0:
+            s_first, s_rel, s_alloc, s_lo, s_hi = seen
+            if s_alloc.base <= first + s_lo and first + s_hi < s_alloc.end and (first - s_first) % op.ebytes == 0 \
+                    and _moved_at(src16, op.grains, s_rel, first):
+                return
+    src = sh.operand_sources(op)
+    check_tile(gmem, src, op.ebytes, which, desc, wh, memo=memo)
+    if src16 is None or not op.grains.size or not (key in memo or len(memo) < MEMO_SIZE):
+        return
+    g16 = src16[op.grains]
+    if (g16 < 0).any():   # a granule that is no run (no copy, or mixed sources): asked element by element
+        return
+    first = int(g16[0])
+    lo, hi = int(src.min()), int(src.max())
+    alloc = gmem.holding(lo, hi)
+    if alloc is not None:
+        memo[key] = (first, g16 - first, alloc, lo - first, hi - first)
+
+
+@njit(cache=True)
+def _moved_at(src16, grains, rel, first):
+    """Whether src16[grains] == first + rel everywhere, every one a run (>= 0), in one pass."""
+    for i in range(grains.size):
+        v = src16[grains[i]]
+        if v < 0 or v - first != rel[i]:
+            return False
+    return True
+
+
 def _translated(gmem, src, ebytes, seen):
     """True if `src` is `seen` (a passing operand's (first source, relative sources, allocation, least and largest
     relative source)) moved by whole elements inside its allocation; else what to remember of `src` if it passes,

@@ -17,7 +17,7 @@ from tcemu.layout.addressing import operand_addresses
 from tcemu.layout.descriptors import GmmaDescriptor
 from tcemu.ptx.errors import HazardError
 from tcemu.ptx.memory import GlobalMemory, _runs_at
-from tcemu.ptx.provenance import _moved, check_tile
+from tcemu.ptx.provenance import _moved, _moved_at, check_operand, check_tile
 
 from ptxkit import HEADER
 
@@ -295,6 +295,60 @@ def test_memo_passes_a_translated_tile_once_checked_and_still_checks_the_rest(mo
     assert len(calls) == 6 and len(memo) == 1
 
 
+class _Window:
+    """What check_operand asks of a SharedWindow: its granule sources and the per-element sources of an operand."""
+
+    def __init__(self, source16):
+        self.source16 = source16
+
+    def granule_sources(self):
+        return self.source16
+
+    def operand_sources(self, op):
+        g = self.source16[op.addr_granules]
+        return np.where(g >= 0, g + op.addr_low, -1)
+
+
+def test_operand_memo_by_granules_passes_moved_stages_and_still_checks_the_rest(monkeypatch):
+    """check_operand (the wgmma paths' provenance check): an operand whose 16-byte granules were copied from a
+    passing one's sources moved by whole elements (the next K block, another CTA's tile) passes by comparing
+    granules, without the per-element check; a granule pattern that differs, a half-element move, a move out of
+    the allocation or a granule that is no run gets check_tile, which reports a wrong layout."""
+    from tcemu.ptx import provenance
+    from tcemu.ptx.ops.wgmma_gang import operand
+    real, calls = provenance._check, []
+    monkeypatch.setattr(provenance, "_check", lambda *a: (calls.append(1), real(*a))[1])
+    right = GmmaDescriptor(0x400, 16, 1024, 0, "128B")
+    op = operand(right.encode(), 64, 64, "bf16", "K")
+    src = _sources(right, 64, 64, "K", 64 * 2 + 256)(right)           # element sources, 128-byte rows of 16-byte runs
+    base16 = np.full(1 << 12, -1, np.int64)
+    base16[op.addr_granules.reshape(-1)] = (src - op.addr_low).reshape(-1)
+    gm, memo = _flat(1 << 17), {}
+
+    def check(source16):
+        check_operand(gm, _Window(source16), op, "A", right, "here", memo)
+    check(base16)
+    moved = np.where(base16 >= 0, base16 + 128, -1)
+    check(moved)                                                      # the next K block: by granules
+    check(np.where(base16 >= 0, base16 + 2 * 384, -1))                # two rows down
+    assert len(calls) == 1 and len(memo) == 2                         # check_tile's entry and the granules'
+    g = op.grains
+    swapped = moved.copy()
+    swapped[g[2]], swapped[g[3]] = moved[g[3]], moved[g[2]]           # two chunks of a row exchanged
+    with pytest.raises(HazardError, match="is not a tile"):
+        check(swapped)
+    assert len(calls) == 2
+    check(np.where(base16 >= 0, base16 + 1, -1))                      # half an element: checked again
+    check(np.where(base16 >= 0, base16 + (1 << 17), -1))              # past the end of 'flat'
+    hole = moved.copy()
+    hole[g[5]] = -1                                                   # a granule no copy wrote
+    check(hole)
+    mixed = moved.copy()
+    mixed[g[7]] = -2                                                  # sources kept byte by byte (MIXED)
+    check(mixed)
+    assert len(calls) == 6
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2 ** 32 - 1), st.integers(1, 30), st.booleans())
 def test_the_one_pass_source_gathers_answer_as_numpy(seed, n, unknown):
@@ -315,5 +369,13 @@ def test_the_one_pass_source_gathers_answer_as_numpy(seed, n, unknown):
     first = int(rng.integers(0, 1000))
     src = first + rel
     assert _moved(src, rel, first)
+    # provenance._moved_at (check_operand: granule sources are remembered ones moved to `first`, every one a run)
+    grains = rng.permutation(16)[:min(n, 16)].astype(np.int64)
+    s0, f16 = int(source16[grains[0]]), int(rng.integers(0, 1000)) * 16 + (1 << 24)   # moved up: runs stay >= 0
+    rel16 = source16[grains] - s0
+    shifted = np.where(source16 >= 0, source16 - s0 + f16, source16)
+    assert _moved_at(shifted, grains, rel16, f16) == bool(s0 >= 0 and (source16[grains] >= 0).all())
+    shifted[grains[-1]] += 16
+    assert not _moved_at(shifted, grains, rel16, f16)
     src[int(rng.integers(0, n))] += 1
     assert not _moved(src, rel, first)

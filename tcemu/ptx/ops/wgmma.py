@@ -28,7 +28,7 @@ from ..machine import BLOCK
 from ..chains import registers, settle
 from ..lockstep import slots_of
 from ..signals import Fallback
-from ..provenance import check_tile
+from ..provenance import check_operand
 from ..types import TYPES
 from .common import Mods, where
 from .registry import register
@@ -278,7 +278,7 @@ def _check_operand(cta, desc, rows, k, dtype, major, which, wh):
                               f"{desc.encode():#018x}, outside the kernel's shared memory [{sh.lo:#x}, {sh.hi:#x})")
     check_async_proxy_read(sh, op.spots, wh, f"operand {which}", " before wgmma", "st.shared / cp.async / stmatrix")
     if dtype != "b1" and cta.launch.check_layouts:
-        check_tile(cta.launch.gmem, sh.operand_sources(op), op.ebytes, which, desc, wh, memo=cta.launch.tiles)
+        check_operand(cta.launch.gmem, sh, op, which, desc, wh, cta.launch.tiles)
     return op
 
 

@@ -21,7 +21,7 @@ from ...layout.descriptors import GmmaDescriptor
 from ...layout.fragments import from_d_registers_batch, to_d_registers_batch
 from ...layout.smem import SUBBYTE
 from .. import races
-from ..provenance import check_tile
+from ..provenance import check_operand
 from ..chains import MAX_STEPS, Chain, registers, settle
 from ..lockstep import Batch
 from ..signals import Fallback
@@ -59,6 +59,7 @@ class Operand:
     """What one descriptor value reads as one operand shape, resolved once: each CTA then only gathers."""
 
     def __init__(self, value, rows, k, dtype, major):
+        self.key = (value, rows, k, dtype, major)
         self.desc = GmmaDescriptor.decode(value)
         self.addrs = resolved_addresses(self.desc, rows=rows, k=k, dtype="u8" if dtype == "b1" else dtype, major=major)
         self.ebytes = 1 if dtype in ("e4m3", "e5m2", "s8", "u8", "b1") else (4 if dtype == "tf32" else 2)
@@ -155,8 +156,7 @@ class GangMma:
                 raise Fallback
             try:
                 if dtype != "b1" and cta.launch.check_layouts:
-                    check_tile(cta.launch.gmem, sh.operand_sources(op), op.ebytes, which, op.desc, self.wh,
-                               memo=cta.launch.tiles)
+                    check_operand(cta.launch.gmem, sh, op, which, op.desc, self.wh, cta.launch.tiles)
                 smem = sh.smem
                 if smem.arch != "sm90":
                     raise Fallback
