@@ -17,7 +17,7 @@ from numba import njit
 from . import races
 from .errors import HazardError, MemoryFault
 from .granular import whole_granules
-from .rows import gather_starts, scatter, scatter_starts
+from .rows import fill_starts, gather_starts, scatter, scatter_starts
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -455,6 +455,8 @@ class SharedWindow:
             b = int(flat[self.wgmma_reading[flat >> 4] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
                                      "(wait for it with wgmma.wait_group before reusing the stage)")
+        if spots is None and ("bulk_reading" in made or "tcgen05_reading" in made):   # per-byte shadows: bytes
+            spots = (np.asarray(g).reshape(-1, 1) * 16 + _BYTE).reshape(-1)
         if "bulk_reading" in made and _any_at(self.bulk_reading, _flat(spots)):
             b = int(spots[self.bulk_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a bulk copy to global memory still reads "
@@ -569,9 +571,13 @@ class SharedWindow:
         ins = instrs[pc1 - 1]
         return f"the copy at {ins.text()} ({ins.where()})"
 
-    def mark_generic(self, spots):
+    def mark_generic(self, spots, starts=None):
+        """The bytes spots ((n, k) offsets; or rows of 16 at `starts`) were written through the generic proxy."""
         self.write_epoch += 1
-        scatter(self.unfenced, spots, self.write_epoch)
+        if spots is None:
+            fill_starts(self.unfenced, starts, 16, self.write_epoch)
+        else:
+            scatter(self.unfenced, spots, self.write_epoch)
 
     def fence_proxy_async(self):
         self.fence_epoch = self.write_epoch

@@ -408,10 +408,16 @@ def _unordered_writer(w_ep, ix, vcx, lanes):
     return False
 
 
-def gang_write_plan(sh, warps, spots, tids, counts, owner=None):
+def _units_of(sd, spots, starts):
+    """sd.at(spots), or for rows of 16 bytes at `starts` (spots None) sd.at_rows (no byte offsets made where the
+    records are per granule)."""
+    return sd.at(spots) if spots is not None else sd.at_rows(starts, 16)
+
+
+def gang_write_plan(sh, warps, spots, tids, counts, owner=None, starts=None):
     """on_write's checks for plain writes of several warps of one CTA at once, one width: spots (n, k) of every
     lane, counts[i] lanes of warps[i] (in order; or, given `owner`, each row's index into warps, the rows in any
-    order), no byte in two rows. The per-warp (clock, region, lane mask) for
+    order), no byte in two rows; spots None: rows of 16 bytes at `starts`. The per-warp (clock, region, lane mask) for
     gang_write_record where none would report, or None (a write conflicts with an earlier access, or a diverged
     warp's lanes on another path wrote a byte: on_write reports it). Checks only; the bytes are disjoint, so one
     warp's record cannot change the verdict on another's. A reader row whose latest read its warp covers passes
@@ -420,7 +426,7 @@ def gang_write_plan(sh, warps, spots, tids, counts, owner=None):
     if not sts:
         return sts
     sd = shadow(sh, sts[0])
-    P, ix = sd.at(spots)
+    P, ix = _units_of(sd, spots, starts)
     lanes = np.repeat(np.arange(len(sts)), counts) if owner is None else owner
     vcx = sts[0].cl.VCX[[st.id for st in sts]]
     if _writers_race(sd, P, sts, vcx, lanes, ix) or _diverged_race(P, warps, sts, ix, tids, lanes):
@@ -451,12 +457,13 @@ def _lane_masks(owner, tids, n):
     return out
 
 
-def gang_write_record(sh, spots, tids, counts, rows, wh, owner=None):
-    """Record the writes gang_write_plan checked, as the warps' on_write calls would (counts, owner: as there)."""
+def gang_write_record(sh, spots, tids, counts, rows, wh, owner=None, starts=None):
+    """Record the writes gang_write_plan checked, as the warps' on_write calls would (counts, owner, starts: as
+    there)."""
     if not rows:
         return
     sd = sh.race
-    P, ix = sd.at(spots)
+    P, ix = _units_of(sd, spots, starts)
     sts = [r[0] for r in rows]
     ep = np.array([((st.id + 1) << 32) | int(st.vc[st.id]) for st in sts], np.int64)
     for st in sts:

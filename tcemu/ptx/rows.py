@@ -86,6 +86,14 @@ def scatter_starts(arr, starts, values):
         arr[starts[:, None] + np.arange(w)] = values
 
 
+def fill_starts(arr, starts, w, value):
+    """arr[starts[:, None] + 0..w-1] = value (one value), without making those offsets, as scatter_starts."""
+    if _aligned_starts(starts, w) and arr.flags.c_contiguous:
+        _items(arr, w)[starts // w] = np.full(w, value, arr.dtype).view(_items(arr, w).dtype)[0]
+    else:
+        arr[starts[:, None] + np.arange(w)] = value
+
+
 def _items(arr, w):
     """arr's whole rows of w as one void item each (arr 1-D and contiguous: every shadow is)."""
     n = arr.shape[0] // w

@@ -12,7 +12,7 @@ from .. import graces, races
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ...core.errors import TcemuError
 from ..lockstep import Batch, slots_of
-from ..rows import gather, gather_starts, scatter
+from ..rows import fill_starts, gather, gather_starts, scatter, scatter_starts
 from ..signals import Fallback
 from ..types import TYPES
 from .common import Mods, by_cta, cta_starts, mask_array, operands, repeats, thread_ids, where
@@ -289,6 +289,18 @@ def _land(sh, spots, data, src):
     sh.set_pending(spots, 0)
 
 
+def _land_rows(sh, starts, data, src):
+    """_land for whole granules read in full: rows of 16 bytes at `starts`, src each row's first global byte."""
+    if "guard_bar" in sh.__dict__:
+        fill_starts(sh.guard_bar, starts, 16, -1)
+    scatter_starts(sh.smem.data, starts, data)
+    fill_starts(sh.smem.written, starts, 16, True)
+    g = starts >> 4
+    sh.set_source_rows(g, src)
+    sh.mark_generic(None, starts=starts)
+    sh.set_pending(None, 0, g=g)
+
+
 def drain_cp_async(W):
     """Complete every copy of a warp (at exit: the hardware finishes them even if nobody waits)."""
     if not W.cp_async_groups and not W.cp_async_open:
@@ -329,35 +341,46 @@ def _cp_async_sync(ins, prog, which):
             batches = _team_batches(members, keep)
             if batches is None:
                 batches = _copy_batches(members, keep)
-            if len(batches) > 1 and repeats(np.concatenate([b[1].reshape(-1) for b in batches])):
+            if len(batches) > 1 and repeats(np.concatenate([_bytes(b[1], b[6]).reshape(-1) for b in batches])):
                 raise Fallback
-            for _, spots, *_ in batches:
+            for _, spots, *_, starts in batches:
                 try:
-                    sh.check_overwrite(spots, wh)
+                    sh.check_overwrite(spots, wh, g=None if spots is not None else starts >> 4)
                 except TcemuError:
                     raise Fallback from None
-            rows = [races.gang_write_plan(sh, b[0], b[1], b[4], None, owner=b[5]) for b in batches]
+            rows = [races.gang_write_plan(sh, b[0], b[1], b[4], None, owner=b[5], starts=b[6]) for b in batches]
             if any(r is None for r in rows):
                 raise Fallback
             plans.append((sh, members, batches, rows))
         for sh, members, batches, rows in plans:
             for W, _ in members:
                 del W.cp_async_groups[:max(len(W.cp_async_groups) - keep, 0)]
-            for (owners, spots, data, src, tids, owner), r in zip(batches, rows):
-                races.gang_write_record(sh, spots, tids, None, r, wh, owner=owner)
-                _land(sh, spots, data, src)
+            for (owners, spots, data, src, tids, owner, starts), r in zip(batches, rows):
+                races.gang_write_record(sh, spots, tids, None, r, wh, owner=owner, starts=starts)
+                if spots is None:
+                    _land_rows(sh, starts, data, src)
+                else:
+                    _land(sh, spots, data, src)
     wait.gang = gang
     return wait
 
 
 def _batch(owners, dst, data, src, nread, tids, owner):
-    """A landing batch of one width: (owner warps, spots, data, sources, tids, each row's index into owners), the
-    sources as _land takes them; Fallback where two rows start together (rows aligned to their width overlap only
-    then)."""
+    """A landing batch of one width: (owner warps, spots, data, sources, tids, each row's index into owners, row
+    starts), the sources as _land takes them; Fallback where two rows start together (rows aligned to their width
+    overlap only then). Whole 16-byte granules read in full land as rows (_land_rows: spots None; a CTA's
+    3,072 x 16 byte offsets had been 393 KB made and walked at every landing), others byte by byte (starts None)."""
     if repeats(dst):
         raise Fallback
     k = data.shape[1]
-    return owners, _spots(dst, k), data, _landing_sources(src, nread, k), tids, owner
+    if k == 16 and nread is None:
+        return owners, None, data, src, tids, owner, dst
+    return owners, _spots(dst, k), data, _landing_sources(src, nread, k), tids, owner, None
+
+
+def _bytes(spots, starts):
+    """A batch's byte offsets (rows of 16 at starts where spots is None)."""
+    return spots if spots is not None else _spots(starts, 16)
 
 
 def _landing_sources(src, nread, k):

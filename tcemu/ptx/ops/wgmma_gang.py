@@ -246,9 +246,8 @@ class GangMma:
         form = (self.n, self.dtype_a, self.dtype_b, self.dtype_d)
         for g, (cta, wg, warps) in enumerate(groups):
             chain = warps[0].deferred.get(d_key)
-            if chain is not None and (len(chain.a) >= MAX_STEPS or chain.form() != form or
-                                      any(x is not w or w.deferred.get(d_key) is not chain
-                                          for x, w in zip(chain.warps, warps))):
+            if chain is not None and (len(chain.a) >= MAX_STEPS or chain.form() != form or chain.warps != warps or
+                                      any(w.deferred.get(d_key) is not chain for w in warps)):
                 chain.settle()   # grown long, or not this warpgroup's: computed now
                 chain = None
             for w in warps:      # other chains into registers these D registers meet
