@@ -171,3 +171,46 @@ def test_gang_wait_leaves_the_racecheck_records_of_warps_one_at_a_time(spies, mo
     for g, a in zip(ganged, finals):
         for k in g:
             assert np.array_equal(g[k], a[k]), k
+
+
+def test_landing_as_rows_leaves_the_state_landing_by_bytes_leaves():
+    """cp_async._land_rows (whole 16-byte granules read in full, landed as rows without byte offsets) against
+    _land on the same copies' (n, 16) byte offsets: the bytes, written flags, unfenced epochs, granule sources,
+    pending marks and TMA guards of the window come out equal, whatever the window held before (granules with
+    per-byte sources, guarded bytes, pending marks)."""
+    from hypothesis import given, settings, strategies as st
+    from tcemu.layout.smem import SharedMemory
+    from tcemu.ptx.memory import SharedWindow
+    from tcemu.ptx.ops.cp_async import _land, _land_rows
+
+    G = 24
+
+    @settings(max_examples=60, deadline=None, derandomize=True)
+    @given(st.lists(st.integers(0, G - 1), min_size=1, max_size=G, unique=True), st.integers(0, 2 ** 32 - 1),
+           st.booleans(), st.booleans())
+    def check(rows, seed, guarded, mixed):
+        rng = np.random.default_rng(seed)
+        starts = np.array(rows, np.int64) * 16
+        data = rng.integers(0, 256, (len(rows), 16), dtype=np.uint8)
+        src = rng.integers(0, 1 << 20, len(rows)).astype(np.int64) * 16
+        guards = rng.integers(0, 16 * G, 40)
+        wins = []
+        for _ in range(2):   # the same state in both windows
+            sh = SharedWindow(SharedMemory(), 0, 16 * G, zero_init=False)
+            if guarded:
+                sh.guard_bar[guards] = 8
+            if mixed:   # a few bytes copied on their own: their granule keeps per-byte sources
+                sh.set_sources(np.array([[5, 6, 7, 8]]) + 16 * int(rows[0]), np.array([[1, 2, 3, 4]]))
+            sh.set_pending(None, 3, g=starts >> 4)
+            sh.mark_generic(np.arange(16 * G)[None, :])
+            wins.append(sh)
+        _land(wins[0], starts[:, None] + np.arange(16), data, src)
+        _land_rows(wins[1], starts, data, src)
+        a, b = wins
+        assert np.array_equal(a.smem.data, b.smem.data) and np.array_equal(a.smem.written, b.smem.written)
+        assert a.write_epoch == b.write_epoch and np.array_equal(a.unfenced, b.unfenced)
+        assert np.array_equal(a.sources(np.arange(16 * G)), b.sources(np.arange(16 * G)))
+        assert np.array_equal(a.async_pending16, b.async_pending16)
+        if guarded:
+            assert np.array_equal(a.guard_bar, b.guard_bar)
+    check()
