@@ -51,6 +51,7 @@ class Program:
         self.nregs = {c: 0 for c in CLASS_ATTR}
         self.symbols: Dict[str, Symbol] = dict(module_symbols)
         self.wgmma_slots = set()    # registers some wgmma reads or writes (hazard tracking)
+        self._canonical = {}
         self.param_size = 0
         self.shared_static = 0      # bytes of .shared variables (static), from SMEM_RESERVED
         self.extern_shared = []     # names of dynamic (.extern) shared arrays
@@ -182,6 +183,12 @@ class Program:
                 break
             scope = fn.scope_parent.get(scope, 0)
         raise PtxSyntaxError(ins.line, ins.col, f"branch target {name} is not a label of {owner}")
+
+    def canonical(self, key):
+        """The program's one object equal to `key` (register sets that key per-warp dicts: wgmma_pending, deferred
+        chains). Equal sets made by different instructions then match by identity; otherwise every lookup compares
+        their 128-odd registers one by one (~15 us a warp and wgmma)."""
+        return self._canonical.setdefault(key, key)
 
     # -- operands
     def slot(self, op, ins=None) -> Slot:

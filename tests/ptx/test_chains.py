@@ -82,3 +82,20 @@ def test_triton_matmuls_chain_their_k_loop(name, M, N, K, settled):
     assert settled == [K // per_step] * 4
     _, _, alone, _, _ = launch_matmul(name, M, N, K, lockstep=False)
     assert c.any() and np.array_equal(c, alone)
+
+
+def test_the_steps_into_one_accumulator_key_it_with_one_register_set_object(monkeypatch):
+    # every wgmma instruction of the K loop writes the same D registers: its chain key (Warp.deferred) and in-flight
+    # slot set (Warp.wgmma_pending) are the program's one object (Program.canonical), so a lookup matches by
+    # identity instead of comparing 128 registers
+    made = []
+    real = wgmma_gang.GangMma.__init__
+
+    def spy(self, *a, **k):
+        real(self, *a, **k)
+        made.append(self)
+    monkeypatch.setattr(wgmma_gang.GangMma, "__init__", spy)
+    regs, prep = launch(BF16)
+    assert np.array_equal(regs, prep["regs"])
+    assert len(made) == 4 and len({len(g.d_key) for g in made}) == 1
+    assert all(g.d_key is made[0].d_key and g.slots is made[0].slots for g in made)

@@ -145,7 +145,7 @@ def c_mma(ins, prog, pc):
     except TcemuError as e:
         raise PtxSyntaxError(ins.line, ins.col, f"{ins.opcode}: {e}") from None
     k_a = K // 2 if sparse else K
-    slots = frozenset(d_slots + a_slots)
+    slots = prog.canonical(frozenset(d_slots + a_slots))
     prog.wgmma_slots |= slots
     wh = where(ins)
     d_idx = np.array([s.index for s in d_slots])

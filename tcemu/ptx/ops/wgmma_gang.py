@@ -100,7 +100,7 @@ class GangMma:
         self.ga, self.gb, self.gscale = ga, gb, gscale
         self.slots, self.d_idx, self.a_idx = slots, d_idx, a_idx
         self.calls = 0     # gang steps run here (tests read it: the gang path ran)
-        self.d_key = frozenset(int(i) for i in d_idx)     # a chain's key in Warp.deferred (chains.py)
+        self.d_key = prog.canonical(frozenset(int(i) for i in d_idx))   # a chain's key in Warp.deferred
 
     def _groups(self, pairs):
         """[(cta, warpgroup, its four warps)] in gang order, or Fallback. A warpgroup's warps in the gang and those
