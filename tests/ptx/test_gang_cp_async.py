@@ -174,25 +174,28 @@ def test_gang_wait_leaves_the_racecheck_records_of_warps_one_at_a_time(spies, mo
 
 
 def test_landing_as_rows_leaves_the_state_landing_by_bytes_leaves():
-    """cp_async._land_rows (whole 16-byte granules read in full, landed as rows without byte offsets) against
-    _land on the same copies' (n, 16) byte offsets: the bytes, written flags, unfenced epochs, granule sources,
+    """cp_async._land_rows (whole 16-byte granules read in full or not at all, landed as rows without byte offsets)
+    against _land on the same copies' (n, 16) byte offsets: the bytes, written flags, unfenced epochs, sources,
     pending marks and TMA guards of the window come out equal, whatever the window held before (granules with
     per-byte sources, guarded bytes, pending marks)."""
     from hypothesis import given, settings, strategies as st
     from tcemu.layout.smem import SharedMemory
     from tcemu.ptx.memory import SharedWindow
-    from tcemu.ptx.ops.cp_async import _land, _land_rows
+    from tcemu.ptx.ops.cp_async import _land, _land_rows, _row_sources, _sources
 
     G = 24
 
     @settings(max_examples=60, deadline=None, derandomize=True)
     @given(st.lists(st.integers(0, G - 1), min_size=1, max_size=G, unique=True), st.integers(0, 2 ** 32 - 1),
-           st.booleans(), st.booleans())
-    def check(rows, seed, guarded, mixed):
+           st.booleans(), st.booleans(), st.booleans())
+    def check(rows, seed, guarded, mixed, zero_fill):
         rng = np.random.default_rng(seed)
         starts = np.array(rows, np.int64) * 16
         data = rng.integers(0, 256, (len(rows), 16), dtype=np.uint8)
         src = rng.integers(0, 1 << 20, len(rows)).astype(np.int64) * 16
+        nread = np.where(rng.random(len(rows)) < 0.5, 0, 16) if zero_fill else None   # src-size 0 rows
+        if zero_fill:
+            data[nread == 0] = 0
         guards = rng.integers(0, 16 * G, 40)
         wins = []
         for _ in range(2):   # the same state in both windows
@@ -204,8 +207,8 @@ def test_landing_as_rows_leaves_the_state_landing_by_bytes_leaves():
             sh.set_pending(None, 3, g=starts >> 4)
             sh.mark_generic(np.arange(16 * G)[None, :])
             wins.append(sh)
-        _land(wins[0], starts[:, None] + np.arange(16), data, src)
-        _land_rows(wins[1], starts, data, src)
+        _land(wins[0], starts[:, None] + np.arange(16), data, _sources(src, nread, 16))
+        _land_rows(wins[1], starts, data, _row_sources(src, nread))
         a, b = wins
         assert np.array_equal(a.smem.data, b.smem.data) and np.array_equal(a.smem.written, b.smem.written)
         assert a.write_epoch == b.write_epoch and np.array_equal(a.unfenced, b.unfenced)

@@ -12,6 +12,7 @@ from .. import graces, races
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ...core.errors import TcemuError
 from ..lockstep import Batch, slots_of
+from ..memory import NO_SOURCE
 from ..rows import fill_starts, gather, gather_starts, scatter, scatter_starts
 from ..signals import Fallback
 from ..types import TYPES
@@ -368,14 +369,20 @@ def _cp_async_sync(ins, prog, which):
 def _batch(owners, dst, data, src, nread, tids, owner):
     """A landing batch of one width: (owner warps, spots, data, sources, tids, each row's index into owners, row
     starts), the sources as _land takes them; Fallback where two rows start together (rows aligned to their width
-    overlap only then). Whole 16-byte granules read in full land as rows (_land_rows: spots None; a CTA's
+    overlap only then). Whole 16-byte granules read in full or not at all land as rows (_land_rows: spots None; a CTA's
     3,072 x 16 byte offsets had been 393 KB made and walked at every landing), others byte by byte (starts None)."""
     if repeats(dst):
         raise Fallback
     k = data.shape[1]
-    if k == 16 and nread is None:
-        return owners, None, data, src, tids, owner, dst
+    if k == 16 and (nread is None or not ((nread != 0) & (nread != 16)).any()):
+        return owners, None, data, _row_sources(src, nread), tids, owner, dst
     return owners, _spots(dst, k), data, _landing_sources(src, nread, k), tids, owner, None
+
+
+def _row_sources(src, nread):
+    """Each 16-byte row's first source where every row is read in full or not at all (src-size 0: zero fill, no
+    source: NO_SOURCE, as _sources gives each of its bytes)."""
+    return src if nread is None else np.where(nread == 16, src, NO_SOURCE)
 
 
 def _bytes(spots, starts):
