@@ -331,10 +331,13 @@ class _Box:
     and a swizzle permutes 16-byte chunks (PTX 5.5.7), except sm100's 8-byte flip; where its rows fill their pitch
     (the swizzle span, or the inner extent without one), it is one span."""
 
-    __slots__ = ("spots", "rows", "g", "at", "lo", "hi", "span", "order", "pos", "runs")   # runs: put_sources' memo
+    # runs: put_sources' memo; row: racecheck's one row (one lane), the same array at every copy of a kept box, so
+    # the units racecheck asks of it are worked out once (granular.Granular.at's memo)
+    __slots__ = ("spots", "row", "rows", "g", "at", "lo", "hi", "span", "order", "pos", "runs")
 
     def __init__(self, spots):
         self.spots = spots
+        self.row = spots[None, :]
         self.rows = self.g = self.span = self.order = self.pos = self.runs = None
         self.lo, self.hi = int(spots.min()), int(spots.max())   # (an empty copy: numpy's ValueError, as before)
         if not spots.size % 16:
@@ -443,7 +446,7 @@ def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None, pc=-1, la
         sh.check_in_flight(W, spots, wh, "this copy writes")
     data = np.ascontiguousarray(values).view(np.uint8)
     # racecheck: the async proxy's write, in the issuing warp's order; waiters acquire it through the mbarrier
-    races.on_write(sh, W, spots[None, :], W.tid[lane:lane + 1], wh, data[None, :])
+    races.on_write(sh, W, box.row, W.tid[lane:lane + 1], wh, data[None, :])
     races.mbar_release(W, mb)
     box.fill(sh.copy_pc, pc + 1)
     box.put(sh.smem.data, data)
