@@ -44,28 +44,56 @@ class Chain:
 
     def settle(self):
         """Compute the steps and write D into the warps' registers."""
-        self.drop()
-        if not self.a:
-            return
-        t0 = time.perf_counter()
-        A = np.concatenate(self.a, axis=1) if len(self.a) > 1 else self.a[0]     # (64, S K)
-        B = np.concatenate(self.b, axis=1) if len(self.b) > 1 else self.b[0]     # (N, S K)
-        c = None if self.c is None else from_d_registers(self.c, self.n, self.dtype_d).view(OUT_NUMPY[self.dtype_d])
-        d = matmul(A, B.T, c=c, arch="sm90", dtype_a=self.dtype_a, dtype_b=self.dtype_b, dtype_d=self.dtype_d,
-                   out_dtype=self.dtype_d, workers=1)
-        regs = to_d_registers(np.ascontiguousarray(d).view(np.uint16 if self.dtype_d == "f16" else np.uint32),
-                              self.dtype_d)
-        for i, w in enumerate(self.warps):
-            w.r32[self.d_idx] = regs[32 * i:32 * (i + 1)].T
-        self.a = self.b = None
-        self.warps[0].cta.launch.tensor_core_seconds += time.perf_counter() - t0
+        settle_chains([self])
+
+
+def settle_chains(chains):
+    """Compute chains and write their D registers. Twins (one CTA's warpgroups whose steps read the same B operands:
+    a gang step reads a CTA's operand once, so their B lists hold the same arrays; the same form, all from C or
+    all from +0) run as one GEMM of their A rows stacked: the engine's rows are independent, so the bits are each
+    chain's own, and B is prepared once."""
+    twins = {}
+    for ch in chains:
+        ch.drop()
+        if ch.a:
+            key = (ch.form(), ch.c is None, len(ch.b)) + tuple(id(b) for b in ch.b)
+            twins.setdefault(key, []).append(ch)
+    for group in twins.values():
+        _compute(group)
+
+
+def _compute(group):
+    first = group[0]
+    t0 = time.perf_counter()
+    A = np.concatenate([np.concatenate(ch.a, axis=1) if len(ch.a) > 1 else ch.a[0] for ch in group])   # (64 x, S K)
+    B = np.concatenate(first.b, axis=1) if len(first.b) > 1 else first.b[0]                          # (N, S K)
+    n, dtype_d = first.n, first.dtype_d
+    c = None if first.c is None else np.concatenate(
+        [from_d_registers(ch.c, n, dtype_d).view(OUT_NUMPY[dtype_d]) for ch in group])
+    d = matmul(A, B.T, c=c, arch="sm90", dtype_a=first.dtype_a, dtype_b=first.dtype_b, dtype_d=dtype_d,
+               out_dtype=dtype_d, workers=1)
+    d = np.ascontiguousarray(d).view(np.uint16 if dtype_d == "f16" else np.uint32)
+    for j, ch in enumerate(group):
+        regs = to_d_registers(d[64 * j:64 * (j + 1)], dtype_d)
+        for i, w in enumerate(ch.warps):
+            w.r32[ch.d_idx] = regs[32 * i:32 * (i + 1)].T
+        ch.a = ch.b = None
+    first.warps[0].cta.launch.tensor_core_seconds += time.perf_counter() - t0
 
 
 def settle(W, idx=None):
     """Compute W's chains whose D registers meet the 32-bit register indices `idx` (None: all of them)."""
-    for ch in list(W.deferred.values()):
-        if idx is None or not ch.idx.isdisjoint(idx):
-            ch.settle()
+    settle_chains([ch for ch in W.deferred.values() if idx is None or not ch.idx.isdisjoint(idx)])
+
+
+def settle_warps(warps, idx=None):
+    """settle() for each of the warps at once (twin chains together)."""
+    seen = {}
+    for w in warps:
+        for ch in w.deferred.values():
+            if idx is None or not ch.idx.isdisjoint(idx):
+                seen[id(ch)] = ch
+    settle_chains(list(seen.values()))
 
 
 def registers(warps, d_idx) -> np.ndarray:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core.errors import TcemuError
 from .errors import KernelFault, PtxError
-from .chains import settle
+from .chains import settle_warps
 from .program import CLASS_ATTR, regs_of
 from .signals import BLOCK, Fallback
 
@@ -123,9 +123,7 @@ class Batch:
         if 32 in touched and any(w.deferred for w in warps):   # wgmma results these registers wait for
             idx = set(touched[32].tolist())
             if not idx.isdisjoint(wgmma_r32(warps[0].prog)):
-                for w in warps:
-                    if w.deferred:
-                        settle(w, idx)
+                settle_warps(warps, idx)
         nb = len(warps)
         self.runs = runs or _runs(warps)   # (runs: _runs(warps), where the caller has them)
         self.view = self.runs is not None and len(self.runs) == 1   # one slice: the registers themselves

@@ -5,7 +5,7 @@ pass an op's gang version (lockstep.py) through."""
 import warnings
 
 from . import parser as P
-from .chains import settle
+from .chains import settle, settle_warps
 from .errors import HazardError, WgmmaSerializedWarning
 from .ops.common import where
 from .ops.wgmma import serialize
@@ -95,9 +95,7 @@ def hazard_checked(op, ins: P.Instruction, prog: Program):
         def checked_gang(pairs):
             if any(W.wgmma_pending and any(touched & fs for fs in W.wgmma_pending) for W, _ in pairs):
                 raise Fallback   # each warp serialises (and warns) on its own
-            for W, _ in pairs:
-                if W.deferred:   # wgmma results the registers wait for (chains.py)
-                    settle(W, touched32)
+            settle_warps([W for W, _ in pairs if W.deferred], touched32)   # results the registers wait for
             out = gang(pairs)
             if writes:
                 for W, _ in pairs:

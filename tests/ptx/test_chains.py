@@ -18,13 +18,12 @@ WAIT = "  wgmma.commit_group.sync.aligned;\n  wgmma.wait_group.sync.aligned 0;\n
 def settled(monkeypatch):
     """The steps of each chain computed: [number of steps, ...]."""
     seen = []
-    real = chains.Chain.settle
+    real = chains._compute
 
-    def spy(self):
-        if self.a:
-            seen.append(len(self.a))
-        return real(self)
-    monkeypatch.setattr(chains.Chain, "settle", spy)
+    def spy(group):
+        seen.extend(len(ch.a) for ch in group)
+        return real(group)
+    monkeypatch.setattr(chains, "_compute", spy)
     return seen
 
 
@@ -82,6 +81,23 @@ def test_triton_matmuls_chain_their_k_loop(name, M, N, K, settled):
     assert settled == [K // per_step] * 4
     _, _, alone, _, _ = launch_matmul(name, M, N, K, lockstep=False)
     assert c.any() and np.array_equal(c, alone)
+
+
+def test_a_ctas_twin_warpgroups_settle_as_one_gemm_with_the_same_bits(monkeypatch):
+    # Triton's 8-warp tile: the two warpgroups of a CTA read the same B operands (rows 0-63 and 64-127 of A): their
+    # chains run as one GEMM of 128 rows; warps one at a time settle each chain alone; the outputs agree
+    groups = []
+    real = chains._compute
+
+    def spy(group):
+        groups.append(len(group))
+        return real(group)
+    monkeypatch.setattr(chains, "_compute", spy)
+    _, _, c, _, _ = launch_matmul("matmul_bf16", 256, 256, 256)
+    assert groups == [2, 2]
+    groups.clear()
+    _, _, alone, _, _ = launch_matmul("matmul_bf16", 256, 256, 256, lockstep=False)
+    assert groups == [1] * 4 and c.any() and np.array_equal(c, alone)
 
 
 def test_the_steps_into_one_accumulator_key_it_with_one_register_set_object(monkeypatch):

@@ -22,7 +22,7 @@ from ...layout.fragments import from_d_registers_batch, to_d_registers_batch
 from ...layout.smem import SUBBYTE
 from .. import races
 from ..provenance import check_operand
-from ..chains import MAX_STEPS, Chain, registers, settle
+from ..chains import MAX_STEPS, Chain, registers, settle, settle_chains
 from ..lockstep import Batch
 from ..signals import Fallback
 
@@ -244,6 +244,10 @@ class GangMma:
         """Each warpgroup's step joins the chain into its D registers (chains.py): a step without C starts one."""
         d_key, d_idx = self.d_key, self.d_idx
         form = (self.n, self.dtype_a, self.dtype_b, self.dtype_d)
+        full = [ch for _, _, warps in groups if (ch := warps[0].deferred.get(d_key)) is not None and
+                len(ch.a) >= MAX_STEPS]
+        if full:
+            settle_chains(full)   # grown long: computed now (a CTA's twin warpgroups together)
         for g, (cta, wg, warps) in enumerate(groups):
             chain = warps[0].deferred.get(d_key)
             if chain is not None and (len(chain.a) >= MAX_STEPS or chain.form() != form or chain.warps != warps or
