@@ -217,3 +217,19 @@ def test_landing_as_rows_leaves_the_state_landing_by_bytes_leaves():
         if guarded:
             assert np.array_equal(a.guard_bar, b.guard_bar)
     check()
+
+
+def test_repeats_of_aligned_starts_answer_as_a_sort():
+    """ops/common.repeats_aligned (cp.async's gang issue and landing: a bitmap over the starts' span) against
+    repeats (a sort), on multiples of w with and without a repeat, and spans past the bitmap's limit."""
+    from hypothesis import given, settings, strategies as st
+    from tcemu.ptx.ops import common
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(st.integers(0, 5000), max_size=60), st.sampled_from([1, 4, 8, 16]), st.booleans())
+    def check(vals, w, far):
+        x = np.array(vals, np.int64) * w
+        if far and x.size:
+            x[0] += (common.BITMAP_MAX + 1) * w   # a span past the bitmap: the sort answers
+        assert common.repeats_aligned(x, w) == common.repeats(x)
+    check()

@@ -12,7 +12,7 @@ import tcemu.ptx as ptx
 from tcemu.ptx import granular, graces
 from tcemu.ptx.errors import HazardError
 from tcemu.ptx.granular import Granular, byte_mask, whole_granules
-from tcemu.ptx.races import M32, _any_unordered, _lane_masks, _unordered_writer
+from tcemu.ptx.races import M32, _any_unordered, _lane_masks, _release_join, _unordered_writer
 
 from ptxkit import run, two_cta_kernel
 
@@ -490,3 +490,18 @@ def test_the_lane_masks_pass_answers_as_bitwise_or_at(seed, n, warps):
     bits = np.zeros(warps, np.int64)
     np.bitwise_or.at(bits, owner, np.int64(1) << (tids % 32))
     assert _lane_masks(owner, tids, warps).tolist() == bits.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 12), st.integers(1, 4))
+def test_the_release_join_pass_answers_as_numpy(seed, n, k):
+    # races._release_join (a warpgroup's wgmma, a barrier's arrivals): the join of the rows' clocks, then each row's
+    # own entry one epoch on
+    rng = np.random.default_rng(seed)
+    vcx = rng.integers(0, 1000, (n, n + 1)).astype(np.int64)
+    ids = rng.permutation(n)[:min(k, n)].astype(np.int64)
+    want = vcx.copy()
+    acc = want[ids, 1:].max(axis=0)
+    want[ids, ids + 1] += 1
+    got = vcx.copy()
+    assert _release_join(got, ids).tolist() == acc.tolist() and np.array_equal(got, want)

@@ -16,7 +16,7 @@ from ..memory import NO_SOURCE
 from ..rows import fill_starts, gather, gather_starts, scatter, scatter_starts
 from ..signals import Fallback
 from ..types import TYPES
-from .common import Mods, by_cta, cta_starts, mask_array, operands, repeats, thread_ids, where
+from .common import Mods, by_cta, cta_starts, mask_array, operands, repeats, repeats_aligned, thread_ids, where
 from .memory_ops import access, address
 from .registry import register
 
@@ -150,7 +150,8 @@ def c_cp_async(ins, prog, pc):
         if any(c.shared.lo != sh0.lo or c.shared.hi != sh0.hi for c in ctas):
             raise Fallback
         if dsts.size and (int(dsts.min()) < sh0.lo or int(dsts.max()) + nbytes > sh0.hi or
-                          repeats(np.repeat(np.arange(len(ctas), dtype=np.int64) << 32, np.diff(cut)) | dsts)):
+                          repeats_aligned(np.repeat(np.arange(len(ctas), dtype=np.int64) * (sh0.hi // nbytes + 1)
+                                                    * nbytes, np.diff(cut)) + dsts, nbytes)):
             raise Fallback   # outside the window; two lanes (of one warp or two) copying to the same bytes
         gr = dsts >> 4 if nbytes == 16 else None   # a 16-byte copy is one granule (aligned: checked above)
         # the bytes themselves only where a shadow kept per byte is there to ask (memory._SHADOWS, made lazily)
@@ -371,9 +372,9 @@ def _batch(owners, dst, data, src, nread, tids, owner):
     starts), the sources as _land takes them; Fallback where two rows start together (rows aligned to their width
     overlap only then). Whole 16-byte granules read in full or not at all land as rows (_land_rows: spots None; a CTA's
     3,072 x 16 byte offsets had been 393 KB made and walked at every landing), others byte by byte (starts None)."""
-    if repeats(dst):
-        raise Fallback
     k = data.shape[1]
+    if repeats_aligned(dst, k):   # (aligned to their width: checked at issue)
+        raise Fallback
     if k == 16 and (nread is None or not ((nread != 0) & (nread != 16)).any()):
         return owners, None, data, _row_sources(src, nread), tids, owner, dst
     return owners, _spots(dst, k), data, _landing_sources(src, nread, k), tids, owner, None
