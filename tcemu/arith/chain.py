@@ -50,14 +50,32 @@ def _clear_bounds(lo, hi, zero, spec, i, s):
     spec[i, s] = False
 
 
+@njit(cache=True, inline="always")
+def _decode(bits, r, k, shift, tab_val, tab_al, tab_cls, scaled, scale_exp, scale_nan, scale_block):
+    """(value, alignment, class) of element (r, k) of raw bits: looked up in the format's tables (index bits >>
+    shift: value, alignment, class 0 zero / 1 finite / 2 inf or NaN), times its block scale where scaled."""
+    i = np.int64(bits[r, k]) >> shift
+    cls = tab_cls[i]
+    v = tab_val[i]
+    align = tab_al[i]
+    if scaled:
+        b = k // scale_block
+        if scale_nan[r, b]:
+            cls = 2
+            v = np.nan
+        elif cls == 1:
+            v = v * _i2f(np.int64(1023 + scale_exp[r, b]) << 52)  # exact: 2^e, |e| <= 127
+            align += scale_exp[r, b]
+    return v, align, cls
+
+
 @njit(cache=True)
 def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, scale_nan, scale_block, val, al, lo,
                  hi, zero, spec):
     """bits (R, Kc) -> val, al (R, steps * ks) (zero padded), per (row, step) min/max alignment of nonzero finite
-    elements (BIG / NO_TERM when none), any zero (padding included), any inf/NaN. Each pattern is looked up in
-    the format's tables (index bits >> shift: value, alignment, class 0 zero / 1 finite / 2 inf or NaN).
-    scale_exp (R, nblocks) int32 (block-scaled kinds: 2^e multiplies every element of a block of scale_block K;
-    scale_nan marks NaN scales) or an empty array."""
+    elements (BIG / NO_TERM when none), any zero (padding included), any inf/NaN (_decode). scale_exp (R, nblocks)
+    int32 (block-scaled kinds: 2^e multiplies every element of a block of scale_block K; scale_nan marks NaN scales)
+    or an empty array."""
     R, Kc = bits.shape
     scaled = scale_exp.shape[1] > 0
     for r in range(R):
@@ -70,18 +88,8 @@ def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, sc
                     al[r, k] = NO_AL
                     zero[r, s] = True
                     continue
-                i = np.int64(bits[r, k]) >> shift
-                cls = tab_cls[i]
-                v = tab_val[i]
-                align = tab_al[i]
-                if scaled:
-                    b = k // scale_block
-                    if scale_nan[r, b]:
-                        cls = 2
-                        v = np.nan
-                    elif cls == 1:
-                        v = v * _i2f(np.int64(1023 + scale_exp[r, b]) << 52)  # exact: 2^e, |e| <= 127
-                        align += scale_exp[r, b]
+                v, align, cls = _decode(bits, r, k, shift, tab_val, tab_al, tab_cls, scaled, scale_exp, scale_nan,
+                                        scale_block)
                 val[r, k] = v
                 if cls == 0:
                     al[r, k] = NO_AL
@@ -96,35 +104,56 @@ def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, sc
 
 
 @njit(cache=True)
-def tile_columns(val, al, zero, spec, lo, hi, N, steps, ks, tn, zero_exp, bval, bal, bzf, bspec, blo, bhi, bzany,
-                 bsany):
-    """B prepared as rows (N, K) -> tile-major (T, K, TN) values/alignments, per (T, step, lane) zero floor and
-    special flag, per (T, step) bounds over the tile's columns."""
+def prepare_tiles(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, scale_nan, scale_block, tn, zero_exp,
+                  bval, bal, bzf, bspec, blo, bhi, bzany, bsany):
+    """B's rows (N, Kc) of raw bits decoded (as prepare_rows) straight into tile-major arrays: values / alignments
+    (T, K, TN), per (T, step, lane) zero floor (zero_exp where the lane's step has a zero, else NO_TERM) and special
+    flag, per (T, step) bounds and any zero / special over the tile's lanes. Padding lanes (n >= N) are never read
+    back: 1.0, NO_AL, no flags. (One pass: rows decoded and then copied into tiles had cost a second.)"""
+    N, Kc = bits.shape
     T = bval.shape[0]
-    Kp = steps * ks
+    scaled = scale_exp.shape[1] > 0
     for t in range(T):
         for s in range(steps):
             _clear_bounds(blo, bhi, bzany, bsany, t, s)
         for j in range(tn):
             n = t * tn + j
             if n >= N:  # padding lanes: never read back
-                for k in range(Kp):
+                for k in range(steps * ks):
                     bval[t, k, j] = 1.0
                     bal[t, k, j] = NO_AL
                 for s in range(steps):
                     bzf[t, s, j] = NO_TERM
                     bspec[t, s, j] = False
                 continue
-            for k in range(Kp):
-                bval[t, k, j] = val[n, k]
-                bal[t, k, j] = al[n, k]
             for s in range(steps):
-                bzf[t, s, j] = zero_exp if zero[n, s] else NO_TERM
-                bspec[t, s, j] = spec[n, s]
-                blo[t, s] = min(blo[t, s], lo[n, s])
-                bhi[t, s] = max(bhi[t, s], hi[n, s])
-                bzany[t, s] |= zero[n, s]
-                bsany[t, s] |= spec[n, s]
+                lo, hi, zero, spec = BIG, NO_TERM, False, False
+                for jj in range(ks):
+                    k = s * ks + jj
+                    if k >= Kc:
+                        bval[t, k, j] = 0.0
+                        bal[t, k, j] = NO_AL
+                        zero = True
+                        continue
+                    v, align, cls = _decode(bits, n, k, shift, tab_val, tab_al, tab_cls, scaled, scale_exp, scale_nan,
+                                            scale_block)
+                    bval[t, k, j] = v
+                    if cls == 0:
+                        bal[t, k, j] = NO_AL
+                        zero = True
+                    elif cls == 1:
+                        bal[t, k, j] = align
+                        lo = min(lo, align)
+                        hi = max(hi, align)
+                    else:
+                        bal[t, k, j] = NO_AL
+                        spec = True
+                bzf[t, s, j] = zero_exp if zero else NO_TERM
+                bspec[t, s, j] = spec
+                blo[t, s] = min(blo[t, s], lo)
+                bhi[t, s] = max(bhi[t, s], hi)
+                bzany[t, s] |= zero
+                bsany[t, s] |= spec
 
 
 # ---- bit views of scalars (separate functions: numba's IR checks refuse .view on a variable defined twice)

@@ -241,16 +241,17 @@ class _Prepared:
 
     def fill(self, bits, dtype, ks, steps, mx, mx_block):
         """Decode rows of raw bits (R, Kc <= steps * ks) for `steps` chain steps; mx: their block-scale bytes."""
-        R = bits.shape[0]
-        if mx is not None:
-            se = decode_operand(mx, "ue8m0")
-            sexp = np.ascontiguousarray(se[..., 3]).astype(np.int32)
-            snan = np.ascontiguousarray(se[..., 0] == 3)
-        else:
-            sexp, snan = np.zeros((R, 0), np.int32), np.zeros((R, 0), np.bool_)
-        chain.prepare_rows(np.ascontiguousarray(bits), *_decode_tables(dtype), ks, steps, sexp, snan,
+        chain.prepare_rows(np.ascontiguousarray(bits), *_decode_tables(dtype), ks, steps, *_scales(mx, bits.shape[0]),
                            max(mx_block, 1), self.val, self.al, self.lo, self.hi, self.zero, self.spec)
         return self
+
+
+def _scales(mx, R):
+    """(exponents (R, blocks) int32, NaN flags) of rows' ue8m0 block-scale bytes mx, or empty arrays (none)."""
+    if mx is None:
+        return np.zeros((R, 0), np.int32), np.zeros((R, 0), np.bool_)
+    se = decode_operand(mx, "ue8m0")
+    return np.ascontiguousarray(se[..., 3]).astype(np.int32), np.ascontiguousarray(se[..., 0] == 3)
 
 
 def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
@@ -269,7 +270,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     init_cal = unit.zero_exp if (plan.init == "zero" or unit.zero_c_when_absent) else chain.NO_TERM
     # K chunk: whole steps, whole promotion intervals and whole scale blocks, prepared operands within budget
     unit_k = ks * _unit_steps(plan)
-    per_k = 13 * M + 26 * T * tn  # bytes per K: A and B rows decoded (value, alignment, flags), B's tile copy
+    per_k = 13 * (M + T * tn)  # bytes per K: A's rows and B's tiles decoded (value, alignment, flags)
     chunk = max(unit_k, (_BUDGET // per_k) // unit_k * unit_k)
     ps_a = ps[0] if ps is not None else np.zeros((M, 0))
     ps_b = np.zeros((0, T * tn))
@@ -277,7 +278,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
         ps_b = np.zeros((ps[1].shape[0], T * tn))
         ps_b[:, :N] = ps[1]
     cst = min(chunk, steps * ks) // ks  # steps per chunk
-    bufs_a, bufs_b = _Prepared(M, cst, ks), _Prepared(N, cst, ks)
+    bufs_a = _Prepared(M, cst, ks)
     bval = np.empty((T, cst * ks, tn))
     bal = np.empty((T, cst * ks, tn), np.int16)
     bzf = np.empty((T, cst, tn), np.int32)
@@ -313,9 +314,9 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                 kb_a = mxs[0][:, c0 // plan.mx_block:-(-c1 // plan.mx_block)] if mxs else None
                 kb_b = mxs[1][:, c0 // plan.mx_block:-(-c1 // plan.mx_block)] if mxs else None
                 pa = bufs_a.fill(A[:, c0:min(c1, K)], plan.dtype_a, ks, nst, kb_a, plan.mx_block)
-                pb = bufs_b.fill(B[c0:min(c1, K)].T, plan.dtype_b, ks, nst, kb_b, plan.mx_block)
-                chain.tile_columns(pb.val, pb.al, pb.zero, pb.spec, pb.lo, pb.hi, N, nst, ks, tn, unit.zero_exp,
-                                   bval, bal, bzf, bspec, blo, bhi, bzany, bsany)
+                chain.prepare_tiles(np.ascontiguousarray(B[c0:min(c1, K)].T), *_decode_tables(plan.dtype_b), ks, nst,
+                                    *_scales(kb_b, N), max(plan.mx_block, 1), tn, unit.zero_exp, bval, bal, bzf,
+                                    bspec, blo, bhi, bzany, bsany)
                 g0 = c0 // ks - s0
                 kb0 = s0 // plan.promote if plan.promote else 0
                 args = (ks, pa.val, pa.al, pa.lo, pa.hi, pa.zero, pa.spec, bval, bal, bzf, bspec, blo, bhi, bzany,

@@ -613,3 +613,45 @@ def test_dask_local_cluster():
                 matmul(a, b, dtype_a="bf16", dtype_b="bf16", scheduler=client, tile=(0, 5))
             assert e.value.field == "tile"
     assert np.array_equal(got, want)
+
+
+@given(st.sampled_from(["bf16", "f16", "e4m3", "e2m1", "tf32"]), st.integers(1, 40), st.integers(1, 70),
+       st.sampled_from([8, 16, 32]), st.sampled_from([8, 16, 128]), st.booleans(), st.integers(0, 2 ** 32 - 1))
+@settings(max_examples=40, deadline=None)
+def test_b_decoded_into_tiles_equals_its_rows_decoded_then_tiled(dtype, N, Kc, ks, tn, scaled, seed):
+    """chain.prepare_tiles (B's raw rows straight into the engine's tile-major arrays) against prepare_rows' row
+    arrays tiled by numpy: values, alignments, each lane's zero floor and special flag, each tile's bounds; a last
+    partial tile (padding lanes), a K not a multiple of the step, block scales (NaN among them) or none; any bits."""
+    from tcemu.arith import chain
+    rng = np.random.default_rng(seed)
+    fmt = get_format(dtype)
+    bits = (rng.integers(0, 1 << (fmt.bits - fmt.shift), (N, Kc)) << fmt.shift).astype(
+        np.uint32 if fmt.bits > 16 else np.uint16)
+    steps = -(-Kc // ks)
+    tabs = mm_mod._decode_tables(dtype)
+    mx = rng.integers(100, 160, (N, -(-Kc // 32))).astype(np.uint8) if scaled else None
+    if scaled:
+        mx[rng.random(mx.shape) < 0.1] = 0xFF   # NaN scales
+    sexp, snan = mm_mod._scales(mx, N)
+    Kp, zero_exp = steps * ks, -150
+    val, al = np.empty((N, Kp)), np.empty((N, Kp), np.int16)
+    lo, hi = np.empty((N, steps), np.int32), np.empty((N, steps), np.int32)
+    zero, spec = np.empty((N, steps), bool), np.empty((N, steps), bool)
+    chain.prepare_rows(bits, *tabs, ks, steps, sexp, snan, 32, val, al, lo, hi, zero, spec)
+    T = -(-N // tn)
+    got = [np.empty((T, Kp, tn)), np.empty((T, Kp, tn), np.int16), np.empty((T, steps, tn), np.int32),
+           np.empty((T, steps, tn), bool), np.empty((T, steps), np.int32), np.empty((T, steps), np.int32),
+           np.empty((T, steps), bool), np.empty((T, steps), bool)]
+    chain.prepare_tiles(bits, *tabs, ks, steps, sexp, snan, 32, tn, zero_exp, *got)
+    pad = T * tn - N
+    lanes = lambda a, fill: np.concatenate([a, np.full((pad,) + a.shape[1:], fill, a.dtype)]).reshape(
+        (T, tn) + a.shape[1:]).swapaxes(1, 2)
+    want = [lanes(val, 1.0), lanes(al, chain.NO_AL), lanes(np.where(zero, zero_exp, chain.NO_TERM).astype(np.int32),
+                                                                chain.NO_TERM), lanes(spec, False)]
+    for g, w in zip(got[:4], want):
+        assert np.array_equal(g, w, equal_nan=g.dtype.kind == "f")
+    by_tile = lambda a, fill: np.concatenate([a, np.full((pad, steps), fill, a.dtype)]).reshape(T, tn, steps)
+    assert np.array_equal(got[4], by_tile(lo, chain.BIG).min(axis=1))
+    assert np.array_equal(got[5], by_tile(hi, chain.NO_TERM).max(axis=1))
+    assert np.array_equal(got[6], by_tile(zero, False).any(axis=1))
+    assert np.array_equal(got[7], by_tile(spec, False).any(axis=1))
