@@ -5,6 +5,7 @@ numpy moves a row per index instead of a byte. `spots` are (n, w) byte offsets, 
 A row moves fastest as one element: np.take along the rows, and an assignment through the array viewed as one
 void item per row (numpy's fancy indexing pays ~20 ns a (sub)row, a void item is one copy: 3-8x on 3,072 rows of
 16, scripts/bench timings in NOTES, session 15)."""
+import threading
 from collections import deque
 
 import numpy as np
@@ -35,11 +36,15 @@ def last_answer(fn):
     """fn(spots), answering again at once for the spots arrays it saw last (LAST of them, within LAST_BYTES): one
     access updates several shadows at the same spots (a copy landing: data, written, source, ...; a racecheck plan,
     then its record), each asking, and a gang plans every CTA's access before it records any (spots arrays are never
-    written in place). The memo holds the arrays it answers for, so an id in it names that array."""
-    memo, order = {}, deque()
-    held = [0]
+    written in place). The memo holds the arrays it answers for, so an id in it names that array. Each thread keeps
+    its own (launches run in threads side by side: a dask worker's threads, tcemu.matmul's workers)."""
+    local = threading.local()
 
     def ask(spots):
+        st = getattr(local, "memo", None)
+        if st is None:
+            st = local.memo = ({}, deque(), [0])
+        memo, order, held = st
         hit = memo.get(id(spots))
         if hit is not None:
             return hit[1]

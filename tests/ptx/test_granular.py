@@ -523,3 +523,35 @@ def test_the_read_records_pass_answers_as_the_scatters(seed, n, one_key):
     got_key, got_info = np.zeros(40, np.int64), np.zeros(40, np.int32)
     graces._record_reads(got_key, got_info, units, keys, site, tids)
     assert np.array_equal(got_key, want_key) and np.array_equal(got_info, want_info)
+
+
+def test_last_answer_keeps_a_memo_per_thread():
+    # launches run in threads side by side (a dask worker's threads) and ask about shared read-only arrays (a kept
+    # TMA box's offsets, an operand's): one memo for all threads took one array in twice and later popped it twice
+    import sys
+    import threading
+    from tcemu.ptx import rows
+    ask = rows.last_answer(lambda spots: int(spots[0, 0]))
+    pool = [np.full((4, 16), v, np.int64) for v in range(3 * rows.LAST)]
+    errors = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(4000):
+                a = pool[int(rng.integers(0, len(pool)))]
+                if ask(a) != int(a[0, 0]):
+                    errors.append("a wrong answer")
+        except Exception as e:   # noqa: BLE001 (one shared memo: a KeyError from an id popped twice)
+            errors.append(repr(e))
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        ts = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors, errors[:3]
