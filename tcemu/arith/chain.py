@@ -109,7 +109,7 @@ def prepare_tiles(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, s
     """B's rows (N, Kc) of raw bits decoded (as prepare_rows) straight into tile-major arrays: values / alignments
     (T, K, TN), per (T, step, lane) zero floor (zero_exp where the lane's step has a zero, else NO_TERM) and special
     flag, per (T, step) bounds and any zero / special over the tile's lanes. Padding lanes (n >= N) are never read
-    back: 1.0, NO_AL, no flags. (One pass: rows decoded and then copied into tiles had cost a second.)"""
+    back: 1.0, NO_AL, no flags. (One pass: B used to be decoded into rows, then copied into tiles.)"""
     N, Kc = bits.shape
     T = bval.shape[0]
     scaled = scale_exp.shape[1] > 0

@@ -83,7 +83,7 @@ def _compute(group):
 
 def settle(W, idx=None):
     """Compute W's chains whose D registers meet the 32-bit register indices `idx` (None: all of them)."""
-    settle_chains([ch for ch in W.deferred.values() if idx is None or not ch.idx.isdisjoint(idx)])
+    settle_warps([W], idx)
 
 
 def settle_warps(warps, idx=None):

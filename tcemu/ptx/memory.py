@@ -271,6 +271,11 @@ def _flat(x) -> np.ndarray:
     return np.ascontiguousarray(x, np.int64).reshape(-1)
 
 
+def _granule_bytes(g) -> np.ndarray:
+    """The byte offsets of 16-byte granules g, flat."""
+    return (np.asarray(g).reshape(-1, 1) * 16 + _BYTE).reshape(-1)
+
+
 def granules(spots) -> np.ndarray:
     """The 16-byte granules (offset >> 4) of byte offsets `spots`, a granule once per aligned row of 16 or more."""
     g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
@@ -423,7 +428,7 @@ class SharedWindow:
         if src.ndim == 0:
             self.source16[g] = src if src < 0 else MIXED
             if src >= 0:
-                self.source[(g[:, None] * 16 + _BYTE).reshape(-1)] = src
+                self.source[_granule_bytes(g)] = src
             return
         rows = np.broadcast_to(src, np.shape(spots)).reshape(-1, 16)   # granule by granule, as g lists them
         first = rows[:, 0]
@@ -431,7 +436,7 @@ class SharedWindow:
                        np.where((rows < 0).all(axis=1), NO_SOURCE, MIXED))
         mixed = val == MIXED
         if mixed.any():
-            self.source[(g[mixed][:, None] * 16 + _BYTE).reshape(-1)] = rows[mixed].reshape(-1)
+            self.source[_granule_bytes(g[mixed])] = rows[mixed].reshape(-1)
         self.source16[g] = val
 
     def set_source_rows(self, g, first):
@@ -443,7 +448,7 @@ class SharedWindow:
         cur = self.source16[gr]
         lone = cur != MIXED
         if lone.any():
-            b = (gr[lone][:, None] * 16 + _BYTE).reshape(-1)
+            b = _granule_bytes(gr[lone])
             self.source[b] = np.where(cur[lone][:, None] >= 0, cur[lone][:, None] + _BYTE, NO_SOURCE).reshape(-1)
 
     def check_overwrite(self, spots, where: str, what: str = "writes", g=None):
@@ -451,12 +456,12 @@ class SharedWindow:
         caller has them; spots may then be None where no per-byte shadow of these is made)."""
         made = self.__dict__   # a shadow never made (lazy, __getattr__) is all zeros: nothing to check
         if "wgmma_reading" in made and _any_at(self.wgmma_reading, _flat(granules(spots) if g is None else g)):
-            flat = (np.asarray(g).reshape(-1, 1) * 16 + _BYTE if spots is None else np.asarray(spots)).reshape(-1)
+            flat = _granule_bytes(g) if spots is None else np.asarray(spots).reshape(-1)
             b = int(flat[self.wgmma_reading[flat >> 4] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a wgmma.mma_async still in flight reads "
                                      "(wait for it with wgmma.wait_group before reusing the stage)")
         if spots is None and ("bulk_reading" in made or "tcgen05_reading" in made):   # per-byte shadows: bytes
-            spots = (np.asarray(g).reshape(-1, 1) * 16 + _BYTE).reshape(-1)
+            spots = _granule_bytes(g)
         if "bulk_reading" in made and _any_at(self.bulk_reading, _flat(spots)):
             b = int(spots[self.bulk_reading[spots] != 0][0])
             raise HazardError(where, f"{what} shared address {b:#x}, which a bulk copy to global memory still reads "

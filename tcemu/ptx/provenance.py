@@ -76,11 +76,9 @@ def check_operand(gmem, sh, op, which, desc, wh, memo):
     if src16 is not None and op.grains.size:
         first = int(src16[op.grains[0]])
         seen = memo.get(key)
-        if seen is not None and first >= 0:
-            s_first, s_rel, s_alloc, s_lo, s_hi = seen
-            if s_alloc.base <= first + s_lo and first + s_hi < s_alloc.end and (first - s_first) % op.ebytes == 0 \
-                    and _moved_at(src16, op.grains, s_rel, first):
-                return
+        if seen is not None and first >= 0 and _moves_inside(seen, first, op.ebytes) and \
+                _moved_at(src16, op.grains, seen[1], first):
+            return
     src = sh.operand_sources(op)
     check_tile(gmem, src, op.ebytes, which, desc, wh, memo=memo)
     if src16 is None or not op.grains.size or not (key in memo or len(memo) < MEMO_SIZE):
@@ -88,11 +86,24 @@ def check_operand(gmem, sh, op, which, desc, wh, memo):
     g16 = src16[op.grains]
     if (g16 < 0).any():   # a granule that is no run (no copy, or mixed sources): asked element by element
         return
-    first = int(g16[0])
-    lo, hi = int(src.min()), int(src.max())
+    entry = _remembered(gmem, int(g16[0]), g16, int(src.min()), int(src.max()))
+    if entry is not None:
+        memo[key] = entry
+
+
+def _moves_inside(seen, first, ebytes) -> bool:
+    """Whether a remembered passing operand `seen` moved to start at `first` stays inside its allocation, moved by
+    whole elements (what the sources are then compared for)."""
+    s_first, _, s_alloc, s_lo, s_hi = seen
+    return s_alloc.base <= first + s_lo and first + s_hi < s_alloc.end and (first - s_first) % ebytes == 0
+
+
+def _remembered(gmem, first, src, lo, hi):
+    """What the memo keeps of passing sources `src` (first: the one others are relative to; lo, hi: the least and
+    largest element source): (first, relative sources, allocation, lo and hi relative), or None outside one
+    allocation."""
     alloc = gmem.holding(lo, hi)
-    if alloc is not None:
-        memo[key] = (first, g16 - first, alloc, lo - first, hi - first)
+    return None if alloc is None else (first, src - first, alloc, lo - first, hi - first)
 
 
 @njit(cache=True)
@@ -112,17 +123,12 @@ def _translated(gmem, src, ebytes, seen):
     unknown element, -1, would put the least below the allocation)."""
     first = int(src.flat[0])
     if seen is not None:
-        s_first, s_rel, s_alloc, s_lo, s_hi = seen
-        if s_alloc.base <= first + s_lo and first + s_hi < s_alloc.end and (first - s_first) % ebytes == 0 and \
-                src.shape == s_rel.shape and src.dtype == s_rel.dtype == np.int64 and \
-                _moved(np.ascontiguousarray(src).reshape(-1), np.ascontiguousarray(s_rel).reshape(-1), first):
+        s_rel = seen[1]
+        if _moves_inside(seen, first, ebytes) and src.shape == s_rel.shape and src.dtype == s_rel.dtype == np.int64 \
+                and _moved(np.ascontiguousarray(src).reshape(-1), np.ascontiguousarray(s_rel).reshape(-1), first):
             return True
-    rel = src - first
     lo, hi = int(src.min()), int(src.max())
-    if lo < 0:
-        return None
-    alloc = gmem.holding(lo, hi)
-    return None if alloc is None else (first, rel, alloc, lo - first, hi - first)
+    return None if lo < 0 else _remembered(gmem, first, src, lo, hi)
 
 
 @njit(cache=True)

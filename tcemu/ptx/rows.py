@@ -94,9 +94,15 @@ def scatter_starts(arr, starts, values):
 def fill_starts(arr, starts, w, value):
     """arr[starts[:, None] + 0..w-1] = value (one value), without making those offsets, as scatter_starts."""
     if _aligned_starts(starts, w) and arr.flags.c_contiguous:
-        _items(arr, w)[starts // w] = np.full(w, value, arr.dtype).view(_items(arr, w).dtype)[0]
+        _fill_items(arr, w, starts // w, value)
     else:
         arr[starts[:, None] + np.arange(w)] = value
+
+
+def _fill_items(arr, w, idx, value):
+    """arr's rows of w numbered idx all set to one value: one void item of it, copied to each."""
+    items = _items(arr, w)
+    items[idx] = np.full(w, value, arr.dtype).view(items.dtype)[0]
 
 
 def _items(arr, w):
@@ -114,7 +120,7 @@ def scatter(arr, spots, values):
     w = spots.shape[1]
     values = np.asarray(values)
     if values.size == 1:   # one value everywhere: one void row of it
-        _items(arr, w)[idx] = np.full(w, values.reshape(()), arr.dtype).view(_items(arr, w).dtype)[0]
+        _fill_items(arr, w, idx, values.reshape(()))
     elif values.shape == spots.shape and arr.flags.c_contiguous:
         _items(arr, w)[idx] = np.ascontiguousarray(values, arr.dtype).view(_items(arr, w).dtype).reshape(-1)
     else:   # a value per row, broadcast along it: as fast row by row

@@ -250,9 +250,9 @@ class GangMma:
             settle_chains(full)   # grown long: computed now (a CTA's twin warpgroups together)
         for g, (cta, wg, warps) in enumerate(groups):
             chain = warps[0].deferred.get(d_key)
-            if chain is not None and (len(chain.a) >= MAX_STEPS or chain.form() != form or chain.warps != warps or
+            if chain is not None and (chain.form() != form or chain.warps != warps or
                                       any(w.deferred.get(d_key) is not chain for w in warps)):
-                chain.settle()   # grown long, or not this warpgroup's: computed now
+                chain.settle()   # not this warpgroup's: computed now
                 chain = None
             for w in warps:      # other chains into registers these D registers meet
                 for other in list(w.deferred.values()):
