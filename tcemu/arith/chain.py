@@ -80,27 +80,33 @@ def prepare_rows(bits, shift, tab_val, tab_al, tab_cls, ks, steps, scale_exp, sc
     scaled = scale_exp.shape[1] > 0
     for r in range(R):
         for s in range(steps):
-            _clear_bounds(lo, hi, zero, spec, r, s)
+            # a step's bounds in locals, stored once: read-modify-writes of lo[r, s] per element (numba cannot keep
+            # them in registers past the stores to val / al) ran this loop 4-7x slower (17 against 3-4 ns an element)
+            l, h, z, sp = BIG, NO_TERM, False, False
             for j in range(ks):
                 k = s * ks + j
                 if k >= Kc:
                     val[r, k] = 0.0
                     al[r, k] = NO_AL
-                    zero[r, s] = True
+                    z = True
                     continue
                 v, align, cls = _decode(bits, r, k, shift, tab_val, tab_al, tab_cls, scaled, scale_exp, scale_nan,
                                         scale_block)
                 val[r, k] = v
                 if cls == 0:
                     al[r, k] = NO_AL
-                    zero[r, s] = True
+                    z = True
                 elif cls == 1:
                     al[r, k] = align
-                    lo[r, s] = min(lo[r, s], align)
-                    hi[r, s] = max(hi[r, s], align)
+                    l = min(l, align)
+                    h = max(h, align)
                 else:
                     al[r, k] = NO_AL
-                    spec[r, s] = True
+                    sp = True
+            lo[r, s] = l
+            hi[r, s] = h
+            zero[r, s] = z
+            spec[r, s] = sp
 
 
 @njit(cache=True)
