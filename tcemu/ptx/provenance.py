@@ -51,11 +51,11 @@ def check_tile(gmem, src, ebytes, which, desc, wh, rule="tile", memo=None):
 
     memo (a dict kept by the launch): verdicts already given. Every rule above compares sources within rows and
     rows with each other, so an operand whose sources are a passing one's moved by a whole number of elements
-    inside the same allocation passes too (every row's column moves alike): the next K block of a stage, or the
-    same stage of another CTA, costs one comparison."""
+    inside the same allocation passes too (every row's column moves alike): the next K block of a stage, the same
+    stage of another CTA, or another stage's buffer (another descriptor value), costs one comparison."""
     key = hit = None
     if memo is not None and src.size and src.flat[0] >= 0:
-        key = (which, desc, src.shape, ebytes, rule)   # descriptors are frozen dataclasses: equal fields, one key
+        key = (which, src.shape, ebytes, rule)   # (the verdict is src's alone: desc only names it in a report)
         hit = _translated(gmem, src, ebytes, memo.get(key))
         if hit is True:
             return
@@ -68,11 +68,14 @@ def check_operand(gmem, sh, op, which, desc, wh, memo):
     """check_tile of a descriptor operand (ops/wgmma_gang.Operand `op`) read from the shared window `sh`, asked
     first by its 16-byte granules. Where every granule it reads is one run of copied bytes (SharedWindow.source16 >=
     0), element (granule g, low byte l) comes from source16[g] + l, so granule sources moved by d put every element's
-    source d further: a passing operand of the same descriptor value and shape whose granule sources all moved by a
+    source d further: a passing operand of the same layout whose granule sources all moved by a
     whole number of elements, inside its allocation, passes (check_tile's memo, without making the per-element
-    sources: one pass over 128-512 granules instead of 1-4 K elements)."""
+    sources: one pass over 128-512 granules instead of 1-4 K elements). The memo's key is the operand's layout
+    (Operand.layout: its element addresses up to a move by whole granules), not its descriptor value: element
+    (r, k) reads granule op.grains[i] at low byte l alike in every such operand, so the stages' buffers and K
+    blocks of a pipeline share one entry (a Triton GEMM's 24 descriptor values had each paid a full check)."""
     src16 = sh.granule_sources()
-    key = ("granules", which, op.key)
+    key = ("granules", which, op.layout)
     if src16 is not None and op.grains.size:
         first = int(src16[op.grains[0]])
         seen = memo.get(key)

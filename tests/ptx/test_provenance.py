@@ -347,6 +347,24 @@ def test_operand_memo_by_granules_passes_moved_stages_and_still_checks_the_rest(
     mixed[g[7]] = -2                                                  # sources kept byte by byte (MIXED)
     check(mixed)
     assert len(calls) == 6
+    # another stage's buffer (a descriptor 8 KB further: whole 128B-swizzle atoms) has the same layout, so its
+    # sources moved pass by granules; one 128 bytes further (inside an atom) is another layout, checked in full
+    far = GmmaDescriptor(0x400 + 0x2000, 16, 1024, 0, "128B")
+    op2 = operand(far.encode(), 64, 64, "bf16", "K")
+    assert op2.layout == op.layout and op2.key != op.key
+    check(moved)                                                      # (the half-element move is remembered)
+    assert len(calls) == 7
+    stage = np.full(1 << 12, -1, np.int64)
+    stage[op2.grains] = moved[g] + 2 * 384
+    check_operand(gm, _Window(stage), op2, "A", far, "here", memo)
+    assert len(calls) == 7
+    stage[op2.grains[2]], stage[op2.grains[3]] = stage[op2.grains[3]], stage[op2.grains[2]]
+    with pytest.raises(HazardError, match="is not a tile"):
+        check_operand(gm, _Window(stage), op2, "A", far, "here", memo)
+    assert len(calls) == 8
+    near = GmmaDescriptor(0x400 + 0x80, 16, 1024, 0, "128B")
+    op3 = operand(near.encode(), 64, 64, "bf16", "K")
+    assert op3.layout != op.layout
 
 
 @settings(max_examples=100, deadline=None)

@@ -8,6 +8,7 @@ warpgroup not whole; ops/wgmma.py gives A-in-registers, sparse and integer forms
 before anything changes, and the warps run the instruction one at a time, which gives the report its warp. Then
 the steps join deferred accumulator chains (chains.py), or one batched fused dot (hopper.wgmma_batch) computes
 every warpgroup's D, and the effects land warpgroup by warpgroup in gang order."""
+import itertools
 import time
 
 import numpy as np
@@ -30,6 +31,8 @@ DEFER = True          # float-accumulator steps wait in chains until their regis
 _LE = {8: np.dtype("u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4")}   # shared memory is little-endian
 _OPERANDS = {}        # (descriptor value, rows, k, dtype, major) -> Operand
 _OPERANDS_MAX = 4096
+_LAYOUTS = {}         # an operand's element addresses relative to its first granule (bytes) -> a small id
+_LAYOUT_IDS = itertools.count()   # (never reused: a launch's memo may outlive a clear of _LAYOUTS)
 
 
 class InFlight:
@@ -67,6 +70,16 @@ class Operand:
         self.spots = (self.addrs.reshape(-1, 1) + np.arange(self.ebytes)).reshape(-1)
         self.grains = np.unique(self.spots >> 4)   # the 16-byte granules it reads (InFlight)
         self.addr_granules, self.addr_low = self.addrs >> 4, self.addrs & 15   # SharedWindow.operand_sources
+        # operands whose element addresses are one pattern moved by whole granules (another stage's buffer, the
+        # next K block of a swizzle atom: other descriptor values) read their granules in the same order, element
+        # by element: provenance.check_operand's memo holds one entry for all of them
+        rel = (self.addrs - (self.lo & ~15)).tobytes()
+        if len(_LAYOUTS) >= _OPERANDS_MAX and rel not in _LAYOUTS:
+            _LAYOUTS.clear()
+        lid = _LAYOUTS.get(rel)
+        if lid is None:
+            lid = _LAYOUTS[rel] = next(_LAYOUT_IDS)
+        self.layout = (rows, k, dtype, major, lid)
         self.index = None   # element indices of an aligned whole-byte read (SharedMemory.read_operand's gather)
         if dtype not in SUBBYTE:
             bits = element_type(dtype).bits
