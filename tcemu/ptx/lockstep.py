@@ -118,7 +118,7 @@ class Batch:
     full = True
     lane_pc = None
 
-    def __init__(self, warps, touched, runs=None):
+    def __init__(self, warps, touched, runs=None, copy=False):
         self.warps = warps
         if 32 in touched and any(w.deferred for w in warps):   # wgmma results these registers wait for
             idx = set(touched[32].tolist())
@@ -126,7 +126,8 @@ class Batch:
                 settle_warps(warps, idx)
         nb = len(warps)
         self.runs = runs or _runs(warps)   # (runs: _runs(warps), where the caller has them)
-        self.view = self.runs is not None and len(self.runs) == 1   # one slice: the registers themselves
+        # one slice: the registers themselves (copy: a copy all the same, kept only by store: cp_async's issue runs)
+        self.view = self.runs is not None and len(self.runs) == 1 and not copy
         for cls, idx in touched.items():
             attr = CLASS_ATTR[cls]
             if self.view:
@@ -361,6 +362,7 @@ def run(gang, budget: int, log=None) -> int:
     warp instructions have run; the number run."""
     prog = gang[0].prog
     end = prog.lockstep_end
+    code = prog.code
     n = 0
     queue = [gang]
     while queue and n < budget:
@@ -373,6 +375,12 @@ def run(gang, budget: int, log=None) -> int:
                 if g[0].pc < end[pc]:    # an exception: the warps run that instruction on their own
                     return n
                 continue
+            fuse = getattr(code[pc], "fuse", None) if GANG_OPS else None
+            if fuse is not None:   # a run of issues as one (ops/cp_async.py)
+                k = fuse.run(g, pc, log)
+                if k:
+                    n += k
+                    continue
             moved, whole = _step(g, pc, None, log)
             n += len(moved)
             if whole:

@@ -233,3 +233,132 @@ def test_repeats_of_aligned_starts_answer_as_a_sort():
             x[0] += (common.BITMAP_MAX + 1) * w   # a span past the bitmap: the sort answers
         assert common.repeats_aligned(x, w) == common.repeats(x)
     check()
+
+
+# thread t of CTA c (128 threads): two 16-byte copies in one run (address arithmetic between them, no commit):
+# src[(128 c + t) 16 ..] -> buf[16 t] and src[(128 c + (t ^ 1)) 16 ..] -> buf[{second} + 16 t], with src-size n;
+# after the wait and bar.sync, thread t reads both of thread u = (t + 32) mod 128 into dst[32 (128 c + t) ..]
+RUN_BODY = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [dst];
+  ld.param.u32 %r9, [n];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mad.lo.u32 %r3, %r2, 128, %r1;
+  mul.wide.u32 %rd3, %r3, 16;
+  add.s64 %rd4, %rd1, %rd3;
+  mov.u32 %r4, buf;
+  shl.b32 %r5, %r1, 4;
+  add.u32 %r6, %r4, %r5;
+  cp.async.cg.shared.global [%r6], [%rd4], 16, %r9;
+  xor.b32 %r7, %r3, 1;
+  mul.wide.u32 %rd5, %r7, 16;
+  add.s64 %rd6, %rd1, %rd5;
+  add.u32 %r8, %r6, {second};
+  cp.async.cg.shared.global [%r8], [%rd6], 16, %r9;
+  cp.async.commit_group;
+  cp.async.wait_group 0;
+  bar.sync 0;
+  add.u32 %r12, %r1, 32;
+  and.b32 %r12, %r12, 127;
+  shl.b32 %r13, %r12, 4;
+  add.u32 %r14, %r4, %r13;
+  ld.shared.v4.u32 {{%r20, %r21, %r22, %r23}}, [%r14];
+  ld.shared.v4.u32 {{%r24, %r25, %r26, %r27}}, [%r14+{second}];
+  mul.wide.u32 %rd7, %r3, 32;
+  add.s64 %rd8, %rd2, %rd7;
+  st.global.v4.u32 [%rd8], {{%r20, %r21, %r22, %r23}};
+  st.global.v4.u32 [%rd8+16], {{%r24, %r25, %r26, %r27}};
+  ret;
+"""
+
+
+def run_launch(second=2048, grid=3, n=16, **kw):
+    src = np.random.default_rng(7).integers(0, 256, 128 * grid * 16, dtype=np.uint8)
+    dst = np.zeros(32 * 128 * grid, np.uint8)
+    mod = ptx.load(entry(RUN_BODY.format(second=second), params=PARAMS, regs=REGS + BUF, prologue=""))
+    mod.launch("k", grid=grid, block=128, args=[src, dst, n], **kw)
+    return src, dst
+
+
+@pytest.fixture
+def fused(monkeypatch):
+    """Count the issue runs (cp_async._issue called with more than one instruction's lanes)."""
+    from tcemu.ptx.ops import cp_async
+    seen = {"runs": 0}
+    real = cp_async._issue
+
+    def spy(warps, sel, items):
+        seen["runs"] += len(items) > 1
+        return real(warps, sel, items)
+    monkeypatch.setattr(cp_async, "_issue", spy)
+    return seen
+
+
+@pytest.mark.parametrize("n", [16, 0])
+def test_a_run_of_issues_lands_the_bytes_and_state_of_the_issues_one_at_a_time(fused, monkeypatch, n):
+    """Two cp.async with address arithmetic between them run as one issue (cp_async._Fusable.run): the bytes the
+    PTX text moves (src-size 0: zeros), and every shadow and racecheck record of the windows and of the global
+    source equal to the issues run one at a time and to the warps one at a time."""
+    from tcemu.ptx import memory, module
+    from tcemu.ptx.ops import cp_async
+    finals = []
+
+    class Window(memory.SharedWindow):
+        def release(self):
+            finals.append({**{k: self.race.bytes(k) for k in ("w_ep", "w_info", "w_mask", "w_region", "R")},
+                           "data": self.smem.data.copy(), "written": self.smem.written.copy(),
+                           "source": self.sources(np.arange(self.hi)), "unfenced": self.unfenced.copy(),
+                           "epoch": self.write_epoch})
+            super().release()
+    monkeypatch.setattr(module, "SharedWindow", Window)
+    shadows = []
+
+    class Shadow(graces.GShadow):
+        def __init__(self, *a):
+            super().__init__(*a)
+            shadows.append(self)
+    monkeypatch.setattr(graces, "GShadow", Shadow)
+
+    def state():
+        out = ([dict(f) for f in finals], [{k: s.bytes(k) for k in ("w_key", "w_info", "r_key", "r_info")}
+                                           for s in shadows])
+        finals.clear()
+        shadows.clear()
+        return out
+    src, dst = run_launch(n=n)
+    want = np.zeros((3, 128, 32), np.uint8)
+    if n:
+        rows = src.reshape(3, 128, 16)
+        u = (np.arange(128) + 32) % 128
+        want[:, :, :16] = rows[:, u]
+        want[:, :, 16:] = rows[:, u ^ 1]
+    assert np.array_equal(dst.reshape(3, 128, 32), want)
+    assert fused["runs"] == 1   # the grid's three CTAs in one gang, their two issues as one
+    got = state()
+    monkeypatch.setattr(cp_async._Fusable, "run", lambda *a: 0)
+    _, one = run_launch(n=n)
+    assert fused["runs"] == 1 and np.array_equal(one, dst)
+    each = state()
+    _, alone = run_launch(n=n, lockstep=False)
+    assert np.array_equal(alone, dst)
+    warps = state()
+    assert len(got[0]) == 3 and len(got[1]) >= 1
+    for other, epochs in ((each, True), (warps, False)):   # (a gang's landing marks one write epoch, not a warp's)
+        for g, a in zip(got[0] + got[1], other[0] + other[1]):
+            assert g.keys() == a.keys()
+            for k in g:
+                if epochs or k not in ("unfenced", "epoch"):
+                    assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+
+
+def test_a_run_whose_issues_meet_is_reported_as_the_warps_one_at_a_time_report_it(fused, monkeypatch):
+    # the second issue copies to the first one's bytes (second=0): the run falls back before any change, and the
+    # second issue's gang and then its warps report the copy still in flight, as with no gang at all
+    with pytest.raises(HazardError) as ganged:
+        run_launch(second=0)
+    assert fused["runs"] == 1
+    monkeypatch.setattr(lockstep, "GANG_OPS", False)
+    with pytest.raises(HazardError) as alone:
+        run_launch(second=0)
+    assert "is still in flight" in str(ganged.value) and str(ganged.value) == str(alone.value)

@@ -529,3 +529,25 @@ def test_cta_starts_finds_each_ctas_run_of_warps_or_none():
     assert cta_starts(warps) == [0, 2, 3] and cta_starts(warps[:1]) == [0]
     assert cta_starts(warps + [SimpleNamespace(cta=b, index=1)]) is None   # b's warps apart
     assert np.array_equal(thread_ids(warps), np.stack([_tids(w.index) for w in warps]))
+
+
+def test_triton_issue_runs_leave_every_shadow_as_its_issues_one_at_a_time_do(states, monkeypatch):
+    # the bf16 fixture's pipeline stages: 4 and 8 cp.async with their address arithmetic, each run as one issue
+    from tcemu.ptx.ops import cp_async
+    runs = []
+    real = cp_async._issue
+    monkeypatch.setattr(cp_async, "_issue", lambda w, s, items: (runs.append(len(items)), real(w, s, items))[1])
+    _, _, c, _, _ = launch_matmul("matmul_bf16", 256, 256, 256)
+    assert 4 in runs and 8 in runs
+    fused = [state_of(x) for x in states]
+    states.clear()
+    monkeypatch.setattr(cp_async._Fusable, "run", lambda *a: 0)
+    runs.clear()
+    _, _, one, _, _ = launch_matmul("matmul_bf16", 256, 256, 256)
+    assert set(runs) == {1} and c.any() and np.array_equal(c, one)
+    each = [state_of(x) for x in states]
+    assert len(fused) == len(each) > 2
+    for g, a in zip(fused, each):
+        assert g.keys() == a.keys()
+        for k in g:
+            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k

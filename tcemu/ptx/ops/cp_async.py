@@ -8,7 +8,7 @@ from operator import itemgetter
 import numpy as np
 
 from .. import parser as P
-from .. import graces, races
+from .. import graces, lockstep, races
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ...core.errors import TcemuError
 from ..lockstep import Batch, slots_of
@@ -109,93 +109,226 @@ def c_cp_async(ins, prog, pc):
 
     touched = slots_of(prog, ops)   # the registers the operands read (the gang's are gathered once: Batch)
 
+    def lanes_of(B, nw):
+        """(shared destinations, global sources, bytes read or None: all) of a gang's (nw, 32) lanes, its registers
+        read through a lockstep.Batch."""
+        dsts = np.broadcast_to(g_dst(B), (nw, 32)).astype(np.int64)
+        srcs = np.broadcast_to(g_src(B), (nw, 32))
+        return dsts, srcs, read_sizes(lambda g: np.broadcast_to(g(B), (nw, 32)), nw * 32)
+
     def gang(pairs):
         """All the gang's issues at once: lanes and the global side together, the shared side CTA by CTA."""
         warps = [W for W, _ in pairs]
         nw = len(warps)
         B = Batch(warps, touched)
-        sel = np.ones((nw, 32), bool) if all(m is None for _, m in pairs) else \
+        sel = None if all(m is None for _, m in pairs) else \
             np.stack([np.ones(32, bool) if m is None else np.asarray(m, bool) for _, m in pairs])
-        dsts = np.broadcast_to(g_dst(B), (nw, 32)).astype(np.int64)[sel]
-        srcs = np.broadcast_to(g_src(B), (nw, 32))[sel]
-        tids = thread_ids(warps)[sel]
-        n = read_sizes(lambda g: np.broadcast_to(g(B), (nw, 32))[sel], dsts.size)
-        per_warp = sel.sum(axis=1)
-        first = cta_starts(warps)   # where each CTA's warps start; a CTA's warps must be together
-        if first is None:
-            raise Fallback
-        ctas = [warps[k].cta for k in first]
-        ends = np.cumsum(per_warp)
-        cut = [0] + [int(ends[k - 1]) for k in first[1:]] + [int(ends[-1])]   # lane ranges per CTA
-        if dsts.size and (dsts % nbytes).any():
-            raise Fallback
-        reads = slice(None) if n is None else np.flatnonzero(n > 0)
-        rsrc = srcs[reads]
-        data = np.zeros((dsts.size, nbytes), np.uint8)
-        alloc = off = None
-        if rsrc.size:
-            if (rsrc % np.uint64(nbytes)).any():
-                raise Fallback
-            try:
-                alloc, off = warps[0].cta.launch.gmem._locate(rsrc, nbytes, tids, wh)
-            except TcemuError:
-                raise Fallback from None
-            if alloc is None or alloc == "multi":
-                raise Fallback
-            data[reads] = gather_starts(alloc.data, off, nbytes)
-        srcs = srcs.astype(np.int64)
-        if n is not None:
-            data = np.where(span[None, :] < n[:, None], data, 0).astype(np.uint8)
-        sh0 = ctas[0].shared   # a launch's windows are alike
-        if any(c.shared.lo != sh0.lo or c.shared.hi != sh0.hi for c in ctas):
-            raise Fallback
-        if dsts.size and (int(dsts.min()) < sh0.lo or int(dsts.max()) + nbytes > sh0.hi or
-                          repeats_aligned(np.repeat(np.arange(len(ctas), dtype=np.int64) * (sh0.hi // nbytes + 1)
-                                                    * nbytes, np.diff(cut)) + dsts, nbytes)):
-            raise Fallback   # outside the window; two lanes (of one warp or two) copying to the same bytes
-        gr = dsts >> 4 if nbytes == 16 else None   # a 16-byte copy is one granule (aligned: checked above)
-        # the bytes themselves only where a shadow kept per byte is there to ask (memory._SHADOWS, made lazily)
-        spots = dsts[:, None] + span if gr is None or any(_BYTE_SHADOWS.intersection(c.shared.__dict__)
-                                                          for c in ctas) else None
-        for c, lo, hi in zip(ctas, cut, cut[1:]):
-            sh = c.shared
-            if lo == hi:
-                continue
-            sp = None if spots is None else spots[lo:hi]
-            g = None if gr is None else gr[lo:hi]
-            try:
-                sh.check_overwrite(sp, wh, g=g)
-            except TcemuError:
-                raise Fallback from None
-            if sh.pending_any(sp, g) or ("guard_bar" in sh.__dict__ and (gather(sh.guard_bar, sp) >= 0).any()):
-                raise Fallback
-        if alloc is not None:
-            if n is None:   # every lane reads: each CTA's reads are its lanes' rows
-                offs, who = [off[lo:hi] for lo, hi in zip(cut, cut[1:])], [tids[lo:hi] for lo, hi in zip(cut, cut[1:])]
-            else:
-                lane_read = np.zeros(dsts.size, bool)
-                lane_read[reads] = True
-                r_at = np.cumsum(lane_read) - lane_read   # index into off of each lane that reads
-                offs = [off[r_at[lo:hi][lane_read[lo:hi]]] for lo, hi in zip(cut, cut[1:])]
-                who = [tids[lo:hi][lane_read[lo:hi]] for lo, hi in zip(cut, cut[1:])]
-            leads = [warps[k] for k in first]
-            if graces.reads_race_ctas(leads, alloc, off, nbytes, [len(o) for o in offs]):
-                raise Fallback   # another CTA's unordered write: the warps' own loads report it
-            graces.record_reads_ctas(list(zip(leads, offs, who)), alloc, nbytes, wh)
-        for c, lo, hi in zip(ctas, cut, cut[1:]):
-            c.shared.set_pending(None if spots is None else spots[lo:hi], pc + 1,
-                                 None if gr is None else gr[lo:hi, None])
-        chunk = (dsts, data, srcs, n, tids)   # each warp's copy: its rows of the gang's arrays; a CTA's: its team
-        ends = ends.tolist()
-        bounds = first + [nw]
-        for k, (lo, hi) in enumerate(zip(cut, cut[1:])):
-            team = Team(chunk, lo, hi, bounds[k + 1] - bounds[k])
-            for j in range(bounds[k], bounds[k + 1]):
-                warps[j].cp_async_open.append(Copy(chunk, ends[j - 1] if j else 0, ends[j], team))
+        dsts, srcs, n = lanes_of(B, nw)
+        _issue(warps, sel, [(dsts, srcs, None if n is None else n.reshape(nw, 32), nbytes, wh, pc)])
 
     gang.masked = True   # lanes as the masks give them (lockstep.run_any)
     op.gang = gang
+    if g_ignore is None and ins.guard is None:   # what a run of issues asks of each (issue_run)
+        op.fuse = _Fusable(nbytes, wh, pc, touched, lanes_of)
     return op
+
+
+class _Fusable:
+    """An issue that runs with the issues around it as one (run): its width, report site, pc, the registers its
+    operands read and lanes_of(B, nw) -> (dsts, srcs, bytes read or None) of the gang's (nw, 32) lanes."""
+    __slots__ = ("nbytes", "wh", "pc", "touched", "lanes_of")
+
+    def __init__(self, nbytes, wh, pc, touched, lanes_of):
+        self.nbytes, self.wh, self.pc, self.touched, self.lanes_of = nbytes, wh, pc, touched, lanes_of
+
+    def run(self, gang, pc: int, log=None) -> int:
+        """A whole gang (lockstep.run) at this issue: the run of issues of this width and private instructions
+        from here (a Triton pipeline stage's 4 or 8 cp.async and their address arithmetic) as one _issue, one
+        copy a warp: the warp instructions run, or 0 (nothing changed; the gang runs the issue alone). The private
+        instructions run first on a copy of the registers, which is kept only if every check passes: they touch
+        registers alone and the issues read registers alone, so running the issues after them leaves what the
+        instructions one after the other leave."""
+        run = _run_of(gang[0].prog, pc)
+        if run is None:
+            return 0
+        end, issues, touched, written = run
+        code = gang[0].prog.code
+        if log is not None:
+            log.running = gang[0]
+        B = Batch(gang, touched, copy=True)
+        nw, items = len(gang), []
+        try:
+            for at in range(pc, end):
+                f = issues.get(at)
+                if f is not None:
+                    d, s, n = f.lanes_of(B, nw)
+                    items.append((d, s, None if n is None else n.reshape(nw, 32), f.nbytes, f.wh, f.pc))
+                elif code[at](B, None) is not None:
+                    return 0
+            _issue(gang, None, items)
+        except (Fallback, TcemuError):
+            return 0
+        except Exception:   # an op the batch cannot run (lockstep.stretch): the gang runs the issue alone
+            if lockstep.FORCE:
+                raise
+            return 0
+        B.store(written)
+        for w in gang:
+            w.pc = end
+            w.wait = None
+            w.executed += end - pc
+        return (end - pc) * nw
+
+
+def _run_of(prog, pc):
+    """(end, {pc: _Fusable} of its issues, registers read, registers written) of the run from pc (an issue): issues
+    of its width and private instructions (lockstep.analyse), none guarded; None where it holds one issue."""
+    runs = prog.__dict__.setdefault("_issue_runs", {})
+    if pc in runs:
+        return runs[pc]
+    code, private_end = prog.code, prog.lockstep_end
+    width = code[pc].fuse.nbytes
+    issues, touched, written = {}, {}, {}
+    at = pc
+    while at < len(code):
+        f = getattr(code[at], "fuse", None)
+        if f is not None and f.nbytes == width:
+            issues[at] = f
+            regs = [f.touched]
+            at += 1
+        elif private_end[at] > at:
+            regs = prog.lockstep_regs[at]
+            for c, idx in regs[1].items():
+                written.setdefault(c, set()).update(idx.tolist())
+            regs = [regs[0]]
+            at = int(private_end[at])
+        else:
+            break
+        for c, idx in regs[0].items():
+            touched.setdefault(c, set()).update(idx.tolist())
+    runs[pc] = None if len(issues) < 2 else (
+        at, issues, {c: np.array(sorted(x)) for c, x in touched.items()},
+        {c: np.array(sorted(x)) for c, x in written.items()})
+    return runs[pc]
+
+
+def _issue(warps, sel, items):
+    """The issues of a gang's warps at once: items [(dsts, srcs, bytes read or None, width, site, pc)], each (nw, 32)
+    per instruction in program order, one width; sel (nw, 32) the lanes that run (None: all). A warp's rows are
+    (instruction, lane) in order, a CTA's its warps' (each CTA's warps together): one copy a warp, one team a CTA.
+    Checks first (Fallback before any change), then the effects, as the instructions one after the other would
+    leave them: their global read records instruction by instruction; the rest is order-free (no two rows of a CTA
+    may write one shared byte: checked)."""
+    nw, K = len(warps), len(items)
+    nbytes = items[0][3]
+    span = np.arange(nbytes)
+    take = np.ones((nw, K, 32), bool) if sel is None else np.broadcast_to(sel[:, None, :], (nw, K, 32))
+    if K == 1:
+        dsts, srcs = items[0][0][take[:, 0]], items[0][1][take[:, 0]]
+    else:
+        dsts = np.stack([it[0] for it in items], axis=1)[take]
+        srcs = np.stack([it[1] for it in items], axis=1)[take]
+    tids = np.broadcast_to(thread_ids(warps)[:, None, :], (nw, K, 32))[take]
+    n = None if all(it[2] is None for it in items) else \
+        np.stack([np.full((nw, 32), nbytes) if it[2] is None else it[2] for it in items], axis=1)[take]
+    if n is not None and (n == nbytes).all():   # (lanes that do not run may hold any src-size)
+        n = None
+    per_warp = take.sum(axis=(1, 2))
+    first = cta_starts(warps)   # where each CTA's warps start; a CTA's warps must be together
+    if first is None:
+        raise Fallback
+    ctas = [warps[k].cta for k in first]
+    ends = np.cumsum(per_warp)
+    cut = [0] + [int(ends[k - 1]) for k in first[1:]] + [int(ends[-1])]   # lane ranges per CTA
+    if dsts.size and (dsts % nbytes).any():
+        raise Fallback
+    reads = slice(None) if n is None else np.flatnonzero(n > 0)
+    rsrc = srcs[reads]
+    data = np.zeros((dsts.size, nbytes), np.uint8)
+    alloc = off = None
+    if rsrc.size:
+        if (rsrc % np.uint64(nbytes)).any():
+            raise Fallback
+        try:
+            alloc, off = warps[0].cta.launch.gmem._locate(rsrc, nbytes, tids, items[0][4])
+        except TcemuError:
+            raise Fallback from None
+        if alloc is None or alloc == "multi":
+            raise Fallback
+        data[reads] = gather_starts(alloc.data, off, nbytes)
+    srcs = srcs.astype(np.int64)
+    if n is not None:
+        data = np.where(span[None, :] < n[:, None], data, 0).astype(np.uint8)
+    sh0 = ctas[0].shared   # a launch's windows are alike
+    if any(c.shared.lo != sh0.lo or c.shared.hi != sh0.hi for c in ctas):
+        raise Fallback
+    if dsts.size and (int(dsts.min()) < sh0.lo or int(dsts.max()) + nbytes > sh0.hi or
+                      repeats_aligned(np.repeat(np.arange(len(ctas), dtype=np.int64) * (sh0.hi // nbytes + 1)
+                                                * nbytes, np.diff(cut)) + dsts, nbytes)):
+        raise Fallback   # outside the window; two lanes (of one warp or two, one issue or two) copying to one byte
+    gr = dsts >> 4 if nbytes == 16 else None   # a 16-byte copy is one granule (aligned: checked above)
+    # the bytes themselves only where a shadow kept per byte is there to ask (memory._SHADOWS, made lazily)
+    spots = dsts[:, None] + span if gr is None or any(_BYTE_SHADOWS.intersection(c.shared.__dict__)
+                                                      for c in ctas) else None
+    for c, lo, hi in zip(ctas, cut, cut[1:]):
+        sh = c.shared
+        if lo == hi:
+            continue
+        sp = None if spots is None else spots[lo:hi]
+        g = None if gr is None else gr[lo:hi]
+        try:
+            sh.check_overwrite(sp, items[0][4], g=g)
+        except TcemuError:
+            raise Fallback from None
+        if sh.pending_any(sp, g) or ("guard_bar" in sh.__dict__ and (gather(sh.guard_bar, sp) >= 0).any()):
+            raise Fallback
+    if alloc is not None:
+        leads = [warps[k] for k in first]
+        lens = np.diff(cut).tolist() if n is None else [int((n[lo:hi] > 0).sum()) for lo, hi in zip(cut, cut[1:])]
+        if graces.reads_race_ctas(leads, alloc, off, nbytes, lens):
+            raise Fallback   # another CTA's unordered write: the warps' own loads report it
+        _record_reads(leads, cut, K, take, n, off, tids, alloc, nbytes, [it[4] for it in items])
+    pcs = [it[5] for it in items]
+    if K == 1:
+        pend = pcs[0] + 1
+    else:   # each row's copy: its instruction's pc + 1
+        pend = np.broadcast_to(np.array(pcs, np.int64)[None, :, None] + 1, (nw, K, 32))[take]
+    for c, lo, hi in zip(ctas, cut, cut[1:]):
+        v = pend if K == 1 else pend[lo:hi, None]
+        c.shared.set_pending(None if spots is None else spots[lo:hi], v, None if gr is None else gr[lo:hi, None])
+    chunk = (dsts, data, srcs, n, tids)   # each warp's copy: its rows of the gang's arrays; a CTA's: its team
+    ends = ends.tolist()
+    bounds = first + [nw]
+    for k, (lo, hi) in enumerate(zip(cut, cut[1:])):
+        team = Team(chunk, lo, hi, bounds[k + 1] - bounds[k])
+        for j in range(bounds[k], bounds[k + 1]):
+            warps[j].cp_async_open.append(Copy(chunk, ends[j - 1] if j else 0, ends[j], team))
+
+
+def _record_reads(leads, cut, K, take, n, off, tids, alloc, nbytes, whs):
+    """graces.record_reads_ctas of a gang's issues (rows as _issue orders them), instruction by instruction: where
+    two lanes read one byte, the later instruction's record stays, as their runs one after the other leave it."""
+    if n is None:   # every lane reads: each CTA's reads are its lanes' rows
+        row_off, row_tid, lane_read = off, tids, None
+    else:
+        lane_read = n > 0
+        row_off = np.full(lane_read.size, -1, np.int64)
+        row_off[lane_read] = off
+        row_tid = tids
+    if K == 1:
+        which = None
+    else:
+        which = np.broadcast_to(np.arange(K)[None, :, None], take.shape)[take]
+    for j in range(K):
+        parts = []
+        for W, lo, hi in zip(leads, cut, cut[1:]):
+            keep = np.ones(hi - lo, bool) if which is None else which[lo:hi] == j
+            if lane_read is not None:
+                keep &= lane_read[lo:hi]
+            parts.append((W, row_off[lo:hi][keep], row_tid[lo:hi][keep]))
+        graces.record_reads_ctas(parts, alloc, nbytes, whs[j])
+
+
 
 
 class Copy:
