@@ -297,7 +297,7 @@ def fused(monkeypatch):
 
 @pytest.mark.parametrize("n", [16, 0])
 def test_a_run_of_issues_lands_the_bytes_and_state_of_the_issues_one_at_a_time(fused, monkeypatch, n):
-    """Two cp.async with address arithmetic between them run as one issue (cp_async._Fusable.run): the bytes the
+    """Two cp.async with address arithmetic between them run as one issue (ops/runs.py): the bytes the
     PTX text moves (src-size 0: zeros), and every shadow and racecheck record of the windows and of the global
     source equal to the issues run one at a time and to the warps one at a time."""
     from tcemu.ptx import memory, module
@@ -336,7 +336,8 @@ def test_a_run_of_issues_lands_the_bytes_and_state_of_the_issues_one_at_a_time(f
     assert np.array_equal(dst.reshape(3, 128, 32), want)
     assert fused["runs"] == 1   # the grid's three CTAs in one gang, their two issues as one
     got = state()
-    monkeypatch.setattr(cp_async._Fusable, "run", lambda *a: 0)
+    from tcemu.ptx.ops import runs
+    monkeypatch.setattr(runs.Fuse, "run", lambda *a: 0)
     _, one = run_launch(n=n)
     assert fused["runs"] == 1 and np.array_equal(one, dst)
     each = state()

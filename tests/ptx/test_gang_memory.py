@@ -534,17 +534,18 @@ def test_cta_starts_finds_each_ctas_run_of_warps_or_none():
 def test_triton_issue_runs_leave_every_shadow_as_its_issues_one_at_a_time_do(states, monkeypatch):
     # the bf16 fixture's pipeline stages: 4 and 8 cp.async with their address arithmetic, each run as one issue
     from tcemu.ptx.ops import cp_async
-    runs = []
+    sizes = []
     real = cp_async._issue
-    monkeypatch.setattr(cp_async, "_issue", lambda w, s, items: (runs.append(len(items)), real(w, s, items))[1])
+    monkeypatch.setattr(cp_async, "_issue", lambda w, s, items: (sizes.append(len(items)), real(w, s, items))[1])
     _, _, c, _, _ = launch_matmul("matmul_bf16", 256, 256, 256)
-    assert 4 in runs and 8 in runs
+    assert 4 in sizes and 8 in sizes
     fused = [state_of(x) for x in states]
     states.clear()
-    monkeypatch.setattr(cp_async._Fusable, "run", lambda *a: 0)
-    runs.clear()
+    from tcemu.ptx.ops import runs
+    monkeypatch.setattr(runs.Fuse, "run", lambda *a: 0)
+    sizes.clear()
     _, _, one, _, _ = launch_matmul("matmul_bf16", 256, 256, 256)
-    assert set(runs) == {1} and c.any() and np.array_equal(c, one)
+    assert set(sizes) == {1} and c.any() and np.array_equal(c, one)
     each = [state_of(x) for x in states]
     assert len(fused) == len(each) > 2
     for g, a in zip(fused, each):

@@ -8,7 +8,7 @@ from operator import itemgetter
 import numpy as np
 
 from .. import parser as P
-from .. import graces, lockstep, races
+from .. import graces, races
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ...core.errors import TcemuError
 from ..lockstep import Batch, slots_of
@@ -19,6 +19,7 @@ from ..types import TYPES
 from .common import Mods, by_cta, cta_starts, mask_array, operands, repeats, repeats_aligned, thread_ids, where
 from .memory_ops import access, address
 from .registry import register
+from .runs import Fuse
 
 # shadows kept per byte that a 16-byte copy's issue asks of its destination (memory._SHADOWS)
 _BYTE_SHADOWS = frozenset({"bulk_reading", "tcgen05_reading", "guard_bar", "async_pending"})
@@ -128,88 +129,12 @@ def c_cp_async(ins, prog, pc):
 
     gang.masked = True   # lanes as the masks give them (lockstep.run_any)
     op.gang = gang
-    if g_ignore is None and ins.guard is None:   # what a run of issues asks of each (issue_run)
-        op.fuse = _Fusable(nbytes, wh, pc, touched, lanes_of)
+    if g_ignore is None and ins.guard is None:   # issues of this width in a run (runs.py) are one
+        def capture(B, nw):
+            d, s, n = lanes_of(B, nw)
+            return d, s, None if n is None else n.reshape(nw, 32), nbytes, wh, pc
+        op.fuse = Fuse(("cp.async", nbytes), touched, capture, lambda gang, items: _issue(gang, None, items))
     return op
-
-
-class _Fusable:
-    """An issue that runs with the issues around it as one (run): its width, report site, pc, the registers its
-    operands read and lanes_of(B, nw) -> (dsts, srcs, bytes read or None) of the gang's (nw, 32) lanes."""
-    __slots__ = ("nbytes", "wh", "pc", "touched", "lanes_of")
-
-    def __init__(self, nbytes, wh, pc, touched, lanes_of):
-        self.nbytes, self.wh, self.pc, self.touched, self.lanes_of = nbytes, wh, pc, touched, lanes_of
-
-    def run(self, gang, pc: int, log=None) -> int:
-        """A whole gang (lockstep.run) at this issue: the run of issues of this width and private instructions
-        from here (a Triton pipeline stage's 4 or 8 cp.async and their address arithmetic) as one _issue, one
-        copy a warp: the warp instructions run, or 0 (nothing changed; the gang runs the issue alone). The private
-        instructions run first on a copy of the registers, which is kept only if every check passes: they touch
-        registers alone and the issues read registers alone, so running the issues after them leaves what the
-        instructions one after the other leave."""
-        run = _run_of(gang[0].prog, pc)
-        if run is None:
-            return 0
-        end, issues, touched, written = run
-        code = gang[0].prog.code
-        if log is not None:
-            log.running = gang[0]
-        B = Batch(gang, touched, copy=True)
-        nw, items = len(gang), []
-        try:
-            for at in range(pc, end):
-                f = issues.get(at)
-                if f is not None:
-                    d, s, n = f.lanes_of(B, nw)
-                    items.append((d, s, None if n is None else n.reshape(nw, 32), f.nbytes, f.wh, f.pc))
-                elif code[at](B, None) is not None:
-                    return 0
-            _issue(gang, None, items)
-        except (Fallback, TcemuError):
-            return 0
-        except Exception:   # an op the batch cannot run (lockstep.stretch): the gang runs the issue alone
-            if lockstep.FORCE:
-                raise
-            return 0
-        B.store(written)
-        for w in gang:
-            w.pc = end
-            w.wait = None
-            w.executed += end - pc
-        return (end - pc) * nw
-
-
-def _run_of(prog, pc):
-    """(end, {pc: _Fusable} of its issues, registers read, registers written) of the run from pc (an issue): issues
-    of its width and private instructions (lockstep.analyse), none guarded; None where it holds one issue."""
-    runs = prog.__dict__.setdefault("_issue_runs", {})
-    if pc in runs:
-        return runs[pc]
-    code, private_end = prog.code, prog.lockstep_end
-    width = code[pc].fuse.nbytes
-    issues, touched, written = {}, {}, {}
-    at = pc
-    while at < len(code):
-        f = getattr(code[at], "fuse", None)
-        if f is not None and f.nbytes == width:
-            issues[at] = f
-            regs = [f.touched]
-            at += 1
-        elif private_end[at] > at:
-            regs = prog.lockstep_regs[at]
-            for c, idx in regs[1].items():
-                written.setdefault(c, set()).update(idx.tolist())
-            regs = [regs[0]]
-            at = int(private_end[at])
-        else:
-            break
-        for c, idx in regs[0].items():
-            touched.setdefault(c, set()).update(idx.tolist())
-    runs[pc] = None if len(issues) < 2 else (
-        at, issues, {c: np.array(sorted(x)) for c, x in touched.items()},
-        {c: np.array(sorted(x)) for c, x in written.items()})
-    return runs[pc]
 
 
 def _issue(warps, sel, items):

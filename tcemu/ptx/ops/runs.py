@@ -1,0 +1,93 @@
+"""Runs: instructions of one kind with the private instructions between them (lockstep.analyse), run for a whole
+gang as one step. lockstep.run asks op.fuse (a Fuse) of the first: a Triton pipeline stage's 4 or 8 cp.async and
+their address arithmetic make one issue, an epilogue's 8 st.shared one store, and the gang op's per-CTA work is
+paid once a run, not once an instruction.
+
+The private instructions run first, on a copy of the registers (lockstep.Batch(copy=True)); each instruction of the
+kind reads its operands from that copy at its place (Fuse.capture); then the kind's executor checks all of them at
+once and makes their effects, or raises signals.Fallback before any change, and the copy is dropped: the gang then
+runs the first instruction as before, which gives any report. Private instructions touch registers alone and the
+run's instructions read registers alone, so running them after the private ones leaves what the instructions one
+after the other leave; each executor keeps the order where it shows (records, epochs, logs: instruction by
+instruction) and refuses what would make order matter (two of them writing one byte)."""
+import numpy as np
+
+from .. import lockstep
+from ...core.errors import TcemuError
+from ..lockstep import Batch
+from ..signals import Fallback
+
+
+class Fuse:
+    """op.fuse of an instruction that runs in runs: its kind (runs hold one kind), the registers its operands read,
+    capture(B, nw) -> what the executor takes of it (read from a Batch of the gang's nw warps), and the executor,
+    execute(gang, [captured, ...]) in program order."""
+    __slots__ = ("kind", "touched", "capture", "execute")
+
+    def __init__(self, kind, touched, capture, execute):
+        self.kind, self.touched, self.capture, self.execute = kind, touched, capture, execute
+
+    def run(self, gang, pc: int, log=None) -> int:
+        """The run from pc for a whole gang (every lane of converged warps, lockstep.run): the warp instructions
+        run, or 0 (nothing changed: the run holds one instruction of the kind, or a check failed)."""
+        prog = gang[0].prog
+        run = run_of(prog, pc)
+        if run is None:
+            return 0
+        end, fused, touched, written = run
+        code = prog.code
+        if log is not None:
+            log.running = gang[0]
+        B = Batch(gang, touched, copy=True)
+        nw, items = len(gang), []
+        try:
+            for at in range(pc, end):
+                f = fused.get(at)
+                if f is not None:
+                    items.append(f.capture(B, nw))
+                elif code[at](B, None) is not None:
+                    return 0
+            self.execute(gang, items)
+        except (Fallback, TcemuError):
+            return 0
+        except Exception:   # an op the batch cannot run (lockstep.stretch): the gang runs the instruction alone
+            if lockstep.FORCE:
+                raise
+            return 0
+        B.store(written)
+        for w in gang:
+            w.pc = end
+            w.wait = None
+            w.executed += end - pc
+        return (end - pc) * nw
+
+
+def run_of(prog, pc):
+    """(end, {pc: Fuse} of its instructions of the kind, registers read, registers written) of the run from pc, or
+    None where it holds one instruction of its kind (the gang op alone is as fast)."""
+    runs = prog.__dict__.setdefault("_fuse_runs", {})
+    if pc in runs:
+        return runs[pc]
+    code, private_end = prog.code, prog.lockstep_end
+    kind = code[pc].fuse.kind
+    fused, touched, written = {}, {}, {}
+    at = pc
+    while at < len(code):
+        f = getattr(code[at], "fuse", None)
+        if f is not None and f.kind == kind:
+            fused[at] = f
+            reads = f.touched
+            at += 1
+        elif private_end[at] > at:
+            reads, writes = prog.lockstep_regs[at]
+            for c, idx in writes.items():
+                written.setdefault(c, set()).update(idx.tolist())
+            at = int(private_end[at])
+        else:
+            break
+        for c, idx in reads.items():
+            touched.setdefault(c, set()).update(idx.tolist())
+    runs[pc] = None if len(fused) < 2 else (
+        at, fused, {c: np.array(sorted(x)) for c, x in touched.items()},
+        {c: np.array(sorted(x)) for c, x in written.items()})
+    return runs[pc]
