@@ -459,7 +459,8 @@ def _lane_masks(owner, tids, n):
 
 def gang_write_record(sh, spots, tids, counts, rows, wh, owner=None, starts=None):
     """Record the writes gang_write_plan checked, as the warps' on_write calls would (counts, owner, starts: as
-    there)."""
+    there). wh: the site, or a list of K sites where each warp's rows are K blocks of 32 lanes, one per
+    instruction (a run of stores: ops/runs.py)."""
     if not rows:
         return
     sd = sh.race
@@ -472,18 +473,28 @@ def gang_write_record(sh, spots, tids, counts, rows, wh, owner=None, starts=None
         np.asarray(owner, np.int64)
     _record_writes(P.w_ep, P.w_info, P.w_mask, P.w_region, np.asarray(ix, np.int64).reshape(len(warp_of), -1),
                    warp_of, ep, np.array([r[2] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64),
-                   np.int64(sts[0].cl.site(wh) << 6), np.asarray(tids, np.int64))
+                   _sites(sts[0].cl, wh, len(warp_of)), np.asarray(tids, np.int64))
+
+
+def _sites(cl, wh, n):
+    """_record_writes' site << 6: one for every row, or per row where wh lists one site an instruction (each
+    warp's rows K blocks of 32)."""
+    if isinstance(wh, str):
+        return np.array([cl.site(wh) << 6], np.int64)
+    per = np.array([cl.site(w) << 6 for w in wh], np.int64)
+    return np.broadcast_to(per[None, :, None], (n // (32 * len(wh)), len(wh), 32)).reshape(-1)
 
 
 @njit(cache=True)
 def _record_writes(w_ep, w_info, w_mask, w_region, ix, warp_of, ep, mask, region, site, tids):
     """gang_write_record's four fields in one pass: row j's units ix[j] get warp warp_of[j]'s epoch, lane mask and
-    divergence region, and site << 6 | its lane (in row order: a unit two rows write keeps the later's, as a
-    scatter leaves it). Four scatters had cost ~90 us a CTA's store."""
+    divergence region, and site << 6 | its lane (site: one for all rows, or one a row; in row order: a unit two
+    rows write keeps the later's, as a scatter leaves it). Four scatters had cost ~90 us a CTA's store."""
     n, k = ix.shape
+    one = site.size == 1
     for j in range(n):
         w = warp_of[j]
-        e, m, r, info = ep[w], mask[w], region[w], site | (tids[j] & 31)
+        e, m, r, info = ep[w], mask[w], region[w], (site[0] if one else site[j]) | (tids[j] & 31)
         for u in range(k):
             i = ix[j, u]
             w_ep[i] = e

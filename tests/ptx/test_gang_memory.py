@@ -552,3 +552,74 @@ def test_triton_issue_runs_leave_every_shadow_as_its_issues_one_at_a_time_do(sta
         assert g.keys() == a.keys()
         for k in g:
             assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+
+
+# thread t (128 threads a CTA) stores its 4 words w0..w3 to buf[16 t] and w3..w0 to buf[{second} + 16 t] (address
+# arithmetic between the two stores: one run), then reads thread u = (t + 32) mod 128's two rows back to out
+STORE_RUN = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mad.lo.u32 %r3, %r2, 128, %r1;
+  mul.wide.u32 %rd3, %r3, 16;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v4.u32 {%r20, %r21, %r22, %r23}, [%rd4];
+  mov.u32 %r4, buf;
+  shl.b32 %r5, %r1, 4;
+  add.u32 %r6, %r4, %r5;
+  st.shared.v4.u32 [%r6], {%r20, %r21, %r22, %r23};
+  add.u32 %r7, %r6, {second};
+  st.shared.v4.u32 [%r7], {%r23, %r22, %r21, %r20};
+  bar.sync 0;
+  add.u32 %r8, %r1, 32;
+  and.b32 %r8, %r8, 127;
+  shl.b32 %r9, %r8, 4;
+  add.u32 %r10, %r4, %r9;
+  ld.shared.v4.u32 {%r30, %r31, %r32, %r33}, [%r10];
+  ld.shared.v4.u32 {%r34, %r35, %r36, %r37}, [%r10+{second}];
+  mul.wide.u32 %rd5, %r3, 32;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.v4.u32 [%rd6], {%r30, %r31, %r32, %r33};
+  st.global.v4.u32 [%rd6+16], {%r34, %r35, %r36, %r37};
+  ret;
+"""
+
+
+def test_a_run_of_shared_stores_leaves_the_state_of_the_stores_one_at_a_time(states, monkeypatch):
+    """Two st.shared.v4 with address arithmetic between them run as one store (ops/runs.py): the words the PTX
+    text moves, and every window's bytes, records, sources and generic-proxy epochs equal to the stores run one
+    at a time; where the second store writes the first one's bytes (second=0: the later wins), the run falls back
+    and the bytes are the same as one at a time."""
+    from tcemu.ptx.ops import memory_gang, runs
+    plans = []
+    real = memory_gang._shared_store_plan
+    monkeypatch.setattr(memory_gang, "_shared_store_plan",   # (a plan that passes its checks)
+                        lambda *a: (lambda land: (plans.append(not isinstance(a[-1], str)), land)[1])(real(*a)))
+
+    def go(second):
+        src = np.random.default_rng(11).integers(0, 1 << 32, 4 * 128 * 3, dtype=np.uint64).astype(np.uint32)
+        out = np.zeros(8 * 128 * 3, np.uint32)
+        mod = ptx.load(entry(STORE_RUN.replace("{second}", str(second)), params=PARAMS, regs=REGS + SMEM,
+                             prologue=""))
+        mod.launch("k", grid=3, block=128, args=[src, out])
+        return src, out
+    src, out = go(4096)
+    x = src.reshape(3, 128, 4)
+    u = (np.arange(128) + 32) % 128
+    assert np.array_equal(out.reshape(3, 128, 8), np.concatenate([x[:, u], x[:, u, ::-1]], axis=2))
+    assert plans.count(True) == 3   # one run a CTA
+    fused = [state_of(s) for s in states]
+    states.clear()
+    _, over = go(0)
+    assert plans.count(True) == 3 and np.array_equal(over.reshape(3, 128, 8)[:, :, :4], x[:, u, ::-1])
+    states.clear()
+    monkeypatch.setattr(runs.Fuse, "run", lambda *a: 0)
+    _, one = go(4096)
+    assert np.array_equal(one, out)
+    each = [state_of(s) for s in states]
+    assert len(fused) == len(each) > 3
+    for g, a in zip(fused, each):
+        assert g.keys() == a.keys()
+        for k in g:
+            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k

@@ -107,7 +107,10 @@ def _shared_load_plan(sh, members, offs, tids, counts, nbytes, wh):
 
 
 def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
-    """SharedWindow.store's checks for a CTA's warps (no byte stored twice), reading state only; the effects."""
+    """SharedWindow.store's checks for a CTA's warps (no byte stored twice), reading state only; the effects. wh:
+    the site, or K sites where each warp's rows are K blocks of 32 lanes, one per instruction in program order
+    (a run of stores, shared_store_run): records, write log and generic-proxy epochs then go instruction by
+    instruction, as the instructions one after the other leave them."""
     nbytes = data.shape[1]
     if repeats(offs):   # starts aligned to nbytes: overlapping stores start at one address
         raise Fallback
@@ -123,17 +126,53 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
 
     def land():
         races.gang_write_record(sh, spots, tids, counts, rows, wh)
-        _log(members, sh, offs, counts, nbytes, wh)
+        nw = len(counts)
+        if isinstance(wh, str):
+            _log(members, sh, offs, counts, nbytes, wh)
+        else:
+            at = offs.reshape(nw, len(wh), 32)
+            for j, w in enumerate(wh):
+                _log(members, sh, at[:, j].reshape(-1), [32] * nw, nbytes, w)
         made = sh.__dict__   # a shadow never made holds its initial -1 everywhere already
         if "guard_bar" in made:
             sh.guard_bar[spots] = -1
         sh.set_sources(spots, NO_SOURCE)
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
-        e = sh.write_epoch   # mark_generic once per warp, in gang order
-        sh.unfenced[spots] = np.repeat(np.arange(e + 1, e + 1 + len(counts), dtype=np.int64), counts)[:, None]
-        sh.write_epoch = e + len(counts)
+        e = sh.write_epoch   # mark_generic once per warp, in gang order (instruction by instruction)
+        if isinstance(wh, str):
+            ep = np.repeat(np.arange(e + 1, e + 1 + nw, dtype=np.int64), counts)
+            sh.write_epoch = e + nw
+        else:
+            k = len(wh)
+            ep = (e + 1 + np.arange(k, dtype=np.int64)[None, :, None] * nw +
+                  np.arange(nw, dtype=np.int64)[:, None, None]).repeat(32, axis=2).reshape(-1)
+            sh.write_epoch = e + k * nw
+        sh.unfenced[spots] = ep[:, None]
     return land
+
+
+def shared_store_run(gang, items):
+    """A run of st.shared of one width (ops/runs.py) for a whole gang: items [(offsets (warps, 32), bytes
+    (warps * 32, width), site)] in program order; a CTA's rows (warp, instruction, lane) as one _shared_store_plan,
+    every CTA planned before any lands (no byte stored twice in a CTA: checked)."""
+    first = cta_starts(gang)
+    if first is None:
+        raise Fallback
+    nw, K = len(gang), len(items)
+    nbytes = items[0][1].shape[1]
+    offs = np.stack([it[0] for it in items], axis=1)                                   # (warps, K, 32)
+    data = np.stack([it[1].reshape(nw, 32, nbytes) for it in items], axis=1)           # (warps, K, 32, width)
+    tids = np.broadcast_to(thread_ids(gang)[:, None, :], (nw, K, 32))
+    whs = [it[2] for it in items]
+    plans = []
+    for lo, hi in zip(first, first[1:] + [nw]):
+        members = [(W, None) for W in gang[lo:hi]]
+        plans.append(_shared_store_plan(gang[lo].cta.shared, members, offs[lo:hi].reshape(-1),
+                                        tids[lo:hi].reshape(-1), [K * 32] * (hi - lo),
+                                        data[lo:hi].reshape(-1, nbytes), whs))
+    for land in plans:
+        land()
 
 
 # ------------------------------------------------------------------------------------------------- global

@@ -16,8 +16,10 @@ from ..signals import Fallback
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
 from .common import Mods, mask_array, operands, require_ptx, require_target, where, whole_warp
-from .memory_gang import FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, ld_gang, ldmatrix_gang, st_gang, stmatrix_gang
+from .memory_gang import (FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, ld_gang, ldmatrix_gang, shared_store_run,
+                          st_gang, stmatrix_gang)
 from .registry import register
+from .runs import Fuse
 
 SPACES = ("global", "shared", "local", "param", "const")
 GANG_SPACES = ("global", "shared", "generic")   # ld / st with a gang version (memory_gang.py) on weak forms
@@ -281,7 +283,14 @@ def c_st(ins, prog, pc):
         return as_bytes(vals, ebytes * vec) if ebytes == vals.dtype.itemsize else \
             np.ascontiguousarray(vals).view(np.uint8).reshape(vals.shape[0], -1)
     if not strong and space in GANG_SPACES:
-        op.gang = st_gang(space, gets, get_addr, ebytes * vec, pack, wh, slots_of(prog, ins.operands))
+        touched = slots_of(prog, ins.operands)
+        op.gang = st_gang(space, gets, get_addr, ebytes * vec, pack, wh, touched)
+        if op.gang is not None and space == "shared" and ins.guard is None:   # a run of them is one (runs.py)
+            def capture(B, nw):
+                vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
+                return (np.broadcast_to(get_addr(B), (nw, 32)).astype(np.int64), pack(vals.reshape(nw * 32, -1)),
+                        wh)
+            op.fuse = Fuse(("st.shared", ebytes * vec), touched, capture, shared_store_run)
     return op
 
 
