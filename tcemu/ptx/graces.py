@@ -252,27 +252,32 @@ def _info(g, wh, tids, strong=False):
 
 def _note_reads(g, sd, ids, key, off, nbytes, tids, wh):
     """Record plain reads of nbytes at offsets off as the bytes' last reads: CTAs `ids` read, key (_key)
-    one for all lanes or (lanes, 1), tids the lanes' thread indices in their CTAs."""
+    one for all lanes or (lanes, 1), tids the lanes' thread indices in their CTAs; wh the site, or each lane's
+    site id (record_reads_ctas)."""
     _note_ids(sd.readers, ids)
     P, ix = sd.at_rows(off, nbytes)
+    site = np.array([g.site(wh)], np.int64) if isinstance(wh, str) else wh
     if ix.ndim == 2 and ix.shape[1] == 1:   # a unit a lane (a cp.async's 16 bytes): both fields in one pass
-        _record_reads(P.r_key, P.r_info, ix.reshape(-1), np.asarray(key, np.int64).reshape(-1),
-                      np.int64(g.site(wh) << 11), np.asarray(tids, np.int64))
+        _record_reads(P.r_key, P.r_info, ix.reshape(-1), np.asarray(key, np.int64).reshape(-1), site << 11,
+                      np.asarray(tids, np.int64))
         return
     scatter(P.r_key, ix, key)
-    scatter(P.r_info, ix, _info(g, wh, tids)[:, None])
+    tids = np.asarray(tids, np.int64)
+    scatter(P.r_info, ix, (site << 11 | (tids // 32) << 6 | tids % 32)[:, None])
 
 
 @njit(cache=True)
 def _record_reads(r_key, r_info, units, keys, site, tids):
     """_note_reads' two scatters where each lane reads one unit: unit units[j] gets key keys[j] (keys[0] for all
-    where one is given) and _info's site << 11 | warp << 6 | lane of tids[j], the later lane's where two read one
-    unit, as the scatters leave it (a gang's cp.async issue: ~50 us of numpy a CTA's 3,072 rows)."""
+    where one is given) and _info's site << 11 | warp << 6 | lane of tids[j] (site: one for all, or one a lane),
+    the later lane's where two read one unit, as the scatters leave it (a gang's cp.async issue: ~50 us of numpy a
+    CTA's 3,072 rows)."""
     one = keys.size == 1
+    one_site = site.size == 1
     for j in range(units.size):
         t = tids[j]
         r_key[units[j]] = keys[0] if one else keys[j]
-        r_info[units[j]] = site | (t // 32) << 6 | (t % 32)
+        r_info[units[j]] = (site[0] if one_site else site[j]) | (t // 32) << 6 | (t % 32)
 
 
 def _note_ids(into: set, ids):
@@ -404,14 +409,20 @@ def _gang_shadow(W, a, off):
 def record_reads_ctas(parts, a, nbytes, wh):
     """on_access's record of plain loads by the warps of one or more CTAs at once, where reads_race_ctas found none:
     parts [(a warp of the CTA, offsets, the CTA's thread indices, warp = tid // 32)], in gang order. Where two CTAs
-    read one byte the later one's record stays, as their loads one after the other leave it."""
+    read one byte the later one's record stays, as their loads one after the other leave it. wh: the site, or one a
+    part (the parts of a run of loads, instruction by instruction: ops/runs.py)."""
+    if not isinstance(wh, str):
+        wh = [w for p, w in zip(parts, wh) if p[1].size]
     parts = [p for p in parts if p[1].size]
     got = _gang_shadow(parts[0][0], a, parts[0][1]) if parts else None
     if got is None:
         return
     g, _, sd = got
     ids, keys = _ids_keys(g, [W for W, _, _ in parts])
-    keys = np.repeat(keys, [p[1].size for p in parts])
+    sizes = [p[1].size for p in parts]
+    keys = np.repeat(keys, sizes)
+    if not isinstance(wh, str):
+        wh = np.repeat(np.array([g.site(w) for w in wh], np.int64), sizes)
     _note_reads(g, sd, ids, keys[:, None], np.concatenate([p[1] for p in parts]), nbytes,
                 np.concatenate([p[2] for p in parts]), wh)
 

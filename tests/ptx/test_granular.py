@@ -508,15 +508,16 @@ def test_the_release_join_pass_answers_as_numpy(seed, n, k):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 60), st.booleans())
-def test_the_read_records_pass_answers_as_the_scatters(seed, n, one_key):
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 60), st.booleans(), st.booleans())
+def test_the_read_records_pass_answers_as_the_scatters(seed, n, one_key, one_site):
     # graces._record_reads (a unit a lane: a cp.async's global reads): each unit's reader key and info, the later
-    # lane's where two lanes read one unit, as scatters of the keys and of _info leave them
+    # lane's where two lanes read one unit, as scatters of the keys and of _info leave them; one site for all lanes,
+    # or one a lane (a run of issues: each lane its instruction's)
     rng = np.random.default_rng(seed)
     units = rng.integers(0, 40, n).astype(np.int64)
     keys = rng.integers(1, 1 << 40, 1 if one_key else n).astype(np.int64)
     tids = rng.integers(0, 1024, n).astype(np.int64)
-    site = np.int64(int(rng.integers(0, 1 << 20)) << 11)
+    site = rng.integers(0, 1 << 20, 1 if one_site else n).astype(np.int64) << 11
     want_key, want_info = np.zeros(40, np.int64), np.zeros(40, np.int32)
     want_key[units] = keys if not one_key else keys[0]
     want_info[units] = site | (tids // 32) << 6 | tids % 32

@@ -212,7 +212,7 @@ def _issue(warps, sel, items):
         lens = np.diff(cut).tolist() if n is None else [int((n[lo:hi] > 0).sum()) for lo, hi in zip(cut, cut[1:])]
         if graces.reads_race_ctas(leads, alloc, off, nbytes, lens):
             raise Fallback   # another CTA's unordered write: the warps' own loads report it
-        _record_reads(leads, cut, K, take, n, off, tids, alloc, nbytes, [it[4] for it in items])
+        _record_reads(leads, first, take, n, off, tids, alloc, nbytes, [it[4] for it in items])
     pcs = [it[5] for it in items]
     if K == 1:
         pend = pcs[0] + 1
@@ -230,28 +230,34 @@ def _issue(warps, sel, items):
             warps[j].cp_async_open.append(Copy(chunk, ends[j - 1] if j else 0, ends[j], team))
 
 
-def _record_reads(leads, cut, K, take, n, off, tids, alloc, nbytes, whs):
-    """graces.record_reads_ctas of a gang's issues (rows as _issue orders them), instruction by instruction: where
-    two lanes read one byte, the later instruction's record stays, as their runs one after the other leave it."""
-    if n is None:   # every lane reads: each CTA's reads are its lanes' rows
-        row_off, row_tid, lane_read = off, tids, None
+def _record_reads(leads, first, take, n, off, tids, alloc, nbytes, whs):
+    """graces.record_reads_ctas of a gang's issues (rows as _issue orders them: warp, instruction, lane; first:
+    where each CTA's warps start), one call with the rows instruction by instruction, each its instruction's site:
+    where two lanes read one byte, the later instruction's record stays, as their runs one after the other leave
+    it."""
+    nw, K = take.shape[0], take.shape[1]
+    every = n is None and bool(take.all())
+    lay = np.full(take.shape, -1, np.int64)   # (warps, K, 32): -1 where a lane does not run or read
+    if n is None:
+        lay[take] = off
     else:
-        lane_read = n > 0
-        row_off = np.full(lane_read.size, -1, np.int64)
-        row_off[lane_read] = off
-        row_tid = tids
-    if K == 1:
-        which = None
-    else:
-        which = np.broadcast_to(np.arange(K)[None, :, None], take.shape)[take]
+        rows = np.full(n.size, -1, np.int64)
+        rows[n > 0] = off
+        lay[take] = rows
+    who = np.zeros(take.shape, np.int64)
+    who[take] = tids
+    lay = np.ascontiguousarray(lay.transpose(1, 0, 2)).reshape(K, -1)   # instruction, warp, lane
+    who = np.ascontiguousarray(who.transpose(1, 0, 2)).reshape(K, -1)
+    parts, sites = [], []
     for j in range(K):
-        parts = []
-        for W, lo, hi in zip(leads, cut, cut[1:]):
-            keep = np.ones(hi - lo, bool) if which is None else which[lo:hi] == j
-            if lane_read is not None:
-                keep &= lane_read[lo:hi]
-            parts.append((W, row_off[lo:hi][keep], row_tid[lo:hi][keep]))
-        graces.record_reads_ctas(parts, alloc, nbytes, whs[j])
+        for W, w0, w1 in zip(leads, first, first[1:] + [nw]):
+            o, t = lay[j, 32 * w0:32 * w1], who[j, 32 * w0:32 * w1]
+            if not every:
+                keep = o >= 0
+                o, t = o[keep], t[keep]
+            parts.append((W, o, t))
+            sites.append(whs[j])
+    graces.record_reads_ctas(parts, alloc, nbytes, sites)
 
 
 
