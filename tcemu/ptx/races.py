@@ -524,14 +524,21 @@ def gang_read_plan(sh, warps, spots, tids, counts):
 
 def gang_read_record(sh, spots, tids, counts, rows, wh):
     """Record the reads gang_read_plan checked, as the warps' on_read calls would (where two lanes of one warp
-    read one byte, the later lane's record stays, as numpy's assignment leaves it in both)."""
+    read one byte, the later lane's record stays, as numpy's assignment leaves it in both). wh: the site, or K
+    sites where each warp's rows are K equal blocks, one per instruction (a run of loads: the later one's stays)."""
     if not rows:
         return
     sd = sh.race
     idx = np.array([sd.row(st.id) for st in rows], np.int64)   # before indexing R: a new reader grows it
     P, ix = sd.at(spots)
     vc = np.array([st.vc[st.id] for st in rows], np.int64)
-    info = np.int64(rows[0].cl.site(wh) << 6) | np.asarray(tids, np.int64) % 32
+    if isinstance(wh, str):
+        site = np.int64(rows[0].cl.site(wh) << 6)
+    else:
+        per = np.array([rows[0].cl.site(w) << 6 for w in wh], np.int64)
+        site = np.repeat(per, len(tids) // (len(rows) * len(wh)))
+        site = np.tile(site, len(rows))
+    info = site | np.asarray(tids, np.int64) % 32
     P.R[np.repeat(idx, counts)[:, None], ix] = ((np.repeat(vc, counts) << 32) | info)[:, None]
     sd.rmax[idx] = vc
 

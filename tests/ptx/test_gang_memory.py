@@ -253,9 +253,10 @@ def test_gang_without_racecheck_gives_the_same_bytes(spies):
 
 
 def test_triton_matmul_epilogue_gangs_give_the_bits_of_warps_one_at_a_time(spies):
-    # the bf16 fixture's epilogue: st.shared.v4.b32, ldmatrix.x4 and st.global of 2 CTAs x 8 warps, ganged
+    # the bf16 fixture's epilogue: st.shared.v4.b32, ldmatrix.x4 and st.global of 2 CTAs x 8 warps, ganged (its two
+    # runs of 8 ldmatrix as one load a CTA each: ops/runs.py)
     _, _, c, _, _ = launch_matmul("matmul_bf16", 256, 256, 64)
-    assert spies.get("gang_read_record", 0) >= 2 * 16 and spies.get("record_writes", 0) >= 2
+    assert spies.get("gang_read_record", 0) >= 2 * 2 and spies.get("record_writes", 0) >= 2
     _, _, alone, _, _ = launch_matmul("matmul_bf16", 256, 256, 64, lockstep=False)
     assert c.any() and np.array_equal(c, alone)
 
@@ -623,3 +624,82 @@ def test_a_run_of_shared_stores_leaves_the_state_of_the_stores_one_at_a_time(sta
         assert g.keys() == a.keys()
         for k in g:
             assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+
+
+# thread t (128 threads) stores its 4 words to buf[16 t]; after bar.sync each warp loads two x4 matrices sets with
+# ldmatrix (rows from lanes 0-31: buf[16 (32 w' + lane)] for the next warp w', then 2048 bytes further, which the
+# same stores filled from src 2 KB on); {between} sits between the two loads; 9 words go to out[48 (256 c + t)]
+LOAD_RUN = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mad.lo.u32 %r3, %r2, 256, %r1;
+  mul.wide.u32 %rd3, %r3, 16;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v4.u32 {%r20, %r21, %r22, %r23}, [%rd4];
+  ld.global.v4.u32 {%r24, %r25, %r26, %r27}, [%rd4+2048];
+  mov.u32 %r4, buf;
+  shl.b32 %r5, %r1, 4;
+  add.u32 %r6, %r4, %r5;
+  st.shared.v4.u32 [%r6], {%r20, %r21, %r22, %r23};
+  st.shared.v4.u32 [%r6+2048], {%r24, %r25, %r26, %r27};
+  bar.sync 0;
+  add.u32 %r7, %r1, 32;
+  and.b32 %r7, %r7, 127;
+  shl.b32 %r8, %r7, 4;
+  add.u32 %r9, %r4, %r8;
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r30, %r31, %r32, %r33}, [%r9];
+{between}
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r34, %r35, %r36, %r37}, [%r9+2048];
+  mul.wide.u32 %rd5, %r3, 48;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.v4.u32 [%rd6], {%r30, %r31, %r32, %r33};
+  st.global.v4.u32 [%rd6+16], {%r34, %r35, %r36, %r37};
+  st.global.u32 [%rd6+32], %r40;
+  ret;
+"""
+
+
+@pytest.mark.parametrize("between, fused", [("  add.u32 %r40, %r1, 7;", True),
+                                            ("  add.u32 %r40, %r30, 7;", False),
+                                            ("  mov.u32 %r9, %r4;\n  mov.u32 %r40, 0;", True)])
+def test_a_run_of_ldmatrix_gives_the_registers_and_records_of_the_loads_one_at_a_time(states, monkeypatch,
+                                                                                      between, fused):
+    """Two ldmatrix.x4 with an instruction between them run as one load (ops/runs.py) unless the instruction
+    between reads a register the first load writes (it must see the loaded value: the run ends there). Whichever
+    way, the words are those of the loads one at a time, and of the warps one at a time, and so are every window's
+    racecheck records."""
+    from tcemu.ptx.ops import memory_gang, runs
+    got_runs = []
+    real = memory_gang.ldmatrix_run
+
+    def spy(num, trans):
+        run = real(num, trans)
+        return lambda gang, items, B: (got_runs.append(len(items)), run(gang, items, B))[1]
+    monkeypatch.setattr(memory_ops_module(), "ldmatrix_run", spy)
+
+    def go(**kw):
+        src = np.random.default_rng(13).integers(0, 1 << 32, 4 * 256 * 2, dtype=np.uint64).astype(np.uint32)
+        out = np.zeros(12 * 384, np.uint32)
+        mod = ptx.load(entry(LOAD_RUN.replace("{between}", between), params=PARAMS, regs=REGS + SMEM,
+                             prologue=""))
+        mod.launch("k", grid=2, block=128, args=[src, out], **kw)
+        return out
+    out = go()
+    assert (2 in got_runs) == fused
+    ran = [state_of(s) for s in states]
+    states.clear()
+    monkeypatch.setattr(runs.Fuse, "run", lambda *a: 0)
+    assert np.array_equal(go(), out) and out.any()
+    one = [state_of(s) for s in states]
+    assert np.array_equal(go(lockstep=False), out)
+    assert len(ran) == len(one) >= 2
+    for g, a in zip(ran, one):
+        for k in g:
+            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+
+
+def memory_ops_module():
+    from tcemu.ptx.ops import memory_ops
+    return memory_ops

@@ -133,7 +133,7 @@ def c_cp_async(ins, prog, pc):
         def capture(B, nw):
             d, s, n = lanes_of(B, nw)
             return d, s, None if n is None else n.reshape(nw, 32), nbytes, wh, pc
-        op.fuse = Fuse(("cp.async", nbytes), touched, capture, lambda gang, items: _issue(gang, None, items))
+        op.fuse = Fuse(("cp.async", nbytes), touched, capture, lambda gang, items, B: _issue(gang, None, items))
     return op
 
 

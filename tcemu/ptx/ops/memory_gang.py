@@ -86,7 +86,8 @@ def _shared_bounds(sh, offs, spots, nbytes):
 
 
 def _shared_load_plan(sh, members, offs, tids, counts, nbytes, wh):
-    """SharedWindow.load's checks for a CTA's warps, reading state only: the bytes read and the racecheck rows."""
+    """SharedWindow.load's checks for a CTA's warps, reading state only: the bytes read and the racecheck rows. wh:
+    the site, or K sites where each warp's rows are K equal blocks, one per instruction (a run: ldmatrix_run)."""
     spots = offs[:, None] + (ROW16 if nbytes == 16 else np.arange(nbytes))
     _shared_bounds(sh, offs, spots, nbytes)
     warps = [W for W, _ in members]
@@ -152,7 +153,7 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
     return land
 
 
-def shared_store_run(gang, items):
+def shared_store_run(gang, items, B=None):
     """A run of st.shared of one width (ops/runs.py) for a whole gang: items [(offsets (warps, 32), bytes
     (warps * 32, width), site)] in program order; a CTA's rows (warp, instruction, lane) as one _shared_store_plan,
     every CTA planned before any lands (no byte stored twice in a CTA: checked)."""
@@ -390,6 +391,45 @@ def _matrix_rows(members, get_addr, num, generic):
     return a
 
 
+def _fragments(raw, warps, num, trans):
+    """ldmatrix's (warps, num, 32) b32 registers from (warps * 8 num, 16) bytes read (PTX 9.7.14.5.15)."""
+    mats = from_bytes(raw, np.uint16).reshape(warps, num, 8, 8)
+    if trans:
+        mats = mats.swapaxes(2, 3)
+    lo = mats[:, :, FRAG_ROW, FRAG_COL].astype(np.uint32)
+    hi = mats[:, :, FRAG_ROW, FRAG_COL + 1].astype(np.uint32)
+    return lo | (hi << np.uint32(16))
+
+
+def ldmatrix_run(num, trans):
+    """The executor of a run of ldmatrix of one form (ops/runs.py) for a whole gang: items [(row offsets (warps,
+    8 num), register setters, site)] in program order; a CTA's rows (warp, instruction, row) as one
+    _shared_load_plan, every CTA planned before any lands; the registers set in B, the run's copy."""
+    rows = 8 * num
+
+    def run(gang, items, B):
+        first = cta_starts(gang)
+        if first is None:
+            raise Fallback
+        nw, K = len(gang), len(items)
+        offs = np.stack([it[0] for it in items], axis=1)                    # (warps, K, rows)
+        tids = np.broadcast_to(thread_ids(gang)[:, None, :rows], (nw, K, rows))
+        whs = [it[2] for it in items]
+        plans = []
+        for lo, hi in zip(first, first[1:] + [nw]):
+            plans.append(_shared_load_plan(gang[lo].cta.shared, [(W, None) for W in gang[lo:hi]],
+                                           offs[lo:hi].reshape(-1), tids[lo:hi].reshape(-1), [K * rows] * (hi - lo),
+                                           16, whs))
+        raw = np.concatenate([r for r, _ in plans]).reshape(nw, K, rows, 16)
+        for _, land in plans:
+            land()
+        for j, (_, sets, _) in enumerate(items):
+            v = _fragments(raw[:, j].reshape(-1, 16), nw, num, trans)       # (warps, num, 32)
+            for i, s in enumerate(sets):
+                s(B, v[:, i], None)
+    return run
+
+
 def ldmatrix_gang(num, trans, sets, get_addr, generic, wh):
     """op.gang of ldmatrix .m8n8 .b16 (memory_ops.c_ldmatrix)."""
     rows = 8 * num
@@ -403,12 +443,7 @@ def ldmatrix_gang(num, trans, sets, get_addr, generic, wh):
             plans.append((members, raw, land))
         for members, raw, land in plans:
             land()
-            mats = from_bytes(raw, np.uint16).reshape(len(members), num, 8, 8)
-            if trans:
-                mats = mats.swapaxes(2, 3)
-            lo = mats[:, :, FRAG_ROW, FRAG_COL].astype(np.uint32)
-            hi = mats[:, :, FRAG_ROW, FRAG_COL + 1].astype(np.uint32)
-            v = lo | (hi << np.uint32(16))   # (warps, num, 32)
+            v = _fragments(raw, len(members), num, trans)   # (warps, num, 32)
             for k, (W, _) in enumerate(members):
                 for i, s in enumerate(sets):
                     s(W, v[k, i], None)

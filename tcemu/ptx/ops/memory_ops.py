@@ -16,8 +16,9 @@ from ..signals import Fallback
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
 from .common import Mods, mask_array, operands, require_ptx, require_target, where, whole_warp
-from .memory_gang import (FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, ld_gang, ldmatrix_gang, shared_store_run,
-                          st_gang, stmatrix_gang)
+from .memory_gang import (FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, SHARED_BASE as _SHARED_BASE,
+                          SHARED_END as _SHARED_END, ld_gang, ldmatrix_gang, ldmatrix_run, shared_store_run, st_gang,
+                          stmatrix_gang)
 from .registry import register
 from .runs import Fuse
 
@@ -374,6 +375,22 @@ def c_ldmatrix(ins, prog, pc):
             hi = mt[_FRAG_ROW, _FRAG_COL + 1].astype(np.uint32)
             s(W, lo | (hi << np.uint32(16)), None)
     op.gang = ldmatrix_gang(num, trans, sets, rows_of.get_addr, rows_of.generic, wh)
+    if op.gang is not None and ins.guard is None:   # ldmatrix of this form in a run (runs.py) are one
+        get_addr, generic = rows_of.get_addr, rows_of.generic
+
+        def capture(B, nw):
+            a = np.broadcast_to(get_addr(B), (nw, 32))[:, :8 * num]
+            if generic:
+                if ((a < _SHARED_BASE) | (a >= _SHARED_END)).any():
+                    raise Fallback
+                a = a - _SHARED_BASE
+            a = a.astype(np.int64)
+            if (a % 16).any():
+                raise Fallback
+            return a, sets, wh
+        regs = slots_of(prog, ins.operands)
+        op.fuse = Fuse(("ldmatrix", num, trans, generic), regs, capture, ldmatrix_run(num, trans),
+                       slots_of(prog, ins.operands[:1]))
     return op
 
 

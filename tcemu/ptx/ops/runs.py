@@ -20,12 +20,14 @@ from ..signals import Fallback
 
 class Fuse:
     """op.fuse of an instruction that runs in runs: its kind (runs hold one kind), the registers its operands read,
-    capture(B, nw) -> what the executor takes of it (read from a Batch of the gang's nw warps), and the executor,
-    execute(gang, [captured, ...]) in program order."""
-    __slots__ = ("kind", "touched", "capture", "execute")
+    capture(B, nw) -> what the executor takes of it (read from a Batch of the gang's nw warps), the executor,
+    execute(gang, [captured, ...], B) in program order, and the registers it writes (a load: the executor sets them
+    in B), which nothing after it in the run may read or write (run_of ends the run there)."""
+    __slots__ = ("kind", "touched", "capture", "execute", "writes")
 
-    def __init__(self, kind, touched, capture, execute):
+    def __init__(self, kind, touched, capture, execute, writes=None):
         self.kind, self.touched, self.capture, self.execute = kind, touched, capture, execute
+        self.writes = writes or {}
 
     def run(self, gang, pc: int, log=None) -> int:
         """The run from pc for a whole gang (every lane of converged warps, lockstep.run): the warp instructions
@@ -47,7 +49,7 @@ class Fuse:
                     items.append(f.capture(B, nw))
                 elif code[at](B, None) is not None:
                     return 0
-            self.execute(gang, items)
+            self.execute(gang, items, B)
         except (Fallback, TcemuError):
             return 0
         except Exception:   # an op the batch cannot run (lockstep.stretch): the gang runs the instruction alone
@@ -70,23 +72,28 @@ def run_of(prog, pc):
         return runs[pc]
     code, private_end = prog.code, prog.lockstep_end
     kind = code[pc].fuse.kind
-    fused, touched, written = {}, {}, {}
+    fused, touched, written, late = {}, {}, {}, {}   # late: what the run's loads write (set after everything)
     at = pc
     while at < len(code):
         f = getattr(code[at], "fuse", None)
         if f is not None and f.kind == kind:
-            fused[at] = f
-            reads = f.touched
-            at += 1
+            reads, writes, nxt = f.touched, f.writes, at + 1
         elif private_end[at] > at:
             reads, writes = prog.lockstep_regs[at]
-            for c, idx in writes.items():
-                written.setdefault(c, set()).update(idx.tolist())
-            at = int(private_end[at])
+            nxt = int(private_end[at])
         else:
             break
+        if any(late.get(c, set()).intersection(idx.tolist()) for c, idx in reads.items()):
+            break   # (reads include what it writes) it would see a load's register before the load
+        if f is not None and f.kind == kind:
+            fused[at] = f
+            for c, idx in writes.items():
+                late.setdefault(c, set()).update(idx.tolist())
+        for c, idx in writes.items():
+            written.setdefault(c, set()).update(idx.tolist())
         for c, idx in reads.items():
             touched.setdefault(c, set()).update(idx.tolist())
+        at = nxt
     runs[pc] = None if len(fused) < 2 else (
         at, fused, {c: np.array(sorted(x)) for c, x in touched.items()},
         {c: np.array(sorted(x)) for c, x in written.items()})
