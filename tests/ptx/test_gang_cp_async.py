@@ -301,7 +301,6 @@ def test_a_run_of_issues_lands_the_bytes_and_state_of_the_issues_one_at_a_time(f
     PTX text moves (src-size 0: zeros), and every shadow and racecheck record of the windows and of the global
     source equal to the issues run one at a time and to the warps one at a time."""
     from tcemu.ptx import memory, module
-    from tcemu.ptx.ops import cp_async
     finals = []
 
     class Window(memory.SharedWindow):

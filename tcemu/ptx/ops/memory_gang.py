@@ -380,7 +380,12 @@ def _matrix_rows(members, get_addr, num, generic):
         if m is not None and not m.all():   # .sync.aligned: the whole warp (common.whole_warp)
             raise Fallback
         out.append(get_addr(W)[:8 * num])
-    a = np.concatenate(out)
+    return matrix_offsets(np.concatenate(out), generic)
+
+
+def matrix_offsets(a, generic):
+    """Shared offsets (int64) of ldmatrix / stmatrix row addresses `a`, or Fallback: a generic address outside the
+    shared window, a row not 16-byte aligned (the warps' own runs report them)."""
     if generic:
         if ((a < SHARED_BASE) | (a >= SHARED_END)).any():
             raise Fallback

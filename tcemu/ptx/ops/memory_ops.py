@@ -16,9 +16,8 @@ from ..signals import Fallback
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
 from .common import Mods, mask_array, operands, require_ptx, require_target, where, whole_warp
-from .memory_gang import (FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, SHARED_BASE as _SHARED_BASE,
-                          SHARED_END as _SHARED_END, ld_gang, ldmatrix_gang, ldmatrix_run, shared_store_run, st_gang,
-                          stmatrix_gang)
+from .memory_gang import (FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, ld_gang, ldmatrix_gang, ldmatrix_run,
+                          matrix_offsets, shared_store_run, st_gang, stmatrix_gang)
 from .registry import register
 from .runs import Fuse
 
@@ -379,15 +378,7 @@ def c_ldmatrix(ins, prog, pc):
         get_addr, generic = rows_of.get_addr, rows_of.generic
 
         def capture(B, nw):
-            a = np.broadcast_to(get_addr(B), (nw, 32))[:, :8 * num]
-            if generic:
-                if ((a < _SHARED_BASE) | (a >= _SHARED_END)).any():
-                    raise Fallback
-                a = a - _SHARED_BASE
-            a = a.astype(np.int64)
-            if (a % 16).any():
-                raise Fallback
-            return a, sets, wh
+            return matrix_offsets(np.broadcast_to(get_addr(B), (nw, 32))[:, :8 * num], generic), sets, wh
         regs = slots_of(prog, ins.operands)
         op.fuse = Fuse(("ldmatrix", num, trans, generic), regs, capture, ldmatrix_run(num, trans),
                        slots_of(prog, ins.operands[:1]))
