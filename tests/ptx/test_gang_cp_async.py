@@ -362,3 +362,21 @@ def test_a_run_whose_issues_meet_is_reported_as_the_warps_one_at_a_time_report_i
     with pytest.raises(HazardError) as alone:
         run_launch(second=0)
     assert "is still in flight" in str(ganged.value) and str(ganged.value) == str(alone.value)
+
+
+def test_a_pc_whose_runs_always_fall_back_stops_trying(fused):
+    # the second issue reads another allocation (`other`): the run falls back every time (one allocation a run), and
+    # the issues run one at a time with the same bytes; after runs.GIVE_UP launches that pc no longer tries
+    from tcemu.ptx.ops import runs
+    body = RUN_BODY.format(second=2048).replace("  add.s64 %rd6, %rd1, %rd5;", "  add.s64 %rd6, %rd9, %rd5;")
+    body = body.replace("  ld.param.u32 %r9, [n];", "  ld.param.u32 %r9, [n];\n  ld.param.u64 %rd9, [other];")
+    mod = ptx.load(entry(body, params=PARAMS + ", .param .u64 other", regs=REGS + BUF, prologue=""))
+    src = np.random.default_rng(7).integers(0, 256, 128 * 3 * 16, dtype=np.uint8)
+    other = np.random.default_rng(8).integers(0, 256, 128 * 3 * 16, dtype=np.uint8)
+    u = (np.arange(128) + 32) % 128
+    want = np.concatenate([src.reshape(3, 128, 16)[:, u], other.reshape(3, 128, 16)[:, u ^ 1]], axis=2)
+    for k in range(runs.GIVE_UP + 3):
+        dst = np.zeros(32 * 128 * 3, np.uint8)
+        mod.launch("k", grid=3, block=128, args=[src, dst, 16, other])
+        assert np.array_equal(dst.reshape(3, 128, 32), want)
+        assert fused["runs"] == min(k + 1, runs.GIVE_UP)

@@ -9,13 +9,17 @@ once and makes their effects, or raises signals.Fallback before any change, and 
 runs the first instruction as before, which gives any report. Private instructions touch registers alone and the
 run's instructions read registers alone, so running them after the private ones leaves what the instructions one
 after the other leave; each executor keeps the order where it shows (records, epochs, logs: instruction by
-instruction) and refuses what would make order matter (two of them writing one byte)."""
+instruction) and refuses what would make order matter (two of them writing one byte).
+A pc whose runs fell back GIVE_UP times in a row stops trying (each try ran its private instructions for nothing)."""
 import numpy as np
 
 from .. import lockstep
 from ...core.errors import TcemuError
 from ..lockstep import Batch
 from ..signals import Fallback
+
+GIVE_UP = 8   # runs from one pc that fell back in a row before that pc stops trying (each try ran the private
+#              instructions on a copy for nothing: a run over two allocations, say, always falls back)
 
 
 class Fuse:
@@ -36,6 +40,18 @@ class Fuse:
         run = run_of(prog, pc)
         if run is None:
             return 0
+        failed = prog.__dict__.setdefault("_fuse_failed", {})
+        if failed.get(pc, 0) >= GIVE_UP:
+            return 0
+        if not self._try(gang, pc, run, log):
+            failed[pc] = failed.get(pc, 0) + 1
+            return 0
+        failed.pop(pc, None)
+        return (run[0] - pc) * len(gang)
+
+    def _try(self, gang, pc, run, log) -> bool:
+        """The run (run_of's) for the gang; False where it changed nothing."""
+        prog = gang[0].prog
         end, fused, touched, written = run
         code = prog.code
         if log is not None:
@@ -48,20 +64,20 @@ class Fuse:
                 if f is not None:
                     items.append(f.capture(B, nw))
                 elif code[at](B, None) is not None:
-                    return 0
+                    return False
             self.execute(gang, items, B)
         except (Fallback, TcemuError):
-            return 0
+            return False
         except Exception:   # an op the batch cannot run (lockstep.stretch): the gang runs the instruction alone
             if lockstep.FORCE:
                 raise
-            return 0
+            return False
         B.store(written)
         for w in gang:
             w.pc = end
             w.wait = None
             w.executed += end - pc
-        return (end - pc) * nw
+        return True
 
 
 def run_of(prog, pc):
