@@ -376,7 +376,7 @@ def run(gang, budget: int, log=None) -> int:
                     return n
                 continue
             fuse = getattr(code[pc], "fuse", None) if GANG_OPS else None
-            if fuse is not None:   # a run of issues as one (ops/cp_async.py)
+            if fuse is not None:   # a run of one kind of instruction as one step (ops/runs.py)
                 k = fuse.run(g, pc, log)
                 if k:
                     n += k

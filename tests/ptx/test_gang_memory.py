@@ -218,6 +218,14 @@ def state_of(obj):
     return out
 
 
+def assert_same_states(got, want):
+    """Each state_of in `got` equal to its twin in `want`, key by key (the key named where one differs)."""
+    for g, a in zip(got, want):
+        assert g.keys() == a.keys()
+        for k in g:
+            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+
+
 def no_memory_gangs(monkeypatch):
     from tcemu.ptx.ops import memory_ops
     for name in ("ld_gang", "st_gang", "ldmatrix_gang", "stmatrix_gang"):
@@ -240,10 +248,7 @@ def test_gang_leaves_every_shadow_as_the_warps_one_at_a_time_do(run, states, spi
     alone = [state_of(x) for x in states]
     assert len(ganged) == len(alone) > 2
     assert all("race.w_ep" in g and g["race.w_ep"].any() for g in ganged if "written" in g)   # records compared
-    for g, a in zip(ganged, alone):
-        assert g.keys() == a.keys()
-        for k in g:
-            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+    assert_same_states(ganged, alone)
 
 
 def test_gang_without_racecheck_gives_the_same_bytes(spies):
@@ -549,10 +554,7 @@ def test_triton_issue_runs_leave_every_shadow_as_its_issues_one_at_a_time_do(sta
     assert set(sizes) == {1} and c.any() and np.array_equal(c, one)
     each = [state_of(x) for x in states]
     assert len(fused) == len(each) > 2
-    for g, a in zip(fused, each):
-        assert g.keys() == a.keys()
-        for k in g:
-            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+    assert_same_states(fused, each)
 
 
 # thread t (128 threads a CTA) stores its 4 words w0..w3 to buf[16 t] and w3..w0 to buf[{second} + 16 t] (address
@@ -620,10 +622,7 @@ def test_a_run_of_shared_stores_leaves_the_state_of_the_stores_one_at_a_time(sta
     assert np.array_equal(one, out)
     each = [state_of(s) for s in states]
     assert len(fused) == len(each) > 3
-    for g, a in zip(fused, each):
-        assert g.keys() == a.keys()
-        for k in g:
-            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
+    assert_same_states(fused, each)
 
 
 # thread t (128 threads) stores its 4 words to buf[16 t]; after bar.sync each warp loads two x4 matrices sets with
@@ -670,14 +669,14 @@ def test_a_run_of_ldmatrix_gives_the_registers_and_records_of_the_loads_one_at_a
     between reads a register the first load writes (it must see the loaded value: the run ends there). Whichever
     way, the words are those of the loads one at a time, and of the warps one at a time, and so are every window's
     racecheck records."""
-    from tcemu.ptx.ops import memory_gang, runs
+    from tcemu.ptx.ops import memory_gang, memory_ops, runs
     got_runs = []
     real = memory_gang.ldmatrix_run
 
     def spy(num, trans):
         run = real(num, trans)
         return lambda gang, items, B: (got_runs.append(len(items)), run(gang, items, B))[1]
-    monkeypatch.setattr(memory_ops_module(), "ldmatrix_run", spy)
+    monkeypatch.setattr(memory_ops, "ldmatrix_run", spy)
 
     def go(**kw):
         src = np.random.default_rng(13).integers(0, 1 << 32, 4 * 256 * 2, dtype=np.uint64).astype(np.uint32)
@@ -695,11 +694,4 @@ def test_a_run_of_ldmatrix_gives_the_registers_and_records_of_the_loads_one_at_a
     one = [state_of(s) for s in states]
     assert np.array_equal(go(lockstep=False), out)
     assert len(ran) == len(one) >= 2
-    for g, a in zip(ran, one):
-        for k in g:
-            assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
-
-
-def memory_ops_module():
-    from tcemu.ptx.ops import memory_ops
-    return memory_ops
+    assert_same_states(ran, one)

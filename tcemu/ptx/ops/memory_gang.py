@@ -153,25 +153,29 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
     return land
 
 
-def shared_store_run(gang, items, B=None):
-    """A run of st.shared of one width (ops/runs.py) for a whole gang: items [(offsets (warps, 32), bytes
-    (warps * 32, width), site)] in program order; a CTA's rows (warp, instruction, lane) as one _shared_store_plan,
-    every CTA planned before any lands (no byte stored twice in a CTA: checked)."""
+def _run_rows(gang, items, rows):
+    """What a run's executor plans CTA by CTA: [(cta's first warp, end)], offsets and thread ids (warps, K, rows)
+    (each warp's rows: instruction by instruction, `rows` lanes each) and the K sites, of items [(offsets (warps,
+    rows), ..., site)] in program order; Fallback where a CTA's warps are not together in the gang."""
     first = cta_starts(gang)
     if first is None:
         raise Fallback
     nw, K = len(gang), len(items)
-    nbytes = items[0][1].shape[1]
-    offs = np.stack([it[0] for it in items], axis=1)                                   # (warps, K, 32)
+    offs = np.stack([it[0] for it in items], axis=1)
+    tids = np.broadcast_to(thread_ids(gang)[:, None, :rows], (nw, K, rows))
+    return list(zip(first, first[1:] + [nw])), offs, tids, [it[-1] for it in items]
+
+
+def shared_store_run(gang, items, B=None):
+    """A run of st.shared of one width (ops/runs.py) for a whole gang: items [(offsets (warps, 32), bytes
+    (warps * 32, width), site)] in program order; a CTA's rows (warp, instruction, lane) as one _shared_store_plan,
+    every CTA planned before any lands (no byte stored twice in a CTA: checked)."""
+    ctas, offs, tids, whs = _run_rows(gang, items, 32)
+    nw, K, nbytes = len(gang), len(items), items[0][1].shape[1]
     data = np.stack([it[1].reshape(nw, 32, nbytes) for it in items], axis=1)           # (warps, K, 32, width)
-    tids = np.broadcast_to(thread_ids(gang)[:, None, :], (nw, K, 32))
-    whs = [it[2] for it in items]
-    plans = []
-    for lo, hi in zip(first, first[1:] + [nw]):
-        members = [(W, None) for W in gang[lo:hi]]
-        plans.append(_shared_store_plan(gang[lo].cta.shared, members, offs[lo:hi].reshape(-1),
-                                        tids[lo:hi].reshape(-1), [K * 32] * (hi - lo),
-                                        data[lo:hi].reshape(-1, nbytes), whs))
+    plans = [_shared_store_plan(gang[lo].cta.shared, [(W, None) for W in gang[lo:hi]], offs[lo:hi].reshape(-1),
+                                tids[lo:hi].reshape(-1), [K * 32] * (hi - lo), data[lo:hi].reshape(-1, nbytes), whs)
+             for lo, hi in ctas]
     for land in plans:
         land()
 
@@ -413,18 +417,10 @@ def ldmatrix_run(num, trans):
     rows = 8 * num
 
     def run(gang, items, B):
-        first = cta_starts(gang)
-        if first is None:
-            raise Fallback
+        ctas, offs, tids, whs = _run_rows(gang, items, rows)
         nw, K = len(gang), len(items)
-        offs = np.stack([it[0] for it in items], axis=1)                    # (warps, K, rows)
-        tids = np.broadcast_to(thread_ids(gang)[:, None, :rows], (nw, K, rows))
-        whs = [it[2] for it in items]
-        plans = []
-        for lo, hi in zip(first, first[1:] + [nw]):
-            plans.append(_shared_load_plan(gang[lo].cta.shared, [(W, None) for W in gang[lo:hi]],
-                                           offs[lo:hi].reshape(-1), tids[lo:hi].reshape(-1), [K * rows] * (hi - lo),
-                                           16, whs))
+        plans = [_shared_load_plan(gang[lo].cta.shared, [(W, None) for W in gang[lo:hi]], offs[lo:hi].reshape(-1),
+                                   tids[lo:hi].reshape(-1), [K * rows] * (hi - lo), 16, whs) for lo, hi in ctas]
         raw = np.concatenate([r for r, _ in plans]).reshape(nw, K, rows, 16)
         for _, land in plans:
             land()
