@@ -246,8 +246,13 @@ def _spots(off, nbytes):
 def _info(g, wh, tids, strong=False):
     """Per lane: site << 11 | warp << 6 | strong << 5 | lane (tids: the CTA's thread indices, warp = tid // 32 < 32;
     2^20 sites fit the records' int32)."""
+    return _lane_info(np.int64(g.site(wh)), tids, strong)
+
+
+def _lane_info(site, tids, strong=False):
+    """_info of site ids: one for all lanes, or one a lane."""
     tids = np.asarray(tids, np.int64)
-    return np.int64(g.site(wh) << 11 | int(strong) << 5) | (tids // 32) << 6 | tids % 32
+    return site << 11 | np.int64(int(strong) << 5) | (tids // 32) << 6 | tids % 32
 
 
 def _note_reads(g, sd, ids, key, off, nbytes, tids, wh):
@@ -262,8 +267,7 @@ def _note_reads(g, sd, ids, key, off, nbytes, tids, wh):
                       np.asarray(tids, np.int64))
         return
     scatter(P.r_key, ix, key)
-    tids = np.asarray(tids, np.int64)
-    scatter(P.r_info, ix, (site << 11 | (tids // 32) << 6 | tids % 32)[:, None])
+    scatter(P.r_info, ix, _lane_info(site, tids)[:, None])
 
 
 @njit(cache=True)

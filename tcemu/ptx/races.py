@@ -473,16 +473,16 @@ def gang_write_record(sh, spots, tids, counts, rows, wh, owner=None, starts=None
         np.asarray(owner, np.int64)
     _record_writes(P.w_ep, P.w_info, P.w_mask, P.w_region, np.asarray(ix, np.int64).reshape(len(warp_of), -1),
                    warp_of, ep, np.array([r[2] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64),
-                   _sites(sts[0].cl, wh, len(warp_of)), np.asarray(tids, np.int64))
+                   _sites(sts[0].cl, wh, len(rows), len(warp_of)), np.asarray(tids, np.int64))
 
 
-def _sites(cl, wh, n):
-    """_record_writes' site << 6: one for every row, or per row where wh lists one site an instruction (each
-    warp's rows K blocks of 32)."""
+def _sites(cl, wh, warps, n):
+    """site << 6 of a gang record's n rows: one for every row, or a row's own where wh lists one site an
+    instruction (each of the `warps` warps' rows K equal blocks, one per instruction: a run, ops/runs.py)."""
     if isinstance(wh, str):
         return np.array([cl.site(wh) << 6], np.int64)
     per = np.array([cl.site(w) << 6 for w in wh], np.int64)
-    return np.broadcast_to(per[None, :, None], (n // (32 * len(wh)), len(wh), 32)).reshape(-1)
+    return np.broadcast_to(per[None, :, None], (warps, len(wh), n // (warps * len(wh)))).reshape(-1)
 
 
 @njit(cache=True)
@@ -532,13 +532,7 @@ def gang_read_record(sh, spots, tids, counts, rows, wh):
     idx = np.array([sd.row(st.id) for st in rows], np.int64)   # before indexing R: a new reader grows it
     P, ix = sd.at(spots)
     vc = np.array([st.vc[st.id] for st in rows], np.int64)
-    if isinstance(wh, str):
-        site = np.int64(rows[0].cl.site(wh) << 6)
-    else:
-        per = np.array([rows[0].cl.site(w) << 6 for w in wh], np.int64)
-        site = np.repeat(per, len(tids) // (len(rows) * len(wh)))
-        site = np.tile(site, len(rows))
-    info = site | np.asarray(tids, np.int64) % 32
+    info = _sites(rows[0].cl, wh, len(rows), len(tids)) | np.asarray(tids, np.int64) % 32
     P.R[np.repeat(idx, counts)[:, None], ix] = ((np.repeat(vc, counts) << 32) | info)[:, None]
     sd.rmax[idx] = vc
 
