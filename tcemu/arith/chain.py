@@ -5,13 +5,18 @@ One chain step is one tensor-core instruction's fused dot (fdp.py; traces/wgmma_
 
     D = round( C truncated + sum_k (a_k b_k truncated) ),   every term truncated toward zero to 2^(E - F).
 
-Here every operand is held as an exact float64 value and an int32 alignment exponent. A product a_k b_k is exact
-in float64 (at most 22 significant bits), so is its scaling by 2^(F - E); np.trunc of the scaled product is the
-truncated term as an integer below 2^(F + 2); the K_step + 1 terms sum exactly (below 2^(F + 8) < 2^53, in any
-order); the sum times 2^(E - F) is the exact fused sum, rounded once by bit operations (RZ for f32, RNE for f16).
-Both loops run over n and vectorise. Lanes with NaN/inf anywhere, and lanes whose sum is zero (+0, or under a unit
-with signed_zero a sign that needs every term), are redone by `_general`, which applies every rule of fdp.py one
-output at a time.
+Here every operand is held as an exact value (float64; float32 for the 32-bit sums below) and an int32 alignment
+exponent. A product a_k b_k is exact in float64 (at most 22 significant bits), so is its scaling by 2^(F - E);
+np.trunc of the scaled product is the truncated term as an integer below 2^(F + 2); the K_step + 1 terms sum
+exactly (below 2^(F + 8) < 2^53, in any order); the sum times 2^(E - F) is the exact fused sum, rounded once by
+bit operations (RZ for f32, RNE for f16). Both loops run over n and vectorise. Lanes with NaN/inf anywhere, and
+lanes whose sum is zero (+0, or under a unit with signed_zero a sign that needs every term), are redone by
+`_general`, which applies every rule of fdp.py one output at a time.
+
+32-bit sums (_sums32): where every product of a row's step is exact in float32 and every lane's 2^(F - E) is a
+float32, a truncated term is a float32 product cast to int32 (truncation toward zero) and a step's terms sum in
+int32 (below ks 2^(F + 2) <= 2^31: engine.sum32_ok), twice the lanes of float64 per vector instruction; operands are
+then stored as float32 (every unscaled operand format is exact there). Other rows take the float64 sums.
 
 Fast path: when bounds on the exponents prove that no term of a row segment is truncated (every product's lowest
 bit and C's lowest kept bit at or above 2^(E - F)), the fused sum is the exact sum and E is not needed: the
@@ -214,8 +219,8 @@ def _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, 
     all_neg_zero = True
     E = np.int64(NO_TERM) * 4
     for k in range(k0, k0 + ks):
-        x = aval[m, k]
-        y = bval[t, k, n]
+        x = np.float64(aval[m, k])   # float32 storage (the 32-bit sums): widened before any arithmetic
+        y = np.float64(bval[t, k, n])
         neg = np.signbit(x) != np.signbit(y)
         if np.isnan(x) or np.isnan(y):
             nan = True
@@ -257,7 +262,7 @@ def _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, 
     iv = _i2f((1023 - F + E) << 52)
     acc = 0.0
     for k in range(k0, k0 + ks):
-        acc += np.trunc(aval[m, k] * bval[t, k, n] * sc)
+        acc += np.trunc(np.float64(aval[m, k]) * np.float64(bval[t, k, n]) * sc)
     if c_present:
         acc += np.trunc(c * sc)
     if acc == 0.0:
@@ -277,7 +282,7 @@ def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, 
         sc = _i2f((1023 + F - E) << 52)
         x = np.trunc(c * sc)
         for k in range(k0, k0 + ks):
-            x += np.trunc(aval[m, k] * bval[t, k, n] * sc)
+            x += np.trunc(np.float64(aval[m, k]) * np.float64(bval[t, k, n]) * sc)
         if x != 0.0:
             return _round(x * _i2f((1023 - F + E) << 52), keep, emin, emax, rne)
     return _general(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, F, zero_exp, keep, emin, emax, rne, nan_value,
@@ -286,6 +291,7 @@ def _lane(aval, aal, m, bval, bal, t, n, k0, ks, c, c_al, zf, zr, lane_special, 
 
 # ---- one chain step of a tile: rows [r0, r1) of tile t
 
+GENERAL, FAST, SUM32 = 0, 1, 2   # how _tile_step runs a row (chain_jobs decides from the row's bounds)
 KB = 4   # K elements per pass of the sums (partial sums in xbuf: consecutive lanes overlap); steps of 8: one pass
 EB = 16  # K elements per pass of the largest-alignment search (more row streams defeat the vectoriser)
 
@@ -372,14 +378,16 @@ def _skip_row(flag, i, nlen):
 
 
 @njit(cache=True, inline="always")
-def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
-               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s, nlen, zrow,
+               skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
     """Rows [r0, r1) of tile t, chain step s (ks a compile-time constant in the _stepN wrappers). Each phase is its
-    own loop over the lanes: the largest alignment (passes of up to EB elements), the sums (passes of KB elements,
-    one pass for steps of 8; partial sums in xbuf, 2^(F - E) in sbuf), then the rounding. Lanes are independent within a pass, so the loads
-    and the truncations of consecutive lanes overlap; one loop with the rounding in it vectorised only in part.
-    fbuf (3, TN): xbuf, sbuf and cbuf, a copy of C (the rounding keeps C from it: a select against acc itself
-    compiles to masked stores)."""
+    own loop over the lanes: the largest alignment (passes of up to EB elements), the sums, then the rounding.
+    Lanes are independent within a pass, so the loads and the truncations of consecutive lanes overlap; one loop
+    with the rounding in it vectorised only in part. fbuf (3, TN): xbuf (partial sums), sbuf (2^(F - E)) and cbuf,
+    a copy of C (the rounding keeps C from it: a select against acc itself compiles to masked stores).
+
+    fast[i]: FAST (row bounds: no product truncated), SUM32 (row bounds allow the 32-bit sums, _sums32) or GENERAL.
+    The float64 sums take passes of KB elements (one pass for steps of 8)."""
     xbuf, sbuf, cbuf = fbuf[0], fbuf[1], fbuf[2]
     k0 = s * ks
     kp = 8 if ks == 8 else KB  # a constant in the _stepN wrappers
@@ -390,7 +398,7 @@ def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag,
         m = r0 + i
         if skip[i]:
             nbad[i] = _skip_row(flag, i, nlen)
-        elif fast[i]:  # no product is truncated (row bounds): exact multiply-adds (any order: no partial sum rounds)
+        elif fast[i] == FAST:  # no product is truncated: exact multiply-adds (any order: no partial sum rounds)
             for n in range(nlen):
                 cbuf[n] = acc[t, m, n]
                 xbuf[n] = cbuf[n]
@@ -398,11 +406,11 @@ def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag,
                 for n in range(nlen):
                     x = xbuf[n]
                     for k in range(kp):
-                        x += aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n]
+                        x += np.float64(aval[m, k0 + kb + k]) * np.float64(bval[t, k0 + kb + k, n])
                     xbuf[n] = x
             for k in range(whole, ks):
                 for n in range(nlen):
-                    xbuf[n] += aval[m, k0 + k] * bval[t, k0 + k, n]
+                    xbuf[n] += np.float64(aval[m, k0 + k]) * np.float64(bval[t, k0 + k, n])
             nbad[i] = _fast_epilogue(acc, cal, xbuf, cbuf, flag, t, m, i, nlen, top_p[i], lo_p[i], F, keep, emin, emax,
                                      rne, thr_p)
         else:
@@ -418,52 +426,89 @@ def _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag,
             for k in range(ewhole, ks):
                 for n in range(nlen):
                     ebuf[n] = max(ebuf[n], np.int16(aal[m, k0 + k] + bal[t, k0 + k, n]))
+            e_lo = np.int16(32767)
             for n in range(nlen):
+                e_lo = min(e_lo, ebuf[n])
                 sc = _i2f((1023 + F - np.int64(ebuf[n])) << 52)
                 sbuf[n] = sc
                 cv = acc[t, m, n]
                 cbuf[n] = cv
                 xbuf[n] = np.trunc(cv * sc)
-            for kb in range(0, whole, kp):  # integers below 2^53: exact in any order
-                for n in range(nlen):
-                    sc = sbuf[n]
-                    x = xbuf[n]
-                    for k in range(kp):
-                        x += np.trunc(aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n] * sc)
-                    xbuf[n] = x
-            for k in range(whole, ks):
-                for n in range(nlen):
-                    xbuf[n] += np.trunc(aval[m, k0 + k] * bval[t, k0 + k, n] * sbuf[n])
+            if fast[i] == SUM32 and F - np.int64(e_lo) > 127:   # a lane's 2^(F - E) is no float32 (_sums32)
+                fast[i] = GENERAL
+            if fast[i] == SUM32:
+                _sums32(ks, aval, bval, sbuf, xbuf, sum32, t, m, k0, nlen)
+            else:
+                for kb in range(0, whole, kp):  # integers below 2^53: exact in any order
+                    for n in range(nlen):
+                        sc = sbuf[n]
+                        x = xbuf[n]
+                        for k in range(kp):
+                            x += np.trunc(np.float64(aval[m, k0 + kb + k]) * np.float64(bval[t, k0 + kb + k, n]) * sc)
+                        xbuf[n] = x
+                for k in range(whole, ks):
+                    for n in range(nlen):
+                        xbuf[n] += np.trunc(np.float64(aval[m, k0 + k]) * np.float64(bval[t, k0 + k, n]) * sbuf[n])
             nbad[i] = _general_epilogue(acc, cal, ebuf, xbuf, cbuf, bspec, flag, t, m, s, i, nlen, F, keep, emin, emax,
                                         rne)
 
 
-@njit(cache=True, nogil=True)
-def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-           top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(8, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
-               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+@njit(cache=True, inline="always")
+def _sums32(ks, aval, bval, sbuf, xbuf, sum32, t, m, k0, nlen):
+    """The truncated terms of a row's step in float32 and int32, twice the lanes of float64 a vector instruction
+    (ks a multiple of 8; float32 operand storage). Exact where chain_jobs marks the row SUM32 and every lane's
+    2^(F - E) is a float32 (_tile_step):
+    - a b is exact in float32: at most 24 significant bits (sum32_ok), its top below 2^(ahi + bhi + 2) <= 2^128
+      and its lowest bit at or above 2^(alo + blo - fa - fb) >= 2^-149 (row bounds);
+    - times 2^(F - E) it stays exact, or lies below 2^-126 < 1 where only its truncation, 0, counts;
+    - each term's magnitude is below 2^(F + 2) (|a b| < 2^(al_a + al_b + 2), al_a + al_b <= E), so the cast to int32
+      truncates it exactly, and ks of them sum below ks 2^(F + 2) <= 2^31 (sum32_ok) in int32."""
+    sums, scs = sum32[0], _f32_view(sum32[1])   # a float32 scale array: the passes run on float32 lanes only
+    for n in range(nlen):
+        scs[n] = np.float32(sbuf[n])
+        sums[n] = 0
+    for kb in range(0, ks, 8):
+        for n in range(nlen):
+            sc = scs[n]
+            x = sums[n]
+            for k in range(8):
+                x += np.int32(aval[m, k0 + kb + k] * bval[t, k0 + kb + k, n] * sc)
+            sums[n] = x
+    for n in range(nlen):
+        xbuf[n] += np.float64(sums[n])
+
+
+@njit(cache=True, inline="always")
+def _f32_view(row):
+    return row.view(np.float32)
 
 
 @njit(cache=True, nogil=True)
-def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-            top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(16, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
-               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s, nlen, zrow, skip,
+           fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(8, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s, nlen, zrow,
+               skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True, nogil=True)
-def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip, fast,
-            top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
-               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s, nlen, zrow, skip,
+            fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(16, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s, nlen, zrow,
+               skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 @njit(cache=True, nogil=True)
-def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
-              fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
-    _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow, skip,
-               fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+def _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s, nlen, zrow, skip,
+            fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(32, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s, nlen, zrow,
+               skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+
+
+@njit(cache=True, nogil=True)
+def _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s, nlen, zrow,
+              skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad):
+    _tile_step(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s, nlen, zrow,
+               skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
 
 
 # ---- promotion into the f32 main accumulator
@@ -505,7 +550,7 @@ FAST_BACKOFF = 16  # steps a row segment stays on the general path after a fast 
 @njit(cache=True, nogil=True)
 def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bspec, blo, bhi, bzany, bsany,
                acc, cal, main, backoff, m0, m1, N, tm, steps, g0, g_last, promote, init_cal, ps_a, ps_b, kb0,
-               F, zero_exp, keep, emin, emax, rne, nan_value, signed_zero, thr_p, allow_fast, stats):
+               F, zero_exp, keep, emin, emax, rne, nan_value, signed_zero, thr_p, allow_fast, sum32_ok, stats):
     """Jobs [j0, j1) of a prepared chunk: chain steps [0, steps) on rows [m0, m1) of the state (acc, cal,
     main: (T, M, TN)); job j is tile j % T, rows m0 + (j // T) * tm onwards. Releases the GIL: threads run
     disjoint job ranges (tcemu.matmul, workers=).
@@ -515,8 +560,10 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
     g0: the chunk's first step, counted from the start of the chain (promotion intervals, first-step C);
     g_last: the chain's last step (a partial promotion interval is promoted there); promote: P or 0;
     ps_a (M, nkb) / ps_b (nkb, T * TN): promotion scales (float32 values) or empty arrays (scale 1);
-    backoff (T, M): fast-path back-off counters; stats (T * ntm, 3): row segments run fast, run general, and
-    lanes redone one at a time."""
+    backoff (T, M): fast-path back-off counters; stats (T * ntm, 4): row segments run fast, run general, lanes
+    redone one at a time, and general row segments whose sums ran in 32 bits; sum32_ok: aval / bval hold float32
+    values and the unit's terms fit _sums32's int32 sums (engine.sum32_ok); each row's step then takes them where
+    its bounds allow."""
     T, _, TN = acc.shape
     scaled = ps_a.shape[1] > 0
     ones_m = np.ones(acc.shape[1], np.float64)
@@ -528,10 +575,11 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
         nlen = min(TN, N - t * TN)
         ebuf = np.empty(TN, np.int16)
         fbuf = np.empty((3, TN), np.float64)  # per lane: partial sums, 2^(F - E), C
+        sum32 = np.empty((2, TN), np.int32)   # _sums32's sums and (float32 bits) scales
         flag = np.empty((tm, TN), np.bool_)
         zrow = np.empty(tm, np.int32)
         skip = np.zeros(tm, np.bool_)
-        fast = np.zeros(tm, np.bool_)
+        fast = np.zeros(tm, np.int8)   # GENERAL / FAST / SUM32 (_tile_step)
         top_p = np.empty(tm, np.int32)
         lo_p = np.empty(tm, np.int32)
         nbad = np.zeros(tm, np.int64)
@@ -547,30 +595,34 @@ def chain_jobs(j0, j1, ks, aval, aal, alo, ahi, azero, aspec, bval, bal, bzf, bs
                     tp = max(tp, zero_exp)
                 top_p[i] = tp
                 lo_p[i] = alo[m, s] + blo[t, s]
-                fast[i] = False
+                fast[i] = GENERAL
                 skip[i] = aspec[m, s]
                 if allow_fast and not bsany[t, s] and not aspec[m, s]:
                     if backoff[t, m] > 0:
                         backoff[t, m] -= 1
-                    else:
-                        fast[i] = lo_p[i] >= tp - thr_p
+                    elif lo_p[i] >= tp - thr_p:
+                        fast[i] = FAST
+                if fast[i] == GENERAL and sum32_ok and not bsany[t, s] and ahi[m, s] + bhi[t, s] <= 126 and \
+                        lo_p[i] - (F - thr_p) >= -149:   # every product exact in float32 (_sums32)
+                    fast[i] = SUM32
             if ks == 16:  # the unrolled kernels of the instruction K steps, separate functions (an inlined copy
                 # in this loop optimises worse)
-                _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow,
-                        skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+                _step16(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s,
+                        nlen, zrow, skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             elif ks == 32:
-                _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow,
-                        skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+                _step32(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s,
+                        nlen, zrow, skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             elif ks == 8:
-                _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen, zrow,
-                       skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+                _step8(aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1, s,
+                       nlen, zrow, skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             else:
-                _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, flag, t, r0, r1, s, nlen,
-                          zrow, skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
+                _step_any(ks, aval, aal, bval, bal, bzf, bspec, acc, cal, ebuf, fbuf, sum32, flag, t, r0, r1,
+                          s, nlen, zrow, skip, fast, top_p, lo_p, F, keep, emin, emax, rne, thr_p, nbad)
             for i in range(rows):
                 m = r0 + i
-                stats[job, 0 if fast[i] else 1] += 1
-                if fast[i] and nbad[i] * 8 > nlen:
+                stats[job, 0 if fast[i] == FAST else 1] += 1
+                stats[job, 3] += fast[i] == SUM32
+                if fast[i] == FAST and nbad[i] * 8 > nlen:
                     backoff[t, m] = FAST_BACKOFF
                 if nbad[i]:
                     for n in range(nlen):

@@ -39,8 +39,10 @@ _BUDGET = 256 << 20   # bytes of prepared operands per K chunk (the working set 
 _TN, _TM = 128, 128   # output tile of the fast engine: lanes per row segment, rows per parallel job
 _TN_BLOCKED = 256     # lanes per row segment for K steps above 16 (passes of 8: more lanes amortise them)
 FAST_PATH = True      # the exact fast path (chain.py): off only to measure or test the general path
-LAST_STATS = {}       # the fast engine's last run: row segments on the fast path, general path, lanes redone
-                      # (empty after a reference-engine or integer run)
+SUM32 = True          # chain.py's 32-bit sums where exact (sum32_ok): off only to measure or test the float64 sums
+LAST_STATS = {}       # the fast engine's last run: row segments on the fast path, general path, lanes redone, and
+#                       general row segments summed in 32 bits (chain._sums32); empty after a reference-engine or
+#                       integer run
 
 
 
@@ -229,10 +231,11 @@ def _decode_tables(dtype):
 
 
 class _Prepared:
-    """Buffers of one operand's prepared K chunk (rows, up to `steps` chain steps), reused from chunk to chunk."""
+    """Buffers of one operand's prepared K chunk (rows, up to `steps` chain steps), reused from chunk to chunk;
+    values as `vtype` (float32 for the 32-bit sums: sum32_ok)."""
 
-    def __init__(self, R, steps, ks):
-        self.val = np.empty((R, steps * ks))
+    def __init__(self, R, steps, ks, vtype):
+        self.val = np.empty((R, steps * ks), vtype)
         self.al = np.empty((R, steps * ks), np.int16)  # chain.NO_AL for zero and special elements
         self.lo = np.empty((R, steps), np.int32)
         self.hi = np.empty((R, steps), np.int32)
@@ -254,6 +257,14 @@ def _scales(mx, R):
     return np.ascontiguousarray(se[..., 3]).astype(np.int32), np.ascontiguousarray(se[..., 0] == 3)
 
 
+def sum32_ok(plan, F, ks, scaled):
+    """Whether chain.py's 32-bit sums (_sums32) are exact for this unit wherever a row's bounds allow them: unscaled
+    values (a block scale may take them past float32's range), products of at most 24 significant bits, steps of
+    whole passes of 8, and ks terms each below 2^(F + 2) summing below 2^31."""
+    fa, fb = get_format(plan.dtype_a), get_format(plan.dtype_b)
+    return not scaled and fa.man_bits + fb.man_bits + 2 <= 24 and ks % 8 == 0 and ks << (F + 2) <= 1 << 31
+
+
 def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     unit = plan.unit
     uc = _unit_consts(unit)
@@ -269,8 +280,11 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     # +0 accumulator then (sm90: traces/wgmma_zero_sign_sm90.npz) computes the same way
     init_cal = unit.zero_exp if (plan.init == "zero" or unit.zero_c_when_absent) else chain.NO_TERM
     # K chunk: whole steps, whole promotion intervals and whole scale blocks, prepared operands within budget
+    use32 = sum32_ok(plan, unit.frac_bits, ks, mxs is not None)
+    vtype = np.float32 if use32 else np.float64
     unit_k = ks * _unit_steps(plan)
-    per_k = 13 * (M + T * tn)  # bytes per K: A's rows and B's tiles decoded (value, alignment, flags)
+    vbytes = np.dtype(vtype).itemsize
+    per_k = (vbytes + 5) * (M + T * tn)  # bytes per K: A's rows and B's tiles decoded (value, alignment, flags)
     chunk = max(unit_k, (_BUDGET // per_k) // unit_k * unit_k)
     ps_a = ps[0] if ps is not None else np.zeros((M, 0))
     ps_b = np.zeros((0, T * tn))
@@ -278,8 +292,8 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
         ps_b = np.zeros((ps[1].shape[0], T * tn))
         ps_b[:, :N] = ps[1]
     cst = min(chunk, steps * ks) // ks  # steps per chunk
-    bufs_a = _Prepared(M, cst, ks)
-    bval = np.empty((T, cst * ks, tn))
+    bufs_a = _Prepared(M, cst, ks, vtype)
+    bval = np.empty((T, cst * ks, tn), vtype)
     bal = np.empty((T, cst * ks, tn), np.int16)
     bzf = np.empty((T, cst, tn), np.int32)
     bspec = np.empty((T, cst, tn), np.bool_)
@@ -306,7 +320,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                     acc[:] = tiled
                     cal[:] = _cal_of(tiled, uc)
             backoff = np.zeros((T, M), np.int32)
-            stats = np.zeros((njobs, 3), np.int64)
+            stats = np.zeros((njobs, 4), np.int64)
             g_last = s1 - s0 - 1
             for c0 in range(s0 * ks, s1 * ks, chunk):
                 c1 = min(s1 * ks, c0 + chunk)
@@ -322,11 +336,11 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
                 args = (ks, pa.val, pa.al, pa.lo, pa.hi, pa.zero, pa.spec, bval, bal, bzf, bspec, blo, bhi, bzany,
                         bsany, acc, cal, main, backoff, 0, M, N, _TM, nst, g0, g_last, plan.promote, init_cal, ps_a,
                         ps_b, kb0, uc["F"], uc["zero_exp"], uc["keep"], uc["emin"], uc["emax"], uc["rne"],
-                        uc["nan_value"], uc["signed_zero"], thr_p, FAST_PATH, stats)
+                        uc["nan_value"], uc["signed_zero"], thr_p, FAST_PATH, use32 and SUM32, stats)
                 _run_jobs(pool, threads, njobs, args)
                 report.add(M * N * (min(c1, K) - c0))
             st = stats.sum(axis=0)
-            for key, v in zip(("fast", "general", "redone"), st):
+            for key, v in zip(("fast", "general", "redone", "sum32"), st):
                 LAST_STATS[key] = LAST_STATS.get(key, 0) + int(v)
             part = _from_tiles(main if plan.promote else acc, M, N)
             total = part if total is None else _f32_add(total, part)

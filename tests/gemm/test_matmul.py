@@ -506,6 +506,111 @@ def test_both_paths_and_the_redo_path_are_exercised():
     assert np.array_equal(off, f)
 
 
+def _bf16(mant, exp, shape, sign=0):
+    """bf16 patterns of (1 + mant / 128) 2^exp everywhere (mant 0..127, exp a normal exponent)."""
+    return np.full(shape, (sign << 15) | ((exp + 127) << 7) | mant, np.uint16)
+
+
+def _sum32_rows(a, b, **kw):
+    """(fast-engine bits, general row segments summed in 32 bits), after holding the bits equal to the reference
+    engine and to the same engine with the 32-bit sums off."""
+    f = raw(matmul(a, b, dtype_a="bf16", dtype_b="bf16", **kw))
+    n32 = mm_mod.LAST_STATS["sum32"]
+    r = raw(matmul(a, b, dtype_a="bf16", dtype_b="bf16", engine="reference", **kw))
+    mm_mod.SUM32 = False
+    try:
+        off = raw(matmul(a, b, dtype_a="bf16", dtype_b="bf16", **kw))
+        assert mm_mod.LAST_STATS["sum32"] == 0
+    finally:
+        mm_mod.SUM32 = True
+    assert np.array_equal(f, r) and np.array_equal(f, off)
+    return f, n32
+
+
+@pytest.mark.parametrize("sign", [0, 1])
+def test_sum32_at_the_int32_bound(sign):
+    """16 bf16 products of the largest mantissa, (255/128)^2, all at the step's largest alignment (E = 0): each
+    truncated term is 65,025 x 2^11 = 133,171,200 units of 2^-25, and 16 of them sum to +-2,130,739,200, inside
+    int32 (2^31 = 2,147,483,648); C (1.5) joins in float64. One step of 16 rows, every one summed in 32 bits,
+    to exact sums (f32 holds them)."""
+    a, b = _bf16(127, 0, (16, 16), sign), _bf16(127, 0, (16, 16))
+    b[0, 0] = _bf16(127, -20, ())   # lane 0: one product 2^20 smaller, truncated (63.75 units: 63); no row is fast
+    c = np.full((16, 16), 1.5, np.float32)
+    f, n32 = _sum32_rows(a, b, c=c)
+    assert n32 == 16
+    s_ = -1 if sign else 1
+    for lanes, units in ((f[:, 0], s_ * (15 * 133171200 + 63) + 50331648), (f[:, 1:], s_ * 16 * 133171200 + 50331648)):
+        cut = abs(units).bit_length() - 24   # f32 keeps 24 bits, toward zero
+        want = np.float32(np.sign(units) * (abs(units) >> cut << cut) / 2 ** 25)
+        assert (lanes == want.view(np.uint32)).all()
+    assert f[1, 1] == np.float32(65.0009765625 if sign == 0 else -62.0009765625).view(np.uint32)
+
+
+@pytest.mark.parametrize("top, sum32", [(126, True), (127, False)])
+def test_sum32_needs_products_inside_float32(top, sum32):
+    """Row bounds ahi + bhi <= 126: every product of two largest mantissas stays below 2^128 (float32's range);
+    at 127 the rows take the float64 sums. Bits equal to the reference engine either way."""
+    rng = np.random.default_rng(top)
+    a = _bf16(127, top // 2, (8, 16))
+    b = _bf16(127, top - top // 2, (16, 8))
+    a[:, 1::2] = _bf16(5, top // 2 - 30, (8, 8))   # smaller products: the general path, truncated terms
+    b[::3] |= rng.integers(0, 128, (6, 8)).astype(np.uint16)
+    f, n32 = _sum32_rows(a, b)
+    assert (n32 > 0) == sum32 and (n32 == 8 or not sum32)
+
+
+@pytest.mark.parametrize("exp_b, sum32", [(-51, True), (-52, False)])
+def test_sum32_needs_every_scale_inside_float32(exp_b, sum32):
+    """Every lane's 2^(F - E) must be a float32: E = -51 + exp_b is -102 (2^127) or -103 (2^128, no float32),
+    where the rows fall back to the float64 sums; C is +0, so E is the products' own."""
+    a, b = _bf16(3, -51, (8, 16)), _bf16(9, exp_b, (16, 8))
+    a[:, ::4] = _bf16(0, -70, (8, 4))   # products 19 binades smaller: the general path
+    f, n32 = _sum32_rows(a, b)
+    assert (n32 > 0) == sum32 and (n32 == 8 or not sum32)
+
+
+@given(st.sampled_from([("bf16", "f32"), ("f16", "f16"), ("tf32", "f32"), ("e4m3", "f32")]),
+       st.sampled_from([(-50, -40), (-62, -45), (40, 63), (55, 64), (-120, -100), (-10, 10)]),
+       st.sampled_from([0.0, 0.05]), st.booleans(), st.integers(0, 2 ** 32 - 1))
+@settings(max_examples=30, deadline=None)
+def test_sum32_near_its_bounds_equals_reference(config, window, zero, with_c, seed):
+    """Exponent windows that straddle the 32-bit sums' bounds (float32 products near 2^128, scales near 2^127 or
+    products near 2^-149 as far as each format reaches): the bits equal the reference engine's and the float64
+    sums'."""
+    ta, td = config
+    rng = np.random.default_rng(seed)
+    M, N, K = int(rng.integers(1, 20)), int(rng.integers(1, 140)), int(rng.integers(1, 70))
+    a, b = _bits(rng, ta, (M, K), window, 0.0, zero), _bits(rng, ta, (K, N), window, 0.0, zero)
+    kw = dict(dtype_a=ta, dtype_b=ta, dtype_d=td)
+    if with_c:
+        kw["c"] = _bits(rng, td, (M, N), (window[0] * 2, window[1] * 2), 0.0, zero).view(
+            np.float32 if td == "f32" else np.float16)
+    f, r = both(a, b, **kw)
+    mm_mod.SUM32 = False
+    try:
+        off = raw(matmul(a, b, **kw))
+    finally:
+        mm_mod.SUM32 = True
+    assert np.array_equal(f, r) and np.array_equal(f, off)
+
+
+def test_sum32_ok_per_unit():
+    """Which units take the 32-bit sums: sm90 tf32 / f16 / bf16 (F 25, steps of 8 or 16) and fp8 (F 13, 32);
+    not sm100's f8f6f4 (F 25, steps of 32: 32 terms below 2^27 may reach 2^32), nor block-scaled values."""
+    from tcemu.gemm.plan import plan_matmul
+    got = {}
+    for arch, ta, kind in (("sm90", "tf32", None), ("sm90", "f16", None), ("sm90", "bf16", None),
+                           ("sm90", "e4m3", None), ("sm100", "bf16", None), ("sm100", "e4m3", None)):
+        plan = plan_matmul(arch=arch, dtype_a=ta, dtype_b=ta, dtype_d="f32", out_dtype=None, k_step=None,
+                           promote_every=None, split_k=1, kind=kind, block_size_k=None, scale_type=None,
+                           init="zero", satfinite=False, mx_scales=False)
+        got[(arch, ta)] = (mm_mod.sum32_ok(plan, plan.unit.frac_bits, plan.ks, False),
+                           mm_mod.sum32_ok(plan, plan.unit.frac_bits, plan.ks, True))
+    assert got == {("sm90", "tf32"): (True, False), ("sm90", "f16"): (True, False),
+                   ("sm90", "bf16"): (True, False), ("sm90", "e4m3"): (True, False),
+                   ("sm100", "bf16"): (True, False), ("sm100", "e4m3"): (False, False)}
+
+
 def test_chunks_threads_and_progress(monkeypatch):
     """K in many chunks (a tiny operand budget: the working set does not grow with K), 1 or 3 threads, a
     progress callback: the same bits."""
