@@ -550,9 +550,10 @@ def main():
     print()
     rows, plan = matmul_bench(quick)
     print(f"{'tcemu.matmul (bit-exact)':<46} {'tcemu MAC/s':>14} {'f64 BLAS MAC/s':>15} {'ratio':>6}  paths "
-          f"(row segments fast / general, lanes redone)")
+          f"(row segments fast / general (of them summed in 32 bits), lanes redone)")
     for name, macs_s, blas, st in rows:
-        paths = f"{st.get('fast', 0):,} / {st.get('general', 0):,}, {st.get('redone', 0):,}" if st else ""
+        paths = f"{st.get('fast', 0):,} / {st.get('general', 0):,} ({st.get('sum32', 0):,}), {st.get('redone', 0):,}" \
+            if st else ""
         print(f"{name:<46} {macs_s:>14,.0f} {blas:>15,.0f} {macs_s / blas:>6.3f}  {paths}")
     print(f"target: half of float64 BLAS throughput (issue 24), bit-exact; host {simd()}")
     if plan is not None:
