@@ -257,12 +257,14 @@ def _scales(mx, R):
     return np.ascontiguousarray(se[..., 3]).astype(np.int32), np.ascontiguousarray(se[..., 0] == 3)
 
 
-def sum32_ok(plan, F, ks, scaled):
-    """Whether chain.py's 32-bit sums (_sums32) are exact for this unit wherever a row's bounds allow them: unscaled
-    values (a block scale may take them past float32's range), products of at most 24 significant bits, steps of
-    whole passes of 8, and ks terms each below 2^(F + 2) summing below 2^31."""
+def sum32_ok(plan, scaled):
+    """Whether chain.py's 32-bit sums (_sums32) are exact for the plan's unit wherever a row's bounds allow them:
+    unscaled values (a block scale may take them past float32's range), products of at most 24 significant bits,
+    steps (ks) of whole passes of 8, and ks terms each below 2^(F + 2) summing below 2^31."""
     fa, fb = get_format(plan.dtype_a), get_format(plan.dtype_b)
-    return not scaled and fa.man_bits + fb.man_bits + 2 <= 24 and ks % 8 == 0 and ks << (F + 2) <= 1 << 31
+    ks = plan.ks
+    return not scaled and fa.man_bits + fb.man_bits + 2 <= 24 and ks % 8 == 0 and \
+        ks << (plan.unit.frac_bits + 2) <= 1 << 31
 
 
 def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
@@ -280,7 +282,7 @@ def _fast_chain(A, B, C, plan, mxs, ps, alpha, workers, report):
     # +0 accumulator then (sm90: traces/wgmma_zero_sign_sm90.npz) computes the same way
     init_cal = unit.zero_exp if (plan.init == "zero" or unit.zero_c_when_absent) else chain.NO_TERM
     # K chunk: whole steps, whole promotion intervals and whole scale blocks, prepared operands within budget
-    use32 = sum32_ok(plan, unit.frac_bits, ks, mxs is not None)
+    use32 = sum32_ok(plan, mxs is not None)
     vtype = np.float32 if use32 else np.float64
     unit_k = ks * _unit_steps(plan)
     vbytes = np.dtype(vtype).itemsize

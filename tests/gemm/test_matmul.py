@@ -513,13 +513,14 @@ def _bf16(mant, exp, shape, sign=0):
 
 def _sum32_rows(a, b, **kw):
     """(fast-engine bits, general row segments summed in 32 bits), after holding the bits equal to the reference
-    engine and to the same engine with the 32-bit sums off."""
-    f = raw(matmul(a, b, dtype_a="bf16", dtype_b="bf16", **kw))
+    engine and to the same engine with the 32-bit sums off (bf16 operands unless kw names the types)."""
+    kw = {"dtype_a": "bf16", "dtype_b": "bf16", **kw}
+    f = raw(matmul(a, b, **kw))
     n32 = mm_mod.LAST_STATS["sum32"]
-    r = raw(matmul(a, b, dtype_a="bf16", dtype_b="bf16", engine="reference", **kw))
+    r = raw(matmul(a, b, engine="reference", **kw))
     mm_mod.SUM32 = False
     try:
-        off = raw(matmul(a, b, dtype_a="bf16", dtype_b="bf16", **kw))
+        off = raw(matmul(a, b, **kw))
         assert mm_mod.LAST_STATS["sum32"] == 0
     finally:
         mm_mod.SUM32 = True
@@ -585,13 +586,7 @@ def test_sum32_near_its_bounds_equals_reference(config, window, zero, with_c, se
     if with_c:
         kw["c"] = _bits(rng, td, (M, N), (window[0] * 2, window[1] * 2), 0.0, zero).view(
             np.float32 if td == "f32" else np.float16)
-    f, r = both(a, b, **kw)
-    mm_mod.SUM32 = False
-    try:
-        off = raw(matmul(a, b, **kw))
-    finally:
-        mm_mod.SUM32 = True
-    assert np.array_equal(f, r) and np.array_equal(f, off)
+    _sum32_rows(a, b, **kw)
 
 
 def test_sum32_ok_per_unit():
@@ -604,8 +599,7 @@ def test_sum32_ok_per_unit():
         plan = plan_matmul(arch=arch, dtype_a=ta, dtype_b=ta, dtype_d="f32", out_dtype=None, k_step=None,
                            promote_every=None, split_k=1, kind=kind, block_size_k=None, scale_type=None,
                            init="zero", satfinite=False, mx_scales=False)
-        got[(arch, ta)] = (mm_mod.sum32_ok(plan, plan.unit.frac_bits, plan.ks, False),
-                           mm_mod.sum32_ok(plan, plan.unit.frac_bits, plan.ks, True))
+        got[(arch, ta)] = (mm_mod.sum32_ok(plan, False), mm_mod.sum32_ok(plan, True))
     assert got == {("sm90", "tf32"): (True, False), ("sm90", "f16"): (True, False),
                    ("sm90", "bf16"): (True, False), ("sm90", "e4m3"): (True, False),
                    ("sm100", "bf16"): (True, False), ("sm100", "e4m3"): (False, False)}

@@ -260,8 +260,6 @@ def _record_reads(leads, first, take, n, off, tids, alloc, nbytes, whs):
     graces.record_reads_ctas(parts, alloc, nbytes, sites)
 
 
-
-
 class Copy:
     """A warp's cp.async in flight: rows lo..hi of `chunk` = (dst, data, src, nread, tids), per lane its shared
     destination (n,), the (n, k) bytes it read, its global source (n,), the bytes it reads (n,) or None where all

@@ -400,7 +400,7 @@ def matrix_offsets(a, generic):
     return a
 
 
-def _fragments(raw, warps, num, trans):
+def fragments(raw, warps, num, trans):
     """ldmatrix's (warps, num, 32) b32 registers from (warps * 8 num, 16) bytes read (PTX 9.7.14.5.15)."""
     mats = from_bytes(raw, np.uint16).reshape(warps, num, 8, 8)
     if trans:
@@ -425,7 +425,7 @@ def ldmatrix_run(num, trans):
         for _, land in plans:
             land()
         for j, (_, sets, _) in enumerate(items):
-            v = _fragments(raw[:, j].reshape(-1, 16), nw, num, trans)       # (warps, num, 32)
+            v = fragments(raw[:, j].reshape(-1, 16), nw, num, trans)       # (warps, num, 32)
             for i, s in enumerate(sets):
                 s(B, v[:, i], None)
     return run
@@ -444,7 +444,7 @@ def ldmatrix_gang(num, trans, sets, get_addr, generic, wh):
             plans.append((members, raw, land))
         for members, raw, land in plans:
             land()
-            v = _fragments(raw, len(members), num, trans)   # (warps, num, 32)
+            v = fragments(raw, len(members), num, trans)   # (warps, num, 32)
             for k, (W, _) in enumerate(members):
                 for i, s in enumerate(sets):
                     s(W, v[k, i], None)

@@ -16,8 +16,8 @@ from ..signals import Fallback
 from ..memory import WINDOW_SIZE, WINDOWS, as_bytes, from_bytes, generic_space
 from ..types import CONTAINER, TYPES, resize
 from .common import Mods, mask_array, operands, require_ptx, require_target, where, whole_warp
-from .memory_gang import (FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, ld_gang, ldmatrix_gang, ldmatrix_run,
-                          matrix_offsets, shared_store_run, st_gang, stmatrix_gang)
+from .memory_gang import (FRAG_COL as _FRAG_COL, FRAG_ROW as _FRAG_ROW, fragments, ld_gang, ldmatrix_gang,
+                          ldmatrix_run, matrix_offsets, shared_store_run, st_gang, stmatrix_gang)
 from .registry import register
 from .runs import Fuse
 
@@ -367,12 +367,9 @@ def c_ldmatrix(ins, prog, pc):
     def op(W, m):
         rows = rows_of(W, m)
         raw = W.cta.shared.load(rows.reshape(-1), 16, W.tid[:8 * num], wh, W)  # (8 num, 16) bytes
-        mats = from_bytes(raw, np.uint16).reshape(num, 8, 8)
+        v = fragments(raw, 1, num, trans)[0]   # (num, 32)
         for i, s in enumerate(sets):
-            mt = mats[i].T if trans else mats[i]
-            lo = mt[_FRAG_ROW, _FRAG_COL].astype(np.uint32)
-            hi = mt[_FRAG_ROW, _FRAG_COL + 1].astype(np.uint32)
-            s(W, lo | (hi << np.uint32(16)), None)
+            s(W, v[i], None)
     op.gang = ldmatrix_gang(num, trans, sets, rows_of.get_addr, rows_of.generic, wh)
     if op.gang is not None and ins.guard is None:   # ldmatrix of this form in a run (runs.py) are one
         get_addr, generic = rows_of.get_addr, rows_of.generic

@@ -92,7 +92,8 @@ def run_of(prog, pc):
     at = pc
     while at < len(code):
         f = getattr(code[at], "fuse", None)
-        if f is not None and f.kind == kind:
+        same = f is not None and f.kind == kind
+        if same:
             reads, writes, nxt = f.touched, f.writes, at + 1
         elif private_end[at] > at:
             reads, writes = prog.lockstep_regs[at]
@@ -101,7 +102,7 @@ def run_of(prog, pc):
             break
         if any(late.get(c, set()).intersection(idx.tolist()) for c, idx in reads.items()):
             break   # (reads include what it writes) it would see a load's register before the load
-        if f is not None and f.kind == kind:
+        if same:
             fused[at] = f
             for c, idx in writes.items():
                 late.setdefault(c, set()).update(idx.tolist())
