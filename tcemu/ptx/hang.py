@@ -208,10 +208,13 @@ class _Watch:
         # the sources are kept per granule, per byte only for granules marked so (SharedWindow.sources): a
         # per-byte array made by this store holds nothing the restored granules point to
         gr = np.unique(spots >> 4)
-        arrays = [(sh.smem.data, spots), (sh.smem.written, spots), (sh.guard_bar, spots), (sh.unfenced, spots),
-                  (sh.source16, gr)]
-        if "source" in sh.__dict__:
-            arrays.append((sh.source, (gr[:, None] * 16 + np.arange(16)).ravel()))
+        made = sh.__dict__   # (a shadow never made stays so: the store leaves guard_bar's -1 as it is)
+        watched = [(sh.smem.data, spots), (sh.smem.written, spots)] + \
+            ([(sh.guard_bar, spots)] if "guard_bar" in made else [])
+        arrays = watched + [(sh.unfenced16, gr), (sh.source16, gr)]
+        for name in ("source", "unfenced"):   # the MIXED granules' bytes (unfenced: epochs, as the sources)
+            if name in made:
+                arrays.append((made[name], (gr[:, None] * 16 + np.arange(16)).ravel()))
         keep = [(arr, at, arr[at].copy()) for arr, at in arrays]
         was = sh.sources(spots)
         epoch = sh.write_epoch
@@ -222,7 +225,7 @@ class _Watch:
             sh.write_epoch = epoch
         self.undo.append(undo)
         SharedWindow.store(sh, offs, data, *a, **k)
-        if any(not np.array_equal(arr[at], v) for arr, at, v in keep[:3]) or \
+        if any(not np.array_equal(arr[at], v) for arr, at, v in keep[:len(watched)]) or \
                 not np.array_equal(sh.sources(spots), was):
             raise _Changed()
 

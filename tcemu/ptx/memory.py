@@ -17,7 +17,7 @@ from numba import njit
 from . import races
 from .errors import HazardError, MemoryFault
 from .granular import whole_granules
-from .rows import fill_starts, gather_starts, scatter, scatter_starts
+from .rows import gather_starts, scatter, scatter_starts
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -187,7 +187,11 @@ _SHADOWS = {
     "async_pending": (np.int32, 0),
     "async_pending16": (np.int32, 0),
     # generic-proxy writes not yet made visible to the async proxy: the epoch of each byte's last write; a
-    # fence.proxy.async (by any warp: an approximation of the happens-before chain) covers every earlier one
+    # fence.proxy.async (by any warp: an approximation of the happens-before chain) covers every earlier one.
+    # Per 16-byte granule (its bytes' epoch where they share one: a cp.async.cg or st.shared.v4 row writes a
+    # whole granule), or MIXED: per byte in `unfenced`, made only then (an int64 a byte had been 1.2 MB of a
+    # Triton GEMM CTA's ~2.7 MB of shadows, filled at every landing)
+    "unfenced16": (np.int64, 0),
     "unfenced": (np.int64, 0),
     # layout provenance (provenance.py): the global byte each shared byte was copied from, per 16-byte granule
     # (SharedWindow.sources): the granule's byte 0's, its bytes following it in order (a copied granule: cp.async,
@@ -206,8 +210,9 @@ _SHADOWS = {
     "mbar_live": (np.bool_, 0),        # bytes of initialised mbarrier objects
     "copy_pc": (np.int32, 0),          # pc + 1 of the async copy that wrote each byte
 }
-_GRANULES = {"wgmma_reading", "async_pending16", "source16"}   # shadows kept per 16-byte granule, not per byte
-NO_SOURCE, MIXED = -1, -2   # source16: no byte of the granule is a copy; its bytes' sources are in `source`
+_GRANULES = {"wgmma_reading", "async_pending16", "source16", "unfenced16"}   # shadows kept per 16-byte granule, not per byte
+NO_SOURCE, MIXED = -1, -2   # source16: no byte of the granule is a copy; its bytes' sources (unfenced16: epochs) are
+                            # per byte in `source` (`unfenced`)
 _BYTE = np.arange(16)
 
 
@@ -258,10 +263,14 @@ def _guard_keys(guard_bar, guard_phase, idx, keys):
 
 
 @njit(cache=True)
-def _any_above(arr, idx, bound):
-    """Whether arr[idx] exceeds bound anywhere (unfenced_bytes' question, asked before its array is built)."""
+def _any_unfenced(unfenced16, unfenced, idx, bound):
+    """Whether a byte of idx has an epoch above bound (unfenced_bytes' question, asked before its array is built):
+    its granule's, or its own where the granule is MIXED."""
     for i in idx:
-        if arr[i] > bound:
+        e = unfenced16[i >> 4]
+        if e == MIXED:
+            e = unfenced[i]
+        if e > bound:
             return True
     return False
 
@@ -309,7 +318,7 @@ class SharedWindow:
         if made is None:
             raise AttributeError(name)
         n = (self.hi + 15) >> 4 if name in _GRANULES else self.hi   # every offset checked lies below hi
-        if name == "source":   # whole granules (source16's MIXED ones)
+        if name in ("source", "unfenced"):   # whole granules (the MIXED ones of source16 / unfenced16)
             n = ((self.hi + 15) >> 4) << 4
         arr = np.full(n, made[1], made[0]) if made[1] else np.zeros(n, made[0])
         setattr(self, name, arr)
@@ -342,7 +351,7 @@ class SharedWindow:
         """The bytes each lane reads; W (the reading warp) for the TMA-guard (`guard`) and race checks."""
         self.check(offs, nbytes, lanes, where, "reads")
         spots = offs[:, None] + np.arange(nbytes)
-        if self.mbar_live[spots].any():
+        if "mbar_live" in self.__dict__ and self.mbar_live[spots].any():   # (a shadow never made is all False)
             raise HazardError(where, f"a generic load reads an initialised mbarrier object at "
                                      f"{int(spots[self.mbar_live[spots]][0]):#x}")
         if self.guarded and W is not None and guard:
@@ -369,12 +378,13 @@ class SharedWindow:
         nbytes = data.shape[1]
         self.check(offs, nbytes, lanes, where, "writes")
         spots = offs[:, None] + np.arange(nbytes)
-        if self.mbar_live[spots].any():
+        if "mbar_live" in self.__dict__ and self.mbar_live[spots].any():
             raise HazardError(where, f"a generic store overwrites an initialised mbarrier object at "
                                      f"{int(spots[self.mbar_live[spots]][0]):#x} (mbarrier.inval it first)")
         self.check_overwrite(spots, where)
         races.on_write(self, W, spots, lanes, where, data, strong)
-        self.guard_bar[spots] = -1
+        if "guard_bar" in self.__dict__:   # (a shadow never made holds -1 everywhere)
+            self.guard_bar[spots] = -1
         self.smem.data[spots] = data
         self.smem.written[spots] = True
         self.set_sources(spots, NO_SOURCE)
@@ -579,20 +589,57 @@ class SharedWindow:
     def mark_generic(self, spots, starts=None):
         """The bytes spots ((n, k) offsets; or rows of 16 at `starts`) were written through the generic proxy."""
         self.write_epoch += 1
+        self.set_unfenced(spots, self.write_epoch, starts)
+
+    def set_unfenced(self, spots, epoch, starts=None):
+        """The bytes spots ((n, k) offsets, or any shape; or rows of 16 at `starts`) get write epoch `epoch` (one,
+        or (n, 1): one a row; 0: written by the async proxy, nothing to fence). Rows that are whole granules set
+        their granules' epoch; others spell their granules out per byte first (MIXED)."""
         if spots is None:
-            fill_starts(self.unfenced, starts, 16, self.write_epoch)
-        else:
-            scatter(self.unfenced, spots, self.write_epoch)
+            if not (starts & 15).any():   # aligned rows of 16: whole granules
+                self.unfenced16[starts >> 4] = epoch if np.ndim(epoch) == 0 else np.reshape(epoch, -1)
+                return
+            spots = starts[:, None] + _BYTE
+        if np.ndim(epoch) == 0 and epoch == 0 and "unfenced16" not in self.__dict__:
+            return   # a shadow never made holds 0 everywhere already
+        g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
+        if g is not None:
+            self.unfenced16[g] = epoch
+            return
+        spots = np.asarray(spots)
+        gr = np.unique(spots >> 4)
+        cur = self.unfenced16[gr]
+        lone = cur != MIXED
+        if lone.any():
+            self.unfenced[_granule_bytes(gr[lone])] = np.repeat(cur[lone], 16)
+        self.unfenced16[gr] = MIXED
+        self.unfenced[spots] = epoch
 
     def fence_proxy_async(self):
         self.fence_epoch = self.write_epoch
 
     def unfenced_bytes(self, spots) -> np.ndarray:
-        if self.write_epoch <= self.fence_epoch:   # no generic write since the last fence (unfenced <= write_epoch)
+        if self.write_epoch <= self.fence_epoch:   # no generic write since the last fence (epochs <= write_epoch)
             return spots[:0]
-        if "unfenced" not in self.__dict__ or not _any_above(self.unfenced, _flat(spots), self.fence_epoch):
-            return np.asarray(spots).reshape(-1)[:0]   # (a shadow never made is all zeros)
-        return spots[self.unfenced[spots] > self.fence_epoch]
+        made = self.__dict__
+        flat = _flat(spots)
+        if "unfenced16" not in made or not _any_unfenced(self.unfenced16, made.get("unfenced", flat[:0]), flat,
+                                                        self.fence_epoch):
+            return flat[:0]   # (a shadow never made is all zeros)
+        spots = np.asarray(spots)
+        return spots[self.epochs(spots) > self.fence_epoch]
+
+    def epochs(self, offs) -> np.ndarray:
+        """The epoch of each byte's last generic write (0: none, or an async-proxy write since) at offsets `offs`
+        (any shape)."""
+        offs = np.asarray(offs)
+        if "unfenced16" not in self.__dict__:
+            return np.zeros(offs.shape, np.int64)
+        e = self.unfenced16[offs >> 4]
+        mixed = e == MIXED
+        if mixed.any():
+            e[mixed] = self.unfenced[offs[mixed]]
+        return e
 
 
 class LocalMemory:

@@ -54,9 +54,10 @@ GC_YOUNG = 20_000    # allocations between the cyclic GC's young collections dur
 # written flags, unfenced, source, the granule shadows (memory._SHADOWS) and racecheck's records per granule
 # (races.Shadow): 26 allocated on Triton's bf16 matmul (2026-11-27, session 15; 119 before the records went per
 # granule), about 18 since the sources went per granule (session 19: 15 measured, of which unfenced 8 and the
-# records 6), and TMA_SHADOW_BYTES more for a TMA's guard_bar / guard_phase / copy_pc where the kernel has a bulk
-# or tensor copy (counted for every kernel, they made the waves of Triton's cp.async GEMM 7 CTAs, not 12: its
-# 512^3 grid of 8 CTAs ran as 7 + 1)
+# records 6), about 11 since unfenced went per granule (session 25: the records 6, the granule shadows 1.5, the bytes
+# and their flags 3), and TMA_SHADOW_BYTES more for a TMA's guard_bar / guard_phase / copy_pc where the kernel has a
+# bulk or tensor copy (counted for every kernel, they made the waves of Triton's cp.async GEMM 7 CTAs, not 12: its
+# 512^3 grid of 8 CTAs ran as 7 + 1). It stays 28: the waves stay the size every speed figure was measured at
 SHADOW_BYTES = 28
 TMA_SHADOW_BYTES = 20
 

@@ -211,7 +211,7 @@ def test_landing_as_rows_leaves_the_state_landing_by_bytes_leaves():
         _land_rows(wins[1], starts, data, _row_sources(src, nread))
         a, b = wins
         assert np.array_equal(a.smem.data, b.smem.data) and np.array_equal(a.smem.written, b.smem.written)
-        assert a.write_epoch == b.write_epoch and np.array_equal(a.unfenced, b.unfenced)
+        assert a.write_epoch == b.write_epoch and np.array_equal(a.epochs(np.arange(a.hi)), b.epochs(np.arange(b.hi)))
         assert np.array_equal(a.sources(np.arange(16 * G)), b.sources(np.arange(16 * G)))
         assert np.array_equal(a.async_pending16, b.async_pending16)
         if guarded:
@@ -307,7 +307,7 @@ def test_a_run_of_issues_lands_the_bytes_and_state_of_the_issues_one_at_a_time(f
         def release(self):
             finals.append({**{k: self.race.bytes(k) for k in ("w_ep", "w_info", "w_mask", "w_region", "R")},
                            "data": self.smem.data.copy(), "written": self.smem.written.copy(),
-                           "source": self.sources(np.arange(self.hi)), "unfenced": self.unfenced.copy(),
+                           "source": self.sources(np.arange(self.hi)), "epochs": self.epochs(np.arange(self.hi)),
                            "epoch": self.write_epoch})
             super().release()
     monkeypatch.setattr(module, "SharedWindow", Window)
@@ -348,7 +348,7 @@ def test_a_run_of_issues_lands_the_bytes_and_state_of_the_issues_one_at_a_time(f
         for g, a in zip(got[0] + got[1], other[0] + other[1]):
             assert g.keys() == a.keys()
             for k in g:
-                if epochs or k not in ("unfenced", "epoch"):
+                if epochs or k not in ("epochs", "epoch"):
                     assert np.array_equal(g[k], a[k]) if isinstance(g[k], np.ndarray) else g[k] == a[k], k
 
 

@@ -209,8 +209,8 @@ def state_of(obj):
     if isinstance(obj, graces.GShadow):
         return {**{k: obj.bytes(k) for k in ("w_key", "w_info", "r_key", "r_info")},
                 **{k: getattr(obj, k) for k in ("writers", "readers")}}
-    out = {k: getattr(obj, k) for k in ("guard_bar", "source", "unfenced", "async_pending", "async_pending16",
-                                   "write_epoch")}
+    out = {k: getattr(obj, k) for k in ("guard_bar", "source", "async_pending", "async_pending16", "write_epoch")}
+    out["epochs"] = obj.epochs(np.arange(obj.hi))
     out.update(data=obj.smem.data, written=obj.smem.written)
     if obj.race is not None:
         out.update({f"race.{k}": obj.race.bytes(k) for k in ("w_ep", "w_info", "w_mask", "w_region", "R")})

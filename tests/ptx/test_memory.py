@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 import tcemu.ptx as ptx
 from tcemu.ptx.errors import HazardError, MemoryFault
-from tcemu.ptx.memory import _any_above, _any_at, _guard_keys
+from tcemu.ptx.memory import MIXED, SharedWindow, _any_at, _any_unfenced, _guard_keys
+from tcemu.smem import SharedMemory
 
 from ptxkit import entry, run
 
@@ -931,11 +932,79 @@ def test_the_one_pass_shadow_test_answers_as_gather_and_any(seed, n):
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2 ** 32 - 1), st.integers(0, 40), st.integers(0, 9))
 def test_the_one_pass_fence_test_answers_as_the_comparison(seed, n, bound):
-    # memory._any_above: arr[idx] > bound anywhere (unfenced_bytes' question before it builds its array)
+    # memory._any_unfenced: a byte's epoch (its granule's, its own where the granule is MIXED) > bound anywhere
     rng = np.random.default_rng(seed)
-    arr = rng.integers(0, 10, 64).astype(np.int64)
+    per_byte = rng.integers(0, 10, 64).astype(np.int64)
+    g16 = rng.integers(0, 10, 4).astype(np.int64)
+    g16[rng.random(4) < 0.5] = MIXED
     idx = rng.integers(0, 64, n).astype(np.int64)
-    assert _any_above(arr, idx, bound) == bool((arr[idx] > bound).any())
+    want = np.where(g16[idx >> 4] == MIXED, per_byte[idx], g16[idx >> 4])
+    assert _any_unfenced(g16, per_byte, idx, bound) == bool((want > bound).any())
+
+
+def _window(hi=0x500):
+    return SharedWindow(SharedMemory(), 0x400, hi, False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 12))
+def test_generic_write_epochs_per_granule_read_as_one_per_byte(seed, n):
+    # SharedWindow.set_unfenced keeps an epoch per 16-byte granule, per byte (MIXED) only where a write covers part
+    # of a granule; epochs() and unfenced_bytes() answer as one int64 a byte did, write after write
+    rng = np.random.default_rng(seed)
+    sh, ref = _window(), np.zeros(0x500, np.int64)
+    for _ in range(n):
+        kind = rng.integers(0, 4)
+        if kind == 0:   # whole granules, as rows of 16 at aligned starts (a cp.async landing)
+            starts = 0x400 + 16 * rng.choice(16, rng.integers(1, 5), replace=False)
+            sh.mark_generic(None, starts=starts.astype(np.int64))
+            ref[starts[:, None] + np.arange(16)] = sh.write_epoch
+        elif kind == 1:   # rows of w bytes at w-aligned offsets (st.shared of 1 to 16 bytes, a row a lane)
+            w = int(rng.choice([1, 2, 4, 8, 16, 32]))
+            offs = 0x400 + w * rng.choice(0x100 // w, rng.integers(1, 5), replace=False)
+            spots = offs[:, None].astype(np.int64) + np.arange(w)
+            sh.mark_generic(spots)
+            ref[spots] = sh.write_epoch
+        elif kind == 2:   # a row's own epoch (the st.shared gang: one a warp)
+            offs = 0x400 + 4 * rng.choice(64, 3, replace=False)
+            spots = offs[:, None].astype(np.int64) + np.arange(4)
+            ep = sh.write_epoch + 1 + np.arange(3)[:, None]
+            sh.write_epoch += 3
+            sh.set_unfenced(spots, ep)
+            ref[spots] = ep
+        else:   # an async-proxy write (a TMA box): nothing to fence
+            spots = np.arange(0x400, 0x500)[rng.random(0x100) < 0.2]
+            sh.set_unfenced(spots, 0)
+            ref[spots] = 0
+        if rng.random() < 0.3:
+            sh.fence_proxy_async()
+        every = np.arange(0x400, 0x500)
+        assert np.array_equal(sh.epochs(every), ref[every])
+        ask = every[rng.random(0x100) < 0.3]
+        assert np.array_equal(sh.unfenced_bytes(ask), ask[ref[ask] > sh.fence_epoch])
+
+
+def test_whole_granule_writes_keep_no_epoch_per_byte():
+    # a kernel that writes whole granules (cp.async.cg, st.shared.v4) never makes the per-byte epochs
+    sh = _window()
+    sh.mark_generic(None, starts=np.array([0x400, 0x430], np.int64))
+    sh.mark_generic((0x480 + np.arange(32))[None, :])
+    assert "unfenced" not in sh.__dict__ and sh.unfenced16.nbytes == 8 * (0x500 >> 4)
+    assert list(sh.epochs(np.array([0x400, 0x40F, 0x410, 0x430, 0x480, 0x49F]))) == [1, 1, 0, 1, 2, 2]
+    sh.mark_generic(np.array([[0x404, 0x405]]))   # part of a granule: it alone goes per byte
+    assert sh.unfenced16[0x40] == MIXED and list(sh.epochs(np.array([0x403, 0x404, 0x406]))) == [1, 3, 1]
+    sh.mark_generic(None, starts=np.array([0x400], np.int64))   # whole again
+    assert sh.unfenced16[0x40] == 4 and list(sh.epochs(np.array([0x403, 0x404]))) == [4, 4]
+
+
+def test_a_generic_store_makes_no_tma_or_mbarrier_shadow():
+    # shadows made on first use stay unmade where nothing needs them: a plain st.shared (or a hang probe's) had made
+    # guard_bar (8 bytes a shared byte) and mbar_live, all -1 / False, in every window it touched
+    sh = _window()
+    sh.store(np.array([0x400, 0x410], np.int64), np.full((2, 4), 7, np.uint8), [0, 1], "st.shared")
+    assert sh.load(np.array([0x400], np.int64), 4, [0], "ld.shared").tolist() == [[7, 7, 7, 7]]
+    assert "guard_bar" not in sh.__dict__ and "mbar_live" not in sh.__dict__
+    assert list(sh.epochs(np.array([0x400, 0x404, 0x410]))) == [1, 0, 1] and sh.unfenced16[0x40] == MIXED
 
 
 @settings(max_examples=100, deadline=None)

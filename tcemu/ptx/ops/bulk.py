@@ -451,7 +451,7 @@ def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None, pc=-1, la
     box.fill(sh.copy_pc, pc + 1)
     box.put(sh.smem.data, data)
     box.fill(sh.smem.written, True)
-    box.fill(sh.unfenced, 0)
+    sh.set_unfenced(box.at, 0)   # the async proxy's write: nothing to fence
     box.put_sources(sh, *src)
     box.fill(sh.guard_bar, bar_off if bar_cta is cta else ((bar_cta.rank + 1) << 24) | bar_off)
     box.fill(sh.guard_phase, mb.phase)

@@ -149,7 +149,7 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
             ep = (e + 1 + np.arange(k, dtype=np.int64)[None, :, None] * nw +
                   np.arange(nw, dtype=np.int64)[:, None, None]).repeat(32, axis=2).reshape(-1)
             sh.write_epoch = e + k * nw
-        sh.unfenced[spots] = ep[:, None]
+        sh.set_unfenced(spots, ep[:, None])
     return land
 
 
