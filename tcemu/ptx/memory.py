@@ -275,6 +275,41 @@ def _any_unfenced(unfenced16, unfenced, idx, bound):
     return False
 
 
+@njit(cache=True)
+def _set_epochs(unfenced16, unfenced, spots, epochs):
+    """SharedWindow.set_unfenced's rows that are no whole granules: spots (n, k) byte offsets, epochs (n,) one a row
+    or (1,) for all. A granule goes per byte (MIXED: its epoch spelled out into `unfenced`) before its first byte
+    changes, and back to one epoch where the write leaves its 16 bytes alike (two lanes' 8-byte stores). Rows in
+    order: a byte written twice keeps the later row's epoch."""
+    one = epochs.size == 1
+    n, k = spots.shape
+    for i in range(n):
+        e = epochs[0] if one else epochs[i]
+        for j in range(k):
+            b = spots[i, j]
+            g = b >> 4
+            cur = unfenced16[g]
+            if cur == e:
+                continue   # every byte of the granule holds e already
+            if cur != MIXED:
+                for t in range(16):
+                    unfenced[(g << 4) + t] = cur
+                unfenced16[g] = MIXED
+            unfenced[b] = e
+    for i in range(n):
+        for j in range(k):
+            g = spots[i, j] >> 4
+            if unfenced16[g] == MIXED:
+                v = unfenced[g << 4]
+                alike = True
+                for t in range(1, 16):
+                    if unfenced[(g << 4) + t] != v:
+                        alike = False
+                        break
+                if alike:
+                    unfenced16[g] = v
+
+
 def _flat(x) -> np.ndarray:
     """x's offsets as one contiguous int64 row (a view where they are one already)."""
     return np.ascontiguousarray(x, np.int64).reshape(-1)
@@ -606,14 +641,9 @@ class SharedWindow:
         if g is not None:
             self.unfenced16[g] = epoch
             return
-        spots = np.asarray(spots)
-        gr = np.unique(spots >> 4)
-        cur = self.unfenced16[gr]
-        lone = cur != MIXED
-        if lone.any():
-            self.unfenced[_granule_bytes(gr[lone])] = np.repeat(cur[lone], 16)
-        self.unfenced16[gr] = MIXED
-        self.unfenced[spots] = epoch
+        spots = np.asarray(spots, np.int64)
+        rows = spots.reshape(spots.shape[0] if spots.ndim > 1 else -1, -1 if spots.ndim > 1 else 1)
+        _set_epochs(self.unfenced16, self.unfenced, rows, np.asarray(epoch, np.int64).reshape(-1))
 
     def fence_proxy_async(self):
         self.fence_epoch = self.write_epoch

@@ -966,7 +966,7 @@ def test_generic_write_epochs_per_granule_read_as_one_per_byte(seed, n):
             sh.mark_generic(spots)
             ref[spots] = sh.write_epoch
         elif kind == 2:   # a row's own epoch (the st.shared gang: one a warp)
-            offs = 0x400 + 4 * rng.choice(64, 3, replace=False)
+            offs = 0x400 + 4 * rng.choice(8, 3)   # (a row twice: the later one its epoch)
             spots = offs[:, None].astype(np.int64) + np.arange(4)
             ep = sh.write_epoch + 1 + np.arange(3)[:, None]
             sh.write_epoch += 3
@@ -993,8 +993,12 @@ def test_whole_granule_writes_keep_no_epoch_per_byte():
     assert list(sh.epochs(np.array([0x400, 0x40F, 0x410, 0x430, 0x480, 0x49F]))) == [1, 1, 0, 1, 2, 2]
     sh.mark_generic(np.array([[0x404, 0x405]]))   # part of a granule: it alone goes per byte
     assert sh.unfenced16[0x40] == MIXED and list(sh.epochs(np.array([0x403, 0x404, 0x406]))) == [1, 3, 1]
+    sh.mark_generic(0x400 + np.arange(16).reshape(2, 8))   # two lanes' 8-byte stores cover it: one epoch again
+    assert sh.unfenced16[0x40] == 4 and list(sh.epochs(np.array([0x400, 0x404, 0x40F]))) == [4, 4, 4]
+    sh.mark_generic(np.array([[0x404, 0x405]]))
+    assert sh.unfenced16[0x40] == MIXED and list(sh.epochs(np.array([0x403, 0x404, 0x406]))) == [4, 5, 4]
     sh.mark_generic(None, starts=np.array([0x400], np.int64))   # whole again
-    assert sh.unfenced16[0x40] == 4 and list(sh.epochs(np.array([0x403, 0x404]))) == [4, 4]
+    assert sh.unfenced16[0x40] == 6 and list(sh.epochs(np.array([0x403, 0x404]))) == [6, 6]
 
 
 def test_a_generic_store_makes_no_tma_or_mbarrier_shadow():
