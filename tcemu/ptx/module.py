@@ -26,7 +26,7 @@ from . import callgraph, parser as P
 from . import strict
 from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsupported, PtxUnsupportedWarning
 from .hang import WriteLog
-from . import distribute, lockstep
+from . import distribute, lockstep, races
 from .heap import HEAP_BYTES
 from .machine import ClusterBarrier, Cta, RegisterSlabs, run_ctas
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
@@ -50,16 +50,26 @@ LOCAL_LIMIT = 512 * 1024    # bytes of one thread's local frame
 # Arrays passed as arguments are the caller's own and are not counted.
 MEMORY_LIMIT = 4 << 30
 GC_YOUNG = 20_000    # allocations between the cyclic GC's young collections during a launch (Module.launch)
-# bytes of tcemu's state per byte of a CTA's shared window that a GEMM's stage buffers touch: the bytes and their
-# written flags, unfenced, source, the granule shadows (memory._SHADOWS) and racecheck's records per granule
-# (races.Shadow): 26 allocated on Triton's bf16 matmul (2026-11-27, session 15; 119 before the records went per
-# granule), about 18 since the sources went per granule (session 19: 15 measured, of which unfenced 8 and the
-# records 6), about 11 since unfenced went per granule (session 25: the records 6, the granule shadows 1.5, the bytes
-# and their flags 3), and TMA_SHADOW_BYTES more for a TMA's guard_bar / guard_phase / copy_pc where the kernel has a
-# bulk or tensor copy (counted for every kernel, they made the waves of Triton's cp.async GEMM 7 CTAs, not 12: its
-# 512^3 grid of 8 CTAs ran as 7 + 1). It stays 28: the waves stay the size every speed figure was measured at
-SHADOW_BYTES = 28
-TMA_SHADOW_BYTES = 20
+# bytes of tcemu's state per byte of a CTA's shared window, besides SharedMemory's bytes and written flags (counted
+# as SMEM_WINDOW each), by kernel (shadow_bytes): the granule shadows (memory._GRANULES: 1.5 a byte); racecheck's
+# records per unit of races.shared_unit bytes (races.Shadow: four fields and a row per warp, 8 bytes each: 6 a byte
+# for Triton's 8-warp GEMM, 32 for CUTLASS ping-pong's 12 warps and 4-byte unit); where that unit is below 16
+# (stores of parts of granules), the per-byte epochs and sources those make (PART_SHADOW_BYTES); and where the
+# kernel has a bulk or tensor copy, a TMA's guard_bar / guard_phase / copy_pc and the mbarrier and bulk-store
+# shadows (TMA_SHADOW_BYTES). Measured (session 25): Triton's bf16 GEMM 7.5 a byte (estimated 7.5), CUTLASS's 66.5
+# (estimated 74.5). Until then one figure, 28 (+20 with TMA), served every kernel: Triton's waves were less than
+# half what the budget holds, CUTLASS's a third over it.
+GRANULE_SHADOW_BYTES = 1.5
+SMALL_SHADOW_BYTES = 4096   # a CTA's small arrays beside those (racecheck's per-warp clocks and bounds)
+PART_SHADOW_BYTES = 16
+TMA_SHADOW_BYTES = 25
+
+
+def shadow_bytes(prog: Program, warps: int) -> float:
+    """The estimate of tcemu's state per byte of one CTA's shared window (warps: the CTA's)."""
+    unit = races.shared_unit(prog)
+    return (GRANULE_SHADOW_BYTES + (4 + warps) * 8 / unit + (PART_SHADOW_BYTES if unit < 16 else 0) +
+            (TMA_SHADOW_BYTES if prog.table.uses("bulk") else 0))
 
 
 @dataclass(frozen=True)
@@ -434,12 +444,13 @@ class Module:
         warps = -(-nthreads // 32) * int(np.prod(cluster))
         regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
         return {"registers": warps * regs, "local frames": warps * 32 * prog.local_size,
-                "shared memory": self._shared_state(prog, cluster, total_smem)}
+                "shared memory": self._shared_state(prog, -(-nthreads // 32), cluster, total_smem)}
 
-    def _shared_state(self, prog: Program, cluster, total_smem: int) -> int:
-        """A cluster's shared windows and their shadows, estimated (SHADOW_BYTES)."""
-        per = SHADOW_BYTES + (TMA_SHADOW_BYTES if prog.table.uses("bulk") else 0)
-        return int(np.prod(cluster)) * (SMEM_WINDOW[self.arch] * 2 + (SMEM_RESERVED + total_smem) * per)
+    def _shared_state(self, prog: Program, warps: int, cluster, total_smem: int) -> int:
+        """A cluster's shared windows and their shadows, estimated (shadow_bytes; warps: a CTA's)."""
+        per = shadow_bytes(prog, warps)
+        return int(np.prod(cluster)) * (SMEM_WINDOW[self.arch] * 2 + int((SMEM_RESERVED + total_smem) * per) +
+                                        SMALL_SHADOW_BYTES)
 
     def _check_memory(self, prog: Program, nthreads: int, cluster, total_smem: int):
         """Refuse, before allocating anything, a launch beyond CUDA's size limits or whose own state would need

@@ -548,23 +548,70 @@ def test_a_finished_cta_is_freed_without_the_cycle_collector(monkeypatch):
             gc.enable()
 
 
-def test_tma_shadows_count_in_the_wave_only_where_the_kernel_has_a_bulk_copy():
-    """A CTA's shared state is estimated at SHADOW_BYTES per byte of its window, TMA_SHADOW_BYTES more where the
-    kernel has a bulk or tensor copy (its guard shadows): Triton's cp.async GEMM (145 KB of shared memory) starts 12
-    CTAs a wave within 64 MB (7 when every kernel was counted with the TMA shadows: 512^3's 8 CTAs ran as 7 + 1),
-    its TMA version 8."""
+def test_the_wave_estimate_follows_the_kernels_shadows():
+    """A CTA's shared state is estimated per byte of its window by kernel (module.shadow_bytes): granule shadows,
+    racecheck records per unit of its narrowest shared access with a row per warp, per-byte shadows where it stores
+    parts of granules, TMA shadows where it has a bulk or tensor copy. Triton's cp.async GEMM (145 KB of shared
+    memory, 8 warps, 16-byte unit) starts 27 CTAs a wave within 64 MB (12 when one figure, 28 a byte, served every
+    kernel), its TMA version 11; CUTLASS ping-pong (210 KB, 12 warps, 4-byte unit, TMA) 3 (4 had been a third over
+    the budget)."""
+    import json
     import os
     from tcemu.ptx import module
     fx = os.path.join(os.path.dirname(__file__), "..", "fixtures", "ptx")
-    waves = {}
-    for kernel in ("matmul_bf16", "matmul_tma_bf16"):
+    waves, per = {}, {}
+    for kernel, threads, smem in (("matmul_bf16", 256, 147456), ("matmul_tma_bf16", 256, 147456),
+                                  ("cutlass_pingpong_bf16", 384, 215040)):
         mod = ptx.load(open(os.path.join(fx, kernel + ".ptx")).read())
         prog = mod.program(list(mod.kernels)[0])
-        smem = 147456
-        cluster_bytes = mod._cluster_bytes(prog, 256, (1, 1, 1), smem)
-        per = module.SHADOW_BYTES + (module.TMA_SHADOW_BYTES if "tma" in kernel else 0)
-        assert mod._shared_state(prog, (1, 1, 1), smem) == 228 * 1024 * 2 + (1024 + smem) * per
-        grid_ = schedule.Residency("occupancy", [(0, 0, 0)] * 16, None, 256, smem, 1, cluster_bytes,
+        per[kernel] = module.shadow_bytes(prog, threads // 32)
+        assert mod._shared_state(prog, threads // 32, (1, 1, 1), smem) == \
+            228 * 1024 * 2 + int((1024 + smem) * per[kernel]) + module.SMALL_SHADOW_BYTES
+        cluster_bytes = mod._cluster_bytes(prog, threads, (1, 1, 1), smem)
+        grid_ = schedule.Residency("occupancy", [(0, 0, 0)] * 64, None, threads, smem, 1, cluster_bytes,
                                    module.MEMORY_LIMIT)
         waves[kernel] = grid_.wave
-    assert waves == {"matmul_bf16": 12, "matmul_tma_bf16": 8}
+    # 1.5 + (4 + 8) 8 / 16; + 25 (TMA); 1.5 + (4 + 12) 8 / 4 + 16 (parts of granules) + 25 (TMA)
+    assert per == {"matmul_bf16": 7.5, "matmul_tma_bf16": 32.5, "cutlass_pingpong_bf16": 74.5}
+    assert waves == {"matmul_bf16": 27, "matmul_tma_bf16": 11, "cutlass_pingpong_bf16": 3}
+
+
+def test_the_wave_estimate_holds_what_a_cta_allocates(monkeypatch):
+    """What a finished CTA's window holds (its bytes, flags, shadows and racecheck records), measured at its release,
+    lies within the estimate and above three quarters of it, for Triton's GEMM and CUTLASS ping-pong."""
+    import json
+    import os
+    from tcemu.frontends.triton import run_compiled
+    from tcemu.ptx import machine, module
+    from tcemu.traces import launches
+    from tcemu.traces.inputs import input_bits
+    fx = os.path.join(os.path.dirname(__file__), "..", "fixtures", "ptx")
+    held = []
+    release = machine.Cta.release
+
+    def measure(self):
+        sh, seen = self.shared, set()
+
+        def arrays(obj, depth=0):
+            for v in vars(obj).values():
+                if isinstance(v, np.ndarray) and id(v) not in seen:
+                    seen.add(id(v))
+                    yield v.nbytes
+                elif depth < 2 and hasattr(v, "__dict__") and v.__class__.__module__.startswith("tcemu.") and \
+                        not callable(v) and v is not self.launch:
+                    yield from arrays(v, depth + 1)
+        held.append((sum(arrays(sh)), self.prog, sh.hi))
+        release(self)
+    monkeypatch.setattr(machine.Cta, "release", measure)
+    meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
+    mod = ptx.load(open(os.path.join(fx, "matmul_bf16.ptx")).read())
+    n = 256
+    run_compiled(mod, meta, {"a_ptr": input_bits("bf16", (n, n), 1, 0), "b_ptr": input_bits("bf16", (n, n), 1, 1),
+                             "c_ptr": np.zeros((n, n), np.uint16), "M": n, "N": n, "K": n, "stride_am": n,
+                             "stride_bk": n, "stride_cm": n})
+    rec = json.load(open(os.path.join(fx, "bench_cutlass_pingpong_bf16_512.json")))["launch"]
+    launches.replay(rec, os.path.join(fx, "cutlass_pingpong_bf16.ptx"), seed=1, ctas=[(0, 0, 0)])
+    assert len(held) == 3
+    for (got, prog, hi), threads in zip(held[1:], (256, 384)):
+        want = 228 * 1024 * 2 + hi * module.shadow_bytes(prog, threads // 32) + module.SMALL_SHADOW_BYTES
+        assert 0.75 * want < got <= want, (prog.name, got, want)
