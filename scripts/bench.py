@@ -32,6 +32,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
+sys.path.insert(0, os.path.join(HERE, ".."))   # the repository's tcemu, installed or not (interp_scaling.py alike)
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one-core BLAS reference
     os.environ.setdefault(_var, "1")

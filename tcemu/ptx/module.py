@@ -402,8 +402,8 @@ class Module:
                                               "(cudaErrorCooperativeLaunchTooLarge)")
             work = L.gmem.allocate(np.zeros(64, np.uint8), "grid workspace")
             L.envreg = {"1": work >> 32, "2": work & 0xFFFFFFFF}   # high, low half (as grid.sync() joins them)
-        if L.lockstep and grid_.wave > 1:   # a wave's register files side by side
-            L.slabs = RegisterSlabs(grid_.wave * int(np.prod(cluster)))
+        if L.lockstep and grid_.wave > 1:   # a wave's register files side by side (a grid's, where it is smaller)
+            L.slabs = RegisterSlabs(min(grid_.wave, len(groups)) * int(np.prod(cluster)))
         bar = _Progress(len(groups)) if progress else None
         L.progress = bar
         # the cyclic GC's full collections during the run skip what existed before it (the program's compiled

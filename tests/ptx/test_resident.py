@@ -615,3 +615,29 @@ def test_the_wave_estimate_holds_what_a_cta_allocates(monkeypatch):
     for (got, prog, hi), threads in zip(held[1:], (256, 384)):
         want = 228 * 1024 * 2 + hi * module.shadow_bytes(prog, threads // 32) + module.SMALL_SHADOW_BYTES
         assert 0.75 * want < got <= want, (prog.name, got, want)
+
+
+def test_a_grid_smaller_than_a_wave_gets_register_slabs_for_its_own_ctas(monkeypatch):
+    """The register slab of a wave holds the wave's CTAs side by side, but no more than the grid has: Triton's GEMM
+    (27 CTAs a wave) launched on a 2-CTA grid had paid for 27 CTAs' files (~35 ms a launch on the VM)."""
+    import json
+    import os
+    from tcemu.frontends.triton import run_compiled
+    from tcemu.ptx import machine, module
+    from tcemu.traces.inputs import input_bits
+    made = []
+
+    class Slabs(machine.RegisterSlabs):
+        def __init__(self, ctas):
+            made.append(ctas)
+            super().__init__(ctas)
+    monkeypatch.setattr(module, "RegisterSlabs", Slabs)
+    fx = os.path.join(os.path.dirname(__file__), "..", "fixtures", "ptx")
+    meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
+    mod = ptx.load(open(os.path.join(fx, "matmul_bf16.ptx")).read())
+    for n, want in ((256, 2), (512, 8)):
+        c = np.zeros((n, n), np.uint16)
+        run_compiled(mod, meta, {"a_ptr": input_bits("bf16", (n, n), 1, 0), "b_ptr": input_bits("bf16", (n, n), 1, 1),
+                                 "c_ptr": c, "M": n, "N": n, "K": n, "stride_am": n, "stride_bk": n,
+                                 "stride_cm": n})
+        assert made[-1] == want
