@@ -210,7 +210,7 @@ _SHADOWS = {
     "mbar_live": (np.bool_, 0),        # bytes of initialised mbarrier objects
     "copy_pc": (np.int32, 0),          # pc + 1 of the async copy that wrote each byte
 }
-_GRANULES = {"wgmma_reading", "async_pending16", "source16", "unfenced16"}   # shadows kept per 16-byte granule, not per byte
+_GRANULES = {"wgmma_reading", "async_pending16", "source16", "unfenced16"}   # kept per 16-byte granule, not byte
 NO_SOURCE, MIXED = -1, -2   # source16: no byte of the granule is a copy; its bytes' sources (unfenced16: epochs) are
                             # per byte in `source` (`unfenced`)
 _BYTE = np.arange(16)
