@@ -642,7 +642,7 @@ class SharedWindow:
             self.unfenced16[g] = epoch
             return
         spots = np.asarray(spots, np.int64)
-        rows = spots.reshape(spots.shape[0] if spots.ndim > 1 else -1, -1 if spots.ndim > 1 else 1)
+        rows = spots.reshape(len(spots), -1) if spots.ndim > 1 else spots.reshape(-1, 1)   # a row a byte for 1-D
         _set_epochs(self.unfenced16, self.unfenced, rows, np.asarray(epoch, np.int64).reshape(-1))
 
     def fence_proxy_async(self):

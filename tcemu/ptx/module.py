@@ -441,10 +441,11 @@ class Module:
 
     def _cluster_parts(self, prog: Program, nthreads: int, cluster, total_smem: int) -> dict:
         """One cluster's own state, estimated part by part: {part: bytes}."""
-        warps = -(-nthreads // 32) * int(np.prod(cluster))
+        per_cta = -(-nthreads // 32)
+        warps = per_cta * int(np.prod(cluster))
         regs = sum(max(prog.nregs[c], 1) * 32 * max(1, c // 8) for c in prog.nregs)
         return {"registers": warps * regs, "local frames": warps * 32 * prog.local_size,
-                "shared memory": self._shared_state(prog, -(-nthreads // 32), cluster, total_smem)}
+                "shared memory": self._shared_state(prog, per_cta, cluster, total_smem)}
 
     def _shared_state(self, prog: Program, warps: int, cluster, total_smem: int) -> int:
         """A cluster's shared windows and their shadows, estimated (shadow_bytes; warps: a CTA's)."""

@@ -5,7 +5,7 @@ numpy moves a row per index instead of a byte. `spots` are (n, w) byte offsets, 
 A row moves fastest as one element: np.take along the rows, and an assignment through the array viewed as one
 void item per row (numpy's fancy indexing pays ~20 ns a (sub)row, a void item is one copy: 3-8x on 3,072 rows of
 16, scripts/bench timings in NOTES, session 15). Rows of whole 8-byte words go faster still as words, in one numba
-pass (3,072 rows of 16 bytes: 5-8 us against the void items' 33-43 us; NOTES, session 25)."""
+pass (3,072 rows of 16 bytes: 9-15 us against the void items' 33-43 us; NOTES, session 25)."""
 import threading
 from collections import deque
 
@@ -91,36 +91,40 @@ def gather_starts(arr, starts, w):
 def scatter_starts(arr, starts, values):
     """arr[starts[:, None] + 0..w-1] = values ((n, w) of arr's dtype) without making those offsets, as
     gather_starts."""
-    w = values.shape[1]
-    words, per = _words(arr, w)
-    if per and _put_words(words, starts, per, arr.itemsize,
-                          np.ascontiguousarray(values, arr.dtype).view(np.uint64).reshape(-1)):
-        return
-    if _aligned_starts(starts, w) and arr.flags.c_contiguous:
-        _items(arr, w)[starts // w] = np.ascontiguousarray(values, arr.dtype).view(_items(arr, w).dtype).reshape(-1)
-    else:
-        arr[starts[:, None] + np.arange(w)] = values
+    if not _put_rows(arr, starts, values.shape[1], values):
+        arr[starts[:, None] + np.arange(values.shape[1])] = values
 
 
 def fill_starts(arr, starts, w, value):
     """arr[starts[:, None] + 0..w-1] = value (one value), without making those offsets, as scatter_starts."""
-    words, per = _words(arr, w)
-    if per and _fill_words(words, starts, per, arr.itemsize, _word(arr.dtype, value)):
-        return
-    if _aligned_starts(starts, w) and arr.flags.c_contiguous:
-        _fill_items(arr, w, starts // w, value)
-    else:
+    if not _fill_rows(arr, starts, w, value):
         arr[starts[:, None] + np.arange(w)] = value
 
 
-def _fill_items(arr, w, idx, value):
-    """arr's rows of w numbered idx all set to one value: as words where a row is whole words, else one void item of
-    it, copied to each."""
+def _put_rows(arr, starts, w, values) -> bool:
+    """arr's rows of w elements at `starts` = values ((n, w)): as words where a row is whole words, else as one void
+    item a row; False (nothing written) where the starts are not aligned to w or arr is not one contiguous row."""
     words, per = _words(arr, w)
-    if per and _fill_words(words, idx * w, per, arr.itemsize, _word(arr.dtype, value)):
-        return
+    if per and _put_words(words, starts, per, arr.itemsize,
+                          np.ascontiguousarray(values, arr.dtype).view(np.uint64).reshape(-1)):
+        return True
+    if not (arr.flags.c_contiguous and _aligned_starts(starts, w)):
+        return False
+    _items(arr, w)[starts // w] = np.ascontiguousarray(values, arr.dtype).view(_items(arr, w).dtype).reshape(-1)
+    return True
+
+
+def _fill_rows(arr, starts, w, value) -> bool:
+    """arr's rows of w elements at `starts` all set to one value, as _put_rows (void items: one of the value, copied
+    to each)."""
+    words, per = _words(arr, w)
+    if per and _fill_words(words, starts, per, arr.itemsize, _word(arr.dtype, value)):
+        return True
+    if not (arr.flags.c_contiguous and _aligned_starts(starts, w)):
+        return False
     items = _items(arr, w)
-    items[idx] = np.full(w, value, arr.dtype).view(items.dtype)[0]
+    items[starts // w] = np.full(w, value, arr.dtype).view(items.dtype)[0]
+    return True
 
 
 _WORDS = {}   # (dtype, value) -> the 8-byte word of that value repeated
@@ -225,12 +229,12 @@ def scatter(arr, spots, values):
         return
     w = spots.shape[1]
     values = np.asarray(values)
-    if values.size == 1:   # one value everywhere: one void row of it
-        _fill_items(arr, w, idx, values.reshape(()))
-    elif values.shape == spots.shape and arr.flags.c_contiguous:
-        words, per = _words(arr, w)
-        if not (per and _put_words(words, idx * w, per, arr.itemsize,
-                                   np.ascontiguousarray(values, arr.dtype).view(np.uint64).reshape(-1))):
-            _items(arr, w)[idx] = np.ascontiguousarray(values, arr.dtype).view(_items(arr, w).dtype).reshape(-1)
+    if values.size == 1:   # one value everywhere
+        done = _fill_rows(arr, idx * w, w, values.reshape(()))
+    elif values.shape == spots.shape:
+        done = _put_rows(arr, idx * w, w, values)
     else:   # a value per row, broadcast along it: as fast row by row
         _rows(arr, w)[idx] = values
+        return
+    if not done:
+        arr[spots] = values
