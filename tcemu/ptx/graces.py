@@ -418,17 +418,26 @@ def record_reads_ctas(parts, a, nbytes, wh):
     if not isinstance(wh, str):
         wh = [w for p, w in zip(parts, wh) if p[1].size]
     parts = [p for p in parts if p[1].size]
-    got = _gang_shadow(parts[0][0], a, parts[0][1]) if parts else None
+    if not parts:
+        return
+    sizes = [p[1].size for p in parts]
+    part = np.repeat(np.arange(len(parts)), sizes)
+    record_reads_rows([W for W, _, _ in parts], a, nbytes, np.concatenate([p[1] for p in parts]),
+                      np.concatenate([p[2] for p in parts]), part, wh, part)
+
+
+def record_reads_rows(warps, a, nbytes, off, tids, part, wh, site_of=None):
+    """record_reads_ctas of rows given as arrays: offsets and thread indices, and per row `part`, the index in
+    `warps` of a warp of its CTA, and site_of, the index of its site in the list wh (or wh, one site for all)."""
+    got = _gang_shadow(warps[0], a, off) if off.size else None
     if got is None:
         return
     g, _, sd = got
-    ids, keys = _ids_keys(g, [W for W, _, _ in parts])
-    sizes = [p[1].size for p in parts]
-    keys = np.repeat(keys, sizes)
-    if not isinstance(wh, str):
-        wh = np.repeat(np.array([g.site(w) for w in wh], np.int64), sizes)
-    _note_reads(g, sd, ids, keys[:, None], np.concatenate([p[1] for p in parts]), nbytes,
-                np.concatenate([p[2] for p in parts]), wh)
+    ids, keys = _ids_keys(g, warps)
+    _, at = np.unique(part, return_index=True)
+    ids = [ids[i] for i in part[np.sort(at)]]   # CTAs in the order of their first read (_note_ids keeps two)
+    sites = wh if isinstance(wh, str) else np.array([g.site(w) for w in wh], np.int64)[site_of]
+    _note_reads(g, sd, ids, keys[part][:, None], off, nbytes, tids, sites)
 
 
 def writes_race(W, a, off, data) -> bool:

@@ -87,16 +87,17 @@ def expected(src, grid, n):
 def spies(monkeypatch):
     """Count the gang records: the gang path must have run (else these tests would prove nothing)."""
     seen = {"issue": 0, "land": 0}
-    reads, record = graces.record_reads_ctas, races.gang_write_record
+    reads, record = graces.record_reads_rows, races.gang_write_record
 
-    def spy_reads(parts, *a, **k):
-        seen["issue"] += len(parts)   # one record per CTA of the gang
-        return reads(parts, *a, **k)
+    def spy_reads(warps, a, nbytes, off, tids, part, wh, site_of=None):
+        # the gang's rows, one part per CTA and instruction
+        seen["issue"] += len(set(zip(part.tolist(), (part if site_of is None else site_of).tolist())))
+        return reads(warps, a, nbytes, off, tids, part, wh, site_of)
 
     def spy_record(*a, **k):
         seen["land"] += 1
         return record(*a, **k)
-    monkeypatch.setattr(graces, "record_reads_ctas", spy_reads)
+    monkeypatch.setattr(graces, "record_reads_rows", spy_reads)
     monkeypatch.setattr(races, "gang_write_record", spy_record)
     return seen
 

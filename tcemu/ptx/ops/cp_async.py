@@ -232,11 +232,10 @@ def _issue(warps, sel, items):
 
 def _record_reads(leads, first, take, n, off, tids, alloc, nbytes, whs):
     """graces.record_reads_ctas of a gang's issues (rows as _issue orders them: warp, instruction, lane; first:
-    where each CTA's warps start), one call with the rows instruction by instruction, each its instruction's site:
-    where two lanes read one byte, the later instruction's record stays, as their runs one after the other leave
-    it."""
+    where each CTA's warps start), one record with the rows instruction by instruction, each its instruction's
+    site: where two lanes read one byte, the later instruction's record stays, as their runs one after the other
+    leave it."""
     nw, K = take.shape[0], take.shape[1]
-    every = n is None and bool(take.all())
     lay = np.full(take.shape, -1, np.int64)   # (warps, K, 32): -1 where a lane does not run or read
     if n is None:
         lay[take] = off
@@ -246,18 +245,12 @@ def _record_reads(leads, first, take, n, off, tids, alloc, nbytes, whs):
         lay[take] = rows
     who = np.zeros(take.shape, np.int64)
     who[take] = tids
-    lay = np.ascontiguousarray(lay.transpose(1, 0, 2)).reshape(K, -1)   # instruction, warp, lane
-    who = np.ascontiguousarray(who.transpose(1, 0, 2)).reshape(K, -1)
-    parts, sites = [], []
-    for j in range(K):
-        for W, w0, w1 in zip(leads, first, first[1:] + [nw]):
-            o, t = lay[j, 32 * w0:32 * w1], who[j, 32 * w0:32 * w1]
-            if not every:
-                keep = o >= 0
-                o, t = o[keep], t[keep]
-            parts.append((W, o, t))
-            sites.append(whs[j])
-    graces.record_reads_ctas(parts, alloc, nbytes, sites)
+    cta = np.repeat(np.arange(len(first)), np.diff(first + [nw]))   # each warp's CTA, in `leads` order
+    lay, who = lay.transpose(1, 0, 2), who.transpose(1, 0, 2)   # instruction, warp, lane
+    keep = lay >= 0
+    graces.record_reads_rows(leads, alloc, nbytes, lay[keep], who[keep],
+                             np.broadcast_to(cta[None, :, None], keep.shape)[keep],
+                             whs, np.broadcast_to(np.arange(K)[:, None, None], keep.shape)[keep])
 
 
 class Copy:
