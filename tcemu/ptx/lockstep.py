@@ -281,6 +281,35 @@ def lanes_moved(w, pcs, m, pc: int, r) -> None:
             w.lane_pc = None
 
 
+def run_lowest(w, pcs, pc: int, m, budget: int):
+    """Run a diverged warp's lanes m, which step_of chose at pc, on while step_of would choose them again (their
+    PC below every other live lane's and not warp-synchronous): what one step_of and lanes_moved an instruction
+    would do, without asking the lanes each time. pcs: the warp's lane_pc. (instructions run, whether the last one
+    tried blocked)."""
+    rest = pcs[w.live & ~m]
+    hi = int(rest.min()) if rest.size else -1   # (no other lane: one step; lanes_moved converges the warp)
+    code, sync = w.prog.code, w.prog.converge
+    n = 0
+    while True:
+        r = code[pc](w, m)
+        if r is BLOCK:
+            return n, True
+        n += 1
+        w.wait = None
+        if r is None:
+            nxt = pc + 1
+        elif r.__class__ is int:
+            nxt = r
+        else:   # DIVERGED / EXITED: the op set the lanes' PCs or ended them
+            lanes_moved(w, pcs, m, pc, r)
+            return n, False
+        if n >= budget or nxt >= hi or sync[nxt] or w.done or w.lane_pc is not pcs:
+            lanes_moved(w, pcs, m, pc, r)
+            return n, False
+        pcs[m] = nxt   # (ops read lane_pc: a ret's frames, the racecheck's diverged writes)
+        pc = nxt
+
+
 def _advance(w, r, pc: int) -> None:
     """A warp ran the instruction at pc and it returned r (not BLOCK): next instruction, a jump, or the warp's own
     per-lane PCs (DIVERGED / EXITED: the op set them)."""

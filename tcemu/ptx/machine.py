@@ -163,6 +163,12 @@ class Warp:
                         if k == 0:
                             force = False
                         continue
+                    if trace is None and not force:   # the lanes run on together while they are the lowest
+                        k, blocked = lockstep.run_lowest(self, pcs, pc, m, budget - n)
+                        n += k
+                        if blocked:
+                            break
+                        continue
                     r = code[pc](self, m)
                     if trace is not None:
                         trace(self, pc, m, r)

@@ -487,3 +487,49 @@ def test_redux_sync_of_a_gang_of_whole_warps_is_one_batch(op, typ, model, monkey
         assert out[32 * w:32 * w + 32].tolist() == [want] * 32
     assert np.array_equal(run(body, before=before, grid=2, block=128, out_words=512, lockstep=False), out)
 
+
+
+LOWEST = """.version 8.3
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+ .reg .b32 %r<6>; .reg .b64 %rd<4>; .reg .pred %p<3>;
+ ld.param.u64 %rd1, [out]; cvta.to.global.u64 %rd1, %rd1;
+ mov.u32 %r1, %tid.x; and.b32 %r1, %r1, 31;
+ mov.u32 %r2, 0;
+ setp.ne.u32 %p1, %r1, LANE;
+ @%p1 bra SKIP;
+ mov.u32 %r3, 0;
+LOOP:
+ add.u32 %r2, %r2, %r3;
+ add.u32 %r3, %r3, 1;
+ setp.lt.u32 %p2, %r3, 10;
+ @%p2 bra LOOP;
+SKIP:
+ add.u32 %r2, %r2, %r1;
+ mov.u32 %r4, %tid.x; mul.wide.u32 %rd2, %r4, 4; add.s64 %rd3, %rd1, %rd2;
+ st.global.u32 [%rd3], %r2;
+ ret;
+}
+"""
+
+
+@pytest.mark.parametrize("lane", [0, 17])
+@pytest.mark.parametrize("lockstep", [True, False])
+def test_a_diverged_warps_lowest_lanes_run_on_until_the_others_pc(lane, lockstep):
+    """One lane loops while the warp's other lanes wait at the join: the loop runs on that lane alone (machine.Warp.run
+    and lockstep.run_lowest without asking every lane each step) and joins the others there, not past it: 7
+    instructions converged, 41 on the one lane, 6 converged again, per warp (past the join alone: 6 more)."""
+    import tcemu.ptx as tp
+    mod = tp.load(LOWEST.replace("LANE", str(lane)))
+    outs, counts = [], []
+    for trace in (None, lambda *a: None):   # a trace runs every step through step_of / lanes_moved
+        out = np.zeros(64, np.uint32)
+        counts.append(mod.launch("k", grid=1, block=64, args=[out], trace=trace, lockstep=lockstep)
+                      ["warp_instructions"])
+        outs.append(out)
+    want = np.arange(64, dtype=np.uint32) % 32
+    want[[lane, 32 + lane]] += 45
+    assert np.array_equal(outs[0], want) and np.array_equal(outs[1], want)
+    assert counts == [2 * (7 + 41 + 6)] * 2
