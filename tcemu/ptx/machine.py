@@ -446,8 +446,9 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
     def gang_for(w, everyone, ganged, mates):
         """The warps that run with w's turn, and how (lockstep.run / run_any): the eligible warps at its PC; for a
         warp on some of its lanes, the others on some of theirs at its PC and its last gang's warps wherever they
-        are, where its CTA has another such warp (one warp a CTA is cheaper alone: the gang versions work CTA by
-        CTA). Warps that had their turn this round join only as mates."""
+        are, of its CTA or of others (one warp a CTA, as CUTLASS's producer warps after elect.sync: their private
+        stretches run as one batch, their TMA and mbarrier ops still CTA by CTA). Warps that had their turn this
+        round join only as mates."""
         if lockstep.eligible(w):
             pc = w.pc
             return [x for x in everyone if x.pc == pc and lockstep.eligible(x) and x not in spins
@@ -455,13 +456,10 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
         if not lockstep.masked(w):
             return (), None
         key = key_of(w)
-        if not mates and not any(x is not w and lockstep.masked(x) and x not in spins and x not in ganged and
-                                 key_of(x) == key for x in w.cta.warps):
-            return (), None
         g = [x for x in everyone if x not in spins and (
             x is w or x in mates and not x.done and not x.parked_test and x.wait is None or
             x not in ganged and lockstep.masked(x) and key_of(x) == key)]
-        return (() if len({id(x.cta) for x in g}) == len(g) else g), lockstep.run_any
+        return g, lockstep.run_any
 
     def cta_probe(c, windows) -> bool:
         """Probe the unfinished warps of CTA c not already proven to spin, together (within its allowance)."""

@@ -152,3 +152,36 @@ def test_a_read_after_the_paths_join_passes_in_every_ganged_warp():
     out = run(DIVERGED.format(read_a="", read_j="  ld.shared.u32 %r5, [%r3];"), grid=2, block=128, before=SMEM,
               out_words=128)   # both CTAs write words 0-127
     assert (out == 9).all()
+
+
+def test_one_warp_a_cta_on_one_lane_runs_ganged_across_ctas(monkeypatch):
+    # a producer warp's shape (CUTLASS after elect.sync): in every one-warp CTA lane 0 alone runs a loop; the CTAs'
+    # lane-0 warps are one masked gang (their private stretches one batch), with the results of warps one at a time
+    body = GLOBAL_INDEX + """\
+  mov.u32 %r4, 0;
+  and.b32 %r1, %r0, 31;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra OUT;
+  mov.u32 %r2, 0;
+LOOP:
+  mad.lo.u32 %r4, %r4, 31, %r2;
+  add.u32 %r4, %r4, %r9;
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p2, %r2, 12;
+  @%p2 bra LOOP;
+OUT:
+  st.global.u32 [%rd5], %r4;
+  ret;
+"""
+    seen = stretches(monkeypatch)
+    out = run(body, grid=6, block=32)
+    want = np.zeros(6 * 32, np.uint32)
+    for c in range(6):
+        x = 0
+        for i in range(12):
+            x = (x * 31 + i + c) & 0xFFFFFFFF
+        want[32 * c] = x
+    assert np.array_equal(out, want)
+    assert seen.count((6, True)) >= 12   # the loop body, once for the six CTAs' lane 0 each time round
+    seen.clear()
+    assert np.array_equal(run(body, grid=6, block=32, lockstep=False), out) and seen == []
