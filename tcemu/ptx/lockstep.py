@@ -439,8 +439,8 @@ def run_any(gang, budget: int, log=None) -> int:
     ALONE_STEPS steps in a row. Private stretches run as one batch (stretch; short ones of masked warps, under
     MASKED_BATCH warp instructions, warp by warp), other instructions as _step runs them.
 
-    One warp a CTA gains little: the gang versions work CTA by CTA (machine.run_ctas gangs masked warps only where
-    a CTA has two or more)."""
+    Where the gang has one warp a CTA (the producer warps of a wave's CTAs), the instructions with gang versions run
+    warp by warp (_step: the gang versions work CTA by CTA); its private stretches run as one batch."""
     prog = gang[0].prog
     end = prog.lockstep_end
     n = 0
