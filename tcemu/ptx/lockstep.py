@@ -446,11 +446,18 @@ def run_any(gang, budget: int, log=None) -> int:
     n = 0
     alone = 0
     live = list(gang)
+    known = {}   # warp -> (instructions it had run, step_of then): a warp's next step changes only as it runs
+
+    def next_step(w):
+        got = known.get(w)
+        if got is None or got[0] != w.executed:
+            got = known[w] = (w.executed, step_of(w))
+        return got[1]
     while n < budget:
         live = [w for w in live if not w.done and not w.parked_test]
         if len(live) < 2:
             break
-        steps = [step_of(w) for w in live]
+        steps = [next_step(w) for w in live]   # (a gang of 4,096 one-warp CTAs: only the last step's warps anew)
         low = min(pc for pc, _ in steps)
         at = [k for k, (pc, _) in enumerate(steps) if pc == low]
         g = [live[k] for k in at]
@@ -461,7 +468,7 @@ def run_any(gang, budget: int, log=None) -> int:
         masks = None if full else [live[k].live if steps[k][1] is None else steps[k][1] for k in at]
         if end[low] > low and (full or len(g) * (end[low] - low) >= MASKED_BATCH):
             n += stretch(g, low, None if full else np.stack(masks))
-            if any(step_of(w)[0] == low for w in g if not w.done):   # an exception: their own runs next
+            if any(next_step(w)[0] == low for w in g if not w.done):   # an exception: their own runs next
                 break
             continue
         moved, _ = _step(g, low, masks, log)

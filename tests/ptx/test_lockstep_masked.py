@@ -185,3 +185,40 @@ OUT:
     assert seen.count((6, True)) >= 12   # the loop body, once for the six CTAs' lane 0 each time round
     seen.clear()
     assert np.array_equal(run(body, grid=6, block=32, lockstep=False), out) and seen == []
+
+
+def test_a_masked_gang_asks_each_warp_its_next_step_only_after_it_ran(monkeypatch):
+    # one-warp CTAs whose lane 0 loops ctaid % 8 times: the gang's warps leave the loop at different steps, and at
+    # each step only those at the lowest PC run; a warp that did not run keeps its step (run_any's next_step), so
+    # step_of is asked at most once a warp instruction run plus once a warp (asking every live warp at every step:
+    # 2,561 here, over 2,400 warp instructions)
+    from tcemu import ptx
+    from ptxkit import entry
+    body = GLOBAL_INDEX + """\
+  mov.u32 %r4, 0;
+  and.b32 %r1, %r0, 31;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra OUT;
+  rem.u32 %r5, %r9, 8;
+  mov.u32 %r2, 0;
+LOOP:
+  setp.ge.u32 %p2, %r2, %r5;
+  @%p2 bra OUT;
+  add.u32 %r4, %r4, %r2;
+  add.u32 %r2, %r2, 1;
+  bra LOOP;
+OUT:
+  st.global.u32 [%rd5], %r4;
+  ret;
+"""
+    calls = []
+    real = lockstep.step_of
+    monkeypatch.setattr(lockstep, "step_of", lambda w: calls.append(w) or real(w))
+    mod = ptx.load(entry(body))
+    out = np.zeros(64 * 32, np.uint32)
+    stats = mod.launch("k", grid=64, block=32, args=[out])
+    want = np.zeros(64 * 32, np.uint32)
+    want[::32] = [(c % 8) * (c % 8 - 1) // 2 for c in range(64)]
+    assert np.array_equal(out, want)
+    assert 0 < len(calls) <= stats["warp_instructions"] + 64
+    assert np.array_equal(run(body, grid=64, block=32, lockstep=False), out)
