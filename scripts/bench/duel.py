@@ -4,52 +4,27 @@ shuffled order, so the trees meet the host's changes alike. Outputs must be equa
 
     python scripts/bench/duel.py KIND N ROUNDS ROOT [ROOT ...]
 
-KIND: tri (Triton's bf16 matmul fixture at N^3), cut (CUTLASS ping-pong 512^3 from its launch record; N unused),
-many (N one-warp CTAs, scripts/bench.py's MANY_CTAS). A ROOT holds tcemu/, tests/fixtures/ptx/ and, for many,
+KIND: tri, cut or many (scripts/bench/kinds.py: Triton's bf16 matmul at N^3, CUTLASS ping-pong 512^3, N one-warp
+CTAs). A ROOT holds tcemu/, tests/fixtures/ptx/ and, for many,
 scripts/bench.py: the repository itself (.), or an older commit's, made with
 `git archive COMMIT tcemu tests/fixtures/ptx scripts/bench.py | tar -x -C DIR`. Prints each round and, per tree, the
 median, the least and the median of its per-round ratio to the first tree."""
 import json, os, random, statistics, subprocess, sys
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+# a worker: tcemu, the fixtures and scripts/bench.py from its tree, the launch from this tree's kinds.py
 WORKER = r'''
-import json, os, sys, time
-root, kind, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-sys.path.insert(0, root); sys.path.insert(0, os.path.join(root, "scripts"))
-import numpy as np
+import os, sys
+root, kind, n, here = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, root); sys.path.insert(0, os.path.join(root, "scripts")); sys.path.append(here)
 import tcemu.ptx as tp
 assert tp.__file__.startswith(os.path.abspath(root))
-fx = os.path.join(root, "tests/fixtures/ptx")
-if kind == "tri":
-    from tcemu.frontends.triton import run_compiled
-    from tcemu.traces.inputs import input_bits
-    meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
-    mod = tp.load(open(os.path.join(fx, "matmul_bf16.ptx")).read())
-    def go(n):
-        a, b = input_bits("bf16", (n, n), 1, 0), input_bits("bf16", (n, n), 1, 1)
-        vals = {"a_ptr": a, "b_ptr": b, "M": n, "N": n, "K": n, "stride_am": n, "stride_bk": n, "stride_cm": n}
-        c = np.zeros((n, n), np.uint16)
-        t = time.perf_counter(); run_compiled(mod, meta, dict(vals, c_ptr=c)); t = time.perf_counter() - t
-        return t, int(c.astype(np.uint64).sum())
-    go(256)
-elif kind == "cut":
-    from tcemu.traces import launches
-    rec = json.load(open(os.path.join(fx, "bench_cutlass_pingpong_bf16_512.json")))["launch"]
-    mod = tp.load(open(os.path.join(fx, "cutlass_pingpong_bf16.ptx")).read())
-    def go(n):
-        t = time.perf_counter(); r = launches.replay(rec, mod, seed=1); t = time.perf_counter() - t
-        return t, int(r.outputs["D"].view(np.uint32).astype(np.uint64).sum())
-    go(0)
-else:
-    from bench import MANY_CTAS
-    mod = tp.load(MANY_CTAS)
-    def go(n):
-        w = np.zeros(n * 32, np.uint32); t = time.perf_counter()
-        mod.launch("k", grid=n, block=32, args=[w]); t = time.perf_counter() - t
-        return t, int((w == np.arange(n * 32)).all())
-    go(4096)
+from kinds import launcher
+go = launcher(kind, os.path.join(root, "tests/fixtures/ptx"))
+go({"tri": 256, "cut": 0, "many": 4096}[kind])
 print("ready", flush=True)
 for line in sys.stdin:
-    t, chk = go(n)
+    t, chk, _ = go(n)
     print(f"{t:.4f} {chk}", flush=True)
 '''
 
@@ -57,7 +32,7 @@ for line in sys.stdin:
 def main():
     kind, n, rounds, roots = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
     env = dict(os.environ)
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, r, kind, str(n)], stdin=subprocess.PIPE,
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, r, kind, str(n), HERE], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=env) for r in roots]
     for p in procs:
         assert p.stdout.readline().strip() == "ready"

@@ -6,11 +6,9 @@ the launch's own count (probes run instructions on copies that are undone: they 
 
     python scripts/bench/where.py KIND N [--wave-mb MB] [--top K]
 
-KIND as scripts/bench/duel.py's: tri (Triton's bf16 matmul fixture at N^3), cut (CUTLASS ping-pong 512^3 from its
-launch record; N unused), many (N one-warp CTAs, scripts/bench.py's MANY_CTAS). The launch runs once to warm up,
-then once measured. The wrappers cost time of their own (~1 us a call): shares, not absolute figures, compare."""
+KIND: tri, cut or many (scripts/bench/kinds.py, as duel.py's). The launch runs once to warm up, then once
+measured. The wrappers cost time of their own (~1 us a call): shares, not absolute figures, compare."""
 import argparse
-import json
 import os
 import sys
 import time
@@ -19,50 +17,11 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-import numpy as np  # noqa: E402
-
-import tcemu.ptx as tp  # noqa: E402
+from kinds import KINDS, launcher  # noqa: E402
 from tcemu.ptx import chains, lockstep, machine, schedule  # noqa: E402
 from tcemu.ptx.ops import runs  # noqa: E402
 
 FX = os.path.join(ROOT, "tests", "fixtures", "ptx")
-
-
-def launcher(kind: str, n: int):
-    """A function running the launch once and returning its stats."""
-    if kind == "tri":
-        from tcemu.frontends.triton import run_compiled
-        from tcemu.traces.inputs import input_bits
-        import tcemu.ptx.module as module
-        meta = json.load(open(os.path.join(FX, "matmul_bf16.json")))
-        mod = tp.load(open(os.path.join(FX, "matmul_bf16.ptx")).read())
-        a, b = input_bits("bf16", (n, n), 1, 0), input_bits("bf16", (n, n), 1, 1)
-        vals = {"a_ptr": a, "b_ptr": b, "M": n, "N": n, "K": n, "stride_am": n, "stride_bk": n, "stride_cm": n}
-
-        def go():
-            got = {}
-            real = module.Module.launch
-
-            def keep(self, *a, **k):
-                got.update(real(self, *a, **k))
-                return got
-            module.Module.launch = keep
-            try:
-                run_compiled(mod, meta, dict(vals, c_ptr=np.zeros((n, n), np.uint16)))
-            finally:
-                module.Module.launch = real
-            return got
-        return go
-    if kind == "cut":
-        from tcemu.traces import launches
-        rec = json.load(open(os.path.join(FX, "bench_cutlass_pingpong_bf16_512.json")))["launch"]
-        mod = tp.load(open(os.path.join(FX, "cutlass_pingpong_bf16.ptx")).read())
-        return lambda: launches.replay(rec, mod, seed=1).stats
-    if kind == "many":
-        from bench import MANY_CTAS
-        mod = tp.load(MANY_CTAS)
-        return lambda: mod.launch("k", grid=n, block=32, args=[np.zeros(n * 32, np.uint32)])
-    raise SystemExit(f"KIND: tri, cut or many, not {kind!r}")
 
 
 class Rows:
@@ -130,19 +89,19 @@ def table(rows: Rows, stats: dict, seconds: float, top: int) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind")
+    ap.add_argument("kind", choices=KINDS)
     ap.add_argument("n", type=int)
     ap.add_argument("--wave-mb", type=int, default=None, help="schedule.WAVE_BYTES in MB (default: tcemu's)")
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args(argv)
     if args.wave_mb is not None:
         schedule.WAVE_BYTES = args.wave_mb << 20
-    go = launcher(args.kind, args.n)
-    go()   # numba's caches, the program's compiled instructions
+    go = launcher(args.kind, FX)
+    go(args.n)   # numba's caches, the program's compiled instructions
     rows = Rows()
     instrument(rows)
     t = time.perf_counter()
-    stats = go()
+    _, _, stats = go(args.n)
     print(table(rows, stats, time.perf_counter() - t, args.top))
 
 

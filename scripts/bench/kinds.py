@@ -1,0 +1,55 @@
+"""The launches the interpreter's speed tools time (scripts/bench/duel.py, where.py), by KIND:
+
+- tri: Triton's bf16 matmul fixture at N^3 (tests/fixtures/ptx/matmul_bf16), inputs from traces.inputs.input_bits;
+- cut: CUTLASS ping-pong bf16 512^3 from its launch record (bench_cutlass_pingpong_bf16_512.json; N unused);
+- many: N one-warp CTAs, each thread storing its index (scripts/bench.py's MANY_CTAS: `bench` importable).
+
+tcemu is imported from wherever sys.path finds it first, and the fixtures are read from `fx`: duel.py's workers
+point both at an older tree."""
+import json
+import os
+import time
+
+import numpy as np
+
+KINDS = ("tri", "cut", "many")
+
+
+def launcher(kind: str, fx: str):
+    """go(n) -> (seconds, a checksum of the output, the launch's stats) for one launch of `kind`."""
+    import tcemu.ptx as tp
+    if kind == "tri":
+        from tcemu.frontends.triton import run_compiled
+        from tcemu.traces.inputs import input_bits
+        meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
+        mod = tp.load(open(os.path.join(fx, "matmul_bf16.ptx")).read())
+
+        def go(n):
+            a, b = input_bits("bf16", (n, n), 1, 0), input_bits("bf16", (n, n), 1, 1)
+            vals = {"a_ptr": a, "b_ptr": b, "M": n, "N": n, "K": n, "stride_am": n, "stride_bk": n, "stride_cm": n}
+            c = np.zeros((n, n), np.uint16)
+            t = time.perf_counter()
+            stats = run_compiled(mod, meta, dict(vals, c_ptr=c))
+            return time.perf_counter() - t, int(c.astype(np.uint64).sum()), stats
+        return go
+    if kind == "cut":
+        from tcemu.traces import launches
+        rec = json.load(open(os.path.join(fx, "bench_cutlass_pingpong_bf16_512.json")))["launch"]
+        mod = tp.load(open(os.path.join(fx, "cutlass_pingpong_bf16.ptx")).read())
+
+        def go(n):
+            t = time.perf_counter()
+            r = launches.replay(rec, mod, seed=1)
+            return time.perf_counter() - t, int(r.outputs["D"].view(np.uint32).astype(np.uint64).sum()), r.stats
+        return go
+    if kind == "many":
+        from bench import MANY_CTAS
+        mod = tp.load(MANY_CTAS)
+
+        def go(n):
+            w = np.zeros(n * 32, np.uint32)
+            t = time.perf_counter()
+            stats = mod.launch("k", grid=n, block=32, args=[w])
+            return time.perf_counter() - t, int((w == np.arange(n * 32)).all()), stats
+        return go
+    raise SystemExit(f"KIND: {', '.join(KINDS)}, not {kind!r}")
