@@ -154,14 +154,21 @@ def test_a_read_after_the_paths_join_passes_in_every_ganged_warp():
     assert (out == 9).all()
 
 
-def test_one_warp_a_cta_on_one_lane_runs_ganged_across_ctas(monkeypatch):
-    # a producer warp's shape (CUTLASS after elect.sync): in every one-warp CTA lane 0 alone runs a loop; the CTAs'
-    # lane-0 warps are one masked gang (their private stretches one batch), with the results of warps one at a time
-    body = GLOBAL_INDEX + """\
+# lane 0 of each warp alone runs {loop} (%r9 its CTA's index, %r4 from 0 its result); every thread stores %r4
+LANE_ZERO = GLOBAL_INDEX + """\
   mov.u32 %r4, 0;
   and.b32 %r1, %r0, 31;
   setp.ne.u32 %p1, %r1, 0;
   @%p1 bra OUT;
+{loop}OUT:
+  st.global.u32 [%rd5], %r4;
+  ret;
+"""
+
+def test_one_warp_a_cta_on_one_lane_runs_ganged_across_ctas(monkeypatch):
+    # a producer warp's shape (CUTLASS after elect.sync): in every one-warp CTA lane 0 alone runs a loop; the CTAs'
+    # lane-0 warps are one masked gang (their private stretches one batch), with the results of warps one at a time
+    body = LANE_ZERO.format(loop="""\
   mov.u32 %r2, 0;
 LOOP:
   mad.lo.u32 %r4, %r4, 31, %r2;
@@ -169,10 +176,7 @@ LOOP:
   add.u32 %r2, %r2, 1;
   setp.lt.u32 %p2, %r2, 12;
   @%p2 bra LOOP;
-OUT:
-  st.global.u32 [%rd5], %r4;
-  ret;
-"""
+""")
     seen = stretches(monkeypatch)
     out = run(body, grid=6, block=32)
     want = np.zeros(6 * 32, np.uint32)
@@ -194,11 +198,7 @@ def test_a_masked_gang_asks_each_warp_its_next_step_only_after_it_ran(monkeypatc
     # 2,561 here, over 2,400 warp instructions)
     from tcemu import ptx
     from ptxkit import entry
-    body = GLOBAL_INDEX + """\
-  mov.u32 %r4, 0;
-  and.b32 %r1, %r0, 31;
-  setp.ne.u32 %p1, %r1, 0;
-  @%p1 bra OUT;
+    body = LANE_ZERO.format(loop="""\
   rem.u32 %r5, %r9, 8;
   mov.u32 %r2, 0;
 LOOP:
@@ -207,10 +207,7 @@ LOOP:
   add.u32 %r4, %r4, %r2;
   add.u32 %r2, %r2, 1;
   bra LOOP;
-OUT:
-  st.global.u32 [%rd5], %r4;
-  ret;
-"""
+""")
     calls = []
     real = lockstep.step_of
     monkeypatch.setattr(lockstep, "step_of", lambda w: calls.append(w) or real(w))
