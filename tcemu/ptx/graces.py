@@ -434,8 +434,9 @@ def record_reads_rows(warps, a, nbytes, off, tids, part, wh, site_of=None):
         return
     g, _, sd = got
     ids, keys = _ids_keys(g, warps)
-    _, at = np.unique(part, return_index=True)
-    ids = [ids[i] for i in part[np.sort(at)]]   # CTAs in the order of their first read (_note_ids keeps two)
+    ids = np.array(ids, np.int64)[part]   # each row's CTA; _note_ids keeps the first two that differ
+    other = int(np.argmax(ids != ids[0]))
+    ids = [int(ids[0])] + ([int(ids[other])] if ids[other] != ids[0] else [])
     sites = wh if isinstance(wh, str) else np.array([g.site(w) for w in wh], np.int64)[site_of]
     _note_reads(g, sd, ids, keys[part][:, None], off, nbytes, tids, sites)
 

@@ -630,13 +630,13 @@ class SharedWindow:
         """The bytes spots ((n, k) offsets, or any shape; or rows of 16 at `starts`) get write epoch `epoch` (one,
         or (n, 1): one a row; 0: written by the async proxy, nothing to fence). Rows that are whole granules set
         their granules' epoch; others spell their granules out per byte first (MIXED)."""
+        if np.ndim(epoch) == 0 and epoch == 0 and "unfenced16" not in self.__dict__:
+            return   # a shadow never made holds 0 everywhere already
         if spots is None:
             if not (starts & 15).any():   # aligned rows of 16: whole granules
                 self.unfenced16[starts >> 4] = epoch if np.ndim(epoch) == 0 else np.reshape(epoch, -1)
                 return
             spots = starts[:, None] + _BYTE
-        if np.ndim(epoch) == 0 and epoch == 0 and "unfenced16" not in self.__dict__:
-            return   # a shadow never made holds 0 everywhere already
         g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
         if g is not None:
             self.unfenced16[g] = epoch
