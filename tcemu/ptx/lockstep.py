@@ -31,6 +31,7 @@ from .errors import KernelFault, PtxError
 from .chains import settle_warps
 from .program import CLASS_ATTR, regs_of
 from .signals import BLOCK, Fallback
+from .slabcopy import gather, scatter, slab_runs
 
 MAX_PASSES = 4                         # tries of a blocking instruction within one gang step
 
@@ -128,6 +129,7 @@ class Batch:
         self.runs = runs or _runs(warps)   # (runs: _runs(warps), where the caller has them)
         # one slice: the registers themselves (copy: a copy all the same, kept only by store: cp_async's issue runs)
         self.view = self.runs is not None and len(self.runs) == 1 and not copy
+        self.slabs = slabs = None   # (slab_runs(runs): made once, where the batch copies)
         for cls, idx in touched.items():
             attr = CLASS_ATTR[cls]
             if self.view:
@@ -139,17 +141,15 @@ class Batch:
             if self.runs is None:
                 arr[idx] = np.stack([getattr(w, attr)[idx] for w in warps], axis=1)
             else:
-                for files, k0, k1, s0 in self.runs:
-                    arr[idx, s0:s0 + k1 - k0] = files[attr][idx, k0:k1]
+                if slabs is None:
+                    slabs = slab_runs(self.runs)
+                for files, rows in slabs:
+                    if idx.size:
+                        gather(files[attr], idx, rows, arr)
             setattr(self, attr, arr)
+        self.slabs = slabs
         self.live = np.ones((nb, 32), bool)
         self.wgmma_dirty = set()
-
-    @classmethod
-    def sliced(cls, warps, touched):
-        """The Batch of warps whose registers are one slice of their slab (a view: nothing copied), else None."""
-        runs = _runs(warps)
-        return cls(warps, touched, runs) if runs is not None and len(runs) == 1 else None
 
     @property
     def wgmma_pending(self):
@@ -185,8 +185,11 @@ class Batch:
                 for k, w in enumerate(self.warps):
                     getattr(w, attr)[idx] = arr[idx, k]
             else:
-                for files, k0, k1, s0 in self.runs:
-                    files[attr][idx, k0:k1] = arr[idx, s0:s0 + k1 - k0]
+                if self.slabs is None:
+                    self.slabs = slab_runs(self.runs)
+                for files, rows in self.slabs:
+                    if idx.size:
+                        scatter(files[attr], idx, rows, arr)
         if self.wgmma_dirty:
             for w in self.warps:
                 w.wgmma_dirty |= self.wgmma_dirty

@@ -145,9 +145,8 @@ class GangMma:
 
     def _agree(self, getter, B, G):
         """(G,) values of a per-thread operand the 128 threads of each warpgroup must agree on (execute's _one);
-        B: the warpgroups' warps as a lockstep.Batch where their registers are one slice of the slab, else the
-        list of them."""
-        v = np.broadcast_to(getter(B), (4 * G, 32)) if isinstance(B, Batch) else np.stack([getter(w) for w in B])
+        B: the warpgroups' warps as a lockstep.Batch."""
+        v = np.broadcast_to(getter(B), (4 * G, 32))
         v = v.reshape(G, 128)
         if not (v == v[:, :1]).all():
             raise Fallback
@@ -209,7 +208,7 @@ class GangMma:
         for w in allw:
             if slots & w.wgmma_dirty:
                 raise Fallback
-        B = Batch.sliced(allw, self.touched) or allw   # one slice of the register slab: read as one, else by warp
+        B = Batch(allw, self.touched)   # the descriptors' and scale-d's registers as (warps, 32)
         desc_b = self._agree(self.gb, B, G)
         desc_a = self._agree(self.ga, B, G)
         scale_d = self._agree(self.gscale, B, G).astype(bool)

@@ -1,0 +1,42 @@
+"""A gang's registers copied between register slabs (machine.RegisterSlabs) and a batch (lockstep.Batch), where
+the gang's warps are several runs of neighbouring columns: one numba pass per slab and register class, instead of
+a fancy-indexed copy per run (a warp-specialised CTA's gang holds one run per CTA: CUTLASS ping-pong's consumer
+warpgroups of a wave; session 27 measured 3 runs a batch there, 13% of the launch in the copies)."""
+import numpy as np
+from numba import njit
+
+
+def slab_runs(runs):
+    """[(register files, (runs, 3) int64 rows (first column, end, position in the batch))], one per slab."""
+    first = runs[0][0]
+    if all(r[0] is first for r in runs):   # one slab (a wave's CTAs admitted together)
+        return [(first, np.array([r[1:] for r in runs], np.int64))]
+    by = {}
+    for files, k0, k1, s0 in runs:
+        got = by.get(id(files))
+        if got is None:
+            by[id(files)] = got = (files, [])
+        got[1].append((k0, k1, s0))
+    return [(files, np.array(rows, np.int64)) for files, rows in by.values()]
+
+
+@njit(cache=True, nogil=True)
+def gather(src, idx, runs, dst):
+    """dst[r, s0 + j] = src[r, k0 + j] for r in idx, each run (k0, k1, s0) and j < k1 - k0."""
+    for i in range(idx.size):
+        r = idx[i]
+        for q in range(runs.shape[0]):
+            k0, k1, s0 = runs[q, 0], runs[q, 1], runs[q, 2]
+            for j in range(k1 - k0):
+                dst[r, s0 + j, :] = src[r, k0 + j, :]
+
+
+@njit(cache=True, nogil=True)
+def scatter(dst, idx, runs, src):
+    """gather's inverse: dst[r, k0 + j] = src[r, s0 + j]."""
+    for i in range(idx.size):
+        r = idx[i]
+        for q in range(runs.shape[0]):
+            k0, k1, s0 = runs[q, 0], runs[q, 1], runs[q, 2]
+            for j in range(k1 - k0):
+                dst[r, k0 + j, :] = src[r, s0 + j, :]
