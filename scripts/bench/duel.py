@@ -5,7 +5,7 @@ shuffled order, so the trees meet the host's changes alike. Outputs must be equa
     python scripts/bench/duel.py KIND N ROUNDS ROOT [ROOT ...]
 
 KIND: tri, cut or many (scripts/bench/kinds.py: Triton's bf16 matmul at N^3, CUTLASS ping-pong 512^3, N one-warp
-CTAs). A ROOT holds tcemu/, tests/fixtures/ptx/ and, for many,
+CTAs). A ROOT holds tcemu/, tests/fixtures/ptx/ (else this tree's are read) and, for many,
 scripts/bench.py: the repository itself (.), or an older commit's, made with
 `git archive COMMIT tcemu tests/fixtures/ptx scripts/bench.py | tar -x -C DIR`. Prints each round and, per tree, the
 median, the least and the median of its per-round ratio to the first tree."""
@@ -20,7 +20,8 @@ sys.path.insert(0, root); sys.path.insert(0, os.path.join(root, "scripts")); sys
 import tcemu.ptx as tp
 assert tp.__file__.startswith(os.path.abspath(root))
 from kinds import launcher
-go = launcher(kind, os.path.join(root, "tests/fixtures/ptx"))
+fx = os.path.join(root, "tests/fixtures/ptx")
+go = launcher(kind, fx if os.path.isdir(fx) else os.path.join(here, "..", "..", "tests/fixtures/ptx"))
 go({"tri": 256, "cut": 0, "many": 4096}[kind])
 print("ready", flush=True)
 for line in sys.stdin:

@@ -91,11 +91,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kind", choices=KINDS)
     ap.add_argument("n", type=int)
-    ap.add_argument("--wave-mb", type=int, default=None, help="schedule.WAVE_BYTES in MB (default: tcemu's)")
+    ap.add_argument("--wave-mb", type=int, default=None,
+                    help="waves of this many MB of state: schedule.WAVE_BYTES and WAVE_BYTES_MAX (default: tcemu's)")
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args(argv)
     if args.wave_mb is not None:
-        schedule.WAVE_BYTES = args.wave_mb << 20
+        schedule.WAVE_BYTES = schedule.WAVE_BYTES_MAX = args.wave_mb << 20
     go = launcher(args.kind, FX)
     go(args.n)   # numba's caches, the program's compiled instructions
     rows = Rows()

@@ -1,12 +1,13 @@
 """Which CTAs of a launch may be resident at once, and the order they start in.
 
 Warps running in lock-step (lockstep.py), a wave of clusters starts at once (`wave`: the limit, within WAVE_BYTES of
-tcemu's state); otherwise tcemu runs one cluster at a time, to completion, as long as it makes progress (results and
-traces do not depend on how many CTAs a GPU holds). CTAs that wait on each other (a grid barrier, a stream-K fix-up,
-a producer and a consumer in different CTAs) need the others to be running: when the resident warps are proven stuck
-(machine.run_ctas, hang.py), the next clusters start, in grid order (x, then y, then z), up to `limit` resident
-clusters; finished clusters leave and free their slots. The limit is an H100's occupancy for the kernel
-(launch(resident="occupancy")), the whole grid (resident="grid") or a number of CTAs (resident=int).
+tcemu's state, or WAVE_CTAS within WAVE_BYTES_MAX); otherwise tcemu runs one cluster at a time, to completion, as
+long as it makes progress (results and traces do not depend on how many CTAs a GPU holds). CTAs that wait on each
+other (a grid barrier, a stream-K fix-up, a producer and a consumer in different CTAs) need the others to be
+running: when the resident warps are proven stuck (machine.run_ctas, hang.py), the next clusters start, in grid
+order (x, then y, then z), up to `limit` resident clusters; finished clusters leave and free their slots. The limit
+is an H100's occupancy for the kernel (launch(resident="occupancy")), the whole grid (resident="grid") or a number
+of CTAs (resident=int).
 """
 from ..core.validate import show
 from .errors import BudgetExceeded, PtxError, PtxLimit
@@ -18,6 +19,11 @@ WARPS_PER_SM = 64
 SMEM_PER_SM = 228 * 1024  # shared memory of one SM; each CTA also takes 1 KB the system reserves
 SMEM_PER_CTA_RESERVED = 1024
 WAVE_BYTES = 64 << 20
+# ... but at least WAVE_CTAS clusters within WAVE_BYTES_MAX: a warp-specialised kernel's gangs are one role's warps
+# of each CTA (CUTLASS ping-pong: 3 CTAs of 12 warps a wave in 64 MB made gangs of 12 warps); session 27, device
+# duel of CUTLASS 512^3: 12 CTAs a wave x0.82 of 3 (6: x0.95; 1024 MB, 32 CTAs, was slower: NOTES)
+WAVE_CTAS = 16
+WAVE_BYTES_MAX = 256 << 20
 # lower bounds of the CPU time a CTA and a warp cost before any instruction (a one-warp CTA that only returns:
 # ~40-50 us on the 2-core VM, 2026-11-27, and about half that on the device machine's Xeon: a third of the faster
 # one, for faster CPUs); a grid over timeout is refused
@@ -98,8 +104,9 @@ class Residency:
             self.why = f"an H100 holds {self.occupancy:,} of these CTAs at once"
         self.limit = max(1, self.limit)
         # clusters admitted at once when warps run in lock-step (lockstep.py): as many as the limit and
-        # WAVE_BYTES of the CPU's memory allow
-        self.wave = max(1, min(self.limit, WAVE_BYTES // max(cluster_bytes, 1)))
+        # WAVE_BYTES of the CPU's memory allow, at least WAVE_CTAS where WAVE_BYTES_MAX allows
+        cb = max(cluster_bytes, 1)
+        self.wave = max(1, min(self.limit, max(WAVE_BYTES // cb, min(WAVE_CTAS, WAVE_BYTES_MAX // cb))))
 
     def pending(self) -> bool:
         return self.next < len(self.corners)
@@ -125,7 +132,7 @@ def check_pace(done: int, total: int, elapsed: float, timeout: float) -> None:
                                      f"finished in {elapsed:.1f} s, {elapsed / done * 1e6:,.0f} us a CTA), over "
                                      f"timeout={timeout:g} s: stopped now rather than at the limit; raise timeout, "
                                      "choose some CTAs with ctas=, or spread the grid over dask workers (scheduler="
-                                     f"). Memory stays bounded: CTAs start in waves of at most {WAVE_BYTES >> 20} MB "
+                                     f"). Memory stays bounded: CTAs start in waves of at most {WAVE_BYTES_MAX >> 20} MB "
                                      "of state")
 
 
@@ -142,4 +149,4 @@ def check_floor(n_ctas: int, nthreads: int, timeout) -> None:
                                f"and {WARP_FLOOR_S * 1e6:.0f} us a warp, a lower bound), over timeout={timeout:g} s; "
                                "choose some CTAs with ctas=, raise timeout, or spread the grid over dask workers "
                                "(scheduler=). Memory is bounded either way: CTAs start in waves of at most "
-                               f"{WAVE_BYTES >> 20} MB of state")
+                               f"{WAVE_BYTES_MAX >> 20} MB of state")

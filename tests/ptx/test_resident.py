@@ -553,8 +553,9 @@ def test_the_wave_estimate_follows_the_kernels_shadows():
     racecheck records per unit of its narrowest shared access with a row per warp, per-byte shadows where it stores
     parts of granules, TMA shadows where it has a bulk or tensor copy. Triton's cp.async GEMM (145 KB of shared
     memory, 8 warps, 16-byte unit) starts 27 CTAs a wave within 64 MB (12 when one figure, 28 a byte, served every
-    kernel), its TMA version 11; CUTLASS ping-pong (210 KB, 12 warps, 4-byte unit, TMA) 3 (4 had been a third over
-    the budget)."""
+    kernel); waves of fewer than WAVE_CTAS (16) grow to it within WAVE_BYTES_MAX (256 MB): its TMA version (11
+    within 64 MB) to 16, CUTLASS ping-pong (210 KB, 12 warps, 4-byte unit, TMA: 3 within 64 MB, 4 had been a third
+    over the budget) to the 12 that 256 MB hold."""
     import json
     import os
     from tcemu.ptx import module
@@ -573,7 +574,8 @@ def test_the_wave_estimate_follows_the_kernels_shadows():
         waves[kernel] = grid_.wave
     # 1.5 + (4 + 8) 8 / 16; + 25 (TMA); 1.5 + (4 + 12) 8 / 4 + 16 (parts of granules) + 25 (TMA)
     assert per == {"matmul_bf16": 7.5, "matmul_tma_bf16": 32.5, "cutlass_pingpong_bf16": 74.5}
-    assert waves == {"matmul_bf16": 27, "matmul_tma_bf16": 11, "cutlass_pingpong_bf16": 3}
+    assert waves == {"matmul_bf16": 27, "matmul_tma_bf16": 16, "cutlass_pingpong_bf16": 12}
+    assert schedule.WAVE_CTAS == 16 and schedule.WAVE_BYTES_MAX == 256 << 20 and schedule.WAVE_BYTES == 64 << 20
 
 
 def test_the_wave_estimate_holds_what_a_cta_allocates(monkeypatch):
