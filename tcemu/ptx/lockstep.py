@@ -31,7 +31,7 @@ from .errors import KernelFault, PtxError
 from .chains import settle_warps
 from .program import CLASS_ATTR, regs_of
 from .signals import BLOCK, Fallback
-from .slabcopy import gather, scatter, slab_runs
+from .slabcopy import gather, scatter, scratch, slab_runs
 
 MAX_PASSES = 4                         # tries of a blocking instruction within one gang step
 
@@ -137,7 +137,7 @@ class Batch:
                 setattr(self, attr, files[attr][:, k0:k1])
                 continue
             first = getattr(warps[0], attr)
-            arr = np.empty((first.shape[0], nb, 32), first.dtype)
+            arr = scratch(warps[0].cta.launch.scratch, (first.shape[0], nb, 32), first.dtype)
             if self.runs is None:
                 arr[idx] = np.stack([getattr(w, attr)[idx] for w in warps], axis=1)
             else:

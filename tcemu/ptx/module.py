@@ -110,6 +110,7 @@ class Launch:
         self.printed = []               # device-side printf output, in execution order
         self.echo = True
         self.symbols = {}               # variable name -> device address (launch(symbols=...))
+        self.scratch = {}               # dtype -> buffers lock-step batches reuse (slabcopy.scratch)
         self._t0 = time.perf_counter_ns()  # %clock / %globaltimer count from the launch
 
     def printf(self, text: str):

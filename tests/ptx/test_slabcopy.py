@@ -37,3 +37,28 @@ def test_runs_of_two_slabs_gather_and_scatter_in_gang_order(dtype):
     exp2[np.ix_(idx, range(0, 2))] = new[idx, 4:6]
     exp1[np.ix_(idx, range(12, 15))] = new[idx, 6:9]
     assert (s1["r"] == exp1).all() and (s2["r"] == exp2).all()
+
+
+def test_scratch_reuses_a_buffer_only_once_nothing_views_it():
+    from tcemu.ptx.slabcopy import POOL_BUFFERS, scratch
+    pool = {}
+    a = scratch(pool, (3, 4, 32), np.uint32)
+    assert a.shape == (3, 4, 32) and a.dtype == np.uint32
+    b = scratch(pool, (3, 4, 32), np.uint32)   # a still views the first buffer: another
+    assert not np.shares_memory(a, b)
+    keep = a[1]                                # a view of a view holds the buffer too
+    del a
+    c = scratch(pool, (2, 4, 32), np.uint32)
+    assert not np.shares_memory(c, keep)
+    assert np.shares_memory(c, b) is False
+    del keep, b
+    bufs = pool[np.dtype(np.uint32)]
+    assert len(bufs) == POOL_BUFFERS == 2
+    d = scratch(pool, (5, 4, 32), np.uint32)   # a free buffer too small: replaced by a larger one, reused after
+    assert bufs[0].size == 5 * 4 * 32 and np.shares_memory(d, bufs[0])
+    del c
+    e = scratch(pool, (1, 4, 32), np.uint64)   # dtypes have pools of their own
+    assert e.dtype == np.uint64 and len(pool) == 2
+    del d
+    f = scratch(pool, (5, 4, 32), np.uint32)
+    assert np.shares_memory(f, bufs[0])
