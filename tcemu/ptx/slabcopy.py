@@ -2,6 +2,7 @@
 the gang's warps are several runs of neighbouring columns: one numba pass per slab and register class, instead of
 a fancy-indexed copy per run (a warp-specialised CTA's gang holds one run per CTA: CUTLASS ping-pong's consumer
 warpgroups of a wave; session 27 measured 3 runs a batch there, 13% of the launch in the copies)."""
+import math
 import sys
 
 import numpy as np
@@ -16,7 +17,7 @@ def scratch(pool: dict, shape, dtype) -> np.ndarray:
     POOL_BUFFERS a dtype, each the largest batch asked of it). A batch holds every register slot of the kernel (ops
     index them by slot) but touches a few: fresh arrays page-faulted their touched rows in anew (CUTLASS ping-pong,
     3,021 32-bit slots: 11.5 GB allocated a 512^3 launch, a fifth of the VM's time in the kernel's page zeroing)."""
-    n = int(np.prod(shape))
+    n = math.prod(shape)
     bufs = pool.setdefault(np.dtype(dtype), [])
     for i in range(len(bufs)):
         b = bufs[i]
