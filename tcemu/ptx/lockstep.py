@@ -31,7 +31,7 @@ from .errors import KernelFault, PtxError
 from .chains import settle_warps
 from .program import CLASS_ATTR, regs_of
 from .signals import BLOCK, Fallback
-from .slabcopy import gather, scatter, scratch, slab_runs
+from .slabcopy import move, scratch, slab_runs
 
 MAX_PASSES = 4                         # tries of a blocking instruction within one gang step
 
@@ -129,7 +129,7 @@ class Batch:
         self.runs = runs or _runs(warps)   # (runs: _runs(warps), where the caller has them)
         # one slice: the registers themselves (copy: a copy all the same, kept only by store: cp_async's issue runs)
         self.view = self.runs is not None and len(self.runs) == 1 and not copy
-        self.slabs = slabs = None   # (slab_runs(runs): made once, where the batch copies)
+        self.slabs = None   # slab_runs(runs), made once where the batch copies (_by_slab)
         for cls, idx in touched.items():
             attr = CLASS_ATTR[cls]
             if self.view:
@@ -140,16 +140,17 @@ class Batch:
             arr = scratch(warps[0].cta.launch.scratch, (first.shape[0], nb, 32), first.dtype)
             if self.runs is None:
                 arr[idx] = np.stack([getattr(w, attr)[idx] for w in warps], axis=1)
-            else:
-                if slabs is None:
-                    slabs = slab_runs(self.runs)
-                for files, rows in slabs:
-                    if idx.size:
-                        gather(files[attr], idx, rows, arr)
+            elif idx.size:
+                for files, rows in self._by_slab():
+                    move(files[attr], idx, rows, arr, True)
             setattr(self, attr, arr)
-        self.slabs = slabs
         self.live = np.ones((nb, 32), bool)
         self.wgmma_dirty = set()
+
+    def _by_slab(self):
+        if self.slabs is None:
+            self.slabs = slab_runs(self.runs)
+        return self.slabs
 
     @property
     def wgmma_pending(self):
@@ -184,12 +185,9 @@ class Batch:
             if self.runs is None:
                 for k, w in enumerate(self.warps):
                     getattr(w, attr)[idx] = arr[idx, k]
-            else:
-                if self.slabs is None:
-                    self.slabs = slab_runs(self.runs)
-                for files, rows in self.slabs:
-                    if idx.size:
-                        scatter(files[attr], idx, rows, arr)
+            elif idx.size:
+                for files, rows in self._by_slab():
+                    move(files[attr], idx, rows, arr, False)
         if self.wgmma_dirty:
             for w in self.warps:
                 w.wgmma_dirty |= self.wgmma_dirty

@@ -33,9 +33,6 @@ def scratch(pool: dict, shape, dtype) -> np.ndarray:
 
 def slab_runs(runs):
     """[(register files, (runs, 3) int64 rows (first column, end, position in the batch))], one per slab."""
-    first = runs[0][0]
-    if all(r[0] is first for r in runs):   # one slab (a wave's CTAs admitted together)
-        return [(first, np.array([r[1:] for r in runs], np.int64))]
     by = {}
     for files, k0, k1, s0 in runs:
         got = by.get(id(files))
@@ -46,22 +43,15 @@ def slab_runs(runs):
 
 
 @njit(cache=True, nogil=True)
-def gather(src, idx, runs, dst):
-    """dst[r, s0 + j] = src[r, k0 + j] for r in idx, each run (k0, k1, s0) and j < k1 - k0."""
+def move(slab, idx, runs, batch, to_batch):
+    """Rows idx of each run (k0, k1, s0) between a slab and a batch: batch[r, s0 + j] = slab[r, k0 + j] for
+    j < k1 - k0 (to_batch), or the other way."""
     for i in range(idx.size):
         r = idx[i]
         for q in range(runs.shape[0]):
             k0, k1, s0 = runs[q, 0], runs[q, 1], runs[q, 2]
             for j in range(k1 - k0):
-                dst[r, s0 + j, :] = src[r, k0 + j, :]
-
-
-@njit(cache=True, nogil=True)
-def scatter(dst, idx, runs, src):
-    """gather's inverse: dst[r, k0 + j] = src[r, s0 + j]."""
-    for i in range(idx.size):
-        r = idx[i]
-        for q in range(runs.shape[0]):
-            k0, k1, s0 = runs[q, 0], runs[q, 1], runs[q, 2]
-            for j in range(k1 - k0):
-                dst[r, k0 + j, :] = src[r, s0 + j, :]
+                if to_batch:
+                    batch[r, s0 + j, :] = slab[r, k0 + j, :]
+                else:
+                    slab[r, k0 + j, :] = batch[r, s0 + j, :]

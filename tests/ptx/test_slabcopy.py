@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tcemu.ptx.slabcopy import gather, scatter, slab_runs
+from tcemu.ptx.slabcopy import move, slab_runs
 
 
 def _slabs(rng, dtype):
@@ -12,7 +12,7 @@ def _slabs(rng, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64, np.uint16, bool])
-def test_runs_of_two_slabs_gather_and_scatter_in_gang_order(dtype):
+def test_runs_of_two_slabs_move_both_ways_in_gang_order(dtype):
     rng = np.random.default_rng(7)
     s1, s2 = _slabs(rng, dtype)
     # three runs: columns 4-7 of slab 1, 0-1 of slab 2, 12-14 of slab 1 (positions 0-3, 4-5, 6-8)
@@ -24,14 +24,14 @@ def test_runs_of_two_slabs_gather_and_scatter_in_gang_order(dtype):
     want = np.concatenate([s1["r"][:, 4:8], s2["r"][:, 0:2], s1["r"][:, 12:15]], axis=1)
     got = np.zeros((6, 9, 32), dtype)
     for files, rows in grouped:
-        gather(files["r"], idx, rows, got)
+        move(files["r"], idx, rows, got, True)
     assert (got[idx] == want[idx]).all()
     assert not got[[0, 2, 3, 5]].any()   # rows outside idx untouched
 
     before1, before2 = s1["r"].copy(), s2["r"].copy()
     new = np.asarray(rng.integers(0, 2, got.shape) if dtype == bool else rng.integers(0, 1 << 30, got.shape), dtype)
     for files, rows in grouped:
-        scatter(files["r"], idx, rows, new)
+        move(files["r"], idx, rows, new, False)
     exp1, exp2 = before1.copy(), before2.copy()
     exp1[np.ix_(idx, range(4, 8))] = new[idx, 0:4]
     exp2[np.ix_(idx, range(0, 2))] = new[idx, 4:6]
