@@ -121,7 +121,8 @@ class Batch:
 
     def __init__(self, warps, touched, runs=None, copy=False):
         self.warps = warps
-        if 32 in touched and any(w.deferred for w in warps):   # wgmma results these registers wait for
+        # wgmma results these registers wait for (a kernel without wgmma asks no warp)
+        if 32 in touched and warps[0].prog.wgmma_slots and any(w.deferred for w in warps):
             idx = set(touched[32].tolist())
             if not idx.isdisjoint(wgmma_r32(warps[0].prog)):
                 settle_warps(warps, idx)

@@ -4,9 +4,12 @@ still writes (ptxas serialises: C7515 / C7517) and of registers its deferred cha
 pass an op's gang version (lockstep.py) through."""
 import warnings
 
+import numpy as np
+
 from . import parser as P
 from .chains import settle, settle_warps
 from .errors import HazardError, WgmmaSerializedWarning
+from .lockstep import Batch
 from .ops.common import where
 from .ops.wgmma import serialize
 from .optable import has_dest
@@ -33,6 +36,8 @@ def guarded(op, ins: P.Instruction, prog: Program):
     gang = getattr(op, "gang", None)
     if gang is not None:
         def gang_guarded(pairs):
+            if len(pairs) >= GUARD_BATCH:
+                return _guarded_batch(gang, pairs, i, neg)
             run, at = [], []
             for k, (W, m) in enumerate(pairs):
                 p = W.rp[i]
@@ -52,6 +57,39 @@ def guarded(op, ins: P.Instruction, prog: Program):
         gang_guarded.masked = getattr(gang, "masked", False)
         guarded.gang = gang_guarded
     return guarded
+
+
+GUARD_BATCH = 8   # gangs of at least this many warps read their guard predicate through one lockstep.Batch
+_PRED = {}        # predicate slot -> the Batch's `touched` naming it
+
+
+def _guarded_batch(gang, pairs, i: int, neg: bool):
+    """gang_guarded for a large gang: the predicate of every warp at once, as (warps, 32) lanes (a Triton
+    elementwise kernel's predicated loads and stores: one any / all a warp had cost more than the loads)."""
+    touched = _PRED.get(i)
+    if touched is None:
+        touched = _PRED[i] = {1: np.array([i])}
+    p = Batch([W for W, _ in pairs], touched).rp[i]
+    if neg:
+        p = ~p
+    masks = [m for _, m in pairs]
+    unmasked = [m is None for m in masks]
+    if not all(unmasked):
+        p = p & np.stack([np.ones(32, bool) if m is None else m for m in masks])
+    some = p.any(axis=1).tolist()
+    every = p.all(axis=1).tolist()
+    run, at = [], []
+    for k, (W, _) in enumerate(pairs):
+        if some[k]:
+            run.append((W, None if unmasked[k] and every[k] else p[k]))
+            at.append(k)
+    out = gang(run) if run else None
+    if out is None:
+        return None
+    full = [None] * len(pairs)   # warps whose guard is false everywhere fall through
+    for k, r in zip(at, out):
+        full[k] = r
+    return full
 
 
 def hazard_checked(op, ins: P.Instruction, prog: Program):

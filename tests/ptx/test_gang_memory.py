@@ -695,3 +695,94 @@ def test_a_run_of_ldmatrix_gives_the_registers_and_records_of_the_loads_one_at_a
     assert np.array_equal(go(lockstep=False), out)
     assert len(ran) == len(one) >= 2
     assert_same_states(ran, one)
+
+
+# ------------------------------------------------------------------------------------------------ predicated loads
+
+# Triton's elementwise pattern (tutorial 01): a register set to a default, a guarded load over it, bounds by n. Thread
+# g = 96 c + t of CTA c (3 warps) loads src[g] where g < n (@%p1), and src[g + 1] where g is even and below n
+# (@!%p2, over 0xAAAA); odd lanes of even warps branch past a generic load of src[2 g] (the warps then run the load
+# on half their lanes, a masked gang); out[4 g ..] receives the three registers
+PREDICATED = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r9, [n];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mad.lo.u32 %r3, %r2, 96, %r1;
+  setp.lt.u32 %p1, %r3, %r9;
+  and.b32 %r4, %r3, 1;
+  setp.ne.u32 %p3, %r4, 0;
+  or.pred %p2, %p3, !%p1;
+  mul.wide.u32 %rd3, %r3, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  mov.u32 %r10, 0;
+  @%p1 ld.global.u32 %r10, [%rd4];
+  mov.u32 %r11, 0xAAAA;
+  @!%p2 ld.global.u32 %r11, [%rd4+4];
+  mov.u32 %r12, 0x5555;
+  shr.u32 %r5, %r1, 5;
+  and.b32 %r5, %r5, 1;
+  setp.eq.u32 %p4, %r5, 0;
+  and.pred %p4, %p4, %p3;
+  @%p4 bra SKIP;
+  mul.wide.u32 %rd5, %r3, 8;
+  add.s64 %rd6, %rd1, %rd5;
+  ld.u32 %r12, [%rd6];
+SKIP:
+  mul.wide.u32 %rd7, %r3, 16;
+  cvta.to.global.u64 %rd2, %rd2;
+  add.s64 %rd8, %rd2, %rd7;
+  st.global.v2.u32 [%rd8], {%r10, %r11};
+  st.global.u32 [%rd8+8], %r12;
+  ret;
+"""
+
+
+def launch_predicated(n, grid=6, body=PREDICATED, **kw):
+    src = np.random.default_rng(5).integers(0, 1 << 32, 2 * 96 * grid + 2, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(4 * 96 * grid, np.uint32)
+    mod = ptx.load(entry(body, params=".param .u64 src, .param .u64 out, .param .u32 n", regs=REGS,
+                         prologue=""))
+    mod.launch("k", grid=grid, block=96, args=[src, out, np.uint32(n)], **kw)
+    return src, out
+
+
+def test_predicated_global_loads_of_many_ctas_run_as_one_batch(monkeypatch):
+    from tcemu.ptx.ops import memory_gang
+    ran = []
+    real = memory_gang._global_load_lanes
+    monkeypatch.setattr(memory_gang, "_global_load_lanes", lambda *a: ran.append(real(*a)) or ran[-1])
+    n = 96 * 4 + 37   # CTA 4: warp 0 whole, warp 1 on 5 lanes; CTA 5 loads nothing
+    src, out = launch_predicated(n)
+    g = np.arange(96 * 6)
+    want = np.zeros((g.size, 3), np.uint32)
+    want[:, 0] = np.where(g < n, src[g], 0)
+    want[:, 1] = np.where((g < n) & (g % 2 == 0), src[g + 1], 0xAAAA)
+    skip = ((g % 96) // 32 % 2 == 0) & (g % 2 == 1)
+    want[:, 2] = np.where(skip, 0x5555, src[np.minimum(2 * g, src.size - 1)])
+    assert np.array_equal(out.reshape(-1, 4)[:, :3], want) and not out.reshape(-1, 4)[:, 3].any()
+    # the @%p1 and @!%p2 loads ran through the batch (18 warps, the guard's lanes), and the masked generic one too
+    assert ran.count(True) >= 3
+    _, alone = launch_predicated(n, lockstep=False)
+    assert np.array_equal(alone, out)
+
+
+def test_predicated_global_loads_leave_the_records_of_the_warps_one_at_a_time(states, monkeypatch):
+    launch_predicated(96 * 4 + 37)
+    ganged = [state_of(x) for x in states]
+    states.clear()
+    monkeypatch.setattr(lockstep, "GANG_OPS", False)
+    launch_predicated(96 * 4 + 37)
+    alone = [state_of(x) for x in states]
+    shadows = [g for g in ganged if "r_key" in g]
+    # records compared: src's reads, out's writes
+    assert len(shadows) == 2 and shadows[0]["r_key"].any() and shadows[1]["w_key"].any()
+    assert_same_states(ganged, alone)
+
+
+def test_a_predicated_load_of_another_ctas_words_reads_as_the_race_it_is(monkeypatch):
+    # src is out: thread g of CTA 1 loads word g, which thread g / 4 of CTA 0 stores (unordered: a race)
+    body = PREDICATED.replace("  ld.param.u64 %rd1, [src];", "  ld.param.u64 %rd1, [out];")
+    assert "race on global address" in same_report(lambda: launch_predicated(96 * 6, body=body), monkeypatch)

@@ -232,7 +232,8 @@ def c_ld(ins, prog, pc):
                 full[act] = vals[:, i]
                 s(W, full, act)
     if not strong and space in GANG_SPACES:
-        op.gang = ld_gang(space, get_addr, ebytes * vec, cont, sets, wh)
+        op.gang = ld_gang(space, get_addr, ebytes * vec, cont, sets, wh, slots_of(prog, ins.operands),
+                          slots_of(prog, dests))
     elif space == "param":
         op.gang = _param_gang(get_addr, ebytes * vec, cont, sets, slots_of(prog, dests),
                               slots_of(prog, [ins.operands[1]]), wh)
