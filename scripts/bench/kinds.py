@@ -2,7 +2,9 @@
 
 - tri: Triton's bf16 matmul fixture at N^3 (tests/fixtures/ptx/matmul_bf16), inputs from traces.inputs.input_bits;
 - cut: CUTLASS ping-pong bf16 512^3 from its launch record (bench_cutlass_pingpong_bf16_512.json; N unused);
-- many: N one-warp CTAs, each thread storing its index (scripts/bench.py's MANY_CTAS: `bench` importable).
+- many: N one-warp CTAs, each thread storing its index (scripts/bench.py's MANY_CTAS: `bench` importable);
+- add: Triton's tutorial 01 vector addition of N float32 elements (tests/fixtures/ptx/add_f32: N / 1024 CTAs of
+  4 warps), inputs from a seeded generator.
 
 tcemu is imported from wherever sys.path finds it first, and the fixtures are read from `fx`: duel.py's workers
 point both at an older tree."""
@@ -12,7 +14,7 @@ import time
 
 import numpy as np
 
-KINDS = ("tri", "cut", "many")
+KINDS = ("tri", "cut", "many", "add")
 
 
 def launcher(kind: str, fx: str):
@@ -51,5 +53,18 @@ def launcher(kind: str, fx: str):
             t = time.perf_counter()
             stats = mod.launch("k", grid=n, block=32, args=[w])
             return time.perf_counter() - t, int((w == np.arange(n * 32)).all()), stats
+        return go
+    if kind == "add":
+        from tcemu.frontends.triton import run_compiled
+        meta = json.load(open(os.path.join(fx, "add_f32.json")))
+        mod = tp.load(open(os.path.join(fx, "add_f32.ptx")).read())
+
+        def go(n):
+            rng = np.random.default_rng(0)
+            x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+            out = np.zeros(n, np.float32)
+            t = time.perf_counter()
+            stats = run_compiled(mod, meta, {"x_ptr": x, "y_ptr": y, "output_ptr": out, "n_elements": n})
+            return time.perf_counter() - t, int((out == x + y).all()), stats
         return go
     raise SystemExit(f"KIND: {', '.join(KINDS)}, not {kind!r}")

@@ -275,17 +275,60 @@ _CONST = {f: FORMATS[f][:4] + (FORMATS[f][5], UINT[FORMATS[f][4]], UINT[FORMATS[
           for f in FORMATS if f != "e2m1"}
 
 
+# The host's own IEEE arithmetic, where it is the PTX form's (NATIVE; tests turn it off to compare): add, sub and mul
+# .rn of f32 and f64 are correctly rounded IEEE operations on both sides (x86 SSE / AVX without FTZ or DAZ, numpy's
+# default), and fma.rn.f32 is a * b exact in float64 (48 bits), one float64 addition, then float32: right unless the
+# float64 sum is a float32 midpoint (double rounding). Lanes the host may get wrong go to the bit-level kernel: NaN
+# results (the GPU's NaN rules), results below 2^-126 in magnitude where .ftz or the fma's float32 grid decides,
+# subnormal operands under .ftz, and the fma's midpoints.
+NATIVE = True
+_HOST = {("add", "f32"): np.add, ("sub", "f32"): np.subtract, ("mul", "f32"): np.multiply, ("fma", "f32"): None,
+         ("mad", "f32"): None, ("add", "f64"): np.add, ("sub", "f64"): np.subtract, ("mul", "f64"): np.multiply}
+_HOST_TYPES = {"f32": (np.float32, np.uint32, 0x7FFFFF), "f64": (np.float64, np.uint64, 0xFFFFFFFFFFFFF)}
+_F32_TINY = np.float64(2.0 ** -126)
+
+
+def _host_op(op, fmt, arrs, ftz):
+    """(bits, lanes to redo bit by bit) of an add / sub / mul / fma .rn (_HOST) on the host's float unit."""
+    ft, ut, man = _HOST_TYPES[fmt]
+    v = [a.astype(ut, copy=False).view(ft) for a in arrs]
+    with np.errstate(all="ignore"):
+        if op in ("fma", "mad"):
+            s = v[0].astype(np.float64) * v[1] + v[2]   # the product exact, the sum rounded once
+            r = s.astype(np.float32)
+            mid = (s.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
+            redo = np.isnan(r) | (np.abs(s) < _F32_TINY) | mid
+        else:
+            r = _HOST[(op, fmt)](v[0], v[1])
+            redo = np.isnan(r)
+            if ftz:
+                redo |= np.abs(r) <= ft(2.0 ** -126 if fmt == "f32" else 2.0 ** -1022)
+    if ftz:   # subnormal operands are flushed first
+        for a in v:
+            b = a.view(ut)
+            redo |= ((b & ut(~man & ((1 << (8 * a.itemsize - 1)) - 1))) == 0) & ((b & ut(man)) != 0)
+    return r.view(ut), redo
+
+
 def _scalar_op(op, fmt, arrs, rounding, ftz, sat, relu, nan, xorsign_abs):
     eb, mb, bias, special, shift, dt, sign = _CONST[fmt]
     code = _ARITH.get(op)
     if code is not None:
-        x = arrs[0].astype(np.uint64)
-        y = arrs[1].astype(np.uint64) if len(arrs) > 1 else x
-        z = arrs[2].astype(np.uint64) if len(arrs) > 2 else x
-        out = np.empty(x.size, np.uint64)
-        core.arith_kernel(code, x, y, z, eb, mb, bias, special, shift, ROUNDING[rounding or "rn"], ftz,
-                          _nan_mode(op, fmt), out)
-        out = out.astype(dt)
+        host = NATIVE and (rounding or "rn") == "rn" and (op, fmt) in _HOST
+        if host:
+            out, redo = _host_op(op, fmt, arrs, ftz)   # (out: a new array)
+            arrs = [a[redo] for a in arrs] if redo.any() else None
+        if arrs is not None:
+            x = arrs[0].astype(np.uint64)
+            y = arrs[1].astype(np.uint64) if len(arrs) > 1 else x
+            z = arrs[2].astype(np.uint64) if len(arrs) > 2 else x
+            bits = np.empty(x.size, np.uint64)
+            core.arith_kernel(code, x, y, z, eb, mb, bias, special, shift, ROUNDING[rounding or "rn"], ftz,
+                              _nan_mode(op, fmt), bits)
+            if host:
+                out[redo] = bits
+            else:
+                out = bits.astype(dt)
         if sat:
             out = _saturate(out, fmt)
         if relu:

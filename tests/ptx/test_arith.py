@@ -95,6 +95,50 @@ def test_arith_matches_fraction_reference(fmt, op, data):
         assert int(got[i]) == want, (fmt, op, mode, ftz, [hex(v) for v in a], hex(int(got[i])), hex(want))
 
 
+def heavy_patterns(fmt, n, rng):
+    """n bit patterns, a sixth each: raw bits, zeros / subnormals, inf / NaN, near 1, short mantissas, and the
+    bottom of the normal range (where .ftz and the fma's float32 grid decide)."""
+    w = WIDTH[fmt]
+    eb, mb = R.FORMATS[fmt][:2]
+    ut = UT[w]
+    raw = rng.integers(0, 1 << 62, n, dtype=np.uint64) * np.uint64(4) + rng.integers(0, 4, n, dtype=np.uint64)
+    raw = (raw >> np.uint64(64 - w)).astype(ut)
+    sign, man = ut(1 << (w - 1)), ut((1 << mb) - 1)
+    exp = rng.integers(0, 1 << eb, n).astype(ut)
+    kind = rng.integers(0, 6, n)
+    bias = (1 << (eb - 1)) - 1
+    for k, e in ((1, 0), (2, (1 << eb) - 1), (3, bias), (5, 1)):
+        raw = np.where(kind == k, (raw & (sign | man)) | ut(e << mb), raw)
+    return np.where(kind == 4, (raw & (sign | ut(7 << (mb - 3)))) | (exp << ut(mb)), raw).astype(ut)
+
+
+@pytest.mark.parametrize("fmt,op,ftz", [("f32", o, z) for o in ("add", "sub", "mul", "fma") for z in (False, True)]
+                         + [("f64", o, False) for o in ("add", "sub", "mul")])
+def test_host_arithmetic_gives_the_bit_level_kernels_bits(fmt, op, ftz, monkeypatch):
+    """fparith.NATIVE (the host's IEEE add / sub / mul, and fma.f32 through float64) against the bit-level kernel
+    that the H100 trace proves, on 2^15 lanes heavy in specials, subnormals, cancellation and short mantissas."""
+    import tcemu.ptx.fparith as F
+    rng = np.random.default_rng(11)
+    arrs = [heavy_patterns(fmt, 1 << 15, rng) for _ in range(3 if op == "fma" else 2)]
+    if op == "fma":   # half the lanes cancel: c = -(a b) rounded, its last bits moved
+        with np.errstate(all="ignore"):
+            ab = (arrs[0].view(np.float32).astype(np.float64) * arrs[1].view(np.float32)).astype(np.float32)
+        near = (-ab).view(np.uint32) ^ rng.integers(0, 4, ab.size).astype(np.uint32)
+        arrs[2] = np.where(rng.integers(0, 2, ab.size) == 1, near, arrs[2]).astype(np.uint32)
+    host = float_op(op, fmt, *arrs, rounding="rn", ftz=ftz)
+    monkeypatch.setattr(F, "NATIVE", False)
+    assert np.array_equal(host, float_op(op, fmt, *arrs, rounding="rn", ftz=ftz))
+
+
+def test_fma_f32_through_float64_redoes_a_float32_midpoint():
+    # a b + c = 1 + 2^-24 + 2^-64 exactly: just above the midpoint of 1 and 1 + 2^-23, so .rn gives 1 + 2^-23;
+    # float64 rounds the sum to the midpoint itself, and float32 then rounds that to even, 1 (double rounding)
+    a, b, c = np.float32(1 + 2.0 ** -20), np.float32(-(2.0 ** -24) * (1 - 2.0 ** -20)), np.float32(1 + 2.0 ** -23)
+    assert np.float32(np.float64(a) * np.float64(b) + np.float64(c)) == 1.0   # the naive host sum: wrong
+    got = float_op("fma", "f32", *(np.array([v]).view(np.uint32) for v in (a, b, c)), rounding="rn")
+    assert hex(int(got[0])) == "0x3f800001"
+
+
 @FEW
 @given(a=lanes("f32", 32), b=lanes("f32", 32))
 def test_f32_rn_matches_numpy(a, b):

@@ -30,6 +30,7 @@ SM90 = sorted(CK.FIXTURES)
 SFU = sorted({ln["fixture"] for c in CS.CASES for ln in c["launches"]})
 SM100 = ["matmul_bf16_sm100", "matmul_e4m3_sm100", "matmul_tma_bf16_ws_sm100"]
 MMA_SYNC = ["dot_mma_sync_f16"]   # tests/ptx/test_mma_sync.py runs it (a tl.dot Triton lowers to mma.sync)
+ELEMENTWISE = ["add_f32"]         # tests/ptx/test_triton_elementwise.py runs it (tutorial 01)
 M64 = (1 << 64) - 1
 
 
@@ -40,10 +41,10 @@ def _meta(name):
 # ------------------------------------------------------------------ fixtures on disk
 
 def test_fixture_set_is_exactly_the_listed_kernels():
-    """Every Triton fixture on disk is one the captures, the sm100 or the mma.sync list name, with its PTX (other
-    fixture families, nvcc's and CUTLASS's, share the folder and carry no "triton" key)."""
+    """Every Triton fixture on disk is one the captures, the sm100, the mma.sync or the elementwise list name, with
+    its PTX (other fixture families, nvcc's and CUTLASS's, share the folder and carry no "triton" key)."""
     triton = sorted(p.stem for p in FIX.glob("*.json") if "triton" in json.loads(p.read_text()))
-    assert triton == sorted(SM90 + SM100 + SFU + MMA_SYNC)
+    assert triton == sorted(SM90 + SM100 + SFU + MMA_SYNC + ELEMENTWISE)
     assert all((FIX / f"{name}.ptx").exists() for name in triton)
 
 
