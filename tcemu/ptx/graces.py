@@ -32,7 +32,7 @@ from numba import njit
 from .errors import HazardError, PtxLimit
 from .granular import Granular
 from .races import Sites, narrowest_access
-from .rows import scatter
+from .rows import gather_starts, scatter
 
 NONE = np.int64(0)   # no access: records start as zeros, pages the OS makes only where written
 SPANS = {n: np.arange(n) for n in (1, 2, 4, 8, 16, 32)}
@@ -293,40 +293,43 @@ def _note_ids(into: set, ids):
         into.add(i)
 
 
-def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None):
+def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None, off=None):
     """Record stores of `data` by CTA me (before the bytes are stored): bytes the store leaves as they were (a
     same-value store, an atomic add of 0 while spinning) keep their earlier writer, the one readers must be
-    ordered after. Several CTAs' stores at once: me their ids, keys (n,) each lane's _key."""
+    ordered after. Several CTAs' stores at once: me their ids, keys (n,) each lane's _key. spots: the (rows, n)
+    byte offsets, or None where off holds the rows' starts (spots = off + 0..n-1, made only for rows some of whose
+    bytes keep their value)."""
     if keys is None:
         _note_ids(sd.writers, (me.id,))
         mykey = np.int64(_key(me))
     else:
         _note_ids(sd.writers, me)
         mykey = keys[:, None]
-    keep = a.data[spots] != data
+    n = data.shape[1]
+    keep = (a.data[spots] if spots is not None else gather_starts(a.data, off, n)) != data
     info = _info(g, wh, tids, strong)
     whole, touched = _all_any(keep)   # rows (lanes) that change every byte: their units' records as they stand
-    rows = slice(None) if whole.all() else whole
-    if whole.any():
-        P, ix = sd.at(spots[rows])
+    every = whole.all()
+    rows = slice(None) if every else whole
+    if every or whole.any():
+        P, ix = sd.at(spots[rows]) if spots is not None else sd.at_rows(off if every else off[rows], n)
         scatter(P.w_key, ix, mykey if keys is None else mykey[rows])
         scatter(P.w_info, ix, info[rows][:, None])
     part = ~whole & touched
     if not part.any():
         return
     if part.all():   # (every row: a store of small values over zeros, say)
-        sp, k, pinfo = spots, keep, info
-        pkey = np.broadcast_to(mykey, (len(spots), 1))
+        sp, k, pinfo = spots if spots is not None else _spots(off, n), keep, info
+        pkey = np.broadcast_to(mykey, (len(keep), 1))
     else:
-        sp, k, pinfo = spots[part], keep[part], info[part]
-        pkey = np.broadcast_to(mykey, (len(spots), 1))[part]   # (rows, 1)
+        sp = spots[part] if spots is not None else _spots(off[part], n)
+        k, pinfo = keep[part], info[part]
+        pkey = np.broadcast_to(mykey, (len(keep), 1))[part]   # (rows, 1)
     if not _kept_writes(sd, sp, k, pkey[:, 0], pinfo):
         # some bytes of these rows keep their writer: per byte (their units only)
         P, ix = sd.at(sp, fine=True)
         P.w_key[ix] = np.where(k, pkey, P.w_key[ix])
         P.w_info[ix] = np.where(k, pinfo[:, None], P.w_info[ix])
-
-
 
 
 def _all_any(b):
@@ -335,6 +338,13 @@ def _all_any(b):
     if n in (1, 2, 4, 8) and b.flags.c_contiguous:
         w = b.view(f"<u{n}")[:, 0]   # (numpy bool bytes are 0 or 1)
         return w == int.from_bytes(b"\x01" * n, "little"), w != 0
+    if n % 8 == 0 and n <= 64 and b.flags.c_contiguous:   # rows of a few words (a .v4 store's 16 bytes: two),
+        w = b.view("<u8")                                   # column by column (numpy's axis=1 is slow on pairs)
+        every, some = w[:, 0] == 0x0101010101010101, w[:, 0] != 0
+        for j in range(1, n // 8):
+            every &= w[:, j] == 0x0101010101010101
+            some |= w[:, j] != 0
+        return every, some
     return b.all(axis=1), b.any(axis=1)
 
 
@@ -483,7 +493,7 @@ def record_writes_ctas(warps, a, off, data, tids, lens, wh):
         return
     g, _, sd = got
     ids, keys = _ids_keys(g, warps)
-    _note_writes(g, ids, sd, a, _spots(off, data.shape[1]), data, tids, wh, keys=np.repeat(keys, lens))
+    _note_writes(g, ids, sd, a, None, data, tids, wh, keys=np.repeat(keys, lens), off=off)
 
 
 def record_writes(W, a, off, data, tids, wh):
@@ -493,7 +503,7 @@ def record_writes(W, a, off, data, tids, wh):
     if got is None:
         return
     g, me, sd = got
-    _note_writes(g, me, sd, a, _spots(off, data.shape[1]), data, tids, wh)
+    _note_writes(g, me, sd, a, None, data, tids, wh, off=off)
 
 
 def _unordered(g, me, key, reads=False):

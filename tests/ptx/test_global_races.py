@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import tcemu.ptx as ptx
+from tcemu.ptx import graces
 from tcemu.ptx.errors import HazardError
 
 from ptxkit import two_cta_kernel as kernel
@@ -229,3 +230,19 @@ def test_flag_reset_after_acquire_is_silent():
     data, flag = np.zeros(64, np.uint32), np.zeros(1, np.uint32)
     ptx.load(kernel(body)).launch("k", grid=2, block=32, args=[data, flag])
     assert flag[0] == 0 and data[32:].tolist() == [t + 1 for t in range(32)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 8, 12, 16, 32, 64, 128])
+def test_all_any_of_rows_of_every_width(n):
+    # graces._all_any reads rows of 1-8 bytes as one word and rows of up to 8 words column by column
+    rng = np.random.default_rng(n)
+    b = rng.random((4000, n)) < 0.97   # most rows mixed, some whole, a few none
+    b[:50] = True
+    b[50:60] = False
+    b[60:300] = False   # one byte set, anywhere in the row; one byte clear
+    b[np.arange(60, 180), rng.integers(0, n, 120)] = True
+    b[np.arange(180, 300), rng.integers(0, n, 120)] = True
+    b[180:300] = ~b[180:300]
+    every, some = graces._all_any(b)
+    assert np.array_equal(every, b.all(axis=1)) and np.array_equal(some, b.any(axis=1))
+    assert every[:50].all() and not some[50:60].any() and some[60:180].all()
