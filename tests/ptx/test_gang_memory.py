@@ -786,3 +786,73 @@ def test_a_predicated_load_of_another_ctas_words_reads_as_the_race_it_is(monkeyp
     # src is out: thread g of CTA 1 loads word g, which thread g / 4 of CTA 0 stores (unordered: a race)
     body = PREDICATED.replace("  ld.param.u64 %rd1, [src];", "  ld.param.u64 %rd1, [out];")
     assert "race on global address" in same_report(lambda: launch_predicated(96 * 6, body=body), monkeypatch)
+
+
+# ------------------------------------------------------------------------------------------------ one address
+
+# A reduction's result stored from every lane (Triton's softmax and layer norm: after the butterfly shuffles each
+# lane of warp w holds the warp's value and stores it to red[w]): thread t of CTA c stores v = src[4 c + w] to
+# red[4 w]; after bar.sync thread t reads red[4 (t % 4)] into out[128 c + t]. {vary}: a planted bug's edit.
+REDUCED = """\
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  shr.u32 %r3, %r1, 5;
+  shl.b32 %r4, %r2, 2;
+  add.u32 %r4, %r4, %r3;
+  mul.wide.u32 %rd3, %r4, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r5, [%rd4];
+{vary}
+  mov.u32 %r6, buf;
+  shl.b32 %r7, %r3, 2;
+  add.u32 %r8, %r6, %r7;
+  st.shared.u32 [%r8], %r5;
+  bar.sync 0;
+  and.b32 %r9, %r1, 3;
+  shl.b32 %r9, %r9, 2;
+  add.u32 %r10, %r6, %r9;
+  ld.shared.u32 %r11, [%r10];
+  shl.b32 %r12, %r2, 7;
+  add.u32 %r12, %r12, %r1;
+  mul.wide.u32 %rd5, %r12, 4;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.u32 [%rd6], %r11;
+  ret;
+"""
+
+
+def launch_reduced(vary="", grid=3, **kw):
+    src = np.random.default_rng(9).integers(0, 1 << 32, 4 * grid, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(128 * grid, np.uint32)
+    mod = ptx.load(entry(REDUCED.replace("{vary}", vary), params=PARAMS, regs=REGS + SMEM, prologue=""))
+    mod.launch("k", grid=grid, block=128, args=[src, out], **kw)
+    return src, out
+
+
+def test_every_lane_storing_its_warps_value_to_one_address_runs_as_a_gang(spies):
+    src, out = launch_reduced()
+    t = np.arange(128)
+    assert np.array_equal(out.reshape(3, 128), src.reshape(3, 4)[:, t % 4])
+    assert spies["gang_write_record"] == 3   # each CTA's four warps' stores as one
+    _, alone = launch_reduced(lockstep=False)
+    assert np.array_equal(alone, out)
+
+
+@pytest.mark.parametrize("vary", ["", "  mov.u32 %r3, 0;\n  mov.u32 %r5, 7;"])   # (every warp stores 7 to red[0])
+def test_one_address_stores_leave_the_records_of_the_warps_one_at_a_time(vary, states, monkeypatch):
+    launch_reduced(vary, zero_init_shared=True)   # (red[4..] unwritten in the second)
+    ganged = [state_of(x) for x in states]
+    states.clear()
+    monkeypatch.setattr(lockstep, "GANG_OPS", False)
+    launch_reduced(vary, zero_init_shared=True)
+    alone = [state_of(x) for x in states]
+    assert len(ganged) == len(alone) > 3 and all(g["race.w_ep"].any() for g in ganged if "written" in g)
+    assert_same_states(ganged, alone)
+
+
+@pytest.mark.parametrize("vary", ["  add.u32 %r5, %r5, %r1;",      # lanes of a warp store different values
+                                  "  mov.u32 %r3, 0;"])            # every warp stores to red[0]
+def test_one_address_stores_that_race_read_as_the_race_they_are(vary, monkeypatch):
+    assert "WAW" in same_report(lambda: launch_reduced(vary), monkeypatch)

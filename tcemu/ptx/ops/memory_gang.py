@@ -107,13 +107,26 @@ def _shared_load_plan(sh, members, offs, tids, counts, nbytes, wh):
     return raw, land
 
 
+def _one_warp_one_value(offs, counts, data) -> bool:
+    """Whether every start that rows share (offs; counts[i] rows of warp i, in order) is one warp's, and its rows
+    there store one value."""
+    warp = np.repeat(np.arange(len(counts)), counts)
+    order = np.argsort(offs, kind="stable")
+    o, w, d = offs[order], warp[order], data[order]
+    same = o[1:] == o[:-1]
+    return bool((w[1:][same] == w[:-1][same]).all() and (d[1:][same] == d[:-1][same]).all())
+
+
 def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
     """SharedWindow.store's checks for a CTA's warps (no byte stored twice), reading state only; the effects. wh:
     the site, or K sites where each warp's rows are K blocks of 32 lanes, one per instruction in program order
     (a run of stores, shared_store_run): records, write log and generic-proxy epochs then go instruction by
     instruction, as the instructions one after the other leave them."""
     nbytes = data.shape[1]
-    if repeats(offs):   # starts aligned to nbytes: overlapping stores start at one address
+    # starts aligned to nbytes: overlapping stores start at one address; lanes of one warp may store one value
+    # there (a reduction's result, which every lane holds: Triton's softmax, layer norm), as the warp's own store
+    # does (the last lane's records, as its scatter leaves them)
+    if repeats(offs) and not (isinstance(wh, str) and _one_warp_one_value(offs, counts, data)):
         raise Fallback
     spots = offs[:, None] + (ROW16 if nbytes == 16 else np.arange(nbytes))
     _shared_bounds(sh, offs, spots, nbytes)
