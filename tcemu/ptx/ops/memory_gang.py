@@ -8,6 +8,7 @@ run the instruction one at a time, which gives the report. Then the effects land
 them, in gang order. memory_ops.py attaches these to the weak (plain) forms; strong ones run warp by warp.
 """
 import numpy as np
+from numba import njit
 
 from .. import graces, races
 from ...core.errors import TcemuError
@@ -107,14 +108,29 @@ def _shared_load_plan(sh, members, offs, tids, counts, nbytes, wh):
     return raw, land
 
 
-def _one_warp_one_value(offs, counts, data) -> bool:
-    """Whether every start that rows share (offs; counts[i] rows of warp i, in order) is one warp's, and its rows
-    there store one value."""
-    warp = np.repeat(np.arange(len(counts)), counts)
-    order = np.argsort(offs, kind="stable")
-    o, w, d = offs[order], warp[order], data[order]
-    same = o[1:] == o[:-1]
-    return bool((w[1:][same] == w[:-1][same]).all() and (d[1:][same] == d[:-1][same]).all())
+@njit(cache=True)
+def _shared_repeats(offs, counts, data) -> int:
+    """0 where no two rows start together (offs; counts[i] rows of warp i, in order; data (rows, nbytes)), 1 where
+    every shared start is one warp's and its rows there store one value, else 2."""
+    n = offs.size
+    warp = np.empty(n, np.int64)
+    at = 0
+    for i in range(counts.size):
+        warp[at:at + counts[i]] = i
+        at += counts[i]
+    order = np.argsort(offs, kind="mergesort")
+    out = 0
+    for j in range(1, n):
+        a, b = order[j - 1], order[j]
+        if offs[a] != offs[b]:
+            continue
+        if warp[a] != warp[b]:
+            return 2
+        for k in range(data.shape[1]):
+            if data[a, k] != data[b, k]:
+                return 2
+        out = 1
+    return out
 
 
 def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
@@ -126,7 +142,8 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
     # starts aligned to nbytes: overlapping stores start at one address; lanes of one warp may store one value
     # there (a reduction's result, which every lane holds: Triton's softmax, layer norm), as the warp's own store
     # does (the last lane's records, as its scatter leaves them)
-    if repeats(offs) and not (isinstance(wh, str) and _one_warp_one_value(offs, counts, data)):
+    shared = _shared_repeats(offs, np.asarray(counts, np.int64), data)
+    if shared == 2 or shared == 1 and not isinstance(wh, str):
         raise Fallback
     spots = offs[:, None] + (ROW16 if nbytes == 16 else np.arange(nbytes))
     _shared_bounds(sh, offs, spots, nbytes)
