@@ -255,6 +255,28 @@ def many_ctas_bench(ctas):
     return out
 
 
+def elementwise_bench(n):
+    """Triton's tutorial 01 vector addition (tests/fixtures/ptx/add_f32) of n float32 elements on the PTX
+    interpreter, one core: seconds in lock-step and with warps one at a time, and whether the sums are numpy's."""
+    import json
+    import tcemu.ptx as tp
+    from tcemu.frontends.triton import run_compiled
+    fx = os.path.join(HERE, "..", "tests", "fixtures", "ptx")
+    meta = json.load(open(os.path.join(fx, "add_f32.json")))
+    mod = tp.load(open(os.path.join(fx, "add_f32.ptx")).read())
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    out = {}
+    for lockstep in (True, False):
+        z = np.zeros(n, np.float32)
+        args = {"x_ptr": x[:4096], "y_ptr": y[:4096], "output_ptr": z[:4096], "n_elements": 4096}
+        run_compiled(mod, meta, args, lockstep=lockstep)   # compile
+        t = time.perf_counter()
+        run_compiled(mod, meta, {"x_ptr": x, "y_ptr": y, "output_ptr": z, "n_elements": n}, lockstep=lockstep)
+        out[lockstep] = (time.perf_counter() - t, bool(np.array_equal(z.view(np.uint32), (x + y).view(np.uint32))))
+    return out
+
+
 def cutlass_bench():
     """CUTLASS's ping-pong bf16 GEMM (tests/fixtures/ptx/cutlass_pingpong_bf16: 64x128x64 tiles, a producer warp
     and two consumer warpgroups, TMA + mbarriers) at 512x512x512 on the PTX interpreter, one core, from the
@@ -300,26 +322,31 @@ def sfu_bench():
         per_s = rate(lambda: fparith.float_op(op, "f32", *args, **kw), 1)
         rows.append((name, 1e6 / per_s))
     trace = load_trace(os.path.join(HERE, "..", "traces", "triton_sfu_kernels_sm90.npz"))
-    i = next(k for k, c in enumerate(trace.meta["cases"]) if c["name"].startswith("attn_fwd_f16"))
-    case = trace.meta["cases"][i]
     mods = {}
 
     def fixture(name):
         if name not in mods:
             mods[name] = fixture_from_trace(trace.columns, name)
         return mods[name]
-    replay_launches(fixture, case)   # compile, JIT, decode the tables
-    t = time.perf_counter()
-    got = replay_launches(fixture, case)
-    seconds = time.perf_counter() - t
-    hw = trace.columns["bits"][int(trace.columns["offsets"][i]):int(trace.columns["offsets"][i + 1])]
+
+    def replayed(prefix):   # (seconds, bit-identical to the H200) of the trace's first case named prefix...
+        i = next(k for k, c in enumerate(trace.meta["cases"]) if c["name"].startswith(prefix))
+        case = trace.meta["cases"][i]
+        replay_launches(fixture, case)   # compile, JIT, decode the tables
+        t = time.perf_counter()
+        got = replay_launches(fixture, case)
+        seconds = time.perf_counter() - t
+        hw = trace.columns["bits"][int(trace.columns["offsets"][i]):int(trace.columns["offsets"][i + 1])]
+        return seconds, bool(np.array_equal(got, hw))
+    kernels = {name: replayed(name) for name in ("softmax_f32 64x1000", "layernorm_fwd 64x512")}
+    seconds, same = replayed("attn_fwd_f16")
     q, k, v = (np.random.rand(2, 256, 64) for _ in range(3))
     t = time.perf_counter()
     for _ in range(10):
         s_ = q @ k.transpose(0, 2, 1) * 0.125
         p_ = np.exp(s_ - s_.max(-1, keepdims=True))
         (p_ / p_.sum(-1, keepdims=True)) @ v
-    return rows, seconds, np.array_equal(got, hw), (time.perf_counter() - t) / 10
+    return rows, seconds, same, (time.perf_counter() - t) / 10, kernels
 
 
 def best_rate(fn, macs, repeats=3):
@@ -541,13 +568,23 @@ def main():
           f"{'right' if mc[True][1] and mc[False][1] else 'WRONG'}")
     print("target: 2^20 trivial CTAs in seconds (issue 24)")
     print()
-    rows, att_s, att_same, att_np = sfu_bench()
+    n = 1 << 18 if quick else 1 << 20
+    ew = elementwise_bench(n)
+    print(f"{f'Triton vector add (tutorial 01), {n:,} f32 elements':<58} {ew[True][0]:>10.2f} s  "
+          f"warps one at a time {ew[False][0]:.2f} s (x{ew[False][0] / ew[True][0]:.2f}); "
+          f"{ew[True][0] / (n // 1024) * 1e6:.0f} us a CTA of 4 warps; sums "
+          f"{'numpy' + chr(39) + 's' if ew[True][1] and ew[False][1] else 'WRONG'}")
+    print()
+    rows, att_s, att_same, att_np, kernels = sfu_bench()
     base = rows[0][1]
     print(f"{'special functions, one warp instruction (32 lanes)':<58} {'us':>10}  reference: add.rn.f32 {base:.1f} us")
     for name, us in rows[1:]:
         print(f"{'  ' + name:<58} {us:>10.1f}  x{us / base:.1f}")
     print(f"{'Triton attention fwd f16 1x2x256x64 on the PTX interpreter':<58} {att_s:>10.2f} s  "
           f"{'bit-identical to' if att_same else 'DIFFERS from'} the H200; numpy float64 {att_np * 1e3:.2f} ms")
+    for name, (sec, same) in kernels.items():
+        print(f"{'Triton ' + name + ' (64 CTAs) on the PTX interpreter':<58} {sec:>10.2f} s  "
+              f"{'bit-identical to' if same else 'DIFFERS from'} the H200")
     print()
     rows, plan = matmul_bench(quick)
     print(f"{'tcemu.matmul (bit-exact)':<46} {'tcemu MAC/s':>14} {'f64 BLAS MAC/s':>15} {'ratio':>6}  paths "

@@ -4,9 +4,10 @@ shuffled order, so the trees meet the host's changes alike. Outputs must be equa
 
     python scripts/bench/duel.py KIND N ROUNDS ROOT [ROOT ...]
 
-KIND: tri, cut, many or add (scripts/bench/kinds.py: Triton's bf16 matmul at N^3, CUTLASS ping-pong 512^3, N one-warp
-CTAs, Triton's vector addition of N elements). A ROOT holds tcemu/, tests/fixtures/ptx/ (else this tree's are read)
-and, for many, scripts/bench.py: the repository itself (.), or an older commit's, made with
+KIND: tri, cut, many, add or smx (scripts/bench/kinds.py: Triton's bf16 matmul at N^3, CUTLASS ping-pong 512^3,
+N one-warp CTAs, Triton's vector addition of N elements, its softmax of N rows). A ROOT holds tcemu/,
+tests/fixtures/ptx/ (else this tree's are read) and, for many, scripts/bench.py: the repository itself (.), or an
+older commit's, made with
 `git archive COMMIT tcemu tests/fixtures/ptx scripts/bench.py | tar -x -C DIR`. Prints each round and, per tree, the
 median, the least and the median of its per-round ratio to the first tree."""
 import json, os, random, statistics, subprocess, sys
@@ -22,7 +23,7 @@ assert tp.__file__.startswith(os.path.abspath(root))
 from kinds import launcher
 fx = os.path.join(root, "tests/fixtures/ptx")
 go = launcher(kind, fx if os.path.isdir(fx) else os.path.join(here, "..", "..", "tests/fixtures/ptx"))
-go({"tri": 256, "cut": 0, "many": 4096, "add": 1 << 16}[kind])
+go({"tri": 256, "cut": 0, "many": 4096, "add": 1 << 16, "smx": 64}[kind])
 print("ready", flush=True)
 for line in sys.stdin:
     t, chk, _ = go(n)

@@ -4,7 +4,9 @@
 - cut: CUTLASS ping-pong bf16 512^3 from its launch record (bench_cutlass_pingpong_bf16_512.json; N unused);
 - many: N one-warp CTAs, each thread storing its index (scripts/bench.py's MANY_CTAS: `bench` importable);
 - add: Triton's tutorial 01 vector addition of N float32 elements (tests/fixtures/ptx/add_f32: N / 1024 CTAs of
-  4 warps), inputs from a seeded generator.
+  4 warps), inputs from a seeded generator;
+- smx: Triton's tutorial 02 softmax (tests/fixtures/ptx/softmax_f32) of N rows of 1,000 float32 (N a multiple of 16),
+  min(N, 132) persistent CTAs of 8 warps: reductions through shared memory.
 
 tcemu is imported from wherever sys.path finds it first, and the fixtures are read from `fx`: duel.py's workers
 point both at an older tree."""
@@ -14,7 +16,7 @@ import time
 
 import numpy as np
 
-KINDS = ("tri", "cut", "many", "add")
+KINDS = ("tri", "cut", "many", "add", "smx")
 
 
 def launcher(kind: str, fx: str):
@@ -66,5 +68,19 @@ def launcher(kind: str, fx: str):
             t = time.perf_counter()
             stats = run_compiled(mod, meta, {"x_ptr": x, "y_ptr": y, "output_ptr": out, "n_elements": n})
             return time.perf_counter() - t, int((out == x + y).all()), stats
+        return go
+    if kind == "smx":
+        from tcemu.frontends.triton import run_compiled
+        meta = json.load(open(os.path.join(fx, "softmax_f32.json")))
+        mod = tp.load(open(os.path.join(fx, "softmax_f32.ptx")).read())
+
+        def go(n):
+            x = np.random.default_rng(0).standard_normal((n, 1000)).astype(np.float32)
+            out = np.zeros_like(x)
+            vals = dict(output_ptr=out, input_ptr=x, input_row_stride=1000, output_row_stride=1000, n_rows=n,
+                        n_cols=1000)
+            t = time.perf_counter()
+            stats = run_compiled(mod, meta, vals, grid=(min(n, 132),))
+            return time.perf_counter() - t, int(out.view(np.uint32).astype(np.uint64).sum()), stats
         return go
     raise SystemExit(f"KIND: {', '.join(KINDS)}, not {kind!r}")

@@ -6,7 +6,7 @@ the launch's own count (probes run instructions on copies that are undone: they 
 
     python scripts/bench/where.py KIND N [--wave-mb MB] [--top K]
 
-KIND: tri, cut, many or add (scripts/bench/kinds.py, as duel.py's). The launch runs once to warm up, then once
+KIND: tri, cut, many, add or smx (scripts/bench/kinds.py, as duel.py's). The launch runs once to warm up, then once
 measured. The wrappers cost time of their own (~1 us a call): shares, not absolute figures, compare."""
 import argparse
 import os
