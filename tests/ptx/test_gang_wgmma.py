@@ -12,7 +12,7 @@ from tcemu.ptx.ops import wgmma_gang
 from tcemu.ptx.signals import Fallback
 
 from ptxkit import launch_matmul
-from wgmma_kernel import AREG, BF16, E4M3, F16, S8, TF32, launch
+from wgmma_kernel import AREG, BASE, BF16, D, E4M3, F16, S8, TF32, Form, launch
 
 
 @pytest.fixture
@@ -122,11 +122,34 @@ def test_hand_written_forms_run_as_one_gang_step(form, gangs):
     assert gangs == [("ran", 4)] * len(form.b_descs)
 
 
-def test_register_a_and_integer_forms_run_warp_by_warp(gangs):
-    # A in registers and s32 accumulators have no gang version: the warps run one at a time
-    for form in (AREG, S8):
-        regs, prep = launch(form)
-        assert np.array_equal(regs, prep["regs"]) and gangs == []
+# e4m3 A in registers: four elements a register, stepped into the chain in shared memory's byte container
+AREG8 = Form("m64n16k32", "f32", "e4m3", "e4m3", [None, None],
+             [D(BASE + 0x1000 + 0x200 * s, 128, 256, "none") for s in range(2)], seed=7)
+
+
+@pytest.mark.parametrize("form", [AREG, AREG8], ids=["bf16", "e4m3"])
+def test_register_a_forms_run_as_gangs_with_the_bits_of_the_ptx_text(form, monkeypatch):
+    ran = []
+    real = wgmma_gang.GangMma.run
+
+    def run(self, groups):
+        real(self, groups)
+        ran.append(len(groups))
+    monkeypatch.setattr(wgmma_gang.GangMma, "run", run)
+    regs, prep = launch(form)
+    assert np.array_equal(regs, prep["regs"])
+    # each instruction ran through the batch path once (as a gang step, or for the warpgroup's last warp to arrive)
+    assert ran == [1] * len(form.b_descs)
+    no_gang(monkeypatch)
+    monkeypatch.setattr(wgmma_gang.GangMma, "run", lambda self, groups: (_ for _ in ()).throw(Fallback))
+    alone, _ = launch(form)
+    assert np.array_equal(alone, regs)
+
+
+def test_integer_forms_run_warp_by_warp(gangs):
+    # s32 accumulators have no gang version: the warps run one at a time
+    regs, prep = launch(S8)
+    assert np.array_equal(regs, prep["regs"]) and gangs == []
 
 
 def sub(old, new, count=1):

@@ -210,9 +210,9 @@ def c_mma(ins, prog, pc):
     def op(W, m):
         return warpgroup_collective(W, m, key, ins, execute)
     op.wgmma = True
-    # lock-step gangs run their complete warpgroups as one batch (wgmma_gang); A in registers, sparse and integer
-    # forms run warp by warp (no kernel here gangs A-in-registers whole yet to test it against)
-    if not sparse and dtype_d != "s32" and not a_regs:
+    # lock-step gangs run their complete warpgroups as one batch (wgmma_gang); sparse and integer forms run warp by
+    # warp (A in registers joins the batch: Triton's attention, whose traces check it)
+    if not sparse and dtype_d != "s32":
         op.gang = GangMma(prog, key, wh, (n, K, dtype_a, dtype_b, dtype_d, trans_a, trans_b, scale_a, scale_b),
                           ga, gb, gscale, slots, d_idx, a_idx, slots_of(prog, (ops[1], ops[2], rest[0])))
     return op

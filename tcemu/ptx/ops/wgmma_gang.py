@@ -4,7 +4,7 @@ does one warpgroup whose last warp arrives on its own (GangMma.run, from ops/wgm
 A warpgroup runs when the gang's warps and those already waiting at the instruction make up its four warps (PTX
 9.7.15.5: the warpgroup's four warps execute mma_async together). Every check ops/wgmma.py's execute makes runs
 first, for every warpgroup, reading state only; any that would report (or a case not covered: a lane mask, a
-warpgroup not whole; ops/wgmma.py gives A-in-registers, sparse and integer forms no batch path) raises Fallback
+warpgroup not whole; ops/wgmma.py gives sparse and integer forms no batch path) raises Fallback
 before anything changes, and the warps run the instruction one at a time, which gives the report its warp. Then
 the steps join deferred accumulator chains (chains.py), or one batched fused dot (hopper.wgmma_batch) computes
 every warpgroup's D, and the effects land warpgroup by warpgroup in gang order."""
@@ -19,7 +19,7 @@ from ...core.errors import TcemuError
 from ...hopper.wgmma import wgmma_batch
 from ...layout.addressing import resolved_addresses
 from ...layout.descriptors import GmmaDescriptor
-from ...layout.fragments import from_d_registers_batch, to_d_registers_batch
+from ...layout.fragments import from_a_registers, from_d_registers_batch, to_d_registers_batch
 from ...layout.smem import SUBBYTE
 from .. import races
 from ..provenance import check_operand
@@ -152,6 +152,14 @@ class GangMma:
             raise Fallback
         return v[:, 0]
 
+    def _a_registers(self, B, G):
+        """Each warpgroup's A (64, K) bits from its threads' A registers (ops/wgmma.py's from_a_registers), in the
+        container shared memory's read gives the same elements (the chains' steps stack)."""
+        regs = B.r32[self.a_idx].transpose(1, 2, 0).reshape(G, 128, len(self.a_idx))   # (G, threads, 4)
+        bits = element_type(self.dtype_a).bits
+        cont = _LE.get(bits, np.dtype("<u4"))
+        return [from_a_registers(regs[g], self.dtype_a).astype(cont) for g in range(G)]
+
     def _checked(self, cta, warps, which, value, rows, k, dtype, major, seen):
         """The operand's bits, after every check of _check_operand and of the read (SharedMemory.read_operand);
         the same operand of one CTA is checked and read once per gang step (the checks read state the step does
@@ -208,17 +216,22 @@ class GangMma:
         for w in allw:
             if slots & w.wgmma_dirty:
                 raise Fallback
-        B = Batch(allw, self.touched)   # the descriptors' and scale-d's registers as (warps, 32)
+        B = Batch(allw, self.touched)   # the descriptors', scale-d's and A's registers as (warps, 32)
         desc_b = self._agree(self.gb, B, G)
-        desc_a = self._agree(self.ga, B, G)
         scale_d = self._agree(self.gscale, B, G).astype(bool)
         seen, a_bits, b_bits, a_of, b_of, spots = {}, [], [], [], [], []
         a_index, b_index = {}, {}
+        operands = [("B", None, self.n, self.K, self.dtype_b, self.trans_b, b_bits, b_of, b_index)]
+        if self.ga is None:   # A in registers: each warpgroup's 128 threads' 4 registers (PTX 9.7.15.5.1)
+            a_bits.extend(self._a_registers(B, G))
+            a_of.extend(range(G))
+        else:
+            operands.insert(0, ("A", self._agree(self.ga, B, G), 64, self.K, self.dtype_a, self.trans_a, a_bits,
+                                a_of, a_index))
+        operands[-1] = operands[-1][:1] + (desc_b,) + operands[-1][2:]
         for g, (cta, wg, warps) in enumerate(groups):
             read = []
-            for which, desc, rows, k, dtype, major, bits, of, index in (
-                    ("A", desc_a, 64, self.K, self.dtype_a, self.trans_a, a_bits, a_of, a_index),
-                    ("B", desc_b, self.n, self.K, self.dtype_b, self.trans_b, b_bits, b_of, b_index)):
+            for which, desc, rows, k, dtype, major, bits, of, index in operands:
                 op, raw = self._checked(cta, warps, which, int(desc[g]), rows, k, dtype, "MN" if major else "K",
                                         seen)
                 i = index.get(id(raw))
