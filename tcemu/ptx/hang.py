@@ -69,6 +69,44 @@ def _runway(prog, cta_barriers: bool) -> np.ndarray:
     return cache[1] if cta_barriers else cache[0]
 
 
+def _acyclic(prog, cta_barriers: bool):
+    """Per PC: (whether no backward branch is reachable from it through instructions a cycle may execute (_allowed;
+    cta_barriers: bar.sync too, for the warps of a CTA probed together), following forward branches both ways: a
+    warp there cannot cycle before it stops at an instruction _allowed refuses; whether one of those stops is a CTA
+    barrier). Branches other than a bra to a label (brx, calls, returns) count as backward. Cached on the program."""
+    cache = getattr(prog, "_probe_acyclic", None)
+    if cache is None:
+        cache = prog._probe_acyclic = {}
+    got = cache.get(cta_barriers)
+    if got is None:
+        n = len(prog.instrs)
+        ok, bar = _allowed(prog, cta_barriers), _allowed(prog, True)
+        dag = np.zeros(n + 1, bool)
+        reach_bar = np.zeros(n + 1, bool)
+        dag[n] = True   # past the end: a stop
+        for pc in range(n - 1, -1, -1):
+            ins = prog.instrs[pc]
+            op = ins.opcode.split(".")[0]
+            if not ok[pc]:
+                dag[pc], reach_bar[pc] = True, bool(bar[pc])
+            elif op == "bra":
+                try:
+                    t = prog.label(ins, ins.operands[0].name)
+                except Exception:   # (a malformed branch: the op itself reports it)
+                    continue
+                if t <= pc:
+                    continue
+                nxt = [t] if ins.guard is None else [t, pc + 1]
+                dag[pc] = all(dag[x] for x in nxt)
+                reach_bar[pc] = any(reach_bar[x] for x in nxt)
+            elif op in ("brx", "call", "ret", "exit"):
+                continue
+            else:
+                dag[pc], reach_bar[pc] = dag[pc + 1], reach_bar[pc + 1]
+        got = cache[cta_barriers] = (dag, reach_bar)
+    return got
+
+
 def next_pc(w) -> int:
     """The PC the warp's next step executes (Warp.run's choice: lockstep.step_of)."""
     return step_of(w)[0]
@@ -271,6 +309,13 @@ def _probe(warps, windows, steps, turn, bars_ok):
     ok = _allowed(cta.prog, bars_ok)
     at_bar = _allowed(cta.prog, True)
     first = warps[0]
+    # no backward branch ahead of any lane of any warp before a stop: their PCs only grow (or they block) until one
+    # stops, so their joint state cannot repeat; a warp alone says whether a stop ahead is a CTA barrier
+    dag, reach_bar = _acyclic(cta.prog, bars_ok)
+    at = [p for w in warps if not w.done
+          for p in ([w.pc] if w.lane_pc is None else np.unique(w.lane_pc[w.live]).tolist())]
+    if all(dag[p] for p in at):
+        return None, 0, len(warps) == 1 and any(bool(reach_bar[p]) for p in at)
     if first.lane_pc is None and not first.done:   # straight-line code up to an instruction no cycle may hold:
         stop = int(_runway(cta.prog, bars_ok)[first.pc])   # the probe's first turn ends there, proving nothing
         if 0 <= stop - first.pc < min(turn if len(warps) > 1 else steps, steps):

@@ -1,6 +1,8 @@
 """hang._runway: where a spin probe that starts in straight-line code must stop (the first instruction no proven
 cycle may hold), so the probe is answered without running (or settling the warp's deferred wgmma chains); -1
 where a branch comes first and the probe runs as before."""
+import numpy as np
+
 import tcemu.ptx as ptx
 from tcemu.ptx import hang
 from tcemu.ptx.program import CLASS_ATTR
@@ -54,3 +56,46 @@ def test_a_probe_keeps_only_the_registers_an_instruction_it_may_run_writes():
         want.setdefault(s.cls, set()).add(s.index)
     assert kept == {a: want.get(c, set()) for c, a in CLASS_ATTR.items()}
     assert prog.slots["%rd5"].index not in kept[CLASS_ATTR[64]]
+
+
+LOOP = """\
+  mov.u32 %r1, 1;
+  setp.ne.u32 %p1, %r0, 0;
+  @%p1 bra SKIP;
+  add.u32 %r1, %r1, 2;
+SKIP:
+  bar.sync 0;
+TOP:
+  ld.volatile.global.u32 %r2, [%rd1];
+  setp.eq.u32 %p2, %r2, 0;
+  @%p2 bra TOP;
+  ret;
+"""
+
+
+def test_acyclic_pcs_reach_no_backward_branch_before_a_stop():
+    # hang._acyclic: from the first four PCs every path (both ways of the forward branch) stops before any backward
+    # branch: at bar.sync for a warp alone (a CTA barrier), at ret once bar.sync may be in a cycle only if the
+    # spin loop is not ahead; the loop's PCs reach its backward branch
+    prog = ptx.load(entry(LOOP)).program("k")
+    texts = [i.opcode for i in prog.instrs]
+    start = texts.index("mov.u32", texts.index("add.s64"))
+    bar = texts.index("bar.sync")
+    assert bar == start + 4 and texts[start + 2] == "bra" and texts[bar + 3] == "bra"
+    dag, stop_bar = hang._acyclic(prog, False)
+    assert dag[start:bar + 5].tolist() == [True] * 5 + [False] * 3 + [True]
+    assert stop_bar[start:bar + 1].tolist() == [True] * 5
+    dag, _ = hang._acyclic(prog, True)   # bar.sync passes: the loop lies ahead of every PC
+    assert dag[start:bar + 4].tolist() == [False] * 8
+
+
+def test_a_spin_behind_a_forward_branch_is_still_proven():
+    # warp 1's lanes wait on a flag nobody sets, past a forward branch and a loop: a hang report, not a timeout
+    body = LOOP.replace("  bar.sync 0;\n", "")
+    mod = ptx.load(entry(body))
+    try:
+        mod.launch("k", grid=1, block=32, args=[np.zeros(32, np.uint32)], timeout=60)
+    except ptx.Deadlock as e:
+        assert "spin" in str(e) or "hang" in str(e)
+    else:
+        raise AssertionError("the spin finished")
