@@ -61,9 +61,8 @@ def test_a_probe_keeps_only_the_registers_an_instruction_it_may_run_writes():
 LOOP = """\
   mov.u32 %r1, 1;
   setp.ne.u32 %p1, %r0, 0;
-  @%p1 bra SKIP;
+  @%p1 bra TOP;
   add.u32 %r1, %r1, 2;
-SKIP:
   bar.sync 0;
 TOP:
   ld.volatile.global.u32 %r2, [%rd1];
@@ -74,17 +73,17 @@ TOP:
 
 
 def test_acyclic_pcs_reach_no_backward_branch_before_a_stop():
-    # hang._acyclic: from the first four PCs every path (both ways of the forward branch) stops before any backward
-    # branch: at bar.sync for a warp alone (a CTA barrier), at ret once bar.sync may be in a cycle only if the
-    # spin loop is not ahead; the loop's PCs reach its backward branch
+    # hang._acyclic: the forward branch's target is the spin loop, so it and the PCs before it may cycle (every
+    # path counts); its fall-through stops at bar.sync for a warp alone (a CTA barrier); the loop's PCs reach its
+    # backward branch; ret is a stop
     prog = ptx.load(entry(LOOP)).program("k")
     texts = [i.opcode for i in prog.instrs]
     start = texts.index("mov.u32", texts.index("add.s64"))
     bar = texts.index("bar.sync")
     assert bar == start + 4 and texts[start + 2] == "bra" and texts[bar + 3] == "bra"
     dag, stop_bar = hang._acyclic(prog, False)
-    assert dag[start:bar + 5].tolist() == [True] * 5 + [False] * 3 + [True]
-    assert stop_bar[start:bar + 1].tolist() == [True] * 5
+    assert dag[start:bar + 5].tolist() == [False] * 3 + [True] * 2 + [False] * 3 + [True]
+    assert stop_bar[start + 3:bar + 1].tolist() == [True] * 2 and not stop_bar[bar + 4]
     dag, _ = hang._acyclic(prog, True)   # bar.sync passes: the loop lies ahead of every PC
     assert dag[start:bar + 4].tolist() == [False] * 8
 
