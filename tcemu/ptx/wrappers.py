@@ -47,13 +47,7 @@ def guarded(op, ins: P.Instruction, prog: Program):
                 if mm.any():
                     run.append((W, None if m is None and mm.all() else mm))
                     at.append(k)
-            out = gang(run) if run else None
-            if out is None:
-                return None
-            full = [None] * len(pairs)   # warps whose guard is false everywhere fall through
-            for k, r in zip(at, out):
-                full[k] = r
-            return full
+            return _ran(gang, run, at, len(pairs))
         gang_guarded.masked = getattr(gang, "masked", False)
         guarded.gang = gang_guarded
     return guarded
@@ -83,10 +77,16 @@ def _guarded_batch(gang, pairs, i: int, neg: bool):
         if some[k]:
             run.append((W, None if unmasked[k] and every[k] else p[k]))
             at.append(k)
+    return _ran(gang, run, at, len(pairs))
+
+
+def _ran(gang, run, at, n: int):
+    """The gang version run on the warps whose guard holds somewhere (`run`, at positions `at` of the n pairs):
+    each pair's control value, None for the warps whose guard is false everywhere (they fall through)."""
     out = gang(run) if run else None
     if out is None:
         return None
-    full = [None] * len(pairs)   # warps whose guard is false everywhere fall through
+    full = [None] * n
     for k, r in zip(at, out):
         full[k] = r
     return full
