@@ -35,6 +35,7 @@ compute what the H100 computes: MUFU tables measured on sm_90 and the SASS aroun
 """
 from functools import lru_cache
 
+import ml_dtypes
 import numpy as np
 
 from ..arith.formats import FLOAT_FORMATS, FN, IEEE, NONE
@@ -578,7 +579,7 @@ def cvt(dtype, atype, a, b=None, rounding=None, ftz=False, sat=False, satfinite=
     return (x & mask).astype(UINT[max(dw, 8)])
 
 
-def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu):
+def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu, host=True):
     x = _bits(a, FORMATS[atype][4], "a")
     if dtype == atype:  # same type: integral rounding, or just .ftz / .sat
         _check(rounding is None or rounding in INT_ROUNDING, "rounding",
@@ -625,6 +626,13 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu):
     _check(not ftz or "f32" in (dtype, atype), "ftz", f"{form}: .ftz needs an f32 source or destination")
     _check(not ftz or "bf16" not in (dtype, atype) or dtype == "f32" or atype == "f32", "ftz", form)
     flat = np.ascontiguousarray(x).reshape(-1).astype(np.uint64)
+    if host and NATIVE and atype == "f32" and dtype in ("f16", "bf16") and rounding == "rn" and \
+            not (ftz or sat or relu or satfinite):
+        out, redo = _host_narrow(flat, dtype)   # (NaN lanes: the kernel and CVT_NAN below)
+        if redo.any():
+            out[redo] = _cvt_float(form, dtype, atype, x.reshape(-1)[redo], rounding, ftz, sat, satfinite, relu,
+                                   False)
+        return out.astype(UINT[FORMATS[dtype][4]]).reshape(x.shape)
     out = np.empty(flat.size, np.uint64)
     deb, dmb, dbias, dspecial, dshift = _fmt_args(dtype)
     canon = np.uint64(core.nan_bits(deb, dmb, dshift))
@@ -710,8 +718,29 @@ def _cvt_tf32(form, atype, a, rounding, ftz, sat, satfinite, relu):
     return out.astype(np.uint32).reshape(x.shape)
 
 
+def _host_narrow(src, dtype):
+    """(f32 patterns src (flat uint64) rounded to nearest even as f16 / bf16 by the host: numpy's and ml_dtypes'
+    conversions, IEEE with subnormals and overflow to inf, as the GPU's F2F; the NaN lanes, whose payloads the GPU
+    treats its own way, to redo)."""
+    f = src.astype(np.uint32).view(np.float32)
+    with np.errstate(all="ignore"):
+        r = f.astype(np.float16 if dtype == "f16" else ml_dtypes.bfloat16).view(np.uint16)
+    return r.astype(np.uint64), np.isnan(f)
+
+
 def _convert(src, atype, dtype, mode, satfinite, relu, ftz_in=False):
     """Flat uint64 source patterns -> flat destination patterns (uint64)."""
+    if NATIVE and atype == "f32" and dtype in ("f16", "bf16") and mode == core.RN and not (satfinite or relu or
+                                                                                         ftz_in):
+        out, redo = _host_narrow(src, dtype)
+        if redo.any():
+            out[redo] = _soft_convert(src[redo], atype, dtype, mode, satfinite, relu, ftz_in)
+        return out
+    return _soft_convert(src, atype, dtype, mode, satfinite, relu, ftz_in)
+
+
+def _soft_convert(src, atype, dtype, mode, satfinite, relu, ftz_in=False):
+    """_convert on the bit-level kernel."""
     out = np.empty(src.size, np.uint64)
     deb, dmb, dbias, dspecial, dshift = _fmt_args(dtype)
     if dspecial == NONE:  # no NaN: NaN converts to +max finite (CUDA's cuda_fp6.hpp / cuda_fp4.hpp)

@@ -130,6 +130,27 @@ def test_host_arithmetic_gives_the_bit_level_kernels_bits(fmt, op, ftz, monkeypa
     assert np.array_equal(host, float_op(op, fmt, *arrs, rounding="rn", ftz=ftz))
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f16x2", "bf16x2"])
+def test_host_narrowing_gives_the_bit_level_kernels_bits(dtype, monkeypatch):
+    """cvt.rn.{f16,bf16}(x2).f32 through numpy / ml_dtypes (fparith.NATIVE) against the bit-level kernel, on special-heavy
+    f32 patterns plus exact ties (normal and subnormal results), values at the overflow boundary and NaNs."""
+    import tcemu.ptx.fparith as F
+    rng = np.random.default_rng(13)
+    a = heavy_patterns("f32", 1 << 15, rng)
+    sub = 0x1FFF if dtype.startswith("f16") else 0xFFFF   # the bits a narrowing drops (normal results)
+    tie = (sub + 1) >> 1
+    ties = (rng.integers(0, 1 << 32, 4096, dtype=np.uint64).astype(np.uint32) & ~np.uint32(sub)) | np.uint32(tie)
+    grid = 2.0 ** -24 if dtype.startswith("f16") else 2.0 ** -133   # the subnormal results' spacing
+    halves = ((rng.integers(0, 1 << 10, 4096) + 0.5) * grid).astype(np.float32).view(np.uint32)   # exact ties
+    edge = np.array([65519.996, 65520.0, 65504.0, 3.3895314e38, 3.4028235e38, np.nan], np.float32).view(np.uint32)
+    a = np.concatenate([a, ties, halves, edge, edge | np.uint32(1 << 31)])
+    b = a[::-1].copy()
+    args = (a, b) if dtype.endswith("x2") else (a,)
+    host = F.cvt(dtype, "f32", *args, rounding="rn")
+    monkeypatch.setattr(F, "NATIVE", False)
+    assert np.array_equal(host, F.cvt(dtype, "f32", *args, rounding="rn"))
+
+
 def test_fma_f32_through_float64_redoes_a_float32_midpoint():
     # a b + c = 1 + 2^-24 + 2^-64 exactly: just above the midpoint of 1 and 1 + 2^-23, so .rn gives 1 + 2^-23;
     # float64 rounds the sum to the midpoint itself, and float32 then rounds that to even, 1 (double rounding)
