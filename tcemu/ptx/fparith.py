@@ -283,6 +283,18 @@ _CONST = {f: FORMATS[f][:4] + (FORMATS[f][5], UINT[FORMATS[f][4]], UINT[FORMATS[
 # results (the GPU's NaN rules), results below 2^-126 in magnitude where .ftz or the fma's float32 grid decides,
 # subnormal operands under .ftz, and the fma's midpoints.
 NATIVE = True
+_SUBNORMAL = np.array([2.0 ** -140], np.float32)
+_ONE = np.array([1.0], np.float32)
+
+
+def _host_ieee() -> bool:
+    """Whether numpy's float unit keeps subnormals, as IEEE does: a shared object built with -ffast-math sets the
+    x86 FTZ / DAZ flags when it is loaded, and then the host would flush where the GPU does not (the bit-level
+    kernel, integer arithmetic, is immune). Asked at every call: the flags can change at any time."""
+    with np.errstate(all="ignore"):
+        return bool((_SUBNORMAL * _ONE)[0] == _SUBNORMAL[0])
+
+
 _HOST = {("add", "f32"): np.add, ("sub", "f32"): np.subtract, ("mul", "f32"): np.multiply, ("fma", "f32"): None,
          ("mad", "f32"): None, ("add", "f64"): np.add, ("sub", "f64"): np.subtract, ("mul", "f64"): np.multiply}
 _HOST_TYPES = {"f32": (np.float32, np.uint32, 0x7FFFFF), "f64": (np.float64, np.uint64, 0xFFFFFFFFFFFFF)}
@@ -315,7 +327,7 @@ def _scalar_op(op, fmt, arrs, rounding, ftz, sat, relu, nan, xorsign_abs):
     eb, mb, bias, special, shift, dt, sign = _CONST[fmt]
     code = _ARITH.get(op)
     if code is not None:
-        host = NATIVE and (rounding or "rn") == "rn" and (op, fmt) in _HOST
+        host = NATIVE and (rounding or "rn") == "rn" and (op, fmt) in _HOST and _host_ieee()
         if host:
             out, redo = _host_op(op, fmt, arrs, ftz)   # (out: a new array)
             arrs = [a[redo] for a in arrs] if redo.any() else None
@@ -627,7 +639,7 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu, host=
     _check(not ftz or "bf16" not in (dtype, atype) or dtype == "f32" or atype == "f32", "ftz", form)
     flat = np.ascontiguousarray(x).reshape(-1).astype(np.uint64)
     if host and NATIVE and atype == "f32" and dtype in ("f16", "bf16") and rounding == "rn" and \
-            not (ftz or sat or relu or satfinite):
+            not (ftz or sat or relu or satfinite) and _host_ieee():
         out, redo = _host_narrow(flat, dtype)   # (NaN lanes: the kernel and CVT_NAN below)
         if redo.any():
             out[redo] = _cvt_float(form, dtype, atype, x.reshape(-1)[redo], rounding, ftz, sat, satfinite, relu,
@@ -731,7 +743,7 @@ def _host_narrow(src, dtype):
 def _convert(src, atype, dtype, mode, satfinite, relu, ftz_in=False):
     """Flat uint64 source patterns -> flat destination patterns (uint64)."""
     if NATIVE and atype == "f32" and dtype in ("f16", "bf16") and mode == core.RN and not (satfinite or relu or
-                                                                                         ftz_in):
+                                                                                         ftz_in) and _host_ieee():
         out, redo = _host_narrow(src, dtype)
         if redo.any():
             out[redo] = _soft_convert(src[redo], atype, dtype, mode, satfinite, relu, ftz_in)

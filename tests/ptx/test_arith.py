@@ -151,6 +151,22 @@ def test_host_narrowing_gives_the_bit_level_kernels_bits(dtype, monkeypatch):
     assert np.array_equal(host, F.cvt(dtype, "f32", *args, rounding="rn"))
 
 
+def test_host_arithmetic_stands_aside_where_the_host_flushes_subnormals(monkeypatch):
+    # a library that sets the x86 FTZ / DAZ flags would make numpy flush 2^-140 * 1 to 0: fparith._host_ieee says
+    # so, and the bit-level kernel computes instead
+    import tcemu.ptx.fparith as F
+    assert F._host_ieee()   # this process keeps subnormals
+    a = np.array([2.0 ** -140, 1.5], np.float32).view(np.uint32)
+    b = np.array([1.0, 2.0], np.float32).view(np.uint32)
+    used = []
+    real = F._host_op
+    monkeypatch.setattr(F, "_host_op", lambda *x: used.append(1) or real(*x))
+    assert float_op("mul", "f32", a, b, rounding="rn").tolist() == [0x200, 0x40400000] and used
+    used.clear()
+    monkeypatch.setattr(F, "_host_ieee", lambda: False)
+    assert float_op("mul", "f32", a, b, rounding="rn").tolist() == [0x200, 0x40400000] and not used
+
+
 def test_fma_f32_through_float64_redoes_a_float32_midpoint():
     # a b + c = 1 + 2^-24 + 2^-64 exactly: just above the midpoint of 1 and 1 + 2^-23, so .rn gives 1 + 2^-23;
     # float64 rounds the sum to the midpoint itself, and float32 then rounds that to even, 1 (double rounding)
