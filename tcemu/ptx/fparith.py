@@ -35,11 +35,11 @@ compute what the H100 computes: MUFU tables measured on sm_90 and the SASS aroun
 """
 from functools import lru_cache
 
-import ml_dtypes
 import numpy as np
 
 from ..arith.formats import FLOAT_FORMATS, FN, IEEE, NONE
 from . import _fpcore as core
+from . import fphost
 from . import sfu_forms
 from .errors import PtxError, PtxUnsupported
 
@@ -276,60 +276,13 @@ _CONST = {f: FORMATS[f][:4] + (FORMATS[f][5], UINT[FORMATS[f][4]], UINT[FORMATS[
           for f in FORMATS if f != "e2m1"}
 
 
-# The host's own IEEE arithmetic, where it is the PTX form's (NATIVE; tests turn it off to compare): add, sub and mul
-# .rn of f32 and f64 are correctly rounded IEEE operations on both sides (x86 SSE / AVX without FTZ or DAZ, numpy's
-# default), and fma.rn.f32 is a * b exact in float64 (48 bits), one float64 addition, then float32: right unless the
-# float64 sum is a float32 midpoint (double rounding). Lanes the host may get wrong go to the bit-level kernel: NaN
-# results (the GPU's NaN rules), results below 2^-126 in magnitude where .ftz or the fma's float32 grid decides,
-# subnormal operands under .ftz, and the fma's midpoints.
-NATIVE = True
-_SUBNORMAL = np.array([2.0 ** -140], np.float32)
-_ONE = np.array([1.0], np.float32)
-
-
-def _host_ieee() -> bool:
-    """Whether numpy's float unit keeps subnormals, as IEEE does: a shared object built with -ffast-math sets the
-    x86 FTZ / DAZ flags when it is loaded, and then the host would flush where the GPU does not (the bit-level
-    kernel, integer arithmetic, is immune). Asked at every call: the flags can change at any time."""
-    with np.errstate(all="ignore"):
-        return bool((_SUBNORMAL * _ONE)[0] == _SUBNORMAL[0])
-
-
-_HOST = {("add", "f32"): np.add, ("sub", "f32"): np.subtract, ("mul", "f32"): np.multiply, ("fma", "f32"): None,
-         ("mad", "f32"): None, ("add", "f64"): np.add, ("sub", "f64"): np.subtract, ("mul", "f64"): np.multiply}
-_HOST_TYPES = {"f32": (np.float32, np.uint32, 0x7FFFFF), "f64": (np.float64, np.uint64, 0xFFFFFFFFFFFFF)}
-_F32_TINY = np.float64(2.0 ** -126)
-
-
-def _host_op(op, fmt, arrs, ftz):
-    """(bits, lanes to redo bit by bit) of an add / sub / mul / fma .rn (_HOST) on the host's float unit."""
-    ft, ut, man = _HOST_TYPES[fmt]
-    v = [a.astype(ut, copy=False).view(ft) for a in arrs]
-    with np.errstate(all="ignore"):
-        if op in ("fma", "mad"):
-            s = v[0].astype(np.float64) * v[1] + v[2]   # the product exact, the sum rounded once
-            r = s.astype(np.float32)
-            mid = (s.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
-            redo = np.isnan(r) | (np.abs(s) < _F32_TINY) | mid
-        else:
-            r = _HOST[(op, fmt)](v[0], v[1])
-            redo = np.isnan(r)
-            if ftz:
-                redo |= np.abs(r) <= ft(2.0 ** -126 if fmt == "f32" else 2.0 ** -1022)
-    if ftz:   # subnormal operands are flushed first
-        for a in v:
-            b = a.view(ut)
-            redo |= ((b & ut(~man & ((1 << (8 * a.itemsize - 1)) - 1))) == 0) & ((b & ut(man)) != 0)
-    return r.view(ut), redo
-
-
 def _scalar_op(op, fmt, arrs, rounding, ftz, sat, relu, nan, xorsign_abs):
     eb, mb, bias, special, shift, dt, sign = _CONST[fmt]
     code = _ARITH.get(op)
     if code is not None:
-        host = NATIVE and (rounding or "rn") == "rn" and (op, fmt) in _HOST and _host_ieee()
+        host = fphost.NATIVE and (rounding or "rn") == "rn" and (op, fmt) in fphost.HOST and fphost.host_ieee()
         if host:
-            out, redo = _host_op(op, fmt, arrs, ftz)   # (out: a new array)
+            out, redo = fphost.host_op(op, fmt, arrs, ftz)   # (out: a new array)
             arrs = [a[redo] for a in arrs] if redo.any() else None
         if arrs is not None:
             x = arrs[0].astype(np.uint64)
@@ -638,9 +591,8 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu, host=
     _check(not ftz or "f32" in (dtype, atype), "ftz", f"{form}: .ftz needs an f32 source or destination")
     _check(not ftz or "bf16" not in (dtype, atype) or dtype == "f32" or atype == "f32", "ftz", form)
     flat = np.ascontiguousarray(x).reshape(-1).astype(np.uint64)
-    if host and NATIVE and atype == "f32" and dtype in ("f16", "bf16") and rounding == "rn" and \
-            not (ftz or sat or relu or satfinite) and _host_ieee():
-        out, redo = _host_narrow(flat, dtype)   # (NaN lanes: the kernel and CVT_NAN below)
+    if host and fphost.narrows(atype, dtype, rounding == "rn" and not (ftz or sat or relu or satfinite)):
+        out, redo = fphost.narrow(flat, dtype)   # (NaN lanes: the kernel and CVT_NAN below)
         if redo.any():
             out[redo] = _cvt_float(form, dtype, atype, x.reshape(-1)[redo], rounding, ftz, sat, satfinite, relu,
                                    False)
@@ -730,21 +682,10 @@ def _cvt_tf32(form, atype, a, rounding, ftz, sat, satfinite, relu):
     return out.astype(np.uint32).reshape(x.shape)
 
 
-def _host_narrow(src, dtype):
-    """(f32 patterns src (flat uint64) rounded to nearest even as f16 / bf16 by the host: numpy's and ml_dtypes'
-    conversions, IEEE with subnormals and overflow to inf, as the GPU's F2F; the NaN lanes, whose payloads the GPU
-    treats its own way, to redo)."""
-    f = src.astype(np.uint32).view(np.float32)
-    with np.errstate(all="ignore"):
-        r = f.astype(np.float16 if dtype == "f16" else ml_dtypes.bfloat16).view(np.uint16)
-    return r.astype(np.uint64), np.isnan(f)
-
-
 def _convert(src, atype, dtype, mode, satfinite, relu, ftz_in=False):
     """Flat uint64 source patterns -> flat destination patterns (uint64)."""
-    if NATIVE and atype == "f32" and dtype in ("f16", "bf16") and mode == core.RN and not (satfinite or relu or
-                                                                                         ftz_in) and _host_ieee():
-        out, redo = _host_narrow(src, dtype)
+    if fphost.narrows(atype, dtype, mode == core.RN and not (satfinite or relu or ftz_in)):
+        out, redo = fphost.narrow(src, dtype)
         if redo.any():
             out[redo] = _soft_convert(src[redo], atype, dtype, mode, satfinite, relu, ftz_in)
         return out

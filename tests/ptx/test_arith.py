@@ -115,9 +115,9 @@ def heavy_patterns(fmt, n, rng):
 @pytest.mark.parametrize("fmt,op,ftz", [("f32", o, z) for o in ("add", "sub", "mul", "fma") for z in (False, True)]
                          + [("f64", o, False) for o in ("add", "sub", "mul")])
 def test_host_arithmetic_gives_the_bit_level_kernels_bits(fmt, op, ftz, monkeypatch):
-    """fparith.NATIVE (the host's IEEE add / sub / mul, and fma.f32 through float64) against the bit-level kernel
+    """fphost (the host's IEEE add / sub / mul, and fma.f32 through float64) against the bit-level kernel
     that the H100 trace proves, on 2^15 lanes heavy in specials, subnormals, cancellation and short mantissas."""
-    import tcemu.ptx.fparith as F
+    import tcemu.ptx.fphost as F
     rng = np.random.default_rng(11)
     arrs = [heavy_patterns(fmt, 1 << 15, rng) for _ in range(3 if op == "fma" else 2)]
     if op == "fma":   # half the lanes cancel: c = -(a b) rounded, its last bits moved
@@ -132,9 +132,9 @@ def test_host_arithmetic_gives_the_bit_level_kernels_bits(fmt, op, ftz, monkeypa
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16", "f16x2", "bf16x2"])
 def test_host_narrowing_gives_the_bit_level_kernels_bits(dtype, monkeypatch):
-    """cvt.rn.{f16,bf16}(x2).f32 through numpy / ml_dtypes (fparith.NATIVE) against the bit-level kernel, on special-heavy
+    """cvt.rn.{f16,bf16}(x2).f32 through numpy / ml_dtypes (fphost) against the bit-level kernel, on special-heavy
     f32 patterns plus exact ties (normal and subnormal results), values at the overflow boundary and NaNs."""
-    import tcemu.ptx.fparith as F
+    import tcemu.ptx.fphost as F
     rng = np.random.default_rng(13)
     a = heavy_patterns("f32", 1 << 15, rng)
     sub = 0x1FFF if dtype.startswith("f16") else 0xFFFF   # the bits a narrowing drops (normal results)
@@ -146,24 +146,24 @@ def test_host_narrowing_gives_the_bit_level_kernels_bits(dtype, monkeypatch):
     a = np.concatenate([a, ties, halves, edge, edge | np.uint32(1 << 31)])
     b = a[::-1].copy()
     args = (a, b) if dtype.endswith("x2") else (a,)
-    host = F.cvt(dtype, "f32", *args, rounding="rn")
+    host = cvt(dtype, "f32", *args, rounding="rn")
     monkeypatch.setattr(F, "NATIVE", False)
-    assert np.array_equal(host, F.cvt(dtype, "f32", *args, rounding="rn"))
+    assert np.array_equal(host, cvt(dtype, "f32", *args, rounding="rn"))
 
 
 def test_host_arithmetic_stands_aside_where_the_host_flushes_subnormals(monkeypatch):
-    # a library that sets the x86 FTZ / DAZ flags would make numpy flush 2^-140 * 1 to 0: fparith._host_ieee says
+    # a library that sets the x86 FTZ / DAZ flags would make numpy flush 2^-140 * 1 to 0: fphost.host_ieee says
     # so, and the bit-level kernel computes instead
-    import tcemu.ptx.fparith as F
-    assert F._host_ieee()   # this process keeps subnormals
+    import tcemu.ptx.fphost as F
+    assert F.host_ieee()   # this process keeps subnormals
     a = np.array([2.0 ** -140, 1.5], np.float32).view(np.uint32)
     b = np.array([1.0, 2.0], np.float32).view(np.uint32)
     used = []
-    real = F._host_op
-    monkeypatch.setattr(F, "_host_op", lambda *x: used.append(1) or real(*x))
+    real = F.host_op
+    monkeypatch.setattr(F, "host_op", lambda *x: used.append(1) or real(*x))
     assert float_op("mul", "f32", a, b, rounding="rn").tolist() == [0x200, 0x40400000] and used
     used.clear()
-    monkeypatch.setattr(F, "_host_ieee", lambda: False)
+    monkeypatch.setattr(F, "host_ieee", lambda: False)
     assert float_op("mul", "f32", a, b, rounding="rn").tolist() == [0x200, 0x40400000] and not used
 
 
