@@ -19,8 +19,8 @@ def host_ieee() -> bool:
     """Whether numpy's float unit keeps subnormals, as IEEE does: a shared object built with -ffast-math sets the
     x86 FTZ / DAZ flags when it is loaded, and then the host would flush where the GPU does not (the bit-level
     kernel, integer arithmetic, is immune). Asked at every call: the flags can change at any time."""
-    with np.errstate(all="ignore"):
-        return bool((_SUBNORMAL * _ONE)[0] == _SUBNORMAL[0])
+    with np.errstate(all="ignore"):   # (bits compared: under DAZ a float comparison reads 2^-140 as 0 too)
+        return bool((_SUBNORMAL * _ONE).view(np.uint32)[0] == _SUBNORMAL.view(np.uint32)[0])
 
 
 HOST = {("add", "f32"): np.add, ("sub", "f32"): np.subtract, ("mul", "f32"): np.multiply, ("fma", "f32"): None,
