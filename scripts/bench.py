@@ -570,10 +570,10 @@ def main():
     print()
     n = 1 << 18 if quick else 1 << 20
     ew = elementwise_bench(n)
+    sums = "numpy's" if ew[True][1] and ew[False][1] else "WRONG"
     print(f"{f'Triton vector add (tutorial 01), {n:,} f32 elements':<58} {ew[True][0]:>10.2f} s  "
           f"warps one at a time {ew[False][0]:.2f} s (x{ew[False][0] / ew[True][0]:.2f}); "
-          f"{ew[True][0] / (n // 1024) * 1e6:.0f} us a CTA of 4 warps; sums "
-          f"{'numpy' + chr(39) + 's' if ew[True][1] and ew[False][1] else 'WRONG'}")
+          f"{ew[True][0] / (n // 1024) * 1e6:.0f} us a CTA of 4 warps; sums {sums}")
     print()
     rows, att_s, att_same, att_np, kernels = sfu_bench()
     base = rows[0][1]

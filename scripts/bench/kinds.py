@@ -19,14 +19,22 @@ import numpy as np
 KINDS = ("tri", "cut", "many", "add", "smx")
 
 
+def _fixture(fx: str, name: str):
+    """(metadata, loaded module) of fixture `name` in folder fx."""
+    import tcemu.ptx as tp
+    with open(os.path.join(fx, name + ".json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(fx, name + ".ptx")) as f:
+        return meta, tp.load(f.read())
+
+
 def launcher(kind: str, fx: str):
     """go(n) -> (seconds, a checksum of the output, the launch's stats) for one launch of `kind`."""
     import tcemu.ptx as tp
     if kind == "tri":
         from tcemu.frontends.triton import run_compiled
         from tcemu.traces.inputs import input_bits
-        meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
-        mod = tp.load(open(os.path.join(fx, "matmul_bf16.ptx")).read())
+        meta, mod = _fixture(fx, "matmul_bf16")
 
         def go(n):
             a, b = input_bits("bf16", (n, n), 1, 0), input_bits("bf16", (n, n), 1, 1)
@@ -58,8 +66,7 @@ def launcher(kind: str, fx: str):
         return go
     if kind == "add":
         from tcemu.frontends.triton import run_compiled
-        meta = json.load(open(os.path.join(fx, "add_f32.json")))
-        mod = tp.load(open(os.path.join(fx, "add_f32.ptx")).read())
+        meta, mod = _fixture(fx, "add_f32")
 
         def go(n):
             rng = np.random.default_rng(0)
@@ -71,8 +78,7 @@ def launcher(kind: str, fx: str):
         return go
     if kind == "smx":
         from tcemu.frontends.triton import run_compiled
-        meta = json.load(open(os.path.join(fx, "softmax_f32.json")))
-        mod = tp.load(open(os.path.join(fx, "softmax_f32.ptx")).read())
+        meta, mod = _fixture(fx, "softmax_f32")
 
         def go(n):
             x = np.random.default_rng(0).standard_normal((n, 1000)).astype(np.float32)

@@ -24,6 +24,7 @@ from collections import deque
 
 import numpy as np
 
+from ..core.errors import TcemuError
 from .memory import GlobalMemory, SharedWindow
 from .chains import settle
 from .lockstep import step_of
@@ -92,7 +93,7 @@ def _acyclic(prog, cta_barriers: bool):
             elif op == "bra":
                 try:
                     t = prog.label(ins, ins.operands[0].name)
-                except Exception:   # (a malformed branch: the op itself reports it)
+                except (TcemuError, AttributeError, IndexError):   # (a malformed branch: the op reports it)
                     continue
                 if t <= pc:
                     continue

@@ -305,20 +305,23 @@ def _joined(parts):
 
 # ------------------------------------------------------------------------------------------------- ld / st
 
-def _gang_lanes(pairs, B, get_addr, nbytes):
-    """(the (warps, 32) selector of the gang's active lanes (None: every lane), their addresses, their thread ids)
-    read through B, the gang's registers; Fallback where no lane runs or an address is misaligned."""
+def _gang_lanes(pairs, B, get_addr, nbytes, starts):
+    """(the (warps, 32) selector of the gang's active lanes (None: every lane), their addresses, their thread ids,
+    lanes per warp, lanes per CTA (starts: cta_starts)) read through B, the gang's registers; Fallback where no lane
+    runs or an address is misaligned."""
     nw = len(pairs)
     addrs = np.broadcast_to(get_addr(B), (nw, 32))
     tids = thread_ids([W for W, _ in pairs])
     if all(m is None and W.full for W, m in pairs):
         sel, addrs, tids = None, addrs.reshape(-1), tids.reshape(-1)
+        counts = [32] * nw
     else:
         sel = np.stack([W.live if m is None else m for W, m in pairs])
         addrs, tids = addrs[sel], tids[sel]
+        counts = sel.sum(axis=1).tolist()
     if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
         raise Fallback
-    return sel, addrs, tids
+    return sel, addrs, tids, counts, np.add.reduceat(np.asarray(counts), starts).tolist()
 
 
 def _global_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, space, wh) -> bool:
@@ -331,12 +334,10 @@ def _global_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, sp
     if starts is None:
         return False
     B = Batch(warps, touched)
-    sel, addrs, tids = _gang_lanes(pairs, B, get_addr, nbytes)
+    sel, addrs, tids, _, lens = _gang_lanes(pairs, B, get_addr, nbytes, starts)
     kind, at = _space(space, addrs)
     if kind != "global":
         return False
-    per = np.full(len(warps), 32) if sel is None else sel.sum(axis=1)
-    lens = np.add.reduceat(per, starts).tolist()
     bounds = np.cumsum([0] + lens).tolist()
     raw, land = global_loads_plan([(warps[k], at[lo:hi], tids[lo:hi])
                                    for k, lo, hi in zip(starts, bounds, bounds[1:])], nbytes, wh)
@@ -408,23 +409,9 @@ def _global_lanes(pairs, touched, gets, get_addr, nbytes, pack):
     nw = len(warps)
     groups = [pairs[a:b] for a, b in zip(starts, starts[1:] + [nw])]   # the warps of each CTA, in gang order
     B = Batch(warps, touched)   # registers as (warps, 32): every warp's values in one read
-    acts = [m if m is not None else (None if W.full else W.live) for W, m in pairs]
-    addrs = np.broadcast_to(get_addr(B), (nw, 32))
     vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
-    tids = thread_ids(warps)
-    if all(a is None for a in acts):
-        counts = [32] * nw
-        lens = [32 * len(ms) for ms in groups]
-        addrs, vals, tids = addrs.reshape(-1), vals.reshape(nw * 32, -1), tids.reshape(-1)
-    else:
-        sel = np.stack([np.ones(32, bool) if a is None else np.asarray(a, bool) for a in acts])
-        counts = sel.sum(axis=1).tolist()
-        at = np.cumsum([0] + [len(ms) for ms in groups])
-        lens = np.add.reduceat(np.asarray(counts), at[:-1]).tolist()
-        addrs, vals, tids = addrs[sel], vals[sel], tids[sel]
-    if addrs.size == 0 or nbytes > 1 and (addrs % np.uint64(nbytes)).any():
-        raise Fallback
-    return groups, addrs, tids, counts, lens, pack(vals)
+    sel, addrs, tids, counts, lens = _gang_lanes(pairs, B, get_addr, nbytes, starts)
+    return groups, addrs, tids, counts, lens, pack(vals.reshape(nw * 32, -1) if sel is None else vals[sel])
 
 
 def st_gang(space, gets, get_addr, nbytes, pack, wh, touched=None):

@@ -221,14 +221,13 @@ class GangMma:
         scale_d = self._agree(self.gscale, B, G).astype(bool)
         seen, a_bits, b_bits, a_of, b_of, spots = {}, [], [], [], [], []
         a_index, b_index = {}, {}
-        operands = [("B", None, self.n, self.K, self.dtype_b, self.trans_b, b_bits, b_of, b_index)]
+        operands = [("B", desc_b, self.n, self.K, self.dtype_b, self.trans_b, b_bits, b_of, b_index)]
         if self.ga is None:   # A in registers: each warpgroup's 128 threads' 4 registers (PTX 9.7.15.5.1)
             a_bits.extend(self._a_registers(B, G))
             a_of.extend(range(G))
         else:
             operands.insert(0, ("A", self._agree(self.ga, B, G), 64, self.K, self.dtype_a, self.trans_a, a_bits,
                                 a_of, a_index))
-        operands[-1] = operands[-1][:1] + (desc_b,) + operands[-1][2:]
         for g, (cta, wg, warps) in enumerate(groups):
             read = []
             for which, desc, rows, k, dtype, major, bits, of, index in operands:
