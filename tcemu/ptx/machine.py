@@ -56,7 +56,32 @@ _DTYPES = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64
 _REG_ATTRS = frozenset(CLASS_ATTR.values())
 
 
+# a warp's containers for its asynchronous units and blocking instructions, made on first use (Warp.__getattr__):
+# a grid of one-warp CTAs that never issue them makes none (ops/*.py own their meaning)
+_LAZY = {
+    "_special": dict,           # special registers read so far
+    "cp_async_open": list,      # copies not yet committed
+    "cp_async_groups": list,    # committed groups, oldest first
+    "wgmma_pending": dict,      # frozenset of Slots -> in-flight wgmmas writing them (registers)
+    "wgmma_open": list,         # wgmma issued since the last commit_group
+    "wgmma_groups": list,       # committed groups: (number, slots, smem ranges)
+    "wgmma_dirty": set,         # wgmma registers written by other instructions since wgmma.fence
+    "deferred": dict,           # D slot set -> chains.Chain: wgmma results not yet computed
+    "sync": dict,               # blocking instructions' per-warp records
+    "frames": list,             # calls in progress: (return pc, calling lanes, callee, return copies)
+    "mbar_seen": dict,          # (CTA rank, mbarrier offset) -> highest phase this warp knows completed
+    "bulk_open": list,          # bulk stores since the last cp.async.bulk.commit_group
+    "bulk_groups": list,
+}
+
+
 class Warp:
+    # slots: a grid of many small CTAs makes a Warp per CTA, and an instance dict of some 35 names grew by resizes
+    # (~3 us a warp on the VM, 2026-11-28)
+    __slots__ = ("cta", "index", "prog", "_files", "_column", "live", "full", "pc", "lane_pc", "done", "wait",
+                 "parked_test", "give_up_test", "tid", "local", "executed", "cc", "race", "regcol", "calls",
+                 "__weakref__") + tuple(_LAZY) + tuple(CLASS_ATTR.values())
+
     def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program, files=None, column: int = 0):
         self.cta = cta
         self.index = index
@@ -77,32 +102,22 @@ class Warp:
         self.give_up_test = False           # that wait returns False when next run (run_ctas, a stall)
         self.tid = _tids(index)             # linear thread index in the CTA (read-only)
         self.local = LocalMemory(prog.local_size) if prog.local_size else None
-        self._special = {}
         self.executed = 0
-        # asynchronous units' per-warp state (ops/*.py own their meaning)
-        self.cp_async_open: list = []       # copies not yet committed
-        self.cp_async_groups: list = []     # committed groups, oldest first
-        self.wgmma_pending: dict = {}       # frozenset of Slots -> in-flight wgmmas writing them (registers)
-        self.wgmma_open: list = []          # wgmma issued since the last commit_group
-        self.wgmma_groups: list = []        # committed groups: (number, slots, smem ranges)
-        self.wgmma_dirty: set = set()       # wgmma registers written by other instructions since wgmma.fence
-        self.deferred: dict = {}            # D slot set -> chains.Chain: wgmma results not yet computed
-        self.sync = {}                      # blocking instructions' per-warp records
         self.cc = _NO_CARRY                 # the carry flag CC.CF of each thread (add.cc / addc ...)
-        self.frames: list = []              # calls in progress: (return pc, calling lanes, callee, return copies)
-        self.mbar_seen: dict = {}           # (CTA rank, mbarrier offset) -> highest phase this warp knows completed
-        self.bulk_open: list = []           # bulk stores since the last cp.async.bulk.commit_group
-        self.bulk_groups: list = []
         self.race = None                    # racecheck's vector clock (races.py), made on first use
         self.regcol = None                  # where its registers lie in their slab (Cta: RegisterSlabs)
+        self.calls = None                   # per-lane call stacks (ops/frames.py), made on first use
 
-    def __getattr__(self, name):   # a register file's view, on first use
-        files = self.__dict__.get("_files")
-        if name not in _REG_ATTRS or files is None:
+    def __getattr__(self, name):   # (unset slots) a register file's view, or a container, on first use
+        make = _LAZY.get(name)
+        if make is not None:
+            v = make()
+        elif name in _REG_ATTRS and self._files is not None:
+            v = self._files[name][:, self._column]
+        else:
             raise AttributeError(name)
-        view = files[name][:, self._column]
-        setattr(self, name, view)
-        return view
+        setattr(self, name, v)
+        return v
 
     @property
     def warpgroup(self) -> int:
@@ -211,6 +226,9 @@ class Warp:
 
 class Cta:
     """One CTA: its warps, shared memory, barriers and asynchronous units."""
+    __slots__ = ("launch", "ctaid", "prog", "shared", "nthreads", "regbase", "regslot", "warps", "barriers",
+                 "mbarriers", "cluster", "rank", "cluster_barrier", "collectives", "progress", "clock", "tmem", "races",
+                 "grace", "__weakref__", "__dict__")
 
     def __init__(self, launch, ctaid, prog: Program, shared, rank: int = 0):
         self.launch = launch
