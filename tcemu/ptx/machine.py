@@ -60,13 +60,10 @@ _REG_ATTRS = frozenset(CLASS_ATTR.values())
 # a grid of one-warp CTAs that never issue them makes none (ops/*.py own their meaning)
 _LAZY = {
     "_special": dict,           # special registers read so far
-    "cp_async_open": list,      # copies not yet committed
-    "cp_async_groups": list,    # committed groups, oldest first
     "wgmma_pending": dict,      # frozenset of Slots -> in-flight wgmmas writing them (registers)
     "wgmma_open": list,         # wgmma issued since the last commit_group
     "wgmma_groups": list,       # committed groups: (number, slots, smem ranges)
     "wgmma_dirty": set,         # wgmma registers written by other instructions since wgmma.fence
-    "deferred": dict,           # D slot set -> chains.Chain: wgmma results not yet computed
     "sync": dict,               # blocking instructions' per-warp records
     "frames": list,             # calls in progress: (return pc, calling lanes, callee, return copies)
     "mbar_seen": dict,          # (CTA rank, mbarrier offset) -> highest phase this warp knows completed
@@ -80,7 +77,7 @@ class Warp:
     # (~3 us a warp on the VM, 2026-11-28)
     __slots__ = ("cta", "index", "prog", "_files", "_column", "live", "full", "pc", "lane_pc", "done", "wait",
                  "parked_test", "give_up_test", "tid", "local", "executed", "cc", "race", "regcol", "calls",
-                 "__weakref__") + tuple(_LAZY) + tuple(CLASS_ATTR.values())
+                 "deferred", "cp_async_open", "cp_async_groups", "__weakref__") + tuple(_LAZY) + tuple(CLASS_ATTR.values())
 
     def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program, files=None, column: int = 0):
         self.cta = cta
@@ -107,6 +104,9 @@ class Warp:
         self.race = None                    # racecheck's vector clock (races.py), made on first use
         self.regcol = None                  # where its registers lie in their slab (Cta: RegisterSlabs)
         self.calls = None                   # per-lane call stacks (ops/frames.py), made on first use
+        self.deferred = {}                  # D slot set -> chains.Chain: wgmma results not yet computed
+        self.cp_async_open = []             # copies not yet committed
+        self.cp_async_groups = []           # committed groups, oldest first
 
     def __getattr__(self, name):   # (unset slots) a register file's view, or a container, on first use
         make = _LAZY.get(name)
@@ -267,11 +267,9 @@ class Cta:
         if self.grace is not None:
             graces.retire(self)
         for w in self.warps:
-            w.deferred = {}
-            for attr in CLASS_ATTR.values():
-                setattr(w, attr, None)
-            w._files = None
-            w.regcol = None
+            if w.deferred:
+                w.deferred = {}
+            w._files = w.regcol = None   # (register views a warp made hold a slab only as long as the warp)
             w.cta = w.race = None   # (a racecheck clock names its cluster's state, which lists the CTAs)
         self.regbase = None
         self.cluster = self.cluster_barrier = self.races = self.grace = None
@@ -614,11 +612,12 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
         if bar is not None:
             bar.tick(total)
         for c in ran:   # warps of a CTA that spin together (a bar.sync in the loop): probe them as one
-            if sum(1 for w in c.warps if not w.done and w not in spins) > 1:   # one warp: its chunks' probes
-                cta_probe(c, windows)
+            if len(c.warps) > 1 and sum(1 for w in c.warps if not w.done and w not in spins) > 1:   # one warp: its
+                cta_probe(c, windows)                                                            # chunks' probes
         moved = any(r.moved for r in clusters)
-        for r in clusters:
-            if all(w.done for w in r.warps):
+        fin = [all(w.done for w in r.warps) for r in clusters]   # (nothing below runs a warp)
+        for r, f in zip(clusters, fin):
+            if f:
                 continue
             if not r.moved and not any(c.progress for c in r.ctas) and not any(w in spins for w in r.warps):
                 # a failing mbarrier test_wait / try_wait may return False (PTX: it does not wait, or waits a
@@ -638,20 +637,19 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                 raise BudgetExceeded(f"CTA {r.ctas[0].ctaid}", f"more than {max_instructions} warp instructions "
                                                               f"without finishing (a livelock or an unbounded loop?)\n"
                                      + budget_report(r.ctas))
-        ended, going = [], []   # (one pass: removing them one by one costs a wave's length each)
-        for r in clusters:
-            (ended if all(w.done for w in r.warps) else going).append(r)
-        if ended:
-            clusters[:] = going
+        ended = [r for r, f in zip(clusters, fin) if f]   # (one pass: removing them one by one costs a wave's length
+        if ended:                                         # each)
+            clusters[:] = [r for r, f in zip(clusters, fin) if not f]
         for r in ended:
             for c in r.ctas:
                 if c.tmem is not None:  # what the CTA still holds at exit (e.g. tensor memory never deallocated)
                     c.tmem.at_exit(c)
-            for w in r.warps:
-                spins.pop(w, None)
-                probes.pop(w, None)
-            for c in r.ctas:
-                probes.pop(c, None)
+            if spins or probes:
+                for w in r.warps:
+                    spins.pop(w, None)
+                    probes.pop(w, None)
+                for c in r.ctas:
+                    probes.pop(c, None)
             if grid is not None:
                 grid.finished(r.ctas)
         if gang_up and grid is not None and not clusters:   # lock-step: the next wave starts together

@@ -11,7 +11,7 @@ from .. import fparith
 from .. import parser as P
 from .. import graces, races
 from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
-from ..machine import BLOCK, DIVERGED
+from ..machine import BLOCK, DIVERGED, EXITED
 from ..types import TYPES
 from .calls import c_return
 from .common import Mods, by_cta, dest_setter, mask_array, operands, require_ptx, require_target, uniform, where
@@ -110,6 +110,19 @@ def c_exit(ins, prog, pc):
             drain_cp_async(W)
             races.flush_all(W)  # the cluster's last warp: unwritten reads no race explained
         return r
+
+    def gang(pairs):
+        """Whole warps leaving, in gang order, where none has copies in flight or racecheck state to settle (a
+        grid of small CTAs: their ret at once); else warp by warp, which names the warp in a report."""
+        for W, m in pairs:
+            if m is not None or W.cta.races is not None or W.cp_async_groups or W.cp_async_open:
+                raise Fallback
+        for W, _ in pairs:   # (Warp.exit_lanes of every lane)
+            W.live[:] = False
+            W.full = False
+            W.done = True
+        return [EXITED] * len(pairs)
+    op.gang = gang
     return op
 
 
