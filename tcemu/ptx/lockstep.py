@@ -155,10 +155,14 @@ class Batch:
 
     @property
     def wgmma_pending(self):
-        """The warps' in-flight wgmmas' register sets (wrappers.hazard_checked asks: a stretch touching them)."""
-        pend = {}
-        for w in self.warps:
-            pend.update(w.wgmma_pending)
+        """The warps' in-flight wgmmas' register sets (wrappers.hazard_checked asks: a stretch touching them), made
+        once a batch: what a batch runs issues and retires no wgmma (a stretch of 64 mov.f32 into a wave's
+        accumulators had merged the warps' sets at each)."""
+        pend = self.__dict__.get("_pending")
+        if pend is None:
+            pend = self._pending = {}
+            for w in self.warps:
+                pend.update(w.wgmma_pending)
         return pend
 
     def special(self, name: str) -> np.ndarray:

@@ -330,6 +330,9 @@ def granules(spots) -> np.ndarray:
 
 class SharedWindow:
     """A CTA's shared memory: the bytes [lo, hi) of a tcemu.SharedMemory that the launch allocated."""
+    # whether the global byte behind each shared byte is kept (set_sources): only a tensor-core operand's layout
+    # check reads it (provenance.py), so a launch without one, or with check_layouts=False, keeps none (Module.launch)
+    keep_sources = True
 
     def __init__(self, smem, lo: int, hi: int, zero_init: bool):
         self.smem = smem
@@ -456,6 +459,8 @@ class SharedWindow:
     def set_sources(self, spots, src, g=None):
         """Record that the bytes `spots` ((n, k) offsets) were copied from global bytes `src` (broadcast against
         spots; NO_SOURCE: none). g: whole_granules(spots), where the caller has them."""
+        if not self.keep_sources:
+            return
         src = np.asarray(src, np.int64)
         if src.ndim == 0 and src < 0 and "source16" not in self.__dict__:
             return   # a shadow never made holds NO_SOURCE everywhere already
@@ -486,7 +491,8 @@ class SharedWindow:
 
     def set_source_rows(self, g, first):
         """set_sources for whole granules g ((n,)) copied in order from global bytes first, first + 1, ..."""
-        self.source16[g] = first
+        if self.keep_sources:
+            self.source16[g] = first
 
     def _per_byte(self, gr):
         """Spell out granules gr's sources byte by byte in `source` (those not MIXED already)."""

@@ -368,6 +368,9 @@ class Module:
         L.writes = WriteLog()
         L.writes.watch_global(L.gmem)
 
+        # the global byte behind each shared byte: only a tensor-core operand's layout check reads it
+        keep_sources = L.check_layouts and prog.table.uses("wgmma", "tcgen05")
+
         def build(corner):
             ctas = []
             for rank in range(math.prod(cluster)):
@@ -376,6 +379,8 @@ class Module:
                 smem = SharedMemory(self.arch)
                 window = SharedWindow(smem, SMEM_RESERVED, SMEM_RESERVED + total_smem, bool(zero_init_shared))
                 window.rank = rank
+                if not keep_sources:
+                    window.keep_sources = False
                 L.writes.watch_shared(window)
                 ctas.append(Cta(L, ctaid, prog, window, rank))
             cbar = ClusterBarrier(ctas)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tcemu.ptx as ptx
-from tcemu.ptx import HazardError, graces, lockstep, races
+from tcemu.ptx import HazardError, graces, lockstep, module, races
 
 from ptxkit import REGS, entry
 
@@ -381,3 +381,25 @@ def test_a_pc_whose_runs_always_fall_back_stops_trying(fused):
         mod.launch("k", grid=3, block=128, args=[src, dst, 16, other])
         assert np.array_equal(dst.reshape(3, 128, 32), want)
         assert fused["runs"] == min(k + 1, runs.GIVE_UP)
+
+
+@pytest.mark.parametrize("wgmma, check_layouts, kept", [(False, True, False), (True, True, True), (True, False, False)])
+def test_sources_are_kept_only_where_a_layout_check_reads_them(spies, monkeypatch, wgmma, check_layouts, kept):
+    """The global byte behind each shared byte (SharedWindow.source16) is read only by a tensor-core operand's
+    layout check: a launch whose program has no wgmma or tcgen05 instruction (here one past the ret, never run),
+    or with check_layouts=False, makes none; the bytes moved are the same."""
+    made = []
+    release = module.SharedWindow.release
+
+    def spy(self):
+        made.append("source16" in self.__dict__)
+        release(self)
+    monkeypatch.setattr(module.SharedWindow, "release", spy)
+    body = BODY.format(sync="  bar.sync 0;") + ("  wgmma.fence.sync.aligned;\n" if wgmma else "")
+    src = np.random.default_rng(5).integers(0, 256, 128 * 3 * 16, dtype=np.uint8)
+    dst = np.zeros(48 * 128 * 3, np.uint8)
+    mod = ptx.load(entry(body, params=PARAMS, regs=REGS + BUF, prologue=""))
+    mod.launch("k", grid=3, block=128, args=[src, dst, 8], check_layouts=check_layouts)
+    assert np.array_equal(dst, expected(src, 3, 8))
+    assert spies["land"] >= 3 * 2
+    assert made == [kept] * 3

@@ -422,7 +422,7 @@ def _cp_async_sync(ins, prog, which):
     return wait
 
 
-def _batch(owners, dst, data, src, nread, tids, owner):
+def _batch(owners, dst, data, src, nread, tids, owner, keep=True):
     """A landing batch of one width: (owner warps, spots, data, sources, tids, each row's index into owners, row
     starts), the sources as _land takes them; Fallback where two rows start together (rows aligned to their width
     overlap only then). Whole 16-byte granules read in full or not at all land as rows (_land_rows: spots None; a CTA's
@@ -431,8 +431,11 @@ def _batch(owners, dst, data, src, nread, tids, owner):
     if repeats_aligned(dst, k):   # (aligned to their width: checked at issue)
         raise Fallback
     if k == 16 and (nread is None or not ((nread != 0) & (nread != 16)).any()):
-        return owners, None, data, _row_sources(src, nread), tids, owner, dst
-    return owners, _spots(dst, k), data, _landing_sources(src, nread, k), tids, owner, None
+        return owners, None, data, _row_sources(src, nread) if keep else _UNKEPT, tids, owner, dst
+    return owners, _spots(dst, k), data, _landing_sources(src, nread, k) if keep else _UNKEPT, tids, owner, None
+
+
+_UNKEPT = np.array(NO_SOURCE, np.int64)   # a landing's sources where its window keeps none (SharedWindow.keep_sources)
 
 
 def _row_sources(src, nread):
@@ -481,7 +484,7 @@ def _team_batches(members, keep):
         parts = [tuple(None if a is None else a[t.lo:t.hi] for a in t.chunk) for t in ts]
         dst, data, src, nread, tids = parts[0] if len(parts) == 1 else _concat(parts)
         owner = pos[tids >> 5] + np.repeat([where[t] for t in ts], [t.hi - t.lo for t in ts])
-        out.append(_batch(owners, dst, data, src, nread, tids, owner))
+        out.append(_batch(owners, dst, data, src, nread, tids, owner, w0.cta.shared.keep_sources))
     return out
 
 
@@ -501,5 +504,6 @@ def _copy_batches(members, keep):
     for part, owners in widths.values():
         part.sort(key=itemgetter(0, 1))   # chunk by chunk, rows in order
         owner = np.repeat(np.array([p[2] for p in part]), [p[3].hi - p[3].lo for p in part])
-        batches.append(_batch([W for W, _ in owners], *_joined([p[3] for p in part]), owner))
+        batches.append(_batch([W for W, _ in owners], *_joined([p[3] for p in part]), owner,
+                              members[0][0].cta.shared.keep_sources))
     return batches
