@@ -263,7 +263,7 @@ class _Watch:
                 arr[at] = v
             sh.write_epoch = epoch
         self.undo.append(undo)
-        SharedWindow.store(sh, offs, data, *a, **k)
+        SharedWindow.write(sh, offs, data, *a, **k)
         if any(not np.array_equal(arr[at], v) for arr, at, v in keep[:len(watched)]) or \
                 not np.array_equal(sh.sources(spots), was):
             raise _Changed()
@@ -427,21 +427,14 @@ class WriteLog:
 
         def logged(addrs, data, lanes, where):
             store(addrs, data, lanes, where)
-            self._add(gmem, addrs, data.shape[1], where)
+            self.add(gmem, addrs, data.shape[1], where)
         gmem.store = logged
 
     def watch_shared(self, sh):
-        # the window's own store through a weak reference: a closure holding its bound method would make the
-        # window a reference cycle, freed only by the cyclic garbage collector
-        store, window = type(sh).store, weakref.ref(sh)
+        # (SharedWindow.store adds its stores; the log holds the window by a weak reference, so no cycle)
+        sh.log = self
 
-        def logged(offs, data, *a, **k):
-            s = window()
-            store(s, offs, data, *a, **k)
-            self._add(s, offs, data.shape[1], a[1] if len(a) > 1 else k.get("where", ""))
-        sh.store = logged
-
-    def _add(self, space, addrs, nbytes, where, warp=None):
+    def add(self, space, addrs, nbytes, where, warp=None):
         # searched at report time; a CTA's shared window and warps are not kept alive by the log once it finishes
         # (its shadows would be): the window by a weak reference, the warp as (CTA index, warp index)
         self.count += 1

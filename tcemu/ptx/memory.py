@@ -333,6 +333,7 @@ class SharedWindow:
     # whether the global byte behind each shared byte is kept (set_sources): only a tensor-core operand's layout
     # check reads it (provenance.py), so a launch without one, or with check_layouts=False, keeps none (Module.launch)
     keep_sources = True
+    log = None   # the launch's hang.WriteLog, where it watches this window's stores
 
     def __init__(self, smem, lo: int, hi: int, zero_init: bool):
         self.smem = smem
@@ -412,7 +413,15 @@ class SharedWindow:
 
     def store(self, offs: np.ndarray, data: np.ndarray, lanes, where: str, generic: bool = True, W=None,
               strong: bool = False) -> None:
-        """W: the writing warp, for the race checks (None: a write the detector does not follow)."""
+        """W: the writing warp, for the race checks (None: a write the detector does not follow). The store goes in
+        the launch's write log (`log`: hang.WriteLog.watch_shared), where it watches this window."""
+        self.write(offs, data, lanes, where, generic, W, strong)
+        if self.log is not None:
+            self.log.add(self, offs, data.shape[1], where)
+
+    def write(self, offs: np.ndarray, data: np.ndarray, lanes, where: str, generic: bool = True, W=None,
+              strong: bool = False) -> None:
+        """store, without the write log (a hang probe's own stores, which it undoes)."""
         nbytes = data.shape[1]
         self.check(offs, nbytes, lanes, where, "writes")
         spots = offs[:, None] + np.arange(nbytes)

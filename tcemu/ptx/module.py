@@ -371,17 +371,19 @@ class Module:
         # the global byte behind each shared byte: only a tensor-core operand's layout check reads it
         keep_sources = L.check_layouts and prog.table.uses("wgmma", "tcgen05")
 
+        ranks = [(r % cluster[0], (r // cluster[0]) % cluster[1], r // (cluster[0] * cluster[1]))
+                 for r in range(math.prod(cluster))]   # each rank's place in its cluster
+        window_hi, zero_shared, writes = SMEM_RESERVED + total_smem, bool(zero_init_shared), L.writes
+
         def build(corner):
             ctas = []
-            for rank in range(math.prod(cluster)):
-                x, y, z = rank % cluster[0], (rank // cluster[0]) % cluster[1], rank // (cluster[0] * cluster[1])
+            for rank, (x, y, z) in enumerate(ranks):
                 ctaid = (corner[0] * cluster[0] + x, corner[1] * cluster[1] + y, corner[2] * cluster[2] + z)
-                smem = SharedMemory(self.arch)
-                window = SharedWindow(smem, SMEM_RESERVED, SMEM_RESERVED + total_smem, bool(zero_init_shared))
+                window = SharedWindow(SharedMemory(self.arch), SMEM_RESERVED, window_hi, zero_shared)
                 window.rank = rank
+                writes.watch_shared(window)
                 if not keep_sources:
                     window.keep_sources = False
-                L.writes.watch_shared(window)
                 ctas.append(Cta(L, ctaid, prog, window, rank))
             cbar = ClusterBarrier(ctas)
             for cta in ctas:

@@ -461,7 +461,7 @@ def test_the_write_log_holds_a_bounded_number_of_warps_stores(monkeypatch):
     assert (log.held, len(log.log), log.count) == (4, 2, 8)
     assert log.last(space, 0, 16) is None and log.last(space, 16, 24)[1] == "gang 2"
     log.running = warp
-    log._add(space, np.array([40], np.uint64), 4, "alone")
+    log.add(space, np.array([40], np.uint64), 4, "alone")
     assert (log.held, len(log.log)) == (5, 3) and log.last(space, 0, 64)[1] == "alone"
 
 
