@@ -29,7 +29,7 @@ PRIVATE = frozenset({
     "add", "sub", "mul", "mad", "div", "rem", "abs", "neg", "min", "max", "and", "or", "xor", "not", "cnot",
     "shl", "shr", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "bfe", "bfi", "prmt", "lop3", "shf",
     "popc", "clz", "brev", "bfind", "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh",
-    "copysign", "testp", "mul24", "mad24", "sad", "szext", "bmsk", "isspacep", "dp4a", "dp2a"})
+    "copysign", "testp", "mul24", "mad24", "sad", "szext", "bmsk", "isspacep", "dp4a", "dp2a", "mapa"})
 CLOCKS = ("%clock", "%globaltimer")
 # opcodes whose first operand is not a destination register
 NO_DEST = frozenset({"st", "stmatrix", "red", "bar", "barrier", "cp", "mbarrier", "wgmma", "tcgen05", "prefetch",

@@ -524,6 +524,37 @@ def test_stores_to_another_ctas_window_run_warp_by_warp(spies):
     assert np.array_equal(run(lockstep=False), out)
 
 
+def test_mapa_runs_in_a_private_stretch_and_reports_a_rank_outside_the_cluster(monkeypatch):
+    """mapa reads only registers and the cluster's size (alike in every cluster of a launch): it runs in the
+    lock-step batches of register-only instructions; a rank past the cluster stops the batch there, and each warp's
+    own run reports it, naming the warp, as without batches."""
+    stretched = []
+    run = lockstep.stretch
+
+    def spy(gang, pc, m=None):
+        n = run(gang, pc, m)
+        stretched.extend((gang[0].prog.instrs[i].opcode, len(gang)) for i in range(pc, gang[0].pc))
+        return n
+    monkeypatch.setattr(lockstep, "stretch", spy)
+    mod = ptx.load(entry(DSMEM, params=".param .u64 out", regs=REGS + SMEM, prologue="",
+                         directives=".explicitcluster"))
+    out = np.zeros(128, np.uint32)
+    mod.launch("k", grid=2, block=64, cluster=(2, 1, 1), args=[out])
+    assert [n for op, n in stretched if op.startswith("mapa")] == [4]   # the cluster's 4 warps, in one batch
+    t = np.arange(64, dtype=np.uint32)
+    assert np.array_equal(out, np.concatenate([t + 100, t]))
+    bad = DSMEM.replace("xor.b32 %r11, %r10, 1;", "add.u32 %r11, %r10, 2;")
+    texts = []
+    for gangs in (True, False):
+        with pytest.raises(ptx.MemoryFault) as e:
+            ptx.load(entry(bad, params=".param .u64 out", regs=REGS + SMEM, prologue="",
+                           directives=".explicitcluster")).launch("k", grid=2, block=64, cluster=(2, 1, 1),
+                                                                  args=[out], lockstep=gangs)
+        texts.append(str(e.value))
+    assert "mapa to CTA rank 2; the cluster has 2" in texts[0] and "CTA (0, 0, 0), warp 0" in texts[0]
+    assert texts[0] == texts[1]
+
+
 def test_cta_starts_finds_each_ctas_run_of_warps_or_none():
     # the gang versions that take a CTA's rows as one slice (st.global of several CTAs, cp.async's issue) need each
     # CTA's warps together in the gang; thread_ids are Warp.tid for every warp at once

@@ -647,12 +647,13 @@ def c_mapa(ins, prog, pc):
     base = np.uint64(WINDOWS["shared"])
     wh = where(ins)
 
-    def op(W, m):
+    def op(W, m):   # (private: a lock-step batch's warps are of one launch, whose clusters are alike)
         v = ga(W).astype(np.uint64)
         rank = gb(W).astype(np.uint64)
         act = mask_array(m) & W.live
-        if (rank[act] >= np.uint64(len(W.cta.cluster))).any():
-            raise MemoryFault(wh, f"mapa to CTA rank {int(rank[act].max())}; the cluster has {len(W.cta.cluster)}")
+        ctas = len((W.warps[0] if W.__class__ is Batch else W).cta.cluster)
+        if (rank[act] >= np.uint64(ctas)).any():
+            raise MemoryFault(wh, f"mapa to CTA rank {int(rank[act].max())}; the cluster has {ctas}")
         off = ((v - base) if generic else v) & np.uint64((1 << CLUSTER_SHIFT) - 1)
         r = ((rank + np.uint64(1)) << np.uint64(CLUSTER_SHIFT)) | off
         sd(W, (r + base if generic else r).astype(CONTAINER[t.bits]), m)
