@@ -10,6 +10,7 @@ every check stay at the instruction (ops/wgmma_gang.py). Everything that reads r
 hazard wrapper of instructions that touch wgmma registers (wrappers.hazard_checked), a lock-step batch
 (lockstep.Batch), a warp-by-warp wgmma (ops/wgmma.py) and the hang probes (hang.py)."""
 import time
+import zlib
 
 import numpy as np
 
@@ -48,18 +49,32 @@ class Chain:
 
 
 def settle_chains(chains):
-    """Compute chains and write their D registers. Twins (one CTA's warpgroups whose steps read the same B operands:
-    a gang step reads a CTA's operand once, so their B lists hold the same arrays; the same form, all from C or
-    all from +0) run as one GEMM of their A rows stacked: the engine's rows are independent, so the bits are each
-    chain's own, and B is prepared once."""
-    twins = {}
+    """Compute chains and write their D registers. Chains whose steps read the same B bits (one CTA's warpgroups: a
+    gang step reads a CTA's operand once, so their B lists hold the same arrays; CTAs of one tile column, whose
+    shared memory holds copies of the same global bytes) and that have the same form, all from C or all from +0,
+    run as one GEMM of their A rows stacked: the engine's rows are independent, so the bits are each chain's own,
+    and B is prepared once for all of them."""
+    groups, crcs = {}, {}
     for ch in chains:
         ch.drop()
         if ch.a:
-            key = (ch.form(), ch.c is None, len(ch.b)) + tuple(id(b) for b in ch.b)
-            twins.setdefault(key, []).append(ch)
-    for group in twins.values():
-        _compute(group)
+            key = (ch.form(), ch.c is None, len(ch.b)) + tuple(_crc(b, crcs) for b in ch.b)
+            groups.setdefault(key, []).append(ch)
+    for group in groups.values():
+        first = group[0]
+        same = [ch for ch in group if ch is first or all(x is y or np.array_equal(x, y) for x, y in zip(ch.b, first.b))]
+        _compute(same)
+        for ch in group:   # (a checksum met by other bits: alone)
+            if ch.a is not None:
+                _compute([ch])
+
+
+def _crc(bits, memo) -> int:
+    """A checksum of one step's B bits, once per array (twins' lists hold the same arrays)."""
+    got = memo.get(id(bits))
+    if got is None:
+        got = memo[id(bits)] = zlib.crc32(np.ascontiguousarray(bits))
+    return got
 
 
 def _compute(group):

@@ -650,8 +650,8 @@ def run_ctas(ctas, max_instructions: int, deadline: Optional[float] = None, time
                     probes.pop(w, None)
                 for c in r.ctas:
                     probes.pop(c, None)
-            if grid is not None:
-                grid.finished(r.ctas)
+        if ended and grid is not None:   # (the CTAs of a wave end together: the pace is judged on all of them)
+            grid.finished([c for r in ended for c in r.ctas])
         if gang_up and grid is not None and not clusters:   # lock-step: the next wave starts together
             while len(clusters) < grid.wave and grid.pending():
                 clusters.append(_Resident(grid.admit()))

@@ -391,12 +391,14 @@ class Module:
                 cta.cluster_barrier = cbar
             return ctas
 
-        def finished(ctas):
+        csize = math.prod(cluster)
+
+        def finished(ctas):   # (the clusters that finished in one round of the scheduler)
             stats["ctas"] += len(ctas)
             for c in ctas:
                 c.release()
             if bar:
-                bar.step()
+                bar.step(len(ctas) // csize)
             if timeout is not None:
                 check_pace(stats["ctas"], grid_.total, time.perf_counter() - t0, timeout)
         grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),
@@ -724,8 +726,8 @@ class _Progress:
         self.total, self.n, self.t0 = total, 0, time.perf_counter()
         self.instructions, self.drawn = 0, 0.0
 
-    def step(self):
-        self.n += 1
+    def step(self, clusters: int = 1):
+        self.n += clusters
         self.draw()
 
     def tick(self, instructions: int):

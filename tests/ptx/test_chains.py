@@ -83,9 +83,12 @@ def test_triton_matmuls_chain_their_k_loop(name, M, N, K, settled):
     assert c.any() and np.array_equal(c, alone)
 
 
-def test_a_ctas_twin_warpgroups_settle_as_one_gemm_with_the_same_bits(monkeypatch):
-    # Triton's 8-warp tile: the two warpgroups of a CTA read the same B operands (rows 0-63 and 64-127 of A): their
-    # chains run as one GEMM of 128 rows; warps one at a time settle each chain alone; the outputs agree
+@pytest.mark.parametrize("M,N,together", [(256, 256, [4]), (128, 512, [2, 2])])
+def test_chains_that_read_the_same_b_settle_as_one_gemm_with_the_same_bits(monkeypatch, M, N, together):
+    # Triton's 8-warp tile (128 x 256): the two warpgroups of a CTA read the same B operands (rows 0-63 and 64-127 of
+    # A), and so do the CTAs of one tile column (copies of the same global bytes): their chains run as one GEMM of
+    # their A rows stacked (M 256: both CTAs, 256 rows; N 512: two columns, a GEMM of 128 rows each); warps one at a
+    # time settle each chain alone; the outputs agree
     groups = []
     real = chains._compute
 
@@ -93,11 +96,27 @@ def test_a_ctas_twin_warpgroups_settle_as_one_gemm_with_the_same_bits(monkeypatc
         groups.append(len(group))
         return real(group)
     monkeypatch.setattr(chains, "_compute", spy)
-    _, _, c, _, _ = launch_matmul("matmul_bf16", 256, 256, 256)
-    assert groups == [2, 2]
+    _, _, c, _, _ = launch_matmul("matmul_bf16", M, N, 256)
+    assert groups == together
     groups.clear()
-    _, _, alone, _, _ = launch_matmul("matmul_bf16", 256, 256, 256, lockstep=False)
+    _, _, alone, _, _ = launch_matmul("matmul_bf16", M, N, 256, lockstep=False)
     assert groups == [1] * 4 and c.any() and np.array_equal(c, alone)
+
+
+def test_a_checksum_met_by_other_b_bits_settles_each_chain_alone(monkeypatch):
+    # the checksum only proposes a group: bits that differ are computed alone (here every step's checksum is one)
+    groups = []
+    real = chains._compute
+
+    def spy(group):
+        groups.append(len(group))
+        return real(group)
+    monkeypatch.setattr(chains, "_compute", spy)
+    monkeypatch.setattr(chains, "_crc", lambda bits, memo: 0)
+    _, _, c, _, _ = launch_matmul("matmul_bf16", 128, 512, 256)
+    assert groups == [2, 1, 1]   # the first CTA's twins (the same arrays); the other CTA's chains, each alone
+    _, _, alone, _, _ = launch_matmul("matmul_bf16", 128, 512, 256, lockstep=False)
+    assert np.array_equal(c, alone)
 
 
 def test_the_steps_into_one_accumulator_key_it_with_one_register_set_object(monkeypatch):

@@ -537,9 +537,12 @@ def test_ctas_subset():
 
 def test_progress_bar_counts_ctas(capsys):
     out = np.full(3 * 32, 0xFFFFFFFF, np.uint32)
-    run(GEOMETRY, out=out, grid=3, block=32, progress=True)
+    run(GEOMETRY, out=out, grid=3, block=32, progress=True, lockstep=False)   # CTAs one after another
     err = capsys.readouterr().err
-    assert "1/3 CTAs" in err and "3/3 CTAs" in err and err.endswith("\n")
+    assert "1/3 CTAs" in err and "2/3 CTAs" in err and "3/3 CTAs" in err and err.endswith("\n")
+    run(GEOMETRY, out=out, grid=3, block=32, progress=True)   # one lock-step wave: its CTAs end together
+    err = capsys.readouterr().err
+    assert "0/3 CTAs" in err and "1/3 CTAs" not in err and "3/3 CTAs" in err and err.endswith("\n")
     # the last line: every CTA done, their warp instructions per second and the wall time
     last = err.rstrip("\n").split("\r")[-1]
     assert re.fullmatch(r"\[#{30}\] 3/3 CTAs [0-9.]+/s, [0-9,]+ warp instructions/s, [0-9.]+ s", last), last

@@ -174,10 +174,10 @@ def test_cli_arguments_over_the_limit(tmp_path, capsys):
 
 # ---- 4. budgets
 
-def _stopped(kind, ctas, timeout, within):
-    """(module, message) of a launch of `ctas` one-warp CTAs of kernel() under `timeout` that `kind` stops within
+def _stopped(kind, ctas, timeout, within, body=""):
+    """(module, message) of a launch of `ctas` one-warp CTAs of kernel(body) under `timeout` that `kind` stops within
     `within` seconds, its field the grid."""
-    mod = ptx.load(kernel())
+    mod = ptx.load(kernel(body))
     t = time.monotonic()
     with pytest.raises(kind) as e:
         mod.launch("k", grid=(ctas,), block=32, timeout=timeout)
@@ -194,17 +194,29 @@ def test_a_grid_whose_bookkeeping_outlasts_the_timeout_is_refused_up_front():
     mod.launch("k", grid=(64,), block=32, timeout=5)
 
 
+# ~3,000 instructions a warp: a CTA's bookkeeping floor (a few us) is far under what it takes to run (some hundred
+# us on the VM, 2026-11-28), so a faster CPU or interpreter still projects far over the timeout
+LOOP = """.reg .b32 %r<3>; .reg .pred %p<2>;
+mov.u32 %r1, 0;
+$L_count:
+add.u32 %r1, %r1, 1;
+setp.lt.u32 %p1, %r1, 1000;
+@%p1 bra $L_count;"""
+
+
 def test_a_grid_whose_pace_outlasts_the_timeout_stops_early_with_the_estimate():
-    # 2^20 one-warp CTAs pass the up-front floor under timeout=10 (9 s) but take ~30-60 s on a CI machine: once a
-    # second has passed, the finished CTAs' pace projects more than 1.5 x 10 s and the launch stops then, with the
-    # estimate; a grid that fits runs to the end
-    mod, msg = _stopped(BudgetExceeded, 1 << 20, 10, within=5)
-    got = re.search(r"1,048,576 CTAs would take about ([\d,]+) s on the CPU \(([\d,]+) finished in (1\.\d) s, "
+    # 2^20 one-warp CTAs of a counting loop pass the up-front floor under timeout=10 (9 s) but would take minutes:
+    # once a second has passed, the finished CTAs' pace projects more than 1.5 x 10 s and the launch stops at the
+    # first finished wave then, with the estimate; a grid that fits runs to the end
+    mod, msg = _stopped(BudgetExceeded, 1 << 20, 10, within=5, body=LOOP)
+    got = re.search(r"1,048,576 CTAs would take about ([\d,]+) s on the CPU \(([\d,]+) finished in (\d+\.\d) s, "
                     r"([\d,]+) us a CTA\), over timeout=10 s: stopped now", msg)
     assert got, msg
     projected, done, elapsed, per = (float(x.replace(",", "")) for x in got.groups())
     assert projected > 15 and 0 < done < 1 << 20 and abs(projected - per * 1e-6 * (1 << 20)) <= 0.01 * projected + 1
-    mod.launch("k", grid=(512,), block=32, timeout=10)
+    assert 1.0 <= elapsed < 5
+    assert done > 1   # the CTAs of a lock-step wave end together and are counted together (one had read as the pace)
+    mod.launch("k", grid=(64,), block=32, timeout=10)
 
 
 def test_the_pace_check_projects_the_finished_ctas_pace():
