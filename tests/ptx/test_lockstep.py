@@ -378,3 +378,37 @@ def test_special_registers_of_a_batch_are_each_warps_own():
     want = (x.reshape(1, -1) | y.reshape(1, -1) << 8 | cx.reshape(-1, 1) << 16 | cy.reshape(-1, 1) << 24)
     assert out.tolist() == want.reshape(-1).astype(np.uint32).tolist()
     assert np.array_equal(run(body, grid=(2, 3), block=(16, 4), lockstep=False), out)
+
+
+
+EACH_WARP = ("wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "fence.proxy.async", "cp.async.commit_group")
+
+
+def test_fences_commits_and_waits_run_each_warp_in_one_gang_step():
+    """Instructions of whole warps that neither block nor jump (ops/common.each_warp) run for a gang in one step,
+    each warp's own effects in gang order: Triton's bf16 matmul (a cp.async pipeline into wgmma chains, 2 CTAs of 8
+    warps) gives the bits of warps one at a time, every such instruction run for all 16 warps at once."""
+    from tcemu.frontends.triton import run_compiled
+    from tcemu.traces.inputs import input_bits
+    from ptxkit import matmul_args, matmul_fixture
+    meta, text = matmul_fixture("matmul_bf16")
+    mod = ptx.load(text)
+    prog = mod.program(meta["entry"])
+    ran = {}
+    for pc, ins in enumerate(prog.instrs):
+        name = next((n for n in EACH_WARP if ins.opcode.startswith(n)), None)
+        if name is not None:
+            def spy(pairs, gang=prog.code[pc].gang, name=name):
+                ran.setdefault(name, []).append(len(pairs))
+                return gang(pairs)
+            prog.code[pc].gang = spy
+    M = N = K = 256
+    a, b = input_bits("bf16", (M, K), 7, 0), input_bits("bf16", (K, N), 7, 1)
+    outs = []
+    for m in (mod, ptx.load(text)):
+        c = np.zeros((M, N), np.uint16)
+        run_compiled(m, meta, matmul_args(meta, a, b, c, M, N, K, True), lockstep=m is mod)
+        outs.append(c)
+    assert outs[0].any() and np.array_equal(outs[0], outs[1])
+    assert sorted(ran) == sorted(EACH_WARP)
+    assert {n for sizes in ran.values() for n in sizes} == {16}

@@ -123,6 +123,17 @@ def whole_warp(m, wh: str, name: str) -> None:
                               f"but only lanes {np.flatnonzero(m).tolist()} did")
 
 
+def each_warp(op):
+    """op, with op.gang its own run for each warp in gang order (lockstep.py): for an instruction of whole warps that
+    neither blocks, jumps, diverges nor reports (a fence, a commit, a wait that only retires), the scheduler's step
+    of one warp at a time is all a gang saves."""
+    def gang(pairs):
+        for W, m in pairs:
+            op(W, m)
+    op.gang = gang
+    return op
+
+
 def thread_ids(warps) -> np.ndarray:
     """(warps, 32) int64: each lane's linear thread index in its CTA (machine.Warp.tid), for a gang at once."""
     return np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES

@@ -14,7 +14,8 @@ from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import BLOCK, DIVERGED, EXITED
 from ..types import TYPES
 from .calls import c_return
-from .common import Mods, by_cta, dest_setter, mask_array, operands, require_ptx, require_target, uniform, where
+from .common import (Mods, by_cta, dest_setter, each_warp, mask_array, operands, require_ptx, require_target,
+                     uniform, where)
 from ..signals import Fallback
 from .cp_async import drain_cp_async
 from ..lockstep import Batch, slots_of
@@ -159,7 +160,7 @@ def c_fence_proxy_async(ins, prog, pc):
     """Generic-proxy writes of this warp's threads become visible to the async proxy (wgmma, TMA)."""
     def op(W, m):
         W.cta.shared.fence_proxy_async()
-    return op
+    return each_warp(op)
 
 
 @register("fence")

@@ -16,7 +16,8 @@ from ..memory import NO_SOURCE
 from ..rows import fill_starts, gather, gather_starts, scatter, scatter_starts
 from ..signals import Fallback
 from ..types import TYPES
-from .common import Mods, by_cta, cta_starts, mask_array, operands, repeats, repeats_aligned, thread_ids, where
+from .common import (Mods, by_cta, cta_starts, each_warp, mask_array, operands, repeats, repeats_aligned, thread_ids,
+                     where)
 from .memory_ops import access, address
 from .registry import register
 from .runs import Fuse
@@ -373,7 +374,7 @@ def _cp_async_sync(ins, prog, which):
         def commit(W, m):
             W.cp_async_groups.append(W.cp_async_open)
             W.cp_async_open = []
-        return commit
+        return each_warp(commit)
     if which == "wait_all":
         def wait_all(W, m):
             W.cp_async_groups.append(W.cp_async_open)

@@ -30,7 +30,7 @@ from ..lockstep import slots_of
 from ..signals import Fallback
 from ..provenance import check_operand
 from ..types import TYPES
-from .common import Mods, where
+from .common import Mods, each_warp, where
 from .registry import register
 from .wgmma_gang import GangMma, InFlight, operand
 
@@ -43,7 +43,7 @@ PRED = TYPES["pred"]
 def c_fence(ins, prog, pc):
     def op(W, m):
         W.wgmma_dirty.clear()
-    return op
+    return each_warp(op)
 
 
 @register("wgmma.commit_group")
@@ -51,7 +51,7 @@ def c_commit(ins, prog, pc):
     def op(W, m):
         W.wgmma_groups.append(W.wgmma_open)
         W.wgmma_open = []
-    return op
+    return each_warp(op)
 
 
 @register("wgmma.wait_group")
@@ -63,7 +63,7 @@ def c_wait(ins, prog, pc):
 
     def op(W, m):
         retire(W, keep)
-    return op
+    return each_warp(op)
 
 
 def retire(W, keep: int):
