@@ -412,3 +412,45 @@ def test_fences_commits_and_waits_run_each_warp_in_one_gang_step():
     assert outs[0].any() and np.array_equal(outs[0], outs[1])
     assert sorted(ran) == sorted(EACH_WARP)
     assert {n for sizes in ran.values() for n in sizes} == {16}
+
+
+# every thread of 2 warps arrives once on the mbarrier at `bar` (count 64), waits for its phase 0, and stores the
+# count its arrival found pending (the state's high word, PTX 9.7.13.15.13)
+ARRIVE = """\
+  mov.u32 %r1, bar;
+  setp.eq.u32 %p1, %r0, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r1], 64;
+  bar.sync 0;
+  mbarrier.arrive.shared::cta.b64 %rd2, [%r1{off}];
+$L_wait:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], 0;
+  @!%p2 bra $L_wait;
+  shr.u64 %rd3, %rd2, 32;
+  cvt.u32.u64 %r2, %rd3;
+  st.global.u32 [%rd1], %r2;
+  ret;
+"""
+BAR = ".shared .align 8 .b64 bar;\n"
+
+
+@pytest.mark.parametrize("off", ["", "+8"], ids=["arrive", "no-mbarrier"])
+def test_mbarrier_arrivals_of_a_gang_give_the_states_and_reports_of_warps_in_gang_order(off, monkeypatch):
+    """mbarrier.arrive runs for a gang's warps in one step (ops/common.each_warp), in gang order: each thread's
+    state holds the count pending before its arrival, as the warps one after another leave it (warp 0's lanes,
+    then warp 1's: 64 - t); an arrival at an address that holds no mbarrier names the first warp that makes it."""
+    from ptxkit import REGS
+    got = []
+    for gangs in (True, False):
+        monkeypatch.setattr(lockstep, "GANG_OPS", gangs)
+        mod = ptx.load(entry(ARRIVE.format(off=off), regs=REGS + BAR))
+        out = np.zeros(64, np.uint32)
+        try:
+            mod.launch("k", grid=1, block=64, args=[out])
+            got.append(out)
+        except ptx.KernelFault as e:
+            got.append(str(e))
+    if off:
+        assert isinstance(got[0], str) and "no initialised mbarrier at shared address" in got[0]
+        assert "CTA (0, 0, 0), warp 0:" in got[0] and got[0] == got[1]
+    else:
+        assert np.array_equal(got[0], 64 - np.arange(64)) and np.array_equal(got[0], got[1])

@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 from .. import parser as P
-from ..errors import HazardError, PtxSyntaxError, PtxUnsupported
+from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
 from ..machine import LANES
 from ..parser import Instruction
 from ..types import TYPES, PtxType
@@ -125,11 +125,16 @@ def whole_warp(m, wh: str, name: str) -> None:
 
 def each_warp(op):
     """op, with op.gang its own run for each warp in gang order (lockstep.py): for an instruction of whole warps that
-    neither blocks, jumps, diverges nor reports (a fence, a commit, a wait that only retires), the scheduler's step
-    of one warp at a time is all a gang saves."""
+    neither blocks, jumps nor diverges (a fence, a commit, a wait that only retires, an mbarrier arrival), the
+    scheduler's step of one warp at a time is all a gang saves. A fault names its warp, as that step does; the
+    warps before it have run, as they had one at a time."""
     def gang(pairs):
         for W, m in pairs:
-            op(W, m)
+            try:
+                op(W, m)
+            except KernelFault as e:
+                raise type(e)(f"{e.field}, {W.where()}", e.rule) from None
+    gang.masked = True   # each warp on its lanes (lockstep.run_any)
     op.gang = gang
     return op
 

@@ -14,7 +14,7 @@ from .. import races
 from ..errors import HazardError, KernelFault, PtxSyntaxError
 from ..machine import BLOCK
 from ..types import TYPES
-from .common import Mods, mask_array, where
+from .common import Mods, each_warp, mask_array, where
 from .registry import register
 from .cp_async import drain_cp_async
 from .memory_ops import address, cluster_space, shared_target
@@ -188,7 +188,7 @@ def c_mbarrier(ins, prog, pc):
                 W.cta.progress = True
             if sd is not None:
                 sd(W, out, m)
-        return arrive
+        return each_warp(arrive)
     if op_name in ("expect_tx", "complete_tx"):
         get_addr = address(prog, ops[0], ins, space)
         gval = prog.read(ops[1], U32, ins)
@@ -203,7 +203,7 @@ def c_mbarrier(ins, prog, pc):
                     mb.expect_tx(int(vals[lane]), wh)
                 else:
                     mb.complete_tx(int(vals[lane]))
-        return tx
+        return each_warp(tx)
     if op_name in ("test_wait", "try_wait"):
         parity = "parity" in mods
         dest = ops[0]
