@@ -340,8 +340,9 @@ def _moved(w, pcs, m, pc: int, r) -> None:
 def _step(g, pc: int, masks, log):
     """Run the instruction at pc (not private) for the gang's warps, each on its lanes (masks[k]; masks None:
     every lane of full warps): its gang version once for all where it has one (for masked lanes: one that takes
-    them, op.gang.masked, and more than one warp of a CTA, since it works CTA by CTA), else warp by warp, those
-    that block tried again once the others ran it. (the warps that ran it, whether all went on to one PC)."""
+    them, op.gang.masked, and more than one warp of a CTA, since it works CTA by CTA, unless masked is "any": it
+    goes warp by warp itself), else warp by warp, those that block tried again once the others ran it. (the warps
+    that ran it, whether all went on to one PC)."""
     code = g[0].prog.code
     op = code[pc]
     pcs = [w.lane_pc for w in g]
@@ -350,7 +351,7 @@ def _step(g, pc: int, masks, log):
     pending = list(range(len(g)))
     gang_op = getattr(op, "gang", None) if GANG_OPS else None
     if gang_op is not None and (masks is None or getattr(gang_op, "masked", False) and
-                                len({id(w.cta) for w in g}) < len(g)):
+                                (gang_op.masked == "any" or len({id(w.cta) for w in g}) < len(g))):
         if log is not None:
             log.running = g[0]
         try:

@@ -454,3 +454,52 @@ def test_mbarrier_arrivals_of_a_gang_give_the_states_and_reports_of_warps_in_gan
         assert "CTA (0, 0, 0), warp 0:" in got[0] and got[0] == got[1]
     else:
         assert np.array_equal(got[0], 64 - np.arange(64)) and np.array_equal(got[0], got[1])
+
+
+# lanes 0-15 of a one-warp CTA arrive on its mbarrier (count 16) on a branch's path: masked lanes
+ARRIVE_HALF = """\
+  mov.u32 %r1, bar;
+  setp.eq.u32 %p1, %r0, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r1], 16;
+  bar.sync 0;
+  mov.u64 %rd2, 0;
+  setp.lt.u32 %p3, %r0, 16;
+  @!%p3 bra $L_skip;
+  mbarrier.arrive.shared::cta.b64 %rd2, [%r1];
+$L_skip:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], 0;
+  @!%p2 bra $L_skip;
+  shr.u64 %rd3, %rd2, 32;
+  cvt.u32.u64 %r2, %rd3;
+  mov.u32 %r3, %ctaid.x;
+  shl.b32 %r3, %r3, 7;
+  cvt.u64.u32 %rd4, %r3;
+  add.s64 %rd1, %rd1, %rd4;
+  st.global.u32 [%rd1], %r2;
+  ret;
+"""
+
+
+def test_masked_arrivals_of_one_warp_in_each_cta_run_as_one_gang_step(monkeypatch):
+    """each_warp's gang takes masked lanes of one warp in each CTA too (op.gang.masked == "any"): four one-warp CTAs
+    whose lanes 0-15 arrive on a branch's path do so in one step, with the states of warps in gang order."""
+    from ptxkit import REGS
+    got, sizes = [], []
+    for gangs in (True, False):
+        monkeypatch.setattr(lockstep, "GANG_OPS", gangs)
+        mod = ptx.load(entry(ARRIVE_HALF, regs=REGS + BAR))
+        prog = mod.program("k")
+        pc = next(i for i, ins in enumerate(prog.instrs) if ins.opcode.startswith("mbarrier.arrive"))
+        real = prog.code[pc].gang
+
+        def spy(pairs, real=real):
+            sizes.append([m is not None and int(m.sum()) for _, m in pairs])
+            return real(pairs)
+        spy.masked = real.masked
+        prog.code[pc].gang = spy
+        out = np.zeros(4 * 32, np.uint32)
+        mod.launch("k", grid=4, block=32, args=[out])
+        got.append(out)
+    t = np.arange(32)
+    assert np.array_equal(got[0], np.tile(np.where(t < 16, 16 - t, 0), 4)) and np.array_equal(got[0], got[1])
+    assert sizes == [[16] * 4]   # (GANG_OPS off: no gang call)

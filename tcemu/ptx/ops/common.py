@@ -134,7 +134,7 @@ def each_warp(op):
                 op(W, m)
             except KernelFault as e:
                 raise type(e)(f"{e.field}, {W.where()}", e.rule) from None
-    gang.masked = True   # each warp on its lanes (lockstep.run_any)
+    gang.masked = "any"   # each warp on its lanes (lockstep.run_any), one warp of each CTA too
     op.gang = gang
     return op
 
