@@ -83,12 +83,9 @@ def test_triton_matmuls_chain_their_k_loop(name, M, N, K, settled):
     assert c.any() and np.array_equal(c, alone)
 
 
-@pytest.mark.parametrize("M,N,together", [(256, 256, [4]), (128, 512, [2, 2])])
-def test_chains_that_read_the_same_b_settle_as_one_gemm_with_the_same_bits(monkeypatch, M, N, together):
-    # Triton's 8-warp tile (128 x 256): the two warpgroups of a CTA read the same B operands (rows 0-63 and 64-127 of
-    # A), and so do the CTAs of one tile column (copies of the same global bytes): their chains run as one GEMM of
-    # their A rows stacked (M 256: both CTAs, 256 rows; N 512: two columns, a GEMM of 128 rows each); warps one at a
-    # time settle each chain alone; the outputs agree
+@pytest.fixture
+def grouped(monkeypatch):
+    """The chains of each GEMM the engine runs: [chains in it, ...]."""
     groups = []
     real = chains._compute
 
@@ -96,6 +93,16 @@ def test_chains_that_read_the_same_b_settle_as_one_gemm_with_the_same_bits(monke
         groups.append(len(group))
         return real(group)
     monkeypatch.setattr(chains, "_compute", spy)
+    return groups
+
+
+@pytest.mark.parametrize("M,N,together", [(256, 256, [4]), (128, 512, [2, 2])])
+def test_chains_that_read_the_same_b_settle_as_one_gemm_with_the_same_bits(grouped, M, N, together):
+    # Triton's 8-warp tile (128 x 256): the two warpgroups of a CTA read the same B operands (rows 0-63 and 64-127 of
+    # A), and so do the CTAs of one tile column (copies of the same global bytes): their chains run as one GEMM of
+    # their A rows stacked (M 256: both CTAs, 256 rows; N 512: two columns, a GEMM of 128 rows each); warps one at a
+    # time settle each chain alone; the outputs agree
+    groups = grouped
     _, _, c, _, _ = launch_matmul("matmul_bf16", M, N, 256)
     assert groups == together
     groups.clear()
@@ -103,15 +110,9 @@ def test_chains_that_read_the_same_b_settle_as_one_gemm_with_the_same_bits(monke
     assert groups == [1] * 4 and c.any() and np.array_equal(c, alone)
 
 
-def test_a_checksum_met_by_other_b_bits_settles_each_chain_alone(monkeypatch):
+def test_a_checksum_met_by_other_b_bits_settles_each_chain_alone(grouped, monkeypatch):
     # the checksum only proposes a group: bits that differ are computed alone (here every step's checksum is one)
-    groups = []
-    real = chains._compute
-
-    def spy(group):
-        groups.append(len(group))
-        return real(group)
-    monkeypatch.setattr(chains, "_compute", spy)
+    groups = grouped
     monkeypatch.setattr(chains, "_crc", lambda bits, memo: 0)
     _, _, c, _, _ = launch_matmul("matmul_bf16", 128, 512, 256)
     assert groups == [2, 1, 1]   # the first CTA's twins (the same arrays); the other CTA's chains, each alone
