@@ -15,7 +15,7 @@ def test_rows_of_64_one_warp_ctas_count_every_warp_instruction_once():
     rows = {m.group(3): (int(m.group(1).replace(",", "")), int(m.group(2).replace(",", "")))
             for m in re.finditer(r"%\s+([\d,]+) calls\s+([\d,]+) warp instr  (.+)", out.stdout)}
     # the 64 CTAs are one wave and one gang: ld.param, then 7 private instructions (cvta, mov x2, shl, add, mul.wide,
-    # add) as one batch, st.global's gang version, and ret warp by warp (one call for the gang)
+    # add) as one batch, st.global's gang version, and ret's (whole warps leaving at once)
     assert rows == {"gang: ld.param.u64": (1, 64), "private stretches": (1, 7 * 64), "gang: st.global.u32": (1, 64),
-                    "warp by warp: ret": (1, 64)}
+                    "gang: ret": (1, 64)}
     assert "warp instructions in the rows: 640 (the launch's: 640)" in out.stdout
