@@ -77,7 +77,8 @@ class Warp:
     # (~3 us a warp on the VM, 2026-11-28)
     __slots__ = ("cta", "index", "prog", "_files", "_column", "live", "full", "pc", "lane_pc", "done", "wait",
                  "parked_test", "give_up_test", "tid", "local", "executed", "cc", "race", "regcol", "calls",
-                 "deferred", "cp_async_open", "cp_async_groups", "__weakref__") + tuple(_LAZY) + tuple(CLASS_ATTR.values())
+                 "deferred", "cp_async_open", "cp_async_groups", "__weakref__") + tuple(_LAZY) + \
+        tuple(CLASS_ATTR.values())
 
     def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program, files=None, column: int = 0):
         self.cta = cta
