@@ -381,7 +381,7 @@ def _step(g, pc: int, masks, log):
             try:
                 r = op(w, ms[k])
             except KernelFault as e:
-                raise type(e)(f"{e.field}, {w.where()}", e.rule) from None
+                raise w.named(e) from None
             if r is BLOCK:
                 blocked.append(k)
                 continue

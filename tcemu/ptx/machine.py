@@ -143,6 +143,10 @@ class Warp:
         c = self.cta
         return f"CTA {c.ctaid}, warp {self.index}"
 
+    def named(self, e: KernelFault) -> KernelFault:
+        """The fault e, its field naming this warp (what a report of an instruction it ran says)."""
+        return type(e)(f"{e.field}, {self.where()}", e.rule)
+
     def run(self, budget: int) -> int:
         """Execute until this warp blocks, exits or has run `budget` instructions; the number executed."""
         code = self.prog.code
@@ -194,7 +198,7 @@ class Warp:
                 self.wait = None
                 n += 1
         except KernelFault as e:
-            raise type(e)(f"{e.field}, {self.where()}", e.rule) from None
+            raise self.named(e) from None
         except PtxError:
             raise
         self.executed += n
@@ -215,13 +219,14 @@ class Warp:
         return DIVERGED
 
     def exit_lanes(self, m):
-        if m is None:
+        self.full = False
+        if m is None:   # every lane
             self.live[:] = False
+            self.done = True
         else:
             self.live &= ~m
-        self.full = False
-        if not self.live.any():
-            self.done = True
+            if not self.live.any():
+                self.done = True
         return EXITED
 
 

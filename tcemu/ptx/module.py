@@ -391,14 +391,12 @@ class Module:
                 cta.cluster_barrier = cbar
             return ctas
 
-        csize = math.prod(cluster)
-
         def finished(ctas):   # (the clusters that finished in one round of the scheduler)
             stats["ctas"] += len(ctas)
             for c in ctas:
                 c.release()
             if bar:
-                bar.step(len(ctas) // csize)
+                bar.step(len(ctas) // len(ranks))
             if timeout is not None:
                 check_pace(stats["ctas"], grid_.total, time.perf_counter() - t0, timeout)
         grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),

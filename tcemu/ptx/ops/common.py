@@ -133,7 +133,7 @@ def each_warp(op):
             try:
                 op(W, m)
             except KernelFault as e:
-                raise type(e)(f"{e.field}, {W.where()}", e.rule) from None
+                raise W.named(e) from None
     gang.masked = "any"   # each warp on its lanes (lockstep.run_any), one warp of each CTA too
     op.gang = gang
     return op

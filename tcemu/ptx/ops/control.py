@@ -11,7 +11,7 @@ from .. import fparith
 from .. import parser as P
 from .. import graces, races
 from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
-from ..machine import BLOCK, DIVERGED, EXITED
+from ..machine import BLOCK, DIVERGED
 from ..types import TYPES
 from .calls import c_return
 from .common import (Mods, by_cta, dest_setter, each_warp, mask_array, operands, require_ptx, require_target,
@@ -118,11 +118,7 @@ def c_exit(ins, prog, pc):
         for W, m in pairs:
             if m is not None or W.cta.races is not None or W.cp_async_groups or W.cp_async_open:
                 raise Fallback
-        for W, _ in pairs:   # (Warp.exit_lanes of every lane)
-            W.live[:] = False
-            W.full = False
-            W.done = True
-        return [EXITED] * len(pairs)
+        return [W.exit_lanes(None) for W, _ in pairs]
     op.gang = gang
     return op
 
