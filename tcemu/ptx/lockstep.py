@@ -114,6 +114,22 @@ def _runs(warps):
     return runs
 
 
+def _column_order(warps):
+    """The order of warps by their register columns where that makes fewer slices than theirs (a warp-specialised
+    wave's CTAs, whose warpgroups lie block by block: machine.RegisterSlabs), else None."""
+    cols = [w.regcol for w in warps]
+    if None in cols:
+        return None
+    n = len(cols)
+    srt = sorted(cols)
+    if srt == cols:
+        return None
+    runs = 1 + sum(1 for a, b in zip(srt, srt[1:]) if b != a + 1)
+    if runs >= 1 + sum(1 for a, b in zip(cols, cols[1:]) if b != a + 1):
+        return None
+    return sorted(range(n), key=cols.__getitem__)
+
+
 class Batch:
     """A gang's registers as (registers, warps, 32) arrays: the `W` a private instruction's semantics run on."""
     full = True
@@ -217,6 +233,11 @@ def stretch(gang, pc: int, m=None) -> int:
                 if rest.size:
                     end = min(end, int(rest.min()))
     touched, written = prog.lockstep_regs[pc]
+    order = _column_order(gang)
+    if order is not None:   # (private: the warps' order is no one's to see)
+        gang = [gang[k] for k in order]
+        if m is not None:
+            m = m[order]
     B = Batch(gang, touched)
     code = prog.code
     at = pc

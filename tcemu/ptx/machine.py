@@ -232,7 +232,7 @@ class Warp:
 
 class Cta:
     """One CTA: its warps, shared memory, barriers and asynchronous units."""
-    __slots__ = ("launch", "ctaid", "prog", "shared", "nthreads", "regbase", "regslot", "warps", "barriers",
+    __slots__ = ("launch", "ctaid", "prog", "shared", "nthreads", "regbase", "warps", "barriers",
                  "mbarriers", "cluster", "rank", "cluster_barrier", "collectives", "progress", "clock", "tmem", "races",
                  "grace", "__weakref__", "__dict__")
 
@@ -244,14 +244,14 @@ class Cta:
         nthreads = launch.nthreads
         self.nthreads = nthreads
         nw = (nthreads + 31) // 32
-        # one register file per class: (registers, warps, 32), warp w's registers are [:, w]; the files are
-        # columns regslot.. of regbase's, which the CTAs admitted after it share (RegisterSlabs)
+        # one register file per class: (registers, warps, 32), warp w's registers are [:, cols[w]] of regbase's,
+        # which the CTAs admitted after it share (RegisterSlabs)
         slabs = getattr(launch, "slabs", None) or RegisterSlabs(1)   # without a wave: a slab of its own
-        self.regbase, self.regslot, serial = slabs.take(prog, nw)
-        self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.regbase, self.regslot + w)
+        self.regbase, cols, serial = slabs.take(prog, nw)
+        self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.regbase, cols[w])
                                   for w in range(nw)]
-        for w in self.warps:   # where its registers lie: serial << 32 | column (lockstep._runs)
-            w.regcol = serial << 32 | (self.regslot + w.index)
+        for w, c in zip(self.warps, cols):   # where its registers lie: serial << 32 | column (lockstep._runs)
+            w.regcol = serial << 32 | c
         self.barriers = {}      # named barrier id -> [arrived threads, generation, count, reductions, warps]
         self.mbarriers = {}     # shared offset -> MBarrier (ops/mbarrier.py)
         self.cluster = [self]   # the CTAs of this CTA's cluster, by rank (Module.launch sets these two)
@@ -370,21 +370,38 @@ class Cta:
 class RegisterSlabs:
     """Register files for `ctas` CTAs at a time in one array per class: CTAs admitted one after another hold
     neighbouring columns, so a gang of whole CTAs (a wave in lock-step) reads its registers as one slice, without
-    a copy (lockstep.Batch). A slab goes once every CTA in it has finished (Cta.release)."""
+    a copy (lockstep.Batch). A slab goes once every CTA in it has finished (Cta.release).
 
-    def __init__(self, ctas: int):
+    by_warp: a warp-specialised kernel's warps lie warp index by warp index (warp w of the slab's CTA s in column
+    w * ctas + s), so that the warps of one role in a wave (CUTLASS's consumer warpgroups, its producer warp after
+    elect.sync) are one slice too, taken in column order (lockstep.stretch); its whole CTAs are then one slice in
+    that order."""
+
+    def __init__(self, ctas: int, by_warp: bool = False):
         self.ctas = max(1, ctas)
+        self.by_warp = by_warp
         self.base, self.used = None, 0
 
     def take(self, prog, nw: int):
-        """(register files, first column, the slab's serial number) for a CTA of nw warps."""
+        """(register files, each warp's column, the slab's serial number) for a CTA of nw warps."""
         if self.base is None or self.used + nw > self.ctas * nw:
             self.base = {attr: np.zeros((max(prog.nregs[cls], 1), self.ctas * nw, 32), _DTYPES[cls])
                          for cls, attr in CLASS_ATTR.items()}
             self.used = 0
             self.serial = next(_SLAB_SERIAL)
         at, self.used = self.used, self.used + nw
-        return self.base, at, self.serial
+        if not self.by_warp:
+            return self.base, range(at, at + nw), self.serial
+        return self.base, range(at // nw, self.ctas * nw, self.ctas), self.serial
+
+
+def warp_specialised(prog) -> bool:
+    """Whether the kernel hands its warpgroups registers of their own (setmaxnreg: PTX 9.7.19.5), the sign of
+    warpgroups with roles (a producer, consumers) that run apart."""
+    got = getattr(prog, "_warp_specialised", None)
+    if got is None:
+        got = prog._warp_specialised = any(i.parts[0] == "setmaxnreg" for i in prog.instrs)
+    return got
 
 
 _SLAB_SERIAL = itertools.count(1)

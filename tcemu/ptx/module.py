@@ -28,7 +28,7 @@ from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsuppor
 from .hang import WriteLog
 from . import distribute, lockstep, races
 from .heap import HEAP_BYTES
-from .machine import ClusterBarrier, Cta, RegisterSlabs, run_ctas
+from .machine import ClusterBarrier, Cta, RegisterSlabs, run_ctas, warp_specialised
 from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
 from .ops import lookup
 from .program import Program, Symbol
@@ -411,7 +411,8 @@ class Module:
             work = L.gmem.allocate(np.zeros(64, np.uint8), "grid workspace")
             L.envreg = {"1": work >> 32, "2": work & 0xFFFFFFFF}   # high, low half (as grid.sync() joins them)
         if L.lockstep and grid_.wave > 1:   # a wave's register files side by side (a grid's, where it is smaller)
-            L.slabs = RegisterSlabs(min(grid_.wave, len(groups)) * int(np.prod(cluster)))
+            L.slabs = RegisterSlabs(min(grid_.wave, len(groups)) * int(np.prod(cluster)),
+                                    warp_specialised(prog))
         bar = _Progress(len(groups)) if progress else None
         L.progress = bar
         # the cyclic GC's full collections during the run skip what existed before it (the program's compiled

@@ -630,9 +630,9 @@ def test_a_grid_smaller_than_a_wave_gets_register_slabs_for_its_own_ctas(monkeyp
     made = []
 
     class Slabs(machine.RegisterSlabs):
-        def __init__(self, ctas):
+        def __init__(self, ctas, by_warp=False):
             made.append(ctas)
-            super().__init__(ctas)
+            super().__init__(ctas, by_warp)
     monkeypatch.setattr(module, "RegisterSlabs", Slabs)
     fx = os.path.join(os.path.dirname(__file__), "..", "fixtures", "ptx")
     meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
