@@ -250,7 +250,8 @@ class _Watch:
         made = sh.__dict__   # (a shadow never made stays so: the store leaves guard_bar's -1 as it is)
         watched = [(sh.smem.data, spots), (sh.smem.written, spots)] + \
             ([(sh.guard_bar, spots)] if "guard_bar" in made else [])
-        arrays = watched + [(sh.unfenced16, gr), (sh.source16, gr)]
+        arrays = watched + [(sh.unfenced16, gr), (sh.source16, gr)] + \
+            ([(sh.guard16, gr)] if "guard16" in made else [])
         for name in ("source", "unfenced"):   # the MIXED granules' bytes (unfenced: epochs, as the sources)
             if name in made:
                 arrays.append((made[name], (gr[:, None] * 16 + np.arange(16)).ravel()))

@@ -17,6 +17,7 @@ from numba import njit
 from . import races
 from .errors import HazardError, MemoryFault
 from .granular import whole_granules
+from .guardscan import MIXED, NO_GUARD, guard_keys, guard_keys16, guard_summary
 from .rows import gather_starts, scatter, scatter_starts
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
@@ -202,6 +203,10 @@ _SHADOWS = {
     # have observed that phase (a successful wait, or knowledge passed on through a barrier)
     "guard_bar": (np.int64, -1),
     "guard_phase": (np.int64, 0),
+    # the same per 16-byte granule (guard16): its bytes' one (barrier << 32 | phase), NO_GUARD where none of its
+    # bytes is guarded, or MIXED: per byte only. Kept by every writer of guard_bar (TMA delivery sets it, stores
+    # clear it: guard_changed), so that a wgmma operand's guard check reads one entry a granule (unobserved)
+    "guard16": (np.int64, -1),
     # in-flight wgmmas reading each 16-byte granule: a wgmma operand is whole granules (its start address, LBO
     # and SBO count 16 bytes and a swizzle permutes 16-byte chunks: PTX 9.7.15.5.1), so this is exact
     "wgmma_reading": (np.int32, 0),
@@ -210,9 +215,9 @@ _SHADOWS = {
     "mbar_live": (np.bool_, 0),        # bytes of initialised mbarrier objects
     "copy_pc": (np.int32, 0),          # pc + 1 of the async copy that wrote each byte
 }
-_GRANULES = {"wgmma_reading", "async_pending16", "source16", "unfenced16"}   # kept per 16-byte granule, not byte
-NO_SOURCE, MIXED = -1, -2   # source16: no byte of the granule is a copy; its bytes' sources (unfenced16: epochs) are
-                            # per byte in `source` (`unfenced`)
+_GRANULES = {"wgmma_reading", "async_pending16", "source16", "unfenced16", "guard16"}   # kept per 16-byte granule, not byte
+NO_SOURCE = -1   # source16: no byte of the granule is a copy; MIXED (guardscan.py): its bytes' sources (unfenced16:
+                 # epochs) are per byte in `source` (`unfenced`)
 _BYTE = np.arange(16)
 
 
@@ -237,29 +242,6 @@ def _runs_at(source16, granules, low, out):
             return False
         o[i] = v + lo[i]
     return True
-
-
-@njit(cache=True)
-def _guard_keys(guard_bar, guard_phase, idx, keys):
-    """The distinct (barrier << 32 | phase) of the TMA-guarded bytes idx into keys (how many; -1 past its size):
-    unobserved's question in one pass, without gathering both shadows (~50 us a CUTLASS wgmma operand)."""
-    n = 0
-    for i in idx:
-        b = guard_bar[i]
-        if b < 0:
-            continue
-        k = (b << 32) | guard_phase[i]
-        seen = False
-        for j in range(n):
-            if keys[j] == k:
-                seen = True
-                break
-        if not seen:
-            if n == keys.size:
-                return -1
-            keys[n] = k
-            n += 1
-    return n
 
 
 @njit(cache=True)
@@ -432,6 +414,7 @@ class SharedWindow:
         races.on_write(self, W, spots, lanes, where, data, strong)
         if "guard_bar" in self.__dict__:   # (a shadow never made holds -1 everywhere)
             self.guard_bar[spots] = -1
+            self.guard_changed(spots)
         self.smem.data[spots] = data
         self.smem.written[spots] = True
         self.set_sources(spots, NO_SOURCE)
@@ -569,11 +552,25 @@ class SharedWindow:
                                      f"completes phase {phase} of the mbarrier at {key[1]:#x}{other}, but the "
                                      "warp has not observed that phase (no successful mbarrier wait on it)")
 
-    def unobserved(self, warps, spots):
-        """(warp, byte, phase, mbarrier key) of a byte a TMA wrote whose phase a warp has not observed, or None."""
+    def guard_changed(self, spots, g=None):
+        """guard_bar / guard_phase changed at bytes spots (or whole granules g): guard16 follows (a shadow never
+        made stays so: it is NO_GUARD wherever guard_bar is -1, and only a TMA's delivery sets one)."""
+        if "guard16" not in self.__dict__:
+            return
+        if g is None:
+            g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
+        grains = np.unique(_flat(spots) >> 4) if g is None else _flat(g)
+        guard_summary(self.guard16, self.guard_bar, self.guard_phase, grains)
+
+    def unobserved(self, warps, spots, grains=None):
+        """(warp, byte, phase, mbarrier key) of a byte a TMA wrote whose phase a warp has not observed, or None.
+        grains: the 16-byte granules of spots where they are whole granules (a tensor-core operand's)."""
         flat = _flat(spots)
         keys = np.empty(16, np.int64)
-        n = _guard_keys(self.guard_bar, self.guard_phase, flat, keys)   # first: which (barrier, phase) at all
+        if grains is not None:   # which (barrier, phase) at all: one entry a granule
+            n = guard_keys16(self.guard16, self.guard_bar, self.guard_phase, _flat(grains), keys)
+        else:
+            n = guard_keys(self.guard_bar, self.guard_phase, flat, keys)
         if n == 0:
             return None
         if n > 0 and all(w.mbar_seen.get(self._bar_key(k >> 32), -1) >= (k & 0xFFFFFFFF)

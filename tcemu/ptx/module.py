@@ -55,14 +55,14 @@ GC_YOUNG = 20_000    # allocations between the cyclic GC's young collections dur
 # records per unit of races.shared_unit bytes (races.Shadow: four fields and a row per warp, 8 bytes each: 6 a byte
 # for Triton's 8-warp GEMM, 32 for CUTLASS ping-pong's 12 warps and 4-byte unit); where that unit is below 16
 # (stores of parts of granules), the per-byte epochs and sources those make (PART_SHADOW_BYTES); and where the
-# kernel has a bulk or tensor copy, a TMA's guard_bar / guard_phase / copy_pc and the mbarrier and bulk-store
-# shadows (TMA_SHADOW_BYTES). Measured (session 25): Triton's bf16 GEMM 7.5 a byte (estimated 7.5), CUTLASS's 66.5
-# (estimated 74.5). Until then one figure, 28 (+20 with TMA), served every kernel: Triton's waves were less than
-# half what the budget holds, CUTLASS's a third over it.
+# kernel has a bulk or tensor copy, a TMA's guard_bar / guard_phase / copy_pc (and guard16: 0.5 a byte) and the
+# mbarrier and bulk-store shadows (TMA_SHADOW_BYTES). Measured (session 25): Triton's bf16 GEMM 7.5 a byte
+# (estimated 7.5), CUTLASS's 66.5 (estimated 74.5). Until then one figure, 28 (+20 with TMA), served every
+# kernel: Triton's waves were less than half what the budget holds, CUTLASS's a third over it.
 GRANULE_SHADOW_BYTES = 1.5
 SMALL_SHADOW_BYTES = 4096   # a CTA's small arrays beside those (racecheck's per-warp clocks and bounds)
 PART_SHADOW_BYTES = 16
-TMA_SHADOW_BYTES = 25
+TMA_SHADOW_BYTES = 25.5
 
 
 def shadow_bytes(prog: Program, warps: int) -> float:
@@ -180,6 +180,10 @@ class Module:
     @property
     def kernels(self) -> Dict[str, List[Param]]:
         return {n: [_param_info(p) for p in f.params] for n, f in self.tree.functions.items() if f.entry and f.body}
+
+    def compiled(self, name: str) -> Optional[Program]:
+        """The kernel's Program where it is compiled already (program(name)), else None."""
+        return self._programs.get(name)
 
     def program(self, name: str) -> Program:
         """The compiled kernel (compiling on first use: unsupported instructions are refused here)."""

@@ -257,7 +257,8 @@ def _check_layout(mod, record):
     fn = mod.tree.functions.get(entry)
     if fn is None or not fn.entry:
         raise LaunchRecordError("entry", f"{entry[:80]}... is not a kernel of the PTX module")
-    prog = Program(fn, {})
+    # (a kernel the module compiled already has the same .param layout: replays of one module skip a Program)
+    prog = mod.compiled(entry) or Program(fn, {})
     params = _need(record, "params", list)
     names = [_need(p, "name", str) for p in params]
     if [p.name for p in prog.fn.params] != names:

@@ -362,6 +362,10 @@ def test_replay_refuses_inconsistent_records():
     bad["params"][1]["offset"] += 4
     with pytest.raises(L.LaunchRecordError, match="offset"):
         L.replay(bad, tptx.load(text))
+    mod = tptx.load(text)   # its kernel compiled: the record's layout is checked against that Program's
+    mod.program(rec["entry"])
+    with pytest.raises(L.LaunchRecordError, match="offset"):
+        L.replay(bad, mod)
     bad = json.loads(json.dumps(rec))
     bad["encodes"][0]["box"] = [64, 8, 1]
     with pytest.raises(L.LaunchRecordError, match="rank"):
@@ -467,3 +471,18 @@ def test_capture_plan_refuses_broken_records():
     assert CC.func_attributes(_launch("cutlass_cute_tutorial", ["NT", 256, 256, 256])) == [
         ("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1),
         ("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 98432)]
+
+
+def test_a_replay_of_a_compiled_kernel_makes_no_program_to_check_the_layout(monkeypatch):
+    """The record's .param layout is the compiled kernel's where the module has compiled it (a second replay of one
+    module had built a Program for it again: 16 ms of CUTLASS ping-pong's replay on the VM)."""
+    from tcemu.traces import records
+    rec = _launch("cutlass_cute_tutorial", ["NT", 256, 128, 200])
+    mod = tptx.load((FIX / "cutlass_cute_tutorial.ptx").read_text())
+    made = []
+    program = records.Program
+    monkeypatch.setattr(records, "Program", lambda *a: made.append(a) or program(*a))
+    first = L.replay(rec, mod).outputs
+    assert len(made) == 1   # before the module compiles the kernel
+    again = L.replay(rec, mod).outputs
+    assert len(made) == 1 and all(np.array_equal(first[k], again[k]) for k in first)

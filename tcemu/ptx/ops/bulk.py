@@ -15,7 +15,7 @@ from .. import parser as P
 from .. import races
 from ...layout.tma import TmaError, _box_offsets, box_slices, plan_tile_again
 from ..errors import HazardError, KernelFault, MemoryFault, PtxSyntaxError, PtxUnsupported
-from ..memory import PARAM_WINDOW, WINDOW_SIZE, WINDOWS
+from ..memory import NO_GUARD, PARAM_WINDOW, WINDOW_SIZE, WINDOWS
 from ..rows import gather, scatter
 from .. import tensormap as TM
 from ..types import TYPES
@@ -418,13 +418,10 @@ def _in_flight_clear(W, sh, box):
     to it, and its TMA guard none, or one (mbarrier, phase) that W has observed (False: ask check_in_flight)."""
     if box.rows is None or sh.pending_any(box.rows, box.g):
         return False
-    bar = box.unordered(sh.guard_bar)
-    if bar.max() < 0:
+    keys = sh.guard16[box.g]   # one (barrier, phase) a granule, NO_GUARD or MIXED
+    if (keys == NO_GUARD).all():
         return True
-    phase = box.unordered(sh.guard_phase)
-    first = box.spots[:1]
-    return bool((bar == sh.guard_bar[first]).all() and (phase == sh.guard_phase[first]).all()) and \
-        sh.unobserved([W], first) is None
+    return bool(keys[0] >= 0 and (keys == keys[0]).all()) and sh.unobserved([W], box.spots[:1]) is None
 
 
 def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None, pc=-1, lane=0):
@@ -453,8 +450,14 @@ def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None, pc=-1, la
     box.fill(sh.smem.written, True)
     sh.set_unfenced(box.at, 0)   # the async proxy's write: nothing to fence
     box.put_sources(sh, *src)
-    box.fill(sh.guard_bar, bar_off if bar_cta is cta else ((bar_cta.rank + 1) << 24) | bar_off)
+    bar = bar_off if bar_cta is cta else ((bar_cta.rank + 1) << 24) | bar_off
+    box.fill(sh.guard_bar, bar)
     box.fill(sh.guard_phase, mb.phase)
+    if box.rows is not None:
+        sh.guard16[box.g] = bar << 32 | mb.phase
+    else:
+        sh.guard16   # (made: guard_changed keeps a made shadow only)
+        sh.guard_changed(spots)
     sh.guarded = True
     mb.complete_tx(spots.size)
 

@@ -337,6 +337,7 @@ def _land(sh, spots, data, src):
     # copy_pc names the TMA behind a guarded byte (check_in_flight); a cp.async's bytes are guarded by nothing
     if "guard_bar" in sh.__dict__:   # a shadow never made holds -1 everywhere (SharedWindow, lazy)
         scatter(sh.guard_bar, spots, -1)
+        sh.guard_changed(spots)
     scatter(sh.smem.data, spots, data)
     scatter(sh.smem.written, spots, True)
     if src.ndim == 1:
@@ -351,6 +352,7 @@ def _land_rows(sh, starts, data, src):
     """_land for whole granules read in full: rows of 16 bytes at `starts`, src each row's first global byte."""
     if "guard_bar" in sh.__dict__:
         fill_starts(sh.guard_bar, starts, 16, -1)
+        sh.guard_changed(None, starts >> 4)   # (granules: cp.async.cg rows are 16-byte aligned)
     scatter_starts(sh.smem.data, starts, data)
     fill_starts(sh.smem.written, starts, 16, True)
     g = starts >> 4

@@ -192,7 +192,7 @@ class GangMma:
             except TcemuError:
                 raise Fallback from None
             at = seen[(id(cta), value, rows, dtype, major)] = bits
-        if sh.guarded and sh.unobserved(warps, op.spots) is not None:
+        if sh.guarded and sh.unobserved(warps, op.spots, op.grains) is not None:
             raise Fallback
         return op, at
 

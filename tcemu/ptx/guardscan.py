@@ -1,0 +1,74 @@
+"""The TMA guard's scans over a shared window's shadows (memory.SharedWindow.unobserved): which (mbarrier, phase)
+the TMA-written bytes of an access complete on, per byte (guard_bar, guard_phase) or per 16-byte granule
+(guard16), and guard16 worked out again from the bytes where a write changed them. Each is one pass in numba: a
+wgmma operand's check had gathered both int64 shadows of its 2-4 KB (~50 us a CUTLASS operand)."""
+from numba import njit
+
+MIXED = -2      # a granule shadow (memory.py's source16, unfenced16, guard16) whose bytes differ: per byte
+NO_GUARD = -1   # guard16: no byte of the granule is guarded
+
+
+@njit(cache=True)
+def guard_keys(guard_bar, guard_phase, idx, keys):
+    """The distinct (barrier << 32 | phase) of the TMA-guarded bytes idx into keys (how many; -1 past its size):
+    unobserved's question in one pass, without gathering both shadows (~50 us a CUTLASS wgmma operand)."""
+    n = 0
+    for i in idx:
+        b = guard_bar[i]
+        if b < 0:
+            continue
+        k = (b << 32) | guard_phase[i]
+        seen = False
+        for j in range(n):
+            if keys[j] == k:
+                seen = True
+                break
+        if not seen:
+            if n == keys.size:
+                return -1
+            keys[n] = k
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def guard_keys16(guard16, guard_bar, guard_phase, grains, keys):
+    """guard_keys for whole granules `grains`: one entry a granule (guard16), its bytes where they differ (MIXED)."""
+    n = 0
+    for g in grains:
+        k0 = guard16[g]
+        if k0 == NO_GUARD:
+            continue
+        for t in range(1 if k0 != MIXED else 16):
+            if k0 == MIXED:
+                b = guard_bar[(g << 4) + t]
+                if b < 0:
+                    continue
+                k = (b << 32) | guard_phase[(g << 4) + t]
+            else:
+                k = k0
+            seen = False
+            for j in range(n):
+                if keys[j] == k:
+                    seen = True
+                    break
+            if not seen:
+                if n == keys.size:
+                    return -1
+                keys[n] = k
+                n += 1
+    return n
+
+
+@njit(cache=True)
+def guard_summary(guard16, guard_bar, guard_phase, grains):
+    """guard16 of granules `grains` from their bytes' guard_bar / guard_phase (SharedWindow.guard_changed)."""
+    for g in grains:
+        b0, p0 = guard_bar[g << 4], guard_phase[g << 4]
+        alike = True
+        for t in range(1, 16):
+            b = guard_bar[(g << 4) + t]
+            if b != b0 or (b >= 0 and guard_phase[(g << 4) + t] != p0):
+                alike = False
+                break
+        guard16[g] = MIXED if not alike else (NO_GUARD if b0 < 0 else (b0 << 32) | p0)
