@@ -437,13 +437,8 @@ def gang_write_plan(sh, warps, spots, tids, counts, owner=None, starts=None):
         if late.size and ((P.R[late[:, None, None], ix[None]] >> 32) >
                           vc[:, late].T[:, lanes, None]).any():
             return None
-    if owner is None:
-        masks, at = [], 0
-        for k in counts:
-            masks.append(_mask(tids[at:at + k]))
-            at += k
-    else:   # each warp's lanes wherever its rows are
-        masks = _lane_masks(np.asarray(owner, np.int64), np.asarray(tids, np.int64), len(sts)).tolist()
+    # each warp's lanes wherever its rows are (counts: in order)
+    masks = _lane_masks(np.asarray(lanes, np.int64), np.asarray(tids, np.int64), len(sts)).tolist()
     return [(st, st.now(W), m) for W, st, m in zip(warps, sts, masks)]
 
 

@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 import tcemu.ptx as ptx
 from tcemu.ptx.errors import HazardError, MemoryFault
-from tcemu.ptx.memory import MIXED, SharedWindow, _any_at, _any_unfenced, _guard_keys
+from tcemu.ptx.guardscan import guard_keys as _guard_keys
+from tcemu.ptx.memory import MIXED, SharedWindow, _any_at, _any_unfenced
 from tcemu.smem import SharedMemory
 
 from ptxkit import entry, run
@@ -1014,7 +1015,7 @@ def test_a_generic_store_makes_no_tma_or_mbarrier_shadow():
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2 ** 32 - 1), st.integers(0, 40), st.integers(1, 20))
 def test_the_one_pass_guard_keys_are_the_distinct_barrier_phases(seed, n, room):
-    # memory._guard_keys: the distinct (barrier << 32 | phase) of guarded bytes (guard_bar >= 0), or -1 past room
+    # guardscan.guard_keys: the distinct (barrier << 32 | phase) of guarded bytes (guard_bar >= 0), or -1 past room
     rng = np.random.default_rng(seed)
     bar = np.where(rng.random(64) < 0.3, -1, rng.integers(0, 3, 64) * 8).astype(np.int64)
     phase = rng.integers(0, 3, 64).astype(np.int64)
