@@ -17,7 +17,7 @@ from numba import njit
 from . import races
 from .errors import HazardError, MemoryFault
 from .granular import whole_granules
-from .guardscan import MIXED, NO_GUARD, guard_keys, guard_keys16, guard_summary
+from .guardscan import MIXED, NO_GUARD, guard_cleared, guard_keys, guard_keys16, guard_summary
 from .rows import gather_starts, scatter, scatter_starts
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
@@ -414,7 +414,7 @@ class SharedWindow:
         races.on_write(self, W, spots, lanes, where, data, strong)
         if "guard_bar" in self.__dict__:   # (a shadow never made holds -1 everywhere)
             self.guard_bar[spots] = -1
-            self.guard_changed(spots)
+            self.guard_changed(spots, cleared=True)
         self.smem.data[spots] = data
         self.smem.written[spots] = True
         self.set_sources(spots, NO_SOURCE)
@@ -552,15 +552,20 @@ class SharedWindow:
                                      f"completes phase {phase} of the mbarrier at {key[1]:#x}{other}, but the "
                                      "warp has not observed that phase (no successful mbarrier wait on it)")
 
-    def guard_changed(self, spots, g=None):
-        """guard_bar / guard_phase changed at bytes spots (or whole granules g): guard16 follows (a shadow never
-        made stays so: it is NO_GUARD wherever guard_bar is -1, and only a TMA's delivery sets one)."""
+    def guard_changed(self, spots, g=None, cleared=False):
+        """guard_bar / guard_phase changed at bytes spots (or whole granules g; cleared: a write set them to -1):
+        guard16 follows (a shadow never made stays so: it is NO_GUARD wherever guard_bar is -1, and only a TMA's
+        delivery sets one)."""
         if "guard16" not in self.__dict__:
             return
         if g is None:
             g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
-        grains = np.unique(_flat(spots) >> 4) if g is None else _flat(g)
-        guard_summary(self.guard16, self.guard_bar, self.guard_phase, grains)
+        if g is None and cleared:
+            guard_cleared(self.guard16, self.guard_bar, self.guard_phase, _flat(spots))
+        elif g is None:
+            guard_summary(self.guard16, self.guard_bar, self.guard_phase, np.unique(_flat(spots) >> 4))
+        else:
+            guard_summary(self.guard16, self.guard_bar, self.guard_phase, _flat(g))
 
     def unobserved(self, warps, spots, grains=None):
         """(warp, byte, phase, mbarrier key) of a byte a TMA wrote whose phase a warp has not observed, or None.

@@ -52,6 +52,14 @@ def test_stores_over_parts_of_a_delivered_box_keep_the_granules_exact():
         assert (by_granule is not None) == blocked and by_granule == by_byte
     # only the MIXED granule's guarded bytes are left of the first four: a check of them still finds the TMA
     assert sh.unobserved([_Warp({})], spots[:64], grains[:4])[1] == lo
+    # a copy into a granule none guarded (sm100's 8-byte rows): guarded as a whole, then half of it per byte
+    free = np.arange(lo + 1024, lo + 1040)
+    sh.guard_bar[free[:8]] = 0x48
+    sh.guard_changed(free[None, :8])
+    assert sh.guard16[free[0] >> 4] == MIXED
+    sh.guard_bar[free[8:]] = 0x48
+    sh.guard_changed(free[None, 8:])
+    assert sh.guard16[free[0] >> 4] == 0x48 << 32 and (sh.guard16 == _summary(sh)).all()
     # halves of one granule written by copies of one barrier's two phases (sm100's 8-byte rows): per byte
     half = np.arange(lo + 48, lo + 56)
     sh.guard_phase[half] = 4

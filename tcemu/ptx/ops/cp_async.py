@@ -337,7 +337,7 @@ def _land(sh, spots, data, src):
     # copy_pc names the TMA behind a guarded byte (check_in_flight); a cp.async's bytes are guarded by nothing
     if "guard_bar" in sh.__dict__:   # a shadow never made holds -1 everywhere (SharedWindow, lazy)
         scatter(sh.guard_bar, spots, -1)
-        sh.guard_changed(spots)
+        sh.guard_changed(spots, cleared=True)
     scatter(sh.smem.data, spots, data)
     scatter(sh.smem.written, spots, True)
     if src.ndim == 1:

@@ -167,7 +167,7 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
         made = sh.__dict__   # a shadow never made holds its initial -1 everywhere already
         if "guard_bar" in made:
             sh.guard_bar[spots] = -1
-            sh.guard_changed(spots)
+            sh.guard_changed(spots, cleared=True)
         sh.set_sources(spots, NO_SOURCE)
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
