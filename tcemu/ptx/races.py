@@ -247,9 +247,10 @@ def _verdicts(sd, P, ix, st, W, tids, region, readers):
     writers, diverged = sd.unordered_writers(st), W.lane_pc is not None
     # readers with reads this warp is not ordered after
     late = np.flatnonzero(sd.rmax > st.vc[sd.agents]) if readers and len(sd.agents) else None
-    if ix.dtype == np.int64 and not (  # first, in one pass: is anything unordered? (Shadow's fields are int64)
-            (writers or diverged or late is not None and late.size) and
-            _any_unordered(P.w_ep, P.R, P.w_region, ix.reshape(-1), st.vcx, st.vc, sd.agents,
+    if ix.dtype == np.int64 and ix.ndim and len(ix) == len(tids) and not (  # first, in one pass: is anything
+            (writers or diverged or late is not None and late.size) and     # unordered? (Shadow's fields: int64)
+            _any_unordered(P.w_ep, P.R, P.w_region, P.w_mask, P.w_info, ix.reshape(len(ix), -1), _lanes(tids),
+                           _mask(tids) if diverged else 0, st.vcx, st.vc, sd.agents,
                            _NO_ROWS if late is None else late, writers, diverged, st.id + 1, region)):
         return ep, bad, rows, r, badr   # (what the arrays below would say: nothing to report)
     if writers or diverged:
@@ -269,23 +270,31 @@ _NO_ROWS = np.zeros(0, np.int64)
 
 
 @njit(cache=True)
-def _any_unordered(w_ep, R, w_region, ix, vcx, vc, agents, rows, writers, diverged, me, region):
-    """Whether _verdicts may find a bad writer (writers: some writer is unordered somewhere; diverged: a unit this
-    warp (me: its agent + 1) wrote in this divergence region, which _diverged weighs) or a bad read of reader rows
-    `rows` at units ix: one pass without its arrays (~100 us a TMA box's write in CUTLASS). False: nothing to
-    report."""
+def _any_unordered(w_ep, R, w_region, w_mask, w_info, ix, lanes, cur, vcx, vc, agents, rows, writers, diverged, me,
+                   region):
+    """Whether _verdicts finds a bad writer (writers: some writer is unordered somewhere; diverged: _diverged's
+    test, a unit this warp (me: its agent + 1) wrote in this divergence region by a lane on another path: neither
+    lane executed the other's instruction; cur: this instruction's lanes, lanes[j]: row j's) or a bad read of
+    reader rows `rows` at units ix ((rows, units)): one pass without its arrays (~100 us a TMA box's write in
+    CUTLASS; a TMA of a diverged producer warp, after elect.sync, had always taken the arrays: ~120 us more).
+    False: nothing to report."""
+    n, k = ix.shape
     if writers or diverged:
-        for i in ix:
-            ep = w_ep[i]
-            if writers and (ep & 0xFFFFFFFF) > vcx[ep >> 32]:
-                return True
-            if diverged and (ep >> 32) == me and w_region[i] == region:
-                return True
+        for j in range(n):
+            for u in range(k):
+                i = ix[j, u]
+                ep = w_ep[i]
+                if writers and (ep & 0xFFFFFFFF) > vcx[ep >> 32]:
+                    return True
+                if diverged and (ep >> 32) == me and w_region[i] == region and (w_mask[i] >> lanes[j]) & 1 == 0 \
+                        and (cur >> (w_info[i] & 31)) & 1 == 0:
+                    return True
     for r in rows:
         lim = vc[agents[r]]
-        for i in ix:
-            if (R[r, i] >> 32) > lim:
-                return True
+        for j in range(n):
+            for u in range(k):
+                if (R[r, ix[j, u]] >> 32) > lim:
+                    return True
     return False
 
 

@@ -442,12 +442,15 @@ def test_the_unordered_writer_pass_answers_as_the_gather_does(seed, n, k, warps)
     assert _unordered_writer(w_ep, ix, vcx, lanes) == bool(((ep & M32) > vcx[lanes[:, None], ep >> 32]).any())
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 12), st.booleans(), st.booleans(), st.integers(0, 3))
-def test_the_unordered_pass_of_one_access_answers_as_the_arrays_do(seed, n, writers, diverged, nrows):
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 6), st.integers(1, 4), st.booleans(), st.booleans(),
+       st.integers(0, 3))
+def test_the_unordered_pass_of_one_access_answers_as_the_arrays_do(seed, n, k, writers, diverged, nrows):
     # races._any_unordered against _verdicts' arrays: a writer its clock does not cover (asked where some writer
-    # is unordered), a unit this warp wrote in this divergence region (diverged), a read of a candidate reader row
-    # this warp is not ordered after
+    # is unordered), a unit this warp wrote in this divergence region by a lane on another path (diverged:
+    # races._diverged itself), a read of a candidate reader row this warp is not ordered after
+    from types import SimpleNamespace
+    from tcemu.ptx.races import _diverged, _mask
     rng = np.random.default_rng(seed)
     agents = np.array([1, 2, 3], np.int64)
     vcx = rng.integers(0, 4, 5).astype(np.int64)
@@ -455,15 +458,20 @@ def test_the_unordered_pass_of_one_access_answers_as_the_arrays_do(seed, n, writ
     vc = vcx[1:]
     w_ep = (rng.integers(0, 5, 32).astype(np.int64) << 32) | rng.integers(0, 5, 32)
     w_region = rng.integers(0, 3, 32).astype(np.int64)
+    w_mask = rng.integers(0, 1 << 32, 32).astype(np.int64) & rng.choice([0, -1], 32)   # some writers: one lane
+    w_info = (rng.integers(0, 8, 32).astype(np.int64) << 6) | rng.integers(0, 32, 32)
     R = (rng.integers(0, 5, (3, 32)).astype(np.int64) << 32) | rng.integers(0, 64, (3, 32))
-    ix = rng.integers(0, 32, n).astype(np.int64)
+    ix = rng.integers(0, 32, (n, k)).astype(np.int64)
+    tids = np.sort(rng.choice(32, n, replace=False)).astype(np.int64) + 32 * 2
     rows = np.sort(rng.choice(3, nrows, replace=False)).astype(np.int64) if nrows else np.zeros(0, np.int64)
     me, region = 2, 1
     ep = w_ep[ix]
+    P = SimpleNamespace(w_region=w_region, w_mask=w_mask, w_info=w_info)
     want = bool(writers and ((ep & M32) > vcx[ep >> 32]).any()) or \
-        bool(diverged and (((ep >> 32) == me) & (w_region[ix] == region)).any()) or \
+        bool(diverged and _diverged(P, SimpleNamespace(id=me - 1), ep, ix, tids, region).any()) or \
         any(((R[r, ix] >> 32) > vc[agents[r]]).any() for r in rows)
-    assert _any_unordered(w_ep, R, w_region, ix, vcx, vc, agents, rows, writers, diverged, me, region) == want
+    assert _any_unordered(w_ep, R, w_region, w_mask, w_info, ix, tids % 32, _mask(tids), vcx, vc, agents, rows,
+                          writers, diverged, me, region) == want
 
 
 def test_whole_units_answer_alike_on_both_sides_of_the_numba_limit():
