@@ -564,3 +564,60 @@ def test_last_answer_keeps_a_memo_per_thread():
     finally:
         sys.setswitchinterval(old)
     assert not errors, errors[:3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from([1, 2, 4, 8, 16]), st.integers(1, 3), st.integers(1, 24),
+       st.sampled_from(["increasing", "shuffled", "repeated", "unaligned"]), st.booleans())
+def test_kept_writes_in_one_pass_record_what_the_sorted_path_records(seed, unit, per, n, order, prior):
+    # graces._kept_writes' numba pass (rows whose units come in increasing order) against Granular.write_kept
+    # after whole() and a sort (what it did before, and still does for other orders): the answer and every array
+    from tcemu.ptx import graces
+    rng = np.random.default_rng(seed)
+    k = per * unit
+    size = 64 * 16 * 4
+    starts = np.sort(rng.choice(size // k, n, replace=False)) * k
+    if order == "shuffled":
+        rng.shuffle(starts)
+    elif order == "repeated" and n > 1:
+        starts[-1] = starts[0]
+    elif order == "unaligned":
+        starts = starts + (rng.integers(0, 2) if unit > 1 else 0)
+    spots = starts[:, None] + np.arange(k)
+    changed = rng.random((n, k)) < 0.5
+    keys = rng.integers(1, 1 << 40, n).astype(np.int64)
+    info = rng.integers(0, 1 << 30, n).astype(np.int64)
+    sds = [graces.GShadow(size, unit) for _ in range(2)]
+    for sd in sds:
+        if prior:   # a unit with a writer, and (per byte) a fine one, somewhere among them
+            r = np.random.default_rng(seed + 1)
+            sd.coarse.w_key[r.integers(0, sd.G, 3)] = 7
+            sd.refine(np.array([int(r.integers(0, sd.G))]))
+    got = graces._kept_writes(sds[0], spots, changed, keys, info)
+    g = sds[1].whole(spots)
+    want = g is not None and len(np.unique(g)) == g.size and sds[1].write_kept(
+        g.reshape(-1), changed.reshape(-1, unit), {"w_key": np.repeat(keys, per), "w_info": np.repeat(info, per)})
+    assert got == want
+    for name in ("w_key", "w_info"):
+        assert np.array_equal(getattr(sds[0].coarse, name), getattr(sds[1].coarse, name))
+    keep = [np.zeros(sds[0].G, np.uint16) if sd.keep is None else sd.keep for sd in sds]
+    assert np.array_equal(keep[0], keep[1])
+    assert order != "increasing" or prior or got   # (the one-pass case is reached)
+
+
+def test_the_ids_and_keys_of_ctas_without_state_are_their_linear_ids():
+    # graces._ids_keys: CTAs that never synchronised (no GCta) in one numpy pass, as GlobalRaces.cid and _key at
+    # epoch 0 give them one by one; a CTA with state gives its own key
+    from types import SimpleNamespace
+    from tcemu.ptx import graces
+    g = graces.GlobalRaces(SimpleNamespace(grid=(3, 5, 7)))
+    ctaids = [(2, 4, 6), (0, 0, 0), (1, 3, 2), (2, 0, 5)]
+    warps = [SimpleNamespace(cta=SimpleNamespace(ctaid=c, grace=None)) for c in ctaids]
+    ids, keys = graces._ids_keys(g, warps)
+    want = [g.cid(c) for c in ctaids]
+    assert ids == want == [104, 0, 40, 77] and keys.tolist() == [(i + 1) << 32 for i in want]
+    me = graces.GCta(9)
+    me.epoch = 3
+    warps[1].cta.grace = me
+    ids, keys = graces._ids_keys(g, warps)
+    assert ids == [104, 9, 40, 77] and keys.tolist() == [105 << 32, 10 << 32 | 3, 41 << 32, 78 << 32]
