@@ -142,10 +142,9 @@ def _ids_keys(g, warps):
     """The linear ids of the warps' CTAs and their records' keys (_key), without making the state of a CTA that
     has none yet (its epoch is 0: GlobalRaces.cta makes it when it first synchronises or reports)."""
     ctas = [W.cta for W in warps]
-    if not any(c.grace for c in ctas):   # (CTAs that never synchronised: their ids in one pass)
-        xyz = np.array([c.ctaid for c in ctas], np.int64).reshape(-1, 3)
-        ids = xyz[:, 0] + g.grid[0] * (xyz[:, 1] + g.grid[1] * xyz[:, 2])   # (GlobalRaces.cid)
-        return ids.tolist(), (ids + 1) << 32
+    if not any(c.grace for c in ctas):   # (CTAs that never synchronised: their linear ids, as GlobalRaces.cid's)
+        ids = [c.linear for c in ctas]
+        return ids, (np.array(ids, np.int64) + 1) << 32
     ids, keys = [], []
     for W in warps:
         me = W.cta.grace

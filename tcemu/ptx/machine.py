@@ -234,11 +234,13 @@ class Cta:
     """One CTA: its warps, shared memory, barriers and asynchronous units."""
     __slots__ = ("launch", "ctaid", "prog", "shared", "nthreads", "regbase", "warps", "barriers",
                  "mbarriers", "cluster", "rank", "cluster_barrier", "collectives", "progress", "clock", "tmem", "races",
-                 "grace", "__weakref__", "__dict__")
+                 "grace", "linear", "__weakref__", "__dict__")
 
     def __init__(self, launch, ctaid, prog: Program, shared, rank: int = 0):
         self.launch = launch
         self.ctaid = ctaid
+        g = launch.grid
+        self.linear = ctaid[0] + g[0] * (ctaid[1] + g[1] * ctaid[2])   # x fastest (graces.GlobalRaces.cid)
         self.prog = prog
         self.shared = shared
         nthreads = launch.nthreads

@@ -14,7 +14,7 @@ from tcemu.ptx.errors import HazardError
 from tcemu.ptx.granular import Granular, byte_mask, whole_granules
 from tcemu.ptx.races import M32, _any_unordered, _lane_masks, _release_join, _unordered_writer
 
-from ptxkit import run, two_cta_kernel
+from ptxkit import HEADER, run, two_cta_kernel
 
 FIELDS = {"a": (-1, False), "b": (0, False), "R": (0, True)}
 
@@ -606,13 +606,15 @@ def test_kept_writes_in_one_pass_record_what_the_sorted_path_records(seed, unit,
 
 
 def test_the_ids_and_keys_of_ctas_without_state_are_their_linear_ids():
-    # graces._ids_keys: CTAs that never synchronised (no GCta) in one numpy pass, as GlobalRaces.cid and _key at
-    # epoch 0 give them one by one; a CTA with state gives its own key
+    # graces._ids_keys: CTAs that never synchronised (no GCta) by their linear ids (machine.Cta.linear), as
+    # GlobalRaces.cid and _key at epoch 0 give them; a CTA with state gives its own key
     from types import SimpleNamespace
-    from tcemu.ptx import graces
-    g = graces.GlobalRaces(SimpleNamespace(grid=(3, 5, 7)))
+    from tcemu.ptx import graces, machine
+    prog = ptx.load(HEADER + ".visible .entry k() { ret; }").program("k")
+    launch = SimpleNamespace(grid=(3, 5, 7), nthreads=32)
+    g = graces.GlobalRaces(launch)
     ctaids = [(2, 4, 6), (0, 0, 0), (1, 3, 2), (2, 0, 5)]
-    warps = [SimpleNamespace(cta=SimpleNamespace(ctaid=c, grace=None)) for c in ctaids]
+    warps = [machine.Cta(launch, c, prog, None).warps[0] for c in ctaids]
     ids, keys = graces._ids_keys(g, warps)
     want = [g.cid(c) for c in ctaids]
     assert ids == want == [104, 0, 40, 77] and keys.tolist() == [(i + 1) << 32 for i in want]
