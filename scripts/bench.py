@@ -137,14 +137,9 @@ def kernel_bench():
     """Triton's sm_90a bf16 matmul (tests/fixtures/ptx/matmul_bf16: 128x256x64 tiles, 8 warps, 3 stages) at
     512x512x512 on the PTX interpreter, one core: total seconds, the part inside the wgmma model, and warp
     instructions per second; next to numpy float64's matmul of the same shape."""
-    import json
     from tcemu.traces.inputs import input_bits
     from tcemu.frontends.triton import run_compiled
-    fx = os.path.join(HERE, "..", "tests", "fixtures", "ptx")
-    meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
-    ptx = open(os.path.join(fx, "matmul_bf16.ptx")).read()
-    import tcemu.ptx as tp
-    mod = tp.load(ptx)
+    meta, mod = _fixture("matmul_bf16")
     M = N = K = 512
     a, b = input_bits("bf16", (M, K), 1, 0), input_bits("bf16", (K, N), 1, 1)
     vals = {"a_ptr": a, "b_ptr": b, "c_ptr": np.zeros((M, N), np.uint16), "M": M, "N": N, "K": K,
@@ -179,14 +174,10 @@ def dask_bench(n=1024, workers=4):
     clusters spread over a dask LocalCluster of `workers` one-thread worker processes (Module.launch(scheduler=),
     tcemu/ptx/distribute.py), each after a warm-up launch (compile + JIT, in every worker); the outputs must be
     bit-identical. Returns (local stats, distributed stats, identical)."""
-    import json
     import distributed
     from tcemu.traces.inputs import input_bits
     from tcemu.frontends.triton import run_compiled
-    import tcemu.ptx as tp
-    fx = os.path.join(HERE, "..", "tests", "fixtures", "ptx")
-    meta = json.load(open(os.path.join(fx, "matmul_bf16.json")))
-    mod = tp.load(open(os.path.join(fx, "matmul_bf16.ptx")).read())
+    meta, mod = _fixture("matmul_bf16")
 
     def run(M, N, K, **kw):
         a, b = input_bits("bf16", (M, K), 1, 0), input_bits("bf16", (K, N), 1, 1)
@@ -255,15 +246,22 @@ def many_ctas_bench(ctas):
     return out
 
 
+def _fixture(name):
+    """(metadata, loaded module) of the PTX fixture `name` (tests/fixtures/ptx)."""
+    import json
+    import tcemu.ptx as tp
+    fx = os.path.join(HERE, "..", "tests", "fixtures", "ptx")
+    with open(os.path.join(fx, name + ".json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(fx, name + ".ptx")) as f:
+        return meta, tp.load(f.read())
+
+
 def elementwise_bench(n):
     """Triton's tutorial 01 vector addition (tests/fixtures/ptx/add_f32) of n float32 elements on the PTX
     interpreter, one core: seconds in lock-step and with warps one at a time, and whether the sums are numpy's."""
-    import json
-    import tcemu.ptx as tp
     from tcemu.frontends.triton import run_compiled
-    fx = os.path.join(HERE, "..", "tests", "fixtures", "ptx")
-    meta = json.load(open(os.path.join(fx, "add_f32.json")))
-    mod = tp.load(open(os.path.join(fx, "add_f32.ptx")).read())
+    meta, mod = _fixture("add_f32")
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     out = {}

@@ -591,11 +591,10 @@ def _cvt_float(form, dtype, atype, a, rounding, ftz, sat, satfinite, relu, host=
     _check(not ftz or "f32" in (dtype, atype), "ftz", f"{form}: .ftz needs an f32 source or destination")
     _check(not ftz or "bf16" not in (dtype, atype) or dtype == "f32" or atype == "f32", "ftz", form)
     flat = np.ascontiguousarray(x).reshape(-1).astype(np.uint64)
-    if host and fphost.narrows(atype, dtype, rounding == "rn" and not (ftz or sat or relu or satfinite)):
-        out, redo = fphost.narrow(flat, dtype)   # (NaN lanes: the kernel and CVT_NAN below)
-        if redo.any():
-            out[redo] = _cvt_float(form, dtype, atype, x.reshape(-1)[redo], rounding, ftz, sat, satfinite, relu,
-                                   False)
+    out = None if not host else fphost.narrowed(   # (NaN lanes: the kernel and CVT_NAN below)
+        flat, atype, dtype, rounding == "rn" and not (ftz or sat or relu or satfinite),
+        lambda r: _cvt_float(form, dtype, atype, x.reshape(-1)[r], rounding, ftz, sat, satfinite, relu, False))
+    if out is not None:
         return out.astype(UINT[FORMATS[dtype][4]]).reshape(x.shape)
     out = np.empty(flat.size, np.uint64)
     deb, dmb, dbias, dspecial, dshift = _fmt_args(dtype)
@@ -684,12 +683,9 @@ def _cvt_tf32(form, atype, a, rounding, ftz, sat, satfinite, relu):
 
 def _convert(src, atype, dtype, mode, satfinite, relu, ftz_in=False):
     """Flat uint64 source patterns -> flat destination patterns (uint64)."""
-    if fphost.narrows(atype, dtype, mode == core.RN and not (satfinite or relu or ftz_in)):
-        out, redo = fphost.narrow(src, dtype)
-        if redo.any():
-            out[redo] = _soft_convert(src[redo], atype, dtype, mode, satfinite, relu, ftz_in)
-        return out
-    return _soft_convert(src, atype, dtype, mode, satfinite, relu, ftz_in)
+    out = fphost.narrowed(src, atype, dtype, mode == core.RN and not (satfinite or relu or ftz_in),
+                          lambda r: _soft_convert(src[r], atype, dtype, mode, satfinite, relu, ftz_in))
+    return out if out is not None else _soft_convert(src, atype, dtype, mode, satfinite, relu, ftz_in)
 
 
 def _soft_convert(src, atype, dtype, mode, satfinite, relu, ftz_in=False):

@@ -51,6 +51,17 @@ def host_op(op, fmt, arrs, ftz):
     return r.view(ut), redo
 
 
+def narrowed(src, atype: str, dtype: str, plain: bool, soft):
+    """cvt's bits from flat f32 patterns src on the host (narrow), its lanes to redo through soft(lanes) (the
+    bit-level kernel's bits of src[lanes]); None where the host does not answer this form (narrows)."""
+    if not narrows(atype, dtype, plain):
+        return None
+    out, redo = narrow(src, dtype)
+    if redo.any():
+        out[redo] = soft(redo)
+    return out
+
+
 def narrows(atype: str, dtype: str, plain: bool) -> bool:
     """Whether narrow() answers a cvt from atype to dtype (plain: .rn, no .ftz / .sat / .relu / .satfinite)."""
     return NATIVE and plain and atype == "f32" and dtype in ("f16", "bf16") and host_ieee()
