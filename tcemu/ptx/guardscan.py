@@ -9,25 +9,27 @@ NO_GUARD = -1   # guard16: no byte of the granule is guarded
 
 
 @njit(cache=True)
+def _add_key(keys, n, k):
+    """keys[:n] with k once (the new count; -1 where keys is full)."""
+    for j in range(n):
+        if keys[j] == k:
+            return n
+    if n == keys.size:
+        return -1
+    keys[n] = k
+    return n + 1
+
+
+@njit(cache=True)
 def guard_keys(guard_bar, guard_phase, idx, keys):
     """The distinct (barrier << 32 | phase) of the TMA-guarded bytes idx into keys (how many; -1 past its size):
     unobserved's question in one pass, without gathering both shadows (~50 us a CUTLASS wgmma operand)."""
     n = 0
     for i in idx:
-        b = guard_bar[i]
-        if b < 0:
-            continue
-        k = (b << 32) | guard_phase[i]
-        seen = False
-        for j in range(n):
-            if keys[j] == k:
-                seen = True
-                break
-        if not seen:
-            if n == keys.size:
+        if guard_bar[i] >= 0:
+            n = _add_key(keys, n, (guard_bar[i] << 32) | guard_phase[i])
+            if n < 0:
                 return -1
-            keys[n] = k
-            n += 1
     return n
 
 
@@ -36,42 +38,35 @@ def guard_keys16(guard16, guard_bar, guard_phase, grains, keys):
     """guard_keys for whole granules `grains`: one entry a granule (guard16), its bytes where they differ (MIXED)."""
     n = 0
     for g in grains:
-        k0 = guard16[g]
-        if k0 == NO_GUARD:
-            continue
-        for t in range(1 if k0 != MIXED else 16):
-            if k0 == MIXED:
-                b = guard_bar[(g << 4) + t]
-                if b < 0:
-                    continue
-                k = (b << 32) | guard_phase[(g << 4) + t]
-            else:
-                k = k0
-            seen = False
-            for j in range(n):
-                if keys[j] == k:
-                    seen = True
-                    break
-            if not seen:
-                if n == keys.size:
-                    return -1
-                keys[n] = k
-                n += 1
+        k = guard16[g]
+        if k >= 0:
+            n = _add_key(keys, n, k)
+        elif k == MIXED:
+            for i in range(g << 4, (g + 1) << 4):
+                if n >= 0 and guard_bar[i] >= 0:
+                    n = _add_key(keys, n, (guard_bar[i] << 32) | guard_phase[i])
+        if n < 0:
+            return -1
     return n
 
 
 @njit(cache=True)
+def _summarise(guard16, guard_bar, guard_phase, g):
+    """guard16[g] from its 16 bytes' guard_bar / guard_phase."""
+    b0, p0 = guard_bar[g << 4], guard_phase[g << 4]
+    for t in range(1, 16):
+        b = guard_bar[(g << 4) + t]
+        if b != b0 or (b >= 0 and guard_phase[(g << 4) + t] != p0):
+            guard16[g] = MIXED
+            return
+    guard16[g] = NO_GUARD if b0 < 0 else (b0 << 32) | p0
+
+
+@njit(cache=True)
 def guard_summary(guard16, guard_bar, guard_phase, grains):
-    """guard16 of granules `grains` from their bytes' guard_bar / guard_phase (SharedWindow.guard_changed)."""
+    """guard16 of granules `grains` from their bytes (SharedWindow.guard_changed)."""
     for g in grains:
-        b0, p0 = guard_bar[g << 4], guard_phase[g << 4]
-        alike = True
-        for t in range(1, 16):
-            b = guard_bar[(g << 4) + t]
-            if b != b0 or (b >= 0 and guard_phase[(g << 4) + t] != p0):
-                alike = False
-                break
-        guard16[g] = MIXED if not alike else (NO_GUARD if b0 < 0 else (b0 << 32) | p0)
+        _summarise(guard16, guard_bar, guard_phase, g)
 
 
 @njit(cache=True)
@@ -82,16 +77,6 @@ def guard_cleared(guard16, guard_bar, guard_phase, spots):
     last = -1
     for s in spots:
         g = s >> 4
-        if g == last:
-            continue
+        if g != last and guard16[g] != NO_GUARD:
+            _summarise(guard16, guard_bar, guard_phase, g)
         last = g
-        if guard16[g] == NO_GUARD:
-            continue
-        b0, p0 = guard_bar[g << 4], guard_phase[g << 4]
-        alike = True
-        for t in range(1, 16):
-            b = guard_bar[(g << 4) + t]
-            if b != b0 or (b >= 0 and guard_phase[(g << 4) + t] != p0):
-                alike = False
-                break
-        guard16[g] = MIXED if not alike else (NO_GUARD if b0 < 0 else (b0 << 32) | p0)
