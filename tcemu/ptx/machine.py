@@ -80,7 +80,8 @@ class Warp:
                  "deferred", "cp_async_open", "cp_async_groups", "__weakref__") + tuple(_LAZY) + \
         tuple(CLASS_ATTR.values())
 
-    def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program, files=None, column: int = 0):
+    def __init__(self, cta: "Cta", index: int, nthreads: int, prog: Program, files=None, column: int = 0,
+                 serial: int = 0):
         self.cta = cta
         self.index = index
         self.prog = prog
@@ -103,7 +104,8 @@ class Warp:
         self.executed = 0
         self.cc = _NO_CARRY                 # the carry flag CC.CF of each thread (add.cc / addc ...)
         self.race = None                    # racecheck's vector clock (races.py), made on first use
-        self.regcol = None                  # where its registers lie in their slab (Cta: RegisterSlabs)
+        # where its registers lie: serial << 32 | column of its slab (RegisterSlabs; lockstep._runs)
+        self.regcol = None if files is None else serial << 32 | column
         self.calls = None                   # per-lane call stacks (ops/frames.py), made on first use
         self.deferred = {}                  # D slot set -> chains.Chain: wgmma results not yet computed
         self.cp_async_open = []             # copies not yet committed
@@ -250,10 +252,8 @@ class Cta:
         # which the CTAs admitted after it share (RegisterSlabs)
         slabs = getattr(launch, "slabs", None) or RegisterSlabs(1)   # without a wave: a slab of its own
         self.regbase, cols, serial = slabs.take(prog, nw)
-        self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.regbase, cols[w])
+        self.warps: List[Warp] = [Warp(self, w, min(32, nthreads - 32 * w), prog, self.regbase, cols[w], serial)
                                   for w in range(nw)]
-        for w, c in zip(self.warps, cols):   # where its registers lie: serial << 32 | column (lockstep._runs)
-            w.regcol = serial << 32 | c
         self.barriers = {}      # named barrier id -> [arrived threads, generation, count, reductions, warps]
         self.mbarriers = {}     # shared offset -> MBarrier (ops/mbarrier.py)
         self.cluster = [self]   # the CTAs of this CTA's cluster, by rank (Module.launch sets these two)
