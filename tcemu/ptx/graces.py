@@ -117,14 +117,9 @@ class GlobalRaces(Sites):
     def cta(self, cta) -> GCta:
         g = cta.grace
         if g is None:
-            cid = self.cid(cta.ctaid)
+            cid = cta.linear
             g = cta.grace = self.ctas.get(cid) or self.ctas.setdefault(cid, GCta(cid))
         return g
-
-    def cid(self, ctaid) -> int:
-        """A CTA's linear id (x fastest; ctaid() inverts it)."""
-        x, y, z = ctaid
-        return x + self.grid[0] * (y + self.grid[1] * z)
 
     def site(self, wh: str) -> int:
         s = super().site(wh)
@@ -134,22 +129,23 @@ class GlobalRaces(Sites):
         return s
 
     def ctaid(self, cid: int):
+        """The CTA of a linear id (machine.Cta.linear: x fastest)."""
         gx, gy = self.grid[0], self.grid[1]
         return (cid % gx, cid // gx % gy, cid // (gx * gy))
 
 
-def _ids_keys(g, warps):
+def _ids_keys(warps):
     """The linear ids of the warps' CTAs and their records' keys (_key), without making the state of a CTA that
     has none yet (its epoch is 0: GlobalRaces.cta makes it when it first synchronises or reports)."""
     ctas = [W.cta for W in warps]
-    if not any(c.grace for c in ctas):   # (CTAs that never synchronised: their linear ids, as GlobalRaces.cid's)
+    if not any(c.grace for c in ctas):   # (CTAs that never synchronised: their linear ids)
         ids = [c.linear for c in ctas]
         return ids, (np.array(ids, np.int64) + 1) << 32
     ids, keys = [], []
     for W in warps:
         me = W.cta.grace
         if me is None:
-            cid = g.cid(W.cta.ctaid)
+            cid = W.cta.linear
             ids.append(cid)
             keys.append((cid + 1) << 32)   # _key at epoch 0
         else:
@@ -445,18 +441,18 @@ def reads_race_ctas(warps, a, off, nbytes, lens) -> bool:
     if sd is None or off.size == 0 or not sd.writers:
         return False
     P, ix = sd.at_rows(off, nbytes)
-    if not _foreign(g, warps, lens, P.w_key[ix]):
+    if not _foreign(warps, lens, P.w_key[ix]):
         return False
     return any(reads_race(W, a, o, nbytes) for W, o in zip(warps, _per_cta(off, lens)))
 
 
-def _foreign(g, warps, lens, keys) -> bool:
+def _foreign(warps, lens, keys) -> bool:
     """Whether a record (keys: (lanes, ...) _key, or NONE) names another CTA than its lane's (warps: one of each
     CTA; lens: each one's lanes, in order)."""
     some = keys != NONE
     if not some.any():   # bytes no CTA accessed yet (a fresh output)
         return False
-    ids = np.repeat(np.array(_ids_keys(g, warps)[0], np.int64), lens)[:, None]
+    ids = np.repeat(np.array(_ids_keys(warps)[0], np.int64), lens)[:, None]
     return bool((some & (_cta_of(keys) != ids)).any())
 
 
@@ -499,7 +495,7 @@ def record_reads_rows(warps, a, nbytes, off, tids, part, wh, site_of=None):
     if got is None:
         return
     g, _, sd = got
-    ids, keys = _ids_keys(g, warps)
+    ids, keys = _ids_keys(warps)
     ids = np.array(ids, np.int64)[part]   # each row's CTA; _note_ids keeps the first two that differ
     other = int(np.argmax(ids != ids[0]))
     ids = [int(ids[0])] + ([int(ids[other])] if ids[other] != ids[0] else [])
@@ -535,7 +531,7 @@ def writes_race_ctas(warps, a, off, data, lens) -> bool:
     if sd is None or off.size == 0:
         return False
     P, ix = sd.at_rows(off, data.shape[1])
-    if any(who and _foreign(g, warps, lens, getattr(P, keys)[ix])
+    if any(who and _foreign(warps, lens, getattr(P, keys)[ix])
            for who, keys in ((sd.writers, "w_key"), (sd.readers, "r_key"))):
         return any(writes_race(W, a, o, d) for W, o, d in zip(warps, _per_cta(off, lens), _per_cta(data, lens)))
     return False
@@ -548,7 +544,7 @@ def record_writes_ctas(warps, a, off, data, tids, lens, wh):
     if got is None:
         return
     g, _, sd = got
-    ids, keys = _ids_keys(g, warps)
+    ids, keys = _ids_keys(warps)
     _note_writes(g, ids, sd, a, None, data, tids, wh, keys=np.repeat(keys, lens), off=off)
 
 

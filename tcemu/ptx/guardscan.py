@@ -64,7 +64,7 @@ def _summarise(guard16, guard_bar, guard_phase, g):
 
 @njit(cache=True)
 def guard_summary(guard16, guard_bar, guard_phase, grains):
-    """guard16 of granules `grains` from their bytes (SharedWindow.guard_changed)."""
+    """guard16 of granules `grains` from their bytes (a delivery of parts of granules: SharedWindow.guard_changed)."""
     for g in grains:
         _summarise(guard16, guard_bar, guard_phase, g)
 

@@ -117,9 +117,14 @@ def _runs(warps):
 _LANES = np.arange(32, dtype=np.int64)
 
 
+def thread_ids(warps) -> np.ndarray:
+    """(warps, 32) int64: each lane's linear thread index in its CTA (machine.Warp.tid), for a gang at once."""
+    return np.array([W.index for W in warps], np.int64)[:, None] * 32 + _LANES
+
+
 def _column_order(warps):
     """The order of warps by their register columns where that makes fewer slices than theirs (a warp-specialised
-    wave's CTAs, whose warpgroups lie block by block: machine.RegisterSlabs), else None."""
+    wave's CTAs, whose warps lie warp index by warp index: machine.RegisterSlabs), else None."""
     cols = [w.regcol for w in warps]
     if None in cols:
         return None
@@ -193,9 +198,7 @@ class Batch:
             if name[1] == "c":   # the same in every lane of a warp
                 return np.repeat(np.array([w.cta.ctaid[axis] for w in ws], np.int64)[:, None], 32, axis=1)
             bx, by, _ = ws[0].cta.launch.block
-            # linear thread indices in the CTA (machine.Warp.tid: warp index * 32 + lane; a stack of the warps' rows
-            # had cost ~90 us a gang of 140 one-warp CTAs on the VM)
-            t = np.array([w.index for w in ws], np.int64)[:, None] * 32 + _LANES
+            t = thread_ids(ws)   # (a stack of the warps' rows had cost ~90 us a gang of 140 one-warp CTAs)
             return (t % bx, (t // bx) % by, t // (bx * by))[axis]
         return np.stack([w.special(name) for w in self.warps])
 

@@ -242,7 +242,7 @@ class Cta:
         self.launch = launch
         self.ctaid = ctaid
         g = launch.grid
-        self.linear = ctaid[0] + g[0] * (ctaid[1] + g[1] * ctaid[2])   # x fastest (graces.GlobalRaces.cid)
+        self.linear = ctaid[0] + g[0] * (ctaid[1] + g[1] * ctaid[2])   # x fastest (graces.GlobalRaces.ctaid inverts it)
         self.prog = prog
         self.shared = shared
         nthreads = launch.nthreads

@@ -18,7 +18,7 @@ from . import races
 from .errors import HazardError, MemoryFault
 from .granular import whole_granules
 from .guardscan import MIXED, NO_GUARD, guard_cleared, guard_keys, guard_keys16, guard_summary
-from .rows import gather_starts, scatter, scatter_starts
+from .rows import fill_starts, gather_starts, scatter, scatter_starts
 
 GLOBAL_BASE = 0x7F00_0000_0000    # first device allocation
 GLOBAL_GUARD = 1 << 20            # unmapped bytes between allocations
@@ -205,7 +205,7 @@ _SHADOWS = {
     "guard_phase": (np.int64, 0),
     # the same per 16-byte granule (guard16): its bytes' one (barrier << 32 | phase), NO_GUARD where none of its
     # bytes is guarded, or MIXED: per byte only. Kept by every writer of guard_bar (TMA delivery sets it, stores
-    # clear it: guard_changed), so that a wgmma operand's guard check reads one entry a granule (unobserved)
+    # clear it: clear_guard), so that a wgmma operand's guard check reads one entry a granule (unobserved)
     "guard16": (np.int64, -1),
     # in-flight wgmmas reading each 16-byte granule: a wgmma operand is whole granules (its start address, LBO
     # and SBO count 16 bytes and a swizzle permutes 16-byte chunks: PTX 9.7.15.5.1), so this is exact
@@ -412,9 +412,7 @@ class SharedWindow:
                                      f"{int(spots[self.mbar_live[spots]][0]):#x} (mbarrier.inval it first)")
         self.check_overwrite(spots, where)
         races.on_write(self, W, spots, lanes, where, data, strong)
-        if "guard_bar" in self.__dict__:   # (a shadow never made holds -1 everywhere)
-            self.guard_bar[spots] = -1
-            self.guard_changed(spots, cleared=True)
+        self.clear_guard(spots)
         self.smem.data[spots] = data
         self.smem.written[spots] = True
         self.set_sources(spots, NO_SOURCE)
@@ -552,20 +550,28 @@ class SharedWindow:
                                      f"completes phase {phase} of the mbarrier at {key[1]:#x}{other}, but the "
                                      "warp has not observed that phase (no successful mbarrier wait on it)")
 
-    def guard_changed(self, spots, g=None, cleared=False):
-        """guard_bar / guard_phase changed at bytes spots (or whole granules g; cleared: a write set them to -1):
-        guard16 follows (a shadow never made stays so: it is NO_GUARD wherever guard_bar is -1, and only a TMA's
-        delivery sets one)."""
+    def clear_guard(self, spots, starts=None):
+        """No TMA guards bytes spots ((n, k) offsets; or rows of 16 at 16-byte aligned `starts`) any more: a generic
+        or cp.async write. guard_bar and guard16 both (shadows never made hold -1 / NO_GUARD everywhere already;
+        only a TMA's delivery makes them hold more)."""
+        if "guard_bar" not in self.__dict__:
+            return
+        if spots is None:
+            fill_starts(self.guard_bar, starts, 16, -1)
+            g = starts >> 4
+        else:
+            scatter(self.guard_bar, spots, -1)
+            g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
         if "guard16" not in self.__dict__:
             return
-        if g is None:
-            g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
-        if g is None and cleared:
+        if g is not None:
+            self.guard16[_flat(g)] = NO_GUARD
+        else:   # parts of granules: those a TMA guarded are worked out again
             guard_cleared(self.guard16, self.guard_bar, self.guard_phase, _flat(spots))
-        elif g is None:
-            guard_summary(self.guard16, self.guard_bar, self.guard_phase, np.unique(_flat(spots) >> 4))
-        else:
-            guard_summary(self.guard16, self.guard_bar, self.guard_phase, _flat(g))
+
+    def guard_changed(self, spots):
+        """A TMA's delivery set guard_bar / guard_phase at bytes spots, not whole granules: guard16 follows."""
+        guard_summary(self.guard16, self.guard_bar, self.guard_phase, np.unique(_flat(spots) >> 4))
 
     def unobserved(self, warps, spots, grains=None):
         """(warp, byte, phase, mbarrier key) of a byte a TMA wrote whose phase a warp has not observed, or None.

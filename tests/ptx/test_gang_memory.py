@@ -560,7 +560,8 @@ def test_cta_starts_finds_each_ctas_run_of_warps_or_none():
     # CTA's warps together in the gang; thread_ids are Warp.tid for every warp at once
     from types import SimpleNamespace
     from tcemu.ptx.machine import _tids
-    from tcemu.ptx.ops.common import cta_starts, thread_ids
+    from tcemu.ptx.lockstep import thread_ids
+    from tcemu.ptx.ops.common import cta_starts
     a, b, c = object(), object(), object()
     warps = [SimpleNamespace(cta=x, index=i) for x, i in ((a, 0), (a, 1), (b, 0), (c, 3), (c, 1))]
     assert cta_starts(warps) == [0, 2, 3] and cta_starts(warps[:1]) == [0]

@@ -606,8 +606,8 @@ def test_kept_writes_in_one_pass_record_what_the_sorted_path_records(seed, unit,
 
 
 def test_the_ids_and_keys_of_ctas_without_state_are_their_linear_ids():
-    # graces._ids_keys: CTAs that never synchronised (no GCta) by their linear ids (machine.Cta.linear), as
-    # GlobalRaces.cid and _key at epoch 0 give them; a CTA with state gives its own key
+    # graces._ids_keys: CTAs that never synchronised (no GCta) by their linear ids (machine.Cta.linear, x fastest:
+    # GlobalRaces.ctaid inverts them) and _key at epoch 0; a CTA with state gives its own key
     from types import SimpleNamespace
     from tcemu.ptx import graces, machine
     prog = ptx.load(HEADER + ".visible .entry k() { ret; }").program("k")
@@ -615,11 +615,11 @@ def test_the_ids_and_keys_of_ctas_without_state_are_their_linear_ids():
     g = graces.GlobalRaces(launch)
     ctaids = [(2, 4, 6), (0, 0, 0), (1, 3, 2), (2, 0, 5)]
     warps = [machine.Cta(launch, c, prog, None).warps[0] for c in ctaids]
-    ids, keys = graces._ids_keys(g, warps)
-    want = [g.cid(c) for c in ctaids]
-    assert ids == want == [104, 0, 40, 77] and keys.tolist() == [(i + 1) << 32 for i in want]
+    ids, keys = graces._ids_keys(warps)
+    want = [104, 0, 40, 77]   # x + 3 (y + 5 z)
+    assert ids == want and [g.ctaid(i) for i in ids] == ctaids and keys.tolist() == [(i + 1) << 32 for i in want]
     me = graces.GCta(9)
     me.epoch = 3
     warps[1].cta.grace = me
-    ids, keys = graces._ids_keys(g, warps)
+    ids, keys = graces._ids_keys(warps)
     assert ids == [104, 9, 40, 77] and keys.tolist() == [105 << 32, 10 << 32 | 3, 41 << 32, 78 << 32]

@@ -456,7 +456,6 @@ def _deliver(W, cta, addr, values, src, es, bar_off, wh, bar_cta=None, pc=-1, la
     if box.rows is not None:
         sh.guard16[box.g] = bar << 32 | mb.phase
     else:
-        sh.guard16   # (made: guard_changed keeps a made shadow only)
         sh.guard_changed(spots)
     sh.guarded = True
     mb.complete_tx(spots.size)

@@ -7,7 +7,6 @@ from numba import njit
 
 from .. import parser as P
 from ..errors import HazardError, KernelFault, PtxSyntaxError, PtxUnsupported
-from ..machine import LANES
 from ..parser import Instruction
 from ..types import TYPES, PtxType
 
@@ -137,11 +136,6 @@ def each_warp(op):
     gang.masked = "any"   # each warp on its lanes (lockstep.run_any), one warp of each CTA too
     op.gang = gang
     return op
-
-
-def thread_ids(warps) -> np.ndarray:
-    """(warps, 32) int64: each lane's linear thread index in its CTA (machine.Warp.tid), for a gang at once."""
-    return np.array([W.index for W in warps], np.int64)[:, None] * 32 + LANES
 
 
 def cta_starts(warps) -> Optional[List[int]]:

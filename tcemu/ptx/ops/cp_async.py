@@ -11,13 +11,12 @@ from .. import parser as P
 from .. import graces, races
 from ..errors import HazardError, MemoryFault, PtxSyntaxError, PtxUnsupported
 from ...core.errors import TcemuError
-from ..lockstep import Batch, slots_of
+from ..lockstep import Batch, slots_of, thread_ids
 from ..memory import NO_SOURCE
 from ..rows import fill_starts, gather, gather_starts, scatter, scatter_starts
 from ..signals import Fallback
 from ..types import TYPES
-from .common import (Mods, by_cta, cta_starts, each_warp, mask_array, operands, repeats, repeats_aligned, thread_ids,
-                     where)
+from .common import Mods, by_cta, cta_starts, each_warp, mask_array, operands, repeats, repeats_aligned, where
 from .memory_ops import access, address
 from .registry import register
 from .runs import Fuse
@@ -335,9 +334,7 @@ def _land(sh, spots, data, src):
     """The copies' bytes land at spots; src: the global byte behind each (n, k), or for whole granules read in
     full (n,) each row's first (_landing_sources)."""
     # copy_pc names the TMA behind a guarded byte (check_in_flight); a cp.async's bytes are guarded by nothing
-    if "guard_bar" in sh.__dict__:   # a shadow never made holds -1 everywhere (SharedWindow, lazy)
-        scatter(sh.guard_bar, spots, -1)
-        sh.guard_changed(spots, cleared=True)
+    sh.clear_guard(spots)
     scatter(sh.smem.data, spots, data)
     scatter(sh.smem.written, spots, True)
     if src.ndim == 1:
@@ -350,9 +347,7 @@ def _land(sh, spots, data, src):
 
 def _land_rows(sh, starts, data, src):
     """_land for whole granules read in full: rows of 16 bytes at `starts`, src each row's first global byte."""
-    if "guard_bar" in sh.__dict__:
-        fill_starts(sh.guard_bar, starts, 16, -1)
-        sh.guard_changed(None, starts >> 4)   # (granules: cp.async.cg rows are 16-byte aligned)
+    sh.clear_guard(None, starts)   # (cp.async.cg rows are 16-byte aligned)
     scatter_starts(sh.smem.data, starts, data)
     fill_starts(sh.smem.written, starts, 16, True)
     g = starts >> 4

@@ -12,11 +12,11 @@ from numba import njit
 
 from .. import graces, races
 from ...core.errors import TcemuError
-from ..lockstep import Batch
+from ..lockstep import Batch, thread_ids
 from ..memory import NO_SOURCE, WINDOW_SIZE, WINDOWS, from_bytes
 from ..rows import gather_starts
 from ..signals import Fallback
-from .common import by_cta, cta_starts, repeats, thread_ids
+from .common import by_cta, cta_starts, repeats
 
 OWN_CTA = 1 << 24   # generic shared offsets from 2^24 up name another CTA of the cluster (memory_ops.CLUSTER_SHIFT)
 SHARED_BASE = np.uint64(WINDOWS["shared"])
@@ -164,10 +164,7 @@ def _shared_store_plan(sh, members, offs, tids, counts, data, wh):
             at = offs.reshape(nw, len(wh), 32)
             for j, w in enumerate(wh):
                 _log(members, sh, at[:, j].reshape(-1), [32] * nw, nbytes, w)
-        made = sh.__dict__   # a shadow never made holds its initial -1 everywhere already
-        if "guard_bar" in made:
-            sh.guard_bar[spots] = -1
-            sh.guard_changed(spots, cleared=True)
+        sh.clear_guard(spots)
         sh.set_sources(spots, NO_SOURCE)
         sh.smem.data[spots] = data
         sh.smem.written[spots] = True
