@@ -318,16 +318,16 @@ def _note_writes(g, me, sd, a, spots, data, tids, wh, strong=False, keys=None, o
     part = ~whole & touched
     if not part.any():
         return
+    starts = off if spots is None else spots[:, 0]
     if part.all():   # (every row: a store of small values over zeros, say)
-        sp, k, pinfo = spots if spots is not None else _spots(off, n), keep, info
+        k, pinfo = keep, info
         pkey = np.broadcast_to(mykey, (len(keep), 1))
     else:
-        sp = spots[part] if spots is not None else _spots(off[part], n)
-        k, pinfo = keep[part], info[part]
+        starts, k, pinfo = starts[part], keep[part], info[part]
         pkey = np.broadcast_to(mykey, (len(keep), 1))[part]   # (rows, 1)
-    if not _kept_writes(sd, sp, k, pkey[:, 0], pinfo):
+    if not _kept_writes(sd, starts, k, pkey[:, 0], pinfo):
         # some bytes of these rows keep their writer: per byte (their units only)
-        P, ix = sd.at(sp, fine=True)
+        P, ix = sd.at(_spots(starts, n), fine=True)
         P.w_key[ix] = np.where(k, pkey, P.w_key[ix])
         P.w_info[ix] = np.where(k, pinfo[:, None], P.w_info[ix])
 
@@ -348,19 +348,20 @@ def _all_any(b):
     return b.all(axis=1), b.any(axis=1)
 
 
-def _kept_writes(sd, spots, changed, keys, info) -> bool:
-    """_note_writes' rows that leave some bytes as they were, where every unit they touch has no writer yet: each
-    unit's record is the row's, its unchanged bytes kept without one (Granular.write_kept: no per-byte records
-    until the unit is accessed again). False: nothing recorded (rows not whole units, a unit twice, a unit with a
-    writer or per-byte records)."""
-    if spots.dtype == np.int64 and spots.ndim == 2 and changed.shape == spots.shape:
-        if sd.keep is None:
-            sd.keep = np.zeros(sd.G, np.uint16)   # (no bits: no kept bytes, as None)
-        got = _write_kept_rows(spots, changed, keys, np.asarray(info, np.int64), sd.unit, sd.shift,
-                               sd.coarse.w_key, sd.coarse.w_info, sd.is_fine if sd.is_fine is not None else _NO_FINE,
-                               sd.keep)
-        if got < 2:
-            return got == 1
+def _kept_writes(sd, starts, changed, keys, info) -> bool:
+    """_note_writes' rows (at `starts`, changed.shape[1] bytes each) that leave some bytes as they were, where every
+    unit they touch has no writer yet: each unit's record is the row's, its unchanged bytes kept without one
+    (Granular.write_kept: no per-byte records until the unit is accessed again). False: nothing recorded (rows not
+    whole units, a unit twice, a unit with a writer or per-byte records)."""
+    starts = np.asarray(starts, np.int64)
+    if sd.keep is None:
+        sd.keep = np.zeros(sd.G, np.uint16)   # (no bits: no kept bytes, as None)
+    got = _write_kept_rows(starts, changed, keys, np.asarray(info, np.int64), sd.unit, sd.shift,
+                           sd.coarse.w_key, sd.coarse.w_info, sd.is_fine if sd.is_fine is not None else _NO_FINE,
+                           sd.keep)
+    if got < 2:
+        return got == 1
+    spots = _spots(starts, changed.shape[1])
     g = sd.whole(spots)   # (rows, units a row): units in another order, their distinctness by sorting
     if g is None:
         return False
@@ -377,25 +378,23 @@ _NO_FINE = np.zeros(0, np.bool_)
 
 
 @njit(cache=True)
-def _write_kept_rows(spots, changed, keys, info, unit, shift, w_key, w_info, is_fine, keep):
+def _write_kept_rows(starts, changed, keys, info, unit, shift, w_key, w_info, is_fine, keep):
     """_kept_writes in two passes where the rows' units come in increasing order (lanes storing in address order:
     distinct, no sort): 0 where a row is no whole units or a unit is fine, has kept bytes or a writer (nothing
     changed), 1 once recorded (Granular.write_kept's records: a unit that changes some bytes gets its row's key and
     info and the mask of the others), 2 where the units are out of order (the caller sorts). One pass had been a
-    sort, the units' gathers and a byte mask (~0.5 ms a gang of 140 one-warp CTAs' stores on the VM)."""
-    n, k = spots.shape
+    sort, the units' gathers and a byte mask (~0.5 ms a gang of 140 one-warp CTAs' stores on the VM); the rows by
+    their starts (their byte offsets had cost ~60 us more)."""
+    n, k = changed.shape
     if k & (unit - 1):
         return 0
     per = k >> shift
     prev = -1
     for i in range(n):
         for j in range(per):
-            s = spots[i, j * unit]
+            s = starts[i] + j * unit
             if s & (unit - 1):
                 return 0
-            for t in range(1, unit):
-                if spots[i, j * unit + t] != s + t:
-                    return 0
             u = s >> shift
             if u <= prev:
                 return 2
@@ -405,7 +404,7 @@ def _write_kept_rows(spots, changed, keys, info, unit, shift, w_key, w_info, is_
     full = (1 << unit) - 1
     for i in range(n):
         for j in range(per):
-            u = spots[i, j * unit] >> shift
+            u = (starts[i] + j * unit) >> shift
             m = 0
             for t in range(unit):
                 if changed[i, j * unit + t]:

@@ -593,7 +593,7 @@ def test_kept_writes_in_one_pass_record_what_the_sorted_path_records(seed, unit,
             r = np.random.default_rng(seed + 1)
             sd.coarse.w_key[r.integers(0, sd.G, 3)] = 7
             sd.refine(np.array([int(r.integers(0, sd.G))]))
-    got = graces._kept_writes(sds[0], spots, changed, keys, info)
+    got = graces._kept_writes(sds[0], starts, changed, keys, info)
     g = sds[1].whole(spots)
     want = g is not None and len(np.unique(g)) == g.size and sds[1].write_kept(
         g.reshape(-1), changed.reshape(-1, unit), {"w_key": np.repeat(keys, per), "w_info": np.repeat(info, per)})
