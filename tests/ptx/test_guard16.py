@@ -89,3 +89,27 @@ def test_guard16_follows_the_bytes_in_cutlass_and_answers_as_they_do(monkeypatch
     rec = json.load(open(os.path.join(FX, "bench_cutlass_pingpong_bf16_512.json")))["launch"]
     launches.replay(rec, os.path.join(FX, "cutlass_pingpong_bf16.ptx"), seed=1, ctas=[(0, y, 0) for y in range(4)])
     assert len(asked) == 4 * 8 * 4 * 2 and all(a is None for a in asked)
+
+
+def test_a_store_where_no_tma_guards_passes_over_the_guard_and_one_that_touches_a_guard_clears_it():
+    # clear_guard's glance (memory._unguarded): rows whose first and last byte's granules are NO_GUARD leave both
+    # shadows untouched; a row reaching into a guarded granule from an unguarded one (its last byte) still clears
+    # that byte, and one in the middle of a box clears its bytes, each time as the per-byte summary says
+    sh = SharedWindow(SharedMemory(), SMEM_RESERVED, SMEM_RESERVED + 4096, True)
+    lo = SMEM_RESERVED + 256
+    box = np.arange(lo, lo + 64)
+    sh.guard_bar[box] = 0x40
+    sh.guard_phase[box] = 1
+    sh.guard16[box[::16] >> 4] = 0x40 << 32 | 1
+    before = sh.guard_bar.copy()
+    sh.write(np.array([lo + 512, lo + 528]), np.ones((2, 8), np.uint8), [0, 1], "st")   # far from the box
+    assert (sh.guard_bar == before).all() and (sh.guard16 == _summary(sh)).all()
+    assert memory._unguarded(sh.guard16, np.array([[lo + 512 + i for i in range(8)]]), None)
+    assert not memory._unguarded(sh.guard16, (lo - 4 + np.arange(8))[None, :], None)   # its last byte: guarded
+    assert not memory._unguarded(sh.guard16, None, np.array([lo + 512, lo + 48]))
+    sh.write(np.array([lo - 4]), np.ones((1, 8), np.uint8), [0], "st")                 # 4 bytes into the box
+    assert sh.guard_bar[lo - 4:lo + 8].tolist() == [-1] * 8 + [0x40] * 4
+    assert sh.guard16[lo >> 4] == MIXED and (sh.guard16 == _summary(sh)).all()
+    sh.write(np.array([lo + 16]), np.ones((1, 16), np.uint8), [0], "st")               # a whole granule of it
+    assert sh.guard16[(lo >> 4) + 1] == NO_GUARD and (sh.guard_bar[lo + 16:lo + 32] == -1).all()
+    assert (sh.guard16 == _summary(sh)).all()
