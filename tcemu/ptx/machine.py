@@ -16,6 +16,7 @@ A launch's `trace` (Module.launch(trace=...)), when set, is called after every i
 trace(warp, pc, mask, control), mask as the instruction saw it (None: every live lane).
 """
 import itertools
+import math
 import time
 from typing import List, Optional
 
@@ -24,7 +25,8 @@ import numpy as np
 from .errors import BudgetExceeded, Deadlock, KernelFault, PtxError
 from . import graces, lockstep
 from .hang import PROBE_STEPS, WriteLog, describe_spin, probe, probe_cta, spin_line
-from .memory import LocalMemory
+from ..layout.smem import SharedMemory
+from .memory import SMEM_RESERVED, LocalMemory, SharedWindow
 from .program import CLASS_ATTR, Program, describe
 from .signals import BLOCK, DIVERGED, EXITED
 
@@ -438,6 +440,41 @@ def budget_report(ctas, limit: int = 64) -> str:
     if len(lines) > limit:
         lines = lines[:limit] + [f"  ... and {len(lines) - limit} more warps"]
     return "\n".join(lines)
+
+
+def cluster_builder(L, prog: Program, cluster, window_hi: int, zero_shared: bool, keep_sources: bool, arch: str):
+    """corner -> the CTAs of the cluster there (corner: its index in clusters), by rank: each with its shared
+    window [SMEM_RESERVED, window_hi) (watched by the launch's write log; keep_sources: SharedWindow's) and the
+    cluster's barrier (schedule.Residency admits clusters through it)."""
+    writes = L.writes
+    ranks = [(r % cluster[0], (r // cluster[0]) % cluster[1], r // (cluster[0] * cluster[1]))
+             for r in range(math.prod(cluster))]   # each rank's place in its cluster
+
+    def window():
+        sh = SharedWindow(SharedMemory(arch), SMEM_RESERVED, window_hi, zero_shared)
+        writes.watch_shared(sh)
+        if not keep_sources:
+            sh.keep_sources = False
+        return sh
+
+    def build_one(corner):   # a cluster of one CTA (most grids): without build's loop over ranks
+        cta = Cta(L, corner, prog, window(), 0)
+        cta.cluster_barrier = ClusterBarrier(cta.cluster)
+        return cta.cluster
+
+    def build(corner):
+        ctas = []
+        for rank, (x, y, z) in enumerate(ranks):
+            ctaid = (corner[0] * cluster[0] + x, corner[1] * cluster[1] + y, corner[2] * cluster[2] + z)
+            sh = window()
+            sh.rank = rank
+            ctas.append(Cta(L, ctaid, prog, sh, rank))
+        cbar = ClusterBarrier(ctas)
+        for cta in ctas:
+            cta.cluster = ctas
+            cta.cluster_barrier = cbar
+        return ctas
+    return build_one if len(ranks) == 1 else build
 
 
 class _Resident:

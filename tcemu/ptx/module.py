@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..layout.smem import SMEM_WINDOW, SharedMemory
+from ..layout.smem import SMEM_WINDOW
 from ..core.validate import as_int, show
 from . import callgraph, parser as P
 from . import strict
@@ -28,8 +28,8 @@ from .errors import KernelFault, PtxError, PtxLimit, PtxSyntaxError, PtxUnsuppor
 from .hang import WriteLog
 from . import distribute, lockstep, races
 from .heap import HEAP_BYTES
-from .machine import ClusterBarrier, Cta, RegisterSlabs, run_ctas, warp_specialised
-from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory, SharedWindow
+from .machine import RegisterSlabs, cluster_builder, run_ctas, warp_specialised
+from .memory import SMEM_RESERVED, ByteSpace, GlobalMemory
 from .ops import lookup
 from .program import Program, Symbol
 from .schedule import Corners, Residency, check_floor, check_pace
@@ -375,46 +375,18 @@ class Module:
         # the global byte behind each shared byte: only a tensor-core operand's layout check reads it
         keep_sources = L.check_layouts and prog.table.uses("wgmma", "tcgen05")
 
-        ranks = [(r % cluster[0], (r // cluster[0]) % cluster[1], r // (cluster[0] * cluster[1]))
-                 for r in range(math.prod(cluster))]   # each rank's place in its cluster
-        window_hi, zero_shared, writes = SMEM_RESERVED + total_smem, bool(zero_init_shared), L.writes
-
-        arch = self.arch
-
-        def build_one(corner):   # a cluster of one CTA (most grids: ~2 us a CTA less than build's loop)
-            window = SharedWindow(SharedMemory(arch), SMEM_RESERVED, window_hi, zero_shared)
-            writes.watch_shared(window)
-            if not keep_sources:
-                window.keep_sources = False
-            cta = Cta(L, corner, prog, window, 0)
-            cta.cluster_barrier = ClusterBarrier(cta.cluster)
-            return cta.cluster
-
-        def build(corner):
-            ctas = []
-            for rank, (x, y, z) in enumerate(ranks):
-                ctaid = (corner[0] * cluster[0] + x, corner[1] * cluster[1] + y, corner[2] * cluster[2] + z)
-                window = SharedWindow(SharedMemory(self.arch), SMEM_RESERVED, window_hi, zero_shared)
-                window.rank = rank
-                writes.watch_shared(window)
-                if not keep_sources:
-                    window.keep_sources = False
-                ctas.append(Cta(L, ctaid, prog, window, rank))
-            cbar = ClusterBarrier(ctas)
-            for cta in ctas:
-                cta.cluster = ctas
-                cta.cluster_barrier = cbar
-            return ctas
+        build = cluster_builder(L, prog, cluster, SMEM_RESERVED + total_smem, bool(zero_init_shared), keep_sources,
+                                self.arch)
 
         def finished(ctas):   # (the clusters that finished in one round of the scheduler)
             stats["ctas"] += len(ctas)
             for c in ctas:
                 c.release()
             if bar:
-                bar.step(len(ctas) // len(ranks))
+                bar.step(len(ctas) // math.prod(cluster))
             if timeout is not None:
                 check_pace(stats["ctas"], grid_.total, time.perf_counter() - t0, timeout)
-        grid_ = Residency(resident, groups, build_one if len(ranks) == 1 else build, nthreads, total_smem, int(np.prod(cluster)),
+        grid_ = Residency(resident, groups, build, nthreads, total_smem, int(np.prod(cluster)),
                           self._cluster_bytes(prog, nthreads, cluster, total_smem), MEMORY_LIMIT, finished)
         if cooperative:
             n = int(np.prod(grid)) if chosen is None else len(chosen)

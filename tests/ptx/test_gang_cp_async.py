@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tcemu.ptx as ptx
-from tcemu.ptx import HazardError, graces, lockstep, module, races
+from tcemu.ptx import HazardError, graces, lockstep, machine, races
 
 from ptxkit import REGS, entry
 
@@ -138,7 +138,7 @@ def test_gang_wait_leaves_the_racecheck_records_of_warps_one_at_a_time(spies, mo
     # the kernel's third copy runs on the odd lanes only: each warp's record keeps its own lanes' mask, though the
     # gang lands a CTA's rows chunk by chunk (the warps' rows of one issue together), not warp by warp; "teams":
     # each CTA's copies of one gang issue as one slice (cp_async._team_batches), "copies": warp by warp
-    from tcemu.ptx import memory, module
+    from tcemu.ptx import machine, memory
     from tcemu.ptx.ops import cp_async
     used = {"teams": 0, "copies": 0}
     teams, copies = cp_async._team_batches, cp_async._copy_batches
@@ -160,7 +160,7 @@ def test_gang_wait_leaves_the_racecheck_records_of_warps_one_at_a_time(spies, mo
             finals.append({**{k: self.race.bytes(k) for k in ("w_ep", "w_info", "w_mask", "w_region", "R")},
                            "data": self.smem.data.copy(), "source": self.sources(np.arange(self.hi))})
             super().release()
-    monkeypatch.setattr(module, "SharedWindow", Window)
+    monkeypatch.setattr(machine, "SharedWindow", Window)
     launch(n=8)
     ganged, finals[:] = list(finals), []
     assert spies["land"] >= 3 * 2 and len(ganged) == 3
@@ -301,7 +301,7 @@ def test_a_run_of_issues_lands_the_bytes_and_state_of_the_issues_one_at_a_time(f
     """Two cp.async with address arithmetic between them run as one issue (ops/runs.py): the bytes the
     PTX text moves (src-size 0: zeros), and every shadow and racecheck record of the windows and of the global
     source equal to the issues run one at a time and to the warps one at a time."""
-    from tcemu.ptx import memory, module
+    from tcemu.ptx import machine, memory
     finals = []
 
     class Window(memory.SharedWindow):
@@ -311,7 +311,7 @@ def test_a_run_of_issues_lands_the_bytes_and_state_of_the_issues_one_at_a_time(f
                            "source": self.sources(np.arange(self.hi)), "epochs": self.epochs(np.arange(self.hi)),
                            "epoch": self.write_epoch})
             super().release()
-    monkeypatch.setattr(module, "SharedWindow", Window)
+    monkeypatch.setattr(machine, "SharedWindow", Window)
     shadows = []
 
     class Shadow(graces.GShadow):
@@ -389,12 +389,12 @@ def test_sources_are_kept_only_where_a_layout_check_reads_them(spies, monkeypatc
     layout check: a launch whose program has no wgmma or tcgen05 instruction (here one past the ret, never run),
     or with check_layouts=False, makes none; the bytes moved are the same."""
     made = []
-    release = module.SharedWindow.release
+    release = machine.SharedWindow.release
 
     def spy(self):
         made.append("source16" in self.__dict__)
         release(self)
-    monkeypatch.setattr(module.SharedWindow, "release", spy)
+    monkeypatch.setattr(machine.SharedWindow, "release", spy)
     body = BODY.format(sync="  bar.sync 0;") + ("  wgmma.fence.sync.aligned;\n" if wgmma else "")
     src = np.random.default_rng(5).integers(0, 256, 128 * 3 * 16, dtype=np.uint8)
     dst = np.zeros(48 * 128 * 3, np.uint8)

@@ -180,7 +180,7 @@ def test_gang_accesses_move_the_bytes_the_ptx_text_moves(spies):
 def states(monkeypatch):
     """Every CTA's shared window and every global racecheck shadow a launch makes, in order of creation; a window's
     state as it was when its CTA finished (the CTA then drops its shadows and racecheck records: Cta.release)."""
-    from tcemu.ptx import memory, module
+    from tcemu.ptx import machine, memory
     made = []
 
     class Window(memory.SharedWindow):
@@ -196,7 +196,7 @@ def states(monkeypatch):
         def __init__(self, *a):
             super().__init__(*a)
             made.append(self)
-    monkeypatch.setattr(module, "SharedWindow", window)
+    monkeypatch.setattr(machine, "SharedWindow", window)
     monkeypatch.setattr(graces, "GShadow", Shadow)
     return made
 
