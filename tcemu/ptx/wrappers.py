@@ -70,6 +70,8 @@ def _guarded_batch(gang, pairs, i: int, neg: bool):
     unmasked = [m is None for m in masks]
     if not all(unmasked):
         p = p & np.stack([np.ones(32, bool) if m is None else m for m in masks])
+    elif p.all():   # the guard holds on every lane of every warp (a grid's inner CTAs): the gang as it is
+        return gang(pairs)
     some = p.any(axis=1).tolist()
     every = p.all(axis=1).tolist()
     run, at = [], []

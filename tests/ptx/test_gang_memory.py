@@ -801,6 +801,24 @@ def test_predicated_global_loads_of_many_ctas_run_as_one_batch(monkeypatch):
     assert np.array_equal(alone, out)
 
 
+def test_a_guard_true_on_every_lane_of_the_gang_runs_the_gang_as_it_is(monkeypatch):
+    # wrappers._guarded_batch: where @%p1 holds on every lane of all 18 warps (n covers the grid) the load runs on
+    # the gang itself, without _ran picking the warps; the bits are those of warps run one at a time
+    from tcemu.ptx import wrappers
+    picked = []
+    real = wrappers._ran
+    monkeypatch.setattr(wrappers, "_ran", lambda gang, run, at, n: picked.append(n) or real(gang, run, at, n))
+    g = np.arange(96 * 6)
+    counts = {}
+    for n in (96 * 6, 96 * 6 - 1):
+        picked.clear()
+        src, out = launch_predicated(n)
+        counts[n] = len(picked)
+        assert np.array_equal(out.reshape(-1, 4)[:, 0], np.where(g < n, src[g], 0))
+        assert np.array_equal(launch_predicated(n, lockstep=False)[1], out)
+    assert counts[96 * 6] == counts[96 * 6 - 1] - 1   # the @%p1 load alone: false on the last lane of one warp
+
+
 def test_predicated_global_loads_leave_the_records_of_the_warps_one_at_a_time(states, monkeypatch):
     launch_predicated(96 * 4 + 37)
     ganged = [state_of(x) for x in states]
