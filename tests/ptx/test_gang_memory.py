@@ -149,7 +149,7 @@ def spies(monkeypatch):
     wait_group records through gang_write_record too: those calls count as "gang_write_record@cp_async"."""
     seen = {}
     for mod, name in ((races, "gang_write_record"), (races, "gang_read_record"), (graces, "record_writes"),
-                      (graces, "record_writes_ctas"), (graces, "record_reads_ctas")):
+                      (graces, "record_writes_ctas"), (graces, "record_reads_rows")):
         real = getattr(mod, name)
 
         def spy(*a, real=real, name=name, **k):
@@ -158,6 +158,8 @@ def spies(monkeypatch):
             n = 1
             if name.endswith("_ctas"):   # several CTAs' global loads or stores at once: one record each
                 name, n = name[:-5], len(a[0])
+            elif name == "record_reads_rows":   # (rows of several CTAs: part, each row's CTA)
+                name, n = "record_reads", len(np.unique(a[5]))
             seen[name] = seen.get(name, 0) + n
             return real(*a, **k)
         monkeypatch.setattr(mod, name, spy)

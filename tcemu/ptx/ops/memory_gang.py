@@ -226,19 +226,26 @@ def global_loads_plan(parts, nbytes, wh):
     """The bytes the lanes of several CTAs load from global memory, as one: parts [(a warp of the CTA, addresses,
     the CTA's thread indices)] in gang order; and land(), which records the reads. Fallback where a check would
     report (reading state only)."""
-    W = parts[0][0]
-    addrs = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
-    tids = parts[0][2] if len(parts) == 1 else np.concatenate([p[2] for p in parts])
+    if len(parts) == 1:
+        return global_loads_rows([parts[0][0]], parts[0][1], parts[0][2], [len(parts[0][1])], nbytes, wh)
+    return global_loads_rows([p[0] for p in parts], np.concatenate([p[1] for p in parts]),
+                             np.concatenate([p[2] for p in parts]), [len(p[1]) for p in parts], nbytes, wh)
+
+
+def global_loads_rows(warps, addrs, tids, lens, nbytes, wh):
+    """global_loads_plan of rows given as arrays: warps, a warp of each CTA; lens, each one's lanes of addrs and
+    tids, in order (a gang's loads, not split CTA by CTA and joined again)."""
+    W = warps[0]
     a, off = _global_plan(W, addrs, tids, nbytes, wh)
     checked = W.cta.launch.check_races
-    warps, lens = [p[0] for p in parts], [len(p[1]) for p in parts]
     if checked and graces.reads_race_ctas(warps, a, off, nbytes, lens):
         raise Fallback
     raw = gather_starts(a.data, off, nbytes)
 
     def land():
-        if checked:
-            graces.record_reads_ctas([(p[0], o, p[2]) for p, o in zip(parts, _split(off, lens))], a, nbytes, wh)
+        if checked and off.size:
+            part = np.repeat(np.arange(len(warps)), lens)
+            graces.record_reads_rows(warps, a, nbytes, off, tids, part, wh, part)
     return raw, land
 
 
@@ -334,9 +341,7 @@ def _global_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, sp
     kind, at = _space(space, addrs)
     if kind != "global":
         return False
-    bounds = np.cumsum([0] + lens).tolist()
-    raw, land = global_loads_plan([(warps[k], at[lo:hi], tids[lo:hi])
-                                   for k, lo, hi in zip(starts, bounds, bounds[1:])], nbytes, wh)
+    raw, land = global_loads_rows([warps[k] for k in starts], at, tids, lens, nbytes, wh)
     land()
     vals = from_bytes(raw, cont)   # (lanes, vec)
     for i, s in enumerate(sets):
