@@ -355,6 +355,49 @@ def _global_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, sp
     return True
 
 
+def _shared_gang_lanes(pairs, touched, get_addr, nbytes):
+    """The lanes of a gang's .shared access read through one lockstep.Batch, CTA by CTA: (B, sel, offsets, thread
+    ids, [(the CTA's (W, m) pairs, its lanes' slice, its warps' lane counts)]), or None where a CTA's warps are not
+    together in the gang (the CTA by CTA path, every warp's registers read on its own: ~2-3 us a warp, Triton's
+    softmax reductions through shared memory); Fallback where a CTA has no lane to run."""
+    warps = [W for W, _ in pairs]
+    starts = cta_starts(warps)
+    if starts is None:
+        return None
+    B = Batch(warps, touched)
+    sel, addrs, tids, counts, lens = _gang_lanes(pairs, B, get_addr, nbytes, starts)
+    if 0 in lens:
+        raise Fallback
+    ends, at, ctas = starts[1:] + [len(warps)], 0, []
+    for a, b, n in zip(starts, ends, lens):
+        ctas.append((pairs[a:b], slice(at, at + n), counts[a:b]))
+        at += n
+    return B, sel, _space("shared", addrs)[1], tids, ctas
+
+
+def _shared_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, wh) -> bool:
+    """ld.shared of the gang's warps: every CTA planned (_shared_load_plan), then recorded, then every warp's
+    destinations set at once through the Batch; False where _shared_gang_lanes gives None."""
+    got = _shared_gang_lanes(pairs, touched, get_addr, nbytes)
+    if got is None:
+        return False
+    B, sel, offs, tids, ctas = got
+    plans = [_shared_load_plan(m[0][0].cta.shared, m, offs[at], tids[at], counts, nbytes, wh) for m, at, counts in ctas]
+    for _, land in plans:
+        land()
+    vals = from_bytes(np.concatenate([raw for raw, _ in plans]) if len(plans) > 1 else plans[0][0], cont)
+    nw = len(pairs)
+    for i, s in enumerate(sets):
+        if sel is None:
+            s(B, vals[:, i].reshape(nw, 32), None)
+        else:
+            full = np.zeros(sel.shape, cont)
+            full[sel] = vals[:, i]
+            s(B, full, sel)
+    B.store(written)
+    return True
+
+
 def ld_gang(space, get_addr, nbytes, cont, sets, wh, touched=None, written=None):
     """op.gang of a weak ld (memory_ops.c_ld): sets, the destination setters; cont, the element container;
     touched / written: the registers the operands name / the destinations (a global load of several CTAs reads
@@ -362,6 +405,9 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh, touched=None, written=None)
     def gang(pairs):
         if space in ("global", "generic") and touched is not None and len(pairs) > 1 and \
                 _global_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, space, wh):
+            return
+        if space == "shared" and touched is not None and len(pairs) > 1 and \
+                _shared_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, wh):
             return
         plans, loads = [], []   # loads: every CTA's global lanes, read as one
         for cta, members in by_cta(pairs):
@@ -423,6 +469,18 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh, touched=None):
             stores = _global_lanes(pairs, touched, gets, get_addr, nbytes, pack)
             if stores is not None:
                 _global_stores(stores, wh)()
+                return
+        if space == "shared" and touched is not None and len(pairs) > 1:
+            got = _shared_gang_lanes(pairs, touched, get_addr, nbytes)
+            if got is not None:   # every CTA planned, then landed (no byte stored twice in a CTA: checked)
+                B, sel, offs, tids, ctas = got
+                nw = len(pairs)
+                vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
+                data = pack(vals.reshape(nw * 32, -1) if sel is None else vals[sel])
+                plans = [_shared_store_plan(m[0][0].cta.shared, m, offs[at], tids[at], counts, data[at], wh)
+                         for m, at, counts in ctas]
+                for land in plans:
+                    land()
                 return
         plans = []
         stores = []   # global addresses of every CTA: no byte stored twice in the gang
