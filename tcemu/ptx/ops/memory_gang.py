@@ -560,11 +560,42 @@ def ldmatrix_run(num, trans):
     return run
 
 
-def ldmatrix_gang(num, trans, sets, get_addr, generic, wh):
-    """op.gang of ldmatrix .m8n8 .b16 (memory_ops.c_ldmatrix)."""
+def _matrix_batch(pairs, touched, get_addr, num, generic):
+    """(B, the CTAs' [(first, end)] in the gang, row offsets (warps, 8 num), thread ids (warps, 8 num)) of a gang's
+    ldmatrix / stmatrix read through one lockstep.Batch, or None where a CTA's warps are not together (the CTA by
+    CTA path reads each warp's registers on its own); Fallback where a warp runs on some lanes only."""
+    warps = [W for W, _ in pairs]
+    starts = cta_starts(warps)
+    if starts is None:
+        return None
+    if any(m is not None and not m.all() for _, m in pairs):   # .sync.aligned: the whole warp
+        raise Fallback
+    B = Batch(warps, touched)
+    nw, rows = len(warps), 8 * num
+    offs = matrix_offsets(np.broadcast_to(get_addr(B), (nw, 32))[:, :rows], generic)
+    return B, list(zip(starts, starts[1:] + [nw])), offs, thread_ids(warps)[:, :rows]
+
+
+def ldmatrix_gang(num, trans, sets, get_addr, generic, wh, touched=None, written=None):
+    """op.gang of ldmatrix .m8n8 .b16 (memory_ops.c_ldmatrix); touched / written: the registers the operands name
+    / the destinations (every warp's read and set at once: _matrix_batch)."""
     rows = 8 * num
 
     def gang(pairs):
+        got = _matrix_batch(pairs, touched, get_addr, num, generic) if touched is not None and len(pairs) > 1 \
+            else None
+        if got is not None:
+            B, ctas, offs, tids = got
+            plans = [_shared_load_plan(pairs[a][0].cta.shared, pairs[a:b], offs[a:b].reshape(-1),
+                                       tids[a:b].reshape(-1), [rows] * (b - a), 16, wh) for a, b in ctas]
+            raw = np.concatenate([r for r, _ in plans]) if len(plans) > 1 else plans[0][0]
+            for _, land in plans:
+                land()
+            v = fragments(raw, len(pairs), num, trans)   # (warps, num, 32)
+            for i, s in enumerate(sets):
+                s(B, v[:, i], None)
+            B.store(written)
+            return
         plans = []
         for cta, members in by_cta(pairs):
             offs = _matrix_rows(members, get_addr, num, generic)
@@ -580,23 +611,42 @@ def ldmatrix_gang(num, trans, sets, get_addr, generic, wh):
     return gang
 
 
-def stmatrix_gang(num, trans, gets, get_addr, generic, wh):
-    """op.gang of stmatrix .m8n8 .b16 (memory_ops.c_stmatrix)."""
+def _matrices(v, num, trans):
+    """stmatrix's (warps * 8 num, 16) bytes of (warps, num, 32) b32 registers (PTX 9.7.14.5.16)."""
+    mt = np.zeros((len(v), num, 8, 8), np.uint16)
+    mt[:, :, FRAG_ROW, FRAG_COL] = (v & np.uint32(0xFFFF)).astype(np.uint16)
+    mt[:, :, FRAG_ROW, FRAG_COL + 1] = (v >> np.uint32(16)).astype(np.uint16)
+    if trans:
+        mt = mt.swapaxes(2, 3)
+    return np.ascontiguousarray(mt).reshape(-1, 8).view(np.uint8)
+
+
+def stmatrix_gang(num, trans, gets, get_addr, generic, wh, touched=None):
+    """op.gang of stmatrix .m8n8 .b16 (memory_ops.c_stmatrix); touched: the registers the operands name (every
+    warp's read at once: _matrix_batch)."""
     rows = 8 * num
 
     def gang(pairs):
+        got = _matrix_batch(pairs, touched, get_addr, num, generic) if touched is not None and len(pairs) > 1 \
+            else None
+        if got is not None:
+            B, ctas, offs, tids = got
+            nw = len(pairs)
+            data = _matrices(np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=1).astype(np.uint32),
+                             num, trans)
+            plans = [_shared_store_plan(pairs[a][0].cta.shared, pairs[a:b], offs[a:b].reshape(-1),
+                                        tids[a:b].reshape(-1), [rows] * (b - a), data[a * rows:b * rows], wh)
+                     for a, b in ctas]
+            for land in plans:
+                land()
+            return
         plans = []
         for cta, members in by_cta(pairs):
             offs = _matrix_rows(members, get_addr, num, generic)
             v = np.array([[g(W) for g in gets] for W, _ in members], np.uint32)   # (warps, num, 32)
-            mt = np.zeros((len(members), num, 8, 8), np.uint16)
-            mt[:, :, FRAG_ROW, FRAG_COL] = (v & np.uint32(0xFFFF)).astype(np.uint16)
-            mt[:, :, FRAG_ROW, FRAG_COL + 1] = (v >> np.uint32(16)).astype(np.uint16)
-            if trans:
-                mt = mt.swapaxes(2, 3)
-            data = np.ascontiguousarray(mt).reshape(-1, 8).view(np.uint8)   # (warps * 8 num, 16) bytes
             tids = np.concatenate([W.tid[:rows] for W, _ in members])
-            plans.append(_shared_store_plan(cta.shared, members, offs, tids, [rows] * len(members), data, wh))
+            plans.append(_shared_store_plan(cta.shared, members, offs, tids, [rows] * len(members),
+                                            _matrices(v, num, trans), wh))
         for land in plans:
             land()
     return gang

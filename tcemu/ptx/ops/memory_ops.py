@@ -371,7 +371,8 @@ def c_ldmatrix(ins, prog, pc):
         v = fragments(raw, 1, num, trans)[0]   # (num, 32)
         for i, s in enumerate(sets):
             s(W, v[i], None)
-    op.gang = ldmatrix_gang(num, trans, sets, rows_of.get_addr, rows_of.generic, wh)
+    op.gang = ldmatrix_gang(num, trans, sets, rows_of.get_addr, rows_of.generic, wh, slots_of(prog, ins.operands),
+                            slots_of(prog, ins.operands[:1]))
     if op.gang is not None and ins.guard is None:   # ldmatrix of this form in a run (runs.py) are one
         get_addr, generic = rows_of.get_addr, rows_of.generic
 
@@ -398,7 +399,7 @@ def c_stmatrix(ins, prog, pc):
             mats[i] = mt.T if trans else mt
         raw = np.ascontiguousarray(mats.reshape(num * 8, 8)).view(np.uint8)
         W.cta.shared.store(rows.reshape(-1), raw, W.tid[:8 * num], wh, W=W)
-    op.gang = stmatrix_gang(num, trans, gets, rows_of.get_addr, rows_of.generic, wh)
+    op.gang = stmatrix_gang(num, trans, gets, rows_of.get_addr, rows_of.generic, wh, slots_of(prog, ins.operands))
     return op
 
 
