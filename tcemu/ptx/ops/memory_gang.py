@@ -327,31 +327,45 @@ def _gang_lanes(pairs, B, get_addr, nbytes, starts):
     return sel, addrs, tids, counts, np.add.reduceat(np.asarray(counts), starts).tolist()
 
 
-def _global_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, space, wh) -> bool:
-    """ld.global of the gang's warps, every CTA's at once through one lockstep.Batch (addresses read and
-    destinations set for all warps together: a Triton elementwise kernel's predicated loads had cost ~1.7 ms a
-    CTA of four warps warp by warp, 2026-11-28); False where a CTA's warps are not together in the gang or the
-    lanes are not all global (the CTA by CTA path)."""
+def _batch_lanes(pairs, touched, get_addr, nbytes):
+    """(warps, where each CTA's warps start, the lockstep.Batch) + _gang_lanes of a gang whose CTAs' warps stand
+    together, its registers read once through the Batch; None where they do not (the CTA by CTA path)."""
     warps = [W for W, _ in pairs]
     starts = cta_starts(warps)
     if starts is None:
-        return False
+        return None
     B = Batch(warps, touched)
-    sel, addrs, tids, _, lens = _gang_lanes(pairs, B, get_addr, nbytes, starts)
-    kind, at = _space(space, addrs)
-    if kind != "global":
-        return False
-    raw, land = global_loads_rows([warps[k] for k in starts], at, tids, lens, nbytes, wh)
-    land()
+    return (warps, starts, B) + _gang_lanes(pairs, B, get_addr, nbytes, starts)
+
+
+def _set_loaded(B, sel, raw, cont, sets, written):
+    """The loaded bytes raw ((lanes, nbytes), sel's lanes in gang order) into every warp's destinations at once."""
     vals = from_bytes(raw, cont)   # (lanes, vec)
     for i, s in enumerate(sets):
         if sel is None:
-            s(B, vals[:, i].reshape(len(warps), 32), None)
+            s(B, vals[:, i].reshape(len(B.warps), 32), None)
         else:
             full = np.zeros(sel.shape, cont)
             full[sel] = vals[:, i]
             s(B, full, sel)
     B.store(written)
+
+
+def _global_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, space, wh) -> bool:
+    """ld.global of the gang's warps, every CTA's at once through one lockstep.Batch (addresses read and
+    destinations set for all warps together: a Triton elementwise kernel's predicated loads had cost ~1.7 ms a
+    CTA of four warps warp by warp, 2026-11-28); False where a CTA's warps are not together in the gang or the
+    lanes are not all global (the CTA by CTA path)."""
+    got = _batch_lanes(pairs, touched, get_addr, nbytes)
+    if got is None:
+        return False
+    warps, starts, B, sel, addrs, tids, _, lens = got
+    kind, at = _space(space, addrs)
+    if kind != "global":
+        return False
+    raw, land = global_loads_rows([warps[k] for k in starts], at, tids, lens, nbytes, wh)
+    land()
+    _set_loaded(B, sel, raw, cont, sets, written)
     return True
 
 
@@ -360,12 +374,10 @@ def _shared_gang_lanes(pairs, touched, get_addr, nbytes):
     ids, [(the CTA's (W, m) pairs, its lanes' slice, its warps' lane counts)]), or None where a CTA's warps are not
     together in the gang (the CTA by CTA path, every warp's registers read on its own: ~2-3 us a warp, Triton's
     softmax reductions through shared memory); Fallback where a CTA has no lane to run."""
-    warps = [W for W, _ in pairs]
-    starts = cta_starts(warps)
-    if starts is None:
+    got = _batch_lanes(pairs, touched, get_addr, nbytes)
+    if got is None:
         return None
-    B = Batch(warps, touched)
-    sel, addrs, tids, counts, lens = _gang_lanes(pairs, B, get_addr, nbytes, starts)
+    warps, starts, B, sel, addrs, tids, counts, lens = got
     if 0 in lens:
         raise Fallback
     ends, at, ctas = starts[1:] + [len(warps)], 0, []
@@ -385,16 +397,8 @@ def _shared_load_lanes(pairs, touched, written, get_addr, nbytes, cont, sets, wh
     plans = [_shared_load_plan(m[0][0].cta.shared, m, offs[at], tids[at], counts, nbytes, wh) for m, at, counts in ctas]
     for _, land in plans:
         land()
-    vals = from_bytes(np.concatenate([raw for raw, _ in plans]) if len(plans) > 1 else plans[0][0], cont)
-    nw = len(pairs)
-    for i, s in enumerate(sets):
-        if sel is None:
-            s(B, vals[:, i].reshape(nw, 32), None)
-        else:
-            full = np.zeros(sel.shape, cont)
-            full[sel] = vals[:, i]
-            s(B, full, sel)
-    B.store(written)
+    _set_loaded(B, sel, np.concatenate([raw for raw, _ in plans]) if len(plans) > 1 else plans[0][0], cont, sets,
+                written)
     return True
 
 
@@ -449,15 +453,13 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh, touched=None, written=None)
 def _global_lanes(pairs, touched, gets, get_addr, nbytes, pack):
     """st.global of the gang's warps, every CTA's at once: _global_stores' stores, or None where a CTA's warps are
     not together in the gang (the CTA by CTA path)."""
-    warps = [W for W, _ in pairs]
-    starts = cta_starts(warps)
-    if starts is None:
+    got = _batch_lanes(pairs, touched, get_addr, nbytes)
+    if got is None:
         return None
+    warps, starts, B, sel, addrs, tids, counts, lens = got
     nw = len(warps)
     groups = [pairs[a:b] for a, b in zip(starts, starts[1:] + [nw])]   # the warps of each CTA, in gang order
-    B = Batch(warps, touched)   # registers as (warps, 32): every warp's values in one read
     vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
-    sel, addrs, tids, counts, lens = _gang_lanes(pairs, B, get_addr, nbytes, starts)
     return groups, addrs, tids, counts, lens, pack(vals.reshape(nw * 32, -1) if sel is None else vals[sel])
 
 
