@@ -576,7 +576,7 @@ class SharedWindow:
         else:
             scatter(self.guard_bar, spots, -1)
             g = whole_granules(spots) if isinstance(spots, np.ndarray) else None
-        if "guard16" not in self.__dict__:
+        if "guard16" not in made:
             return
         if g is not None:
             self.guard16[_flat(g)] = NO_GUARD

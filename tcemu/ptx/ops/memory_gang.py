@@ -450,6 +450,13 @@ def ld_gang(space, get_addr, nbytes, cont, sets, wh, touched=None, written=None)
     return gang
 
 
+def _store_bytes(B, sel, gets, pack):
+    """The bytes a gang's st stores, its active lanes' (sel) in gang order: the sources read through the Batch B."""
+    nw = len(B.warps)
+    vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
+    return pack(vals.reshape(nw * 32, -1) if sel is None else vals[sel])
+
+
 def _global_lanes(pairs, touched, gets, get_addr, nbytes, pack):
     """st.global of the gang's warps, every CTA's at once: _global_stores' stores, or None where a CTA's warps are
     not together in the gang (the CTA by CTA path)."""
@@ -457,10 +464,8 @@ def _global_lanes(pairs, touched, gets, get_addr, nbytes, pack):
     if got is None:
         return None
     warps, starts, B, sel, addrs, tids, counts, lens = got
-    nw = len(warps)
-    groups = [pairs[a:b] for a, b in zip(starts, starts[1:] + [nw])]   # the warps of each CTA, in gang order
-    vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
-    return groups, addrs, tids, counts, lens, pack(vals.reshape(nw * 32, -1) if sel is None else vals[sel])
+    groups = [pairs[a:b] for a, b in zip(starts, starts[1:] + [len(warps)])]   # the warps of each CTA, in order
+    return groups, addrs, tids, counts, lens, _store_bytes(B, sel, gets, pack)
 
 
 def st_gang(space, gets, get_addr, nbytes, pack, wh, touched=None):
@@ -476,9 +481,7 @@ def st_gang(space, gets, get_addr, nbytes, pack, wh, touched=None):
             got = _shared_gang_lanes(pairs, touched, get_addr, nbytes)
             if got is not None:   # every CTA planned, then landed (no byte stored twice in a CTA: checked)
                 B, sel, offs, tids, ctas = got
-                nw = len(pairs)
-                vals = np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=-1)   # (warps, 32, vec)
-                data = pack(vals.reshape(nw * 32, -1) if sel is None else vals[sel])
+                data = _store_bytes(B, sel, gets, pack)
                 plans = [_shared_store_plan(m[0][0].cta.shared, m, offs[at], tids[at], counts, data[at], wh)
                          for m, at, counts in ctas]
                 for land in plans:
@@ -563,9 +566,9 @@ def ldmatrix_run(num, trans):
 
 
 def _matrix_batch(pairs, touched, get_addr, num, generic):
-    """(B, the CTAs' [(first, end)] in the gang, row offsets (warps, 8 num), thread ids (warps, 8 num)) of a gang's
-    ldmatrix / stmatrix read through one lockstep.Batch, or None where a CTA's warps are not together (the CTA by
-    CTA path reads each warp's registers on its own); Fallback where a warp runs on some lanes only."""
+    """(B, the CTAs' [(first, end)] in the gang, row offsets (warps, 8 num)) of a gang's ldmatrix / stmatrix read
+    through one lockstep.Batch, or None where a CTA's warps are not together (the CTA by CTA path reads each warp's
+    registers on its own); Fallback where a warp runs on some lanes only."""
     warps = [W for W, _ in pairs]
     starts = cta_starts(warps)
     if starts is None:
@@ -575,27 +578,21 @@ def _matrix_batch(pairs, touched, get_addr, num, generic):
     B = Batch(warps, touched)
     nw, rows = len(warps), 8 * num
     offs = matrix_offsets(np.broadcast_to(get_addr(B), (nw, 32))[:, :rows], generic)
-    return B, list(zip(starts, starts[1:] + [nw])), offs, thread_ids(warps)[:, :rows]
+    return B, list(zip(starts, starts[1:] + [nw])), offs
 
 
 def ldmatrix_gang(num, trans, sets, get_addr, generic, wh, touched=None, written=None):
     """op.gang of ldmatrix .m8n8 .b16 (memory_ops.c_ldmatrix); touched / written: the registers the operands name
     / the destinations (every warp's read and set at once: _matrix_batch)."""
     rows = 8 * num
+    run = ldmatrix_run(num, trans)
 
     def gang(pairs):
         got = _matrix_batch(pairs, touched, get_addr, num, generic) if touched is not None and len(pairs) > 1 \
             else None
-        if got is not None:
-            B, ctas, offs, tids = got
-            plans = [_shared_load_plan(pairs[a][0].cta.shared, pairs[a:b], offs[a:b].reshape(-1),
-                                       tids[a:b].reshape(-1), [rows] * (b - a), 16, wh) for a, b in ctas]
-            raw = np.concatenate([r for r, _ in plans]) if len(plans) > 1 else plans[0][0]
-            for _, land in plans:
-                land()
-            v = fragments(raw, len(pairs), num, trans)   # (warps, num, 32)
-            for i, s in enumerate(sets):
-                s(B, v[:, i], None)
+        if got is not None:   # a run of one (ldmatrix_run: every CTA planned, then recorded, then set in B)
+            B, _, offs = got
+            run(B.warps, [(offs, sets, wh)], B)
             B.store(written)
             return
         plans = []
@@ -632,8 +629,9 @@ def stmatrix_gang(num, trans, gets, get_addr, generic, wh, touched=None):
         got = _matrix_batch(pairs, touched, get_addr, num, generic) if touched is not None and len(pairs) > 1 \
             else None
         if got is not None:
-            B, ctas, offs, tids = got
+            B, ctas, offs = got
             nw = len(pairs)
+            tids = thread_ids(B.warps)[:, :rows]
             data = _matrices(np.stack([np.broadcast_to(g(B), (nw, 32)) for g in gets], axis=1).astype(np.uint32),
                              num, trans)
             plans = [_shared_store_plan(pairs[a][0].cta.shared, pairs[a:b], offs[a:b].reshape(-1),
